@@ -1,0 +1,303 @@
+//! Configuration: the user's `config.toml`, per-workspace `.openfiles/config.toml`
+//! overrides, defaults and validation.
+//!
+//! Every struct denies unknown keys, and range checks happen during deserialization, so
+//! `toml`'s error carries the offending key and its line ("TOML parse error at line 3,
+//! column 1 … unknown field `heartbeat_second`"). A workspace file may override any
+//! section except `[service]`; it is merged key by key over the user's file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::spec::Feedback;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub service: ServiceConfig,
+    pub hooks: HooksConfig,
+    pub watch: WatchConfig,
+    pub diagnostics: DiagnosticsConfig,
+    pub plugins: PluginsConfig,
+    /// Per-plugin settings, `[plugin.<name>]`, handed to the plugin as JSON.
+    pub plugin: BTreeMap<String, toml::Table>,
+    pub claws: ClawsConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServiceConfig {
+    /// `error`, `warn`, `info`, `debug`, `trace`, or a `RUST_LOG`-style filter. `RUST_LOG` wins.
+    pub log_level: String,
+    /// Seconds between heartbeat rewrites (2–30).
+    #[serde(deserialize_with = "heartbeat_range")]
+    pub heartbeat_seconds: u64,
+    /// Folders scanned for workspaces (sub-folders holding `.openfiles/` or `.claws/`).
+    pub roots: Vec<PathBuf>,
+    /// Folders always registered as workspaces.
+    pub workspaces: Vec<PathBuf>,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            log_level: "info".into(),
+            heartbeat_seconds: 5,
+            roots: Vec::new(),
+            workspaces: Vec::new(),
+        }
+    }
+}
+
+fn heartbeat_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = u64::deserialize(d)?;
+    if !(2..=30).contains(&v) {
+        return Err(serde::de::Error::custom(format!(
+            "heartbeat_seconds must be between 2 and 30, got {v}"
+        )));
+    }
+    Ok(v)
+}
+
+/// What agents get back, written to `diagnostics.json`'s `hook` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HooksConfig {
+    pub feedback: Feedback,
+    #[serde(deserialize_with = "timeout_range")]
+    pub timeout_ms: u64,
+}
+
+impl Default for HooksConfig {
+    fn default() -> Self {
+        HooksConfig {
+            feedback: Feedback::ErrorsAndWarnings,
+            timeout_ms: crate::spec::DEFAULT_HOOK_TIMEOUT_MS,
+        }
+    }
+}
+
+fn timeout_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = u64::deserialize(d)?;
+    if !(100..=600_000).contains(&v) {
+        return Err(serde::de::Error::custom(format!(
+            "timeout_ms must be between 100 and 600000, got {v}"
+        )));
+    }
+    Ok(v)
+}
+
+/// Noticing edits made without a hook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    pub enabled: bool,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig { enabled: true }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DiagnosticsConfig {
+    /// Extra ignore globs (gitignore syntax), on top of the built-in ones.
+    pub ignore: Vec<String>,
+    /// Extra sensitive-file globs: kept in the session, never read by a checker.
+    pub sensitive: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// Extra plugin libraries or folders holding them.
+    pub paths: Vec<PathBuf>,
+    /// Plugin names not to load.
+    pub disabled: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClawsConfig {
+    /// Serve `.claws/claws.sock` in every workspace.
+    pub enabled: bool,
+    /// Capture ring size per wrapped terminal, bytes.
+    pub ring_bytes: usize,
+    /// Live terminals per workspace.
+    pub max_terminals: usize,
+    /// Default `exec` timeout.
+    pub exec_timeout_ms: u64,
+    /// Upper bound on `poll` results.
+    pub poll_limit: usize,
+    /// History events kept for `poll`.
+    pub history_events: usize,
+    /// Bytes of output kept per history event.
+    pub history_output_bytes: usize,
+    /// Bus event log: rotate a segment past this size.
+    pub event_segment_bytes: u64,
+    /// Bus event log: total size kept.
+    pub event_log_bytes: u64,
+}
+
+impl Default for ClawsConfig {
+    fn default() -> Self {
+        ClawsConfig {
+            enabled: true,
+            ring_bytes: 8 << 20,
+            max_terminals: 64,
+            exec_timeout_ms: 180_000,
+            poll_limit: 100,
+            history_events: 500,
+            history_output_bytes: 256 << 10,
+            event_segment_bytes: 8 << 20,
+            event_log_bytes: 256 << 20,
+        }
+    }
+}
+
+impl Config {
+    /// Parse a config text; `path` only names the source in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Load the user's config file; a missing default file means defaults, a missing
+    /// explicit file is an error.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let Some(path) = crate::paths::config_file(explicit) else {
+            return Ok((Config::default(), None));
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((Config::parse(&text, &path)?, Some(path))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => {
+                Ok((Config::default(), None))
+            }
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    /// This config with a workspace's `.openfiles/config.toml` merged over it (if present).
+    pub fn for_workspace(&self, root: &Path) -> Result<Config, ConfigError> {
+        let path = root.join(crate::spec::DIR).join("config.toml");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self.clone()),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        // Validate the file alone first so errors carry its own line numbers.
+        let own = Config::parse(&text, &path)?;
+        if own.service != ServiceConfig::default() {
+            return Err(ConfigError::Invalid {
+                path,
+                message: "[service] cannot be set per workspace; put it in the user config".into(),
+            });
+        }
+        let overrides: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let mut base = toml::Table::try_from(self).map_err(|e| ConfigError::Invalid {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        merge(&mut base, overrides);
+        toml::Value::Table(base)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                path,
+                message: e.to_string(),
+            })
+    }
+
+    /// The settings of one plugin as JSON (`null` when none).
+    pub fn plugin_settings(&self, name: &str) -> serde_json::Value {
+        self.plugin
+            .get(name)
+            .and_then(|t| serde_json::to_value(t).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_error_names_key_and_line() {
+        let err = Config::parse(
+            "[service]\nlog_level = \"info\"\nheartbeat_second = 5\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("heartbeat_second"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn bad_value_error_names_key_and_line() {
+        let err = Config::parse("\n[service]\nheartbeat_seconds = 99\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("heartbeat_seconds"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn workspace_file_overrides_sections_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".openfiles")).unwrap();
+        std::fs::write(
+            dir.path().join(".openfiles/config.toml"),
+            "[hooks]\nfeedback = \"errors\"\n",
+        )
+        .unwrap();
+        let mut base = Config::default();
+        base.hooks.timeout_ms = 9000;
+        let cfg = base.for_workspace(dir.path()).unwrap();
+        assert_eq!(cfg.hooks.feedback, Feedback::Errors);
+        assert_eq!(cfg.hooks.timeout_ms, 9000);
+    }
+
+    #[test]
+    fn workspace_file_may_not_set_service() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".openfiles")).unwrap();
+        std::fs::write(
+            dir.path().join(".openfiles/config.toml"),
+            "[service]\nheartbeat_seconds = 3\n",
+        )
+        .unwrap();
+        assert!(Config::default().for_workspace(dir.path()).is_err());
+    }
+}

@@ -1,0 +1,7 @@
+//! The control socket: the `openfiles/1` protocol ([`protocol`]), the blocking client the
+//! CLI commands use ([`client`]) and the service side that accepts and dispatches
+//! connections ([`server`]).
+
+pub mod client;
+pub mod protocol;
+pub mod server;

@@ -1,0 +1,1 @@
+//! Control socket server (being built).

@@ -1,0 +1,13 @@
+//! openfiles: the headless replacement for the OpenFiles and Claws editor extensions.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the map of modules.
+
+pub mod admin;
+pub mod cli;
+pub mod config;
+pub mod control;
+pub mod fsutil;
+pub mod paths;
+pub mod service;
+pub mod spec;
+pub mod workspace;

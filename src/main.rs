@@ -1,0 +1,5 @@
+//! The `openfiles` binary: all the work lives in the library; see `cli.rs`.
+
+fn main() -> std::process::ExitCode {
+    openfiles::cli::run()
+}

@@ -1,0 +1,142 @@
+//! The OpenFiles on-disk formats, exactly as `openfiles-diagnostics-and-hook.md` spells them.
+//!
+//! `diagnostics.json`, a `queue.jsonl` line and a heartbeat file are read by tools we do not
+//! control (agents, the editor extension's `hook.js`), so every field name here is part of a
+//! public contract: never rename one. The daemon writes these types, the `hook` fallback and
+//! `check` read them; both sides use this one module.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub use openfiles_plugin_api::{Item, Severity};
+
+/// Directory of a workspace that holds the OpenFiles files.
+pub const DIR: &str = ".openfiles";
+/// Heartbeat directory inside [`DIR`] (the name comes from the editor extension).
+pub const HEARTBEAT_DIR: &str = "vscode";
+pub const QUEUE_FILE: &str = "queue.jsonl";
+pub const DIAGNOSTICS_FILE: &str = "diagnostics.json";
+/// A heartbeat older than this (by mtime) means nobody is serving the workspace.
+pub const HEARTBEAT_FRESH_SECS: u64 = 60;
+/// `hook.timeoutMs` when `diagnostics.json` does not say.
+pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 4000;
+
+/// `.openfiles/diagnostics.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnosticsFile {
+    pub version: u32,
+    /// Epoch milliseconds.
+    pub updated_at: u64,
+    /// Always written: a known reader crashes when it is missing.
+    #[serde(default)]
+    pub hook: HookSettings,
+    /// Keyed by workspace-relative path with `/` separators.
+    #[serde(default)]
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+/// The `hook` object of `diagnostics.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSettings {
+    pub feedback: Feedback,
+    pub timeout_ms: u64,
+}
+
+impl Default for HookSettings {
+    fn default() -> Self {
+        HookSettings {
+            feedback: Feedback::ErrorsAndWarnings,
+            timeout_ms: DEFAULT_HOOK_TIMEOUT_MS,
+        }
+    }
+}
+
+/// Which items the hook reports back to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Feedback {
+    Off,
+    Errors,
+    #[default]
+    ErrorsAndWarnings,
+}
+
+/// One file's entry in `diagnostics.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileEntry {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Epoch ms when diagnostics settled after the last edit; 0 = not yet.
+    pub checked_at: u64,
+    pub errors: u32,
+    pub warnings: u32,
+    pub items: Vec<Item>,
+}
+
+impl FileEntry {
+    /// An entry for a file that was edited but not checked yet.
+    pub fn pending(path: PathBuf) -> Self {
+        FileEntry {
+            path,
+            checked_at: 0,
+            errors: 0,
+            warnings: 0,
+            items: Vec::new(),
+        }
+    }
+
+    /// An entry with `items`, counts derived from them.
+    pub fn checked(path: PathBuf, checked_at: u64, items: Vec<Item>) -> Self {
+        let count = |s| items.iter().filter(|i| i.severity == s).count() as u32;
+        FileEntry {
+            errors: count(Severity::Error),
+            warnings: count(Severity::Warning),
+            path,
+            checked_at,
+            items,
+        }
+    }
+}
+
+/// One line of `.openfiles/queue.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueLine {
+    pub v: u32,
+    /// Epoch ms of the edit.
+    #[serde(default)]
+    pub ts: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    pub paths: Vec<PathBuf>,
+}
+
+/// `.openfiles/vscode/<id>.json`: one per serving process (editor window or this service).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Heartbeat {
+    pub version: u32,
+    pub workspace_root: PathBuf,
+    pub session_id: String,
+    pub app_name: String,
+    /// Epoch seconds (fractional), kept in seconds for 0.1 clients.
+    pub updated_at: f64,
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
+}
+
+/// The `appName` this service writes in its heartbeats.
+pub const APP_NAME: &str = "openfiles";
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,1 @@
+//! Workspaces (being built).
