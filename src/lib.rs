@@ -9,5 +9,6 @@ pub mod control;
 pub mod fsutil;
 pub mod paths;
 pub mod service;
+pub mod setup;
 pub mod spec;
 pub mod workspace;
