@@ -36,8 +36,14 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
     let bin = r["packageBin"].as_str().unwrap();
     let socket = r["hmLinux"]["socketUnit"].as_str().unwrap();
     let service = r["hmLinux"]["serviceUnit"].as_str().unwrap();
-    assert!(service.contains(&format!("ExecStart={bin} serve")), "{service}");
-    assert!(service.contains("Environment=PATH=/nix/store/"), "{service}");
+    assert!(
+        service.contains(&format!("ExecStart={bin} serve")),
+        "{service}"
+    );
+    assert!(
+        service.contains("Environment=PATH=/nix/store/"),
+        "{service}"
+    );
 
     // Same keys as packaging/systemd (minus comments, Documentation and the PATH line).
     let shipped = |name: &str| {
@@ -59,7 +65,11 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
     // systemd-analyze needs the ExecStart binary to exist: point it at the test binary.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("openfiles.socket"), socket).unwrap();
-    std::fs::write(dir.path().join("openfiles.service"), service.replace(bin, BIN)).unwrap();
+    std::fs::write(
+        dir.path().join("openfiles.service"),
+        service.replace(bin, BIN),
+    )
+    .unwrap();
     let (good, text) = verify_units(&[
         dir.path().join("openfiles.socket"),
         dir.path().join("openfiles.service"),
@@ -67,14 +77,20 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
     assert_eq!(r["hmLinux"]["hasLaunchd"], false);
     // On Linux the default socket is where clients look anyway: no variable needed.
-    assert!(r["hmLinux"]["sessionVariables"].get("OPENFILES_SOCKET").is_none());
+    assert!(r["hmLinux"]["sessionVariables"]
+        .get("OPENFILES_SOCKET")
+        .is_none());
 }
 
 #[test]
 fn rendered_settings_are_a_valid_openfiles_config() {
     let store = tempfile::tempdir().unwrap();
     let r = eval_modules(store.path());
-    for text in [&r["hmLinux"]["configText"], &r["nixos"]["configText"], &r["darwin"]["configText"]] {
+    for text in [
+        &r["hmLinux"]["configText"],
+        &r["nixos"]["configText"],
+        &r["darwin"]["configText"],
+    ] {
         let text = text.as_str().expect("config text");
         let cfg = openfiles::config::Config::parse(text, Path::new("config.toml"))
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -91,8 +107,14 @@ fn nixos_module_declares_a_socket_activated_user_service() {
     let r = eval_modules(store.path());
     let n = &r["nixos"];
     let bin = r["packageBin"].as_str().unwrap();
-    assert_eq!(n["socket"]["wantedBy"], serde_json::json!(["sockets.target"]));
-    assert_eq!(n["socket"]["listenStreams"], serde_json::json!(["%t/openfiles/openfiles.sock"]));
+    assert_eq!(
+        n["socket"]["wantedBy"],
+        serde_json::json!(["sockets.target"])
+    );
+    assert_eq!(
+        n["socket"]["listenStreams"],
+        serde_json::json!(["%t/openfiles/openfiles.sock"])
+    );
     let sc = &n["socket"]["socketConfig"];
     assert_eq!(sc["SocketMode"], "0600");
     assert_eq!(sc["DirectoryMode"], "0700");
@@ -102,11 +124,23 @@ fn nixos_module_declares_a_socket_activated_user_service() {
     assert_eq!(svc["serviceConfig"]["Type"], "notify");
     assert_eq!(svc["serviceConfig"]["ExecStart"], format!("{bin} serve"));
     assert_eq!(svc["requires"], serde_json::json!(["openfiles.socket"]));
-    assert!(svc.get("wantedBy").is_none(), "the service must start on demand only");
-    assert_eq!(svc["environment"]["OPENFILES_CONFIG"], "/etc/openfiles/config.toml");
+    assert!(
+        svc.get("wantedBy").is_none(),
+        "the service must start on demand only"
+    );
+    assert_eq!(
+        svc["environment"]["OPENFILES_CONFIG"],
+        "/etc/openfiles/config.toml"
+    );
     assert!(svc["path"][0].as_str().unwrap().ends_with("-ruff"));
-    assert!(n["systemPackages"][0].as_str().unwrap().ends_with("-openfiles-0.1.0"));
-    assert_eq!(n["disabledHasUnits"], false, "a disabled module must add nothing");
+    assert!(n["systemPackages"][0]
+        .as_str()
+        .unwrap()
+        .ends_with("-openfiles-0.1.0"));
+    assert_eq!(
+        n["disabledHasUnits"], false,
+        "a disabled module must add nothing"
+    );
 }
 
 #[test]
@@ -115,7 +149,10 @@ fn darwin_modules_render_a_valid_launch_agent() {
     let r = eval_modules(store.path());
     let bin = r["darwinPackageBin"].as_str().unwrap();
     let sock = "/Users/alice/Library/Caches/openfiles/openfiles.sock";
-    for (agent, who) in [(&r["darwin"]["agent"], "nix-darwin"), (&r["hmDarwin"]["agent"]["config"], "home-manager")] {
+    for (agent, who) in [
+        (&r["darwin"]["agent"], "nix-darwin"),
+        (&r["hmDarwin"]["agent"]["config"], "home-manager"),
+    ] {
         // Through plistlib, as launchd would read it.
         let dir = tempfile::tempdir().unwrap();
         let json_path = dir.path().join("agent.json");
@@ -128,11 +165,18 @@ fn darwin_modules_render_a_valid_launch_agent() {
             .arg(&plist_path));
         let p = plist_json(&plist_path);
         assert_eq!(p["Label"], "org.openfiles.openfiles", "{who}");
-        assert_eq!(p["ProgramArguments"], serde_json::json!([bin, "serve"]), "{who}");
+        assert_eq!(
+            p["ProgramArguments"],
+            serde_json::json!([bin, "serve"]),
+            "{who}"
+        );
         assert_eq!(p["Sockets"]["Listeners"]["SockPathName"], sock, "{who}");
         assert_eq!(p["Sockets"]["Listeners"]["SockPathMode"], 0o600, "{who}");
         assert_eq!(p["EnvironmentVariables"]["OPENFILES_SOCKET"], sock, "{who}");
-        assert!(p.get("RunAtLoad").is_none() && p.get("KeepAlive").is_none(), "{who}");
+        assert!(
+            p.get("RunAtLoad").is_none() && p.get("KeepAlive").is_none(),
+            "{who}"
+        );
     }
     assert_eq!(r["hmDarwin"]["agent"]["enable"], true);
     assert_eq!(r["hmDarwin"]["hasSystemd"], false);
@@ -167,7 +211,12 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
     assert!(!stderr.contains("error:"), "{stderr}");
 
     // Every output the issue names evaluates, for every system.
-    for system in ["x86_64-linux", "aarch64-linux", "x86_64-darwin", "aarch64-darwin"] {
+    for system in [
+        "x86_64-linux",
+        "aarch64-linux",
+        "x86_64-darwin",
+        "aarch64-darwin",
+    ] {
         for attr in [
             format!("packages.{system}.default.drvPath"),
             format!("devShells.{system}.default.drvPath"),
@@ -178,13 +227,26 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
                 .args(["eval", "--raw", "--no-write-lock-file"])
                 .args(["--override-input", "nixpkgs", &stub])
                 .arg(format!("{flake}#{attr}")));
-            assert!(out.starts_with("/nix/store/") && out.ends_with(".drv"), "{attr}: {out}");
+            assert!(
+                out.starts_with("/nix/store/") && out.ends_with(".drv"),
+                "{attr}: {out}"
+            );
         }
     }
-    for attr in ["nixosModules.default", "homeManagerModules.default", "darwinModules.default", "overlays.default"] {
+    for attr in [
+        "nixosModules.default",
+        "homeManagerModules.default",
+        "darwinModules.default",
+        "overlays.default",
+    ] {
         let out = ok(nix("nix", store.path())
             .current_dir(src.path())
-            .args(["eval", "--no-write-lock-file", "--apply", "builtins.isFunction"])
+            .args([
+                "eval",
+                "--no-write-lock-file",
+                "--apply",
+                "builtins.isFunction",
+            ])
             .args(["--override-input", "nixpkgs", &stub])
             .arg(format!("{flake}#{attr}")));
         assert_eq!(out.trim(), "true", "{attr}");

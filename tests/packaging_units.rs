@@ -29,7 +29,10 @@ fn unit_dir(home: &Path) -> PathBuf {
 fn installed_units_pass_systemd_analyze_verify_without_output() {
     let home = tempfile::tempdir().unwrap();
     let out = ok(service(home.path()).arg("install"));
-    assert!(out.contains("systemctl --user enable --now openfiles.socket"), "{out}");
+    assert!(
+        out.contains("systemctl --user enable --now openfiles.socket"),
+        "{out}"
+    );
     let dir = unit_dir(home.path());
     let (good, text) = verify_units(&[dir.join("openfiles.socket"), dir.join("openfiles.service")]);
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
@@ -50,7 +53,11 @@ fn packaged_units_verify_once_the_binary_path_is_substituted() {
         .unwrap()
         .replace("/usr/bin/openfiles", BIN);
     std::fs::write(dir.path().join("openfiles.service"), service).unwrap();
-    std::fs::copy(src.join("openfiles.socket"), dir.path().join("openfiles.socket")).unwrap();
+    std::fs::copy(
+        src.join("openfiles.socket"),
+        dir.path().join("openfiles.socket"),
+    )
+    .unwrap();
     let (good, text) = verify_units(&[
         dir.path().join("openfiles.socket"),
         dir.path().join("openfiles.service"),
@@ -96,10 +103,11 @@ fn plist_template_and_installed_plist_parse_with_the_required_keys() {
 
     let home = tempfile::tempdir().unwrap();
     let socket = home.path().join("run/openfiles.sock");
-    let out = ok(service(home.path())
-        .arg("--socket")
-        .arg(&socket)
-        .args(["install", "--platform", "launchd"]));
+    let out = ok(service(home.path()).arg("--socket").arg(&socket).args([
+        "install",
+        "--platform",
+        "launchd",
+    ]));
     assert!(out.contains("launchctl bootstrap gui/"), "{out}");
     let plist_path = home
         .path()
@@ -113,7 +121,10 @@ fn plist_template_and_installed_plist_parse_with_the_required_keys() {
         .ends_with("Library/Logs/openfiles.log"));
     // The socket's folder exists and is private, as launchd needs it.
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(socket.parent().unwrap()).unwrap().permissions().mode();
+    let mode = std::fs::metadata(socket.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o700);
 
     ok(service(home.path()).args(["uninstall", "--platform", "launchd"]));
@@ -124,7 +135,10 @@ fn plist_template_and_installed_plist_parse_with_the_required_keys() {
 fn dry_run_writes_nothing_and_shows_the_units() {
     let home = tempfile::tempdir().unwrap();
     let out = ok(service(home.path()).args(["install", "--dry-run"]));
-    assert!(out.contains("would write") && out.contains("ListenStream=%t/openfiles/openfiles.sock"), "{out}");
+    assert!(
+        out.contains("would write") && out.contains("ListenStream=%t/openfiles/openfiles.sock"),
+        "{out}"
+    );
     assert!(!unit_dir(home.path()).exists());
 }
 
@@ -140,7 +154,11 @@ fn uninstall_removes_exactly_what_install_wrote() {
         dir.join("sockets.target.wants/openfiles.socket"),
     )
     .unwrap();
-    std::fs::write(dir.join("other.service"), "[Service]\nExecStart=/bin/true\n").unwrap();
+    std::fs::write(
+        dir.join("other.service"),
+        "[Service]\nExecStart=/bin/true\n",
+    )
+    .unwrap();
     let status = output(service(home.path()).arg("status"));
     assert!(status.status.success());
     let text = String::from_utf8_lossy(&status.stdout);
@@ -152,7 +170,10 @@ fn uninstall_removes_exactly_what_install_wrote() {
     assert!(!dir.join("openfiles.service").exists());
     assert!(std::fs::symlink_metadata(dir.join("sockets.target.wants/openfiles.socket")).is_err());
     assert!(dir.join("other.service").exists());
-    assert_eq!(output(service(home.path()).arg("status")).status.code(), Some(1));
+    assert_eq!(
+        output(service(home.path()).arg("status")).status.code(),
+        Some(1)
+    );
 }
 
 #[test]
@@ -160,7 +181,11 @@ fn install_refuses_to_overwrite_a_unit_it_did_not_write() {
     let home = tempfile::tempdir().unwrap();
     let dir = unit_dir(home.path());
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("openfiles.service"), "[Service]\nExecStart=/opt/mine serve\n").unwrap();
+    std::fs::write(
+        dir.join("openfiles.service"),
+        "[Service]\nExecStart=/opt/mine serve\n",
+    )
+    .unwrap();
     let out = output(service(home.path()).arg("install"));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
@@ -239,7 +264,12 @@ fn macos_code_paths_compile_check_where_the_target_exists() {
         );
         return;
     };
-    ok(Command::new("cargo")
-        .current_dir(repo())
-        .args(["check", "-p", "openfiles", "--lib", "--target", target]));
+    ok(Command::new("cargo").current_dir(repo()).args([
+        "check",
+        "-p",
+        "openfiles",
+        "--lib",
+        "--target",
+        target,
+    ]));
 }

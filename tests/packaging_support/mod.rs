@@ -56,9 +56,13 @@ pub fn nix(prog: &str, store: &Path) -> Command {
 
 /// Copy the files git tracks (plus new, not ignored ones) into `dest`.
 pub fn copy_repo(dest: &Path) {
-    let list = ok(Command::new("git")
-        .current_dir(repo())
-        .args(["ls-files", "--cached", "--others", "--exclude-standard", "-z"]));
+    let list = ok(Command::new("git").current_dir(repo()).args([
+        "ls-files",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "-z",
+    ]));
     for rel in list.split('\0').filter(|s| !s.is_empty()) {
         let from = repo().join(rel);
         if !from.is_file() {
