@@ -8,6 +8,7 @@ pub mod config;
 pub mod control;
 pub mod fsutil;
 pub mod paths;
+pub mod plugin_host;
 pub mod service;
 pub mod spec;
 pub mod workspace;
