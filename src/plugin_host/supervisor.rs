@@ -321,6 +321,13 @@ impl Supervisor {
                 }
                 End::Died(reason) => {
                     tracing::warn!(plugin = %self.spec.name, "plugin host {reason}; restarting");
+                    // Status first, so whoever gets the error below already sees the restart.
+                    self.status.update(|s| {
+                        s.state = State::Restarting;
+                        s.pid = None;
+                        s.restarts += 1;
+                        s.reason = Some(format!("host {reason}"));
+                    });
                     let plugin = self.spec.name.clone();
                     for (_, reply) in self.pending.drain() {
                         let _ = reply.send(Err(PluginError::HostDied {
@@ -328,12 +335,6 @@ impl Supervisor {
                             reason: reason.clone(),
                         }));
                     }
-                    self.status.update(|s| {
-                        s.state = State::Restarting;
-                        s.pid = None;
-                        s.restarts += 1;
-                        s.reason = Some(format!("host {reason}"));
-                    });
                     if born.elapsed() >= STABLE {
                         delay = BACKOFF_FIRST;
                     }
