@@ -74,7 +74,11 @@ fn touch(ws: &Path, name: &str) -> PathBuf {
 async fn instant_works(s: &Setup) {
     let id = id_of(&s.manager, "instant");
     let f = touch(&s.ws, "ok.txt");
-    let resp = s.manager.check(id, req(&s.ws, &[&f], 30_000)).await.unwrap();
+    let resp = s
+        .manager
+        .check(id, req(&s.ws, &[&f], 30_000))
+        .await
+        .unwrap();
     assert_eq!(resp.files.len(), 1);
     assert_eq!(resp.files[0].path, f);
     assert_eq!(resp.files[0].items[0].source, "instant");
@@ -83,7 +87,9 @@ async fn instant_works(s: &Setup) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_libraries_are_refused_with_distinct_reasons_and_good_ones_load() {
     let tmp = tempfile::tempdir().unwrap();
-    let garbage = tmp.path().join(format!("libgarbage.{}", std::env::consts::DLL_EXTENSION));
+    let garbage = tmp
+        .path()
+        .join(format!("libgarbage.{}", std::env::consts::DLL_EXTENSION));
     std::fs::write(&garbage, b"this is not an ELF file").unwrap();
     let missing = tmp.path().join("nowhere");
     let s = start(
@@ -103,12 +109,19 @@ async fn bad_libraries_are_refused_with_distinct_reasons_and_good_ones_load() {
     let bad_abi = by_path(&fixture("bad_abi"));
     assert_eq!(bad_abi.state, State::Refused);
     assert_eq!(bad_abi.kind.as_deref(), Some("abi-mismatch"));
-    assert!(bad_abi.reason.as_deref().unwrap().contains("ABI 999"), "{bad_abi:?}");
+    assert!(
+        bad_abi.reason.as_deref().unwrap().contains("ABI 999"),
+        "{bad_abi:?}"
+    );
 
     let no_symbol = by_path(&fixture("no_symbol"));
     assert_eq!(no_symbol.state, State::Refused);
     assert_eq!(no_symbol.kind.as_deref(), Some("missing-symbol"));
-    assert!(no_symbol.reason.as_deref().unwrap().contains("openfiles_plugin_v1"));
+    assert!(no_symbol
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("openfiles_plugin_v1"));
 
     let garbage_row = by_path(&garbage);
     assert_eq!(garbage_row.state, State::Refused);
@@ -143,13 +156,20 @@ async fn a_panicking_plugin_gives_an_error_and_its_host_lives_on() {
         let PluginError::Failed { message, .. } = &err else {
             panic!("expected Failed, got {err:?}");
         };
-        assert!(message.contains("panicked") && message.contains("fixture panic"), "{message}");
+        assert!(
+            message.contains("panicked") && message.contains("fixture panic"),
+            "{message}"
+        );
         let item = err.item();
         assert_eq!(item.severity, Severity::Warning);
         assert!(item.message.contains("panicky"));
     }
     let rows = s.manager.status_rows();
-    assert_eq!(row(&rows, "panicky").restarts, 0, "a panic must not kill the host");
+    assert_eq!(
+        row(&rows, "panicky").restarts,
+        0,
+        "a panic must not kill the host"
+    );
     assert_eq!(row(&rows, "panicky").state, State::Loaded);
     instant_works(&s).await;
     s.token.cancel();
@@ -230,7 +250,10 @@ async fn a_host_killed_mid_check_fails_that_check_and_serves_the_next() {
 
     // The next check waits for the restarted host and is answered by it.
     let f = touch(&s.ws, "next.txt");
-    let resp = manager.check(instant, req(&s.ws, &[&f], 60_000)).await.unwrap();
+    let resp = manager
+        .check(instant, req(&s.ws, &[&f], 60_000))
+        .await
+        .unwrap();
     assert_eq!(resp.files[0].path, f);
     let rows = manager.status_rows();
     let r = row(&rows, "instant");
@@ -251,7 +274,10 @@ async fn a_check_past_its_deadline_times_out_and_is_cancelled_in_the_plugin() {
         .check(instant, req(&s.ws, &[&slow], 300))
         .await
         .unwrap_err();
-    assert!(matches!(err, PluginError::Timeout { after_ms: 300, .. }), "{err:?}");
+    assert!(
+        matches!(err, PluginError::Timeout { after_ms: 300, .. }),
+        "{err:?}"
+    );
     // The host is still the same process and still answers.
     instant_works(&s).await;
     assert_eq!(row(&s.manager.status_rows(), "instant").restarts, 0);
@@ -262,7 +288,10 @@ async fn a_check_past_its_deadline_times_out_and_is_cancelled_in_the_plugin() {
     s.manager.wait_stopped().await;
     let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None);
     assert!(alive.is_err(), "host {pid} still running after shutdown");
-    assert_eq!(row(&s.manager.status_rows(), "instant").state, State::Stopped);
+    assert_eq!(
+        row(&s.manager.status_rows(), "instant").state,
+        State::Stopped
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,7 +303,10 @@ async fn responses_keep_requested_and_also_report_files_only_and_config_reaches_
     );
     let s = start(&[fixture("instant")], cfg).await;
     let instant = id_of(&s.manager, "instant");
-    assert_eq!(s.manager.plugins_for(Path::new("/w/README.md")), vec![instant]);
+    assert_eq!(
+        s.manager.plugins_for(Path::new("/w/README.md")),
+        vec![instant]
+    );
     assert!(s.manager.plugins_for(Path::new("/w/a.txt")).is_empty());
     let a = touch(&s.ws, "a.md");
     let b = touch(&s.ws, "b.md");
@@ -293,7 +325,9 @@ async fn disabled_and_duplicate_plugins_are_not_loaded() {
     cfg.plugins.disabled = vec!["panicky".into()];
     // The same plugin twice under two file names: the second is a duplicate.
     let tmp = tempfile::tempdir().unwrap();
-    let copy = tmp.path().join(format!("libcopy.{}", std::env::consts::DLL_EXTENSION));
+    let copy = tmp
+        .path()
+        .join(format!("libcopy.{}", std::env::consts::DLL_EXTENSION));
     std::fs::copy(fixture("instant"), &copy).unwrap();
     let s = start(&[fixture("instant"), copy.clone(), fixture("panic")], cfg).await;
     let rows = s.manager.status_rows();

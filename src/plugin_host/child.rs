@@ -81,10 +81,10 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
         pid: std::process::id(),
     });
 
-    let mut lines = std::io::BufReader::new(input).lines();
+    let lines = std::io::BufReader::new(input).lines();
     let mut instance: Option<Arc<Instance>> = None;
     let inflight = Arc::new(InFlight::default());
-    while let Some(line) = lines.next() {
+    for line in lines {
         let line = line?;
         if line.trim().is_empty() {
             continue;
@@ -195,5 +195,7 @@ fn drain(inst: &Instance, inflight: &InFlight) {
     for id in ids.iter() {
         inst.cancel(*id);
     }
-    let _ = inflight.done.wait_timeout_while(ids, DRAIN, |ids| !ids.is_empty());
+    let _ = inflight
+        .done
+        .wait_timeout_while(ids, DRAIN, |ids| !ids.is_empty());
 }

@@ -165,17 +165,16 @@ impl PluginManager {
         let mut names = HashSet::new();
         for cand in candidates {
             let mut row = PluginStatus::new(cand.path.clone(), cand.origin, State::Refused);
-            let (mut host, name, version) =
-                match Host::spawn(&opts.host_exe, &cand.path).await {
-                    Ok(ok) => ok,
-                    Err(e) => {
-                        tracing::warn!(library = %cand.path.display(), "plugin refused: {}", e.message());
-                        row.kind = Some(e.kind().to_owned());
-                        row.reason = Some(e.message());
-                        manager.push_row(row);
-                        continue;
-                    }
-                };
+            let (mut host, name, version) = match Host::spawn(&opts.host_exe, &cand.path).await {
+                Ok(ok) => ok,
+                Err(e) => {
+                    tracing::warn!(library = %cand.path.display(), "plugin refused: {}", e.message());
+                    row.kind = Some(e.kind().to_owned());
+                    row.reason = Some(e.message());
+                    manager.push_row(row);
+                    continue;
+                }
+            };
             row.name = Some(name.clone());
             row.version = Some(version);
             if disabled.contains(name.as_str()) {

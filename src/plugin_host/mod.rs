@@ -36,7 +36,9 @@ pub struct PluginId(pub usize);
 pub enum PluginError {
     #[error("no such plugin ({0:?})")]
     Unknown(PluginId),
-    #[error("plugin {plugin}: host process died during the check ({reason}); it is being restarted")]
+    #[error(
+        "plugin {plugin}: host process died during the check ({reason}); it is being restarted"
+    )]
     HostDied { plugin: String, reason: String },
     #[error("plugin {plugin}: no answer within {after_ms} ms (check cancelled)")]
     Timeout { plugin: String, after_ms: u64 },

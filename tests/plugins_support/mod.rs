@@ -3,7 +3,7 @@
 //!
 //! Integration tests of the root package do not make cargo build the other workspace
 //! members' cdylibs, so the first test that needs them runs
-//! `cargo build -p openfiles-test-fixtures --examples -p openfiles-plugin-cargo-check
+//! `cargo build --lib --examples -p openfiles-test-fixtures -p openfiles-plugin-cargo-check
 //! -p openfiles-plugin-tsc` into the same target directory (the outer `cargo test` has
 //! released its build lock by the time tests run). It is a no-op when they are fresh.
 
@@ -36,6 +36,7 @@ pub fn built() -> &'static Path {
             .args([
                 "-p",
                 "openfiles-test-fixtures",
+                "--lib",
                 "--examples",
                 "-p",
                 "openfiles-plugin-cargo-check",
@@ -45,7 +46,9 @@ pub fn built() -> &'static Path {
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
-        let status = cmd.status().expect("run cargo build for the plugin cdylibs");
+        let status = cmd
+            .status()
+            .expect("run cargo build for the plugin cdylibs");
         assert!(status.success(), "building the plugin cdylibs failed");
         profile
     })

@@ -144,7 +144,9 @@ macro_rules! export_plugin {
         pub extern "C" fn openfiles_plugin_v1() -> *const $crate::abi::PluginTableV1 {
             static TABLE: ::std::sync::OnceLock<$crate::abi::StaticTable> =
                 ::std::sync::OnceLock::new();
-            TABLE.get_or_init($crate::abi::StaticTable::new::<$ty>).as_ptr()
+            TABLE
+                .get_or_init($crate::abi::StaticTable::new::<$ty>)
+                .as_ptr()
         }
     };
 }

@@ -95,9 +95,8 @@ impl PluginLibrary {
         })?;
         let entry: extern "C" fn() -> *const PluginTableV1 = {
             // SAFETY: the symbol's type is fixed by the ABI (no args, returns the table).
-            let sym = unsafe {
-                lib.get::<extern "C" fn() -> *const PluginTableV1>(SYMBOL.as_bytes())
-            };
+            let sym =
+                unsafe { lib.get::<extern "C" fn() -> *const PluginTableV1>(SYMBOL.as_bytes()) };
             match sym {
                 Ok(sym) => *sym,
                 Err(_) => {
@@ -148,10 +147,12 @@ impl PluginLibrary {
             }
             // SAFETY: the ABI promises a static NUL-terminated string.
             let s = unsafe { CStr::from_ptr(p) };
-            s.to_str().map(str::to_owned).map_err(|_| LoadError::BadTable {
-                path: path.to_owned(),
-                message: format!("{what} is not UTF-8"),
-            })
+            s.to_str()
+                .map(str::to_owned)
+                .map_err(|_| LoadError::BadTable {
+                    path: path.to_owned(),
+                    message: format!("{what} is not UTF-8"),
+                })
         };
         let name = text(t.name, "name")?;
         let version = text(t.version, "version")?;
@@ -240,7 +241,12 @@ impl Instance {
         let mut out = Buffer::empty();
         // SAFETY: live instance, valid input and out slot.
         let status = unsafe {
-            (self.lib.table().check)(self.ptr, request_json.as_ptr(), request_json.len(), &mut out)
+            (self.lib.table().check)(
+                self.ptr,
+                request_json.as_ptr(),
+                request_json.len(),
+                &mut out,
+            )
         };
         self.lib.outcome(status, out)
     }

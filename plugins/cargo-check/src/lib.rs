@@ -56,10 +56,17 @@ pub struct CargoCheck {
     settings: Settings,
     state_dir: PathBuf,
     /// Running cargo processes per check id, and ids cancelled.
-    running: Mutex<(HashMap<u64, Vec<u32>>, HashSet<u64>)>,
+    running: Mutex<Running>,
 }
 
 const SOURCE: &str = "cargo-check";
+
+/// Tool processes running per check id, and the ids cancelled while running.
+#[derive(Default)]
+struct Running {
+    pids: HashMap<u64, Vec<u32>>,
+    cancelled: HashSet<u64>,
+}
 
 impl Plugin for CargoCheck {
     const NAME: &'static str = "cargo-check";
@@ -87,7 +94,7 @@ impl Plugin for CargoCheck {
             CargoCheck {
                 settings,
                 state_dir: init.state_dir,
-                running: Mutex::new((HashMap::new(), HashSet::new())),
+                running: Mutex::new(Running::default()),
             },
             caps,
         ))
@@ -98,7 +105,7 @@ impl Plugin for CargoCheck {
         let mut files = Vec::new();
         let mut seen = HashSet::new();
         for file in request.files.iter().chain(request.also_report.iter()) {
-            if !seen.insert(file.clone()) || !file.extension().is_some_and(|e| e == "rs") {
+            if !seen.insert(file.clone()) || file.extension() != Some(std::ffi::OsStr::new("rs")) {
                 continue;
             }
             match self.root_of(file) {
@@ -134,8 +141,8 @@ impl Plugin for CargoCheck {
 
     fn cancel(&self, check_id: u64) {
         if let Ok(mut guard) = self.running.lock() {
-            guard.1.insert(check_id);
-            if let Some(pids) = guard.0.get(&check_id) {
+            guard.cancelled.insert(check_id);
+            if let Some(pids) = guard.pids.get(&check_id) {
                 for pid in pids {
                     // SAFETY: plain kill(2) on a child we spawned and have not reaped yet.
                     unsafe { libc::kill(*pid as libc::pid_t, libc::SIGTERM) };
@@ -149,7 +156,7 @@ impl CargoCheck {
     fn take_cancelled(&self, id: u64) -> bool {
         self.running
             .lock()
-            .map(|mut g| g.1.remove(&id))
+            .map(|mut g| g.cancelled.remove(&id))
             .unwrap_or(false)
     }
 
@@ -207,7 +214,7 @@ impl CargoCheck {
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", self.settings.cargo))?;
         if let Ok(mut g) = self.running.lock() {
-            g.0.entry(id).or_default().push(child.id());
+            g.pids.entry(id).or_default().push(child.id());
         }
         let stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
@@ -234,7 +241,7 @@ impl CargoCheck {
         }
         let status = child.wait().map_err(|e| e.to_string())?;
         if let Ok(mut g) = self.running.lock() {
-            g.0.remove(&id);
+            g.pids.remove(&id);
         }
         let stderr = err_thread.join().unwrap_or_default();
         if !status.success() && !any {

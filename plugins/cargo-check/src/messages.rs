@@ -128,7 +128,11 @@ mod tests {
         assert_eq!(got.path, PathBuf::from("/abs/lib.rs"));
         let aborting = r#"{"reason":"compiler-message","message":{"code":null,"level":"error","message":"aborting due to 1 previous error","spans":[]}}"#;
         assert!(parse_line(aborting, Path::new("/w")).is_none());
-        assert!(parse_line(r#"{"reason":"build-finished","success":false}"#, Path::new("/w")).is_none());
+        assert!(parse_line(
+            r#"{"reason":"build-finished","success":false}"#,
+            Path::new("/w")
+        )
+        .is_none());
         assert!(parse_line("not json", Path::new("/w")).is_none());
     }
 

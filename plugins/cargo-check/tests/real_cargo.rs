@@ -77,7 +77,9 @@ fn type_error_is_reported_with_code_line_and_column_then_cleared_by_the_fix() {
         "mod util;\n\nfn main() {\n    let x: i32 = 5;\n    println!(\"{x} {}\", util::one());\n}\n",
     )
     .unwrap();
-    let resp = p.check(request(2, &ws, vec![main.clone()], vec![])).unwrap();
+    let resp = p
+        .check(request(2, &ws, vec![main.clone()], vec![]))
+        .unwrap();
     let main_result = resp.files.iter().find(|f| f.path == main).unwrap();
     assert!(main_result.items.is_empty(), "{:?}", main_result.items);
 }
@@ -89,7 +91,9 @@ fn a_file_outside_any_cargo_project_gets_an_explanation_not_silence() {
     let loose = ws.join("loose.rs");
     std::fs::write(&loose, "fn main() {}\n").unwrap();
     let p = plugin(&ws.join("state"), serde_json::Value::Null);
-    let resp = p.check(request(1, &ws, vec![loose.clone()], vec![])).unwrap();
+    let resp = p
+        .check(request(1, &ws, vec![loose.clone()], vec![]))
+        .unwrap();
     assert_eq!(resp.files.len(), 1);
     assert_eq!(resp.files[0].path, loose);
     assert!(resp.files[0].items[0].message.contains("no Cargo.toml"));

@@ -21,7 +21,10 @@ impl Plugin for Panicky {
     }
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
-        panic!("fixture panic while checking {} file(s)", request.files.len());
+        panic!(
+            "fixture panic while checking {} file(s)",
+            request.files.len()
+        );
     }
 }
 

@@ -44,7 +44,14 @@ pub struct Tsc {
     settings: Settings,
     extensions: Vec<String>,
     state_dir: PathBuf,
-    running: Mutex<(HashMap<u64, Vec<u32>>, HashSet<u64>)>,
+    running: Mutex<Running>,
+}
+
+/// Tool processes running per check id, and the ids cancelled while running.
+#[derive(Default)]
+struct Running {
+    pids: HashMap<u64, Vec<u32>>,
+    cancelled: HashSet<u64>,
 }
 
 impl Plugin for Tsc {
@@ -72,7 +79,7 @@ impl Plugin for Tsc {
                 settings,
                 extensions,
                 state_dir: init.state_dir,
-                running: Mutex::new((HashMap::new(), HashSet::new())),
+                running: Mutex::new(Running::default()),
             },
             caps,
         ))
@@ -96,7 +103,8 @@ impl Plugin for Tsc {
         }
         let mut files = Vec::new();
         for (tsconfig, wanted) in projects {
-            let outcome = self.run_tsc(request.id, tsconfig.as_deref(), &wanted, &request.workspace);
+            let outcome =
+                self.run_tsc(request.id, tsconfig.as_deref(), &wanted, &request.workspace);
             if self.take_cancelled(request.id) {
                 return Err("cancelled".into());
             }
@@ -120,8 +128,8 @@ impl Plugin for Tsc {
 
     fn cancel(&self, check_id: u64) {
         if let Ok(mut guard) = self.running.lock() {
-            guard.1.insert(check_id);
-            if let Some(pids) = guard.0.get(&check_id) {
+            guard.cancelled.insert(check_id);
+            if let Some(pids) = guard.pids.get(&check_id) {
                 for pid in pids {
                     // SAFETY: plain kill(2) on a child we spawned and have not reaped yet.
                     unsafe { libc::kill(*pid as libc::pid_t, libc::SIGTERM) };
@@ -160,7 +168,7 @@ impl Tsc {
     fn take_cancelled(&self, id: u64) -> bool {
         self.running
             .lock()
-            .map(|mut g| g.1.remove(&id))
+            .map(|mut g| g.cancelled.remove(&id))
             .unwrap_or(false)
     }
 
@@ -168,7 +176,8 @@ impl Tsc {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         tsconfig.hash(&mut h);
-        self.state_dir.join(format!("{:016x}.tsbuildinfo", h.finish()))
+        self.state_dir
+            .join(format!("{:016x}.tsbuildinfo", h.finish()))
     }
 
     /// Run tsc for one project; items per absolute file, `None` = project-wide items.
@@ -211,7 +220,7 @@ impl Tsc {
             )
         })?;
         if let Ok(mut g) = self.running.lock() {
-            g.0.entry(id).or_default().push(child.id());
+            g.pids.entry(id).or_default().push(child.id());
         }
         let mut stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
@@ -227,12 +236,16 @@ impl Tsc {
         }
         let status = child.wait().map_err(|e| e.to_string())?;
         if let Ok(mut g) = self.running.lock() {
-            g.0.remove(&id);
+            g.pids.remove(&id);
         }
         let stderr = err_thread.join().unwrap_or_default();
         let diags = parse::parse(&stdout);
         if diags.is_empty() && !status.success() {
-            let text = if stderr.trim().is_empty() { &stdout } else { &stderr };
+            let text = if stderr.trim().is_empty() {
+                &stdout
+            } else {
+                &stderr
+            };
             let tail: Vec<&str> = text.lines().take(12).collect();
             return Err(format!(
                 "tsc failed ({status}) in {}:\n{}",

@@ -128,7 +128,9 @@ mod tests {
 
     #[test]
     fn single_line_error() {
-        let d = parse("src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n");
+        let d = parse(
+            "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+        );
         assert_eq!(
             d,
             vec![TscDiagnostic {
@@ -166,7 +168,10 @@ mod tests {
         assert_eq!(d[1].file, None);
         assert_eq!(d[1].code, "5058");
         // "Found 2 errors." closes the previous message: the stray line is not appended.
-        assert_eq!(d[1].message, "The specified path does not exist: 'nope.json'.");
+        assert_eq!(
+            d[1].message,
+            "The specified path does not exist: 'nope.json'."
+        );
     }
 
     #[test]

@@ -67,7 +67,11 @@ fn type_error_reported_then_cleared_by_the_fix() {
     // Build info went to the state dir, nothing was written into the project.
     assert!(std::fs::read_dir(tmp.path().join("state"))
         .unwrap()
-        .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "tsbuildinfo")));
+        .any(|e| e
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "tsbuildinfo")));
     assert!(!ws.join("src/auth.js").exists());
 
     std::fs::write(
@@ -75,7 +79,9 @@ fn type_error_reported_then_cleared_by_the_fix() {
         "// header\nexport function f(): number {\n  const n: number = 7;\n  return n;\n}\n",
     )
     .unwrap();
-    let resp = p.check(request(2, &ws, vec![auth.clone()], vec![])).unwrap();
+    let resp = p
+        .check(request(2, &ws, vec![auth.clone()], vec![]))
+        .unwrap();
     let result = resp.files.iter().find(|f| f.path == auth).unwrap();
     assert!(result.items.is_empty(), "{:?}", result.items);
 }
@@ -84,15 +90,31 @@ fn type_error_reported_then_cleared_by_the_fix() {
 fn an_error_moved_to_another_session_file_is_reported_there() {
     let tmp = tempfile::tempdir().unwrap();
     let ws = tmp.path().canonicalize().unwrap();
-    std::fs::write(ws.join("tsconfig.json"), r#"{ "compilerOptions": { "strict": true } }"#).unwrap();
+    std::fs::write(
+        ws.join("tsconfig.json"),
+        r#"{ "compilerOptions": { "strict": true } }"#,
+    )
+    .unwrap();
     let lib = ws.join("lib.ts");
     let user = ws.join("user.ts");
     // Changing lib's export type breaks user.ts, which was not edited.
     std::fs::write(&lib, "export const limit: string = \"10\";\n").unwrap();
-    std::fs::write(&user, "import { limit } from \"./lib\";\nexport const n: number = limit;\n").unwrap();
+    std::fs::write(
+        &user,
+        "import { limit } from \"./lib\";\nexport const n: number = limit;\n",
+    )
+    .unwrap();
     let p = plugin(&ws.join(".state"));
-    let resp = p.check(request(1, &ws, vec![lib.clone()], vec![user.clone()])).unwrap();
-    assert!(resp.files.iter().find(|f| f.path == lib).unwrap().items.is_empty());
+    let resp = p
+        .check(request(1, &ws, vec![lib.clone()], vec![user.clone()]))
+        .unwrap();
+    assert!(resp
+        .files
+        .iter()
+        .find(|f| f.path == lib)
+        .unwrap()
+        .items
+        .is_empty());
     let user_items = &resp.files.iter().find(|f| f.path == user).unwrap().items;
     assert_eq!(user_items.len(), 1, "{user_items:?}");
     assert_eq!(user_items[0].line, 2);
@@ -114,7 +136,9 @@ fn a_broken_tsconfig_is_reported_on_every_file_of_the_project() {
     let resp = p.check(request(1, &ws, vec![a.clone()], vec![])).unwrap();
     let items = &resp.files.iter().find(|f| f.path == a).unwrap().items;
     assert!(
-        items.iter().any(|i| i.code.as_deref() == Some("5023") && i.message.contains("notAnOption")),
+        items
+            .iter()
+            .any(|i| i.code.as_deref() == Some("5023") && i.message.contains("notAnOption")),
         "{items:?}"
     );
 }
