@@ -58,12 +58,24 @@ pub enum Command {
     /// Install, remove or inspect the systemd user units (Linux) or LaunchAgent (macOS).
     ///
     /// For installs without a Nix module. Example: openfiles service install --now
-    Service(ServiceArgs),
+    Service(crate::setup::ServiceArgs),
 
     /// Check the installation: service, units, plugins, language tools, hooks, limits.
     ///
     /// Exit status 1 when something is broken. Example: openfiles doctor
-    Doctor(DoctorArgs),
+    Doctor(crate::setup::DoctorArgs),
+
+    /// List the plugins found, loaded or refused (and why).
+    ///
+    /// Searches config `plugins.paths`, `OPENFILES_PLUGIN_PATH` and `../lib/openfiles/plugins`
+    /// next to the executable, starting each plugin the way the service would.
+    ///
+    /// Example: openfiles plugins --json
+    Plugins(PluginsArgs),
+
+    /// Internal: run one plugin library in this process, speaking JSON on stdio.
+    #[command(hide = true)]
+    PluginHost(PluginHostArgs),
 
     /// Print shell completions.
     ///
@@ -97,51 +109,17 @@ pub struct PathArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServiceArgs {
-    #[command(subcommand)]
-    pub action: ServiceAction,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ServiceAction {
-    /// Write the units (or plist) and say how to enable them.
-    Install(ServiceChange),
-    /// Remove what `service install` wrote.
-    Uninstall(ServiceChange),
-    /// Show where the units are and whether they are enabled.
-    Status(ServiceCommon),
-}
-
-#[derive(Debug, Args)]
-pub struct ServiceChange {
-    /// Print what would be written or removed, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Also enable and start the socket (or stop and disable it on uninstall).
-    #[arg(long)]
-    pub now: bool,
-    /// Overwrite unit files that `service install` did not write.
-    #[arg(long)]
-    pub force: bool,
-    #[command(flatten)]
-    pub common: ServiceCommon,
-}
-
-#[derive(Debug, Args)]
-pub struct ServiceCommon {
-    /// Service manager to write for [default: this platform's].
-    #[arg(long, value_enum, hide = true)]
-    pub platform: Option<crate::setup::service::Platform>,
-}
-
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Workspace to inspect [default: the one holding the current directory].
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// Print the checks as JSON.
+pub struct PluginsArgs {
+    /// Print the list as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PluginHostArgs {
+    /// The plugin library to load.
+    #[arg(value_name = "LIBRARY")]
+    pub library: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -163,35 +141,10 @@ pub fn run() -> std::process::ExitCode {
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
-        Command::Service(args) => {
-            use crate::setup::service::{self, Action, Platform};
-            let (action, change, common) = match args.action {
-                ServiceAction::Install(c) => {
-                    (Action::Install, Some((c.dry_run, c.now, c.force)), c.common)
-                }
-                ServiceAction::Uninstall(c) => (
-                    Action::Uninstall,
-                    Some((c.dry_run, c.now, c.force)),
-                    c.common,
-                ),
-                ServiceAction::Status(c) => (Action::Status, None, c),
-            };
-            let (dry_run, now, force) = change.unwrap_or_default();
-            service::run(service::Options {
-                action,
-                dry_run,
-                now,
-                force,
-                platform: common.platform.unwrap_or_else(Platform::native),
-                socket: cli.socket,
-            })
-        }
-        Command::Doctor(args) => crate::setup::doctor::run(crate::setup::doctor::Options {
-            socket: cli.socket,
-            config: cli.config,
-            workspace: args.workspace,
-            json: args.json,
-        }),
+        Command::Service(args) => crate::setup::run_service(args, cli.socket),
+        Command::Doctor(args) => crate::setup::run_doctor(args, cli.socket, cli.config),
+        Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
+        Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -9,6 +9,7 @@ pub mod control;
 pub mod diagnostics;
 pub mod fsutil;
 pub mod paths;
+pub mod plugin_host;
 pub mod queue;
 pub mod service;
 pub mod setup;

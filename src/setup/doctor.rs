@@ -299,34 +299,106 @@ fn plugin_checks(config: Option<&Path>, status: Option<&StatusReply>, out: &mut 
             crate::config::Config::default()
         }
     };
-    let exe = std::env::current_exe().ok();
-    let dirs = probe::plugin_dirs(
-        &cfg.plugins.paths,
-        std::env::var_os("OPENFILES_PLUGIN_PATH").as_deref(),
-        exe.as_deref(),
-    );
-    let libs = probe::plugin_libraries(&dirs);
-    if libs.is_empty() {
-        let searched = dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
+    // The running service's view when it has one, else start them here as it would.
+    let (rows, whose) = match status.filter(|s| !s.plugins.is_empty()) {
+        Some(st) => (st.plugins.clone(), "service"),
+        None => match local_plugin_rows(&cfg) {
+            Ok(rows) => (rows, "doctor"),
+            Err(e) => {
+                out.push(check(
+                    S,
+                    Level::Fail,
+                    format!("cannot start plugin hosts: {e:#}"),
+                ));
+                return;
+            }
+        },
+    };
+    if rows.is_empty() {
         out.push(
+            check(S, Level::Fail, "no plugin libraries found (searched config plugins.paths, OPENFILES_PLUGIN_PATH, ../lib/openfiles/plugins next to the binary)")
+                .hint("set plugins.paths in config.toml or OPENFILES_PLUGIN_PATH"),
+        );
+        return;
+    }
+    for row in &rows {
+        out.push(plugin_row_check(row, whose));
+    }
+}
+
+fn local_plugin_rows(cfg: &crate::config::Config) -> anyhow::Result<Vec<serde_json::Value>> {
+    use crate::plugin_host::PluginManager;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let rows = rt.block_on(async {
+        let token = tokio_util::sync::CancellationToken::new();
+        let manager = PluginManager::start(cfg, &crate::paths::state_dir(), token.clone()).await;
+        let rows = manager.status_rows();
+        token.cancel();
+        manager.wait_stopped().await;
+        rows
+    });
+    Ok(rows
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect())
+}
+
+/// One plugin row (`PluginStatus` as JSON) as a check; `whose` says who loaded it.
+pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
+    const S: &str = "plugins";
+    let text = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let name = match (text("name"), text("version")) {
+        ("", _) => text("path").to_owned(),
+        (n, "") => n.to_owned(),
+        (n, v) => format!("{n} {v}"),
+    };
+    let path = text("path");
+    match text("state") {
+        "loaded" => {
+            let exts = row
+                .pointer("/capabilities/extensions")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
             check(
                 S,
-                Level::Fail,
-                format!("no plugin libraries found (searched {searched})"),
+                Level::Ok,
+                format!("{name}: loaded by {whose} (files: {exts}) from {path}"),
             )
-            .hint("set plugins.paths in config.toml or OPENFILES_PLUGIN_PATH"),
-        );
-    } else {
-        for l in &libs {
-            out.push(check(S, Level::Ok, format!("found {}", l.display())));
         }
-    }
-    for p in status.map(|s| s.plugins.as_slice()).unwrap_or_default() {
-        out.push(check(S, Level::Info, format!("service reports: {p}")));
+        "disabled" => check(
+            S,
+            Level::Info,
+            format!("{name}: disabled in config ({path})"),
+        ),
+        "missing" => check(
+            S,
+            Level::Warn,
+            format!("{path}: listed but missing ({})", text("reason")),
+        )
+        .hint("fix plugins.paths or OPENFILES_PLUGIN_PATH"),
+        "restarting" => check(
+            S,
+            Level::Warn,
+            format!("{name}: its host died and is restarting"),
+        ),
+        state => check(
+            S,
+            Level::Fail,
+            format!(
+                "{name}: {state} [{}]: {} ({path})",
+                text("kind"),
+                text("reason")
+            ),
+        ),
     }
 }
 

@@ -1,6 +1,6 @@
 //! What `openfiles doctor` looks at in the current workspace and on this machine, without the
 //! service: which languages the workspace holds, which tools for them are on `PATH`, which
-//! agents have the openfiles hook configured, and where plugin libraries are.
+//! agents have the openfiles hook configured, and the kernel's inotify limits.
 //!
 //! Everything here is read-only and bounded: the language scan honours `.gitignore` and stops
 //! after [`SCAN_LIMIT`] files, so `doctor` stays quick in a huge tree.
@@ -207,52 +207,6 @@ pub fn hooks(root: &Path) -> Vec<(&'static str, HookState)> {
         .collect()
 }
 
-/// The folders searched for plugin libraries, in order: the config's `plugins.paths`,
-/// `OPENFILES_PLUGIN_PATH`, then `../lib/openfiles/plugins` next to the binary.
-pub fn plugin_dirs(
-    config_paths: &[PathBuf],
-    env: Option<&OsStr>,
-    exe: Option<&Path>,
-) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = config_paths.to_vec();
-    if let Some(e) = env {
-        out.extend(std::env::split_paths(e).filter(|p| !p.as_os_str().is_empty()));
-    }
-    if let Some(bin_dir) = exe.and_then(Path::parent) {
-        out.push(bin_dir.join("../lib/openfiles/plugins"));
-    }
-    out
-}
-
-fn is_library(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(OsStr::to_str),
-        Some("so" | "dylib")
-    )
-}
-
-/// Plugin libraries found in `dirs` (a listed file counts as itself).
-pub fn plugin_libraries(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for d in dirs {
-        if d.is_file() && is_library(d) {
-            out.push(d.clone());
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(d) else {
-            continue;
-        };
-        let mut libs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file() && is_library(p))
-            .collect();
-        libs.sort();
-        out.extend(libs);
-    }
-    out
-}
-
 /// Read a number from a `/proc/sys` file.
 pub fn read_sysctl(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -292,26 +246,5 @@ mod tests {
         assert!(matches!(get("claude"), HookState::Installed(_)));
         assert!(matches!(get("gemini"), HookState::ConfigWithoutHook(_)));
         assert_eq!(get("codex"), HookState::Absent);
-    }
-
-    #[test]
-    fn plugin_libraries_found_in_listed_dirs_and_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        let plugins = dir.path().join("lib/openfiles/plugins");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::create_dir_all(&plugins).unwrap();
-        std::fs::write(plugins.join("libopenfiles_lsp.so"), "").unwrap();
-        std::fs::write(plugins.join("README"), "").unwrap();
-        let single = dir.path().join("libextra.so");
-        std::fs::write(&single, "").unwrap();
-        let dirs = plugin_dirs(
-            std::slice::from_ref(&single),
-            None,
-            Some(&bin.join("openfiles")),
-        );
-        let libs = plugin_libraries(&dirs);
-        assert_eq!(libs.len(), 2, "{libs:?}");
-        assert!(libs[1].ends_with("libopenfiles_lsp.so"));
     }
 }
