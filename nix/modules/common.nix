@@ -14,6 +14,7 @@ rec {
     package = mkOption {
       type = types.package;
       default = defaultPackage pkgs;
+      defaultText = lib.literalExpression "openfiles.packages.\${pkgs.stdenv.hostPlatform.system}.default";
       description = "The openfiles package to run.";
     };
     settings = mkOption {
