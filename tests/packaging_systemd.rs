@@ -235,7 +235,10 @@ fn socket_activation_under_a_real_systemd_user_manager() {
 
     // `install --now` runs the one command it would print: the socket listens again.
     let out = ok(m.openfiles().args(["service", "install", "--now"]));
-    assert!(out.contains("running systemctl --user enable --now openfiles.socket"), "{out}");
+    assert!(
+        out.contains("running systemctl --user enable --now openfiles.socket"),
+        "{out}"
+    );
     assert_eq!(m.property("openfiles.socket", "ActiveState"), "active");
     assert_eq!(m.property("openfiles.service", "ActiveState"), "inactive");
     assert!(sock.exists());

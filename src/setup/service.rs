@@ -205,7 +205,7 @@ fn carries_marker(path: &Path) -> bool {
 }
 
 /// Run `openfiles service …`; the exit status is 0 on success (for `status`: 0 when
-/// installed, 1 when not).
+/// installed and the unit's binary exists, 1 otherwise).
 pub fn run(opts: Options) -> anyhow::Result<u8> {
     match opts.action {
         Action::Install => install(&opts),
@@ -370,9 +370,16 @@ fn wants_links(dir: &Path, targets: &[&PathBuf]) -> Vec<PathBuf> {
 }
 
 fn status(opts: &Options) -> anyhow::Result<u8> {
-    let report = super::doctor::units_report(opts.platform);
+    let report = super::installed::units_report(opts.platform);
     for line in &report.lines {
         println!("{line}");
     }
-    Ok(if report.installed { 0 } else { 1 })
+    for problem in &report.problems {
+        println!("problem: {problem}");
+    }
+    Ok(if report.installed && report.problems.is_empty() {
+        0
+    } else {
+        1
+    })
 }
