@@ -273,3 +273,18 @@ fn macos_code_paths_compile_check_where_the_target_exists() {
         target,
     ]));
 }
+
+#[test]
+fn status_reports_a_unit_whose_binary_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    ok(service(home.path()).arg("install"));
+    let path = unit_dir(home.path()).join("openfiles.service");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let exe = Path::new(BIN).canonicalize().unwrap();
+    let gone = "/nix/store/00000000000000000000000000000000-openfiles-0.0.1/bin/openfiles";
+    std::fs::write(&path, text.replace(exe.to_str().unwrap(), gone)).unwrap();
+    let out = output(service(home.path()).arg("status"));
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("runs {gone}, which does not exist")), "{text}");
+}
