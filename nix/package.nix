@@ -29,7 +29,7 @@ rustPlatform.buildRustPackage {
 
   postInstall = ''
     mkdir -p $out/lib/openfiles/plugins
-    for lib in $out/lib/*${libExt}; do
+    for lib in $out/lib/libopenfiles_*${libExt}; do
       [ -e "$lib" ] && mv "$lib" $out/lib/openfiles/plugins/
     done
 

@@ -252,3 +252,93 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
         assert_eq!(out.trim(), "true", "{attr}");
     }
 }
+
+/// The package's `postInstall`, run against a fake `$out` holding the real binary, with
+/// small stand-ins for the two nixpkgs setup-hook functions it calls.
+#[test]
+fn package_install_script_lays_out_plugins_units_plist_and_completions() {
+    let store = tempfile::tempdir().unwrap();
+    let script: String = serde_json::from_str(&ok(nix("nix-instantiate", store.path())
+        .current_dir(repo())
+        .args(["--eval", "--strict", "--json", "--expr"])
+        .arg("((import ./nix/stub-nixpkgs/default.nix {}).callPackage ./nix/package.nix {}).postInstall")))
+    .unwrap();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(out.join("bin")).unwrap();
+    std::fs::create_dir_all(out.join("lib")).unwrap();
+    if std::fs::hard_link(BIN, out.join("bin/openfiles")).is_err() {
+        std::fs::copy(BIN, out.join("bin/openfiles")).unwrap();
+    }
+    std::fs::write(out.join("lib/libopenfiles_cargo_check.so"), b"").unwrap();
+    std::fs::write(out.join("lib/libunrelated.so"), b"").unwrap();
+    let shims = r#"
+set -euo pipefail
+substituteInPlace() {
+  local f=$1; shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --replace-fail)
+        grep -qF -- "$2" "$f" || { echo "substituteInPlace: '$2' not in $f" >&2; exit 1; }
+        local c; c=$(cat "$f"); printf '%s\n' "${c//"$2"/"$3"}" > "$f"; shift 3 ;;
+      *) echo "substituteInPlace: unknown $1" >&2; exit 1 ;;
+    esac
+  done
+}
+installShellCompletion() {
+  local cmd=
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --cmd) cmd=$2; shift 2 ;;
+      --bash) install -Dm644 "$2" "$out/share/bash-completion/completions/$cmd"; shift 2 ;;
+      --zsh) install -Dm644 "$2" "$out/share/zsh/site-functions/_$cmd"; shift 2 ;;
+      --fish) install -Dm644 "$2" "$out/share/fish/vendor_completions.d/$cmd.fish"; shift 2 ;;
+      *) echo "installShellCompletion: unknown $1" >&2; exit 1 ;;
+    esac
+  done
+}
+"#;
+    ok(Command::new("bash")
+        .current_dir(repo())
+        .env("out", &out)
+        .arg("-c")
+        .arg(format!("{shims}\n{script}")));
+
+    assert!(out
+        .join("lib/openfiles/plugins/libopenfiles_cargo_check.so")
+        .is_file());
+    assert!(
+        out.join("lib/libunrelated.so").is_file(),
+        "only openfiles plugins move"
+    );
+    let exe = out.join("bin/openfiles");
+    for dir in ["lib/systemd/user", "share/systemd/user"] {
+        let service = std::fs::read_to_string(out.join(dir).join("openfiles.service")).unwrap();
+        assert!(
+            service.contains(&format!("\nExecStart={} serve\n", exe.display())),
+            "{service}"
+        );
+    }
+    let units = out.join("lib/systemd/user");
+    let (good, text) = verify_units(&[
+        units.join("openfiles.socket"),
+        units.join("openfiles.service"),
+    ]);
+    assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
+    let plist =
+        std::fs::read_to_string(out.join("share/openfiles/launchd/org.openfiles.openfiles.plist"))
+            .unwrap();
+    assert!(plist.contains(&format!("<string>{}</string>", exe.display())));
+    assert!(
+        plist.contains("@SOCKET@"),
+        "the socket stays a placeholder for the modules"
+    );
+    for f in [
+        "share/bash-completion/completions/openfiles",
+        "share/zsh/site-functions/_openfiles",
+        "share/fish/vendor_completions.d/openfiles.fish",
+    ] {
+        let text = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(text.contains("openfiles"), "{f} is empty");
+    }
+}

@@ -286,5 +286,8 @@ fn status_reports_a_unit_whose_binary_is_gone() {
     let out = output(service(home.path()).arg("status"));
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("runs {gone}, which does not exist")), "{text}");
+    assert!(
+        text.contains(&format!("runs {gone}, which does not exist")),
+        "{text}"
+    );
 }
