@@ -9,6 +9,8 @@
 //! the test says so and stops.
 
 mod packaging_support;
+#[path = "plugins_support/mod.rs"]
+mod plugins_support;
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixDatagram;
@@ -16,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use openfiles::control::client::Client;
+use openfiles::control::protocol::{Edited, EditedReply, Request, Wait, WaitReply};
 use packaging_support::*;
 
 const SYSTEMD: &str = "/lib/systemd/systemd";
@@ -52,6 +56,10 @@ impl UserManager {
             .env("XDG_RUNTIME_DIR", &runtime)
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("NOTIFY_SOCKET", &notify_path)
+            // The user manager hands its environment to services: keep rustup's proxies
+            // working although HOME is a temp dir.
+            .env("RUSTUP_HOME", rustup_home())
+            .env("CARGO_HOME", cargo_home())
             .env_remove("DBUS_SESSION_BUS_ADDRESS")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -121,6 +129,26 @@ impl Drop for UserManager {
     }
 }
 
+fn real_home() -> PathBuf {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+fn rustup_home() -> PathBuf {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home().join(".rustup"))
+}
+
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home().join(".cargo"))
+}
+
 fn can_run() -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("not root: `unshare -m` needs CAP_SYS_ADMIN".into());
@@ -149,6 +177,18 @@ fn socket_activation_under_a_real_systemd_user_manager() {
         return;
     }
     let m = UserManager::start();
+    // The user's config: the cargo-check plugin, and room for a cold `cargo check`.
+    let cfg_dir = m.home.join(".config/openfiles");
+    std::fs::create_dir_all(&cfg_dir).unwrap();
+    let plugin = plugins_support::plugin("cargo_check");
+    std::fs::write(
+        cfg_dir.join("config.toml"),
+        format!(
+            "[plugins]\npaths = [{:?}]\n[hooks]\ntimeout_ms = 240000\n",
+            plugin.to_str().unwrap()
+        ),
+    )
+    .unwrap();
 
     // Install and enable the socket only.
     let out = ok(m.openfiles().args(["service", "install"]));
@@ -173,8 +213,18 @@ fn socket_activation_under_a_real_systemd_user_manager() {
 
     // The first connection starts the service.
     let ws = m.home.join("proj");
-    std::fs::create_dir_all(ws.join(".git")).unwrap();
-    std::fs::write(ws.join("main.py"), "print('hi')\n").unwrap();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    let main = ws.join("src/main.rs");
+    std::fs::write(
+        &main,
+        "fn main() {\n    let x: u32 = \"text\";\n    println!(\"{x}\");\n}\n",
+    )
+    .unwrap();
     ok(m.openfiles().arg("add").arg(&ws));
     // Joins the start job systemd queued on that connection; returns once READY=1 arrived.
     m.systemctl(&["start", "openfiles.service"]);
@@ -190,6 +240,33 @@ fn socket_activation_under_a_real_systemd_user_manager() {
     );
     assert_eq!(m.property("openfiles.service", "NRestarts"), "0");
     assert_eq!(heartbeats(&ws).len(), 1, "a heartbeat for the workspace");
+
+    // An edit goes through the socket-activated service, its plugin host and the real
+    // `cargo check` found on the PATH `service install` recorded.
+    let mut client = Client::connect(&sock, Some(Duration::from_secs(300))).unwrap();
+    let r: EditedReply = client
+        .call_as(&Request::Edited(Edited {
+            paths: vec![main.clone()],
+            agent: Some("claude".into()),
+            ..Default::default()
+        }))
+        .unwrap();
+    let w: WaitReply = client
+        .call_as(&Request::Wait(Wait {
+            paths: vec![main.clone()],
+            since: r.ts,
+            timeout_ms: Some(240_000),
+        }))
+        .unwrap();
+    assert!(w.complete, "{w:?}");
+    let entry = &w.workspaces[0].files["src/main.rs"];
+    assert!(
+        entry
+            .items
+            .iter()
+            .any(|i| i.code.as_deref() == Some("E0308")),
+        "no E0308 from cargo check under systemd: {entry:?}"
+    );
 
     // doctor sees all of it.
     let doc = output(m.openfiles().current_dir(&ws).args(["doctor", "--json"]));
