@@ -287,6 +287,13 @@ fn socket_activation_under_a_real_systemd_user_manager() {
         .unwrap()
         .contains("socket-activated by systemd"));
     assert_eq!(find("units")[0]["level"], "ok", "{report}");
+    let plugins = find("plugins");
+    assert!(
+        plugins.iter().any(|c| c["level"] == "ok"
+            && c["message"].as_str().unwrap().contains("cargo-check")
+            && c["message"].as_str().unwrap().contains("loaded by service")),
+        "{report}"
+    );
     assert_eq!(find("socket")[0]["level"], "ok", "{report}");
 
     // Stopping removes the heartbeat (clean shutdown) and the socket (RemoveOnStop).
