@@ -108,7 +108,7 @@ fn through_service(
     Ok(reply
         .workspaces
         .into_iter()
-        .flat_map(|w| w.files.into_iter().map(|(_, e)| (display_path(&e.path), e)))
+        .flat_map(|w| w.files.into_values().map(|e| (display_path(&e.path), e)))
         .collect())
 }
 
