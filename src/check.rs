@@ -8,7 +8,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -126,7 +125,7 @@ fn in_process(
     runtime.block_on(async {
         let shutdown = tokio_util::sync::CancellationToken::new();
         let state = crate::paths::state_dir();
-        let manager = Arc::new(PluginManager::start(&config, &state, shutdown.clone()).await);
+        let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
         spinner.say(&format!("checking {} file(s)…", paths.len()));
         let mut checks = Vec::new();
         let mut out: Vec<(PathBuf, Vec<Item>)> = Vec::new();
