@@ -383,3 +383,34 @@ fn cli_add_status_forget_and_completions() {
     let out = env.command(&["completions", "bash"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("openfiles"));
 }
+
+#[test]
+fn workspaces_are_discovered_under_roots_at_start_and_later() {
+    let env = Env::new();
+    let root = env.workspace("src");
+    std::fs::create_dir_all(root.join("old/.openfiles")).unwrap();
+    std::fs::create_dir_all(root.join("plain")).unwrap();
+    std::fs::write(&env.config, format!("[service]\nroots = [{:?}]\n", root.to_str().unwrap())).unwrap();
+    let svc = env.serve(&[]);
+    let list = |env: &Env| -> Vec<std::path::PathBuf> {
+        env.client()
+            .call_as::<WorkspacesReply>(&Request::Workspaces)
+            .unwrap()
+            .workspaces
+            .into_iter()
+            .map(|w| w.root)
+            .collect()
+    };
+    assert_eq!(list(&env), vec![root.join("old")]);
+    std::fs::create_dir_all(root.join("fresh")).unwrap();
+    // Let the service see the new folder before the marker appears inside it.
+    wait_until("the new folder is watched", || {
+        std::fs::create_dir_all(root.join("fresh/.claws")).is_ok() && list(&env).contains(&root.join("fresh"))
+            || {
+                let _ = std::fs::remove_dir(root.join("fresh/.claws"));
+                false
+            }
+    });
+    assert!(!list(&env).contains(&root.join("plain")));
+    svc.terminate();
+}
