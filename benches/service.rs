@@ -106,7 +106,10 @@ fn round_trip(env: &Env) -> (f64, f64) {
 fn queue_rate(env: &Env, ws: &Path) -> f64 {
     let target = ws.join("q.txt");
     std::fs::write(&target, "x").unwrap();
-    let line = format!("{{\"v\":1,\"ts\":1,\"agent\":\"bench\",\"tool\":\"Edit\",\"paths\":[{:?}]}}\n", target.to_str().unwrap());
+    let line = format!(
+        "{{\"v\":1,\"ts\":1,\"agent\":\"bench\",\"tool\":\"Edit\",\"paths\":[{:?}]}}\n",
+        target.to_str().unwrap()
+    );
     let n = 200_000u64;
     let before = status(env).workspaces[0].queue_lines;
     let mut f = std::fs::OpenOptions::new()
@@ -144,7 +147,8 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
         }
     })
     .unwrap();
-    w.watch(&ws.join(".openfiles"), notify::RecursiveMode::NonRecursive).unwrap();
+    w.watch(&ws.join(".openfiles"), notify::RecursiveMode::NonRecursive)
+        .unwrap();
     let mut c = env.client();
     let mut to_file = Vec::new();
     let mut to_wait = Vec::new();
@@ -152,19 +156,34 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
         while rx.try_recv().is_ok() {}
         let start = Instant::now();
         let r: EditedReply = c
-            .call_as(&Request::Edited(Edited { paths: vec![file.clone()], ..Default::default() }))
+            .call_as(&Request::Edited(Edited {
+                paths: vec![file.clone()],
+                ..Default::default()
+            }))
             .unwrap();
         let w: WaitReply = c
-            .call_as(&Request::Wait(Wait { paths: vec![file.clone()], since: r.ts, timeout_ms: Some(10_000) }))
+            .call_as(&Request::Wait(Wait {
+                paths: vec![file.clone()],
+                since: r.ts,
+                timeout_ms: Some(10_000),
+            }))
             .unwrap();
         assert!(w.complete);
         let waited = start.elapsed();
         // Then the file on disk: the first rewrite that shows this edit checked.
         loop {
             let _ = rx.recv_timeout(Duration::from_millis(50));
-            let Ok(bytes) = std::fs::read(&diag) else { continue };
-            let Ok(doc) = serde_json::from_slice::<openfiles::spec::DiagnosticsFile>(&bytes) else { continue };
-            if doc.files.get("edit.txt").is_some_and(|f| f.checked_at >= r.ts) {
+            let Ok(bytes) = std::fs::read(&diag) else {
+                continue;
+            };
+            let Ok(doc) = serde_json::from_slice::<openfiles::spec::DiagnosticsFile>(&bytes) else {
+                continue;
+            };
+            if doc
+                .files
+                .get("edit.txt")
+                .is_some_and(|f| f.checked_at >= r.ts)
+            {
                 break;
             }
         }
@@ -190,10 +209,17 @@ fn rss_10k_session(env: &Env, ws: &Path, pid: u32) -> u64 {
     }
     let mut c = env.client();
     let r: EditedReply = c
-        .call_as(&Request::Edited(Edited { paths: files.clone(), ..Default::default() }))
+        .call_as(&Request::Edited(Edited {
+            paths: files.clone(),
+            ..Default::default()
+        }))
         .unwrap();
     let w: WaitReply = c
-        .call_as(&Request::Wait(Wait { paths: files, since: r.ts, timeout_ms: Some(120_000) }))
+        .call_as(&Request::Wait(Wait {
+            paths: files,
+            since: r.ts,
+            timeout_ms: Some(120_000),
+        }))
         .unwrap();
     assert!(w.complete);
     std::thread::sleep(Duration::from_secs(1));
@@ -206,20 +232,37 @@ fn main() {
     }
     std::env::set_var("OPENFILES_TEST_LOG", "warn");
     println!("openfiles service benchmark (release build, this machine)");
-    println!("start -> READY=1, p50 of 20: {:.1} ms (goal <= 50)", ready_ms());
-    println!("idle RSS with 10 workspaces: {:.1} MiB (goal <= 15)", idle_rss_10_workspaces() as f64 / 1024.0);
+    println!(
+        "start -> READY=1, p50 of 20: {:.1} ms (goal <= 50)",
+        ready_ms()
+    );
+    println!(
+        "idle RSS with 10 workspaces: {:.1} MiB (goal <= 15)",
+        idle_rss_10_workspaces() as f64 / 1024.0
+    );
 
     let mut env = Env::new();
     env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let (p50, p95) = round_trip(&env);
-    println!("control round trip (hello): p50 {:.3} ms, p95 {:.3} ms (goal p50 <= 0.1)", p50, p95);
-    println!("queue ingestion: {:.0} lines/s (goal >= 50000)", queue_rate(&env, &ws));
+    println!(
+        "control round trip (hello): p50 {:.3} ms, p95 {:.3} ms (goal p50 <= 0.1)",
+        p50, p95
+    );
+    println!(
+        "queue ingestion: {:.0} lines/s (goal >= 50000)",
+        queue_rate(&env, &ws)
+    );
     let (w50, w95, f50, f95) = edit_to_file(&env, &ws);
-    println!("edit -> checked (edited+wait answered), instant plugin: p50 {w50:.2} ms, p95 {w95:.2} ms");
+    println!(
+        "edit -> checked (edited+wait answered), instant plugin: p50 {w50:.2} ms, p95 {w95:.2} ms"
+    );
     println!("edit -> diagnostics.json updated, instant plugin: p50 {f50:.2} ms, p95 {f95:.2} ms (goal p50 <= 5)");
     let rss = rss_10k_session(&env, &ws, svc.pid() as u32);
-    println!("RSS with 10000 session files: {:.1} MiB (goal <= 40)", rss as f64 / 1024.0);
+    println!(
+        "RSS with 10000 session files: {:.1} MiB (goal <= 40)",
+        rss as f64 / 1024.0
+    );
     svc.terminate();
 }
