@@ -104,11 +104,19 @@ impl Plugin for CargoCheck {
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         let mut files = Vec::new();
         let mut seen = HashSet::new();
+        // One `cargo locate-project` per package folder, not per file.
+        let mut roots: HashMap<PathBuf, PathBuf> = HashMap::new();
         for file in request.files.iter().chain(request.also_report.iter()) {
             if !seen.insert(file.clone()) || file.extension() != Some(std::ffi::OsStr::new("rs")) {
                 continue;
             }
-            match self.root_of(file) {
+            let root = package_dir(file).map(|package| {
+                roots
+                    .entry(package.clone())
+                    .or_insert_with(|| self.workspace_root(&package))
+                    .clone()
+            });
+            match root {
                 Some(root) => by_root.entry(root).or_default().push(file.clone()),
                 None => files.push(FileResult {
                     path: file.clone(),
@@ -160,12 +168,9 @@ impl CargoCheck {
             .unwrap_or(false)
     }
 
-    /// The cargo workspace root of `file` (the folder of the workspace's `Cargo.toml`).
-    fn root_of(&self, file: &Path) -> Option<PathBuf> {
-        let package = file
-            .ancestors()
-            .skip(1)
-            .find(|d| d.join("Cargo.toml").is_file())?;
+    /// The cargo workspace root of the package in `package` (the folder of the workspace's
+    /// `Cargo.toml`; the package itself when cargo cannot say).
+    fn workspace_root(&self, package: &Path) -> PathBuf {
         let out = Command::new(&self.settings.cargo)
             .args(["locate-project", "--workspace", "--message-format", "plain"])
             .current_dir(package)
@@ -173,12 +178,11 @@ impl CargoCheck {
             .stderr(Stdio::null())
             .output()
             .ok();
-        let located = out
-            .filter(|o| o.status.success())
+        out.filter(|o| o.status.success())
             .and_then(|o| String::from_utf8(o.stdout).ok())
             .map(|s| PathBuf::from(s.trim()))
-            .and_then(|p| p.parent().map(Path::to_owned));
-        Some(located.unwrap_or_else(|| package.to_owned()))
+            .and_then(|p| p.parent().map(Path::to_owned))
+            .unwrap_or_else(|| package.to_owned())
     }
 
     fn target_dir(&self, root: &Path) -> PathBuf {
@@ -256,6 +260,14 @@ impl CargoCheck {
         }
         Ok(found)
     }
+}
+
+/// The nearest folder above `file` holding a `Cargo.toml`.
+fn package_dir(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .find(|d| d.join("Cargo.toml").is_file())
+        .map(Path::to_owned)
 }
 
 export_plugin!(CargoCheck);

@@ -195,7 +195,9 @@ impl Tsc {
             .to_owned();
         let tsc = self.settings.tsc.clone().unwrap_or_else(|| find_tsc(&cwd));
         let mut cmd = Command::new(&tsc);
-        cmd.args(["--noEmit", "--pretty", "false"]);
+        // `--listFiles` names every file of the program, so a requested file that the
+        // tsconfig leaves out is reported as unchecked instead of looking clean.
+        cmd.args(["--noEmit", "--pretty", "false", "--listFiles"]);
         match tsconfig {
             Some(cfg) => {
                 cmd.arg("-p")
@@ -296,6 +298,26 @@ impl Tsc {
             };
             if dedupe.insert((key.clone(), item.clone())) {
                 found.entry(key).or_default().push(item);
+            }
+        }
+        if let Some(cfg) = tsconfig {
+            let listed: HashSet<PathBuf> = stdout
+                .lines()
+                .map(|l| Path::new(l.trim_end_matches('\r')))
+                .filter(|p| p.is_absolute())
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()))
+                .collect();
+            if !listed.is_empty() {
+                for file in wanted.iter().filter(|f| !listed.contains(**f)) {
+                    found.entry(Some((*file).clone())).or_default().push(Item::note(
+                        Severity::Info,
+                        SOURCE,
+                        format!(
+                            "not part of the TypeScript project {} (see its include/exclude/files): not type-checked",
+                            cfg.display()
+                        ),
+                    ));
+                }
             }
         }
         Ok(found)

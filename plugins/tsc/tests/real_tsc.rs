@@ -142,3 +142,45 @@ fn a_broken_tsconfig_is_reported_on_every_file_of_the_project() {
         "{items:?}"
     );
 }
+
+#[test]
+fn a_file_the_tsconfig_leaves_out_is_flagged_not_silently_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::create_dir_all(ws.join("scripts")).unwrap();
+    std::fs::write(
+        ws.join("tsconfig.json"),
+        r#"{ "compilerOptions": { "strict": true }, "include": ["src"] }"#,
+    )
+    .unwrap();
+    let inside = ws.join("src/in.ts");
+    let outside = ws.join("scripts/out.ts");
+    std::fs::write(&inside, "export const a = 1;\n").unwrap();
+    std::fs::write(&outside, "export const b: number = \"x\";\n").unwrap();
+    let p = plugin(&ws.join(".state"));
+    let resp = p
+        .check(request(
+            1,
+            &ws,
+            vec![inside.clone(), outside.clone()],
+            vec![],
+        ))
+        .unwrap();
+    assert!(resp
+        .files
+        .iter()
+        .find(|f| f.path == inside)
+        .unwrap()
+        .items
+        .is_empty());
+    let items = &resp.files.iter().find(|f| f.path == outside).unwrap().items;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0].severity, Severity::Info);
+    assert!(
+        items[0]
+            .message
+            .contains("not part of the TypeScript project"),
+        "{items:?}"
+    );
+}
