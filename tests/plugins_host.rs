@@ -355,3 +355,45 @@ async fn disabled_and_duplicate_plugins_are_not_loaded() {
     s.token.cancel();
     s.manager.wait_stopped().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_printing_to_stdout_does_not_disturb_the_protocol() {
+    let s = start(&[fixture("instant")], Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    let noisy = touch(&s.ws, "a.noisy");
+    for _ in 0..3 {
+        let resp = s
+            .manager
+            .check(instant, req(&s.ws, &[&noisy], 30_000))
+            .await
+            .unwrap();
+        assert_eq!(resp.files[0].path, noisy);
+    }
+    assert_eq!(row(&s.manager.status_rows(), "instant").restarts, 0);
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_whose_create_fails_is_refused_with_its_message() {
+    let mut cfg = Config::default();
+    cfg.plugin.insert(
+        "instant".into(),
+        toml::from_str("extensions = \"txt\"").unwrap(),
+    );
+    let s = start(&[fixture("instant")], cfg).await;
+    let rows = s.manager.status_rows();
+    let r = row(&rows, "instant");
+    assert_eq!(r.state, State::Refused);
+    assert_eq!(r.kind.as_deref(), Some("create-failed"));
+    assert!(
+        r.reason
+            .as_deref()
+            .unwrap()
+            .contains("extensions must be a list"),
+        "{r:?}"
+    );
+    assert!(s.manager.ids().is_empty());
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
