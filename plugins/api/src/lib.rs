@@ -9,6 +9,8 @@
 pub mod abi;
 #[cfg(feature = "host")]
 pub mod host;
+#[cfg(unix)]
+pub mod tools;
 pub mod types;
 
 pub use types::{Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Severity};

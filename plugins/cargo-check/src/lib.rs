@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
+use openfiles_plugin_api::tools::ToolRuns;
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -56,17 +56,10 @@ pub struct CargoCheck {
     settings: Settings,
     state_dir: PathBuf,
     /// Running cargo processes per check id, and ids cancelled.
-    running: Mutex<Running>,
+    runs: ToolRuns,
 }
 
 const SOURCE: &str = "cargo-check";
-
-/// Tool processes running per check id, and the ids cancelled while running.
-#[derive(Default)]
-struct Running {
-    pids: HashMap<u64, Vec<u32>>,
-    cancelled: HashSet<u64>,
-}
 
 impl Plugin for CargoCheck {
     const NAME: &'static str = "cargo-check";
@@ -94,7 +87,7 @@ impl Plugin for CargoCheck {
             CargoCheck {
                 settings,
                 state_dir: init.state_dir,
-                running: Mutex::new(Running::default()),
+                runs: ToolRuns::new(),
             },
             caps,
         ))
@@ -129,8 +122,12 @@ impl Plugin for CargoCheck {
             }
         }
         for (root, wanted) in by_root {
+            if self.runs.is_cancelled(request.id) {
+                self.runs.take_cancelled(request.id);
+                return Err("cancelled".into());
+            }
             let outcome = self.run_cargo(request.id, &root);
-            if self.take_cancelled(request.id) {
+            if self.runs.take_cancelled(request.id) {
                 return Err("cancelled".into());
             }
             match outcome {
@@ -148,26 +145,11 @@ impl Plugin for CargoCheck {
     }
 
     fn cancel(&self, check_id: u64) {
-        if let Ok(mut guard) = self.running.lock() {
-            guard.cancelled.insert(check_id);
-            if let Some(pids) = guard.pids.get(&check_id) {
-                for pid in pids {
-                    // SAFETY: plain kill(2) on a child we spawned and have not reaped yet.
-                    unsafe { libc::kill(*pid as libc::pid_t, libc::SIGTERM) };
-                }
-            }
-        }
+        self.runs.cancel(check_id);
     }
 }
 
 impl CargoCheck {
-    fn take_cancelled(&self, id: u64) -> bool {
-        self.running
-            .lock()
-            .map(|mut g| g.cancelled.remove(&id))
-            .unwrap_or(false)
-    }
-
     /// The cargo workspace root of the package in `package` (the folder of the workspace's
     /// `Cargo.toml`; the package itself when cargo cannot say).
     fn workspace_root(&self, package: &Path) -> PathBuf {
@@ -214,12 +196,10 @@ impl CargoCheck {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
+        let mut child = self
+            .runs
+            .spawn(id, &mut cmd)
             .map_err(|e| format!("cannot run {}: {e}", self.settings.cargo))?;
-        if let Ok(mut g) = self.running.lock() {
-            g.pids.entry(id).or_default().push(child.id());
-        }
         let stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
             let mut text = String::new();
@@ -244,9 +224,7 @@ impl CargoCheck {
             }
         }
         let status = child.wait().map_err(|e| e.to_string())?;
-        if let Ok(mut g) = self.running.lock() {
-            g.pids.remove(&id);
-        }
+        self.runs.finished(id);
         let stderr = err_thread.join().unwrap_or_default();
         if !status.success() && !any {
             let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
