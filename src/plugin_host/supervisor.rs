@@ -87,7 +87,19 @@ impl Host {
         host_exe: &Path,
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
-        let mut child = Command::new(host_exe)
+        let mut cmd = Command::new(host_exe);
+        // The service manager's variables are for the service, not for its plugins.
+        for var in [
+            "NOTIFY_SOCKET",
+            "LISTEN_FDS",
+            "LISTEN_PID",
+            "LISTEN_FDNAMES",
+            "WATCHDOG_USEC",
+            "WATCHDOG_PID",
+        ] {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd
             .arg("plugin-host")
             .arg(library)
             .stdin(Stdio::piped())
