@@ -87,19 +87,11 @@ impl Host {
         host_exe: &Path,
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
-        let mut cmd = Command::new(host_exe);
-        // The service manager's variables are for the service, not for its plugins.
-        for var in [
-            "NOTIFY_SOCKET",
-            "LISTEN_FDS",
-            "LISTEN_PID",
-            "LISTEN_FDNAMES",
-            "WATCHDOG_USEC",
-            "WATCHDOG_PID",
-        ] {
-            cmd.env_remove(var);
+        let mut command = Command::new(host_exe);
+        for var in crate::service::PRIVATE_ENV {
+            command.env_remove(var);
         }
-        let mut child = cmd
+        let mut child = command
             .arg("plugin-host")
             .arg(library)
             .stdin(Stdio::piped())
