@@ -3,6 +3,7 @@
 //! takes down the manager or the other plugins, a host killed with SIGKILL mid-check ends
 //! that check with an error and is restarted for the next one, deadlines cancel.
 
+#[allow(dead_code)]
 mod plugins_support;
 
 use std::io::BufRead;

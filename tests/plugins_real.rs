@@ -1,6 +1,7 @@
 //! The real plugin cdylibs (cargo-check, tsc) loaded by `openfiles plugin-host` children and
 //! driven through the manager, and `openfiles plugins` listing what it found.
 
+#[allow(dead_code)]
 mod plugins_support;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! -p openfiles-plugin-tsc` into the same target directory (the outer `cargo test` has
 //! released its build lock by the time tests run). It is a no-op when they are fresh.
 
-#![allow(dead_code)]
+// Users include this with `#[allow(dead_code)] mod plugins_support;` (each uses a part).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
