@@ -398,3 +398,57 @@ async fn a_plugin_whose_create_fails_is_refused_with_its_message() {
     s.token.cancel();
     s.manager.wait_stopped().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_cannot_be_restarted_is_broken_and_fails_checks_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join(format!(
+        "libinstant-copy.{}",
+        std::env::consts::DLL_EXTENSION
+    ));
+    std::fs::copy(fixture("instant"), &lib).unwrap();
+    let s = start(std::slice::from_ref(&lib), Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    // The library is replaced by garbage (a botched upgrade), then the host dies.
+    let tmp_lib = tmp.path().join("garbage");
+    std::fs::write(&tmp_lib, b"not a library").unwrap();
+    std::fs::rename(&tmp_lib, &lib).unwrap();
+    let pid = row(&s.manager.status_rows(), "instant").pid.unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // A check sent before the actor noticed the death ends with HostDied; the next one
+    // waits for the restart, which fails for good.
+    let f = touch(&s.ws, "a.txt");
+    let mut err = s
+        .manager
+        .check(instant, req(&s.ws, &[&f], 60_000))
+        .await
+        .unwrap_err();
+    if matches!(err, PluginError::HostDied { .. }) {
+        err = s
+            .manager
+            .check(instant, req(&s.ws, &[&f], 60_000))
+            .await
+            .unwrap_err();
+    }
+    let PluginError::Broken { reason, .. } = &err else {
+        panic!("expected Broken, got {err:?}");
+    };
+    assert!(reason.contains("load error"), "{reason}");
+    let rows = s.manager.status_rows();
+    let r = row(&rows, "instant");
+    assert_eq!(r.state, State::Broken);
+    assert_eq!(r.kind.as_deref(), Some("load-error"));
+    // Later checks are refused at once with the same reason.
+    let again = s
+        .manager
+        .check(instant, req(&s.ws, &[&f], 60_000))
+        .await
+        .unwrap_err();
+    assert_eq!(again, err);
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
