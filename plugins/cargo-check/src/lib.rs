@@ -54,6 +54,8 @@ impl Default for Settings {
 
 pub struct CargoCheck {
     settings: Settings,
+    /// The cargo executable to run (see [`resolve_cargo`]).
+    cargo: PathBuf,
     state_dir: PathBuf,
     /// Running cargo processes per check id, and ids cancelled.
     runs: ToolRuns,
@@ -85,6 +87,7 @@ impl Plugin for CargoCheck {
         };
         Ok((
             CargoCheck {
+                cargo: resolve_cargo(&settings.cargo),
                 settings,
                 state_dir: init.state_dir,
                 runs: ToolRuns::new(),
@@ -153,7 +156,7 @@ impl CargoCheck {
     /// The cargo workspace root of the package in `package` (the folder of the workspace's
     /// `Cargo.toml`; the package itself when cargo cannot say).
     fn workspace_root(&self, package: &Path) -> PathBuf {
-        let out = Command::new(&self.settings.cargo)
+        let out = Command::new(&self.cargo)
             .args(["locate-project", "--workspace", "--message-format", "plain"])
             .current_dir(package)
             .stdin(Stdio::null())
@@ -182,7 +185,7 @@ impl CargoCheck {
 
     /// Run cargo at `root`; messages per absolute file.
     fn run_cargo(&self, id: u64, root: &Path) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
-        let mut cmd = Command::new(&self.settings.cargo);
+        let mut cmd = Command::new(&self.cargo);
         cmd.arg(&self.settings.command)
             .arg("--message-format=json")
             .arg("--workspace")
@@ -199,7 +202,7 @@ impl CargoCheck {
         let mut child = self
             .runs
             .spawn(id, &mut cmd)
-            .map_err(|e| format!("cannot run {}: {e}", self.settings.cargo))?;
+            .map_err(|e| format!("cannot run {}: {e}", self.cargo.display()))?;
         let stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
             let mut text = String::new();
@@ -238,6 +241,31 @@ impl CargoCheck {
         }
         Ok(found)
     }
+}
+
+/// The cargo to run: the setting as given when it is a path or found on `PATH`; else the
+/// rustup location (`$CARGO_HOME/bin`, `~/.cargo/bin`), which a service's minimal `PATH`
+/// often lacks; else the bare name (and the error names it).
+pub fn resolve_cargo(setting: &str) -> PathBuf {
+    if setting.contains('/') {
+        return PathBuf::from(setting);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(setting).is_file()))
+        .unwrap_or(false);
+    if on_path {
+        return PathBuf::from(setting);
+    }
+    let homes = [
+        std::env::var_os("CARGO_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")),
+    ];
+    homes
+        .into_iter()
+        .flatten()
+        .map(|h| h.join("bin").join(setting))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(setting))
 }
 
 /// The nearest folder above `file` holding a `Cargo.toml`.
