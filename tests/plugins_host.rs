@@ -452,3 +452,24 @@ async fn a_plugin_that_cannot_be_restarted_is_broken_and_fails_checks_at_once() 
     s.token.cancel();
     s.manager.wait_stopped().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_on_one_host_run_concurrently() {
+    let s = start(&[fixture("instant")], Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    let slow = touch(&s.ws, "blocked.slow");
+    let started = started_signal(&slow);
+    let m = s.manager.clone();
+    let ws = s.ws.clone();
+    let blocked = tokio::spawn(async move { m.check(instant, req(&ws, &[&slow], 120_000)).await });
+    tokio::time::timeout(std::time::Duration::from_secs(60), started)
+        .await
+        .expect("plugin never started the slow check")
+        .unwrap();
+    // While that check blocks inside the plugin, another is answered.
+    instant_works(&s).await;
+    assert!(!blocked.is_finished());
+    blocked.abort();
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
