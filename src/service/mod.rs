@@ -8,6 +8,7 @@
 
 pub mod activation;
 pub mod logging;
+pub mod memory;
 pub mod notify;
 
 use std::path::PathBuf;
@@ -54,6 +55,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
     logging::init(&config.service.log_level);
+    memory::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("openfiles")
