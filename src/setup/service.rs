@@ -219,6 +219,15 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
     if let Some(w) = &exe.warning {
         eprintln!("warning: {w}");
     }
+    if let (Platform::Systemd, Some(sock)) = (opts.platform, opts.socket.as_deref()) {
+        if sock != crate::paths::runtime_dir().join(crate::paths::SOCKET_NAME) {
+            eprintln!(
+                "warning: the systemd socket unit listens on %t/openfiles/openfiles.sock, not on \
+                 {} (--socket / OPENFILES_SOCKET); clients using that path will not reach it",
+                sock.display()
+            );
+        }
+    }
     let files = plan(opts.platform, &exe.path, opts.socket.as_deref())?;
     let commands = manager_commands(opts.platform, Action::Install)?;
     for f in &files {
