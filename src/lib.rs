@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod control;
 pub mod fsutil;
+pub mod hook;
 pub mod paths;
 pub mod service;
 pub mod spec;
