@@ -209,7 +209,8 @@ pub fn wait(
         }
         diag = read_diagnostics(root).or(diag);
     }
-    let d = diag?;
+    // At the deadline, use what has been checked by then.
+    let d = read_diagnostics(root).or(diag)?;
     let forms = matching_forms(root, &d, paths, &canonical);
     Some((d, forms))
 }
