@@ -4,7 +4,7 @@
 //! Every command we add carries [`MARKER`], which is how `uninstall` and `status` recognise
 //! our entries and nothing else.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -213,9 +213,4 @@ export const OpenFiles = async ({{ directory }}) => ({{
 /// The home directory for `--user`.
 pub fn home() -> Option<PathBuf> {
     directories::BaseDirs::new().map(|d| d.home_dir().to_owned())
-}
-
-/// A display form of `path` relative to `base` when inside it.
-pub fn shown(path: &Path) -> String {
-    path.display().to_string()
 }

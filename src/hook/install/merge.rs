@@ -50,7 +50,7 @@ pub fn install(
         let Value::Array(list) = list else {
             return Err(MergeError::NotArray(format!("hooks.{}", hook.event)));
         };
-        if list.iter().any(|e| *e == hook.entry) && count_ours(list) == 1 {
+        if list.contains(&hook.entry) && count_ours(list) == 1 {
             continue;
         }
         strip(list);

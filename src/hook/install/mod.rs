@@ -184,7 +184,7 @@ fn write_diff(out: &mut dyn Write, path: &Path, old: &str, new: &str) -> io::Res
     let text = diff
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .header(&name, &format!("{name} (new)"))
         .to_string();
     out.write_all(text.as_bytes())
 }
