@@ -68,6 +68,17 @@ pub enum Command {
     /// Example: openfiles hooks install --agent claude --agent codex --dry-run
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// List the plugins found, loaded or refused (and why).
+    ///
+    /// Searches config `plugins.paths`, `OPENFILES_PLUGIN_PATH` and `../lib/openfiles/plugins`
+    /// next to the executable, starting each plugin the way the service would.
+    ///
+    /// Example: openfiles plugins --json
+    Plugins(PluginsArgs),
+
+    /// Internal: run one plugin library in this process, speaking JSON on stdio.
+    #[command(hide = true)]
+    PluginHost(PluginHostArgs),
 
     /// Print shell completions.
     ///
@@ -193,6 +204,20 @@ pub struct HooksArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PluginsArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PluginHostArgs {
+    /// The plugin library to load.
+    #[arg(value_name = "LIBRARY")]
+    pub library: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
@@ -259,6 +284,8 @@ pub fn run() -> std::process::ExitCode {
             socket: cli.socket,
         })),
         Command::Hooks(cmd) => hooks(cmd),
+        Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
+        Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(
