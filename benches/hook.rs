@@ -56,7 +56,10 @@ fn run_once(socket: &Path, cwd: &Path, args: &[&str], payload: &[u8]) -> Sample 
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4");
     let wall = start.elapsed();
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "hook must exit 0");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "hook must exit 0"
+    );
     Sample {
         wall,
         max_rss_kib: usage.ru_maxrss,
@@ -116,7 +119,8 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                 .paths
                                 .iter()
                                 .map(|p| {
-                                    let key = p.strip_prefix(&root).unwrap_or(p).display().to_string();
+                                    let key =
+                                        p.strip_prefix(&root).unwrap_or(p).display().to_string();
                                     let item = Item {
                                         line: 2,
                                         column: 13,
@@ -140,7 +144,9 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                 },
                             )
                         }
-                        _ => openfiles::control::protocol::error_reply(inc.id.as_ref(), "unexpected"),
+                        _ => {
+                            openfiles::control::protocol::error_reply(inc.id.as_ref(), "unexpected")
+                        }
                     };
                     reply.push(b'\n');
                     if writer.write_all(&reply).is_err() {
@@ -170,10 +176,19 @@ fn main() {
     let payload = payload.as_bytes();
     let nobody = tmp.path().join("nobody.sock");
     println!("openfiles hook benchmark: {BIN}");
-    println!("(reference: the editor extension's Node hook.js costs ~54 ms and ~42 MiB per call here)");
+    println!(
+        "(reference: the editor extension's Node hook.js costs ~54 ms and ~42 MiB per call here)"
+    );
 
     let s: Vec<Sample> = (0..runs)
-        .map(|_| run_once(&nobody, tmp.path(), &["--agent", "claude", "--no-feedback"], payload))
+        .map(|_| {
+            run_once(
+                &nobody,
+                tmp.path(),
+                &["--agent", "claude", "--no-feedback"],
+                payload,
+            )
+        })
         .collect();
     report("--no-feedback, no service, no workspace", &s);
 
@@ -181,9 +196,19 @@ fn main() {
     std::fs::create_dir_all(&hb).expect("mkdir");
     std::fs::write(hb.join("bench.json"), "{}").expect("heartbeat");
     let s: Vec<Sample> = (0..runs)
-        .map(|_| run_once(&nobody, tmp.path(), &["--agent", "claude", "--no-feedback"], payload))
+        .map(|_| {
+            run_once(
+                &nobody,
+                tmp.path(),
+                &["--agent", "claude", "--no-feedback"],
+                payload,
+            )
+        })
         .collect();
-    report("--no-feedback, no service, fresh heartbeat (queue append)", &s);
+    report(
+        "--no-feedback, no service, fresh heartbeat (queue append)",
+        &s,
+    );
     let lines = std::fs::read_to_string(root.join(".openfiles/queue.jsonl"))
         .map(|t| t.lines().count())
         .unwrap_or(0);
@@ -193,15 +218,31 @@ fn main() {
     let socket = tmp.path().join("fake.sock");
     fake_service(socket.clone(), root.clone());
     let s: Vec<Sample> = (0..runs)
-        .map(|_| run_once(&socket, tmp.path(), &["--agent", "claude", "--no-feedback"], payload))
+        .map(|_| {
+            run_once(
+                &socket,
+                tmp.path(),
+                &["--agent", "claude", "--no-feedback"],
+                payload,
+            )
+        })
         .collect();
-    report("--no-feedback, service answering `edited` (fake, instant)", &s);
+    report(
+        "--no-feedback, service answering `edited` (fake, instant)",
+        &s,
+    );
 
     let s: Vec<Sample> = (0..runs)
         .map(|_| run_once(&socket, tmp.path(), &["--agent", "claude"], payload))
         .collect();
-    assert!(s.iter().all(|x| x.stdout_len > 0), "feedback printed every time");
-    report("round trip with feedback, instantly answering checker (fake)", &s);
+    assert!(
+        s.iter().all(|x| x.stdout_len > 0),
+        "feedback printed every time"
+    );
+    report(
+        "round trip with feedback, instantly answering checker (fake)",
+        &s,
+    );
     println!("(the fake control server in this process answers `edited` and `wait` at once: the round-trip");
     println!(" figure is the hook's own overhead: process start, parse, two socket round trips, formatting)");
 }
