@@ -273,3 +273,38 @@ fn unknown_arguments_and_a_terminal_free_closed_stdin_still_exit_zero() {
     assert!(out.status.success());
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
 }
+
+#[test]
+fn stdin_left_open_is_read_for_at_most_the_cap_and_what_arrived_is_used() {
+    let (tmp, root) = workspace();
+    heartbeat(&root);
+    let mut child = openfiles(tmp.path(), &["hook", "--agent", "claude", "--no-feedback"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, claude_edit(&root).as_bytes()).unwrap();
+    // stdin stays open (never EOF) until the hook has finished on its own.
+    let out = wait_output(child, Duration::from_secs(30));
+    drop(stdin);
+    assert!(out.status.success());
+    assert_eq!(queue_lines(&root).len(), 1, "the payload read before the cap was used");
+}
+
+#[test]
+fn a_terminal_on_stdin_counts_as_empty() {
+    let (tmp, root) = workspace();
+    heartbeat(&root);
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let out = openfiles(tmp.path(), &["hook", "--agent", "claude", "--no-feedback"])
+        .current_dir(&root)
+        .stdin(std::process::Stdio::from(pty.slave))
+        .output()
+        .unwrap();
+    drop(pty.master);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(queue_lines(&root).is_empty());
+}
