@@ -290,7 +290,11 @@ fn stdin_left_open_is_read_for_at_most_the_cap_and_what_arrived_is_used() {
     let out = wait_output(child, Duration::from_secs(30));
     drop(stdin);
     assert!(out.status.success());
-    assert_eq!(queue_lines(&root).len(), 1, "the payload read before the cap was used");
+    assert_eq!(
+        queue_lines(&root).len(),
+        1,
+        "the payload read before the cap was used"
+    );
 }
 
 #[test]

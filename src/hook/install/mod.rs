@@ -178,13 +178,29 @@ pub fn planned(
     }
 }
 
-fn write_diff(out: &mut dyn Write, path: &Path, old: &str, new: &str) -> io::Result<()> {
+/// A unified diff of the file's change; a missing side is `/dev/null`.
+fn write_diff(
+    out: &mut dyn Write,
+    path: &Path,
+    old: Option<&str>,
+    new: Option<&str>,
+) -> io::Result<()> {
     let name = path.display().to_string();
-    let diff = similar::TextDiff::from_lines(old, new);
+    let before = if old.is_some() {
+        name.clone()
+    } else {
+        "/dev/null".into()
+    };
+    let after = if new.is_some() {
+        format!("{name} (new)")
+    } else {
+        "/dev/null".into()
+    };
+    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""));
     let text = diff
         .unified_diff()
         .context_radius(3)
-        .header(&name, &format!("{name} (new)"))
+        .header(&before, &after)
         .to_string();
     out.write_all(text.as_bytes())
 }
