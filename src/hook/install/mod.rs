@@ -112,12 +112,7 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
             (Action::Uninstall, None) => "uninstall (delete file)",
         };
         writeln!(out, "{}: {verb} in {path}", target.agent)?;
-        write_diff(
-            out,
-            &target.path,
-            old.as_deref().unwrap_or(""),
-            new.as_deref().unwrap_or(""),
-        )?;
+        write_diff(out, &target.path, old.as_deref(), new.as_deref())?;
         if opts.dry_run {
             continue;
         }
