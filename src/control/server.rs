@@ -192,7 +192,15 @@ async fn group(
             });
             continue;
         }
-        let lookup_path = path.canonicalize().unwrap_or_else(|_| path.clone());
+        // Resolve the folder, not the file: a symlinked file is judged (and refused) by the
+        // policy of the workspace it appears in, not by where it points.
+        let lookup_path = match (
+            path.parent().and_then(|p| p.canonicalize().ok()),
+            path.file_name(),
+        ) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => path.clone(),
+        };
         match ctx.registry.lookup(lookup_path, register).await {
             Ok(h) => match groups.iter_mut().find(|(g, _)| g.root == h.root) {
                 Some((_, v)) => v.push(path),

@@ -13,6 +13,7 @@
 
 pub mod pipeline;
 pub mod session;
+pub mod sources;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -591,7 +591,7 @@ impl Pipeline {
                     limit.as_millis()
                 )),
             };
-            let result = result.map_err(|e| format!("{name}: {e}"));
+
             let _ = tx.send(Msg::Checked {
                 source,
                 project,
@@ -625,7 +625,11 @@ impl Pipeline {
             }
             Err(why) => {
                 tracing::warn!(root = %self.root.display(), "check failed: {why}");
-                let item = Item::note(Severity::Error, "openfiles", format!("not checked: {why}"));
+                let item = Item::note(
+                    Severity::Warning,
+                    "openfiles",
+                    format!("not checked: {why}"),
+                );
                 for (path, gen) in &files {
                     self.session
                         .answered(path, *gen, source, vec![item.clone()], now);

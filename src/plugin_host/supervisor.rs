@@ -87,7 +87,11 @@ impl Host {
         host_exe: &Path,
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
-        let mut child = Command::new(host_exe)
+        let mut command = Command::new(host_exe);
+        for var in crate::service::PRIVATE_ENV {
+            command.env_remove(var);
+        }
+        let mut child = command
             .arg("plugin-host")
             .arg(library)
             .stdin(Stdio::piped())

@@ -26,6 +26,8 @@ pub struct Env {
     pub socket: PathBuf,
     pub state: PathBuf,
     pub config: PathBuf,
+    /// `OPENFILES_PLUGIN_PATH` for the service (none: no plugins).
+    pub plugin_path: Option<std::ffi::OsString>,
 }
 
 impl Env {
@@ -43,6 +45,7 @@ impl Env {
             socket,
             state,
             config,
+            plugin_path: None,
         }
     }
 
@@ -65,6 +68,10 @@ impl Env {
             .env_remove("LISTEN_PID")
             .env_remove("WATCHDOG_USEC")
             .env("RUST_LOG", "debug");
+        match &self.plugin_path {
+            Some(p) => c.env("OPENFILES_PLUGIN_PATH", p),
+            None => c.env_remove("OPENFILES_PLUGIN_PATH"),
+        };
         c
     }
 
