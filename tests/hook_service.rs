@@ -1,10 +1,14 @@
-//! `openfiles hook` through a real `openfiles serve`: started by hand, and started by
-//! socket activation (only `systemd-socket-activate` holds the socket when the hook
-//! connects). With `--verbose` the hook says on stderr when it falls back to the editor's
-//! queue; these tests require that it did not, and that the service checked the file.
+//! `openfiles hook` end to end through a real `openfiles serve` with the real cargo-check
+//! plugin: a crate with a type error gives the agent `E0308` with file:line:col. The
+//! service is started by hand, and by socket activation (only `systemd-socket-activate`
+//! holds the socket when the hook connects, so the hook's connection starts the service).
+//! With `--verbose` the hook says on stderr when it falls back to the editor's queue; these
+//! tests require that it did not.
 
 mod common;
 mod hook_support;
+#[path = "plugins_support/mod.rs"]
+mod plugins_support;
 
 use std::io::BufRead;
 use std::path::Path;
@@ -17,7 +21,7 @@ fn crate_with_type_error(ws: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(ws.join("src")).unwrap();
     std::fs::write(
         ws.join("Cargo.toml"),
-        "[package]\nname = \"broken\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "[package]\nname = \"broken\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
     )
     .unwrap();
     let main = ws.join("src/main.rs");
@@ -29,12 +33,6 @@ fn crate_with_type_error(ws: &Path) -> std::path::PathBuf {
     main
 }
 
-fn entry_for(ws: &Path, rel: &str) -> Option<Value> {
-    let text = std::fs::read_to_string(ws.join(".openfiles/diagnostics.json")).ok()?;
-    let doc: Value = serde_json::from_str(&text).ok()?;
-    doc["files"].get(rel).cloned()
-}
-
 fn hook(env: &Env, ws: &Path, main: &Path) -> std::process::Output {
     let payload =
         json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": main}}).to_string();
@@ -42,54 +40,62 @@ fn hook(env: &Env, ws: &Path, main: &Path) -> std::process::Output {
     hook_support::run_hook(&mut cmd, &payload)
 }
 
-/// The hook used the service (no fallback) and the service checked the file after the edit.
-fn assert_served(out: &std::process::Output, ws: &Path, before: u64) {
+/// A service environment with the real cargo-check plugin and a hook deadline long enough
+/// for a cold `cargo check` on a loaded machine (the wait still ends as soon as it is done).
+fn cargo_env() -> Env {
+    let mut env = Env::new();
+    env.plugin_path = Some(plugins_support::plugin("cargo_check").into_os_string());
+    std::fs::write(&env.config, "[hooks]\ntimeout_ms = 240000\n").unwrap();
+    env
+}
+
+/// The hook used the service (no fallback) and printed the real E0308 in Claude's format.
+fn assert_feedback(out: &std::process::Output) {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !err.contains("trying the editor's queue"),
         "hook fell back: {err}"
     );
-    // The service answers waiters from its state and rewrites diagnostics.json right after.
-    hook_support::wait_for_file(&ws.join(".openfiles/diagnostics.json"), |_| {
-        entry_for(ws, "src/main.rs")
-            .and_then(|e| e["checkedAt"].as_u64())
-            .is_some_and(|t| t >= before)
-    });
-    let entry = entry_for(ws, "src/main.rs").expect("the service lists the edited file");
-    // Whatever the service found is what the hook printed: feedback lists errors and
-    // warnings only, so stdout is empty exactly when the entry has none.
-    let listed = entry["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|i| i["severity"] == "error" || i["severity"] == "warning");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listed, !stdout.is_empty(), "entry {entry}, stdout {stdout}");
-    if listed {
-        let v: Value = serde_json::from_str(stdout.trim()).unwrap();
-        let text = v["hookSpecificOutput"]["additionalContext"]
-            .as_str()
-            .unwrap();
-        assert!(text.contains("- src/main.rs:"), "{text}");
-    }
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "one JSON line: {stdout:?} (stderr: {err})"
+    );
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    let text = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.starts_with("OpenFiles found 1 error in files you edited:\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n- src/main.rs:2:18 error E0308 (rustc): mismatched types"),
+        "{text}"
+    );
+    assert!(text.ends_with("\nFix these before you report the task as done."));
 }
 
 #[test]
 fn hook_reports_through_a_running_service() {
-    let env = Env::new();
+    let env = cargo_env();
     let ws = env.workspace("ws");
     let main = crate_with_type_error(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let before = openfiles::spec::now_ms();
-    let out = hook(&env, &ws, &main);
-    assert_served(&out, &ws, before);
+    assert_feedback(&hook(&env, &ws, &main));
+    // The service wrote the same result for agents that read the file.
+    hook_support::wait_for_file(&ws.join(".openfiles/diagnostics.json"), |t| {
+        t.contains("E0308")
+    });
     svc.terminate();
 }
 
 #[test]
 fn first_hook_call_starts_a_socket_activated_service() {
-    let env = Env::new();
+    let env = cargo_env();
     let ws = env.workspace("ws");
     let main = crate_with_type_error(&ws);
     std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
@@ -98,11 +104,13 @@ fn first_hook_call_starts_a_socket_activated_service() {
         .arg(&env.socket)
         .arg("--fdname=control")
         .args(["-E", "OPENFILES_STATE_DIR", "-E", "OPENFILES_CONFIG"])
+        .args(["-E", "OPENFILES_PLUGIN_PATH"])
         .arg(bin())
         .args(["serve", "-w"])
         .arg(&ws)
         .env("OPENFILES_STATE_DIR", &env.state)
         .env("OPENFILES_CONFIG", &env.config)
+        .env("OPENFILES_PLUGIN_PATH", env.plugin_path.as_ref().unwrap())
         .env_remove("NOTIFY_SOCKET")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -115,9 +123,7 @@ fn first_hook_call_starts_a_socket_activated_service() {
     // Nothing runs the service yet: no heartbeat in the workspace.
     assert!(!ws.join(".openfiles/vscode").exists());
 
-    let before = openfiles::spec::now_ms();
-    let out = hook(&env, &ws, &main);
-    assert_served(&out, &ws, before);
+    assert_feedback(&hook(&env, &ws, &main));
 
     signal(activator.id() as i32, libc::SIGTERM);
     let status = activator.wait().unwrap();
