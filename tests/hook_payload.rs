@@ -199,6 +199,8 @@ fn read_only_tools_are_ignored() {
     // Tool name under tool_info, and under `tool`.
     assert!(paths(r#"{"tool_info":{"tool_name":"Read","file_path":"/w/a"}}"#).is_empty());
     assert!(paths(r#"{"tool":"grep","path":"/w/a"}"#).is_empty());
+    // An empty tool name is no tool name: parsing goes on.
+    assert_eq!(paths(r#"{"tool_name":"","path":"/w/a"}"#), vec![p("/w/a")]);
     // The write filter is case-insensitive and matches inside names.
     assert_eq!(
         paths(r#"{"tool":"STR_REPLACE_BASED_EDIT_TOOL","path":"/w/a"}"#),

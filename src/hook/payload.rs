@@ -133,7 +133,12 @@ fn working_dir(payload: &Map<String, Value>) -> Option<PathBuf> {
 }
 
 fn tool_name(payload: &Map<String, Value>) -> Option<String> {
-    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    // An empty name counts as absent, as it does for the editor's hook.js.
+    let s = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+    };
     s(payload.get("tool_name"))
         .or_else(|| s(payload.get("toolName")))
         .or_else(|| s(payload.get("tool_info").and_then(|t| t.get("tool_name"))))
