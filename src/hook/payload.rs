@@ -8,7 +8,8 @@
 //!   there are no paths;
 //! - paths come from the payload itself and its `tool_input`, `toolArgs` (a JSON string in
 //!   Copilot's payloads), `tool_info`, `input` and `args` objects: single-path keys, list keys
-//!   and patch text (`*** Begin Patch` blocks or unified-diff `+++ ` lines);
+//!   and patch text (`*** Begin Patch` blocks or unified-diff `+++ ` lines); a nested value
+//!   that is a JSON object encoded as a string is decoded first;
 //! - values with a newline or of 4096+ characters are dropped, relative paths resolve against
 //!   the working directory when there is one, duplicates are removed (first order kept).
 //!
@@ -95,7 +96,8 @@ pub fn parse(payload: &Map<String, Value>) -> Parsed {
     for key in NESTED_KEYS {
         match payload.get(*key) {
             Some(Value::Object(obj)) => collect(obj, &mut raw),
-            Some(Value::String(s)) if *key == "toolArgs" => {
+            // Copilot sends `toolArgs` as a JSON string; any nested key may come that way.
+            Some(Value::String(s)) if s.trim_start().starts_with('{') => {
                 if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(s) {
                     collect(&obj, &mut raw);
                 }
