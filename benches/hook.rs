@@ -181,6 +181,15 @@ fn main() {
     println!(
         "(reference: the editor extension's Node hook.js costs ~54 ms and ~42 MiB per call here)"
     );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "machine: {} CPUs, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
 
     let s: Vec<Sample> = (0..runs)
         .map(|_| {

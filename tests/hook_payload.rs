@@ -107,6 +107,11 @@ fn copilot_tool_args_is_a_json_string() {
         ),
         vec![p("/w/b.ts")]
     );
+    // Any nested object may come JSON-encoded.
+    assert_eq!(
+        paths(r#"{"tool_name":"edit","tool_input":"{\"file_path\":\"/w/c.ts\"}"}"#),
+        vec![p("/w/c.ts")]
+    );
     // A toolArgs string that is not JSON is ignored, not fatal.
     assert!(paths(r#"{"toolName":"edit","toolArgs":"{nope"}"#).is_empty());
 }
