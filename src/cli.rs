@@ -76,6 +76,20 @@ pub enum Command {
     /// Example: openfiles plugins --json
     Plugins(PluginsArgs),
 
+    /// Check files now and print their problems (exit status 1 when the threshold is met).
+    ///
+    /// Uses the running service when there is one (warm language servers), otherwise starts
+    /// the plugins for this run only.
+    ///
+    /// Example: openfiles check --fail-on warning src/main.rs src/lib.rs
+    Check(CheckArgs),
+
+    /// Manage the session: the files changed since it began, listed in diagnostics.json.
+    ///
+    /// Example: openfiles session clear ~/src/app
+    #[command(subcommand)]
+    Session(SessionCommand),
+
     /// Internal: run one plugin library in this process, speaking JSON on stdio.
     #[command(hide = true)]
     PluginHost(PluginHostArgs),
@@ -204,6 +218,31 @@ pub struct HooksArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files to check.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print the entries as JSON (the diagnostics.json shape).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 1 when there is an error (or, with `warning`, a warning too).
+    #[arg(long, value_enum, default_value = "error")]
+    pub fail_on: crate::check::FailOn,
+    /// Give up on a checker after this many seconds.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Forget every session file of a workspace (default: the one holding the current folder).
+    Clear {
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
 pub struct PluginsArgs {
     /// Print the list as JSON.
     #[arg(long)]
@@ -284,6 +323,19 @@ pub fn run() -> std::process::ExitCode {
             socket: cli.socket,
         })),
         Command::Hooks(cmd) => hooks(cmd),
+        Command::Check(args) => crate::check::run(
+            cli.socket.as_deref(),
+            cli.config.as_deref(),
+            crate::check::Options {
+                paths: args.paths,
+                json: args.json,
+                fail_on: args.fail_on,
+                timeout: std::time::Duration::from_secs(args.timeout),
+            },
+        ),
+        Command::Session(SessionCommand::Clear { dir }) => {
+            crate::admin::session_clear(cli.socket.as_deref(), dir.as_deref())
+        }
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Completions(args) => {

@@ -100,19 +100,17 @@ fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
 /// Append `count` queue lines from a separate process, one `write(2)` per line on a fresh
 /// `O_APPEND` fd, as the editor hook does.
 fn writer(queue: &Path, tag: &str, count: usize, target: &Path) -> std::process::Child {
-    let script = format!(
-        r#"
+    let script = r#"
 import os, json, sys
 q, tag, n, target = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 for i in range(n):
-    line = json.dumps({{"v": 1, "ts": i, "agent": tag, "tool": str(i), "paths": [target]}}) + "\n"
+    line = json.dumps({"v": 1, "ts": i, "agent": tag, "tool": str(i), "paths": [target]}) + "\n"
     fd = os.open(q, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(fd, line.encode())
     os.close(fd)
-"#
-    );
+"#;
     Command::new("python3")
-        .args(["-c", &script])
+        .args(["-c", script])
         .arg(queue)
         .arg(tag)
         .arg(count.to_string())

@@ -9,6 +9,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use openfiles::config::Config;
+use openfiles::diagnostics::Checker;
 use openfiles::plugin_host::manager::{PluginStatus, State};
 use openfiles::plugin_host::{CheckRequest, ManagerOptions, PluginError, PluginManager};
 use openfiles_plugin_api::Severity;
@@ -224,8 +225,8 @@ async fn a_host_killed_mid_check_fails_that_check_and_serves_the_next() {
     let instant = id_of(&s.manager, "instant");
     let slow = touch(&s.ws, "big.slow");
     let started = started_signal(&slow);
-    let manager = std::sync::Arc::new(s.manager);
-    let m2 = std::sync::Arc::clone(&manager);
+    let manager = s.manager.clone();
+    let m2 = s.manager.clone();
     let ws = s.ws.clone();
     let slow2 = slow.clone();
     let in_flight =
@@ -314,7 +315,22 @@ async fn responses_keep_requested_and_also_report_files_only_and_config_reaches_
     r.also_report = vec![b.clone()];
     let resp = s.manager.check(instant, r).await.unwrap();
     let paths: Vec<_> = resp.files.iter().map(|f| f.path.clone()).collect();
-    assert_eq!(paths, vec![a, b]);
+    assert_eq!(paths, vec![a.clone(), b]);
+
+    // The same through the pipeline's `Checker` view (an owned, 'static future).
+    let checker: std::sync::Arc<dyn Checker> = std::sync::Arc::new(s.manager.clone());
+    let sources = checker.sources_for(&a);
+    assert_eq!(sources.len(), 1);
+    assert_eq!(sources[0].name, "instant");
+    assert!(!sources[0].project_wide);
+    let fut = checker.check(sources[0].id, req(&s.ws, &[&a], 30_000));
+    let resp = tokio::spawn(fut).await.unwrap().unwrap();
+    assert_eq!(resp.files[0].path, a);
+    let err = checker
+        .check(sources[0].id + 99, req(&s.ws, &[&a], 30_000))
+        .await
+        .unwrap_err();
+    assert!(err.contains("no such plugin"), "{err}");
     s.token.cancel();
     s.manager.wait_stopped().await;
 }

@@ -238,7 +238,7 @@ fn a_client_of_another_uid_is_refused() {
     }
     std::fs::set_permissions(&env.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let script = format!(
-        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\ns.sendall(b'{{\"cmd\":\"status\"}}\\n')\nprint(s.makefile().readline())",
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\ntry:\n  s.sendall(b'{{\"cmd\":\"status\"}}\\n')\nexcept OSError:\n  pass\nprint(s.makefile().readline())",
         env.socket.to_str().unwrap()
     );
     let out = Command::new("setpriv")
@@ -382,4 +382,34 @@ fn cli_add_status_forget_and_completions() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is the service running"));
     let out = env.command(&["completions", "bash"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("openfiles"));
+}
+
+#[test]
+fn workspaces_are_discovered_under_roots_at_start_and_later() {
+    let env = Env::new();
+    let root = env.workspace("src");
+    std::fs::create_dir_all(root.join("old/.openfiles")).unwrap();
+    std::fs::create_dir_all(root.join("plain")).unwrap();
+    std::fs::write(
+        &env.config,
+        format!("[service]\nroots = [{:?}]\n", root.to_str().unwrap()),
+    )
+    .unwrap();
+    let svc = env.serve(&[]);
+    let list = |env: &Env| -> Vec<std::path::PathBuf> {
+        env.client()
+            .call_as::<WorkspacesReply>(&Request::Workspaces)
+            .unwrap()
+            .workspaces
+            .into_iter()
+            .map(|w| w.root)
+            .collect()
+    };
+    assert_eq!(list(&env), vec![root.join("old")]);
+    std::fs::create_dir_all(root.join("fresh/.claws")).unwrap();
+    wait_until("the new workspace is discovered", || {
+        list(&env).contains(&root.join("fresh"))
+    });
+    assert!(!list(&env).contains(&root.join("plain")));
+    svc.terminate();
 }

@@ -156,6 +156,19 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
         Request::Edited(e) => protocol::ok_reply(id, edited(ctx, e).await),
         Request::Wait(w) => protocol::ok_reply(id, wait(ctx, w).await),
         Request::Check(c) => protocol::ok_reply(id, check(ctx, c).await),
+        Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
+            Ok(h) => {
+                let cleared = h.clear().await;
+                protocol::ok_reply(
+                    id,
+                    protocol::SessionCleared {
+                        root: (*h.root).clone(),
+                        cleared,
+                    },
+                )
+            }
+            Err(e) => protocol::error_reply(id, e),
+        },
     }
 }
 

@@ -13,7 +13,6 @@
 
 pub mod pipeline;
 pub mod session;
-pub mod sources;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -64,6 +64,9 @@ pub struct PluginStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub restarts: u32,
+    /// Checks sent to this plugin since the service started.
+    #[serde(default)]
+    pub checks: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,6 +84,7 @@ impl PluginStatus {
             kind: None,
             reason: None,
             restarts: 0,
+            checks: 0,
             pid: None,
             capabilities: None,
         }
@@ -112,13 +116,21 @@ impl ManagerOptions {
 }
 
 struct Loaded {
+    /// Its row in `rows`.
+    index: usize,
     name: String,
     capabilities: Capabilities,
     tx: mpsc::Sender<Cmd>,
 }
 
-/// The daemon's view of its plugins. Cheap to share behind an `Arc`.
+/// The daemon's view of its plugins. Cloning is cheap (one shared inner state), so a
+/// check's future can own its manager (see the `Checker` impl in `super::checker`).
+#[derive(Clone)]
 pub struct PluginManager {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     loaded: Vec<Loaded>,
     rows: Arc<Mutex<Vec<PluginStatus>>>,
     next_id: AtomicU64,
@@ -150,7 +162,7 @@ impl PluginManager {
         );
         let (candidates, problems) = discover::candidates(&search);
         let rows = Arc::new(Mutex::new(Vec::new()));
-        let mut manager = PluginManager {
+        let mut manager = Inner {
             loaded: Vec::new(),
             rows: Arc::clone(&rows),
             next_id: AtomicU64::new(1),
@@ -239,30 +251,28 @@ impl PluginManager {
                 tasks.push(task);
             }
             manager.loaded.push(Loaded {
+                index,
                 name,
                 capabilities,
                 tx,
             });
         }
-        manager
-    }
-
-    fn push_row(&mut self, row: PluginStatus) -> usize {
-        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-        rows.push(row);
-        rows.len() - 1
+        PluginManager {
+            inner: Arc::new(manager),
+        }
     }
 
     /// Every loaded plugin.
     pub fn ids(&self) -> Vec<PluginId> {
-        (0..self.loaded.len()).map(PluginId).collect()
+        (0..self.inner.loaded.len()).map(PluginId).collect()
     }
 
     /// The plugins whose capabilities claim `path` (by extension or exact file name).
     pub fn plugins_for(&self, path: &Path) -> Vec<PluginId> {
         let ext = path.extension().and_then(|e| e.to_str());
         let file = path.file_name().and_then(|f| f.to_str());
-        self.loaded
+        self.inner
+            .loaded
             .iter()
             .enumerate()
             .filter(|(_, p)| {
@@ -275,11 +285,11 @@ impl PluginManager {
     }
 
     pub fn capabilities(&self, id: PluginId) -> Option<&Capabilities> {
-        self.loaded.get(id.0).map(|p| &p.capabilities)
+        self.inner.loaded.get(id.0).map(|p| &p.capabilities)
     }
 
     pub fn name(&self, id: PluginId) -> Option<&str> {
-        self.loaded.get(id.0).map(|p| p.name.as_str())
+        self.inner.loaded.get(id.0).map(|p| p.name.as_str())
     }
 
     /// Run one check. The request's `id` is replaced by a fresh one. Files in the answer
@@ -289,8 +299,17 @@ impl PluginManager {
         id: PluginId,
         mut request: CheckRequest,
     ) -> Result<CheckResponse, PluginError> {
-        let plugin = self.loaded.get(id.0).ok_or(PluginError::Unknown(id))?;
-        let check_id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let plugin = self
+            .inner
+            .loaded
+            .get(id.0)
+            .ok_or(PluginError::Unknown(id))?;
+        let check_id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut rows) = self.inner.rows.lock() {
+            if let Some(row) = rows.get_mut(plugin.index) {
+                row.checks += 1;
+            }
+        }
         request.id = check_id;
         let limit = match request.timeout_ms {
             0 => DEFAULT_TIMEOUT,
@@ -348,12 +367,17 @@ impl PluginManager {
 
     /// The status rows, typed.
     pub fn status_rows(&self) -> Vec<PluginStatus> {
-        self.rows.lock().map(|r| r.clone()).unwrap_or_default()
+        self.inner
+            .rows
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     /// Wait until every host has stopped (after the shutdown token was cancelled).
     pub async fn wait_stopped(&self) {
         let tasks = self
+            .inner
             .tasks
             .lock()
             .map(|mut t| std::mem::take(&mut *t))
@@ -361,6 +385,14 @@ impl PluginManager {
         for task in tasks {
             let _ = task.await;
         }
+    }
+}
+
+impl Inner {
+    fn push_row(&mut self, row: PluginStatus) -> usize {
+        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        rows.push(row);
+        rows.len() - 1
     }
 }
 

@@ -9,12 +9,14 @@
 //!   restarts with backoff;
 //! - [`manager`]: [`PluginManager`], what the scheduler calls (`plugins_for`, `check`,
 //!   `status`);
+//! - [`checker`]: the manager as the pipeline's `diagnostics::Checker`;
 //! - [`list`]: `openfiles plugins`.
 //!
 //! Invariant: nothing a plugin does (panic, abort, hang, garbage on stdout) can take down the
 //! daemon or another plugin; a check in flight on a host that dies ends with a
 //! [`PluginError`] the caller turns into an explanatory item ([`PluginError::item`]).
 
+pub mod checker;
 pub mod child;
 pub mod discover;
 pub mod list;

@@ -25,8 +25,17 @@ const QUIET: Duration = Duration::from_secs(1);
 const MAX_BATCH: Duration = Duration::from_secs(3);
 const GIT_SETTLE: Duration = Duration::from_secs(5);
 
-/// Shared count of active watches, for `status`.
-pub type WatchCount = Arc<AtomicUsize>;
+/// What the watcher reports in `status`.
+#[derive(Debug, Default)]
+pub struct WatchStats {
+    /// Active inotify watches.
+    pub watches: AtomicUsize,
+    /// Batches of changes dropped because git was rewriting the tree.
+    pub git_batches: AtomicUsize,
+}
+
+/// Shared with the workspace instance.
+pub type WatchCount = Arc<WatchStats>;
 
 /// Directories to watch under `root`: not ignored by the policy, not `.gitignore`d.
 fn directories(root: &Path, policy: &Policy) -> Vec<PathBuf> {
@@ -96,7 +105,7 @@ pub fn spawn(
     if git.is_dir() && watcher.watch(&git, RecursiveMode::NonRecursive).is_ok() {
         watched.insert(git);
     }
-    count.store(watched.len(), Ordering::Relaxed);
+    count.watches.store(watched.len(), Ordering::Relaxed);
     let root = root.to_owned();
     tokio::spawn(async move {
         let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
@@ -127,7 +136,7 @@ pub fn spawn(
                                 for d in directories(&p, &policy) {
                                     add_watch(&mut watcher, &d, &mut watched, &root);
                                 }
-                                count.store(watched.len(), Ordering::Relaxed);
+                                count.watches.store(watched.len(), Ordering::Relaxed);
                             }
                             continue;
                         }
@@ -139,7 +148,8 @@ pub fn spawn(
                 _ = timer => {
                     first = None;
                     let batch: Vec<PathBuf> = std::mem::take(&mut pending).into_iter().collect();
-                    if git_busy(&root) {
+                    if !batch.is_empty() && git_busy(&root) {
+                        count.git_batches.fetch_add(1, Ordering::Relaxed);
                         tracing::debug!(root = %root.display(), files = batch.len(), "git is rewriting the tree; not treating changes as edits");
                         continue;
                     }

@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::control::server::{self, Context};
-use crate::diagnostics::sources::PluginSources;
 use crate::diagnostics::Checker;
 use crate::plugin_host::PluginManager;
 use crate::workspace::instance::Shared;
@@ -94,8 +93,8 @@ async fn serve(
 
     let shutdown = CancellationToken::new();
     let state_dir = crate::paths::state_dir();
-    let plugins = Arc::new(PluginManager::start(&config, &state_dir, shutdown.clone()).await);
-    let checker: Arc<dyn Checker> = Arc::new(PluginSources(plugins.clone()));
+    let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
+    let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
     let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker));
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;

@@ -71,16 +71,21 @@ pub fn watch(roots: Vec<PathBuf>, registry: RegistryHandle, shutdown: Cancellati
                 _ = shutdown.cancelled() => return,
                 p = rx.recv() => match p { Some(p) => p, None => return },
             };
-            // A new folder directly in a root: watch it for markers too.
-            if path.is_dir() && roots.iter().any(|r| path.parent() == Some(r.as_path())) {
-                let _ = watcher.watch(&path, RecursiveMode::NonRecursive);
-            }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if MARKERS.contains(&name) {
-                if let Some(dir) = path.parent() {
-                    if let Err(e) = registry.add(dir.to_owned(), Source::Discovered).await {
-                        tracing::warn!("discovered {}: {e}", dir.display());
-                    }
+            let found = if path.is_dir() && roots.iter().any(|r| path.parent() == Some(r.as_path()))
+            {
+                // A new folder directly in a root: watch it for markers, and look now in case
+                // its marker came before the watch.
+                let _ = watcher.watch(&path, RecursiveMode::NonRecursive);
+                is_workspace(&path).then(|| path.clone())
+            } else if MARKERS.contains(&name) {
+                path.parent().map(Path::to_owned)
+            } else {
+                None
+            };
+            if let Some(dir) = found {
+                if let Err(e) = registry.add(dir.clone(), Source::Discovered).await {
+                    tracing::warn!("discovered {}: {e}", dir.display());
                 }
             }
         }

@@ -126,7 +126,8 @@ impl Instance {
             pending: p.pending,
             queue_lines: p.queue_lines,
             malformed_queue_lines: p.malformed_queue_lines,
-            watches: self.watches.load(Ordering::Relaxed),
+            watches: self.watches.watches.load(Ordering::Relaxed),
+            git_batches_ignored: self.watches.git_batches.load(Ordering::Relaxed),
             terminals: 0,
             claws_socket: None,
         }

@@ -67,7 +67,10 @@ impl Env {
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")
             .env_remove("WATCHDOG_USEC")
-            .env("RUST_LOG", "debug");
+            .env(
+                "RUST_LOG",
+                std::env::var("OPENFILES_TEST_LOG").unwrap_or_else(|_| "debug".into()),
+            );
         match &self.plugin_path {
             Some(p) => c.env("OPENFILES_PLUGIN_PATH", p),
             None => c.env_remove("OPENFILES_PLUGIN_PATH"),

@@ -1,28 +1,24 @@
-//! The plugin host supervisor seen as the pipeline's [`Checker`]: maps plugin ids to source
-//! ids, capabilities to [`SourceInfo`], and plugin errors to the text of an explanatory item.
+//! The plugin manager as the diagnostics pipeline's [`Checker`]: sources are loaded
+//! plugins (source id = [`PluginId`] index), and a failed check becomes the
+//! [`PluginError`] text the pipeline turns into an explanatory item.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
-use super::{Checker, SourceId, SourceInfo};
-use crate::plugin_host::{PluginId, PluginManager};
+use super::{PluginId, PluginManager};
+use crate::diagnostics::{Checker, SourceId, SourceInfo};
 
-/// The loaded plugins as diagnostic sources.
-pub struct PluginSources(pub Arc<PluginManager>);
-
-impl Checker for PluginSources {
+impl Checker for PluginManager {
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
-        self.0
-            .plugins_for(path)
+        self.plugins_for(path)
             .into_iter()
             .filter_map(|id| {
-                let caps = self.0.capabilities(id)?;
+                let caps = self.capabilities(id)?;
                 Some(SourceInfo {
                     id: id.0,
-                    name: self.0.name(id).unwrap_or("plugin").to_owned(),
+                    name: self.name(id)?.to_owned(),
                     project_wide: caps.project_wide,
                     project_markers: caps.project_markers.clone(),
                 })
@@ -35,10 +31,9 @@ impl Checker for PluginSources {
         source: SourceId,
         request: CheckRequest,
     ) -> BoxFuture<'static, Result<CheckResponse, String>> {
-        let manager = self.0.clone();
+        let manager = self.clone();
         Box::pin(async move {
-            manager
-                .check(PluginId(source), request)
+            PluginManager::check(&manager, PluginId(source), request)
                 .await
                 .map_err(|e| e.to_string())
         })
