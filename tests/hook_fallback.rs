@@ -312,3 +312,25 @@ fn a_terminal_on_stdin_counts_as_empty() {
     assert!(out.stdout.is_empty());
     assert!(queue_lines(&root).is_empty());
 }
+
+#[test]
+fn a_stale_socket_file_falls_back_to_the_queue() {
+    let (tmp, root) = workspace();
+    heartbeat(&root);
+    let run = tmp.path().join("run");
+    fs::create_dir_all(&run).unwrap();
+    let sock = run.join("stale.sock");
+    // Bound once, then closed: the file stays, connecting is refused.
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    let out = run_hook(
+        openfiles(
+            tmp.path(),
+            &["hook", "--agent", "claude", "--no-feedback", "--verbose"],
+        )
+        .env("OPENFILES_SOCKET", &sock),
+        &claude_edit(&root),
+    );
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("trying the editor's queue"));
+    assert_eq!(queue_lines(&root).len(), 1);
+}
