@@ -41,11 +41,18 @@ pub struct Options {
     pub socket: Option<PathBuf>,
 }
 
-/// Run the hook; the exit status is always 0.
+/// Run the hook; the exit status is always 0, even if a bug panics (silently, unless
+/// `--verbose`).
 pub fn run(opts: &Options) -> u8 {
-    let input = input::read_stdin(input::STDIN_LIMIT);
-    let parsed = payload::parse_bytes(&input);
-    if let Some(line) = handle(opts, &parsed) {
+    if !opts.verbose {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+    let line = std::panic::catch_unwind(|| {
+        let input = input::read_stdin(input::STDIN_LIMIT);
+        let parsed = payload::parse_bytes(&input);
+        handle(opts, &parsed)
+    });
+    if let Ok(Some(line)) = line {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(line.as_bytes());
         let _ = out.write_all(b"\n");
