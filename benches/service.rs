@@ -11,10 +11,8 @@
 //! Run: `cargo bench --bench service`.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 #[path = "../tests/plugins_support/mod.rs"]
-#[allow(dead_code)]
 mod plugins_support;
 
 use std::io::Write;

@@ -8,6 +8,7 @@
 
 pub mod activation;
 pub mod logging;
+pub mod memory;
 pub mod notify;
 
 use std::path::PathBuf;
@@ -54,6 +55,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
     logging::init(&config.service.log_level);
+    memory::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("openfiles")
@@ -95,7 +97,8 @@ async fn serve(
     let state_dir = crate::paths::state_dir();
     let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
     let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
-    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker));
+    let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
+    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker, fswatch));
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 
