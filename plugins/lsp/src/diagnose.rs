@@ -1,0 +1,279 @@
+//! Fresh diagnostics for one file from one server (DESIGN §4 "settling").
+//!
+//! 1. Send the file's current text: `didOpen` the first time, else `didChange` (full text,
+//!    next version), then `didSave`. Versions are allocated and the messages queued under one
+//!    short lock, so concurrent checks reach the server in version order.
+//! 2. If the server offers pull diagnostics (statically or by dynamic registration), ask
+//!    `textDocument/diagnostic` for every identifier: the answer is computed on the text just
+//!    sent, so it is fresh by construction.
+//! 3. Otherwise wait for a push that is fresh: one carrying our version or a newer one, or —
+//!    for servers that do not version their pushes — one received after our change. Never an
+//!    older one. Unversioned pushes are followed by a quiet window (`quiet_ms`) during which a
+//!    further push replaces the result (servers like typescript-language-server publish
+//!    syntactic and semantic results separately).
+//! 4. Servers with `wait_for_progress` (rust-analyzer's flycheck) are final only once such a
+//!    progress has begun after our save and none is active.
+//!
+//! Everything is bounded by the check's deadline: no fixed sleeps.
+
+use crate::client::Client;
+use crate::convert::{path_to_uri, to_item};
+use crate::transport::Error;
+use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
+use openfiles_plugin_api::Item;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Why one server gave no result for one file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0} did not answer in time")]
+    Timeout(String),
+    #[error("{server} exited during the check{tail}")]
+    Crashed { server: String, tail: String },
+    #[error("{0}")]
+    Rpc(#[from] Error),
+}
+
+/// Fresh diagnostics of `path` (whose current content is `text`) from `client`.
+pub async fn diagnose(
+    client: &Client,
+    path: &Path,
+    text: Arc<str>,
+    language_id: &str,
+    deadline: Instant,
+    quiet: Duration,
+) -> Result<Vec<Item>, CheckError> {
+    let closed = client.closed();
+    let crashed = || CheckError::Crashed {
+        server: client.name.clone(),
+        tail: match client.transport.stderr_tail() {
+            t if t.is_empty() => String::new(),
+            t => format!(" (stderr: {t})"),
+        },
+    };
+    tokio::select! {
+        r = run(client, path, text, language_id, deadline, quiet) => r,
+        _ = closed.cancelled() => Err(crashed()),
+    }
+}
+
+async fn run(
+    client: &Client,
+    path: &Path,
+    text: Arc<str>,
+    language_id: &str,
+    deadline: Instant,
+    quiet: Duration,
+) -> Result<Vec<Item>, CheckError> {
+    let uri = path_to_uri(path);
+    let (version, seq_mark, progress_mark) = sync(client, path, &uri, text.clone(), language_id);
+    let enc = client.caps.encoding;
+    let to_items = |ds: &[Diagnostic], text: &str| {
+        ds.iter()
+            .map(|d| to_item(d, text, enc, &client.name))
+            .collect::<Vec<_>>()
+    };
+
+    let pulls: Vec<Option<String>> = {
+        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p: Vec<_> = s.pull_registrations.values().cloned().collect();
+        p.extend(client.caps.pull.clone());
+        p.sort();
+        p.dedup();
+        p
+    };
+    let mut items = Vec::new();
+    for identifier in &pulls {
+        items.extend(to_items(
+            &pull(client, &uri, identifier.clone(), deadline).await?,
+            &text,
+        ));
+    }
+    if pulls.is_empty() || !client.spec.wait_for_progress.is_empty() {
+        wait_push(client, path, version, seq_mark, deadline, quiet).await?;
+        if !client.spec.wait_for_progress.is_empty() {
+            wait_progress(client, progress_mark, deadline).await?;
+        }
+        let current = current_text(client, path).unwrap_or(text);
+        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = s.pushes.get(path) {
+            items.extend(to_items(&p.diagnostics, &current));
+        }
+    }
+    Ok(items)
+}
+
+/// Send the text; return (our version, push sequence before sending, progress count).
+fn sync(
+    client: &Client,
+    path: &Path,
+    uri: &str,
+    text: Arc<str>,
+    language_id: &str,
+) -> (i32, u64, u64) {
+    let t = &client.transport;
+    let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    let (seq_mark, progress_mark) = {
+        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+        (s.seq, s.waited_begun)
+    };
+    let version = match docs.get(path) {
+        None => {
+            t.notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": &*text}}),
+            );
+            1
+        }
+        Some(d) => {
+            let v = d.version + 1;
+            t.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": &*text}]}),
+            );
+            v
+        }
+    };
+    if client.caps.save {
+        let mut p = json!({"textDocument": {"uri": uri}});
+        if client.caps.save_include_text {
+            p["text"] = Value::from(&*text);
+        }
+        t.notify("textDocument/didSave", p);
+    }
+    docs.insert(path.to_path_buf(), crate::client::Doc { version, text });
+    (version, seq_mark, progress_mark)
+}
+
+fn current_text(client: &Client, path: &Path) -> Option<Arc<str>> {
+    client
+        .docs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(path)
+        .map(|d| d.text.clone())
+}
+
+fn remaining(client: &Client, deadline: Instant) -> Result<Duration, CheckError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(CheckError::Timeout(client.name.clone()));
+    }
+    Ok(left)
+}
+
+/// `textDocument/diagnostic`, retried while the server says the content moved under it.
+async fn pull(
+    client: &Client,
+    uri: &str,
+    identifier: Option<String>,
+    deadline: Instant,
+) -> Result<Vec<Diagnostic>, CheckError> {
+    let params = json!({"textDocument": {"uri": uri}, "identifier": identifier});
+    let mut changed = client.changed.clone();
+    loop {
+        let left = remaining(client, deadline)?;
+        let r = client
+            .transport
+            .request("textDocument/diagnostic", params.clone(), left)
+            .await;
+        match r {
+            Ok(v) => {
+                let report: DocumentDiagnosticReportResult =
+                    serde_json::from_value(v).map_err(|source| Error::Decode {
+                        method: "textDocument/diagnostic".into(),
+                        source,
+                    })?;
+                return Ok(match report {
+                    DocumentDiagnosticReportResult::Report(
+                        lsp_types::DocumentDiagnosticReport::Full(f),
+                    ) => f.full_document_diagnostic_report.items,
+                    // We never send a previousResultId, so "unchanged" cannot refer to a result we hold.
+                    _ => Vec::new(),
+                });
+            }
+            // ServerCancelled / ContentModified: ask again once the server moves on.
+            Err(Error::Rpc {
+                code: -32802 | -32801,
+                ..
+            }) => {
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(50).min(left), changed.changed())
+                        .await;
+            }
+            Err(Error::Timeout { .. }) => return Err(CheckError::Timeout(client.name.clone())),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+async fn wait_push(
+    client: &Client,
+    path: &Path,
+    version: i32,
+    mark: u64,
+    deadline: Instant,
+    quiet: Duration,
+) -> Result<(), CheckError> {
+    let mut changed = client.changed.clone();
+    // First a fresh push.
+    let (mut last_seq, versioned) = loop {
+        changed.borrow_and_update();
+        let fresh = {
+            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.pushes.get(path).and_then(|p| match p.version {
+                Some(v) if v >= version => Some((p.seq, true)),
+                None if p.seq > mark => Some((p.seq, false)),
+                _ => None,
+            })
+        };
+        if let Some(f) = fresh {
+            break f;
+        }
+        let left = remaining(client, deadline)?;
+        if tokio::time::timeout(left, changed.changed()).await.is_err() {
+            return Err(CheckError::Timeout(client.name.clone()));
+        }
+    };
+    if versioned {
+        return Ok(());
+    }
+    // Then quiet: no further push for this file for `quiet`.
+    let mut until = Instant::now() + quiet;
+    loop {
+        let now = Instant::now();
+        if now >= until || now >= deadline {
+            return Ok(());
+        }
+        let _ = tokio::time::timeout_at(until.min(deadline), changed.changed()).await;
+        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = s.pushes.get(path) {
+            if p.seq != last_seq {
+                last_seq = p.seq;
+                until = Instant::now() + quiet;
+            }
+        }
+    }
+}
+
+async fn wait_progress(client: &Client, mark: u64, deadline: Instant) -> Result<(), CheckError> {
+    let mut changed = client.changed.clone();
+    loop {
+        changed.borrow_and_update();
+        let done = {
+            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.waited_begun > mark && s.waited_active.is_empty()
+        };
+        if done {
+            return Ok(());
+        }
+        let left = remaining(client, deadline)?;
+        if tokio::time::timeout(left, changed.changed()).await.is_err() {
+            return Err(CheckError::Timeout(client.name.clone()));
+        }
+    }
+}
