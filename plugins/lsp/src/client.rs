@@ -55,6 +55,8 @@ pub struct ServerCaps {
     pub pull: Option<Option<String>>,
     pub save: bool,
     pub save_include_text: bool,
+    /// `executeCommandProvider.commands`.
+    pub commands: Vec<String>,
 }
 
 /// An open document as the server knows it.
@@ -127,6 +129,7 @@ impl Client {
             }
         });
         let (save, save_include_text) = save_caps(c.text_document_sync.as_ref());
+        let commands = c.execute_command_provider.as_ref().map(|e| e.commands.clone()).unwrap_or_default();
         tracing::info!(server = %spec.name, root = %root.display(), ?encoding, pull = pull.is_some(), "server initialized");
         Ok(Arc::new(Client {
             name: spec.name.clone(),
@@ -138,6 +141,7 @@ impl Client {
                 pull,
                 save,
                 save_include_text,
+                commands,
             },
             state,
             changed: rx,

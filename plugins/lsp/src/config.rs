@@ -63,6 +63,19 @@ pub struct ServerOverride {
     pub settings: Option<Value>,
     /// Titles of work-done progress that must end before results are final.
     pub wait_for_progress: Option<Vec<String>>,
+    /// How results are obtained: `auto` (pull when offered, else push), `push`, or
+    /// `tsserver` (typescript-language-server's `typescript.tsserverRequest`).
+    pub diagnostics: Option<DiagnosticsMode>,
+}
+
+/// How a server's results are obtained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiagnosticsMode {
+    #[default]
+    Auto,
+    Push,
+    Tsserver,
 }
 
 /// One usable server definition.
@@ -77,6 +90,7 @@ pub struct ServerSpec {
     pub initialization_options: Option<Value>,
     pub settings: Value,
     pub wait_for_progress: Vec<String>,
+    pub diagnostics: DiagnosticsMode,
     /// Arguments of a quick run that must succeed before the server is used.
     pub probe: Option<Vec<String>>,
 }
@@ -93,6 +107,7 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         initialization_options: None,
         settings: Value::Null,
         wait_for_progress: Vec::new(),
+        diagnostics: DiagnosticsMode::Auto,
         probe: None,
     }
 }
@@ -102,6 +117,14 @@ pub fn builtin() -> Vec<ServerSpec> {
     let py = ["py", "pyi"];
     let ts = ["ts", "tsx", "js", "jsx", "mts", "cts", "mjs", "cjs"];
     let c = ["c", "h", "cpp", "cc", "cxx", "hpp", "hh"];
+    let mut tsls = spec(
+        "typescript-language-server",
+        "typescript-language-server",
+        &["--stdio"],
+        &ts,
+        &["tsconfig.json", "jsconfig.json", "package.json"],
+    );
+    tsls.diagnostics = DiagnosticsMode::Tsserver;
     let mut ra = spec(
         "rust-analyzer",
         "rust-analyzer",
@@ -133,13 +156,7 @@ pub fn builtin() -> Vec<ServerSpec> {
             &py,
             &["pyrightconfig.json", "pyproject.toml"],
         ),
-        spec(
-            "typescript-language-server",
-            "typescript-language-server",
-            &["--stdio"],
-            &ts,
-            &["tsconfig.json", "jsconfig.json", "package.json"],
-        ),
+        tsls,
         spec(
             "clangd",
             "clangd",
@@ -212,6 +229,9 @@ impl Config {
             }
             if let Some(w) = &o.wait_for_progress {
                 s.wait_for_progress = w.clone();
+            }
+            if let Some(d) = o.diagnostics {
+                s.diagnostics = d;
             }
         }
         out.retain(|s| !self.disable.contains(&s.name));

@@ -17,6 +17,8 @@
 //! Everything is bounded by the check's deadline: no fixed sleeps.
 
 use crate::client::Client;
+use crate::config::DiagnosticsMode;
+use crate::tsserver;
 use crate::convert::{path_to_uri, to_item};
 use crate::transport::Error;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
@@ -56,7 +58,10 @@ pub async fn diagnose(
         },
     };
     tokio::select! {
-        r = run(client, path, text, language_id, deadline, quiet) => r,
+        r = run(client, path, text, language_id, deadline, quiet) => match r {
+            Err(CheckError::Rpc(Error::StreamClosed)) => Err(crashed()),
+            r => r,
+        },
         _ = closed.cancelled() => Err(crashed()),
     }
 }
@@ -78,24 +83,28 @@ async fn run(
             .collect::<Vec<_>>()
     };
 
-    let pulls: Vec<Option<String>> = {
-        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut p: Vec<_> = s.pull_registrations.values().cloned().collect();
-        p.extend(client.caps.pull.clone());
-        p.sort();
-        p.dedup();
-        p
-    };
-    let mut items = Vec::new();
-    for identifier in &pulls {
-        items.extend(to_items(
-            &pull(client, &uri, identifier.clone(), deadline).await?,
-            &text,
-        ));
+    let mode = client.spec.diagnostics;
+    if mode == DiagnosticsMode::Tsserver && client.caps.commands.iter().any(|c| c == tsserver::COMMAND) {
+        return tsserver::diagnostics(client, &uri, &text, deadline).await;
     }
-    if pulls.is_empty() || !client.spec.wait_for_progress.is_empty() {
-        wait_push(client, path, version, seq_mark, deadline, quiet).await?;
-        if !client.spec.wait_for_progress.is_empty() {
+    let mut items = Vec::new();
+    loop {
+        let pulls = if mode == DiagnosticsMode::Push { Vec::new() } else { pull_identifiers(client) };
+        for identifier in &pulls {
+            items.extend(to_items(&pull(client, &uri, identifier.clone(), deadline).await?, &text));
+        }
+        let progress = !client.spec.wait_for_progress.is_empty();
+        if !pulls.is_empty() && !progress {
+            break;
+        }
+        // A server may register pull diagnostics only after `initialized` (pyright does):
+        // while waiting for a push, switch to pulling as soon as it does.
+        let watch_pull = pulls.is_empty() && mode == DiagnosticsMode::Auto;
+        match wait_push(client, path, version, seq_mark, deadline, quiet, watch_pull).await? {
+            Waited::PullRegistered => continue,
+            Waited::Fresh => {}
+        }
+        if progress {
             wait_progress(client, progress_mark, deadline).await?;
         }
         let current = current_text(client, path).unwrap_or(text);
@@ -103,8 +112,23 @@ async fn run(
         if let Some(p) = s.pushes.get(path) {
             items.extend(to_items(&p.diagnostics, &current));
         }
+        break;
     }
     Ok(items)
+}
+
+fn pull_identifiers(client: &Client) -> Vec<Option<String>> {
+    let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p: Vec<_> = s.pull_registrations.values().cloned().collect();
+    p.extend(client.caps.pull.clone());
+    p.sort();
+    p.dedup();
+    p
+}
+
+enum Waited {
+    Fresh,
+    PullRegistered,
 }
 
 /// Send the text; return (our version, push sequence before sending, progress count).
@@ -218,13 +242,17 @@ async fn wait_push(
     mark: u64,
     deadline: Instant,
     quiet: Duration,
-) -> Result<(), CheckError> {
+    watch_pull: bool,
+) -> Result<Waited, CheckError> {
     let mut changed = client.changed.clone();
     // First a fresh push.
     let (mut last_seq, versioned) = loop {
         changed.borrow_and_update();
         let fresh = {
             let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            if watch_pull && !s.pull_registrations.is_empty() {
+                return Ok(Waited::PullRegistered);
+            }
             s.pushes.get(path).and_then(|p| match p.version {
                 Some(v) if v >= version => Some((p.seq, true)),
                 None if p.seq > mark => Some((p.seq, false)),
@@ -240,14 +268,14 @@ async fn wait_push(
         }
     };
     if versioned {
-        return Ok(());
+        return Ok(Waited::Fresh);
     }
     // Then quiet: no further push for this file for `quiet`.
     let mut until = Instant::now() + quiet;
     loop {
         let now = Instant::now();
         if now >= until || now >= deadline {
-            return Ok(());
+            return Ok(Waited::Fresh);
         }
         let _ = tokio::time::timeout_at(until.min(deadline), changed.changed()).await;
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());

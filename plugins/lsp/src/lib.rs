@@ -16,6 +16,7 @@ pub mod convert;
 pub mod diagnose;
 pub mod server;
 pub mod transport;
+pub mod tsserver;
 
 use config::{Config, Resolver, ServerSpec};
 use openfiles_plugin_api::{

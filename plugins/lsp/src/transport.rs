@@ -294,6 +294,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             b = rx.recv() => match b { Some(b) => b, None => break },
             _ = closed.cancelled() => break,
         };
+        tracing::trace!("-> {}", String::from_utf8_lossy(&body));
         let header = format!("Content-Length: {}\r\n\r\n", body.len());
         let ok = w.write_all(header.as_bytes()).await.is_ok()
             && w.write_all(&body).await.is_ok()
@@ -354,6 +355,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                 break;
             }
         };
+        tracing::trace!(server = %name, "<- {}", String::from_utf8_lossy(&body));
         let mut msg: Value = match serde_json::from_slice(&body) {
             Ok(v) => v,
             Err(e) => {

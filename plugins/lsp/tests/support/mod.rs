@@ -19,6 +19,10 @@ static IDS: AtomicU64 = AtomicU64::new(1);
 impl Env {
     /// A plugin with `config` over a fresh workspace.
     pub fn new(config: Value) -> Env {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = dir.path().canonicalize().expect("canonical").join("ws");
         std::fs::create_dir_all(&ws).expect("mkdir");
