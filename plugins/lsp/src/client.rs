@@ -129,7 +129,11 @@ impl Client {
             }
         });
         let (save, save_include_text) = save_caps(c.text_document_sync.as_ref());
-        let commands = c.execute_command_provider.as_ref().map(|e| e.commands.clone()).unwrap_or_default();
+        let commands = c
+            .execute_command_provider
+            .as_ref()
+            .map(|e| e.commands.clone())
+            .unwrap_or_default();
         tracing::info!(server = %spec.name, root = %root.display(), ?encoding, pull = pull.is_some(), "server initialized");
         Ok(Arc::new(Client {
             name: spec.name.clone(),

@@ -18,9 +18,9 @@
 
 use crate::client::Client;
 use crate::config::DiagnosticsMode;
-use crate::tsserver;
 use crate::convert::{path_to_uri, to_item};
 use crate::transport::Error;
+use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
 use openfiles_plugin_api::Item;
 use serde_json::{json, Value};
@@ -84,14 +84,23 @@ async fn run(
     };
 
     let mode = client.spec.diagnostics;
-    if mode == DiagnosticsMode::Tsserver && client.caps.commands.iter().any(|c| c == tsserver::COMMAND) {
+    if mode == DiagnosticsMode::Tsserver
+        && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
+    {
         return tsserver::diagnostics(client, &uri, &text, deadline).await;
     }
     let mut items = Vec::new();
     loop {
-        let pulls = if mode == DiagnosticsMode::Push { Vec::new() } else { pull_identifiers(client) };
+        let pulls = if mode == DiagnosticsMode::Push {
+            Vec::new()
+        } else {
+            pull_identifiers(client)
+        };
         for identifier in &pulls {
-            items.extend(to_items(&pull(client, &uri, identifier.clone(), deadline).await?, &text));
+            items.extend(to_items(
+                &pull(client, &uri, identifier.clone(), deadline).await?,
+                &text,
+            ));
         }
         let progress = !client.spec.wait_for_progress.is_empty();
         if !pulls.is_empty() && !progress {

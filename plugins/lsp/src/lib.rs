@@ -322,17 +322,14 @@ impl Inner {
                 Ok(Err(e)) => return vec![Item::note(Severity::Warning, SOURCE, e.to_string())],
                 Ok(Ok(c)) => c,
             };
-            match diagnose::diagnose(
-                &client,
-                path,
-                text.clone(),
-                &lang,
-                deadline,
-                self.config.quiet(),
-            )
-            .await
-            {
-                Ok(items) => return items,
+            let started = Instant::now();
+            let quiet = self.config.quiet();
+            match diagnose::diagnose(&client, path, text.clone(), &lang, deadline, quiet).await {
+                Ok(items) => {
+                    let ms = started.elapsed().as_millis() as u64;
+                    tracing::debug!(server = %name, path = %path.display(), n = items.len(), ms, "checked");
+                    return items;
+                }
                 Err(diagnose::CheckError::Timeout(_)) => return timed_out(),
                 Err(e @ diagnose::CheckError::Crashed { .. }) if attempt < 2 => {
                     tracing::warn!("{e}; restarting");

@@ -124,12 +124,18 @@ impl Actor {
                             _ = stop.cancelled() => Err(SlotError::Stopping),
                         };
                         let _ = reply.send(r);
+                        self.last_used = Instant::now();
                     }
                 },
                 _ = async { closed.as_ref().expect("guarded").cancelled().await }, if closed.is_some() => {
                     self.crashed();
                 }
                 _ = tokio::time::sleep_until(idle_at), if self.client.is_some() => {
+                    // A check still holding the client keeps it (the actor holds the other reference).
+                    if self.client.as_ref().is_some_and(|c| Arc::strong_count(c) > 1) {
+                        self.last_used = Instant::now();
+                        continue;
+                    }
                     tracing::info!(server = %self.spec.name, root = %self.root.display(), "idle; shutting down");
                     if let Some(c) = self.client.take() {
                         c.shutdown().await;

@@ -18,24 +18,46 @@ use tokio::time::Instant;
 
 /// The command name typescript-language-server advertises.
 pub const COMMAND: &str = "typescript.tsserverRequest";
-const KINDS: [&str; 3] = ["syntacticDiagnosticsSync", "semanticDiagnosticsSync", "suggestionDiagnosticsSync"];
+const KINDS: [&str; 3] = [
+    "syntacticDiagnosticsSync",
+    "semanticDiagnosticsSync",
+    "suggestionDiagnosticsSync",
+];
 
 /// All three kinds of diagnostics for `uri`, whose current text is `text`.
-pub async fn diagnostics(client: &Client, uri: &str, text: &str, deadline: Instant) -> Result<Vec<Item>, CheckError> {
+pub async fn diagnostics(
+    client: &Client,
+    uri: &str,
+    text: &str,
+    deadline: Instant,
+) -> Result<Vec<Item>, CheckError> {
     let mut items = Vec::new();
     for kind in KINDS {
         let left = deadline.saturating_duration_since(Instant::now());
         let params = json!({"command": COMMAND, "arguments": [kind, {"file": uri}]});
-        let r = match client.transport.request("workspace/executeCommand", params, left).await {
+        let r = match client
+            .transport
+            .request("workspace/executeCommand", params, left)
+            .await
+        {
             Ok(r) => r,
             Err(Error::Timeout { .. }) => return Err(CheckError::Timeout(client.name.clone())),
             Err(e) => return Err(e.into()),
         };
         if r.get("success") == Some(&Value::Bool(false)) {
             let msg = r.get("message").and_then(Value::as_str).unwrap_or("failed");
-            return Err(Error::Rpc { method: format!("tsserver {kind}"), code: 0, message: msg.into() }.into());
+            return Err(Error::Rpc {
+                method: format!("tsserver {kind}"),
+                code: 0,
+                message: msg.into(),
+            }
+            .into());
         }
-        let body = r.get("body").and_then(Value::as_array).cloned().unwrap_or_default();
+        let body = r
+            .get("body")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         items.extend(body.iter().filter_map(|d| to_item(d, text)));
     }
     Ok(items)
@@ -44,7 +66,12 @@ pub async fn diagnostics(client: &Client, uri: &str, text: &str, deadline: Insta
 fn to_item(d: &Value, text: &str) -> Option<Item> {
     let line = d.pointer("/start/line")?.as_u64()? as u32;
     let offset = d.pointer("/start/offset")?.as_u64()? as u32;
-    let (line, column) = to_line_col(text, line.saturating_sub(1), offset.saturating_sub(1), Encoding::Utf16);
+    let (line, column) = to_line_col(
+        text,
+        line.saturating_sub(1),
+        offset.saturating_sub(1),
+        Encoding::Utf16,
+    );
     let severity = match d.get("category").and_then(Value::as_str) {
         Some("warning") => Severity::Warning,
         Some("suggestion") => Severity::Hint,
@@ -59,9 +86,17 @@ fn to_item(d: &Value, text: &str) -> Option<Item> {
         line,
         column,
         severity,
-        source: d.get("source").and_then(Value::as_str).unwrap_or("typescript").to_owned(),
+        source: d
+            .get("source")
+            .and_then(Value::as_str)
+            .unwrap_or("typescript")
+            .to_owned(),
         code,
-        message: d.get("text").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        message: d
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
     })
 }
 
@@ -73,6 +108,15 @@ mod tests {
     fn tsserver_diagnostics_map_to_items() {
         let d = json!({"start": {"line": 2, "offset": 4}, "end": {"line": 2, "offset": 5}, "text": "t", "code": 6133, "category": "suggestion"});
         let i = to_item(&d, "x\n€€x\n").expect("item");
-        assert_eq!((i.line, i.column, i.severity, i.code.as_deref(), i.source.as_str()), (2, 4, Severity::Hint, Some("6133"), "typescript"));
+        assert_eq!(
+            (
+                i.line,
+                i.column,
+                i.severity,
+                i.code.as_deref(),
+                i.source.as_str()
+            ),
+            (2, 4, Severity::Hint, Some("6133"), "typescript")
+        );
     }
 }

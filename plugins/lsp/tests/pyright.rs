@@ -5,7 +5,8 @@ mod support;
 use serde_json::json;
 use support::{errors, run, signal, Env};
 
-const BAD: &str = "import os\n\n\ndef f(x: int) -> int:\n    return undefined_name + x\n\n\ny: int = \"text\"\n";
+const BAD: &str =
+    "import os\n\n\ndef f(x: int) -> int:\n    return undefined_name + x\n\n\ny: int = \"text\"\n";
 const GOOD: &str = "def f(x: int) -> int:\n    return x\n\n\ny: int = 3\n";
 
 fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
@@ -21,15 +22,25 @@ fn pyright_gives_fresh_results_like_the_cli() {
     let items = env.check(&file, 60_000);
     assert_eq!(errors(&items), expected, "{items:#?}");
     let undefined = items.iter().find(|i| i.line == 5).expect("line 5");
-    assert_eq!((undefined.column, undefined.source.as_str()), (12, "Pyright"));
+    assert_eq!(
+        (undefined.column, undefined.source.as_str()),
+        (12, "Pyright")
+    );
 
-    let cli: serde_json::Value = serde_json::from_str(&run(&env.ws, "pyright", &["--outputjson", "m.py"])).expect("pyright json");
+    let cli: serde_json::Value =
+        serde_json::from_str(&run(&env.ws, "pyright", &["--outputjson", "m.py"]))
+            .expect("pyright json");
     let mut cli: Vec<(u32, String)> = cli["generalDiagnostics"]
         .as_array()
         .expect("array")
         .iter()
         .filter(|d| d["severity"] == "error")
-        .map(|d| (d["range"]["start"]["line"].as_u64().unwrap() as u32 + 1, d["rule"].as_str().unwrap_or("").to_owned()))
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap() as u32 + 1,
+                d["rule"].as_str().unwrap_or("").to_owned(),
+            )
+        })
         .collect();
     cli.sort();
     assert_eq!(errors(&items), cli);
@@ -42,12 +53,17 @@ fn pyright_gives_fresh_results_like_the_cli() {
         let a = s.spawn(|| env.check(&file, 60_000));
         env.write("m.py", "\n\nb: int = 'x'\nprint(nope)\n");
         let b = env.check(&file, 60_000);
-        assert_eq!(errors(&b), e(&[(3, "reportAssignmentType"), (4, "reportUndefinedVariable")]), "{b:#?}");
+        assert_eq!(
+            errors(&b),
+            e(&[(3, "reportAssignmentType"), (4, "reportUndefinedVariable")]),
+            "{b:#?}"
+        );
         a.join().expect("first check")
     });
     let first = errors(&first);
     assert!(
-        first == e(&[(1, "reportAssignmentType")]) || first == e(&[(3, "reportAssignmentType"), (4, "reportUndefinedVariable")]),
+        first == e(&[(1, "reportAssignmentType")])
+            || first == e(&[(3, "reportAssignmentType"), (4, "reportUndefinedVariable")]),
         "{first:#?}"
     );
 

@@ -5,7 +5,8 @@ mod support;
 use serde_json::json;
 use support::{errors, run, signal, Env};
 
-const TSCONFIG: &str = r#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020"},"include":["src/*.ts"]}"#;
+const TSCONFIG: &str =
+    r#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020"},"include":["src/*.ts"]}"#;
 const BAD: &str = "const a: number = \"s\";\n\nfunction f(x: number): string {\n  return x;\n}\n\nconsole.log(a, missing, f(1));\n";
 const GOOD: &str = "const a: number = 1;\n\nfunction f(x: number): string {\n  return String(x);\n}\n\nconsole.log(a, f(1));\n";
 
@@ -38,9 +39,19 @@ fn typescript_language_server_gives_fresh_results_like_tsc() {
 
     let items = env.check(&file, 60_000);
     assert_eq!(errors(&items), expected, "{items:#?}");
-    assert!(items.iter().filter(|i| i.code.as_deref() == Some("2304")).all(|i| i.source == "typescript"), "{items:#?}");
+    assert!(
+        items
+            .iter()
+            .filter(|i| i.code.as_deref() == Some("2304"))
+            .all(|i| i.source == "typescript"),
+        "{items:#?}"
+    );
 
-    let cli = tsc_errors(&run(&env.ws, "tsc", &["--noEmit", "--pretty", "false", "-p", "."]));
+    let cli = tsc_errors(&run(
+        &env.ws,
+        "tsc",
+        &["--noEmit", "--pretty", "false", "-p", "."],
+    ));
     let mut ours: Vec<_> = items
         .iter()
         .filter(|i| i.severity == openfiles_plugin_api::Severity::Error)
@@ -73,5 +84,9 @@ fn typescript_language_server_gives_fresh_results_like_tsc() {
         c.join().expect("check")
     });
     assert_eq!(errors(&items), expected, "{items:#?}");
-    assert_ne!(env.pid("typescript-language-server"), pid, "server restarted");
+    assert_ne!(
+        env.pid("typescript-language-server"),
+        pid,
+        "server restarted"
+    );
 }
