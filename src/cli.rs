@@ -55,6 +55,18 @@ pub enum Command {
     /// Example: openfiles forget ~/src/app
     Forget(PathArgs),
 
+    /// List the plugins found, loaded or refused (and why).
+    ///
+    /// Searches config `plugins.paths`, `OPENFILES_PLUGIN_PATH` and `../lib/openfiles/plugins`
+    /// next to the executable, starting each plugin the way the service would.
+    ///
+    /// Example: openfiles plugins --json
+    Plugins(PluginsArgs),
+
+    /// Internal: run one plugin library in this process, speaking JSON on stdio.
+    #[command(hide = true)]
+    PluginHost(PluginHostArgs),
+
     /// Print shell completions.
     ///
     /// Example: openfiles completions bash > ~/.local/share/bash-completion/completions/openfiles
@@ -87,6 +99,20 @@ pub struct PathArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PluginsArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PluginHostArgs {
+    /// The plugin library to load.
+    #[arg(value_name = "LIBRARY")]
+    pub library: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
@@ -105,6 +131,8 @@ pub fn run() -> std::process::ExitCode {
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
+        Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
+        Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(

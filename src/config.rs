@@ -114,13 +114,26 @@ impl Default for WatchConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiagnosticsConfig {
     /// Extra ignore globs (gitignore syntax), on top of the built-in ones.
     pub ignore: Vec<String>,
     /// Extra sensitive-file globs: kept in the session, never read by a checker.
     pub sensitive: Vec<String>,
+    /// How long one check may take before it ends with an explanatory item.
+    #[serde(deserialize_with = "timeout_range")]
+    pub check_timeout_ms: u64,
+}
+
+impl Default for DiagnosticsConfig {
+    fn default() -> Self {
+        DiagnosticsConfig {
+            ignore: Vec::new(),
+            sensitive: Vec::new(),
+            check_timeout_ms: 120_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -215,6 +215,9 @@ pub struct WorkspaceStatus {
     pub session_files: usize,
     #[serde(default)]
     pub pending: usize,
+    /// Valid queue lines taken, ever (persisted with the session).
+    #[serde(default)]
+    pub queue_lines: u64,
     #[serde(default)]
     pub malformed_queue_lines: u64,
     #[serde(default)]

@@ -6,6 +6,9 @@
 //! checks the ABI version and table size, and talks to the plugin in JSON only
 //! (the types in [`types`]). See `README.md` in this crate for the full ABI.
 
+pub mod abi;
+#[cfg(feature = "host")]
+pub mod host;
 pub mod types;
 
 pub use types::{Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Severity};

@@ -1,0 +1,56 @@
+//! Talking to the service manager through `$NOTIFY_SOCKET` (sd-notify): `READY=1`, `STATUS=`,
+//! watchdog pings at half of `WATCHDOG_USEC`, `STOPPING=1`.
+//!
+//! All calls are no-ops when the service was not started by systemd (no `NOTIFY_SOCKET`).
+//! The watchdog pings come from a task on the service's runtime, so a wedged runtime stops
+//! pinging and systemd restarts it — which is the point.
+
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+use tokio_util::sync::CancellationToken;
+
+/// Tell the manager we are ready, with a first status line.
+pub fn ready(status: &str) {
+    send(&[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+/// Update the one-line status shown by `systemctl status`.
+pub fn status(status: &str) {
+    send(&[NotifyState::Status(status)]);
+}
+
+/// Tell the manager we are shutting down.
+pub fn stopping() {
+    send(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+}
+
+fn send(states: &[NotifyState]) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    if let Err(e) = sd_notify::notify(false, states) {
+        tracing::warn!("sd_notify failed: {e}");
+    }
+}
+
+/// The watchdog interval asked for by the manager, if any (`WATCHDOG_USEC`, for our pid).
+pub fn watchdog_interval() -> Option<Duration> {
+    let mut usec = 0u64;
+    if sd_notify::watchdog_enabled(false, &mut usec) && usec > 0 {
+        Some(Duration::from_micros(usec))
+    } else {
+        None
+    }
+}
+
+/// Ping the watchdog at half its interval until `shutdown`.
+pub async fn watchdog(interval: Duration, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(interval / 2);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => send(&[NotifyState::Watchdog]),
+        }
+    }
+}
