@@ -63,6 +63,7 @@ impl Plugin for LspPlugin {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), String> {
+        init_logging();
         let config = config::parse(&init.config)?;
         let servers = config.servers()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -132,6 +133,23 @@ impl Plugin for LspPlugin {
             c.cancel();
         }
     }
+}
+
+openfiles_plugin_api::export_plugin!(LspPlugin);
+
+/// Send this library's `tracing` events (server stderr lines, restarts, timeouts) to stderr,
+/// which the plugin host forwards to the service log. Loaded as a cdylib, the plugin has its
+/// own copy of `tracing` with no subscriber; linked as an rlib into a program that installed
+/// one, this does nothing. `OPENFILES_LSP_LOG` (an env-filter) overrides the default `info`.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("OPENFILES_LSP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("openfiles_plugin_lsp=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
 }
 
 impl LspPlugin {
