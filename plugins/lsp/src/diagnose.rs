@@ -36,15 +36,16 @@ pub enum CheckError {
     Timeout(String),
     #[error("{server} exited during the check{tail}")]
     Crashed { server: String, tail: String },
+    #[error("cannot read the file: {0}")]
+    Read(String),
     #[error("{0}")]
     Rpc(#[from] Error),
 }
 
-/// Fresh diagnostics of `path` (whose current content is `text`) from `client`.
+/// Fresh diagnostics of `path` from `client`. The file is read when its text is sent.
 pub async fn diagnose(
     client: &Client,
     path: &Path,
-    text: Arc<str>,
     language_id: &str,
     deadline: Instant,
     quiet: Duration,
@@ -58,7 +59,7 @@ pub async fn diagnose(
         },
     };
     tokio::select! {
-        r = run(client, path, text, language_id, deadline, quiet) => match r {
+        r = run(client, path, language_id, deadline, quiet) => match r {
             Err(CheckError::Rpc(Error::StreamClosed)) => Err(crashed()),
             r => r,
         },
@@ -69,17 +70,19 @@ pub async fn diagnose(
 async fn run(
     client: &Client,
     path: &Path,
-    text: Arc<str>,
     language_id: &str,
     deadline: Instant,
     quiet: Duration,
 ) -> Result<Vec<Item>, CheckError> {
     let uri = path_to_uri(path);
-    let (version, seq_mark, progress_mark) = sync(client, path, &uri, text.clone(), language_id);
+    refresh_others(client, path);
+    let sent = sync(client, path, &uri, language_id)?;
     let enc = client.caps.encoding;
-    let to_items = |ds: &[Diagnostic], text: &str| {
+    // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
+    let to_items = |ds: &[Diagnostic]| {
+        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
         ds.iter()
-            .map(|d| to_item(d, text, enc, &client.name))
+            .map(|d| to_item(d, &text, enc, &client.name))
             .collect::<Vec<_>>()
     };
 
@@ -87,7 +90,7 @@ async fn run(
     if mode == DiagnosticsMode::Tsserver
         && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
     {
-        return tsserver::diagnostics(client, &uri, &text, deadline).await;
+        return tsserver::diagnostics(client, &uri, &sent.text, deadline).await;
     }
     let mut items = Vec::new();
     loop {
@@ -99,7 +102,6 @@ async fn run(
         for identifier in &pulls {
             items.extend(to_items(
                 &pull(client, &uri, identifier.clone(), deadline).await?,
-                &text,
             ));
         }
         let progress = !client.spec.wait_for_progress.is_empty();
@@ -109,47 +111,94 @@ async fn run(
         // A server may register pull diagnostics only after `initialized` (pyright does):
         // while waiting for a push, switch to pulling as soon as it does.
         let watch_pull = pulls.is_empty() && mode == DiagnosticsMode::Auto;
-        match wait_push(client, path, version, seq_mark, deadline, quiet, watch_pull).await? {
+        match wait_push(
+            client,
+            path,
+            sent.version,
+            sent.seq_mark,
+            deadline,
+            quiet,
+            watch_pull,
+        )
+        .await?
+        {
             Waited::PullRegistered => continue,
             Waited::Fresh => {}
         }
         if progress {
-            wait_progress(client, progress_mark, deadline).await?;
+            wait_progress(client, sent.progress_mark, deadline).await?;
         }
-        let current = current_text(client, path).unwrap_or(text);
-        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = s.pushes.get(path) {
-            items.extend(to_items(&p.diagnostics, &current));
-        }
+        let pushed = {
+            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.pushes
+                .get(path)
+                .map(|p| p.diagnostics.clone())
+                .unwrap_or_default()
+        };
+        items.extend(to_items(&pushed));
         break;
     }
     Ok(items)
 }
 
-fn pull_identifiers(client: &Client) -> Vec<Option<String>> {
-    let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
-    let mut p: Vec<_> = s.pull_registrations.values().cloned().collect();
-    p.extend(client.caps.pull.clone());
-    p.sort();
-    p.dedup();
-    p
-}
-
-enum Waited {
-    Fresh,
-    PullRegistered,
-}
-
-/// Send the text; return (our version, push sequence before sending, progress count).
-fn sync(
-    client: &Client,
-    path: &Path,
-    uri: &str,
+/// What [`sync`] sent.
+struct Sent {
     text: Arc<str>,
-    language_id: &str,
-) -> (i32, u64, u64) {
+    version: i32,
+    /// Push sequence number before sending.
+    seq_mark: u64,
+    /// Waited-for progresses begun before sending.
+    progress_mark: u64,
+}
+
+/// Other open documents whose file changed on disk get their new text (so the server never
+/// checks against an old copy of an imported module); deleted ones are closed.
+fn refresh_others(client: &Client, except: &Path) {
+    let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gone = Vec::new();
+    for (path, doc) in docs.iter_mut().filter(|(p, _)| p.as_path() != except) {
+        let uri = path_to_uri(path);
+        match std::fs::read_to_string(path) {
+            Ok(text) if *text == *doc.text => {}
+            Ok(text) => {
+                doc.version += 1;
+                doc.text = Arc::from(text);
+                client.transport.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": &*doc.text}]}),
+                );
+            }
+            Err(_) => {
+                client.transport.notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                );
+                gone.push(path.clone());
+            }
+        }
+    }
+    for p in gone {
+        docs.remove(&p);
+    }
+}
+
+/// Read the file and send its text, under the documents lock: the order of versions is the
+/// order of reads, so the server always ends up with the newest text.
+fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Sent, CheckError> {
     let t = &client.transport;
     let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    let text: Arc<str> = match std::fs::read_to_string(path) {
+        Ok(s) => Arc::from(s),
+        Err(e) => {
+            if docs.remove(path).is_some() {
+                t.notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                );
+            }
+            return Err(CheckError::Read(e.to_string()));
+        }
+    };
     let (seq_mark, progress_mark) = {
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
         (s.seq, s.waited_begun)
@@ -178,8 +227,33 @@ fn sync(
         }
         t.notify("textDocument/didSave", p);
     }
-    docs.insert(path.to_path_buf(), crate::client::Doc { version, text });
-    (version, seq_mark, progress_mark)
+    docs.insert(
+        path.to_path_buf(),
+        crate::client::Doc {
+            version,
+            text: text.clone(),
+        },
+    );
+    Ok(Sent {
+        text,
+        version,
+        seq_mark,
+        progress_mark,
+    })
+}
+
+fn pull_identifiers(client: &Client) -> Vec<Option<String>> {
+    let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p: Vec<_> = s.pull_registrations.values().cloned().collect();
+    p.extend(client.caps.pull.clone());
+    p.sort();
+    p.dedup();
+    p
+}
+
+enum Waited {
+    Fresh,
+    PullRegistered,
 }
 
 fn current_text(client: &Client, path: &Path) -> Option<Arc<str>> {

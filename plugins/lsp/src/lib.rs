@@ -267,27 +267,15 @@ impl Inner {
         let jobs = tokio::task::spawn_blocking(move || me.jobs(&workspace, &files))
             .await
             .map_err(|e| e.to_string())?;
-        let mut texts: HashMap<usize, Result<Arc<str>, String>> = HashMap::new();
-        for j in &jobs {
-            texts.entry(j.file).or_insert_with(|| {
-                std::fs::read_to_string(&req.files[j.file])
-                    .map(Arc::from)
-                    .map_err(|e| format!("cannot read the file: {e}"))
-            });
-        }
         let mut set = JoinSet::new();
         for job in jobs {
-            let text = texts[&job.file].clone();
             let path = req.files[job.file].clone();
             let me = self.clone();
             let cancel = cancel.clone();
             set.spawn(async move {
-                let items = match text {
-                    Ok(t) => tokio::select! {
-                        items = me.check_one(&job, &path, t, deadline) => items,
-                        _ = cancel.cancelled() => Vec::new(),
-                    },
-                    Err(e) => vec![Item::note(Severity::Warning, SOURCE, e)],
+                let items = tokio::select! {
+                    items = me.check_one(&job, &path, deadline) => items,
+                    _ = cancel.cancelled() => Vec::new(),
                 };
                 (job.file, items)
             });
@@ -312,13 +300,7 @@ impl Inner {
     }
 
     /// One server's items for one file; a crash mid-check restarts the server and tries again.
-    async fn check_one(
-        &self,
-        job: &Job,
-        path: &Path,
-        text: Arc<str>,
-        deadline: Instant,
-    ) -> Vec<Item> {
+    async fn check_one(&self, job: &Job, path: &Path, deadline: Instant) -> Vec<Item> {
         let slot = self.slot(job);
         let lang = config::language_id(
             &job.spec,
@@ -342,7 +324,7 @@ impl Inner {
             };
             let started = Instant::now();
             let quiet = self.config.quiet();
-            match diagnose::diagnose(&client, path, text.clone(), &lang, deadline, quiet).await {
+            match diagnose::diagnose(&client, path, &lang, deadline, quiet).await {
                 Ok(items) => {
                     let ms = started.elapsed().as_millis() as u64;
                     tracing::debug!(server = %name, path = %path.display(), n = items.len(), ms, "checked");

@@ -25,8 +25,8 @@ fn is_zombie(pid: u32) -> bool {
 }
 
 #[test]
-fn one_server_per_root_idle_shutdown_and_stop_on_destroy() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "idle_timeout_ms": 300}));
+fn one_server_per_project_root_and_all_stop_on_destroy() {
+    let env = Env::new(json!({"disable": ["pyright", "basedpyright"]}));
     env.write("a/pyproject.toml", "[project]\nname = \"a\"\n");
     let a1 = env.write("a/one.py", "import os\n");
     let a2 = env.write("a/two.py", "import sys\n");
@@ -42,15 +42,27 @@ fn one_server_per_root_idle_shutdown_and_stop_on_destroy() {
         2,
         "b/ has no marker: the workspace root gets its own ruff"
     );
-
-    // Idle: both shut down; the next check starts a new one and is right.
-    for (_, pid) in &pids {
-        assert!(wait_gone(*pid), "idle server {pid} stopped");
-    }
-    assert_eq!(all(&env.check(&a1, 30_000)), vec![(1, "F401".to_string())]);
-    let (_, pid) = env.plugin.server_pids()[0];
     drop(env);
-    assert!(wait_gone(pid), "destroy stopped the server");
+    for (_, pid) in pids {
+        assert!(wait_gone(pid), "destroy stopped server {pid}");
+    }
+}
+
+#[test]
+fn an_idle_server_stops_and_the_next_check_starts_it_again() {
+    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "idle_timeout_ms": 300}));
+    let file = env.write("one.py", "import os\n");
+    assert_eq!(
+        all(&env.check(&file, 30_000)),
+        vec![(1, "F401".to_string())]
+    );
+    let pid = env.pid("ruff");
+    assert!(wait_gone(pid), "idle server {pid} stopped");
+    env.write("one.py", "import os\nimport re\n");
+    assert_eq!(
+        all(&env.check(&file, 30_000)),
+        vec![(1, "F401".to_string()), (2, "F401".to_string())]
+    );
 }
 
 #[test]

@@ -77,4 +77,18 @@ fn pyright_gives_fresh_results_like_the_cli() {
     });
     assert_eq!(errors(&items), expected, "{items:#?}");
     assert_ne!(env.pid("pyright"), pid, "server restarted");
+
+    // An imported module that was opened earlier and then changed on disk is not checked
+    // against its old open copy.
+    let dep = env.write("dep.py", "value: int = 1\n");
+    let user = env.write("user.py", "from dep import value\n\nx: int = value\n");
+    assert_eq!(errors(&env.check(&dep, 60_000)), vec![]);
+    assert_eq!(errors(&env.check(&user, 60_000)), vec![]);
+    env.write("dep.py", "value: str = \"s\"\n");
+    let items = env.check(&user, 60_000);
+    assert_eq!(
+        errors(&items),
+        e(&[(3, "reportAssignmentType")]),
+        "{items:#?}"
+    );
 }
