@@ -76,6 +76,8 @@ pub struct Client {
     pub state: Arc<Mutex<State>>,
     pub changed: watch::Receiver<u64>,
     pub docs: Mutex<HashMap<PathBuf, Doc>>,
+    /// Modification times of unopened files last reported by `didChangeWatchedFiles`.
+    pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
 }
 
 impl Client {
@@ -150,6 +152,7 @@ impl Client {
             state,
             changed: rx,
             docs: Mutex::default(),
+            watched: Mutex::default(),
         }))
     }
 

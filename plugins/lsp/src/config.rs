@@ -160,7 +160,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         spec(
             "clangd",
             "clangd",
-            &[],
+            &["--log=error"],
             &c,
             &["compile_commands.json", "compile_flags.txt", ".clangd"],
         ),

@@ -24,7 +24,7 @@ use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
 use openfiles_plugin_api::Item;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -46,6 +46,7 @@ pub enum CheckError {
 pub async fn diagnose(
     client: &Client,
     path: &Path,
+    also: &[PathBuf],
     language_id: &str,
     deadline: Instant,
     quiet: Duration,
@@ -59,7 +60,7 @@ pub async fn diagnose(
         },
     };
     tokio::select! {
-        r = run(client, path, language_id, deadline, quiet) => match r {
+        r = run(client, path, also, language_id, deadline, quiet) => match r {
             Err(CheckError::Rpc(Error::StreamClosed)) => Err(crashed()),
             r => r,
         },
@@ -70,12 +71,14 @@ pub async fn diagnose(
 async fn run(
     client: &Client,
     path: &Path,
+    also: &[PathBuf],
     language_id: &str,
     deadline: Instant,
     quiet: Duration,
 ) -> Result<Vec<Item>, CheckError> {
     let uri = path_to_uri(path);
     refresh_others(client, path);
+    report_watched(client, also);
     let sent = sync(client, path, &uri, language_id)?;
     let enc = client.caps.encoding;
     // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
@@ -108,30 +111,33 @@ async fn run(
         if !pulls.is_empty() && !progress {
             break;
         }
-        // A server may register pull diagnostics only after `initialized` (pyright does):
-        // while waiting for a push, switch to pulling as soon as it does.
-        let watch_pull = pulls.is_empty() && mode == DiagnosticsMode::Auto;
-        match wait_push(
-            client,
-            path,
-            sent.version,
-            sent.seq_mark,
-            deadline,
-            quiet,
-            watch_pull,
-        )
-        .await?
-        {
-            Waited::PullRegistered => continue,
-            Waited::Fresh => {}
+        if pulls.is_empty() {
+            // A server may register pull diagnostics only after `initialized` (pyright
+            // does): while waiting for a push, switch to pulling as soon as it does.
+            let watch_pull = mode == DiagnosticsMode::Auto;
+            let waited = wait_push(
+                client,
+                path,
+                sent.version,
+                sent.seq_mark,
+                deadline,
+                quiet,
+                watch_pull,
+            );
+            if let Waited::PullRegistered = waited.await? {
+                continue;
+            }
         }
         if progress {
             wait_progress(client, sent.progress_mark, deadline).await?;
         }
+        // With pulls, a push adds to them only when it came after our change (rust-analyzer
+        // pushes its cargo-check results even to pulling clients).
         let pushed = {
             let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
             s.pushes
                 .get(path)
+                .filter(|p| pulls.is_empty() || p.seq > sent.seq_mark)
                 .map(|p| p.diagnostics.clone())
                 .unwrap_or_default()
         };
@@ -179,6 +185,48 @@ fn refresh_others(client: &Client, except: &Path) {
     }
     for p in gone {
         docs.remove(&p);
+    }
+}
+
+/// Other session files the server has not opened: when it watches files, tell it which of
+/// them changed (or disappeared) since last reported, as an editor's file watcher would.
+fn report_watched(client: &Client, also: &[PathBuf]) {
+    if also.is_empty()
+        || client
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .watchers
+            == 0
+    {
+        return;
+    }
+    let docs: Vec<PathBuf> = client
+        .docs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .keys()
+        .cloned()
+        .collect();
+    let mut watched = client.watched.lock().unwrap_or_else(|e| e.into_inner());
+    let mut changes = Vec::new();
+    for p in also.iter().filter(|p| !docs.contains(p)) {
+        let mtime = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let seen = watched.insert(p.clone(), mtime);
+        let kind = match (seen, mtime) {
+            (Some(a), b) if a == b => continue,
+            (None | Some(None), None) => continue,
+            (Some(None), Some(_)) => 1, // created
+            (_, Some(_)) => 2,          // changed (or first seen: the server may hold a copy)
+            (Some(Some(_)), None) => 3, // deleted
+        };
+        changes.push(json!({"uri": path_to_uri(p), "type": kind}));
+    }
+    if !changes.is_empty() {
+        client.transport.notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": changes}),
+        );
     }
 }
 

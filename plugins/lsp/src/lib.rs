@@ -270,11 +270,17 @@ impl Inner {
         let mut set = JoinSet::new();
         for job in jobs {
             let path = req.files[job.file].clone();
+            let also: Vec<PathBuf> = req
+                .also_report
+                .iter()
+                .filter(|p| **p != path)
+                .cloned()
+                .collect();
             let me = self.clone();
             let cancel = cancel.clone();
             set.spawn(async move {
                 let items = tokio::select! {
-                    items = me.check_one(&job, &path, deadline) => items,
+                    items = me.check_one(&job, &path, &also, deadline) => items,
                     _ = cancel.cancelled() => Vec::new(),
                 };
                 (job.file, items)
@@ -300,7 +306,13 @@ impl Inner {
     }
 
     /// One server's items for one file; a crash mid-check restarts the server and tries again.
-    async fn check_one(&self, job: &Job, path: &Path, deadline: Instant) -> Vec<Item> {
+    async fn check_one(
+        &self,
+        job: &Job,
+        path: &Path,
+        also: &[PathBuf],
+        deadline: Instant,
+    ) -> Vec<Item> {
         let slot = self.slot(job);
         let lang = config::language_id(
             &job.spec,
@@ -324,7 +336,7 @@ impl Inner {
             };
             let started = Instant::now();
             let quiet = self.config.quiet();
-            match diagnose::diagnose(&client, path, &lang, deadline, quiet).await {
+            match diagnose::diagnose(&client, path, also, &lang, deadline, quiet).await {
                 Ok(items) => {
                     let ms = started.elapsed().as_millis() as u64;
                     tracing::debug!(server = %name, path = %path.display(), n = items.len(), ms, "checked");

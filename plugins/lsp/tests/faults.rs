@@ -105,3 +105,47 @@ fn unversioned_split_pushes_settle_on_the_last_one() {
         assert_eq!(lines, want, "{items:#?}");
     }
 }
+
+#[test]
+fn unopened_session_files_are_reported_to_a_watching_server_when_they_change() {
+    let env = Env::new(json!({"servers": {"fault": fault_server("versioned", "flt")}}));
+    let file = env.write("x.flt", "ok\n");
+    let other = env.write("other.flt", "one\n");
+    let watched = |items: Vec<openfiles_plugin_api::Item>| -> Vec<String> {
+        items
+            .into_iter()
+            .filter(|i| i.message.starts_with("watched"))
+            .map(|i| i.message)
+            .collect()
+    };
+    assert_eq!(watched(env.check(&file, 20_000)), Vec::<String>::new());
+    let also = [other.clone()];
+    assert_eq!(
+        watched(env.check_with(&file, &also, 20_000)),
+        ["watched 2:other.flt"],
+        "first seen"
+    );
+    assert_eq!(
+        watched(env.check_with(&file, &also, 20_000)),
+        Vec::<String>::new(),
+        "unchanged"
+    );
+    env.write("other.flt", "two, longer\n");
+    assert_eq!(
+        watched(env.check_with(&file, &also, 20_000)),
+        ["watched 2:other.flt"],
+        "changed"
+    );
+    std::fs::remove_file(&other).expect("rm");
+    assert_eq!(
+        watched(env.check_with(&file, &also, 20_000)),
+        ["watched 3:other.flt"],
+        "deleted"
+    );
+    env.write("other.flt", "back\n");
+    assert_eq!(
+        watched(env.check_with(&file, &also, 20_000)),
+        ["watched 1:other.flt"],
+        "created"
+    );
+}

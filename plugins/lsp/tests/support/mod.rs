@@ -52,11 +52,16 @@ impl Env {
 
     /// Check one file and return its items.
     pub fn check(&self, file: &Path, timeout_ms: u64) -> Vec<Item> {
+        self.check_with(file, &[], timeout_ms)
+    }
+
+    /// Check one file, naming other session files in `also_report`.
+    pub fn check_with(&self, file: &Path, also: &[PathBuf], timeout_ms: u64) -> Vec<Item> {
         let req = CheckRequest {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             workspace: self.ws.clone(),
             files: vec![file.to_path_buf()],
-            also_report: Vec::new(),
+            also_report: also.to_vec(),
             timeout_ms,
         };
         let resp = self.plugin.check(req).expect("check");
