@@ -71,11 +71,15 @@ fn stale_pushes_are_never_taken_and_unknown_requests_get_method_not_found() {
             (2, 4, "fresh"),
             "round {round}"
         );
-        assert_eq!(
-            i.code.as_deref(),
-            Some("-32601"),
-            "the unknown request was answered MethodNotFound"
-        );
+        // Our reply to the server's request made during `initialize` may reach it after the
+        // first didOpen (replies and notifications are independent), never after a later check.
+        if round > 0 {
+            assert_eq!(
+                i.code.as_deref(),
+                Some("-32601"),
+                "the unknown request was answered MethodNotFound"
+            );
+        }
         assert_eq!(i.source, "fault");
     }
     env.write("x.flt", "clean\n");
