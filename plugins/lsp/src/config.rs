@@ -379,6 +379,20 @@ mod tests {
     }
 
     #[test]
+    fn a_server_whose_probe_fails_is_not_found() {
+        // Like rustup's rust-analyzer proxy without the component: present, but unusable.
+        let mut s = spec("x", "sh", &[], &["x"], &[]);
+        let r = Resolver::default();
+        let ws = std::env::temp_dir();
+        s.probe = Some(vec!["-c".into(), "exit 1".into()]);
+        assert_eq!(r.find(&s, &ws, &ws), None);
+        s.probe = Some(vec!["-c".into(), "exit 0".into()]);
+        assert!(r.find(&s, &ws, &ws).is_some());
+        s.command = "/nonexistent/openfiles-test-server".into();
+        assert_eq!(r.find(&s, &ws, &ws), None);
+    }
+
+    #[test]
     fn root_is_nearest_marker_within_workspace() {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path();

@@ -153,3 +153,33 @@ fn unopened_session_files_are_reported_to_a_watching_server_when_they_change() {
         "created"
     );
 }
+
+#[test]
+fn cancel_ends_a_check_waiting_on_a_silent_server() {
+    use openfiles_plugin_api::{CheckRequest, Plugin};
+    let env = Env::new(
+        json!({"servers": {"silent": {"command": "sleep", "args": ["1000"], "extensions": ["hang"]}}}),
+    );
+    let file = env.write("x.hang", "hello\n");
+    let req = CheckRequest {
+        id: 777_001,
+        workspace: env.ws.clone(),
+        files: vec![file],
+        also_report: vec![],
+        timeout_ms: 120_000,
+    };
+    let started = std::time::Instant::now();
+    let result = std::thread::scope(|s| {
+        let h = s.spawn(|| env.plugin.check(req));
+        // Cancel until the check has seen it (it may not have registered yet).
+        while !h.is_finished() && started.elapsed() < std::time::Duration::from_secs(60) {
+            env.plugin.cancel(777_001);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        h.join().expect("check thread")
+    });
+    assert_eq!(
+        result.expect_err("cancelled checks answer an error"),
+        "check cancelled"
+    );
+}
