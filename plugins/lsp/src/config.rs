@@ -93,6 +93,8 @@ pub struct ServerSpec {
     pub diagnostics: DiagnosticsMode,
     /// Arguments of a quick run that must succeed before the server is used.
     pub probe: Option<Vec<String>>,
+    /// Distributed through npm: may be found in a workspace's `node_modules/.bin` only.
+    pub node_package: bool,
 }
 
 fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str]) -> ServerSpec {
@@ -109,6 +111,7 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         wait_for_progress: Vec::new(),
         diagnostics: DiagnosticsMode::Auto,
         probe: None,
+        node_package: false,
     }
 }
 
@@ -134,7 +137,7 @@ pub fn builtin() -> Vec<ServerSpec> {
     );
     ra.probe = Some(vec!["--version".into()]);
     ra.wait_for_progress = vec!["cargo check".into(), "flycheck".into()];
-    vec![
+    let mut all = vec![
         spec(
             "ruff",
             "ruff",
@@ -173,7 +176,14 @@ pub fn builtin() -> Vec<ServerSpec> {
             &["sh", "bash"],
             &[],
         ),
-    ]
+    ];
+    for s in &mut all {
+        s.node_package = matches!(
+            s.name.as_str(),
+            "pyright" | "basedpyright" | "typescript-language-server" | "bash-language-server"
+        );
+    }
+    all
 }
 
 /// Parse the plugin's JSON config (`null` means defaults).

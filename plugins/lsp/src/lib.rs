@@ -72,8 +72,20 @@ impl Plugin for LspPlugin {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the lsp runtime: {e}"))?;
-        let mut extensions: Vec<String> =
-            servers.iter().flat_map(|s| s.extensions.clone()).collect();
+        // Claim only extensions some server can serve: one found now (on PATH, or an explicit
+        // path), one that may live in a workspace's node_modules/.bin, or one the user added.
+        let resolver = Resolver::default();
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let builtin: Vec<String> = config::builtin().into_iter().map(|s| s.name).collect();
+        let mut extensions: Vec<String> = servers
+            .iter()
+            .filter(|s| {
+                s.node_package
+                    || !builtin.contains(&s.name)
+                    || resolver.find(s, &here, &here).is_some()
+            })
+            .flat_map(|s| s.extensions.clone())
+            .collect();
         extensions.sort();
         extensions.dedup();
         let mut project_markers: Vec<String> = servers
@@ -91,7 +103,7 @@ impl Plugin for LspPlugin {
         let inner = Inner {
             config,
             servers,
-            resolver: Resolver::default(),
+            resolver,
             slots: Mutex::default(),
             tasks: Mutex::default(),
             stop: CancellationToken::new(),

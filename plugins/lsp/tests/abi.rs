@@ -29,10 +29,15 @@ fn the_cdylib_checks_a_file_through_the_c_abi() {
     let init = json!({"config": {"disable": ["pyright", "basedpyright"]}, "stateDir": ws, "hostVersion": "t"});
     let (inst, caps) = lib.create(init.to_string().as_bytes()).expect("create");
     let caps: Value = serde_json::from_slice(&caps).expect("caps json");
-    assert!(caps["extensions"]
-        .as_array()
-        .expect("extensions")
-        .contains(&json!("py")));
+    let exts = caps["extensions"].as_array().expect("extensions");
+    assert!(
+        exts.contains(&json!("py")) && exts.contains(&json!("ts")),
+        "{caps}"
+    );
+    // Extensions of a server that is not installed are not claimed.
+    if openfiles_plugin_lsp::config::on_path("gopls").is_none() {
+        assert!(!exts.contains(&json!("go")), "{caps}");
+    }
     let req = json!({"id": 1, "workspace": ws, "files": [file], "timeoutMs": 30000});
     let resp: Value =
         serde_json::from_slice(&inst.check(req.to_string().as_bytes()).expect("check"))
