@@ -4,14 +4,13 @@ use openfiles_plugin_api::host::PluginLibrary;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
-/// `target/<profile>/libopenfiles_plugin_lsp.so`, built alongside this test binary.
+/// `target/<profile>/deps/libopenfiles_plugin_lsp.so`: `cargo test` builds the library with all
+/// its crate types, the cdylib included, next to this test binary. (The copy in
+/// `target/<profile>` is refreshed only by `cargo build`.)
 fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
-    let profile = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target/<profile>/deps");
-    profile.join(format!(
+    let deps = exe.parent().expect("target/<profile>/deps");
+    deps.join(format!(
         "{}openfiles_plugin_lsp{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
