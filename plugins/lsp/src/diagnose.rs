@@ -96,6 +96,7 @@ async fn run(
         return tsserver::diagnostics(client, &uri, &sent.text, deadline).await;
     }
     let mut items = Vec::new();
+    let mut version = sent.version;
     loop {
         let pulls = if mode == DiagnosticsMode::Push {
             Vec::new()
@@ -106,6 +107,13 @@ async fn run(
             items.extend(to_items(
                 &pull(client, &uri, identifier.clone(), deadline).await?,
             ));
+        }
+        // A newer text sent meanwhile (a concurrent check) may have interrupted the server's
+        // computation (pyright then answers an empty list): ask again for the newer text.
+        if let Some(newer) = current_version(client, path).filter(|v| *v > version) {
+            version = newer;
+            items.clear();
+            continue;
         }
         let progress = !client.spec.wait_for_progress.is_empty();
         if !pulls.is_empty() && !progress {
@@ -118,7 +126,7 @@ async fn run(
             let waited = wait_push(
                 client,
                 path,
-                sent.version,
+                version,
                 sent.seq_mark,
                 deadline,
                 quiet,
@@ -216,9 +224,10 @@ fn report_watched(client: &Client, also: &[PathBuf]) {
         let kind = match (seen, mtime) {
             (Some(a), b) if a == b => continue,
             (None | Some(None), None) => continue,
-            (Some(None), Some(_)) => 1, // created
-            (_, Some(_)) => 2,          // changed (or first seen: the server may hold a copy)
-            (Some(Some(_)), None) => 3, // deleted
+            // First seen: "created", so a server that has not indexed it yet adds it.
+            (None | Some(None), Some(_)) => 1,
+            (Some(Some(_)), Some(_)) => 2, // changed
+            (Some(Some(_)), None) => 3,    // deleted
         };
         changes.push(json!({"uri": path_to_uri(p), "type": kind}));
     }
@@ -302,6 +311,11 @@ fn pull_identifiers(client: &Client) -> Vec<Option<String>> {
 enum Waited {
     Fresh,
     PullRegistered,
+}
+
+fn current_version(client: &Client, path: &Path) -> Option<i32> {
+    let docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    docs.get(path).map(|d| d.version)
 }
 
 fn current_text(client: &Client, path: &Path) -> Option<Arc<str>> {

@@ -126,7 +126,7 @@ fn unopened_session_files_are_reported_to_a_watching_server_when_they_change() {
     let also = [other.clone()];
     assert_eq!(
         watched(env.check_with(&file, &also, 20_000)),
-        ["watched 2:other.flt"],
+        ["watched 1:other.flt"],
         "first seen"
     );
     assert_eq!(

@@ -91,4 +91,20 @@ fn pyright_gives_fresh_results_like_the_cli() {
         e(&[(3, "reportAssignmentType")]),
         "{items:#?}"
     );
+
+    // A session file the server never opened reaches it as a watched-file event when it
+    // changes (pyright registers watchers and otherwise may keep its cached copy).
+    let lib = env.write("lib2.py", "count: int = 1\n");
+    let main = env.write("main2.py", "from lib2 import count\n\nn: int = count\n");
+    assert_eq!(
+        errors(&env.check_with(&main, &[lib.clone()], 60_000)),
+        vec![]
+    );
+    env.write("lib2.py", "count: str = \"s\"\n");
+    let items = env.check_with(&main, &[lib], 60_000);
+    assert_eq!(
+        errors(&items),
+        e(&[(3, "reportAssignmentType")]),
+        "{items:#?}"
+    );
 }
