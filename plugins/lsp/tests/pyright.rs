@@ -97,7 +97,7 @@ fn pyright_gives_fresh_results_like_the_cli() {
     let lib = env.write("lib2.py", "count: int = 1\n");
     let main = env.write("main2.py", "from lib2 import count\n\nn: int = count\n");
     assert_eq!(
-        errors(&env.check_with(&main, &[lib.clone()], 60_000)),
+        errors(&env.check_with(&main, std::slice::from_ref(&lib), 60_000)),
         vec![]
     );
     env.write("lib2.py", "count: str = \"s\"\n");
