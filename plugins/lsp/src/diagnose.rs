@@ -93,7 +93,10 @@ async fn run(
     if mode == DiagnosticsMode::Tsserver
         && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
     {
-        return tsserver::diagnostics(client, &uri, &sent.text, deadline).await;
+        // tsserver answers for the newest text it has, which may be a concurrent check's.
+        let items = tsserver::diagnostics(client, &uri, deadline).await?;
+        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        return Ok(tsserver::to_items(&items, &text));
     }
     let mut items = Vec::new();
     let mut version = sent.version;

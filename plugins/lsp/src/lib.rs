@@ -282,10 +282,15 @@ impl Inner {
         let mut set = JoinSet::new();
         for job in jobs {
             let path = req.files[job.file].clone();
+            // Other session files this server handles (for its file watcher).
+            let handles = |p: &Path| {
+                let ext = p.extension().and_then(|e| e.to_str()).unwrap_or_default();
+                job.spec.extensions.iter().any(|e| e == ext)
+            };
             let also: Vec<PathBuf> = req
                 .also_report
                 .iter()
-                .filter(|p| **p != path)
+                .filter(|p| **p != path && handles(p))
                 .cloned()
                 .collect();
             let me = self.clone();

@@ -24,13 +24,12 @@ const KINDS: [&str; 3] = [
     "suggestionDiagnosticsSync",
 ];
 
-/// All three kinds of diagnostics for `uri`, whose current text is `text`.
+/// All three kinds of tsserver diagnostics for `uri`, raw.
 pub async fn diagnostics(
     client: &Client,
     uri: &str,
-    text: &str,
     deadline: Instant,
-) -> Result<Vec<Item>, CheckError> {
+) -> Result<Vec<Value>, CheckError> {
     let mut items = Vec::new();
     for kind in KINDS {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -58,9 +57,14 @@ pub async fn diagnostics(
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        items.extend(body.iter().filter_map(|d| to_item(d, text)));
+        items.extend(body);
     }
     Ok(items)
+}
+
+/// Raw tsserver diagnostics as items; `text` is the document they refer to.
+pub fn to_items(raw: &[Value], text: &str) -> Vec<Item> {
+    raw.iter().filter_map(|d| to_item(d, text)).collect()
 }
 
 fn to_item(d: &Value, text: &str) -> Option<Item> {
