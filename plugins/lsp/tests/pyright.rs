@@ -45,6 +45,16 @@ fn pyright_gives_fresh_results_like_the_cli() {
     cli.sort();
     assert_eq!(errors(&items), cli);
 
+    // Columns count characters: pyright speaks UTF-16 ("𝄞" is 2 units).
+    env.write("m.py", "x = \"é𝄞\"; y = undefined_q\n");
+    let items = env.check(&file, 60_000);
+    let undefined: Vec<_> = items
+        .iter()
+        .filter(|i| i.severity == openfiles_plugin_api::Severity::Error)
+        .map(|i| (i.line, i.column))
+        .collect();
+    assert_eq!(undefined, [(1, 15)], "{items:#?}");
+
     env.write("m.py", GOOD);
     assert_eq!(errors(&env.check(&file, 60_000)), vec![]);
 

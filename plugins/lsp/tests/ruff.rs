@@ -49,6 +49,24 @@ fn ruff_server_gives_fresh_results_like_the_cli() {
     ours.sort();
     assert_eq!(ours, cli);
 
+    // Columns count characters: ruff negotiates UTF-8 ("é" is 2 bytes, "𝄞" 4), the CLI
+    // counts characters too.
+    env.write("pkg/mod.py", "x = \"é𝄞\"; y = undefined_q\n");
+    let items = env.check(&file, 30_000);
+    let cli: serde_json::Value = serde_json::from_str(&run(
+        &env.ws,
+        "ruff",
+        &["check", "--output-format", "json", "pkg/mod.py"],
+    ))
+    .expect("ruff json");
+    let f821: Vec<_> = items
+        .iter()
+        .filter(|i| i.code.as_deref() == Some("F821"))
+        .map(|i| (i.line, i.column))
+        .collect();
+    assert_eq!(f821, [(1, 15)], "{items:#?}");
+    assert_eq!(cli[0]["location"]["column"], 15, "{cli}");
+
     // Fixed: zero items, not the stale ones.
     env.write("pkg/mod.py", GOOD);
     assert_eq!(env.check(&file, 30_000), vec![]);

@@ -41,12 +41,17 @@ impl Env {
         }
     }
 
+    /// Write `text` to `rel` in the workspace.
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let p = self.ws.join(rel);
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).expect("mkdir");
         }
-        std::fs::write(&p, text).expect("write");
+        // Atomically (temp + rename), as editors do: a check reading concurrently sees the old
+        // or the new text, never a torn one.
+        let tmp = p.with_extension("openfiles-tmp");
+        std::fs::write(&tmp, text).expect("write");
+        std::fs::rename(&tmp, &p).expect("rename");
         p
     }
 
