@@ -6,6 +6,7 @@
 //! of one-file checks, one at a time, and the throughput with 8 checks in flight.
 
 #[path = "../tests/plugins_support/mod.rs"]
+#[allow(dead_code)]
 mod plugins_support;
 
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ have setpriv || need_apt+=(util-linux)
 have vi || need_apt+=(vim-tiny)
 have top || need_apt+=(procps)
 have python3 || need_apt+=(python3)
-if ! python3 -c 'import plistlib' 2>/dev/null; then need_apt+=(python3); fi
+[ -x /usr/bin/python3 ] || need_apt+=(python3)  # a system python any uid can run (tests run clients as nobody)
 have node || need_apt+=(nodejs)
 have npm || need_apt+=(npm)
 have bash-language-server || true  # optional, not installed

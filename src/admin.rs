@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::control::client::Client;
-use crate::control::protocol::{PathArg, Request, StatusReply, WorkspacesReply};
+use crate::control::protocol::{PathArg, Request, SessionCleared, StatusReply, WorkspacesReply};
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
     let path = crate::paths::control_socket(socket);
@@ -91,4 +91,17 @@ pub fn forget(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
 fn absolute(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
     dir.canonicalize()
         .with_context(|| format!("{}: no such directory", dir.display()))
+}
+
+/// `openfiles session clear [DIR]`.
+pub fn session_clear(socket: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<u8> {
+    let path = absolute(dir.unwrap_or(Path::new(".")))?;
+    let reply: SessionCleared =
+        connect(socket)?.call_as(&Request::SessionClear(PathArg { path }))?;
+    println!(
+        "cleared {} session file(s) of {}",
+        reply.cleared,
+        reply.root.display()
+    );
+    Ok(0)
 }

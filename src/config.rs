@@ -185,12 +185,23 @@ impl Default for ClawsConfig {
 }
 
 impl Config {
-    /// Parse a config text; `path` only names the source in errors.
+    /// Parse a config text; `path` only names the source in errors. A leading `~/` in
+    /// folder lists means the home directory.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_owned(),
             message: e.to_string(),
-        })
+        })?;
+        for p in cfg
+            .service
+            .roots
+            .iter_mut()
+            .chain(cfg.service.workspaces.iter_mut())
+            .chain(cfg.plugins.paths.iter_mut())
+        {
+            *p = expand_home(p);
+        }
+        Ok(cfg)
     }
 
     /// Load the user's config file; a missing default file means defaults, a missing
@@ -247,6 +258,14 @@ impl Config {
             .get(name)
             .and_then(|t| serde_json::to_value(t).ok())
             .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// `~/x` → `$HOME/x`; anything else unchanged.
+fn expand_home(p: &Path) -> PathBuf {
+    match (p.strip_prefix("~"), directories::BaseDirs::new()) {
+        (Ok(rest), Some(dirs)) => dirs.home_dir().join(rest),
+        _ => p.to_owned(),
     }
 }
 

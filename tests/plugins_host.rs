@@ -3,6 +3,7 @@
 //! takes down the manager or the other plugins, a host killed with SIGKILL mid-check ends
 //! that check with an error and is restarted for the next one, deadlines cancel.
 
+#[allow(dead_code)]
 mod plugins_support;
 
 use std::io::BufRead;
@@ -352,6 +353,123 @@ async fn disabled_and_duplicate_plugins_are_not_loaded() {
     assert_eq!(dup.state, State::Refused);
     assert_eq!(dup.kind.as_deref(), Some("duplicate"));
     assert_eq!(s.manager.ids().len(), 1);
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_printing_to_stdout_does_not_disturb_the_protocol() {
+    let s = start(&[fixture("instant")], Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    let noisy = touch(&s.ws, "a.noisy");
+    for _ in 0..3 {
+        let resp = s
+            .manager
+            .check(instant, req(&s.ws, &[&noisy], 30_000))
+            .await
+            .unwrap();
+        assert_eq!(resp.files[0].path, noisy);
+    }
+    assert_eq!(row(&s.manager.status_rows(), "instant").restarts, 0);
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_whose_create_fails_is_refused_with_its_message() {
+    let mut cfg = Config::default();
+    cfg.plugin.insert(
+        "instant".into(),
+        toml::from_str("extensions = \"txt\"").unwrap(),
+    );
+    let s = start(&[fixture("instant")], cfg).await;
+    let rows = s.manager.status_rows();
+    let r = row(&rows, "instant");
+    assert_eq!(r.state, State::Refused);
+    assert_eq!(r.kind.as_deref(), Some("create-failed"));
+    assert!(
+        r.reason
+            .as_deref()
+            .unwrap()
+            .contains("extensions must be a list"),
+        "{r:?}"
+    );
+    assert!(s.manager.ids().is_empty());
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_cannot_be_restarted_is_broken_and_fails_checks_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join(format!(
+        "libinstant-copy.{}",
+        std::env::consts::DLL_EXTENSION
+    ));
+    std::fs::copy(fixture("instant"), &lib).unwrap();
+    let s = start(std::slice::from_ref(&lib), Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    // The library is replaced by garbage (a botched upgrade), then the host dies.
+    let tmp_lib = tmp.path().join("garbage");
+    std::fs::write(&tmp_lib, b"not a library").unwrap();
+    std::fs::rename(&tmp_lib, &lib).unwrap();
+    let pid = row(&s.manager.status_rows(), "instant").pid.unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // A check sent before the actor noticed the death ends with HostDied; the next one
+    // waits for the restart, which fails for good.
+    let f = touch(&s.ws, "a.txt");
+    let mut err = s
+        .manager
+        .check(instant, req(&s.ws, &[&f], 60_000))
+        .await
+        .unwrap_err();
+    if matches!(err, PluginError::HostDied { .. }) {
+        err = s
+            .manager
+            .check(instant, req(&s.ws, &[&f], 60_000))
+            .await
+            .unwrap_err();
+    }
+    let PluginError::Broken { reason, .. } = &err else {
+        panic!("expected Broken, got {err:?}");
+    };
+    assert!(reason.contains("load error"), "{reason}");
+    let rows = s.manager.status_rows();
+    let r = row(&rows, "instant");
+    assert_eq!(r.state, State::Broken);
+    assert_eq!(r.kind.as_deref(), Some("load-error"));
+    // Later checks are refused at once with the same reason.
+    let again = s
+        .manager
+        .check(instant, req(&s.ws, &[&f], 60_000))
+        .await
+        .unwrap_err();
+    assert_eq!(again, err);
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_on_one_host_run_concurrently() {
+    let s = start(&[fixture("instant")], Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    let slow = touch(&s.ws, "blocked.slow");
+    let started = started_signal(&slow);
+    let m = s.manager.clone();
+    let ws = s.ws.clone();
+    let blocked = tokio::spawn(async move { m.check(instant, req(&ws, &[&slow], 120_000)).await });
+    tokio::time::timeout(std::time::Duration::from_secs(60), started)
+        .await
+        .expect("plugin never started the slow check")
+        .unwrap();
+    // While that check blocks inside the plugin, another is answered.
+    instant_works(&s).await;
+    assert!(!blocked.is_finished());
+    blocked.abort();
     s.token.cancel();
     s.manager.wait_stopped().await;
 }

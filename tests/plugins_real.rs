@@ -1,6 +1,7 @@
 //! The real plugin cdylibs (cargo-check, tsc) loaded by `openfiles plugin-host` children and
 //! driven through the manager, and `openfiles plugins` listing what it found.
 
+#[allow(dead_code)]
 mod plugins_support;
 
 use std::path::{Path, PathBuf};
@@ -154,4 +155,68 @@ fn openfiles_plugins_lists_loaded_and_refused_libraries() {
     );
     assert!(human.contains("refused [abi-mismatch]"), "{human}");
     assert!(human.contains("refused [missing-symbol]"), "{human}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_tsc_times_out_and_is_killed_with_its_children() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("tsconfig.json"), "{}").unwrap();
+    let ts = ws.join("a.ts");
+    std::fs::write(&ts, "export const a = 1;\n").unwrap();
+    // A "tsc" that never answers; its child `sleep` holds the FIFO open, so EOF on the FIFO
+    // proves the whole process group is gone.
+    let fifo = root.join("alive.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let script = root.join("hanging-tsc");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec 3>'{}'\nsleep 600\n", fifo.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    let mut cfg = Config::default();
+    cfg.plugin.insert(
+        "tsc".into(),
+        toml::from_str(&format!("tsc = '{}'", script.display())).unwrap(),
+    );
+    let token = CancellationToken::new();
+    let opts = ManagerOptions {
+        host_exe: PathBuf::from(env!("CARGO_BIN_EXE_openfiles")),
+        env_path: Some(path_list(&[plugin("tsc")])),
+        exe_dir: None,
+    };
+    let m = PluginManager::start_with(&cfg, &root.join("state"), token.clone(), opts).await;
+    let id = m.plugins_for(&ts)[0];
+
+    let alive = {
+        let fifo = fifo.clone();
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            // Opens once the script runs; read_to_end returns when every writer is gone.
+            let mut f = std::fs::File::open(&fifo).unwrap();
+            let mut buf = Vec::new();
+            f.read_to_end(&mut buf).unwrap();
+        })
+    };
+    let mut r = request(&ws, &ts);
+    r.timeout_ms = 500;
+    let err = m.check(id, r).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            openfiles::plugin_host::PluginError::Timeout { after_ms: 500, .. }
+        ),
+        "{err:?}"
+    );
+    assert!(err.item().message.contains("tsc"), "{err}");
+    tokio::time::timeout(std::time::Duration::from_secs(60), alive)
+        .await
+        .expect("the hanging tool (or its child) was not killed after the cancel")
+        .unwrap();
+    token.cancel();
+    m.wait_stopped().await;
 }

@@ -156,6 +156,19 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
         Request::Edited(e) => protocol::ok_reply(id, edited(ctx, e).await),
         Request::Wait(w) => protocol::ok_reply(id, wait(ctx, w).await),
         Request::Check(c) => protocol::ok_reply(id, check(ctx, c).await),
+        Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
+            Ok(h) => {
+                let cleared = h.clear().await;
+                protocol::ok_reply(
+                    id,
+                    protocol::SessionCleared {
+                        root: (*h.root).clone(),
+                        cleared,
+                    },
+                )
+            }
+            Err(e) => protocol::error_reply(id, e),
+        },
     }
 }
 
@@ -192,7 +205,15 @@ async fn group(
             });
             continue;
         }
-        let lookup_path = path.canonicalize().unwrap_or_else(|_| path.clone());
+        // Resolve the folder, not the file: a symlinked file is judged (and refused) by the
+        // policy of the workspace it appears in, not by where it points.
+        let lookup_path = match (
+            path.parent().and_then(|p| p.canonicalize().ok()),
+            path.file_name(),
+        ) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => path.clone(),
+        };
         match ctx.registry.lookup(lookup_path, register).await {
             Ok(h) => match groups.iter_mut().find(|(g, _)| g.root == h.root) {
                 Some((_, v)) => v.push(path),

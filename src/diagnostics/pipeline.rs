@@ -231,9 +231,10 @@ impl Pipeline {
         let policy = Policy::new(root, &config.diagnostics).map_err(|e| e.to_string())?;
         let state_path = writer::state_file(state_dir, root);
         let state = writer::load_state(&state_path);
-        let (session, unchecked) = Session::restore(state.files.into_values());
+        let queue = state.queue.clone();
+        let (session, unchecked) = Session::restore(state.into_entries());
         let (tx, rx) = mpsc::unbounded_channel();
-        let cursor = state.queue.cursor;
+        let cursor = queue.cursor;
         let mut p = Pipeline {
             root: root.to_owned(),
             config,
@@ -244,7 +245,7 @@ impl Pipeline {
             last_edit: HashMap::new(),
             dirty: unchecked.into_iter().collect(),
             waiters: Vec::new(),
-            queue: state.queue,
+            queue,
             ack: None,
             in_flight: BTreeSet::new(),
             follow_up: BTreeMap::new(),
@@ -591,7 +592,7 @@ impl Pipeline {
                     limit.as_millis()
                 )),
             };
-            let result = result.map_err(|e| format!("{name}: {e}"));
+
             let _ = tx.send(Msg::Checked {
                 source,
                 project,
@@ -625,7 +626,11 @@ impl Pipeline {
             }
             Err(why) => {
                 tracing::warn!(root = %self.root.display(), "check failed: {why}");
-                let item = Item::note(Severity::Error, "openfiles", format!("not checked: {why}"));
+                let item = Item::note(
+                    Severity::Warning,
+                    "openfiles",
+                    format!("not checked: {why}"),
+                );
                 for (path, gen) in &files {
                     self.session
                         .answered(path, *gen, source, vec![item.clone()], now);
@@ -727,6 +732,11 @@ impl Pipeline {
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
             let result = snap.write();
+            let large = snap.size() > 1 << 20;
+            drop(snap);
+            if large {
+                crate::service::memory::trim();
+            }
             let _ = tx.send(Msg::Written { cursor, result });
         });
     }

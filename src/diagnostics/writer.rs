@@ -5,7 +5,6 @@
 //! live in one file so that, after a crash, the lines re-read from the queue are exactly those
 //! whose effect was not persisted: no line is lost and none counts twice.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -27,20 +26,34 @@ pub fn key(root: &Path, path: &Path) -> String {
     }
 }
 
-/// Build the `diagnostics.json` document for the session.
-pub fn document(root: &Path, hook: &HookSettings, session: &Session, now: u64) -> DiagnosticsFile {
-    DiagnosticsFile {
-        version: 1,
-        updated_at: now,
-        hook: hook.clone(),
-        files: session
-            .iter()
-            .map(|(p, st)| (key(root, p), st.entry.clone()))
-            .collect(),
+/// `diagnostics.json` as a borrowed view of the session: serialized without copying entries.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DocumentView<'a> {
+    version: u32,
+    updated_at: u64,
+    hook: &'a HookSettings,
+    files: FilesView<'a>,
+}
+
+struct FilesView<'a> {
+    root: &'a Path,
+    session: &'a Session,
+}
+
+impl Serialize for FilesView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.session.len()))?;
+        for (path, st) in self.session.iter() {
+            map.serialize_entry(&key(self.root, path), &st.entry)?;
+        }
+        map.end()
     }
 }
 
-/// What is persisted per workspace in the state dir.
+/// What is persisted per workspace in the state dir: the queue cursor and, verbatim, the
+/// `diagnostics.json` document of the same moment.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionState {
@@ -48,7 +61,16 @@ pub struct SessionState {
     #[serde(default)]
     pub queue: QueueState,
     #[serde(default)]
-    pub files: BTreeMap<String, FileEntry>,
+    pub diagnostics: Option<DiagnosticsFile>,
+}
+
+impl SessionState {
+    /// The persisted entries.
+    pub fn into_entries(self) -> impl Iterator<Item = FileEntry> {
+        self.diagnostics
+            .into_iter()
+            .flat_map(|d| d.files.into_values())
+    }
 }
 
 /// The queue's persisted position and counters.
@@ -113,19 +135,25 @@ impl Snapshot {
         diagnostics_path: Option<PathBuf>,
         state_path: PathBuf,
     ) -> Snapshot {
-        let doc = document(root, hook, session, spec::now_ms());
-        let mut diagnostics = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-        diagnostics.push(b'\n');
-        let state = SessionState {
+        let view = DocumentView {
             version: 1,
-            queue: queue.clone(),
-            files: doc.files,
+            updated_at: spec::now_ms(),
+            hook,
+            files: FilesView { root, session },
         };
+        let mut diagnostics = serde_json::to_vec_pretty(&view).unwrap_or_default();
+        diagnostics.push(b'\n');
+        // {"version":1,"queue":…,"diagnostics":<the same bytes>}: no second serialization.
+        let mut state = br#"{"version":1,"queue":"#.to_vec();
+        state.extend(serde_json::to_vec(queue).unwrap_or_default());
+        state.extend_from_slice(br#","diagnostics":"#);
+        state.extend_from_slice(&diagnostics);
+        state.push(b'}');
         Snapshot {
             diagnostics_path,
             diagnostics,
             state_path,
-            state: serde_json::to_vec(&state).unwrap_or_default(),
+            state,
         }
     }
 
@@ -140,5 +168,10 @@ impl Snapshot {
             fsutil::write_atomic(path, &self.diagnostics, 0o644)?;
         }
         Ok(())
+    }
+
+    /// Size of the serialized state, to decide whether freeing it is worth a trim.
+    pub fn size(&self) -> usize {
+        self.diagnostics.len() + self.state.len()
     }
 }

@@ -64,6 +64,9 @@ pub struct PluginStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub restarts: u32,
+    /// Checks sent to this plugin since the service started.
+    #[serde(default)]
+    pub checks: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,6 +84,7 @@ impl PluginStatus {
             kind: None,
             reason: None,
             restarts: 0,
+            checks: 0,
             pid: None,
             capabilities: None,
         }
@@ -112,6 +116,8 @@ impl ManagerOptions {
 }
 
 struct Loaded {
+    /// Its row in `rows`.
+    index: usize,
     name: String,
     capabilities: Capabilities,
     tx: mpsc::Sender<Cmd>,
@@ -245,6 +251,7 @@ impl PluginManager {
                 tasks.push(task);
             }
             manager.loaded.push(Loaded {
+                index,
                 name,
                 capabilities,
                 tx,
@@ -298,6 +305,11 @@ impl PluginManager {
             .get(id.0)
             .ok_or(PluginError::Unknown(id))?;
         let check_id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut rows) = self.inner.rows.lock() {
+            if let Some(row) = rows.get_mut(plugin.index) {
+                row.checks += 1;
+            }
+        }
         request.id = check_id;
         let limit = match request.timeout_ms {
             0 => DEFAULT_TIMEOUT,

@@ -15,8 +15,13 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use openfiles_plugin_api::{Capabilities, CheckRequest, CheckResponse, Init};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio_util::codec::{FramedRead, LinesCodec};
+
+/// Longest line accepted from a plugin host (a check result for many files can be large).
+const MAX_HOST_LINE: usize = 256 << 20;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -77,7 +82,7 @@ impl StartError {
 pub(crate) struct Host {
     child: Child,
     stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    lines: FramedRead<ChildStdout, LinesCodec>,
     pub(crate) pid: u32,
 }
 
@@ -87,7 +92,11 @@ impl Host {
         host_exe: &Path,
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
-        let mut child = Command::new(host_exe)
+        let mut command = Command::new(host_exe);
+        for var in crate::service::PRIVATE_ENV {
+            command.env_remove(var);
+        }
+        let mut child = command
             .arg("plugin-host")
             .arg(library)
             .stdin(Stdio::piped())
@@ -107,7 +116,7 @@ impl Host {
         let mut host = Host {
             child,
             stdin,
-            lines: BufReader::new(stdout).lines(),
+            lines: FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_HOST_LINE)),
             pid,
         };
         match host.next(HELLO_TIMEOUT).await? {
@@ -140,15 +149,16 @@ impl Host {
     }
 
     async fn next(&mut self, limit: Duration) -> Result<FromHost, StartError> {
-        match tokio::time::timeout(limit, self.lines.next_line()).await {
+        match tokio::time::timeout(limit, self.lines.next()).await {
             Err(_) => Err(StartError::Host(format!(
                 "plugin host did not answer within {} s",
                 limit.as_secs()
             ))),
-            Ok(Ok(Some(line))) => serde_json::from_str(&line).map_err(|e| {
+            Ok(Some(Ok(line))) => serde_json::from_str(&line).map_err(|e| {
                 StartError::Host(format!("plugin host said something unreadable: {e}"))
             }),
-            Ok(Ok(None)) | Ok(Err(_)) => Err(StartError::Host(format!(
+            Ok(Some(Err(e))) => Err(StartError::Host(format!("plugin host: {e}"))),
+            Ok(None) => Err(StartError::Host(format!(
                 "plugin host {}",
                 self.exit_reason().await
             ))),
@@ -409,9 +419,15 @@ impl Supervisor {
                         }
                     }
                 },
-                line = host.lines.next_line() => match line {
-                    Ok(Some(line)) => self.on_line(&line),
-                    Ok(None) | Err(_) => return End::Died(host.exit_reason().await),
+                line = host.lines.next() => match line {
+                    Some(Ok(line)) => self.on_line(&line),
+                    Some(Err(e)) => {
+                        // A line over the cap (or unreadable bytes): the host is not trusted
+                        // any more; it is killed and restarted like a crash.
+                        tracing::error!(plugin = %self.spec.name, "plugin host sent bad output: {e}");
+                        return End::Died(format!("bad output ({e})"));
+                    }
+                    None => return End::Died(host.exit_reason().await),
                 },
             }
         }

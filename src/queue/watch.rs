@@ -14,19 +14,29 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use notify::{EventKind, RecursiveMode, Watcher};
+use notify::EventKind;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::policy::Policy;
 use crate::diagnostics::pipeline::{Handle, Origin};
+use crate::fswatch::{FsWatch, SubscriberId};
 
 const QUIET: Duration = Duration::from_secs(1);
 const MAX_BATCH: Duration = Duration::from_secs(3);
 const GIT_SETTLE: Duration = Duration::from_secs(5);
 
-/// Shared count of active watches, for `status`.
-pub type WatchCount = Arc<AtomicUsize>;
+/// What the watcher reports in `status`.
+#[derive(Debug, Default)]
+pub struct WatchStats {
+    /// Active inotify watches.
+    pub watches: AtomicUsize,
+    /// Batches of changes dropped because git was rewriting the tree.
+    pub git_batches: AtomicUsize,
+}
+
+/// Shared with the workspace instance.
+pub type WatchCount = Arc<WatchStats>;
 
 /// Directories to watch under `root`: not ignored by the policy, not `.gitignore`d.
 fn directories(root: &Path, policy: &Policy) -> Vec<PathBuf> {
@@ -79,24 +89,21 @@ pub fn spawn(
     policy: Policy,
     pipeline: Handle,
     count: WatchCount,
+    fs: (&FsWatch, SubscriberId),
     shutdown: CancellationToken,
 ) -> Result<(), notify::Error> {
     let (tx, mut rx) = mpsc::unbounded_channel::<notify::Event>();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            let _ = tx.send(ev);
-        }
-    })?;
+    let (fs, id) = (fs.0.clone(), fs.1);
     let mut watched = BTreeSet::new();
     for dir in directories(root, &policy) {
-        add_watch(&mut watcher, &dir, &mut watched, root);
+        add_watch(&fs, id, &tx, &dir, &mut watched, root);
     }
     // HEAD moves and lock files are noticed through the same stream.
     let git = root.join(".git");
-    if git.is_dir() && watcher.watch(&git, RecursiveMode::NonRecursive).is_ok() {
+    if git.is_dir() && fs.watch(&git, id, tx.clone()).is_ok() {
         watched.insert(git);
     }
-    count.store(watched.len(), Ordering::Relaxed);
+    count.watches.store(watched.len(), Ordering::Relaxed);
     let root = root.to_owned();
     tokio::spawn(async move {
         let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
@@ -125,9 +132,9 @@ pub fn spawn(
                         if p.is_dir() {
                             if matches!(ev.kind, EventKind::Create(_)) {
                                 for d in directories(&p, &policy) {
-                                    add_watch(&mut watcher, &d, &mut watched, &root);
+                                    add_watch(&fs, id, &tx, &d, &mut watched, &root);
                                 }
-                                count.store(watched.len(), Ordering::Relaxed);
+                                count.watches.store(watched.len(), Ordering::Relaxed);
                             }
                             continue;
                         }
@@ -139,7 +146,8 @@ pub fn spawn(
                 _ = timer => {
                     first = None;
                     let batch: Vec<PathBuf> = std::mem::take(&mut pending).into_iter().collect();
-                    if git_busy(&root) {
+                    if !batch.is_empty() && git_busy(&root) {
+                        count.git_batches.fetch_add(1, Ordering::Relaxed);
                         tracing::debug!(root = %root.display(), files = batch.len(), "git is rewriting the tree; not treating changes as edits");
                         continue;
                     }
@@ -154,7 +162,9 @@ pub fn spawn(
 }
 
 fn add_watch(
-    watcher: &mut notify::RecommendedWatcher,
+    fs: &FsWatch,
+    id: SubscriberId,
+    sink: &mpsc::UnboundedSender<notify::Event>,
     dir: &Path,
     watched: &mut BTreeSet<PathBuf>,
     root: &Path,
@@ -162,7 +172,7 @@ fn add_watch(
     if watched.contains(dir) {
         return;
     }
-    match watcher.watch(dir, RecursiveMode::NonRecursive) {
+    match fs.watch(dir, id, sink.clone()) {
         Ok(()) => {
             watched.insert(dir.to_owned());
         }

@@ -8,6 +8,7 @@
 
 pub mod activation;
 pub mod logging;
+pub mod memory;
 pub mod notify;
 
 use std::path::PathBuf;
@@ -20,9 +21,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::control::server::{self, Context};
-use crate::diagnostics::{Checker, NoSources};
+use crate::diagnostics::Checker;
+use crate::plugin_host::PluginManager;
 use crate::workspace::instance::Shared;
 use crate::workspace::Registry;
+
+/// Variables that concern this process only (service-manager handshakes). Every child we
+/// start (plugin hosts, terminals, language servers through them) gets them removed, so no
+/// child can impersonate the service to systemd or grab its sockets.
+pub const PRIVATE_ENV: &[&str] = &[
+    "NOTIFY_SOCKET",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "LISTEN_FDNAMES",
+    "WATCHDOG_USEC",
+    "WATCHDOG_PID",
+];
 
 /// What `openfiles serve` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +55,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
     logging::init(&config.service.log_level);
+    memory::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("openfiles")
@@ -80,8 +95,10 @@ async fn serve(
 
     let shutdown = CancellationToken::new();
     let state_dir = crate::paths::state_dir();
-    let checker: Arc<dyn Checker> = Arc::new(NoSources);
-    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker));
+    let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
+    let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
+    let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
+    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker, fswatch));
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 
@@ -91,7 +108,10 @@ async fn serve(
         started,
         activation: control.activation.as_str(),
         socket: control.path.clone(),
-        plugins: Box::new(Vec::new),
+        plugins: {
+            let plugins = plugins.clone();
+            Box::new(move || plugins.status())
+        },
     });
     let server = tokio::spawn(server::serve(listener, ctx));
 
@@ -114,6 +134,7 @@ async fn serve(
     tracing::info!("shutting down");
     registry.stop().await;
     let _ = server.await;
+    plugins.wait_stopped().await;
     control.cleanup();
     tracing::info!("stopped");
     Ok(())

@@ -34,14 +34,18 @@ fn send(states: &[NotifyState]) {
     }
 }
 
-/// The watchdog interval asked for by the manager, if any (`WATCHDOG_USEC`, for our pid).
+/// The watchdog interval asked for by the manager, if any: `WATCHDOG_USEC`, when
+/// `WATCHDOG_PID` is absent or names us (the rule of `sd_watchdog_enabled(3)`; the
+/// `sd-notify` crate insists on `WATCHDOG_PID`, which wrappers such as
+/// `systemd-socket-activate -E WATCHDOG_USEC` do not set).
 pub fn watchdog_interval() -> Option<Duration> {
-    let mut usec = 0u64;
-    if sd_notify::watchdog_enabled(false, &mut usec) && usec > 0 {
-        Some(Duration::from_micros(usec))
-    } else {
-        None
+    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
+    if let Ok(pid) = std::env::var("WATCHDOG_PID") {
+        if pid.parse::<u32>().ok()? != std::process::id() {
+            return None;
+        }
     }
+    (usec > 0).then(|| Duration::from_micros(usec))
 }
 
 /// Ping the watchdog at half its interval until `shutdown`.

@@ -1,7 +1,8 @@
 //! Which workspace a path belongs to, and whether a folder may become one.
 //!
 //! For an edited file that no registered workspace contains, the workspace is the nearest
-//! ancestor holding `.openfiles/`, else the nearest VCS root (`.git`, `.hg`, `.jj`, `.svn`).
+//! ancestor holding `.openfiles/`, else the nearest VCS root (`.git`, `.hg`, `.jj`, `.svn`),
+//! else the nearest project root (`Cargo.toml`, `package.json`, `pyproject.toml`, …).
 //! A folder becomes a workspace only if it is a real directory owned by the service's user.
 
 use std::os::unix::fs::MetadataExt;
@@ -17,11 +18,21 @@ pub enum ResolveError {
     NotADirectory(PathBuf),
     #[error("{path} is owned by uid {owner}, not by this service's user (uid {me}); refusing to serve it")]
     NotOwned { path: PathBuf, owner: u32, me: u32 },
-    #[error("{0} is not inside a registered workspace, a folder with .openfiles/, or a version-controlled checkout")]
+    #[error("{0} is not inside a registered workspace, a folder with .openfiles/, a version-controlled checkout or a project")]
     NoWorkspace(PathBuf),
 }
 
 const VCS_MARKERS: &[&str] = &[".git", ".hg", ".jj", ".svn"];
+const PROJECT_MARKERS: &[&str] = &[
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "go.mod",
+    "tsconfig.json",
+    "CMakeLists.txt",
+    "compile_commands.json",
+];
 
 /// Canonicalize `dir` and check it may be served.
 pub fn workspace_dir(dir: &Path) -> Result<PathBuf, ResolveError> {
@@ -54,8 +65,10 @@ pub fn root_for(path: &Path) -> Result<PathBuf, ResolveError> {
     if let Some(dir) = ancestors().find(|a| a.join(spec::DIR).is_dir()) {
         return Ok(dir.to_owned());
     }
-    if let Some(dir) = ancestors().find(|a| VCS_MARKERS.iter().any(|m| a.join(m).exists())) {
-        return Ok(dir.to_owned());
+    for markers in [VCS_MARKERS, PROJECT_MARKERS] {
+        if let Some(dir) = ancestors().find(|a| markers.iter().any(|m| a.join(m).exists())) {
+            return Ok(dir.to_owned());
+        }
     }
     Err(ResolveError::NoWorkspace(path.to_owned()))
 }

@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
+use openfiles_plugin_api::tools::ToolRuns;
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -54,19 +54,14 @@ impl Default for Settings {
 
 pub struct CargoCheck {
     settings: Settings,
+    /// The cargo executable to run (see [`resolve_cargo`]).
+    cargo: PathBuf,
     state_dir: PathBuf,
     /// Running cargo processes per check id, and ids cancelled.
-    running: Mutex<Running>,
+    runs: ToolRuns,
 }
 
 const SOURCE: &str = "cargo-check";
-
-/// Tool processes running per check id, and the ids cancelled while running.
-#[derive(Default)]
-struct Running {
-    pids: HashMap<u64, Vec<u32>>,
-    cancelled: HashSet<u64>,
-}
 
 impl Plugin for CargoCheck {
     const NAME: &'static str = "cargo-check";
@@ -92,9 +87,10 @@ impl Plugin for CargoCheck {
         };
         Ok((
             CargoCheck {
+                cargo: resolve_cargo(&settings.cargo),
                 settings,
                 state_dir: init.state_dir,
-                running: Mutex::new(Running::default()),
+                runs: ToolRuns::new(),
             },
             caps,
         ))
@@ -104,11 +100,19 @@ impl Plugin for CargoCheck {
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         let mut files = Vec::new();
         let mut seen = HashSet::new();
+        // One `cargo locate-project` per package folder, not per file.
+        let mut roots: HashMap<PathBuf, PathBuf> = HashMap::new();
         for file in request.files.iter().chain(request.also_report.iter()) {
             if !seen.insert(file.clone()) || file.extension() != Some(std::ffi::OsStr::new("rs")) {
                 continue;
             }
-            match self.root_of(file) {
+            let root = package_dir(file).map(|package| {
+                roots
+                    .entry(package.clone())
+                    .or_insert_with(|| self.workspace_root(&package))
+                    .clone()
+            });
+            match root {
                 Some(root) => by_root.entry(root).or_default().push(file.clone()),
                 None => files.push(FileResult {
                     path: file.clone(),
@@ -121,8 +125,12 @@ impl Plugin for CargoCheck {
             }
         }
         for (root, wanted) in by_root {
+            if self.runs.is_cancelled(request.id) {
+                self.runs.take_cancelled(request.id);
+                return Err("cancelled".into());
+            }
             let outcome = self.run_cargo(request.id, &root);
-            if self.take_cancelled(request.id) {
+            if self.runs.take_cancelled(request.id) {
                 return Err("cancelled".into());
             }
             match outcome {
@@ -140,45 +148,26 @@ impl Plugin for CargoCheck {
     }
 
     fn cancel(&self, check_id: u64) {
-        if let Ok(mut guard) = self.running.lock() {
-            guard.cancelled.insert(check_id);
-            if let Some(pids) = guard.pids.get(&check_id) {
-                for pid in pids {
-                    // SAFETY: plain kill(2) on a child we spawned and have not reaped yet.
-                    unsafe { libc::kill(*pid as libc::pid_t, libc::SIGTERM) };
-                }
-            }
-        }
+        self.runs.cancel(check_id);
     }
 }
 
 impl CargoCheck {
-    fn take_cancelled(&self, id: u64) -> bool {
-        self.running
-            .lock()
-            .map(|mut g| g.cancelled.remove(&id))
-            .unwrap_or(false)
-    }
-
-    /// The cargo workspace root of `file` (the folder of the workspace's `Cargo.toml`).
-    fn root_of(&self, file: &Path) -> Option<PathBuf> {
-        let package = file
-            .ancestors()
-            .skip(1)
-            .find(|d| d.join("Cargo.toml").is_file())?;
-        let out = Command::new(&self.settings.cargo)
+    /// The cargo workspace root of the package in `package` (the folder of the workspace's
+    /// `Cargo.toml`; the package itself when cargo cannot say).
+    fn workspace_root(&self, package: &Path) -> PathBuf {
+        let out = Command::new(&self.cargo)
             .args(["locate-project", "--workspace", "--message-format", "plain"])
             .current_dir(package)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()
             .ok();
-        let located = out
-            .filter(|o| o.status.success())
+        out.filter(|o| o.status.success())
             .and_then(|o| String::from_utf8(o.stdout).ok())
             .map(|s| PathBuf::from(s.trim()))
-            .and_then(|p| p.parent().map(Path::to_owned));
-        Some(located.unwrap_or_else(|| package.to_owned()))
+            .and_then(|p| p.parent().map(Path::to_owned))
+            .unwrap_or_else(|| package.to_owned())
     }
 
     fn target_dir(&self, root: &Path) -> PathBuf {
@@ -196,7 +185,7 @@ impl CargoCheck {
 
     /// Run cargo at `root`; messages per absolute file.
     fn run_cargo(&self, id: u64, root: &Path) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
-        let mut cmd = Command::new(&self.settings.cargo);
+        let mut cmd = Command::new(&self.cargo);
         cmd.arg(&self.settings.command)
             .arg("--message-format=json")
             .arg("--workspace")
@@ -210,12 +199,10 @@ impl CargoCheck {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.settings.cargo))?;
-        if let Ok(mut g) = self.running.lock() {
-            g.pids.entry(id).or_default().push(child.id());
-        }
+        let mut child = self
+            .runs
+            .spawn(id, &mut cmd)
+            .map_err(|e| format!("cannot run {}: {e}", self.cargo.display()))?;
         let stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
             let mut text = String::new();
@@ -240,9 +227,7 @@ impl CargoCheck {
             }
         }
         let status = child.wait().map_err(|e| e.to_string())?;
-        if let Ok(mut g) = self.running.lock() {
-            g.pids.remove(&id);
-        }
+        self.runs.finished(id);
         let stderr = err_thread.join().unwrap_or_default();
         if !status.success() && !any {
             let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
@@ -256,6 +241,39 @@ impl CargoCheck {
         }
         Ok(found)
     }
+}
+
+/// The cargo to run: the setting as given when it is a path or found on `PATH`; else the
+/// rustup location (`$CARGO_HOME/bin`, `~/.cargo/bin`), which a service's minimal `PATH`
+/// often lacks; else the bare name (and the error names it).
+pub fn resolve_cargo(setting: &str) -> PathBuf {
+    if setting.contains('/') {
+        return PathBuf::from(setting);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(setting).is_file()))
+        .unwrap_or(false);
+    if on_path {
+        return PathBuf::from(setting);
+    }
+    let homes = [
+        std::env::var_os("CARGO_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")),
+    ];
+    homes
+        .into_iter()
+        .flatten()
+        .map(|h| h.join("bin").join(setting))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(setting))
+}
+
+/// The nearest folder above `file` holding a `Cargo.toml`.
+fn package_dir(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .find(|d| d.join("Cargo.toml").is_file())
+        .map(Path::to_owned)
 }
 
 export_plugin!(CargoCheck);

@@ -42,10 +42,7 @@ fn request(id: u64, ws: &Path, files: Vec<PathBuf>, also: Vec<PathBuf>) -> Check
 #[test]
 fn type_error_is_reported_with_code_line_and_column_then_cleared_by_the_fix() {
     let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().join("ws").canonicalize().unwrap_or_else(|_| {
-        std::fs::create_dir_all(tmp.path().join("ws")).unwrap();
-        tmp.path().join("ws").canonicalize().unwrap()
-    });
+    let ws = tmp.path().canonicalize().unwrap().join("ws");
     write_crate(
         &ws,
         "mod util;\n\nfn main() {\n    let x: i32 = \"five\";\n    println!(\"{x} {}\", util::one());\n}\n",
@@ -118,4 +115,48 @@ fn bad_config_is_refused_with_the_key() {
     .err()
     .unwrap();
     assert!(err.contains("check"), "{err}");
+}
+
+#[test]
+fn clippy_mode_reports_lints_with_clippy_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap().join("ws");
+    write_crate(
+        &ws,
+        "mod util;\n\nfn double(x: i32) -> i32 {\n    return x * 2;\n}\n\nfn main() {\n    println!(\"{} {}\", double(2), util::one());\n}\n",
+    );
+    let main = ws.join("src/main.rs");
+    let p = plugin(
+        &tmp.path().join("state"),
+        serde_json::json!({"command": "clippy", "extra_args": ["--quiet"]}),
+    );
+    let resp = p
+        .check(request(1, &ws, vec![main.clone()], vec![]))
+        .unwrap();
+    let items = &resp.files[0].items;
+    let lint = items
+        .iter()
+        .find(|i| i.code.as_deref() == Some("clippy::needless_return"))
+        .unwrap_or_else(|| panic!("no needless_return in {items:?}"));
+    assert_eq!(lint.source, "clippy");
+    assert_eq!(lint.severity, Severity::Warning);
+    assert_eq!((lint.line, lint.column), (4, 5));
+}
+
+#[test]
+fn a_cancelled_check_returns_an_error_instead_of_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap().join("ws");
+    write_crate(&ws, "mod util;\n\nfn main() {\n    util::one();\n}\n");
+    let main = ws.join("src/main.rs");
+    let p = plugin(&tmp.path().join("state"), serde_json::Value::Null);
+    // The host may deliver the cancel before the check's thread got going: it must still
+    // count (the check must not report results as if it had completed).
+    p.cancel(9);
+    let run = std::thread::scope(|s| {
+        s.spawn(|| p.check(request(9, &ws, vec![main], vec![])))
+            .join()
+    });
+    let err = run.unwrap().unwrap_err();
+    assert!(err.contains("cancelled"), "{err}");
 }

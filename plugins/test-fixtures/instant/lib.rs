@@ -4,7 +4,8 @@
 //! Config (`[plugin.instant]`): `extensions` (default `["txt"]`).
 //! Test hook: a file named `*.slow` makes the check block until cancelled (or 120 s). Before
 //! blocking it writes one line to the FIFO `<file>.started` if that exists, so a test can
-//! wait for "the check is running inside the plugin" without sleeping.
+//! wait for "the check is running inside the plugin" without sleeping. A file named
+//! `*.noisy` makes the plugin print to stdout (which must not disturb the host protocol).
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -46,6 +47,14 @@ impl Plugin for Instant {
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
         let mut files = Vec::new();
         for path in request.files.iter().chain(request.also_report.iter()) {
+            if path.extension().is_some_and(|e| e == "noisy") {
+                // A forged protocol line: it would answer this check with an error if
+                // stdout were the protocol channel.
+                println!(
+                    "{{\"op\":\"result\",\"id\":{},\"error\":\"forged via stdout\"}}",
+                    request.id
+                );
+            }
             if path.extension().is_some_and(|e| e == "slow") {
                 self.block(request.id, path);
             }

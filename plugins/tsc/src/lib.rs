@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
+use openfiles_plugin_api::tools::ToolRuns;
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -44,14 +44,7 @@ pub struct Tsc {
     settings: Settings,
     extensions: Vec<String>,
     state_dir: PathBuf,
-    running: Mutex<Running>,
-}
-
-/// Tool processes running per check id, and the ids cancelled while running.
-#[derive(Default)]
-struct Running {
-    pids: HashMap<u64, Vec<u32>>,
-    cancelled: HashSet<u64>,
+    runs: ToolRuns,
 }
 
 impl Plugin for Tsc {
@@ -79,7 +72,7 @@ impl Plugin for Tsc {
                 settings,
                 extensions,
                 state_dir: init.state_dir,
-                running: Mutex::new(Running::default()),
+                runs: ToolRuns::new(),
             },
             caps,
         ))
@@ -103,9 +96,13 @@ impl Plugin for Tsc {
         }
         let mut files = Vec::new();
         for (tsconfig, wanted) in projects {
+            if self.runs.is_cancelled(request.id) {
+                self.runs.take_cancelled(request.id);
+                return Err("cancelled".into());
+            }
             let outcome =
                 self.run_tsc(request.id, tsconfig.as_deref(), &wanted, &request.workspace);
-            if self.take_cancelled(request.id) {
+            if self.runs.take_cancelled(request.id) {
                 return Err("cancelled".into());
             }
             match outcome {
@@ -127,15 +124,7 @@ impl Plugin for Tsc {
     }
 
     fn cancel(&self, check_id: u64) {
-        if let Ok(mut guard) = self.running.lock() {
-            guard.cancelled.insert(check_id);
-            if let Some(pids) = guard.pids.get(&check_id) {
-                for pid in pids {
-                    // SAFETY: plain kill(2) on a child we spawned and have not reaped yet.
-                    unsafe { libc::kill(*pid as libc::pid_t, libc::SIGTERM) };
-                }
-            }
-        }
+        self.runs.cancel(check_id);
     }
 }
 
@@ -165,13 +154,6 @@ pub fn find_tsc(start: &Path) -> PathBuf {
 type Found = HashMap<Option<PathBuf>, Vec<Item>>;
 
 impl Tsc {
-    fn take_cancelled(&self, id: u64) -> bool {
-        self.running
-            .lock()
-            .map(|mut g| g.cancelled.remove(&id))
-            .unwrap_or(false)
-    }
-
     fn build_info(&self, tsconfig: &Path) -> PathBuf {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -195,7 +177,9 @@ impl Tsc {
             .to_owned();
         let tsc = self.settings.tsc.clone().unwrap_or_else(|| find_tsc(&cwd));
         let mut cmd = Command::new(&tsc);
-        cmd.args(["--noEmit", "--pretty", "false"]);
+        // `--listFiles` names every file of the program, so a requested file that the
+        // tsconfig leaves out is reported as unchecked instead of looking clean.
+        cmd.args(["--noEmit", "--pretty", "false", "--listFiles"]);
         match tsconfig {
             Some(cfg) => {
                 cmd.arg("-p")
@@ -213,15 +197,12 @@ impl Tsc {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut child = self.runs.spawn(id, &mut cmd).map_err(|e| {
             format!(
                 "cannot run {} ({e}); install TypeScript in the project (npm i -D typescript) or on PATH",
                 tsc.display()
             )
         })?;
-        if let Ok(mut g) = self.running.lock() {
-            g.pids.entry(id).or_default().push(child.id());
-        }
         let mut stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
             let mut text = String::new();
@@ -235,9 +216,7 @@ impl Tsc {
             let _ = s.read_to_string(&mut stdout);
         }
         let status = child.wait().map_err(|e| e.to_string())?;
-        if let Ok(mut g) = self.running.lock() {
-            g.pids.remove(&id);
-        }
+        self.runs.finished(id);
         let stderr = err_thread.join().unwrap_or_default();
         let diags = parse::parse(&stdout);
         if diags.is_empty() && !status.success() {
@@ -296,6 +275,26 @@ impl Tsc {
             };
             if dedupe.insert((key.clone(), item.clone())) {
                 found.entry(key).or_default().push(item);
+            }
+        }
+        if let Some(cfg) = tsconfig {
+            let listed: HashSet<PathBuf> = stdout
+                .lines()
+                .map(|l| Path::new(l.trim_end_matches('\r')))
+                .filter(|p| p.is_absolute())
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()))
+                .collect();
+            if !listed.is_empty() {
+                for file in wanted.iter().filter(|f| !listed.contains(**f)) {
+                    found.entry(Some((*file).clone())).or_default().push(Item::note(
+                        Severity::Info,
+                        SOURCE,
+                        format!(
+                            "not part of the TypeScript project {} (see its include/exclude/files): not type-checked",
+                            cfg.display()
+                        ),
+                    ));
+                }
             }
         }
         Ok(found)

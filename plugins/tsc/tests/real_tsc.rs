@@ -142,3 +142,97 @@ fn a_broken_tsconfig_is_reported_on_every_file_of_the_project() {
         "{items:?}"
     );
 }
+
+#[test]
+fn a_file_the_tsconfig_leaves_out_is_flagged_not_silently_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::create_dir_all(ws.join("scripts")).unwrap();
+    std::fs::write(
+        ws.join("tsconfig.json"),
+        r#"{ "compilerOptions": { "strict": true }, "include": ["src"] }"#,
+    )
+    .unwrap();
+    let inside = ws.join("src/in.ts");
+    let outside = ws.join("scripts/out.ts");
+    std::fs::write(&inside, "export const a = 1;\n").unwrap();
+    std::fs::write(&outside, "export const b: number = \"x\";\n").unwrap();
+    let p = plugin(&ws.join(".state"));
+    let resp = p
+        .check(request(
+            1,
+            &ws,
+            vec![inside.clone(), outside.clone()],
+            vec![],
+        ))
+        .unwrap();
+    assert!(resp
+        .files
+        .iter()
+        .find(|f| f.path == inside)
+        .unwrap()
+        .items
+        .is_empty());
+    let items = &resp.files.iter().find(|f| f.path == outside).unwrap().items;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0].severity, Severity::Info);
+    assert!(
+        items[0]
+            .message
+            .contains("not part of the TypeScript project"),
+        "{items:?}"
+    );
+}
+
+#[test]
+fn same_errors_and_lines_as_the_tsc_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    std::fs::write(
+        ws.join("tsconfig.json"),
+        r#"{ "compilerOptions": { "strict": true, "noUnusedLocals": true } }"#,
+    )
+    .unwrap();
+    let a = ws.join("a.ts");
+    std::fs::write(
+        &a,
+        "interface P { x: number }\n\
+         const p: P = { x: 1, y: 2 };\n\
+         function f(s: string): number {\n  return s;\n}\n\
+         const unused = 3;\n\
+         let q: P = { x: \"1\" };\n\
+         export { p, f, q };\n",
+    )
+    .unwrap();
+    let cli = std::process::Command::new("tsc")
+        .args(["--noEmit", "--pretty", "false", "-p", "tsconfig.json"])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let cli_out = String::from_utf8(cli.stdout).unwrap();
+    let mut expected: Vec<(u32, String)> = openfiles_tsc::parse::parse(&cli_out)
+        .into_iter()
+        .map(|d| (d.line, d.code))
+        .collect();
+    expected.sort();
+    assert!(
+        expected.len() >= 4,
+        "fixture should have several errors: {cli_out}"
+    );
+    // Cross-check the parser against the raw text: one entry per "a.ts(" line.
+    assert_eq!(
+        expected.len(),
+        cli_out.lines().filter(|l| l.starts_with("a.ts(")).count()
+    );
+
+    let p = plugin(&ws.join(".state"));
+    let resp = p.check(request(1, &ws, vec![a.clone()], vec![])).unwrap();
+    let mut got: Vec<(u32, String)> = resp.files[0]
+        .items
+        .iter()
+        .map(|i| (i.line, i.code.clone().unwrap()))
+        .collect();
+    got.sort();
+    assert_eq!(got, expected);
+}
