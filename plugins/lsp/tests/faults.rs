@@ -183,3 +183,14 @@ fn cancel_ends_a_check_waiting_on_a_silent_server() {
         "check cancelled"
     );
 }
+
+#[test]
+fn a_server_that_initializes_but_never_publishes_times_out_by_name() {
+    let env = Env::new(json!({"servers": {"mute": fault_server("mute", "mut")}}));
+    let file = env.write("x.mut", "hello\n");
+    for _ in 0..2 {
+        let items = env.check(&file, 1_500);
+        assert_eq!(items.len(), 1, "{items:#?}");
+        assert!(items[0].message.contains("mute timed out"), "{items:#?}");
+    }
+}
