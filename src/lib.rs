@@ -9,6 +9,8 @@ pub mod config;
 pub mod control;
 pub mod diagnostics;
 pub mod fsutil;
+pub mod fswatch;
+pub mod hook;
 pub mod paths;
 pub mod plugin_host;
 pub mod queue;

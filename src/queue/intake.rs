@@ -286,6 +286,15 @@ fn take_lease(_file: &File) -> Lease {
 #[cfg(not(target_os = "linux"))]
 fn release_lease(_file: &File) {}
 
+/// True when the event concerns one of the queue files.
+fn mentions(ev: &notify::Event, names: &[&str]) -> bool {
+    ev.paths.iter().any(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| names.contains(&n))
+    })
+}
+
 /// Run the queue reader of one workspace until `shutdown`: wake on file events in
 /// `.openfiles/`, hand lines to the pipeline, advance once the pipeline persisted them.
 /// `paused` (standing back for an editor) leaves the queue to the editor.
@@ -294,31 +303,18 @@ pub fn spawn(
     cursor: Cursor,
     pipeline: crate::diagnostics::pipeline::Handle,
     paused: tokio::sync::watch::Receiver<bool>,
+    fs: (&crate::fswatch::FsWatch, crate::fswatch::SubscriberId),
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<(), notify::Error> {
-    use notify::Watcher;
     let dir = root.join(spec::DIR);
-    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
     let names = Reader::watched_names();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            let relevant = ev.paths.iter().any(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| names.contains(&n))
-            });
-            if relevant {
-                let _ = ev_tx.send(());
-            }
-        }
-    })?;
-    watcher.watch(&dir, notify::RecursiveMode::NonRecursive)?;
+    fs.0.watch(&dir, fs.1, ev_tx)?;
     let (ack_tx, mut ack_rx) = tokio::sync::mpsc::unbounded_channel();
     pipeline.attach_intake(ack_tx);
     let mut reader = Some(Reader::new(root, cursor));
     let mut paused = paused;
     tokio::spawn(async move {
-        let _watcher = watcher; // lives as long as the task
         let mut retry: Option<Duration> = Some(Duration::ZERO); // read what is there at start
         loop {
             let sleep = async {
@@ -329,7 +325,15 @@ pub fn spawn(
             };
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                Some(()) = ev_rx.recv() => { while ev_rx.try_recv().is_ok() {} }
+                Some(ev) = ev_rx.recv() => {
+                    let mut relevant = mentions(&ev, &names);
+                    while let Ok(more) = ev_rx.try_recv() {
+                        relevant |= mentions(&more, &names);
+                    }
+                    if !relevant {
+                        continue;
+                    }
+                }
                 Some(c) = ack_rx.recv() => {
                     let mut c = c;
                     while let Ok(more) = ack_rx.try_recv() { c = more; }

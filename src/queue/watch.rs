@@ -14,12 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use notify::{EventKind, RecursiveMode, Watcher};
+use notify::EventKind;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::policy::Policy;
 use crate::diagnostics::pipeline::{Handle, Origin};
+use crate::fswatch::{FsWatch, SubscriberId};
 
 const QUIET: Duration = Duration::from_secs(1);
 const MAX_BATCH: Duration = Duration::from_secs(3);
@@ -88,21 +89,18 @@ pub fn spawn(
     policy: Policy,
     pipeline: Handle,
     count: WatchCount,
+    fs: (&FsWatch, SubscriberId),
     shutdown: CancellationToken,
 ) -> Result<(), notify::Error> {
     let (tx, mut rx) = mpsc::unbounded_channel::<notify::Event>();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            let _ = tx.send(ev);
-        }
-    })?;
+    let (fs, id) = (fs.0.clone(), fs.1);
     let mut watched = BTreeSet::new();
     for dir in directories(root, &policy) {
-        add_watch(&mut watcher, &dir, &mut watched, root);
+        add_watch(&fs, id, &tx, &dir, &mut watched, root);
     }
     // HEAD moves and lock files are noticed through the same stream.
     let git = root.join(".git");
-    if git.is_dir() && watcher.watch(&git, RecursiveMode::NonRecursive).is_ok() {
+    if git.is_dir() && fs.watch(&git, id, tx.clone()).is_ok() {
         watched.insert(git);
     }
     count.watches.store(watched.len(), Ordering::Relaxed);
@@ -134,7 +132,7 @@ pub fn spawn(
                         if p.is_dir() {
                             if matches!(ev.kind, EventKind::Create(_)) {
                                 for d in directories(&p, &policy) {
-                                    add_watch(&mut watcher, &d, &mut watched, &root);
+                                    add_watch(&fs, id, &tx, &d, &mut watched, &root);
                                 }
                                 count.watches.store(watched.len(), Ordering::Relaxed);
                             }
@@ -164,7 +162,9 @@ pub fn spawn(
 }
 
 fn add_watch(
-    watcher: &mut notify::RecommendedWatcher,
+    fs: &FsWatch,
+    id: SubscriberId,
+    sink: &mpsc::UnboundedSender<notify::Event>,
     dir: &Path,
     watched: &mut BTreeSet<PathBuf>,
     root: &Path,
@@ -172,7 +172,7 @@ fn add_watch(
     if watched.contains(dir) {
         return;
     }
-    match watcher.watch(dir, RecursiveMode::NonRecursive) {
+    match fs.watch(dir, id, sink.clone()) {
         Ok(()) => {
             watched.insert(dir.to_owned());
         }

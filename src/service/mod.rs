@@ -97,7 +97,8 @@ async fn serve(
     let state_dir = crate::paths::state_dir();
     let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
     let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
-    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker));
+    let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
+    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker, fswatch));
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use notify::{RecursiveMode, Watcher};
+use crate::fswatch::FsWatch;
 use tokio_util::sync::CancellationToken;
 
 use super::{RegistryHandle, Source};
@@ -39,36 +39,39 @@ pub fn scan(roots: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Watch `roots` for new markers and register their folders, until `shutdown`.
-pub fn watch(roots: Vec<PathBuf>, registry: RegistryHandle, shutdown: CancellationToken) {
+pub fn watch(
+    roots: Vec<PathBuf>,
+    registry: RegistryHandle,
+    fs: &FsWatch,
+    shutdown: CancellationToken,
+) {
     if roots.is_empty() {
         return;
     }
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
-    let mut watcher =
-        match notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res {
-                for p in ev.paths {
-                    let _ = tx.send(p);
-                }
-            }
-        }) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::error!("cannot watch workspace roots: {e}");
-                return;
-            }
-        };
+    let (tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
+    let (fs, id) = (fs.clone(), fs.subscriber());
     for root in &roots {
         for dir in candidates(root) {
-            if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+            if let Err(e) = fs.watch(&dir, id, tx.clone()) {
                 tracing::warn!("cannot watch {}: {e}", dir.display());
             }
         }
     }
+    let (path_tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
+    tokio::spawn(async move {
+        while let Some(ev) = ev_rx.recv().await {
+            for p in ev.paths {
+                let _ = path_tx.send(p);
+            }
+        }
+    });
     tokio::spawn(async move {
         loop {
             let path = tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => {
+                    fs.unwatch_all(id);
+                    return;
+                }
                 p = rx.recv() => match p { Some(p) => p, None => return },
             };
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -76,7 +79,7 @@ pub fn watch(roots: Vec<PathBuf>, registry: RegistryHandle, shutdown: Cancellati
             {
                 // A new folder directly in a root: watch it for markers, and look now in case
                 // its marker came before the watch.
-                let _ = watcher.watch(&path, RecursiveMode::NonRecursive);
+                let _ = fs.watch(&path, id, tx.clone());
                 is_workspace(&path).then(|| path.clone())
             } else if MARKERS.contains(&name) {
                 path.parent().map(Path::to_owned)

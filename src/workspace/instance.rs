@@ -27,11 +27,18 @@ pub struct Shared {
     pub session_id: String,
     pub shutdown: CancellationToken,
     pub checker: Arc<dyn Checker>,
+    /// The service's one file watcher.
+    pub fswatch: crate::fswatch::FsWatch,
     workspaces: AtomicUsize,
 }
 
 impl Shared {
-    pub fn new(state_dir: PathBuf, shutdown: CancellationToken, checker: Arc<dyn Checker>) -> Self {
+    pub fn new(
+        state_dir: PathBuf,
+        shutdown: CancellationToken,
+        checker: Arc<dyn Checker>,
+        fswatch: crate::fswatch::FsWatch,
+    ) -> Self {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -41,6 +48,7 @@ impl Shared {
             session_id: format!("{:x}-{:08x}", std::process::id(), nanos),
             shutdown,
             checker,
+            fswatch,
             workspaces: AtomicUsize::new(0),
         }
     }
@@ -63,6 +71,8 @@ pub struct Instance {
     token: CancellationToken,
     shared: Arc<Shared>,
     watches: watch::WatchCount,
+    /// This workspace's subscriptions on the service's file watcher.
+    subscriber: crate::fswatch::SubscriberId,
 }
 
 impl Instance {
@@ -79,9 +89,19 @@ impl Instance {
         let (pipeline, cursor) =
             Pipeline::start(root, cfg.clone(), shared.checker.clone(), &shared.state_dir)?;
         let token = shared.shutdown.child_token();
+        let subscriber = shared.fswatch.subscriber();
+        let fs = (&shared.fswatch, subscriber);
         let (paused_tx, paused_rx) = tokio::sync::watch::channel(false);
-        intake::spawn(root, cursor, pipeline.clone(), paused_rx, token.clone())
-            .map_err(|e| format!("cannot watch {}: {e}", root.join(spec::DIR).display()))?;
+        if let Err(e) = intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone())
+        {
+            shared.fswatch.unwatch_all(subscriber);
+            token.cancel();
+            pipeline.stop().await;
+            return Err(format!(
+                "cannot watch {}: {e}",
+                root.join(spec::DIR).display()
+            ));
+        }
         let watches = watch::WatchCount::default();
         if cfg.watch.enabled {
             let policy = Policy::new(root, &cfg.diagnostics).map_err(|e| e.to_string())?;
@@ -90,6 +110,7 @@ impl Instance {
                 policy,
                 pipeline.clone(),
                 watches.clone(),
+                fs,
                 token.clone(),
             ) {
                 tracing::error!(root = %root.display(), "watch mode off: {e}");
@@ -108,6 +129,7 @@ impl Instance {
             token,
             shared,
             watches,
+            subscriber,
         })
     }
 
@@ -143,6 +165,7 @@ impl Instance {
     /// Stop everything this workspace runs and remove its heartbeat.
     pub async fn stop(self, root: &Path) {
         self.token.cancel();
+        self.shared.fswatch.unwatch_all(self.subscriber);
         self.pipeline.stop().await;
         super::heartbeat::remove(root, &self.shared.session_id);
     }

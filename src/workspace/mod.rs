@@ -216,6 +216,7 @@ impl Registry {
         discovery::watch(
             reg.config.service.roots.clone(),
             handle.clone(),
+            &reg.shared.fswatch,
             reg.shared.shutdown.clone(),
         );
         tokio::spawn(reg.run(rx));
