@@ -78,7 +78,6 @@ pub enum Command {
     /// Example: openfiles hooks install --agent claude --agent codex --dry-run
     #[command(subcommand)]
     Hooks(HooksCommand),
-
     /// List the plugins found, loaded or refused (and why).
     ///
     /// Searches config `plugins.paths`, `OPENFILES_PLUGIN_PATH` and `../lib/openfiles/plugins`

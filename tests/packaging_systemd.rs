@@ -1,9 +1,10 @@
 //! End to end under a real `systemd --user`: in a private mount namespace (a tmpfs over
 //! /run/systemd with /run/systemd/system created, so systemctl believes systemd runs),
 //! start a user manager, install the units with `openfiles service install`, enable the
-//! socket, and watch the first client connection start the Type=notify service, which
-//! reaches `running` (READY=1) with the socket it inherited; stopping the units removes
-//! the workspace heartbeats and the socket; `service uninstall --now` cleans up.
+//! socket, and run `openfiles hook` on an edit: its connection starts the Type=notify
+//! service, which reaches `running` (READY=1) with the socket it inherited, checks the file
+//! with the real `cargo check` and hands the error back through the hook; stopping the units
+//! removes the workspace heartbeats and the socket; `service uninstall --now` cleans up.
 //!
 //! Needs root (for `unshare -m`), `unshare`, `nsenter` and systemd; where they are missing
 //! the test says so and stops.
@@ -12,14 +13,13 @@ mod packaging_support;
 #[path = "plugins_support/mod.rs"]
 mod plugins_support;
 
+use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use openfiles::control::client::Client;
-use openfiles::control::protocol::{Edited, EditedReply, Request, Wait, WaitReply};
 use packaging_support::*;
 
 const SYSTEMD: &str = "/lib/systemd/systemd";
@@ -225,8 +225,50 @@ fn socket_activation_under_a_real_systemd_user_manager() {
         "fn main() {\n    let x: u32 = \"text\";\n    println!(\"{x}\");\n}\n",
     )
     .unwrap();
-    ok(m.openfiles().arg("add").arg(&ws));
-    // Joins the start job systemd queued on that connection; returns once READY=1 arrived.
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+
+    // The agent's hook reports the edit: its connection starts the service, which runs the
+    // real `cargo check` (found on the PATH `service install` recorded) through its plugin
+    // host, and the hook prints the problem back in Claude's format.
+    let payload = serde_json::json!({
+        "cwd": ws,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": main, "old_string": "a", "new_string": "b"},
+    });
+    let mut hook = m
+        .openfiles()
+        .args(["hook", "--agent", "claude"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = hook.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let feedback: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "hook printed no JSON ({e}): {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        feedback["hookSpecificOutput"]["hookEventName"],
+        "PostToolUse"
+    );
+    let text = feedback["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("- src/main.rs:2:18 error E0308"), "{text}");
+
+    // Joins the start job systemd queued on the first connection (a no-op once READY=1
+    // arrived); the service is running, and it is the one that answered the hook.
     m.systemctl(&["start", "openfiles.service"]);
     assert_eq!(m.property("openfiles.service", "ActiveState"), "active");
     assert_eq!(m.property("openfiles.service", "SubState"), "running");
@@ -240,33 +282,6 @@ fn socket_activation_under_a_real_systemd_user_manager() {
     );
     assert_eq!(m.property("openfiles.service", "NRestarts"), "0");
     assert_eq!(heartbeats(&ws).len(), 1, "a heartbeat for the workspace");
-
-    // An edit goes through the socket-activated service, its plugin host and the real
-    // `cargo check` found on the PATH `service install` recorded.
-    let mut client = Client::connect(&sock, Some(Duration::from_secs(300))).unwrap();
-    let r: EditedReply = client
-        .call_as(&Request::Edited(Edited {
-            paths: vec![main.clone()],
-            agent: Some("claude".into()),
-            ..Default::default()
-        }))
-        .unwrap();
-    let w: WaitReply = client
-        .call_as(&Request::Wait(Wait {
-            paths: vec![main.clone()],
-            since: r.ts,
-            timeout_ms: Some(240_000),
-        }))
-        .unwrap();
-    assert!(w.complete, "{w:?}");
-    let entry = &w.workspaces[0].files["src/main.rs"];
-    assert!(
-        entry
-            .items
-            .iter()
-            .any(|i| i.code.as_deref() == Some("E0308")),
-        "no E0308 from cargo check under systemd: {entry:?}"
-    );
 
     // doctor sees all of it.
     let doc = output(m.openfiles().current_dir(&ws).args(["doctor", "--json"]));
