@@ -168,3 +168,23 @@ fn doctor_sees_a_service_started_by_hand() {
     assert_eq!(checks(&report, "socket")[0]["level"], "ok", "{report:#}");
     svc.terminate();
 }
+
+#[test]
+fn doctor_counts_hooks_installed_for_the_user() {
+    let env = common::Env::new();
+    let ws = env.workspace("w");
+    // `hooks install --user` writes the user's configuration under HOME (the env's dir).
+    packaging_support::ok(
+        env.command(&["hooks", "install", "--user", "--agent", "codex"])
+            .env("HOME", env.dir.path()),
+    );
+    let (_, report, _) = doctor(&env, &ws, &["--json"]);
+    assert!(
+        has(&report, "hooks", "ok", "codex (all workspaces): "),
+        "{report:#}"
+    );
+    assert!(
+        !has(&report, "hooks", "warn", "no agent hooks"),
+        "{report:#}"
+    );
+}

@@ -335,14 +335,27 @@ fn hook_checks(root: &Path, out: &mut Vec<Check>) {
             HookState::Absent => {}
         }
     }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        for (agent, path) in probe::user_hooks(Path::new(&home)) {
+            any = true;
+            out.push(check(
+                S,
+                Level::Ok,
+                format!("{agent} (all workspaces): {}", path.display()),
+            ));
+        }
+    }
     if !any {
         out.push(
             check(
                 S,
                 Level::Warn,
-                format!("no agent hooks installed in {}", root.display()),
+                format!(
+                    "no agent hooks installed in {} or for the user",
+                    root.display()
+                ),
             )
-            .hint("openfiles hooks install"),
+            .hint("openfiles hooks install --agent <id> (or --user)"),
         );
     }
 }

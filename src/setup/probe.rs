@@ -207,6 +207,23 @@ pub fn hooks(root: &Path) -> Vec<(&'static str, HookState)> {
         .collect()
 }
 
+/// Agents whose user-level configuration (in `home`, at the paths `hooks install --user`
+/// writes) runs `openfiles hook`: those hooks fire in every workspace.
+pub fn user_hooks(home: &Path) -> Vec<(&'static str, PathBuf)> {
+    use crate::hook::install::agents::{target, Scope, SUPPORTED};
+    let scope = Scope::User(home.to_owned());
+    SUPPORTED
+        .iter()
+        .filter_map(|agent| target(agent, &scope, "openfiles"))
+        .filter(|t| {
+            std::fs::read_to_string(&t.path)
+                .map(|text| text.contains(HOOK_MARKER))
+                .unwrap_or(false)
+        })
+        .map(|t| (t.agent, t.path))
+        .collect()
+}
+
 /// Read a number from a `/proc/sys` file.
 pub fn read_sysctl(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
