@@ -264,6 +264,16 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
             }
         }
     }
+    if opts.platform == Platform::Launchd && opts.now && !opts.dry_run {
+        // A loaded agent keeps its old definition and makes `bootstrap` fail: unload it
+        // first (failing when it is not loaded is fine).
+        let bootout = &manager_commands(Platform::Launchd, Action::Uninstall)?[0];
+        let _ = Command::new(&bootout[0])
+            .args(&bootout[1..])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
     finish(opts, &commands, "to start it on first use, run")
 }
 
