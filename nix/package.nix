@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage {
   cargoLock.lockFile = ../Cargo.lock;
 
   # The whole workspace: the binary and the plugin cdylibs.
-  cargoBuildFlags = [ "--workspace" ];
+  cargoBuildFlags = [ "--workspace" "--exclude" "openfiles-test-fixtures" ];
   # The integration tests need a systemd user manager, PTYs and language servers; CI runs them.
   doCheck = false;
 
