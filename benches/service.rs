@@ -229,7 +229,11 @@ fn main() {
         return; // `cargo test --all-targets` probes benches with --list
     }
     std::env::set_var("OPENFILES_TEST_LOG", "warn");
-    let profile = if cfg!(debug_assertions) { "DEBUG build: figures not meaningful" } else { "release build" };
+    let profile = if cfg!(debug_assertions) {
+        "DEBUG build: figures not meaningful"
+    } else {
+        "release build"
+    };
     println!("openfiles service benchmark ({profile}, this machine)");
     println!(
         "start -> READY=1, p50 of 20: {:.1} ms (goal <= 50)",

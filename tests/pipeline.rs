@@ -12,36 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use openfiles::control::protocol::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles::control::protocol::{Edited, Request};
 use openfiles::spec::{DiagnosticsFile, Severity};
-
-fn edited(env: &Env, paths: &[&Path]) -> EditedReply {
-    env.client()
-        .call_as(&Request::Edited(Edited {
-            paths: paths.iter().map(|p| p.to_path_buf()).collect(),
-            agent: Some("test".into()),
-            ..Default::default()
-        }))
-        .unwrap()
-}
-
-fn wait(env: &Env, paths: &[&Path], since: u64, timeout_ms: u64) -> WaitReply {
-    env.client()
-        .call_as(&Request::Wait(Wait {
-            paths: paths.iter().map(|p| p.to_path_buf()).collect(),
-            since,
-            timeout_ms: Some(timeout_ms),
-        }))
-        .unwrap()
-}
-
-fn status(env: &Env) -> StatusReply {
-    env.client().call_as(&Request::Status).unwrap()
-}
-
-fn read_diagnostics(ws: &Path) -> DiagnosticsFile {
-    serde_json::from_slice(&std::fs::read(ws.join(".openfiles/diagnostics.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
@@ -62,9 +34,9 @@ fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
     .unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
 
-    let r = edited(&env, &[&main]);
+    let r = env.edited(&[&main]);
     assert_eq!(r.workspaces[0].root, ws);
-    let w = wait(&env, &[&main], r.ts, 240_000);
+    let w = env.wait(&[&main], r.ts, 240_000);
     assert!(w.complete, "{w:?}");
     let entry = &w.workspaces[0].files["src/main.rs"];
     let e = entry
@@ -77,12 +49,13 @@ fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
     assert!(entry.checked_at >= r.ts);
     // diagnostics.json says the same (it is written right after the waiters are answered).
     wait_until("diagnostics.json has the result", || {
-        read_diagnostics(&ws)
+        diagnostics(&ws)
+            .unwrap()
             .files
             .get("src/main.rs")
             .is_some_and(|f| f.errors >= 1)
     });
-    let doc = read_diagnostics(&ws);
+    let doc = diagnostics(&ws).unwrap();
     assert_eq!(doc.files["src/main.rs"].path, main);
 
     std::fs::write(
@@ -90,8 +63,8 @@ fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
         "fn main() {\n    let x: u32 = 7;\n    println!(\"{x}\");\n}\n",
     )
     .unwrap();
-    let r = edited(&env, &[&main]);
-    let w = wait(&env, &[&main], r.ts, 240_000);
+    let r = env.edited(&[&main]);
+    let w = env.wait(&[&main], r.ts, 240_000);
     assert!(w.complete);
     let entry = &w.workspaces[0].files["src/main.rs"];
     assert_eq!((entry.errors, entry.warnings), (0, 0), "{entry:?}");
@@ -135,7 +108,7 @@ fn concurrent_writers_every_line_exactly_once() {
         assert!(w.wait().unwrap().success());
     }
     wait_until("all 80 000 lines are taken", || {
-        let st = status(&env);
+        let st = env.status();
         st.workspaces[0].queue_lines + st.workspaces[0].malformed_queue_lines >= 80_000
     });
     // Give a double-count the chance to show: the drain must go idle at exactly 80 000.
@@ -145,7 +118,7 @@ fn concurrent_writers_every_line_exactly_once() {
                 .map(|m| m.len() == 0)
                 .unwrap_or(true)
     });
-    let st = status(&env);
+    let st = env.status();
     assert_eq!(st.workspaces[0].queue_lines, 80_000);
     assert_eq!(st.workspaces[0].malformed_queue_lines, 0);
 }
@@ -160,7 +133,7 @@ fn kill_9_during_intake_loses_and_repeats_nothing() {
     let queue = ws.join(".openfiles/queue.jsonl");
     let mut w = writer(&queue, "w", 20_000, &target);
     wait_until("intake is under way", || {
-        status(&env).workspaces[0].queue_lines > 0
+        env.status().workspaces[0].queue_lines > 0
     });
     svc.kill9();
     assert!(w.wait().unwrap().success());
@@ -174,10 +147,10 @@ fn kill_9_during_intake_loses_and_repeats_nothing() {
     drop(f);
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
     wait_until("every line is taken after the restart", || {
-        status(&env).workspaces[0].queue_lines >= 20_001
+        env.status().workspaces[0].queue_lines >= 20_001
     });
     wait_until("the queue is drained", || !queue.exists());
-    assert_eq!(status(&env).workspaces[0].queue_lines, 20_001);
+    assert_eq!(env.status().workspaces[0].queue_lines, 20_001);
 }
 
 #[test]
@@ -189,7 +162,7 @@ fn diagnostics_json_is_never_torn() {
         std::fs::write(f, "x").unwrap();
     }
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    edited(&env, &[&files[0]]);
+    env.edited(&[&files[0]]);
     wait_until("diagnostics.json exists", || {
         ws.join(".openfiles/diagnostics.json").exists()
     });
@@ -252,12 +225,12 @@ fn malformed_lines_are_counted_and_skipped() {
         .write_all(text.as_bytes())
         .unwrap();
     wait_until("lines are taken", || {
-        let st = status(&env);
+        let st = env.status();
         st.workspaces[0].queue_lines == 1 && st.workspaces[0].malformed_queue_lines == 4
     });
     wait_until("the good file is in diagnostics.json", || {
         ws.join(".openfiles/diagnostics.json").exists()
-            && read_diagnostics(&ws).files.contains_key("good.txt")
+            && diagnostics(&ws).unwrap().files.contains_key("good.txt")
     });
 }
 
@@ -275,17 +248,14 @@ fn outside_paths_symlink_escapes_and_sensitive_files() {
     std::fs::write(ws.join("node_modules/x/i.txt"), "dep").unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
 
-    let r = edited(
-        &env,
-        &[
-            &ws.join("link.txt"),
-            &ws.join("../elsewhere/secret.txt"),
-            Path::new("/etc/passwd"),
-            &ws.join(".env"),
-            &ws.join("ok.txt"),
-            &ws.join("node_modules/x/i.txt"),
-        ],
-    );
+    let r = env.edited(&[
+        &ws.join("link.txt"),
+        &ws.join("../elsewhere/secret.txt"),
+        Path::new("/etc/passwd"),
+        &ws.join(".env"),
+        &ws.join("ok.txt"),
+        &ws.join("node_modules/x/i.txt"),
+    ]);
     let reasons: Vec<String> = r
         .rejected
         .iter()
@@ -315,7 +285,7 @@ fn outside_paths_symlink_escapes_and_sensitive_files() {
     let accepted: Vec<&PathBuf> = r.workspaces.iter().flat_map(|w| &w.paths).collect();
     assert_eq!(accepted.len(), 2, "{accepted:?}");
 
-    let w = wait(&env, &[&ws.join(".env"), &ws.join("ok.txt")], r.ts, 60_000);
+    let w = env.wait(&[&ws.join(".env"), &ws.join("ok.txt")], r.ts, 60_000);
     assert!(w.complete);
     let files = &w.workspaces[0].files;
     let env_entry = &files[".env"];
@@ -340,8 +310,8 @@ fn wait_answers_at_the_deadline_when_a_check_hangs() {
     let slow = ws.join("x.slow");
     std::fs::write(&slow, "x").unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let r = edited(&env, &[&slow]);
-    let w = wait(&env, &[&slow], r.ts, 300);
+    let r = env.edited(&[&slow]);
+    let w = env.wait(&[&slow], r.ts, 300);
     assert!(!w.complete);
     assert_eq!(w.workspaces[0].files["x.slow"].checked_at, 0);
     let _ = Duration::from_millis(0);
@@ -356,8 +326,8 @@ fn real_language_server_through_the_service_ruff() {
     let file = ws.join("m.py");
     std::fs::write(&file, "import os\n\n\ndef f():\n    return 1\n").unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let r = edited(&env, &[&file]);
-    let w = wait(&env, &[&file], r.ts, 120_000);
+    let r = env.edited(&[&file]);
+    let w = env.wait(&[&file], r.ts, 120_000);
     assert!(w.complete, "{w:?}");
     let entry = &w.workspaces[0].files["m.py"];
     let f401 = entry
@@ -368,8 +338,8 @@ fn real_language_server_through_the_service_ruff() {
     assert_eq!((f401.line, f401.column), (1, 8));
     // Fixed: fresh results, not the stale F401.
     std::fs::write(&file, "def f():\n    return 1\n").unwrap();
-    let r = edited(&env, &[&file]);
-    let w = wait(&env, &[&file], r.ts, 120_000);
+    let r = env.edited(&[&file]);
+    let w = env.wait(&[&file], r.ts, 120_000);
     let entry = &w.workspaces[0].files["m.py"];
     assert!(
         entry

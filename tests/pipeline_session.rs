@@ -10,35 +10,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use common::*;
-use openfiles::control::protocol::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
-use openfiles::spec::DiagnosticsFile;
-
-fn edited(env: &Env, paths: &[&Path]) -> EditedReply {
-    env.client()
-        .call_as(&Request::Edited(Edited {
-            paths: paths.iter().map(|p| p.to_path_buf()).collect(),
-            ..Default::default()
-        }))
-        .unwrap()
-}
-
-fn wait(env: &Env, paths: &[&Path], since: u64) -> WaitReply {
-    env.client()
-        .call_as(&Request::Wait(Wait {
-            paths: paths.iter().map(|p| p.to_path_buf()).collect(),
-            since,
-            timeout_ms: Some(60_000),
-        }))
-        .unwrap()
-}
-
-fn status(env: &Env) -> StatusReply {
-    env.client().call_as(&Request::Status).unwrap()
-}
-
-fn diagnostics(ws: &Path) -> Option<DiagnosticsFile> {
-    serde_json::from_slice(&std::fs::read(ws.join(".openfiles/diagnostics.json")).ok()?).ok()
-}
+use openfiles::control::protocol::{Request, Wait, WaitReply};
 
 fn instant_env() -> Env {
     let mut env = Env::new();
@@ -54,16 +26,16 @@ fn session_survives_restart_and_deleted_files_leave_it() {
     std::fs::write(&a, "a").unwrap();
     std::fs::write(&b, "b").unwrap();
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let r = edited(&env, &[&a, &b]);
-    assert!(wait(&env, &[&a, &b], r.ts).complete);
+    let r = env.edited(&[&a, &b]);
+    assert!(env.wait(&[&a, &b], r.ts, 60_000).complete);
     svc.terminate();
 
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    assert_eq!(status(&env).workspaces[0].session_files, 2);
+    assert_eq!(env.status().workspaces[0].session_files, 2);
     let doc = diagnostics(&ws).unwrap();
     assert!(doc.files["a.txt"].checked_at > 0);
     std::fs::remove_file(&b).unwrap();
-    let r = edited(&env, &[&b]);
+    let r = env.edited(&[&b]);
     assert_eq!(r.rejected[0].reason, "deleted");
     wait_until("b.txt leaves diagnostics.json", || {
         diagnostics(&ws)
@@ -93,7 +65,7 @@ fn queued_but_unchecked_files_have_checked_at_zero() {
     let slow = ws.join("x.slow");
     std::fs::write(&slow, "x").unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    edited(&env, &[&slow]);
+    env.edited(&[&slow]);
     wait_until("the pending entry is written", || {
         diagnostics(&ws).is_some_and(|d| d.files.contains_key("x.slow"))
     });
@@ -121,7 +93,7 @@ fn watcher_notices_edits_without_a_hook_but_not_git_checkouts() {
         .set_modified(old)
         .unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let watches = status(&env).workspaces[0].watches;
+    let watches = env.status().workspaces[0].watches;
     assert!(watches >= 2, "root and src watched: {watches}");
 
     std::fs::write(ws.join("node_modules/dep/x.txt"), "ignored").unwrap();
@@ -146,7 +118,7 @@ fn watcher_notices_edits_without_a_hook_but_not_git_checkouts() {
     std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
     std::fs::write(ws.join("src/checkout.txt"), "from git").unwrap();
     wait_until("the watcher drops the batch", || {
-        status(&env).workspaces[0].git_batches_ignored >= 1
+        env.status().workspaces[0].git_batches_ignored >= 1
     });
     let doc = diagnostics(&ws).unwrap();
     assert!(
@@ -168,7 +140,7 @@ fn stands_back_while_the_editor_extension_is_live() {
     )
     .unwrap();
     wait_until("status says standing back", || {
-        status(&env).workspaces[0].standing_back
+        env.status().workspaces[0].standing_back
     });
     let a = ws.join("a.txt");
     std::fs::write(&a, "a").unwrap();
@@ -181,7 +153,7 @@ fn stands_back_while_the_editor_extension_is_live() {
     let before = diagnostics(&ws);
     // A full heartbeat period passes (our heartbeat is rewritten after the line was queued):
     // the queue is the editor's, untouched.
-    let st0 = status(&env).workspaces[0].queue_lines;
+    let st0 = env.status().workspaces[0].queue_lines;
     let ours = std::fs::read_dir(ws.join(".openfiles/vscode"))
         .unwrap()
         .flatten()
@@ -198,15 +170,15 @@ fn stands_back_while_the_editor_extension_is_live() {
         },
     );
     assert!(queue.exists());
-    assert_eq!(status(&env).workspaces[0].queue_lines, st0);
+    assert_eq!(env.status().workspaces[0].queue_lines, st0);
     assert_eq!(diagnostics(&ws), before);
 
     std::fs::remove_file(&editor_beat).unwrap();
     wait_until("the service takes over again", || {
-        !status(&env).workspaces[0].standing_back
+        !env.status().workspaces[0].standing_back
     });
     wait_until("the queue line is taken", || {
-        status(&env).workspaces[0].queue_lines == st0 + 1
+        env.status().workspaces[0].queue_lines == st0 + 1
     });
 }
 
@@ -220,10 +192,10 @@ fn a_burst_of_500_files_is_checked_in_batches() {
     }
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
-    let r = edited(&env, &refs);
+    let r = env.edited(&refs);
     assert_eq!(r.workspaces[0].paths.len(), 500);
-    assert!(wait(&env, &refs, r.ts).complete);
-    let st = status(&env);
+    assert!(env.wait(&refs, r.ts, 60_000).complete);
+    let st = env.status();
     let checks = st.plugins[0]["checks"].as_u64().unwrap();
     assert!(checks <= 5, "500 files took {checks} plugin runs");
 }
@@ -270,7 +242,7 @@ fn check_command_through_the_service_and_in_process() {
     assert_eq!(entry["errors"], 1);
     assert_eq!(entry["items"][0]["code"], "E0308");
     assert_eq!(
-        status(&env).workspaces.len(),
+        env.status().workspaces.len(),
         1,
         "the check registered the crate's workspace"
     );
@@ -304,7 +276,7 @@ fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
     let slow = ws.join("x.slow");
     std::fs::write(&slow, "x").unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    edited(&env, &[&slow]);
+    env.edited(&[&slow]);
     // An edit made long ago: its deadline (ts + 1 s) has passed, so the answer is immediate.
     // (Counting 4 s from the request instead would exceed the client's 3 s read limit.)
     let long_ago = openfiles::spec::now_ms() - 60_000;

@@ -11,7 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openfiles::control::client::Client;
-use openfiles::control::protocol::Request;
+use openfiles::control::protocol::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles::spec::DiagnosticsFile;
 
 /// Upper bound for anything we wait for; reaching it fails the test.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -102,6 +103,37 @@ impl Env {
     pub fn client(&self) -> Client {
         Client::connect(&self.socket, Some(PATIENCE)).unwrap()
     }
+
+    /// `edited` for these paths.
+    pub fn edited(&self, paths: &[&Path]) -> EditedReply {
+        self.client()
+            .call_as(&Request::Edited(Edited {
+                paths: paths.iter().map(|p| p.to_path_buf()).collect(),
+                agent: Some("test".into()),
+                ..Default::default()
+            }))
+            .unwrap()
+    }
+
+    /// `wait` for these paths since `since`, at most `timeout_ms`.
+    pub fn wait(&self, paths: &[&Path], since: u64, timeout_ms: u64) -> WaitReply {
+        self.client()
+            .call_as(&Request::Wait(Wait {
+                paths: paths.iter().map(|p| p.to_path_buf()).collect(),
+                since,
+                timeout_ms: Some(timeout_ms),
+            }))
+            .unwrap()
+    }
+
+    pub fn status(&self) -> StatusReply {
+        self.client().call_as(&Request::Status).unwrap()
+    }
+}
+
+/// A workspace's `diagnostics.json`, if it exists and parses.
+pub fn diagnostics(ws: &Path) -> Option<DiagnosticsFile> {
+    serde_json::from_slice(&std::fs::read(ws.join(".openfiles/diagnostics.json")).ok()?).ok()
 }
 
 fn unique() -> u128 {
