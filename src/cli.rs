@@ -55,6 +55,11 @@ pub enum Command {
     /// Example: openfiles forget ~/src/app
     Forget(PathArgs),
 
+    /// Drive Claws terminals and the bus of a workspace (`.claws/claws.sock`).
+    ///
+    /// Example: openfiles claws exec 1 'cargo test'
+    Claws(crate::claws::client::ClawsArgs),
+
     /// Print shell completions.
     ///
     /// Example: openfiles completions bash > ~/.local/share/bash-completion/completions/openfiles
@@ -105,6 +110,7 @@ pub fn run() -> std::process::ExitCode {
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
+        Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(

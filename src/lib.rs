@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` at the repository root for the map of modules.
 
 pub mod admin;
+pub mod claws;
 pub mod cli;
 pub mod config;
 pub mod control;
