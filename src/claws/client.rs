@@ -111,17 +111,23 @@ impl Client {
         if self.reader.read_line(&mut line)? == 0 {
             return Ok(None);
         }
-        Ok(Some(serde_json::from_str(&line).context("bad answer from the Claws socket")?))
+        Ok(Some(
+            serde_json::from_str(&line).context("bad answer from the Claws socket")?,
+        ))
     }
 
     /// Send `req` and return its answer (skipping push frames).
     pub fn call(&mut self, req: &Value) -> anyhow::Result<Value> {
         let mut line = req.to_string();
         line.push('\n');
-        self.writer.write_all(line.as_bytes())?;
+        // A refusing server answers and hangs up at once: read its answer even if the write failed.
+        let wrote = self.writer.write_all(line.as_bytes());
         loop {
             match self.next()? {
-                None => bail!("the Claws socket closed the connection"),
+                None => {
+                    wrote?;
+                    bail!("the Claws socket closed the connection")
+                }
                 Some(v) if v.get("push").is_some() => continue,
                 Some(v) => return Ok(v),
             }
@@ -153,7 +159,12 @@ pub fn socket_for(args: &ClawsArgs) -> anyhow::Result<PathBuf> {
 fn one(sock: &Path, req: Value) -> anyhow::Result<Value> {
     let v = Client::connect(sock)?.call(&req)?;
     if v.get("ok") != Some(&Value::Bool(true)) {
-        bail!("{}", v.get("error").and_then(Value::as_str).unwrap_or("request failed"));
+        bail!(
+            "{}",
+            v.get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("request failed")
+        );
     }
     Ok(v)
 }
@@ -166,18 +177,41 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
     let sock = socket_for(&args)?;
     match args.cmd {
         ClawsCmd::List => println!("{}", one(&sock, json!({"id": 1, "cmd": "list"}))?),
-        ClawsCmd::Create { name, cwd, wrapped, shell } => {
-            let v = one(&sock, json!({"id": 1, "cmd": "create", "name": name, "cwd": cwd,
-                                      "wrapped": wrapped, "shellPath": shell}))?;
+        ClawsCmd::Create {
+            name,
+            cwd,
+            wrapped,
+            shell,
+        } => {
+            let v = one(
+                &sock,
+                json!({"id": 1, "cmd": "create", "name": name, "cwd": cwd,
+                                      "wrapped": wrapped, "shellPath": shell}),
+            )?;
             println!("{}", v["id"].as_str().unwrap_or_default());
         }
-        ClawsCmd::Send { id, text, no_newline, paste } => {
-            one(&sock, json!({"cmd": "send", "id": id, "text": text, "newline": !no_newline,
-                              "paste": paste}))?;
+        ClawsCmd::Send {
+            id,
+            text,
+            no_newline,
+            paste,
+        } => {
+            one(
+                &sock,
+                json!({"cmd": "send", "id": id, "text": text, "newline": !no_newline,
+                              "paste": paste}),
+            )?;
         }
-        ClawsCmd::Exec { id, command, timeout_ms } => {
-            let v = one(&sock, json!({"cmd": "exec", "id": id, "command": command,
-                                      "timeoutMs": timeout_ms}))?;
+        ClawsCmd::Exec {
+            id,
+            command,
+            timeout_ms,
+        } => {
+            let v = one(
+                &sock,
+                json!({"cmd": "exec", "id": id, "command": command,
+                                      "timeoutMs": timeout_ms}),
+            )?;
             if v.get("degraded") == Some(&Value::Bool(true)) {
                 eprintln!("openfiles: terminal {id} has no shell integration; output not captured");
                 return Ok(3);
@@ -187,13 +221,25 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             let code = ev["exitCode"].as_i64().unwrap_or(1);
             return Ok(u8::try_from(code).unwrap_or(1));
         }
-        ClawsCmd::Log { id, offset, limit, raw } => {
-            let v = one(&sock, json!({"cmd": "readLog", "id": id, "offset": offset,
-                                      "limit": limit, "strip": !raw}))?;
+        ClawsCmd::Log {
+            id,
+            offset,
+            limit,
+            raw,
+        } => {
+            let v = one(
+                &sock,
+                json!({"cmd": "readLog", "id": id, "offset": offset,
+                                      "limit": limit, "strip": !raw}),
+            )?;
             print!("{}", v["bytes"].as_str().unwrap_or_default());
         }
         ClawsCmd::Close { id } => println!("{}", one(&sock, json!({"cmd": "close", "id": id}))?),
-        ClawsCmd::Subscribe { topic, from_cursor, count } => {
+        ClawsCmd::Subscribe {
+            topic,
+            from_cursor,
+            count,
+        } => {
             let mut c = Client::connect(&sock)?;
             let h = c.call(&json!({"id": 1, "cmd": "hello", "protocol": "claws/2",
                                    "role": "observer", "peerName": "openfiles-cli"}))?;
@@ -217,10 +263,13 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             }
         }
         ClawsCmd::Publish { topic, payload } => {
-            let payload: Value = serde_json::from_str(&payload).context("the payload is not JSON")?;
+            let payload: Value =
+                serde_json::from_str(&payload).context("the payload is not JSON")?;
             let mut c = Client::connect(&sock)?;
-            c.call(&json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker",
-                           "peerName": "openfiles-cli"}))?;
+            c.call(
+                &json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker",
+                           "peerName": "openfiles-cli"}),
+            )?;
             let v = c.call(&json!({"id": 2, "cmd": "publish", "protocol": "claws/2",
                                    "topic": topic, "payload": payload}))?;
             println!("{v}");

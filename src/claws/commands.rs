@@ -63,7 +63,8 @@ pub async fn dispatch(shared: &Arc<Shared>, sess: &Session, req: &Request) -> An
         "resize" => with_terminal(shared, req, |t| {
             let cols = req.u64("cols").unwrap_or(80).clamp(1, 1000) as u16;
             let rows = req.u64("rows").unwrap_or(24).clamp(1, 1000) as u16;
-            t.resize(cols, rows).map_err(|e| format!("resize failed: {e}"))?;
+            t.resize(cols, rows)
+                .map_err(|e| format!("resize failed: {e}"))?;
             Ok(Map::new())
         })
         .into(),
@@ -183,7 +184,8 @@ fn create(shared: &Arc<Shared>, req: &Request) -> Body {
         correlation_id: req.str("correlationId").map(str::to_owned),
     };
     let wrapped = opts.wrapped;
-    let term = Terminal::spawn(shared, id, opts).map_err(|e| format!("cannot start the shell: {e}"))?;
+    let term =
+        Terminal::spawn(shared, id, opts).map_err(|e| format!("cannot start the shell: {e}"))?;
     let (log_path, pid) = (term.log_path.clone(), term.pid);
     shared.insert_terminal(term);
     Ok(body(json!({
@@ -202,7 +204,9 @@ fn send(shared: &Shared, req: &Request) -> Body {
     if !t.is_live() || !t.send(text, newline, paste) {
         return Err(format!("terminal {} has exited", t.id));
     }
-    Ok(body(json!({"mode": if t.wrapped { "wrapped" } else { "unwrapped" }})))
+    Ok(body(
+        json!({"mode": if t.wrapped { "wrapped" } else { "unwrapped" }}),
+    ))
 }
 
 async fn exec(shared: &Shared, req: &Request) -> Body {
@@ -215,14 +219,20 @@ async fn exec(shared: &Shared, req: &Request) -> Body {
         ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
         ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
         ExecOutcome::Timeout => Err(format!("exec timeout after {ms}ms")),
-        ExecOutcome::Exited => Err(format!("terminal {} exited before the command finished", t.id)),
+        ExecOutcome::Exited => Err(format!(
+            "terminal {} exited before the command finished",
+            t.id
+        )),
     }
 }
 
 fn read_log(shared: &Shared, req: &Request) -> Body {
     let t = find(shared, req)?;
     if !t.wrapped {
-        return Err(format!("terminal {} is not wrapped (no log available)", t.id));
+        return Err(format!(
+            "terminal {} is not wrapped (no log available)",
+            t.id
+        ));
     }
     let limit = req.u64("limit").unwrap_or(READ_LIMIT).clamp(4, READ_LIMIT);
     let strip = req.bool("strip").unwrap_or(true);

@@ -77,7 +77,10 @@ async fn serve(mut stream: UnixStream, shared: Arc<Shared>, stop: CancellationTo
             let msg = proto::answer(
                 None,
                 proto::PROTOCOL,
-                Err(format!("peer uid {} refused: only uid {me} may use this socket", c.uid())),
+                Err(format!(
+                    "peer uid {} refused: only uid {me} may use this socket",
+                    c.uid()
+                )),
             );
             let _ = stream.write_all(msg.as_bytes()).await;
             return;

@@ -66,7 +66,10 @@ impl ClawsRegistry {
 
     /// (workspace, socket) pairs, in start order.
     pub fn servers(&self) -> Vec<(PathBuf, PathBuf)> {
-        self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn add(&self, ws: &Path, sock: &Path) {
@@ -241,7 +244,9 @@ impl ClawsServer {
         }
         let _ = std::fs::remove_file(&self.socket);
         self.shared.registry.remove(&self.socket);
-        let terms: Vec<Arc<Terminal>> = std::mem::take(&mut *self.shared.terms()).into_values().collect();
+        let terms: Vec<Arc<Terminal>> = std::mem::take(&mut *self.shared.terms())
+            .into_values()
+            .collect();
         let mut hangups = Vec::new();
         for t in terms {
             self.shared.announce_closed(&t, "shutdown");

@@ -63,7 +63,11 @@ fn incompatible(client: &str) -> String {
 }
 
 /// One answer line (with its newline).
-pub fn answer(id: Option<&Value>, protocol: &str, body: Result<Map<String, Value>, String>) -> String {
+pub fn answer(
+    id: Option<&Value>,
+    protocol: &str,
+    body: Result<Map<String, Value>, String>,
+) -> String {
     let mut m = Map::new();
     if let Some(id) = id {
         m.insert("id".into(), id.clone());
@@ -113,7 +117,11 @@ mod tests {
     fn last_id_wins_and_rid_is_never_shadowed() {
         let r = Request::parse(br#"{"id":7,"cmd":"send","id":"1"}"#).unwrap();
         assert_eq!(r.id(), Some(&Value::String("1".into())));
-        let a = answer(Some(&Value::from(3)), PROTOCOL, Ok(body(serde_json::json!({"id":"5","rid":9}))));
+        let a = answer(
+            Some(&Value::from(3)),
+            PROTOCOL,
+            Ok(body(serde_json::json!({"id":"5","rid":9}))),
+        );
         let v: Value = serde_json::from_str(&a).unwrap();
         assert_eq!(v["id"], "5");
         assert_eq!(v["rid"], 3);

@@ -172,6 +172,9 @@ mod tests {
         assert_eq!(out[0].kind, MarkKind::CommandLine("echo a;b\\".into()));
         assert_eq!(out[1].kind, MarkKind::End(3));
         assert_eq!(out[1].end, 100 + data.len() as u64);
-        assert_eq!(out[1].end - out[1].start, "\x1b]633;D;n1;3\x07".len() as u64);
+        assert_eq!(
+            out[1].end - out[1].start,
+            "\x1b]633;D;n1;3\x07".len() as u64
+        );
     }
 }

@@ -499,10 +499,12 @@ fn trim_prompt_sp(raw: &[u8]) -> &[u8] {
         return raw;
     }
     r = &r[..r.len() - spaces];
-    let strip_sgr = |r: &[u8]| -> usize {
-        if r.last() == Some(&b'm') {
-            if let Some(i) = r.iter().rposition(|&b| b == 0x1b) {
-                return i;
+    // Drop trailing SGR sequences (`ESC [ … m`).
+    let strip_sgr = |mut r: &[u8]| -> usize {
+        while r.last() == Some(&b'm') {
+            match r.iter().rposition(|&b| b == 0x1b) {
+                Some(i) if r[i..].get(1) == Some(&b'[') => r = &r[..i],
+                _ => break,
             }
         }
         r.len()

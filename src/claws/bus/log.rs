@@ -154,7 +154,12 @@ impl EventLog {
         let segs = segments(&self.dir);
         let sizes: Vec<(u32, u64)> = segs
             .iter()
-            .map(|&n| (n, std::fs::metadata(seg_path(&self.dir, n)).map_or(0, |m| m.len())))
+            .map(|&n| {
+                (
+                    n,
+                    std::fs::metadata(seg_path(&self.dir, n)).map_or(0, |m| m.len()),
+                )
+            })
             .collect();
         let mut total: u64 = sizes.iter().map(|s| s.1).sum();
         for (n, len) in sizes {
@@ -202,7 +207,13 @@ pub fn for_each_event(
             break; // torn last line
         }
         if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-            f(Cursor { segment: n, offset: at }, v);
+            f(
+                Cursor {
+                    segment: n,
+                    offset: at,
+                },
+                v,
+            );
         }
     }
     Ok(())

@@ -62,9 +62,8 @@ impl Outbox {
     /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
     pub fn take_dropped_notice(&self) -> Option<String> {
         let n = self.dropped.swap(0, Ordering::Relaxed);
-        (n > 0).then(|| {
-            format!("{{\"push\":\"dropped\",\"protocol\":\"claws/2\",\"count\":{n}}}\n")
-        })
+        (n > 0)
+            .then(|| format!("{{\"push\":\"dropped\",\"protocol\":\"claws/2\",\"count\":{n}}}\n"))
     }
 }
 
@@ -114,8 +113,16 @@ impl Replay {
             if n < self.from.segment || n > self.until.segment {
                 continue;
             }
-            let from = if n == self.from.segment { self.from.offset } else { 0 };
-            let until = if n == self.until.segment { self.until.offset } else { u64::MAX };
+            let from = if n == self.from.segment {
+                self.from.offset
+            } else {
+                0
+            };
+            let until = if n == self.until.segment {
+                self.until.offset
+            } else {
+                u64::MAX
+            };
             let _ = log::for_each_event(&self.dir, n, from, until, |cur, v| {
                 let Value::Object(mut m) = v else { return };
                 let hit = m.get("topic").and_then(Value::as_str).is_some_and(|t| {
@@ -134,9 +141,10 @@ impl Replay {
                 }
             });
         }
-        let mut s = json!({"push": "caught-up", "protocol": "claws/2", "subscriptionId": self.sub_id,
+        let mut s =
+            json!({"push": "caught-up", "protocol": "claws/2", "subscriptionId": self.sub_id,
                            "replayedCount": out.len(), "resumeCursor": self.until.to_string()})
-        .to_string();
+            .to_string();
         s.push('\n');
         out.push(s);
         out
@@ -189,8 +197,10 @@ impl Bus {
         }
         let mut st = self.lock();
         if let Some(p) = st.peers.get(&sess.conn_id) {
-            return Ok(body(json!({"peerId": p.peer_id, "serverCapabilities": CAPABILITIES,
-                                  "idempotent": true})));
+            return Ok(body(
+                json!({"peerId": p.peer_id, "serverCapabilities": CAPABILITIES,
+                                  "idempotent": true}),
+            ));
         }
         let role = req.str("role").unwrap_or("observer").to_owned();
         let name = req.str("peerName").unwrap_or("unnamed").to_owned();
@@ -198,7 +208,13 @@ impl Bus {
         let peer_id = match nonce {
             Some(n) => {
                 let h = Sha256::digest(format!("{name}\0{role}\0{n}").as_bytes());
-                format!("fp_{}", h[..6].iter().map(|b| format!("{b:02x}")).collect::<String>())
+                format!(
+                    "fp_{}",
+                    h[..6]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
+                )
             }
             None => format!("p_{}", &super::shell::nonce()[..6]),
         };
@@ -218,8 +234,10 @@ impl Bus {
             .iter()
             .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
             .collect();
-        let reply = body(json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
-                                "restoredSubscriptions": restored}));
+        let reply = body(
+            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
+                                "restoredSubscriptions": restored}),
+        );
         st.peers.insert(
             sess.conn_id,
             Peer {
@@ -233,11 +251,22 @@ impl Bus {
         let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
                              "correlationId": req.map.get("correlationId"),
                              "terminalId": req.map.get("terminalId")});
-        deliver(&mut st, "server", "system.peer.connected", payload, None, true);
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.connected",
+            payload,
+            None,
+            true,
+        );
         Ok(reply)
     }
 
-    pub fn subscribe(&self, sess: &Session, req: &Request) -> Result<(Map<String, Value>, Option<Replay>), String> {
+    pub fn subscribe(
+        &self,
+        sess: &Session,
+        req: &Request,
+    ) -> Result<(Map<String, Value>, Option<Replay>), String> {
         let topic = req.str("topic").unwrap_or("");
         let from = match req.map.get("fromCursor") {
             None | Some(Value::Null) => None,
@@ -253,7 +282,13 @@ impl Bus {
         }
         st.next_sub += 1;
         let id = format!("s_{:04}", st.next_sub);
-        let until = st.log.as_ref().map_or(Cursor { segment: 1, offset: 0 }, EventLog::position);
+        let until = st.log.as_ref().map_or(
+            Cursor {
+                segment: 1,
+                offset: 0,
+            },
+            EventLog::position,
+        );
         if let Some(p) = st.peers.get_mut(&sess.conn_id) {
             p.subs.push(Sub {
                 id: id.clone(),
@@ -318,10 +353,11 @@ impl Bus {
         let from = p.peer_id.clone();
         let text = req.str("text").unwrap_or("");
         st.seq += 1;
-        let mut frame = json!({"push": "message", "protocol": "claws/2", "topic": "system.broadcast",
+        let mut frame =
+            json!({"push": "message", "protocol": "claws/2", "topic": "system.broadcast",
                                "from": from, "payload": {"text": text}, "sentAt": now_ms(),
                                "sequence": st.seq})
-        .to_string();
+            .to_string();
         frame.push('\n');
         let frame: Arc<str> = frame.into();
         let n = st
@@ -342,7 +378,14 @@ impl Bus {
         if p.stable && !p.subs.is_empty() {
             st.saved.insert(p.peer_id.clone(), p.subs);
         }
-        deliver(&mut st, "server", "system.peer.disconnected", json!({"peerId": p.peer_id}), None, true);
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.disconnected",
+            json!({"peerId": p.peer_id}),
+            None,
+            true,
+        );
     }
 }
 

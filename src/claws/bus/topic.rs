@@ -14,8 +14,7 @@ pub fn valid_topic(t: &str) -> bool {
 pub fn valid_pattern(p: &str) -> bool {
     !p.is_empty()
         && p.len() <= 512
-        && p
-            .split('.')
+        && p.split('.')
             .all(|s| !s.is_empty() && !s.chars().any(|c| c.is_whitespace()))
 }
 
