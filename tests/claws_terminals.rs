@@ -185,8 +185,10 @@ async fn exec_exit_codes_fish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sh_is_degraded_and_poll_limits() {
-    let mut cfg = ClawsConfig::default();
-    cfg.poll_limit = 2;
+    let cfg = ClawsConfig {
+        poll_limit: 2,
+        ..Default::default()
+    };
     let s = TestServer::with(cfg).await;
     let t = s.create(json!({"shellPath": "/bin/sh"})).await;
     let v = s
@@ -433,7 +435,6 @@ async fn another_uid_is_refused() {
     };
     let (out, err) = tokio::task::spawn_blocking(move || (run(false), run(true)))
         .await
-        .map(|(a, b)| (a, b))
         .unwrap();
     assert!(out.0.contains("\"ok\":true"), "same uid works: {out:?}");
     assert!(err.0.contains("refused"), "other uid refused: {err:?}");
@@ -480,8 +481,10 @@ async fn restart_keeps_ids_unique_and_socket_rules() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn close_exit_limit_env_and_unwrapped_log() {
-    let mut cfg = ClawsConfig::default();
-    cfg.max_terminals = 2;
+    let cfg = ClawsConfig {
+        max_terminals: 2,
+        ..Default::default()
+    };
     let s = TestServer::with(cfg).await;
     let t = s
         .create(json!({"shellPath": "/bin/bash", "env": {"FOO": "bar"}}))

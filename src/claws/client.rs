@@ -106,7 +106,7 @@ impl Client {
     }
 
     /// The next line from the server (`None` at end of stream).
-    pub fn next(&mut self) -> anyhow::Result<Option<Value>> {
+    pub fn next_line(&mut self) -> anyhow::Result<Option<Value>> {
         let mut line = String::new();
         if self.reader.read_line(&mut line)? == 0 {
             return Ok(None);
@@ -123,7 +123,7 @@ impl Client {
         // A refusing server answers and hangs up at once: read its answer even if the write failed.
         let wrote = self.writer.write_all(line.as_bytes());
         loop {
-            match self.next()? {
+            match self.next_line()? {
                 None => {
                     wrote?;
                     bail!("the Claws socket closed the connection")
@@ -253,8 +253,8 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             }
             let mut out = std::io::stdout().lock();
             let mut seen = 0;
-            while count.is_none_or(|n| seen < n) {
-                let Some(v) = c.next()? else { break };
+            while count.map_or(true, |n| seen < n) {
+                let Some(v) = c.next_line()? else { break };
                 writeln!(out, "{v}")?;
                 out.flush()?;
                 if v["push"] == "message" {

@@ -66,7 +66,7 @@ impl History {
             .iter()
             .map(|e| (*e).clone())
             .collect();
-        let cursor = events.last().map_or(since.max(0), |e| e.seq);
+        let cursor = events.last().map_or(since, |e| e.seq);
         (events, cursor, truncated)
     }
 }
