@@ -127,6 +127,7 @@ fn entry(t: &Terminal) -> Value {
         "ptyMode": "pty",
         "status": if exit.is_some() { "exited" } else { "running" },
         "exitCode": exit,
+        "shellState": t.phase().name(),
     })
 }
 

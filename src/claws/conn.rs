@@ -174,7 +174,15 @@ async fn write_loop(
         tokio::select! {
             biased;
             r = resp.recv() => match r {
-                Some(s) => batch.extend_from_slice(s.as_bytes()),
+                Some(s) => {
+                    batch.extend_from_slice(s.as_bytes());
+                    while batch.len() < (64 << 10) {
+                        match resp.try_recv() {
+                            Ok(s) => batch.extend_from_slice(s.as_bytes()),
+                            Err(_) => break,
+                        }
+                    }
+                }
                 None => break,
             },
             Some(p) = push.recv() => {

@@ -23,7 +23,13 @@ pub enum Kind {
 
 /// Write the scripts into `dir` (`.claws/shell`, created 0700, never through a symlink).
 pub fn install_scripts(dir: &Path) -> io::Result<()> {
-    crate::fsutil::ensure_own_dir(dir, 0o700)?;
+    crate::fsutil::ensure_private_dir(dir, 0o700)?;
+    // Scratch files of shells from an earlier run (bash keeps `history 1` there).
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_name().to_string_lossy().starts_with(".hist.") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     let zdir = dir.join("zsh");
     crate::fsutil::ensure_own_dir(&zdir, 0o700)?;
     crate::fsutil::write_atomic(&dir.join("bashrc"), BASHRC.as_bytes(), 0o600)?;

@@ -42,7 +42,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Phase::Starting => "starting",
             Phase::Prompt => "idle",
@@ -194,8 +194,9 @@ impl Terminal {
         self.lock().exit_code
     }
 
+    /// The shell process is still running (what `list` reports as `status`).
     pub fn is_live(&self) -> bool {
-        self.phase() != Phase::Exited
+        self.lock().exit_code.is_none()
     }
 
     /// (ring start, ring end).

@@ -11,8 +11,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 /// A position in the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cursor {
@@ -88,10 +86,9 @@ impl EventLog {
         let mut last_seq = 0;
         for &n in segs.iter().rev() {
             let mut max = None;
-            for_each_event(dir, n, 0, u64::MAX, |_, v| {
-                if let Some(s) = v.get("sequence").and_then(Value::as_u64) {
-                    max = Some(max.map_or(s, |m: u64| m.max(s)));
-                }
+            for_each_event(dir, n, 0, u64::MAX, |_, head, _| {
+                let s = head.sequence;
+                max = Some(max.map_or(s, |m: u64| m.max(s)));
             })?;
             if let Some(m) = max {
                 last_seq = m;
@@ -173,14 +170,23 @@ impl EventLog {
     }
 }
 
-/// Call `f(cursor, event)` for each well-formed event of segment `n` starting at or after
-/// `from` and before `until` (byte offsets). Torn or corrupt lines are skipped.
+/// The fields of a stored event that replay needs; the rest is passed through as text.
+#[derive(serde::Deserialize)]
+pub struct Head<'a> {
+    #[serde(borrow)]
+    pub topic: std::borrow::Cow<'a, str>,
+    pub sequence: u64,
+}
+
+/// Call `f(cursor, head, line)` for each well-formed event of segment `n` starting at or
+/// after `from` and before `until` (byte offsets); `line` is the stored JSON object without
+/// its newline. Torn or corrupt lines are skipped.
 pub fn for_each_event(
     dir: &Path,
     n: u32,
     from: u64,
     until: u64,
-    mut f: impl FnMut(Cursor, Value),
+    mut f: impl FnMut(Cursor, &Head<'_>, &[u8]),
 ) -> io::Result<()> {
     let mut file = match OpenOptions::new()
         .read(true)
@@ -206,14 +212,18 @@ pub fn for_each_event(
         if line.last() != Some(&b'\n') {
             break; // torn last line
         }
-        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-            f(
-                Cursor {
-                    segment: n,
-                    offset: at,
-                },
-                v,
-            );
+        let body = &line[..line.len() - 1];
+        if let Ok(head) = serde_json::from_slice::<Head<'_>>(body) {
+            if body.first() == Some(&b'{') && body.last() == Some(&b'}') {
+                f(
+                    Cursor {
+                        segment: n,
+                        offset: at,
+                    },
+                    &head,
+                    body,
+                );
+            }
         }
     }
     Ok(())

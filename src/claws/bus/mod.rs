@@ -123,22 +123,17 @@ impl Replay {
             } else {
                 u64::MAX
             };
-            let _ = log::for_each_event(&self.dir, n, from, until, |cur, v| {
-                let Value::Object(mut m) = v else { return };
-                let hit = m.get("topic").and_then(Value::as_str).is_some_and(|t| {
-                    let ts: Vec<&str> = t.split('.').collect();
-                    topic::matches(&self.segs, &ts)
-                });
-                if hit {
-                    m.insert("push".into(), "message".into());
-                    m.insert("protocol".into(), "claws/2".into());
-                    m.insert("replayed".into(), true.into());
-                    m.insert("subscriptionId".into(), self.sub_id.clone().into());
-                    m.insert("cursor".into(), cur.to_string().into());
-                    let mut s = Value::Object(m).to_string();
-                    s.push('\n');
-                    out.push(s);
+            let _ = log::for_each_event(&self.dir, n, from, until, |cur, head, line| {
+                let ts: Vec<&str> = head.topic.split('.').collect();
+                if !topic::matches(&self.segs, &ts) {
+                    return;
                 }
+                // Splice the stored object into a frame instead of re-serializing it.
+                let rest = String::from_utf8_lossy(&line[1..]);
+                out.push(format!(
+                    "{{\"push\":\"message\",\"protocol\":\"claws/2\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
+                    self.sub_id
+                ));
             });
         }
         let mut s =
