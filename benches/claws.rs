@@ -180,6 +180,27 @@ fn terminals(sock: &Path) {
         after - before,
         dt
     );
+    // the same amount from a writer that fills the PTY in blocks instead of lines
+    let before = after;
+    let t0 = Instant::now();
+    let v = c
+        .call(&json!({"id": 1, "cmd": "exec", "id": id, "timeoutMs": 300000,
+                       "command": "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c 40000000"}))
+        .unwrap();
+    let dt = t0.elapsed().as_secs_f64();
+    assert_eq!(v["event"]["exitCode"], 0, "{v}");
+    let after = one(
+        sock,
+        json!({"id": 1, "cmd": "readLog", "id": id, "limit": 4}),
+    )["totalSize"]
+        .as_u64()
+        .unwrap();
+    println!(
+        "capture_block_writer_MBps: {:.1} ({} bytes in {:.2}s, `yes | head -c 40000000`)",
+        (after - before) as f64 / 1e6 / dt,
+        after - before,
+        dt
+    );
     // request round trip
     let mut t = Vec::new();
     for i in 0..20000 {

@@ -15,7 +15,9 @@ pub fn strip(bytes: &[u8]) -> String {
     struct Plain(String);
     impl Perform for Plain {
         fn print(&mut self, c: char) {
-            self.0.push(c);
+            if c != '\x7f' {
+                self.0.push(c);
+            }
         }
         fn execute(&mut self, b: u8) {
             if matches!(b, b'\t' | b'\n' | b'\r') {
@@ -54,15 +56,22 @@ pub enum MarkKind {
     End(i32),
 }
 
-/// Finds marks in a byte stream fed in arbitrary chunks.
+/// Finds marks in a byte stream fed in arbitrary chunks. Plain output is skipped with
+/// `memchr` for the `ESC ] 633 ;` prefix; each candidate up to its BEL is parsed by `vte`.
+/// A candidate cut by a chunk boundary is carried into the next chunk (bounded).
 pub struct MarkScanner {
-    parser: Parser,
     nonce: Vec<u8>,
+    carry: Vec<u8>,
+    carry_base: u64,
 }
+
+const PREFIX: &[u8] = b"\x1b]633;";
+/// Longest mark kept across chunks (a mark carries an escaped command line).
+const MAX_MARK: usize = 256 << 10;
 
 struct Collect<'a> {
     nonce: &'a [u8],
-    found: Option<(MarkKind, usize)>,
+    found: Option<MarkKind>,
 }
 
 impl Perform for Collect<'_> {
@@ -70,22 +79,21 @@ impl Perform for Collect<'_> {
         if !bell_terminated || params.len() < 3 || params[0] != b"633" || params[2] != self.nonce {
             return;
         }
-        // ESC ] + params joined by ';' + BEL
-        let len = 3 + params.iter().map(|p| p.len()).sum::<usize>() + params.len() - 1;
-        let kind = match params[1] {
-            b"A" => MarkKind::Prompt,
-            b"C" => MarkKind::Start,
-            b"E" => MarkKind::CommandLine(unescape(params.get(3).copied().unwrap_or(b""))),
-            b"D" => MarkKind::End(
+        self.found = match params[1] {
+            b"A" => Some(MarkKind::Prompt),
+            b"C" => Some(MarkKind::Start),
+            b"E" => Some(MarkKind::CommandLine(unescape(
+                params.get(3).copied().unwrap_or(b""),
+            ))),
+            b"D" => Some(MarkKind::End(
                 params
                     .get(3)
                     .and_then(|p| std::str::from_utf8(p).ok())
                     .and_then(|s| s.trim().parse().ok())
                     .unwrap_or(-1),
-            ),
-            _ => return,
+            )),
+            _ => None,
         };
-        self.found = Some((kind, len));
     }
     fn csi_dispatch(&mut self, _: &Params, _: &[u8], _: bool, _: char) {}
 }
@@ -93,35 +101,65 @@ impl Perform for Collect<'_> {
 impl MarkScanner {
     pub fn new(nonce: &str) -> MarkScanner {
         MarkScanner {
-            parser: Parser::new(),
             nonce: nonce.as_bytes().to_vec(),
+            carry: Vec::new(),
+            carry_base: 0,
         }
     }
 
     /// Feed `chunk`, whose first byte sits at absolute offset `base`; marks are appended to `out`.
     pub fn feed(&mut self, base: u64, chunk: &[u8], out: &mut Vec<Mark>) {
-        let mut collect = Collect {
-            nonce: &self.nonce,
-            found: None,
-        };
+        if self.carry.is_empty() {
+            self.scan(base, chunk, out);
+        } else {
+            let mut data = std::mem::take(&mut self.carry);
+            data.extend_from_slice(chunk);
+            let b = self.carry_base;
+            self.scan(b, &data, out);
+        }
+    }
+
+    fn scan(&mut self, base: u64, data: &[u8], out: &mut Vec<Mark>) {
         let mut pos = 0;
-        // Split after every BEL so a dispatched mark is known to end at the slice's end.
-        while pos < chunk.len() {
-            let end = match chunk[pos..].iter().position(|&b| b == 0x07) {
-                Some(i) => pos + i + 1,
-                None => chunk.len(),
+        while let Some(i) = memchr::memchr(0x1b, &data[pos..]) {
+            let start = pos + i;
+            let rest = &data[start..];
+            if rest.len() < PREFIX.len() {
+                if PREFIX.starts_with(rest) {
+                    self.keep(base + start as u64, rest);
+                }
+                return;
+            }
+            if !rest.starts_with(PREFIX) {
+                pos = start + 1;
+                continue;
+            }
+            let Some(j) = memchr::memchr(0x07, rest) else {
+                if rest.len() <= MAX_MARK {
+                    self.keep(base + start as u64, rest);
+                }
+                return;
             };
-            self.parser.advance(&mut collect, &chunk[pos..end]);
-            if let Some((kind, len)) = collect.found.take() {
-                let end_off = base + end as u64;
+            let mut collect = Collect {
+                nonce: &self.nonce,
+                found: None,
+            };
+            let mut parser: Parser = Parser::new();
+            parser.advance(&mut collect, &rest[..=j]);
+            if let Some(kind) = collect.found {
                 out.push(Mark {
                     kind,
-                    start: end_off.saturating_sub(len as u64),
-                    end: end_off,
+                    start: base + start as u64,
+                    end: base + (start + j + 1) as u64,
                 });
             }
-            pos = end;
+            pos = start + j + 1;
         }
+    }
+
+    fn keep(&mut self, at: u64, bytes: &[u8]) {
+        self.carry_base = at;
+        self.carry.extend_from_slice(bytes);
     }
 }
 
