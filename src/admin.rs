@@ -1,13 +1,107 @@
-//! The small client commands: `status`, `add`, `forget`.
+//! The small client commands: `status`, `add`, `forget`. Each makes one call on the control
+//! socket and prints the answer for a person (or JSON for a script).
 
 use std::path::Path;
+use std::time::Duration;
 
-pub fn status(_socket: Option<&Path>, _json: bool) -> anyhow::Result<u8> {
-    anyhow::bail!("not built yet")
+use anyhow::Context as _;
+
+use crate::control::client::Client;
+use crate::control::protocol::{PathArg, Request, SessionCleared, StatusReply, WorkspacesReply};
+
+fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
+    let path = crate::paths::control_socket(socket);
+    Client::connect(&path, Some(Duration::from_secs(10))).with_context(|| {
+        "is the service running? start it with `openfiles serve`, or enable it with `systemctl --user enable --now openfiles.socket`".to_string()
+    })
 }
-pub fn add(_socket: Option<&Path>, _dir: &Path) -> anyhow::Result<u8> {
-    anyhow::bail!("not built yet")
+
+/// `openfiles status [--json]`.
+pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
+    let mut client = connect(socket)?;
+    let st: StatusReply = client.call_as(&Request::Status)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+        return Ok(0);
+    }
+    println!(
+        "openfiles {} (pid {}), up {}s, {} activation, socket {}",
+        st.version,
+        st.pid,
+        st.uptime_ms / 1000,
+        st.activation,
+        st.socket.display()
+    );
+    println!(
+        "{} workspace(s), {} terminal(s)",
+        st.workspaces.len(),
+        st.terminals
+    );
+    for w in &st.workspaces {
+        println!("  {}  [{}]", w.root.display(), w.source);
+        println!(
+            "    session files {}, pending {}, queue lines {} ({} malformed), watches {}{}",
+            w.session_files,
+            w.pending,
+            w.queue_lines,
+            w.malformed_queue_lines,
+            w.watches,
+            if w.standing_back {
+                ", standing back (the editor extension serves it)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(0)
 }
-pub fn forget(_socket: Option<&Path>, _dir: &Path) -> anyhow::Result<u8> {
-    anyhow::bail!("not built yet")
+
+/// `openfiles add DIR`.
+pub fn add(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
+    let path = absolute(dir)?;
+    let reply: WorkspacesReply = connect(socket)?.call_as(&Request::Add(PathArg { path }))?;
+    for w in reply.workspaces {
+        println!("serving {}", w.root.display());
+    }
+    Ok(0)
+}
+
+/// `openfiles forget DIR`.
+pub fn forget(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
+    let path = absolute(dir)?;
+    let reply: WorkspacesReply = connect(socket)?.call_as(&Request::Forget(PathArg { path }))?;
+    for w in reply.workspaces {
+        if w.source == "cli" || w.source == "config" {
+            println!(
+                "forgot {} for now (it is listed in the {}, so it returns at the next start)",
+                w.root.display(),
+                if w.source == "cli" {
+                    "command line"
+                } else {
+                    "config"
+                }
+            );
+        } else {
+            println!("forgot {}", w.root.display());
+        }
+    }
+    Ok(0)
+}
+
+fn absolute(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
+    dir.canonicalize()
+        .with_context(|| format!("{}: no such directory", dir.display()))
+}
+
+/// `openfiles session clear [DIR]`.
+pub fn session_clear(socket: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<u8> {
+    let path = absolute(dir.unwrap_or(Path::new(".")))?;
+    let reply: SessionCleared =
+        connect(socket)?.call_as(&Request::SessionClear(PathArg { path }))?;
+    println!(
+        "cleared {} session file(s) of {}",
+        reply.cleared,
+        reply.root.display()
+    );
+    Ok(0)
 }

@@ -55,6 +55,45 @@ pub enum Command {
     /// Example: openfiles forget ~/src/app
     Forget(PathArgs),
 
+    /// Report an agent's edit and print the diagnostics back in the agent's format.
+    ///
+    /// Run by agents' hooks with the hook payload on stdin; always exits 0. Unknown extra
+    /// arguments (such as installers' `--tag` markers) are ignored.
+    ///
+    /// Example: echo '{"tool_name":"Edit","tool_input":{"file_path":"/w/a.rs"}}' | openfiles hook --agent claude
+    Hook(HookArgs),
+
+    /// Install, remove or show agents' hook configurations.
+    ///
+    /// Example: openfiles hooks install --agent claude --agent codex --dry-run
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+    /// List the plugins found, loaded or refused (and why).
+    ///
+    /// Searches config `plugins.paths`, `OPENFILES_PLUGIN_PATH` and `../lib/openfiles/plugins`
+    /// next to the executable, starting each plugin the way the service would.
+    ///
+    /// Example: openfiles plugins --json
+    Plugins(PluginsArgs),
+
+    /// Check files now and print their problems (exit status 1 when the threshold is met).
+    ///
+    /// Uses the running service when there is one (warm language servers), otherwise starts
+    /// the plugins for this run only.
+    ///
+    /// Example: openfiles check --fail-on warning src/main.rs src/lib.rs
+    Check(CheckArgs),
+
+    /// Manage the session: the files changed since it began, listed in diagnostics.json.
+    ///
+    /// Example: openfiles session clear ~/src/app
+    #[command(subcommand)]
+    Session(SessionCommand),
+
+    /// Internal: run one plugin library in this process, speaking JSON on stdio.
+    #[command(hide = true)]
+    PluginHost(PluginHostArgs),
+
     /// Drive Claws terminals and the bus of a workspace (`.claws/claws.sock`).
     ///
     /// Example: openfiles claws exec 1 'cargo test'
@@ -92,14 +131,185 @@ pub struct PathArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent: claude codex copilot vscode gemini qwen kimi cursor windsurf kiro cline droid
+    /// goose opencode unknown (anything else counts as unknown).
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+
+    /// The hook event, when the agent has several (e.g. afterFileEdit, postToolUse).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+
+    /// Only report the edit; do not wait for or print diagnostics.
+    #[arg(long)]
+    pub no_feedback: bool,
+
+    /// Say on stderr why nothing was printed.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// Marker added by `openfiles hooks install`; ignored.
+    #[arg(long, hide = true, value_name = "TAG")]
+    pub tag: Vec<String>,
+
+    /// Anything else is ignored.
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub ignored: Vec<String>,
+}
+
+impl HookArgs {
+    /// Known options that came after an unknown one land in `ignored`; pick them up from
+    /// there so `hook --tag x --agent claude` still means claude. Returns the agent.
+    fn take_ignored_agent(&mut self) -> Option<String> {
+        let mut rest = std::mem::take(&mut self.ignored).into_iter();
+        while let Some(arg) = rest.next() {
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+                None => (arg.clone(), None),
+            };
+            match name.as_str() {
+                "--agent" => self.agent = inline.or_else(|| rest.next()).or(self.agent.take()),
+                "--event" => self.event = inline.or_else(|| rest.next()).or(self.event.take()),
+                "--no-feedback" => self.no_feedback = true,
+                "--verbose" | "-v" => self.verbose = true,
+                _ => {}
+            }
+        }
+        self.agent.take()
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Write (merge) each agent's hook configuration so it runs `openfiles hook`.
+    ///
+    /// Shows the change as a diff before writing it.
+    ///
+    /// Example: openfiles hooks install --agent claude --workspace ~/src/app
+    Install(HooksArgs),
+    /// Remove exactly what `hooks install` added.
+    ///
+    /// Example: openfiles hooks uninstall --agent claude
+    Uninstall(HooksArgs),
+    /// Show which agents have the hook installed, in the workspace and for the user.
+    ///
+    /// Example: openfiles hooks status
+    Status(HooksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// Agent id (repeatable or comma-separated): claude codex copilot gemini cursor windsurf
+    /// opencode. Uninstall and status default to all.
+    #[arg(long = "agent", value_name = "ID")]
+    pub agents: Vec<String>,
+
+    /// The workspace folder whose configuration to change [default: the current directory].
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub workspace: Option<PathBuf>,
+
+    /// Change the user's configuration (in the home directory) instead.
+    #[arg(long)]
+    pub user: bool,
+
+    /// Show the diff only; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// The program agents should run.
+    #[arg(long, value_name = "PATH", default_value = "openfiles")]
+    pub bin: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files to check.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print the entries as JSON (the diagnostics.json shape).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 1 when there is an error (or, with `warning`, a warning too).
+    #[arg(long, value_enum, default_value = "error")]
+    pub fail_on: crate::check::FailOn,
+    /// Give up on a checker after this many seconds.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Forget every session file of a workspace (default: the one holding the current folder).
+    Clear {
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PluginsArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PluginHostArgs {
+    /// The plugin library to load.
+    #[arg(value_name = "LIBRARY")]
+    pub library: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
 }
 
+/// True when the first non-option argument is `hook`.
+fn is_hook_call() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(a) = args.next() {
+        let a = a.to_string_lossy();
+        if a == "--socket" || a == "--config" {
+            args.next();
+        } else if !a.starts_with('-') {
+            return a == "hook";
+        }
+    }
+    false
+}
+
+fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
+    use crate::hook::install;
+    let (action, args) = match cmd {
+        HooksCommand::Install(a) => (Some(install::Action::Install), a),
+        HooksCommand::Uninstall(a) => (Some(install::Action::Uninstall), a),
+        HooksCommand::Status(a) => (None, a),
+    };
+    let opts = install::Options {
+        agents: args.agents,
+        scope: install::scope(args.workspace.as_deref(), args.user)?,
+        dry_run: args.dry_run,
+        bin: args.bin,
+    };
+    let mut out = std::io::stdout().lock();
+    match action {
+        Some(action) => install::apply(action, &opts, &mut out),
+        None => install::status(&opts, &mut out),
+    }
+}
+
 /// Parse the command line and run it; the returned code is the process exit status.
 pub fn run() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // The hook never fails an agent, not even on arguments it does not understand.
+        Err(err) if is_hook_call() && !err.use_stderr() => err.exit(),
+        Err(_) if is_hook_call() => return std::process::ExitCode::SUCCESS,
+        Err(err) => err.exit(),
+    };
     let result = match cli.command {
         Command::Serve(args) => crate::service::run(crate::service::Options {
             socket: cli.socket,
@@ -110,6 +320,29 @@ pub fn run() -> std::process::ExitCode {
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
+        Command::Hook(mut args) => Ok(crate::hook::run(&crate::hook::Options {
+            agent: args.take_ignored_agent(),
+            event: args.event,
+            no_feedback: args.no_feedback,
+            verbose: args.verbose,
+            socket: cli.socket,
+        })),
+        Command::Hooks(cmd) => hooks(cmd),
+        Command::Check(args) => crate::check::run(
+            cli.socket.as_deref(),
+            cli.config.as_deref(),
+            crate::check::Options {
+                paths: args.paths,
+                json: args.json,
+                fail_on: args.fail_on,
+                timeout: std::time::Duration::from_secs(args.timeout),
+            },
+        ),
+        Command::Session(SessionCommand::Clear { dir }) => {
+            crate::admin::session_clear(cli.socket.as_deref(), dir.as_deref())
+        }
+        Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
+        Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),
         Command::Completions(args) => {
             use clap::CommandFactory;

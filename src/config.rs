@@ -114,13 +114,26 @@ impl Default for WatchConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiagnosticsConfig {
     /// Extra ignore globs (gitignore syntax), on top of the built-in ones.
     pub ignore: Vec<String>,
     /// Extra sensitive-file globs: kept in the session, never read by a checker.
     pub sensitive: Vec<String>,
+    /// How long one check may take before it ends with an explanatory item.
+    #[serde(deserialize_with = "timeout_range")]
+    pub check_timeout_ms: u64,
+}
+
+impl Default for DiagnosticsConfig {
+    fn default() -> Self {
+        DiagnosticsConfig {
+            ignore: Vec::new(),
+            sensitive: Vec::new(),
+            check_timeout_ms: 120_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -181,12 +194,23 @@ impl Default for ClawsConfig {
 }
 
 impl Config {
-    /// Parse a config text; `path` only names the source in errors.
+    /// Parse a config text; `path` only names the source in errors. A leading `~/` in
+    /// folder lists means the home directory.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_owned(),
             message: e.to_string(),
-        })
+        })?;
+        for p in cfg
+            .service
+            .roots
+            .iter_mut()
+            .chain(cfg.service.workspaces.iter_mut())
+            .chain(cfg.plugins.paths.iter_mut())
+        {
+            *p = expand_home(p);
+        }
+        Ok(cfg)
     }
 
     /// Load the user's config file; a missing default file means defaults, a missing
@@ -243,6 +267,14 @@ impl Config {
             .get(name)
             .and_then(|t| serde_json::to_value(t).ok())
             .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// `~/x` → `$HOME/x`; anything else unchanged.
+fn expand_home(p: &Path) -> PathBuf {
+    match (p.strip_prefix("~"), directories::BaseDirs::new()) {
+        (Ok(rest), Some(dirs)) => dirs.home_dir().join(rest),
+        _ => p.to_owned(),
     }
 }
 

@@ -3,12 +3,18 @@
 //! See `ARCHITECTURE.md` at the repository root for the map of modules.
 
 pub mod admin;
+pub mod check;
 pub mod claws;
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod diagnostics;
 pub mod fsutil;
+pub mod fswatch;
+pub mod hook;
 pub mod paths;
+pub mod plugin_host;
+pub mod queue;
 pub mod service;
 pub mod spec;
 pub mod workspace;

@@ -48,6 +48,8 @@ pub enum Request {
     Wait(Wait),
     /// Check these paths now and answer with their entries.
     Check(Check),
+    /// Forget the session files of the workspace holding `path`.
+    SessionClear(PathArg),
 }
 
 impl Request {
@@ -63,6 +65,7 @@ impl Request {
             Request::Edited(_) => "edited",
             Request::Wait(_) => "wait",
             Request::Check(_) => "check",
+            Request::SessionClear(_) => "sessionClear",
         }
     }
 }
@@ -168,6 +171,14 @@ pub struct WorkspaceEntries {
     pub files: std::collections::BTreeMap<String, FileEntry>,
 }
 
+/// Reply to `sessionClear`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCleared {
+    pub root: PathBuf,
+    pub cleared: usize,
+}
+
 /// Reply to `workspaces`, `add` and `forget`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -215,10 +226,16 @@ pub struct WorkspaceStatus {
     pub session_files: usize,
     #[serde(default)]
     pub pending: usize,
+    /// Valid queue lines taken, ever (persisted with the session).
+    #[serde(default)]
+    pub queue_lines: u64,
     #[serde(default)]
     pub malformed_queue_lines: u64,
     #[serde(default)]
     pub watches: usize,
+    /// Batches of file changes the watcher did not count as edits because git was busy.
+    #[serde(default)]
+    pub git_batches_ignored: usize,
     #[serde(default)]
     pub terminals: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,6 +276,7 @@ const COMMANDS: &[&str] = &[
     "edited",
     "wait",
     "check",
+    "sessionClear",
 ];
 
 /// Decode one request line (without its newline).

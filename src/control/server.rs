@@ -1,1 +1,290 @@
-//! Control socket server (being built).
+//! The service side of the control socket: accept connections, refuse other users, read
+//! request lines under the size cap, dispatch each to its handler, and write replies in
+//! request order.
+//!
+//! A connection is served by one task; requests on it are handled one after another, so
+//! replies keep their order (clients that want concurrency open more connections, which is
+//! cheap). A slow `wait` holds only its own connection.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{
+    self, Check, Edited, EditedReply, HelloReply, Request, StatusReply, Wait, WaitReply,
+    WorkspacePaths, WorkspacesReply, MAX_LINE,
+};
+use crate::diagnostics::pipeline::Origin;
+use crate::spec;
+use crate::workspace::{RegistryHandle, Source};
+
+/// What the handlers need from the service.
+pub struct Context {
+    pub registry: RegistryHandle,
+    pub shutdown: CancellationToken,
+    pub started: Instant,
+    pub activation: &'static str,
+    pub socket: PathBuf,
+    /// Plugin state for `status`.
+    pub plugins: Box<dyn Fn() -> Vec<serde_json::Value> + Send + Sync>,
+}
+
+/// Accept connections until `shutdown`.
+pub async fn serve(listener: UnixListener, ctx: Arc<Context>) {
+    let me = nix::unistd::getuid().as_raw();
+    loop {
+        let stream = tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::warn!("control socket accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        match stream.peer_cred() {
+            Ok(cred) if cred.uid() == me => {}
+            Ok(cred) => {
+                tracing::warn!(uid = cred.uid(), pid = ?cred.pid(), "refused a control connection from another user");
+                refuse(stream).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("cannot read peer credentials, refusing: {e}");
+                continue;
+            }
+        }
+        tokio::spawn(connection(stream, ctx.clone()));
+    }
+}
+
+async fn refuse(mut stream: UnixStream) {
+    let mut line = protocol::error_reply(
+        None,
+        "permission denied: this openfiles service belongs to another user",
+    );
+    line.push(b'\n');
+    let _ = tokio::time::timeout(Duration::from_millis(100), stream.write_all(&line)).await;
+}
+
+async fn connection(stream: UnixStream, ctx: Arc<Context>) {
+    let (rd, mut wr) = stream.into_split();
+    let mut reader = BufReader::new(rd);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let mut limited = tokio::io::AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1);
+        let read = tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            r = limited.read_until(b'\n', &mut buf) => r,
+        };
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        // (A last line without its newline, at EOF, is answered like any other.)
+        if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE {
+            tracing::warn!("control request over {MAX_LINE} bytes; dropping that connection");
+            let mut line = protocol::error_reply(None, "request too large");
+            line.push(b'\n');
+            let _ = wr.write_all(&line).await;
+            return;
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let incoming = protocol::decode(line);
+        let mut reply = match incoming.request {
+            Ok(req) => handle(req, &ctx, incoming.id.as_ref()).await,
+            Err(e) => protocol::error_reply(incoming.id.as_ref(), e),
+        };
+        reply.push(b'\n');
+        if wr.write_all(&reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> Vec<u8> {
+    tracing::trace!(cmd = req.name(), "control request");
+    match req {
+        Request::Hello(_) => protocol::ok_reply(
+            id,
+            HelloReply {
+                server: "openfiles".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                pid: std::process::id(),
+            },
+        ),
+        Request::Status => protocol::ok_reply(id, status(ctx).await),
+        Request::Workspaces => protocol::ok_reply(
+            id,
+            WorkspacesReply {
+                workspaces: ctx.registry.list().await,
+            },
+        ),
+        Request::Add(a) => match ctx.registry.add(a.path, Source::Added).await {
+            Ok(info) => protocol::ok_reply(
+                id,
+                WorkspacesReply {
+                    workspaces: vec![info],
+                },
+            ),
+            Err(e) => protocol::error_reply(id, e),
+        },
+        Request::Forget(a) => match ctx.registry.forget(a.path).await {
+            Ok(info) => protocol::ok_reply(
+                id,
+                WorkspacesReply {
+                    workspaces: vec![info],
+                },
+            ),
+            Err(e) => protocol::error_reply(id, e),
+        },
+        Request::Shutdown => {
+            tracing::info!("shutdown requested over the control socket");
+            ctx.shutdown.cancel();
+            protocol::ok_reply(id, serde_json::json!({}))
+        }
+        Request::Edited(e) => protocol::ok_reply(id, edited(ctx, e).await),
+        Request::Wait(w) => protocol::ok_reply(id, wait(ctx, w).await),
+        Request::Check(c) => protocol::ok_reply(id, check(ctx, c).await),
+        Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
+            Ok(h) => {
+                let cleared = h.clear().await;
+                protocol::ok_reply(
+                    id,
+                    protocol::SessionCleared {
+                        root: (*h.root).clone(),
+                        cleared,
+                    },
+                )
+            }
+            Err(e) => protocol::error_reply(id, e),
+        },
+    }
+}
+
+async fn status(ctx: &Context) -> StatusReply {
+    let workspaces = ctx.registry.status().await;
+    StatusReply {
+        version: env!("CARGO_PKG_VERSION").into(),
+        pid: std::process::id(),
+        uptime_ms: ctx.started.elapsed().as_millis() as u64,
+        activation: ctx.activation.into(),
+        socket: ctx.socket.clone(),
+        terminals: workspaces.iter().map(|w| w.terminals).sum(),
+        workspaces,
+        plugins: (ctx.plugins)(),
+    }
+}
+
+/// Group absolute paths by the workspace that serves them (registering workspaces as needed).
+async fn group(
+    ctx: &Context,
+    paths: Vec<PathBuf>,
+    register: bool,
+) -> (
+    Vec<(crate::workspace::instance::Handle, Vec<PathBuf>)>,
+    Vec<protocol::Rejected>,
+) {
+    let mut groups: Vec<(crate::workspace::instance::Handle, Vec<PathBuf>)> = Vec::new();
+    let mut rejected = Vec::new();
+    for path in paths {
+        if !path.is_absolute() {
+            rejected.push(protocol::Rejected {
+                path,
+                reason: "not an absolute path".into(),
+            });
+            continue;
+        }
+        // Resolve the folder, not the file: a symlinked file is judged (and refused) by the
+        // policy of the workspace it appears in, not by where it points.
+        let lookup_path = match (
+            path.parent().and_then(|p| p.canonicalize().ok()),
+            path.file_name(),
+        ) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => path.clone(),
+        };
+        match ctx.registry.lookup(lookup_path, register).await {
+            Ok(h) => match groups.iter_mut().find(|(g, _)| g.root == h.root) {
+                Some((_, v)) => v.push(path),
+                None => groups.push((h, vec![path])),
+            },
+            Err(e) => rejected.push(protocol::Rejected {
+                path,
+                reason: e.to_string(),
+            }),
+        }
+    }
+    (groups, rejected)
+}
+
+async fn edited(ctx: &Context, e: Edited) -> EditedReply {
+    let ts = spec::now_ms();
+    let (groups, mut rejected) = group(ctx, e.paths, true).await;
+    let mut workspaces = Vec::new();
+    for (handle, paths) in groups {
+        let out = handle.edited(paths, Origin::Control).await;
+        rejected.extend(out.rejected);
+        if !out.accepted.is_empty() {
+            workspaces.push(WorkspacePaths {
+                root: (*handle.root).clone(),
+                paths: out.accepted,
+            });
+        }
+    }
+    tracing::debug!(agent = ?e.agent, tool = ?e.tool, files = workspaces.iter().map(|w| w.paths.len()).sum::<usize>(), "edited");
+    EditedReply {
+        ts,
+        workspaces,
+        rejected,
+    }
+}
+
+async fn wait(ctx: &Context, w: Wait) -> WaitReply {
+    let (groups, _) = group(ctx, w.paths, false).await;
+    let timeout = w
+        .timeout_ms
+        .unwrap_or(spec::DEFAULT_HOOK_TIMEOUT_MS)
+        .min(600_000);
+    let deadline = Instant::now() + Duration::from_millis(timeout);
+    let waits = groups
+        .into_iter()
+        .map(|(h, paths)| async move { h.wait(paths, w.since, deadline).await });
+    let results = futures_util::future::join_all(waits).await;
+    WaitReply {
+        complete: results.iter().all(|(c, _)| *c),
+        workspaces: results.into_iter().map(|(_, e)| e).collect(),
+    }
+}
+
+async fn check(ctx: &Context, c: Check) -> WaitReply {
+    let reply = edited(
+        ctx,
+        Edited {
+            paths: c.paths,
+            ..Default::default()
+        },
+    )
+    .await;
+    let paths = reply.workspaces.into_iter().flat_map(|w| w.paths).collect();
+    let timeout_ms = c.timeout_ms.or(Some(120_000));
+    wait(
+        ctx,
+        Wait {
+            paths,
+            since: reply.ts,
+            timeout_ms,
+        },
+    )
+    .await
+}

@@ -1,7 +1,42 @@
-//! `openfiles serve`: activation, readiness, logging, signals and the one shutdown path.
-//! (Being built: see issue 2.)
+//! `openfiles serve`: the service's life from start to the one shutdown path.
+//!
+//! Order at start: config → logging → listener (inherited or bound) → workspaces restored →
+//! control server accepting → `READY=1`. Signals (SIGTERM/SIGINT), a `shutdown` request and
+//! fatal errors all cancel the same token; then `STOPPING=1`, workspaces stop (heartbeats and
+//! Claws sockets removed), the control socket is removed if we bound it, and `run` returns.
+//! SIGHUP reloads the config.
+
+pub mod activation;
+pub mod logging;
+pub mod memory;
+pub mod notify;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::control::server::{self, Context};
+use crate::diagnostics::Checker;
+use crate::plugin_host::PluginManager;
+use crate::workspace::instance::Shared;
+use crate::workspace::Registry;
+
+/// Variables that concern this process only (service-manager handshakes). Every child we
+/// start (plugin hosts, terminals, language servers through them) gets them removed, so no
+/// child can impersonate the service to systemd or grab its sockets.
+pub const PRIVATE_ENV: &[&str] = &[
+    "NOTIFY_SOCKET",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "LISTEN_FDNAMES",
+    "WATCHDOG_USEC",
+    "WATCHDOG_PID",
+];
 
 /// What `openfiles serve` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -12,7 +47,155 @@ pub struct Options {
     pub check_config: bool,
 }
 
-/// Run the service until it is told to stop.
-pub fn run(_opts: Options) -> anyhow::Result<u8> {
-    anyhow::bail!("not built yet")
+/// Run the service until it is told to stop. Returns the process exit code.
+pub fn run(opts: Options) -> anyhow::Result<u8> {
+    let started = Instant::now();
+    let (config, config_path) = Config::load(opts.config.as_deref())?;
+    if opts.check_config {
+        return check_config(&config, config_path.as_deref(), &opts.workspaces);
+    }
+    logging::init(&config.service.log_level);
+    memory::limit_arenas();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("openfiles")
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(serve(opts, config, config_path, started));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    result.map(|()| 0)
+}
+
+async fn serve(
+    opts: Options,
+    config: Config,
+    config_path: Option<PathBuf>,
+    started: Instant,
+) -> anyhow::Result<()> {
+    // Leases on the queue file (see queue::intake) signal SIGIO, whose default action would
+    // end the process; a handler (not SIG_IGN, which children would inherit) makes it harmless.
+    let mut sigio = signal(SignalKind::io()).context("cannot install the SIGIO handler")?;
+    tokio::spawn(async move { while sigio.recv().await.is_some() {} });
+
+    let socket_path = crate::paths::control_socket(opts.socket.as_deref());
+    let control = activation::control_listener(&socket_path)?;
+    let listener = tokio::net::UnixListener::from_std(
+        control
+            .listener
+            .try_clone()
+            .context("cannot use the control socket")?,
+    )
+    .context("cannot use the control socket")?;
+    tracing::info!(
+        socket = %control.path.display(),
+        activation = control.activation.as_str(),
+        "openfiles {} listening",
+        env!("CARGO_PKG_VERSION")
+    );
+
+    let shutdown = CancellationToken::new();
+    let state_dir = crate::paths::state_dir();
+    let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
+    let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
+    let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
+    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker, fswatch));
+    let config = Arc::new(config);
+    let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
+
+    let ctx = Arc::new(Context {
+        registry: registry.clone(),
+        shutdown: shutdown.clone(),
+        started,
+        activation: control.activation.as_str(),
+        socket: control.path.clone(),
+        plugins: {
+            let plugins = plugins.clone();
+            Box::new(move || plugins.status())
+        },
+    });
+    let server = tokio::spawn(server::serve(listener, ctx));
+
+    notify::ready(&format!(
+        "serving {} workspace(s)",
+        shared.workspace_count()
+    ));
+    tracing::info!(
+        ready_ms = started.elapsed().as_millis() as u64,
+        workspaces = shared.workspace_count(),
+        "ready"
+    );
+    if let Some(interval) = notify::watchdog_interval() {
+        tokio::spawn(notify::watchdog(interval, shutdown.clone()));
+    }
+
+    signals(&shutdown, &registry, opts.config.clone(), config_path).await?;
+
+    notify::stopping();
+    tracing::info!("shutting down");
+    registry.stop().await;
+    let _ = server.await;
+    plugins.wait_stopped().await;
+    control.cleanup();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Wait for a reason to stop; reload the config on SIGHUP.
+async fn signals(
+    shutdown: &CancellationToken,
+    registry: &crate::workspace::RegistryHandle,
+    explicit: Option<PathBuf>,
+    mut config_path: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            _ = term.recv() => { tracing::info!("SIGTERM"); shutdown.cancel(); }
+            _ = int.recv() => { tracing::info!("SIGINT"); shutdown.cancel(); }
+            _ = hup.recv() => match Config::load(explicit.as_deref()) {
+                Ok((cfg, path)) => {
+                    tracing::info!("SIGHUP: configuration reloaded{}", path.as_ref().map(|p| format!(" from {}", p.display())).unwrap_or_default());
+                    config_path = path;
+                    registry.reload(Arc::new(cfg)).await;
+                }
+                Err(e) => tracing::error!("SIGHUP: {e}; keeping the running configuration{}", config_path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default()),
+            },
+        }
+    }
+}
+
+/// `serve --check-config`: validate the user config and every known workspace's overrides.
+fn check_config(
+    config: &Config,
+    path: Option<&std::path::Path>,
+    cli: &[PathBuf],
+) -> anyhow::Result<u8> {
+    match path {
+        Some(p) => println!("ok: {}", p.display()),
+        None => println!("ok: no config file; using defaults"),
+    }
+    let mut roots: Vec<PathBuf> = crate::workspace::store::load(&crate::paths::state_dir())
+        .into_iter()
+        .map(|w| w.root)
+        .collect();
+    roots.extend(config.service.workspaces.iter().cloned());
+    roots.extend(cli.iter().cloned());
+    let mut bad = 0;
+    for root in roots {
+        let file = root.join(crate::spec::DIR).join("config.toml");
+        if !file.exists() {
+            continue;
+        }
+        match config.for_workspace(&root) {
+            Ok(_) => println!("ok: {}", file.display()),
+            Err(e) => {
+                bad += 1;
+                println!("error: {e}");
+            }
+        }
+    }
+    Ok(if bad == 0 { 0 } else { 1 })
 }

@@ -1,1 +1,362 @@
-//! Workspaces (being built).
+//! Workspaces: the registry of folders the service serves, and each one's run-time state.
+//!
+//! The [`Registry`] is an actor (one task owns the map; everyone else holds a cloneable
+//! [`RegistryHandle`]). A workspace is registered from the command line (`serve -w`), the
+//! config (`service.workspaces`), `openfiles add`, discovery under `service.roots`, or an
+//! edit inside a folder nobody registered yet; the last two sources and `add` are persisted
+//! in the state dir so a restart restores them. Each registered folder gets an
+//! [`instance::Instance`]: `.openfiles/` housekeeping, the heartbeat, the diagnostics
+//! pipeline and the Claws server.
+
+pub mod discovery;
+pub mod heartbeat;
+pub mod instance;
+pub mod resolve;
+pub mod store;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Config;
+use crate::control::protocol::{WorkspaceInfo, WorkspaceStatus};
+use instance::{Instance, Shared};
+use resolve::ResolveError;
+
+/// How a workspace came to be registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Cli,
+    Config,
+    Added,
+    Discovered,
+    Edit,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Cli => "cli",
+            Source::Config => "config",
+            Source::Added => "added",
+            Source::Discovered => "discovered",
+            Source::Edit => "edit",
+        }
+    }
+    fn parse(s: &str) -> Source {
+        match s {
+            "edit" => Source::Edit,
+            "discovered" => Source::Discovered,
+            _ => Source::Added,
+        }
+    }
+    /// Registrations that survive a restart through the state file.
+    fn persisted(self) -> bool {
+        matches!(self, Source::Added | Source::Edit | Source::Discovered)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error("{root}: {message}")]
+    Setup { root: PathBuf, message: String },
+    #[error("{0} is not a registered workspace")]
+    NotRegistered(PathBuf),
+    #[error("the service is shutting down")]
+    ShuttingDown,
+}
+
+enum Cmd {
+    Add {
+        dir: PathBuf,
+        source: Source,
+        reply: oneshot::Sender<Result<WorkspaceInfo, WorkspaceError>>,
+    },
+    Forget {
+        dir: PathBuf,
+        reply: oneshot::Sender<Result<WorkspaceInfo, WorkspaceError>>,
+    },
+    List {
+        reply: oneshot::Sender<Vec<WorkspaceInfo>>,
+    },
+    Status {
+        reply: oneshot::Sender<Vec<WorkspaceStatus>>,
+    },
+    /// The instance serving `path` (registering its workspace if `register`).
+    Lookup {
+        path: PathBuf,
+        register: bool,
+        reply: oneshot::Sender<Result<instance::Handle, WorkspaceError>>,
+    },
+    Reload {
+        config: Arc<Config>,
+    },
+    Stop {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// A cloneable handle to the registry actor.
+#[derive(Clone)]
+pub struct RegistryHandle {
+    tx: mpsc::Sender<Cmd>,
+}
+
+impl RegistryHandle {
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    pub async fn add(&self, dir: PathBuf, source: Source) -> Result<WorkspaceInfo, WorkspaceError> {
+        self.ask(|reply| Cmd::Add { dir, source, reply })
+            .await
+            .unwrap_or(Err(WorkspaceError::ShuttingDown))
+    }
+
+    pub async fn forget(&self, dir: PathBuf) -> Result<WorkspaceInfo, WorkspaceError> {
+        self.ask(|reply| Cmd::Forget { dir, reply })
+            .await
+            .unwrap_or(Err(WorkspaceError::ShuttingDown))
+    }
+
+    pub async fn list(&self) -> Vec<WorkspaceInfo> {
+        self.ask(|reply| Cmd::List { reply })
+            .await
+            .unwrap_or_default()
+    }
+
+    pub async fn status(&self) -> Vec<WorkspaceStatus> {
+        self.ask(|reply| Cmd::Status { reply })
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The instance that serves `path`; with `register`, a workspace is found for it
+    /// (nearest `.openfiles/`, else VCS root) and registered.
+    pub async fn lookup(
+        &self,
+        path: PathBuf,
+        register: bool,
+    ) -> Result<instance::Handle, WorkspaceError> {
+        self.ask(|reply| Cmd::Lookup {
+            path,
+            register,
+            reply,
+        })
+        .await
+        .unwrap_or(Err(WorkspaceError::ShuttingDown))
+    }
+
+    pub async fn reload(&self, config: Arc<Config>) {
+        let _ = self.tx.send(Cmd::Reload { config }).await;
+    }
+
+    /// Stop every instance (heartbeats removed, Claws sockets closed) and end the actor.
+    pub async fn stop(&self) {
+        let _ = self.ask(|reply| Cmd::Stop { reply }).await;
+    }
+}
+
+struct Entry {
+    source: Source,
+    instance: Instance,
+}
+
+/// The registry actor's state.
+pub struct Registry {
+    shared: Arc<Shared>,
+    config: Arc<Config>,
+    entries: BTreeMap<PathBuf, Entry>,
+}
+
+impl Registry {
+    /// Start the registry: restore persisted workspaces, register `cli` and config ones.
+    /// Returns once all of them are set up, so `READY=1` can follow.
+    pub async fn start(
+        config: Arc<Config>,
+        shared: Arc<Shared>,
+        cli: &[PathBuf],
+    ) -> RegistryHandle {
+        let mut reg = Registry {
+            shared,
+            config,
+            entries: BTreeMap::new(),
+        };
+        for stored in store::load(&reg.shared.state_dir) {
+            let source = Source::parse(&stored.source);
+            if let Err(e) = reg.add(&stored.root, source).await {
+                tracing::warn!("not restoring workspace {}: {e}", stored.root.display());
+            }
+        }
+        let from_config = reg.config.service.workspaces.clone();
+        for dir in &from_config {
+            if let Err(e) = reg.add(dir, Source::Config).await {
+                tracing::error!("config workspace {}: {e}", dir.display());
+            }
+        }
+        for dir in discovery::scan(&reg.config.service.roots) {
+            if let Err(e) = reg.add(&dir, Source::Discovered).await {
+                tracing::warn!("discovered workspace {}: {e}", dir.display());
+            }
+        }
+        for dir in cli {
+            if let Err(e) = reg.add(dir, Source::Cli).await {
+                tracing::error!("workspace {}: {e}", dir.display());
+            }
+        }
+        reg.persist();
+        let (tx, rx) = mpsc::channel(64);
+        let handle = RegistryHandle { tx };
+        discovery::watch(
+            reg.config.service.roots.clone(),
+            handle.clone(),
+            &reg.shared.fswatch,
+            reg.shared.shutdown.clone(),
+        );
+        tokio::spawn(reg.run(rx));
+        handle
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Cmd>) {
+        while let Some(cmd) = rx.recv().await {
+            match cmd {
+                Cmd::Add { dir, source, reply } => {
+                    let r = self.add(&dir, source).await;
+                    if r.is_ok() {
+                        self.persist();
+                    }
+                    let _ = reply.send(r);
+                }
+                Cmd::Forget { dir, reply } => {
+                    let _ = reply.send(self.forget(&dir).await);
+                }
+                Cmd::List { reply } => {
+                    let _ = reply.send(self.infos());
+                }
+                Cmd::Status { reply } => {
+                    let mut out = Vec::new();
+                    for (root, e) in &self.entries {
+                        out.push(e.instance.status(root, e.source.as_str()).await);
+                    }
+                    let _ = reply.send(out);
+                }
+                Cmd::Lookup {
+                    path,
+                    register,
+                    reply,
+                } => {
+                    let _ = reply.send(self.lookup(&path, register).await);
+                }
+                Cmd::Reload { config } => {
+                    self.config = config;
+                    for (root, e) in &self.entries {
+                        e.instance.reload(root, &self.config);
+                    }
+                }
+                Cmd::Stop { reply } => {
+                    let entries = std::mem::take(&mut self.entries);
+                    for (root, e) in entries {
+                        e.instance.stop(&root).await;
+                    }
+                    let _ = reply.send(());
+                    return;
+                }
+            }
+            self.shared.update_status(self.entries.len());
+        }
+    }
+
+    async fn add(&mut self, dir: &Path, source: Source) -> Result<WorkspaceInfo, WorkspaceError> {
+        let root = resolve::workspace_dir(dir)?;
+        if let Some(e) = self.entries.get_mut(&root) {
+            // Keep the strongest reason: an explicit add outranks an edit or discovery.
+            if source == Source::Added && e.source != Source::Added {
+                e.source = Source::Added;
+            }
+            return Ok(info(&root, e.source));
+        }
+        let instance = Instance::start(&root, &self.config, self.shared.clone())
+            .await
+            .map_err(|message| WorkspaceError::Setup {
+                root: root.clone(),
+                message,
+            })?;
+        tracing::info!(root = %root.display(), source = source.as_str(), "serving workspace");
+        self.entries
+            .insert(root.clone(), Entry { source, instance });
+        self.shared.update_status(self.entries.len());
+        Ok(info(&root, source))
+    }
+
+    async fn forget(&mut self, dir: &Path) -> Result<WorkspaceInfo, WorkspaceError> {
+        let root = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+        let Some(e) = self.entries.remove(&root) else {
+            return Err(WorkspaceError::NotRegistered(root));
+        };
+        e.instance.stop(&root).await;
+        self.persist();
+        tracing::info!(root = %root.display(), "forgot workspace");
+        Ok(info(&root, e.source))
+    }
+
+    async fn lookup(
+        &mut self,
+        path: &Path,
+        register: bool,
+    ) -> Result<instance::Handle, WorkspaceError> {
+        if let Some(root) = resolve::containing(self.entries.keys(), path) {
+            if let Some(e) = self.entries.get(&root) {
+                return Ok(e.instance.handle());
+            }
+        }
+        if !register {
+            return Err(ResolveError::NoWorkspace(path.to_owned()).into());
+        }
+        let root = resolve::root_for(path)?;
+        self.add(&root, Source::Edit).await?;
+        self.persist();
+        self.entries
+            .get(&root)
+            .map(|e| e.instance.handle())
+            .ok_or(WorkspaceError::NotRegistered(root))
+    }
+
+    fn infos(&self) -> Vec<WorkspaceInfo> {
+        self.entries
+            .iter()
+            .map(|(root, e)| info(root, e.source))
+            .collect()
+    }
+
+    fn persist(&self) {
+        let list: Vec<store::StoredWorkspace> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.source.persisted())
+            .map(|(root, e)| store::StoredWorkspace {
+                root: root.clone(),
+                source: e.source.as_str().into(),
+            })
+            .collect();
+        if let Err(e) = store::save(&self.shared.state_dir, &list) {
+            tracing::error!(
+                "cannot save the workspace list in {}: {e}",
+                self.shared.state_dir.display()
+            );
+        }
+    }
+}
+
+fn info(root: &Path, source: Source) -> WorkspaceInfo {
+    WorkspaceInfo {
+        root: root.to_owned(),
+        source: source.as_str().into(),
+        persisted: source.persisted(),
+    }
+}

@@ -6,6 +6,11 @@
 //! checks the ABI version and table size, and talks to the plugin in JSON only
 //! (the types in [`types`]). See `README.md` in this crate for the full ABI.
 
+pub mod abi;
+#[cfg(feature = "host")]
+pub mod host;
+#[cfg(unix)]
+pub mod tools;
 pub mod types;
 
 pub use types::{Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Severity};
@@ -31,3 +36,8 @@ pub trait Plugin: Send + Sync + Sized + 'static {
     /// Ask a running check to finish early (its deadline passed, or a newer edit came).
     fn cancel(&self, _check_id: u64) {}
 }
+
+/// The README's examples compile (run as doctests).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

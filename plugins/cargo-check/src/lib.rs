@@ -1,0 +1,279 @@
+//! `cargo-check`: an openfiles plugin that runs `cargo check` (or `cargo clippy`) on the
+//! project of each Rust file and maps the compiler's messages back to files.
+//!
+//! Project root: `cargo locate-project --workspace` from the file's nearest `Cargo.toml`.
+//! One run per root per check, with `--message-format=json` and a target directory of our
+//! own under the plugin state dir (so it never waits on, or invalidates, the user's
+//! `target/`). Messages map by their primary span (1-based line and column, as rustc counts
+//! them: characters); a span inside a macro falls back to its expansion's call site.
+//! Every requested and `also_report` file gets a result (empty when clean), because a
+//! project-wide check can move an error to another file. Cancelling kills the cargo run.
+//!
+//! Config (`[plugin.cargo-check]`): `command = "check" | "clippy"`, `extra_args = [..]`,
+//! `all_targets = true`, `cargo = "cargo"`.
+
+mod messages;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use openfiles_plugin_api::tools::ToolRuns;
+use openfiles_plugin_api::{
+    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
+    Severity,
+};
+use serde::Deserialize;
+
+pub use messages::{parse_line, Located};
+
+/// `[plugin.cargo-check]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// `check` or `clippy`.
+    pub command: String,
+    pub extra_args: Vec<String>,
+    /// Pass `--all-targets` (tests, benches, examples too).
+    pub all_targets: bool,
+    /// The cargo executable.
+    pub cargo: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            command: "check".into(),
+            extra_args: Vec::new(),
+            all_targets: true,
+            cargo: "cargo".into(),
+        }
+    }
+}
+
+pub struct CargoCheck {
+    settings: Settings,
+    /// The cargo executable to run (see [`resolve_cargo`]).
+    cargo: PathBuf,
+    state_dir: PathBuf,
+    /// Running cargo processes per check id, and ids cancelled.
+    runs: ToolRuns,
+}
+
+const SOURCE: &str = "cargo-check";
+
+impl Plugin for CargoCheck {
+    const NAME: &'static str = "cargo-check";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+        let settings: Settings = if init.config.is_null() {
+            Settings::default()
+        } else {
+            serde_json::from_value(init.config).map_err(|e| format!("[plugin.cargo-check]: {e}"))?
+        };
+        if settings.command != "check" && settings.command != "clippy" {
+            return Err(format!(
+                "[plugin.cargo-check]: command must be \"check\" or \"clippy\", got {:?}",
+                settings.command
+            ));
+        }
+        let caps = Capabilities {
+            extensions: vec!["rs".into()],
+            file_names: Vec::new(),
+            project_markers: vec!["Cargo.toml".into()],
+            project_wide: true,
+        };
+        Ok((
+            CargoCheck {
+                cargo: resolve_cargo(&settings.cargo),
+                settings,
+                state_dir: init.state_dir,
+                runs: ToolRuns::new(),
+            },
+            caps,
+        ))
+    }
+
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+        let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        let mut files = Vec::new();
+        let mut seen = HashSet::new();
+        // One `cargo locate-project` per package folder, not per file.
+        let mut roots: HashMap<PathBuf, PathBuf> = HashMap::new();
+        for file in request.files.iter().chain(request.also_report.iter()) {
+            if !seen.insert(file.clone()) || file.extension() != Some(std::ffi::OsStr::new("rs")) {
+                continue;
+            }
+            let root = package_dir(file).map(|package| {
+                roots
+                    .entry(package.clone())
+                    .or_insert_with(|| self.workspace_root(&package))
+                    .clone()
+            });
+            match root {
+                Some(root) => by_root.entry(root).or_default().push(file.clone()),
+                None => files.push(FileResult {
+                    path: file.clone(),
+                    items: vec![Item::note(
+                        Severity::Info,
+                        SOURCE,
+                        "no Cargo.toml above this file: not checked by cargo",
+                    )],
+                }),
+            }
+        }
+        for (root, wanted) in by_root {
+            if self.runs.is_cancelled(request.id) {
+                self.runs.take_cancelled(request.id);
+                return Err("cancelled".into());
+            }
+            let outcome = self.run_cargo(request.id, &root);
+            if self.runs.take_cancelled(request.id) {
+                return Err("cancelled".into());
+            }
+            match outcome {
+                Ok(mut found) => files.extend(wanted.into_iter().map(|path| {
+                    let items = found.remove(&path).unwrap_or_default();
+                    FileResult { path, items }
+                })),
+                Err(message) => files.extend(wanted.into_iter().map(|path| FileResult {
+                    path,
+                    items: vec![Item::note(Severity::Error, SOURCE, message.clone())],
+                })),
+            }
+        }
+        Ok(CheckResponse { files })
+    }
+
+    fn cancel(&self, check_id: u64) {
+        self.runs.cancel(check_id);
+    }
+}
+
+impl CargoCheck {
+    /// The cargo workspace root of the package in `package` (the folder of the workspace's
+    /// `Cargo.toml`; the package itself when cargo cannot say).
+    fn workspace_root(&self, package: &Path) -> PathBuf {
+        let out = Command::new(&self.cargo)
+            .args(["locate-project", "--workspace", "--message-format", "plain"])
+            .current_dir(package)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok();
+        out.filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| PathBuf::from(s.trim()))
+            .and_then(|p| p.parent().map(Path::to_owned))
+            .unwrap_or_else(|| package.to_owned())
+    }
+
+    fn target_dir(&self, root: &Path) -> PathBuf {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        root.hash(&mut h);
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.state_dir
+            .join("target")
+            .join(format!("{name}-{:016x}", h.finish()))
+    }
+
+    /// Run cargo at `root`; messages per absolute file.
+    fn run_cargo(&self, id: u64, root: &Path) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
+        let mut cmd = Command::new(&self.cargo);
+        cmd.arg(&self.settings.command)
+            .arg("--message-format=json")
+            .arg("--workspace")
+            .arg("--target-dir")
+            .arg(self.target_dir(root));
+        if self.settings.all_targets {
+            cmd.arg("--all-targets");
+        }
+        cmd.args(&self.settings.extra_args)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self
+            .runs
+            .spawn(id, &mut cmd)
+            .map_err(|e| format!("cannot run {}: {e}", self.cargo.display()))?;
+        let stderr = child.stderr.take();
+        let err_thread = std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut s) = stderr {
+                let _ = s.read_to_string(&mut text);
+            }
+            text
+        });
+        let mut found: HashMap<PathBuf, Vec<Item>> = HashMap::new();
+        let mut dedupe = HashSet::new();
+        let mut any = false;
+        if let Some(stdout) = child.stdout.take() {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Some(located) = parse_line(&line, root) else {
+                    continue;
+                };
+                any = true;
+                let path = std::fs::canonicalize(&located.path).unwrap_or(located.path);
+                if dedupe.insert((path.clone(), located.item.clone())) {
+                    found.entry(path).or_default().push(located.item);
+                }
+            }
+        }
+        let status = child.wait().map_err(|e| e.to_string())?;
+        self.runs.finished(id);
+        let stderr = err_thread.join().unwrap_or_default();
+        if !status.success() && !any {
+            let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!(
+                "cargo {} failed ({status}) in {}:\n{}",
+                self.settings.command,
+                root.display(),
+                tail.join("\n")
+            ));
+        }
+        Ok(found)
+    }
+}
+
+/// The cargo to run: the setting as given when it is a path or found on `PATH`; else the
+/// rustup location (`$CARGO_HOME/bin`, `~/.cargo/bin`), which a service's minimal `PATH`
+/// often lacks; else the bare name (and the error names it).
+pub fn resolve_cargo(setting: &str) -> PathBuf {
+    if setting.contains('/') {
+        return PathBuf::from(setting);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(setting).is_file()))
+        .unwrap_or(false);
+    if on_path {
+        return PathBuf::from(setting);
+    }
+    let homes = [
+        std::env::var_os("CARGO_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")),
+    ];
+    homes
+        .into_iter()
+        .flatten()
+        .map(|h| h.join("bin").join(setting))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(setting))
+}
+
+/// The nearest folder above `file` holding a `Cargo.toml`.
+fn package_dir(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .find(|d| d.join("Cargo.toml").is_file())
+        .map(Path::to_owned)
+}
+
+export_plugin!(CargoCheck);

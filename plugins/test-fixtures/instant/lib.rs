@@ -1,0 +1,93 @@
+//! Fixture `instant`: answers every check at once with one `info` item per file (requested
+//! and `also_report`), for pipeline-overhead benchmarks and host tests.
+//!
+//! Config (`[plugin.instant]`): `extensions` (default `["txt"]`).
+//! Test hook: a file named `*.slow` makes the check block until cancelled (or 120 s). Before
+//! blocking it writes one line to the FIFO `<file>.started` if that exists, so a test can
+//! wait for "the check is running inside the plugin" without sleeping. A file named
+//! `*.noisy` makes the plugin print to stdout (which must not disturb the host protocol).
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use openfiles_plugin_api::{
+    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
+    Severity,
+};
+
+pub struct Instant {
+    cancelled: Mutex<HashSet<u64>>,
+    wake: Condvar,
+}
+
+impl Plugin for Instant {
+    const NAME: &'static str = "instant";
+    const VERSION: &'static str = "0.1.0";
+
+    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+        let extensions = match init.config.get("extensions") {
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| format!("extensions must be a list of strings: {e}"))?,
+            None => vec!["txt".to_owned()],
+        };
+        Ok((
+            Instant {
+                cancelled: Mutex::new(HashSet::new()),
+                wake: Condvar::new(),
+            },
+            Capabilities {
+                extensions,
+                ..Capabilities::default()
+            },
+        ))
+    }
+
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+        let mut files = Vec::new();
+        for path in request.files.iter().chain(request.also_report.iter()) {
+            if path.extension().is_some_and(|e| e == "noisy") {
+                // A forged protocol line: it would answer this check with an error if
+                // stdout were the protocol channel.
+                println!(
+                    "{{\"op\":\"result\",\"id\":{},\"error\":\"forged via stdout\"}}",
+                    request.id
+                );
+            }
+            if path.extension().is_some_and(|e| e == "slow") {
+                self.block(request.id, path);
+            }
+            files.push(FileResult {
+                path: path.clone(),
+                items: vec![Item::note(Severity::Info, "instant", "checked")],
+            });
+        }
+        Ok(CheckResponse { files })
+    }
+
+    fn cancel(&self, check_id: u64) {
+        if let Ok(mut set) = self.cancelled.lock() {
+            set.insert(check_id);
+        }
+        self.wake.notify_all();
+    }
+}
+
+impl Instant {
+    fn block(&self, id: u64, path: &std::path::Path) {
+        let mut fifo = path.as_os_str().to_owned();
+        fifo.push(".started");
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+            let _ = writeln!(f, "started {id}");
+        }
+        let Ok(guard) = self.cancelled.lock() else {
+            return;
+        };
+        let _ = self
+            .wake
+            .wait_timeout_while(guard, Duration::from_secs(120), |set| !set.contains(&id));
+    }
+}
+
+export_plugin!(Instant);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Install everything the test suite talks to, idempotently: real shells, real language
+# servers, real compilers, systemd tools, Nix's evaluator. Safe to run again and again;
+# it only installs what is missing. Needs root (or sudo) for apt.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+need_apt=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have zsh || need_apt+=(zsh)
+have fish || need_apt+=(fish)
+have clangd || need_apt+=(clangd)
+have nix-instantiate || need_apt+=(nix-bin)
+have systemd-socket-activate || need_apt+=(systemd)
+have setpriv || need_apt+=(util-linux)
+have vi || need_apt+=(vim-tiny)
+have top || need_apt+=(procps)
+have python3 || need_apt+=(python3)
+[ -x /usr/bin/python3 ] || need_apt+=(python3)  # a system python any uid can run (tests run clients as nobody)
+have node || need_apt+=(nodejs)
+have npm || need_apt+=(npm)
+have bash-language-server || true  # optional, not installed
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "install-test-deps: apt: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if ! have ruff; then
+  echo "install-test-deps: pip: ruff"
+  python3 -m pip install -q --disable-pip-version-check ruff
+fi
+
+npm_need=()
+have pyright-langserver || npm_need+=(pyright)
+have tsc || npm_need+=(typescript@5)
+have typescript-language-server || npm_need+=(typescript-language-server)
+if [ ${#npm_need[@]} -gt 0 ]; then
+  echo "install-test-deps: npm: ${npm_need[*]}"
+  $SUDO npm install -g --no-audit --no-fund --loglevel=error "${npm_need[@]}" >/dev/null
+fi
+
+# pyenv shims: make freshly pip-installed executables visible.
+if have pyenv; then pyenv rehash >/dev/null 2>&1 || true; fi
+echo "install-test-deps: ok"

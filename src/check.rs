@@ -1,0 +1,295 @@
+//! `openfiles check`: one-shot diagnostics for scripts, CI and people.
+//!
+//! With a running service the paths go through its pipeline (`check` on the control socket),
+//! so warm language servers answer. Without one, the plugins are started in-process for this
+//! run only. Output is either JSON (the `diagnostics.json` entries) or, for people, each
+//! problem with its source line and a caret under the column (codespan-reporting), in colour
+//! on a terminal, with a spinner while checkers start.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use codespan_reporting::diagnostic::{Diagnostic, Label};
+use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::term::{self, termcolor};
+use openfiles_plugin_api::{CheckRequest, Item, Severity};
+
+use crate::control::client::Client;
+use crate::control::protocol::{Check, Request, WaitReply};
+use crate::plugin_host::PluginManager;
+use crate::queue::policy::{Policy, Verdict};
+use crate::spec::{self, FileEntry};
+
+/// When `check` exits with status 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+}
+
+/// `openfiles check` options.
+pub struct Options {
+    pub paths: Vec<PathBuf>,
+    pub json: bool,
+    pub fail_on: FailOn,
+    pub timeout: Duration,
+}
+
+/// Run the command; returns the exit code.
+pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
+    let mut paths = Vec::new();
+    for p in &opts.paths {
+        paths.push(
+            p.canonicalize()
+                .with_context(|| format!("{}: no such file", p.display()))?,
+        );
+    }
+    let spinner = Spinner::new(!opts.json);
+    let entries = match Client::connect(
+        &crate::paths::control_socket(socket),
+        Some(Duration::from_secs(5)),
+    ) {
+        Ok(client) => {
+            spinner.say(&format!(
+                "checking {} file(s) with the running service…",
+                paths.len()
+            ));
+            through_service(client, paths, opts.timeout)?
+        }
+        Err(_) => {
+            spinner.say("starting checkers…");
+            in_process(config, paths, opts.timeout, &spinner)?
+        }
+    };
+    spinner.finish();
+    let (errors, warnings) = entries
+        .iter()
+        .fold((0, 0), |(e, w), (_, f)| (e + f.errors, w + f.warnings));
+    if opts.json {
+        let files: serde_json::Map<String, serde_json::Value> = entries
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "files": files }))?
+        );
+    } else {
+        render(&entries)?;
+        println!(
+            "{} file(s) checked: {} error(s), {} warning(s)",
+            entries.len(),
+            errors,
+            warnings
+        );
+    }
+    let failed = match opts.fail_on {
+        FailOn::Error => errors > 0,
+        FailOn::Warning => errors + warnings > 0,
+    };
+    Ok(u8::from(failed))
+}
+
+type Entries = Vec<(String, FileEntry)>;
+
+fn through_service(
+    mut client: Client,
+    paths: Vec<PathBuf>,
+    timeout: Duration,
+) -> anyhow::Result<Entries> {
+    client.set_read_timeout(Some(timeout + Duration::from_secs(10)))?;
+    let reply: WaitReply = client.call_as(&Request::Check(Check {
+        paths,
+        timeout_ms: Some(timeout.as_millis() as u64),
+    }))?;
+    Ok(reply
+        .workspaces
+        .into_iter()
+        .flat_map(|w| w.files.into_values().map(|e| (display_path(&e.path), e)))
+        .collect())
+}
+
+fn in_process(
+    config: Option<&Path>,
+    paths: Vec<PathBuf>,
+    timeout: Duration,
+    spinner: &Spinner,
+) -> anyhow::Result<Entries> {
+    let (config, _) = crate::config::Config::load(config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let state = crate::paths::state_dir();
+        let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
+        spinner.say(&format!("checking {} file(s)…", paths.len()));
+        let mut checks = Vec::new();
+        let mut out: Vec<(PathBuf, Vec<Item>)> = Vec::new();
+        for path in paths {
+            let root = crate::workspace::resolve::root_for(&path)
+                .unwrap_or_else(|_| path.parent().unwrap_or(&path).to_owned());
+            let policy = Policy::new(&root, &config.diagnostics)?;
+            let items = match policy.judge(&path) {
+                Verdict::Check(p) => {
+                    let ids = manager.plugins_for(&p);
+                    if ids.is_empty() {
+                        vec![crate::diagnostics::session::unhandled_item(&p)]
+                    } else {
+                        for id in ids {
+                            let m = manager.clone();
+                            let req = CheckRequest {
+                                id: 0,
+                                workspace: root.clone(),
+                                files: vec![p.clone()],
+                                also_report: Vec::new(),
+                                timeout_ms: timeout.as_millis() as u64,
+                            };
+                            let file = p.clone();
+                            checks.push(tokio::spawn(async move {
+                                let items = match m.check(id, req).await {
+                                    Ok(resp) => {
+                                        resp.files.into_iter().flat_map(|f| f.items).collect()
+                                    }
+                                    Err(e) => vec![e.item()],
+                                };
+                                (file, items)
+                            }));
+                        }
+                        Vec::new()
+                    }
+                }
+                Verdict::Sensitive(_) => vec![crate::diagnostics::session::sensitive_item()],
+                Verdict::Deleted(p)
+                | Verdict::Skip { path: p, .. }
+                | Verdict::Outside { path: p, .. } => {
+                    vec![Item::note(
+                        Severity::Info,
+                        "openfiles",
+                        format!("not checked: {}", p.display()),
+                    )]
+                }
+            };
+            out.push((path, items));
+        }
+        for c in checks {
+            if let Ok((file, items)) = c.await {
+                if let Some(slot) = out.iter_mut().find(|(p, _)| *p == file) {
+                    slot.1.extend(items);
+                }
+            }
+        }
+        shutdown.cancel();
+        manager.wait_stopped().await;
+        let now = spec::now_ms();
+        Ok(out
+            .into_iter()
+            .map(|(p, items)| (display_path(&p), FileEntry::checked(p, now, items)))
+            .collect())
+    })
+}
+
+/// The path relative to the current directory when it lies below it.
+fn display_path(p: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| cwd.canonicalize().ok())
+        .and_then(|cwd| p.strip_prefix(cwd).ok().map(Path::to_owned))
+        .unwrap_or_else(|| p.to_owned())
+        .display()
+        .to_string()
+}
+
+fn render(entries: &Entries) -> anyhow::Result<()> {
+    let choice = if std::io::stdout().is_terminal() {
+        termcolor::ColorChoice::Auto
+    } else {
+        termcolor::ColorChoice::Never
+    };
+    let stdout = termcolor::StandardStream::stdout(choice);
+    let mut out = stdout.lock();
+    let config = term::Config::default();
+    let mut files = SimpleFiles::new();
+    for (name, entry) in entries {
+        let source = std::fs::read_to_string(&entry.path).unwrap_or_default();
+        let id = files.add(name.clone(), source.clone());
+        for item in &entry.items {
+            let mut diag = match item.severity {
+                Severity::Error => Diagnostic::error(),
+                Severity::Warning => Diagnostic::warning(),
+                Severity::Info => Diagnostic::note(),
+                Severity::Hint => Diagnostic::help(),
+            }
+            .with_message(format!("{} ({})", item.message, item.source));
+            if let Some(code) = &item.code {
+                diag = diag.with_code(code.clone());
+            }
+            if let Some(at) = byte_offset(&source, item.line, item.column) {
+                diag = diag.with_labels(vec![Label::primary(id, at..at)]);
+            } else {
+                diag = diag.with_notes(vec![format!("at {name}:{}:{}", item.line, item.column)]);
+            }
+            term::emit_to_write_style(&mut out, &config, &files, &diag)
+                .map_err(|e| anyhow::anyhow!("cannot print a diagnostic: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Byte offset of 1-based (line, column counted in characters).
+fn byte_offset(source: &str, line: u32, column: u32) -> Option<usize> {
+    let mut start = 0;
+    for (i, l) in source.split_inclusive('\n').enumerate() {
+        if i + 1 == line as usize {
+            let col = (column.max(1) - 1) as usize;
+            let within = l
+                .char_indices()
+                .nth(col)
+                .map(|(b, _)| b)
+                .unwrap_or(l.trim_end_matches('\n').len());
+            return Some(start + within);
+        }
+        start += l.len();
+    }
+    None
+}
+
+/// A spinner on stderr when it is a terminal; silent otherwise.
+struct Spinner(Option<indicatif::ProgressBar>);
+
+impl Spinner {
+    fn new(enabled: bool) -> Spinner {
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Spinner(None);
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Spinner(Some(bar))
+    }
+    fn say(&self, msg: &str) {
+        if let Some(b) = &self.0 {
+            b.set_message(msg.to_owned());
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_offset;
+
+    #[test]
+    fn columns_are_characters() {
+        let src = "ab\nçé x\n";
+        assert_eq!(byte_offset(src, 1, 1), Some(0));
+        assert_eq!(byte_offset(src, 2, 3), Some(3 + 4));
+        assert_eq!(byte_offset(src, 9, 1), None);
+    }
+}

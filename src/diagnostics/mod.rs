@@ -1,0 +1,75 @@
+//! The diagnostics pipeline of one workspace: session, scheduling, merging, waiting and
+//! writing `diagnostics.json`.
+//!
+//! Data flow: intakes (control socket `edited`, `queue.jsonl`, the file watcher) hand paths to
+//! the workspace's [`pipeline`] actor after the path policy (`queue::policy`). The actor keeps
+//! the [`session`] (every file changed this session, with its entry), dispatches batches to the
+//! diagnostic sources through a [`Checker`], merges their answers, wakes `wait`ers, and hands
+//! snapshots to the [`writer`], which rewrites `diagnostics.json` atomically and persists the
+//! session (with the queue cursor) in the state dir.
+//!
+//! Freshness invariant: every edit bumps the file's generation; a result computed for an older
+//! generation never marks the file checked.
+
+pub mod pipeline;
+pub mod session;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+
+use futures_util::future::BoxFuture;
+use openfiles_plugin_api::{CheckRequest, CheckResponse};
+
+/// Identifies a diagnostic source (a plugin) for the lifetime of the service.
+pub type SourceId = usize;
+
+/// What the pipeline needs to know about a source that handles a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceInfo {
+    pub id: SourceId,
+    pub name: String,
+    /// One run checks a whole project: at most one run per project in flight.
+    pub project_wide: bool,
+    /// Files marking a project root, for grouping project-wide runs.
+    pub project_markers: Vec<String>,
+}
+
+/// The diagnostic sources, as seen by the pipeline. Implemented by the plugin host
+/// supervisor; the pipeline does not know about processes or libraries.
+pub trait Checker: Send + Sync + 'static {
+    /// The sources that handle `path`.
+    fn sources_for(&self, path: &Path) -> Vec<SourceInfo>;
+    /// Run one check. An `Err` is an explanation that becomes an item on every requested file.
+    fn check(
+        &self,
+        source: SourceId,
+        request: CheckRequest,
+    ) -> BoxFuture<'static, Result<CheckResponse, String>>;
+}
+
+/// A checker with no sources: every file is "checked" with an item saying nothing handles it.
+pub struct NoSources;
+
+impl Checker for NoSources {
+    fn sources_for(&self, _path: &Path) -> Vec<SourceInfo> {
+        Vec::new()
+    }
+    fn check(
+        &self,
+        _source: SourceId,
+        _request: CheckRequest,
+    ) -> BoxFuture<'static, Result<CheckResponse, String>> {
+        Box::pin(async { Err("no diagnostic sources".to_string()) })
+    }
+}
+
+/// The project root of `file` for a project-wide source: the nearest ancestor (inside the
+/// workspace) holding one of `markers`, else the workspace root.
+pub fn project_root(file: &Path, workspace: &Path, markers: &[String]) -> PathBuf {
+    file.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(workspace))
+        .find(|a| markers.iter().any(|m| a.join(m).exists()))
+        .unwrap_or(workspace)
+        .to_owned()
+}

@@ -1,0 +1,177 @@
+//! Writing what the pipeline knows: `.openfiles/diagnostics.json` for agents, and the
+//! session state (entries + queue cursor) in the state dir for restarts.
+//!
+//! Both are replaced atomically (temp file + rename). The session state and the queue cursor
+//! live in one file so that, after a crash, the lines re-read from the queue are exactly those
+//! whose effect was not persisted: no line is lost and none counts twice.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::session::Session;
+use crate::fsutil;
+use crate::queue::intake::Cursor;
+use crate::spec::{self, DiagnosticsFile, FileEntry, HookSettings};
+
+/// The workspace-relative key of `path` in `diagnostics.json` (`/`-separated).
+pub fn key(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) => rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => path.to_string_lossy().into_owned(),
+    }
+}
+
+/// `diagnostics.json` as a borrowed view of the session: serialized without copying entries.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DocumentView<'a> {
+    version: u32,
+    updated_at: u64,
+    hook: &'a HookSettings,
+    files: FilesView<'a>,
+}
+
+struct FilesView<'a> {
+    root: &'a Path,
+    session: &'a Session,
+}
+
+impl Serialize for FilesView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.session.len()))?;
+        for (path, st) in self.session.iter() {
+            map.serialize_entry(&key(self.root, path), &st.entry)?;
+        }
+        map.end()
+    }
+}
+
+/// What is persisted per workspace in the state dir: the queue cursor and, verbatim, the
+/// `diagnostics.json` document of the same moment.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionState {
+    pub version: u32,
+    #[serde(default)]
+    pub queue: QueueState,
+    #[serde(default)]
+    pub diagnostics: Option<DiagnosticsFile>,
+}
+
+impl SessionState {
+    /// The persisted entries.
+    pub fn into_entries(self) -> impl Iterator<Item = FileEntry> {
+        self.diagnostics
+            .into_iter()
+            .flat_map(|d| d.files.into_values())
+    }
+}
+
+/// The queue's persisted position and counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueState {
+    #[serde(default)]
+    pub cursor: Cursor,
+    /// Valid lines taken from the queue, ever.
+    #[serde(default)]
+    pub lines: u64,
+    /// Malformed lines skipped, ever.
+    #[serde(default)]
+    pub malformed: u64,
+}
+
+/// Where a workspace's session state lives.
+pub fn state_file(state_dir: &Path, root: &Path) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    root.hash(&mut h);
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into());
+    state_dir
+        .join("workspaces")
+        .join(format!("{name}-{:016x}", h.finish()))
+        .join("session.json")
+}
+
+/// Load a workspace's session state; missing or corrupt means a fresh session (logged).
+pub fn load_state(path: &Path) -> SessionState {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            tracing::error!(
+                "{} is corrupt ({e}); starting a fresh session",
+                path.display()
+            );
+            SessionState::default()
+        }),
+        Err(_) => SessionState::default(),
+    }
+}
+
+/// One write job: both files' bytes, produced by the pipeline, written on a blocking thread.
+pub struct Snapshot {
+    pub diagnostics_path: Option<PathBuf>,
+    pub diagnostics: Vec<u8>,
+    pub state_path: PathBuf,
+    pub state: Vec<u8>,
+}
+
+impl Snapshot {
+    /// Serialize the current state. `diagnostics_path` is `None` while the service stands back
+    /// for an editor (the file is theirs then).
+    pub fn new(
+        root: &Path,
+        hook: &HookSettings,
+        session: &Session,
+        queue: &QueueState,
+        diagnostics_path: Option<PathBuf>,
+        state_path: PathBuf,
+    ) -> Snapshot {
+        let view = DocumentView {
+            version: 1,
+            updated_at: spec::now_ms(),
+            hook,
+            files: FilesView { root, session },
+        };
+        let mut diagnostics = serde_json::to_vec_pretty(&view).unwrap_or_default();
+        diagnostics.push(b'\n');
+        // {"version":1,"queue":…,"diagnostics":<the same bytes>}: no second serialization.
+        let mut state = br#"{"version":1,"queue":"#.to_vec();
+        state.extend(serde_json::to_vec(queue).unwrap_or_default());
+        state.extend_from_slice(br#","diagnostics":"#);
+        state.extend_from_slice(&diagnostics);
+        state.push(b'}');
+        Snapshot {
+            diagnostics_path,
+            diagnostics,
+            state_path,
+            state,
+        }
+    }
+
+    /// Write both files atomically: the state first (it carries the queue cursor), then
+    /// `diagnostics.json`.
+    pub fn write(&self) -> std::io::Result<()> {
+        if let Some(dir) = self.state_path.parent() {
+            fsutil::ensure_private_dir(dir, 0o700)?;
+        }
+        fsutil::write_atomic(&self.state_path, &self.state, 0o600)?;
+        if let Some(path) = &self.diagnostics_path {
+            fsutil::write_atomic(path, &self.diagnostics, 0o644)?;
+        }
+        Ok(())
+    }
+
+    /// Size of the serialized state, to decide whether freeing it is worth a trim.
+    pub fn size(&self) -> usize {
+        self.diagnostics.len() + self.state.len()
+    }
+}

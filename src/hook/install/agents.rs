@@ -1,0 +1,216 @@
+//! Where each agent keeps its hook configuration and what openfiles adds there (the table
+//! in `agent-hooks.md`, plus the user-level locations the agents document).
+//!
+//! Every command we add carries [`MARKER`], which is how `uninstall` and `status` recognise
+//! our entries and nothing else.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+/// Added to every command we install; `openfiles hook` ignores it.
+pub const MARKER: &str = "--tag openfiles-hook";
+/// Agents `hooks install` knows.
+pub const SUPPORTED: &[&str] = &[
+    "claude", "codex", "copilot", "gemini", "cursor", "windsurf", "opencode",
+];
+
+/// Which configuration to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// A workspace folder's own configuration.
+    Workspace(PathBuf),
+    /// The user's configuration in `home`.
+    User(PathBuf),
+}
+
+/// One entry to keep in `hooks.<event>` of a JSON configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonHook {
+    pub event: &'static str,
+    pub entry: Value,
+}
+
+/// What an agent's configuration gets.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Entries merged into a JSON file; `version` is set when the file has none.
+    Json {
+        hooks: Vec<JsonHook>,
+        version: Option<u64>,
+    },
+    /// A whole file of ours (OpenCode's plugin).
+    OwnFile(String),
+}
+
+/// An agent's configuration file and what goes into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub agent: &'static str,
+    pub path: PathBuf,
+    pub content: Content,
+}
+
+/// The command an agent runs: `<bin> hook --agent ID [extra…] --tag openfiles-hook`.
+pub fn command(bin: &str, agent: &str, extra: &str) -> String {
+    let bin = if bin
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+~".contains(c))
+    {
+        bin.to_owned()
+    } else {
+        format!("'{}'", bin.replace('\'', r"'\''"))
+    };
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" {extra}")
+    };
+    format!("{bin} hook --agent {agent}{extra} {MARKER}")
+}
+
+/// The target for `agent` in `scope`, or `None` for an agent `hooks install` does not know.
+pub fn target(agent: &str, scope: &Scope, bin: &str) -> Option<Target> {
+    let (base, user) = match scope {
+        Scope::Workspace(dir) => (dir.as_path(), false),
+        Scope::User(home) => (home.as_path(), true),
+    };
+    let at = |ws: &str, usr: &str| -> PathBuf { base.join(if user { usr } else { ws }) };
+    let (agent, path, content) = match agent {
+        "claude" => (
+            "claude",
+            at(".claude/settings.local.json", ".claude/settings.json"),
+            json_hooks(
+                vec![JsonHook {
+                    event: "PostToolUse",
+                    entry: json!({
+                        "matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                        "hooks": [{"type": "command", "command": command(bin, "claude", ""), "timeout": 15}]
+                    }),
+                }],
+                None,
+            ),
+        ),
+        "codex" => (
+            "codex",
+            at(".codex/hooks.json", ".codex/hooks.json"),
+            json_hooks(
+                vec![JsonHook {
+                    event: "PostToolUse",
+                    entry: json!({
+                        "matcher": "apply_patch|Edit|Write",
+                        "hooks": [{"type": "command", "command": command(bin, "codex", ""), "timeout": 15}]
+                    }),
+                }],
+                None,
+            ),
+        ),
+        "copilot" => (
+            "copilot",
+            at(
+                ".github/hooks/openfiles.json",
+                ".copilot/hooks/openfiles.json",
+            ),
+            json_hooks(
+                vec![JsonHook {
+                    event: "postToolUse",
+                    entry: json!({"type": "command", "bash": command(bin, "copilot", ""), "timeoutSec": 15}),
+                }],
+                Some(1),
+            ),
+        ),
+        "gemini" => (
+            "gemini",
+            at(".gemini/settings.json", ".gemini/settings.json"),
+            json_hooks(
+                vec![JsonHook {
+                    event: "AfterTool",
+                    entry: json!({
+                        "matcher": "write_file|replace",
+                        "hooks": [{"name": "openfiles", "type": "command", "command": command(bin, "gemini", ""), "timeout": 15000}]
+                    }),
+                }],
+                None,
+            ),
+        ),
+        "cursor" => (
+            "cursor",
+            at(".cursor/hooks.json", ".cursor/hooks.json"),
+            json_hooks(
+                vec![
+                    JsonHook {
+                        event: "afterFileEdit",
+                        entry: json!({"command": command(bin, "cursor", "--event afterFileEdit --no-feedback")}),
+                    },
+                    JsonHook {
+                        event: "postToolUse",
+                        entry: json!({"command": command(bin, "cursor", "--event postToolUse")}),
+                    },
+                ],
+                Some(1),
+            ),
+        ),
+        "windsurf" => (
+            "windsurf",
+            at(".windsurf/hooks.json", ".codeium/windsurf/hooks.json"),
+            json_hooks(
+                vec![JsonHook {
+                    event: "post_write_code",
+                    entry: json!({"command": command(bin, "windsurf", "--no-feedback"), "show_output": false}),
+                }],
+                None,
+            ),
+        ),
+        "opencode" => (
+            "opencode",
+            at(
+                ".opencode/plugins/openfiles.js",
+                ".config/opencode/plugins/openfiles.js",
+            ),
+            Content::OwnFile(opencode_plugin(bin)),
+        ),
+        _ => return None,
+    };
+    Some(Target {
+        agent,
+        path,
+        content,
+    })
+}
+
+fn json_hooks(hooks: Vec<JsonHook>, version: Option<u64>) -> Content {
+    Content::Json { hooks, version }
+}
+
+/// OpenCode's plugin: on `file.edited`, run the hook with the payload the table gives.
+pub fn opencode_plugin(bin: &str) -> String {
+    let bin_js = serde_json::to_string(bin).unwrap_or_else(|_| "\"openfiles\"".into());
+    format!(
+        r#"// openfiles: report files OpenCode edits to `openfiles hook` ({MARKER}).
+// Installed by `openfiles hooks install --agent opencode`; removed by `openfiles hooks uninstall`.
+export const OpenFiles = async ({{ directory }}) => ({{
+  event: async ({{ event }}) => {{
+    if (event.type !== "file.edited") return;
+    const file = event.properties?.file;
+    if (!file) return;
+    const payload = JSON.stringify({{ tool_name: "edit", file_path: file, cwd: directory }});
+    try {{
+      const proc = Bun.spawn([{bin_js}, "hook", "--agent", "opencode", "--no-feedback", "--tag", "openfiles-hook"], {{
+        stdin: new Blob([payload]),
+        stdout: "ignore",
+        stderr: "ignore",
+      }});
+      await proc.exited;
+    }} catch {{
+      // openfiles is not installed or not on PATH: never break the agent.
+    }}
+  }},
+}});
+"#
+    )
+}
+
+/// The home directory for `--user`.
+pub fn home() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|d| d.home_dir().to_owned())
+}

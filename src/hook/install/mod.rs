@@ -1,0 +1,282 @@
+//! `openfiles hooks install|uninstall|status`: writing each agent's hook configuration so
+//! it runs `openfiles hook --agent ID`, and taking it out again.
+//!
+//! JSON files are merged ([`merge`]): the user's other settings keep their values and
+//! order, the change is shown as a unified diff before it is written (and only shown with
+//! `--dry-run`), running install twice changes nothing, and uninstall removes exactly the
+//! entries carrying our marker (deleting a file only when nothing of the user's is left).
+//! A file that is not valid JSON is never touched: the error names it. OpenCode gets its
+//! own plugin file. Writes are atomic (temp file + rename).
+
+pub mod agents;
+pub mod merge;
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use agents::{Content, Target, MARKER};
+pub use agents::{Scope, SUPPORTED};
+
+/// What to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Install,
+    Uninstall,
+}
+
+/// Options shared by the three commands.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Agent ids; empty means every supported agent (uninstall, status only).
+    pub agents: Vec<String>,
+    pub scope: Scope,
+    pub dry_run: bool,
+    /// The program agents run (default `openfiles`).
+    pub bin: String,
+}
+
+/// Resolve `--workspace DIR | --user` (default: the current directory).
+pub fn scope(workspace: Option<&Path>, user: bool) -> anyhow::Result<Scope> {
+    if user {
+        let home = agents::home().context("cannot find your home directory")?;
+        return Ok(Scope::User(home));
+    }
+    let dir = match workspace {
+        Some(d) => d.to_owned(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let dir =
+        fs::canonicalize(&dir).with_context(|| format!("no such folder: {}", dir.display()))?;
+    Ok(Scope::Workspace(dir))
+}
+
+fn targets(opts: &Options, require: bool) -> anyhow::Result<Vec<Target>> {
+    let ids: Vec<String> = if opts.agents.is_empty() {
+        if require {
+            bail!(
+                "name at least one agent with --agent ({})",
+                SUPPORTED.join(", ")
+            );
+        }
+        SUPPORTED.iter().map(|s| s.to_string()).collect()
+    } else {
+        opts.agents.clone()
+    };
+    let mut out = Vec::new();
+    for id in &ids {
+        for id in id.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let target = agents::target(id, &opts.scope, &opts.bin).with_context(|| {
+                format!(
+                    "`hooks install` does not know the agent `{id}` (known: {}); see contrib/hooks/ for hand-written configs",
+                    SUPPORTED.join(", ")
+                )
+            })?;
+            if !out.iter().any(|t: &Target| t.agent == target.agent) {
+                out.push(target);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `hooks install` / `hooks uninstall`: print each change as a diff, then write it
+/// (unless `dry_run`). Returns the exit code.
+pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let targets = targets(opts, action == Action::Install)?;
+    for target in &targets {
+        let old = match fs::read_to_string(&target.path) {
+            Ok(s) => Some(s),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {}", target.path.display()))
+            }
+        };
+        let new = planned(action, target, old.as_deref())?;
+        let path = target.path.display();
+        if new.as_deref() == old.as_deref() {
+            let state = match action {
+                Action::Install => "already installed",
+                Action::Uninstall => "nothing to remove",
+            };
+            writeln!(out, "{}: {state} in {path}", target.agent)?;
+            continue;
+        }
+        let verb = match (action, &new) {
+            (Action::Install, _) => "install",
+            (Action::Uninstall, Some(_)) => "uninstall",
+            (Action::Uninstall, None) => "uninstall (delete file)",
+        };
+        writeln!(out, "{}: {verb} in {path}", target.agent)?;
+        write_diff(out, &target.path, old.as_deref(), new.as_deref())?;
+        if opts.dry_run {
+            continue;
+        }
+        match &new {
+            Some(text) => write_file(&target.path, text)?,
+            None => {
+                fs::remove_file(&target.path).with_context(|| format!("cannot remove {path}"))?
+            }
+        }
+    }
+    if opts.dry_run {
+        writeln!(out, "(dry run: nothing written)")?;
+    }
+    Ok(0)
+}
+
+/// The file's new text (`None`: delete it) for `action`, from its current text.
+pub fn planned(
+    action: Action,
+    target: &Target,
+    old: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    match &target.content {
+        Content::OwnFile(text) => Ok(match action {
+            Action::Install => Some(text.clone()),
+            Action::Uninstall => match old {
+                Some(o) if !o.contains(MARKER) => Some(o.to_owned()),
+                _ => None,
+            },
+        }),
+        Content::Json { hooks, version } => {
+            let mut doc = match old {
+                Some(text) if !text.trim().is_empty() => serde_json::from_str::<Value>(text)
+                    .with_context(|| {
+                        format!(
+                            "{} is not valid JSON; fix or move it, then run this again (nothing was changed)",
+                            target.path.display()
+                        )
+                    })?,
+                Some(_) | None if action == Action::Uninstall => return Ok(old.map(str::to_owned)),
+                _ => Value::Object(Default::default()),
+            };
+            let changed = match action {
+                Action::Install => merge::install(&mut doc, hooks, *version),
+                Action::Uninstall => merge::uninstall(&mut doc),
+            }
+            .with_context(|| format!("cannot change {}", target.path.display()))?;
+            if !changed {
+                return Ok(old.map(str::to_owned));
+            }
+            if action == Action::Uninstall && merge::is_empty(&doc) {
+                return Ok(None);
+            }
+            let mut text = serde_json::to_string_pretty(&doc)?;
+            text.push('\n');
+            Ok(Some(text))
+        }
+    }
+}
+
+/// A unified diff of the file's change; a missing side is `/dev/null`.
+fn write_diff(
+    out: &mut dyn Write,
+    path: &Path,
+    old: Option<&str>,
+    new: Option<&str>,
+) -> io::Result<()> {
+    let name = path.display().to_string();
+    let before = if old.is_some() {
+        name.clone()
+    } else {
+        "/dev/null".into()
+    };
+    let after = if new.is_some() {
+        format!("{name} (new)")
+    } else {
+        "/dev/null".into()
+    };
+    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""));
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&before, &after)
+        .to_string();
+    out.write_all(text.as_bytes())
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mode = fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    crate::fsutil::write_atomic(path, text.as_bytes(), mode)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// One line of `hooks status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusLine {
+    pub agent: &'static str,
+    pub path: PathBuf,
+    /// `installed (events…)`, `not installed`, `no file`, or `unreadable: …`.
+    pub state: String,
+}
+
+/// What is installed for each agent in the given scope.
+pub fn status_lines(opts: &Options) -> anyhow::Result<Vec<StatusLine>> {
+    let mut lines = Vec::new();
+    for target in targets(opts, false)? {
+        let state = match fs::read_to_string(&target.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => "no file".to_owned(),
+            Err(e) => format!("unreadable: {e}"),
+            Ok(text) => match &target.content {
+                Content::OwnFile(_) if text.contains(MARKER) => "installed".to_owned(),
+                Content::OwnFile(_) => "not installed (file is not ours)".to_owned(),
+                Content::Json { .. } => match serde_json::from_str::<Value>(&text) {
+                    Err(_) => "unreadable: not valid JSON".to_owned(),
+                    Ok(doc) => {
+                        let events = merge::installed_events(&doc);
+                        if events.is_empty() {
+                            "not installed".to_owned()
+                        } else {
+                            format!("installed ({})", events.join(", "))
+                        }
+                    }
+                },
+            },
+        };
+        lines.push(StatusLine {
+            agent: target.agent,
+            path: target.path,
+            state,
+        });
+    }
+    Ok(lines)
+}
+
+/// `hooks status`: the workspace's and the user's configurations.
+pub fn status(opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let mut scopes = vec![opts.scope.clone()];
+    if let (Scope::Workspace(_), Some(home)) = (&opts.scope, agents::home()) {
+        scopes.push(Scope::User(home));
+    }
+    for scope in scopes {
+        let label = match &scope {
+            Scope::Workspace(d) => format!("workspace {}", d.display()),
+            Scope::User(_) => "user".to_owned(),
+        };
+        writeln!(out, "{label}:")?;
+        let o = Options {
+            scope,
+            ..opts.clone()
+        };
+        for line in status_lines(&o)? {
+            writeln!(
+                out,
+                "  {:<9} {:<16} {}",
+                line.agent,
+                line.state,
+                line.path.display()
+            )?;
+        }
+    }
+    Ok(0)
+}

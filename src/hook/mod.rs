@@ -1,0 +1,177 @@
+//! `openfiles hook`: what an agent runs after each edit (`agent-hooks.md`).
+//!
+//! Read the payload ([`input`], [`payload`]), report the edited paths to the service
+//! ([`service`]) or, when none answers, to a workspace served by the editor extension
+//! ([`fallback`]), wait for their diagnostics unless this agent or event takes no feedback,
+//! and print the feedback ([`feedback`], [`report`]) in the agent's format ([`output`]).
+//!
+//! Invariants: the process always exits 0 and prints at most one JSON line; garbage in
+//! means nothing out; diagnostics go to stderr only with `--verbose`. The hook path starts
+//! no async runtime and no threads: its budget is a few milliseconds and a few MiB.
+//!
+//! `hooks install|uninstall|status` (writing agents' configurations) lives in [`install`].
+
+pub mod fallback;
+pub mod feedback;
+pub mod input;
+pub mod install;
+pub mod output;
+pub mod payload;
+pub mod report;
+pub mod service;
+pub mod watch;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use output::Agent;
+
+/// Arguments of `openfiles hook`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--agent`; missing or unknown means `unknown`.
+    pub agent: Option<String>,
+    /// `--event`, when the agent has several hook events.
+    pub event: Option<String>,
+    /// Only report the edit.
+    pub no_feedback: bool,
+    /// Print a diagnostic line on stderr when something is skipped or fails.
+    pub verbose: bool,
+    /// `--socket`, else the default control socket.
+    pub socket: Option<PathBuf>,
+}
+
+/// Run the hook; the exit status is always 0, even if a bug panics (silently, unless
+/// `--verbose`).
+pub fn run(opts: &Options) -> u8 {
+    if !opts.verbose {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+    let line = std::panic::catch_unwind(|| {
+        let input = input::read_stdin(input::STDIN_LIMIT);
+        let parsed = payload::parse_bytes(&input);
+        handle(opts, &parsed)
+    });
+    if let Ok(Some(line)) = line {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+    0
+}
+
+fn say(opts: &Options, msg: std::fmt::Arguments<'_>) {
+    if opts.verbose {
+        eprintln!("openfiles hook: {msg}");
+    }
+}
+
+/// Everything after reading stdin: the JSON line to print, if any.
+pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
+    let agent = Agent::from_id(opts.agent.as_deref());
+    let event = opts.event.as_deref().or(parsed.event.as_deref());
+    if parsed.paths.is_empty() {
+        say(opts, format_args!("no edited paths in the payload"));
+        return None;
+    }
+    let process_cwd = std::env::current_dir().ok();
+    let paths: Vec<PathBuf> = parsed
+        .paths
+        .iter()
+        .map(|p| match (&process_cwd, p.is_relative()) {
+            (Some(cwd), true) => cwd.join(p),
+            _ => p.clone(),
+        })
+        .collect();
+    let feedback = !opts.no_feedback && agent.wants_feedback(event);
+    let ts = crate::spec::now_ms();
+    let socket = crate::paths::control_socket(opts.socket.as_deref());
+    let edit = service::Edit {
+        paths: &paths,
+        agent: agent.id(),
+        tool: parsed.tool.as_deref(),
+        event,
+        ts,
+    };
+    let text = match service::report(&socket, &edit, feedback) {
+        Ok(text) => text,
+        Err(service::ServiceError::NotDelivered(err)) => {
+            say(opts, format_args!("{err}; trying the editor's queue"));
+            let starts = starts(&paths, parsed.cwd.as_deref(), process_cwd.as_deref());
+            without_service(opts, &starts, &edit, feedback)
+        }
+        Err(err) => {
+            say(opts, format_args!("{err}"));
+            None
+        }
+    };
+    let text = text?;
+    output::render(agent, &text)
+}
+
+/// Where the fallback starts looking for a workspace, in order.
+fn starts(paths: &[PathBuf], cwd: Option<&Path>, process_cwd: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = paths.first().and_then(|p| p.parent()) {
+        out.push(dir.to_owned());
+    }
+    out.extend(cwd.map(Path::to_owned));
+    for var in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            out.push(PathBuf::from(v));
+        }
+    }
+    out.extend(process_cwd.map(Path::to_owned));
+    out
+}
+
+fn without_service(
+    opts: &Options,
+    starts: &[PathBuf],
+    edit: &service::Edit<'_>,
+    feedback: bool,
+) -> Option<String> {
+    let Some(root) = fallback::find_workspace(starts) else {
+        say(
+            opts,
+            format_args!("no workspace with a fresh heartbeat; nothing to do"),
+        );
+        return None;
+    };
+    let watcher = if feedback {
+        match fallback::watch(&root) {
+            Ok(w) => Some(w),
+            Err(err) => {
+                say(opts, format_args!("cannot watch diagnostics.json: {err}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let line = crate::spec::QueueLine {
+        v: 1,
+        ts: edit.ts,
+        agent: Some(edit.agent.to_owned()),
+        tool: edit.tool.map(str::to_owned),
+        paths: edit.paths.to_vec(),
+    };
+    if let Err(err) = fallback::append_queue(&root, &line) {
+        say(
+            opts,
+            format_args!("cannot append to the queue in {}: {err}", root.display()),
+        );
+        return None;
+    }
+    if !feedback {
+        return None;
+    }
+    let (diag, forms) = fallback::wait(&root, edit.paths, edit.ts, watcher)?;
+    let entries = report::Entries {
+        root: &root,
+        hook: &diag.hook,
+        files: &diag.files,
+    };
+    feedback::format(&entries.views(&forms, edit.ts))
+}

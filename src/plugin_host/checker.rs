@@ -1,0 +1,41 @@
+//! The plugin manager as the diagnostics pipeline's [`Checker`]: sources are loaded
+//! plugins (source id = [`PluginId`] index), and a failed check becomes the
+//! [`PluginError`] text the pipeline turns into an explanatory item.
+
+use std::path::Path;
+
+use futures_util::future::BoxFuture;
+use openfiles_plugin_api::{CheckRequest, CheckResponse};
+
+use super::{PluginId, PluginManager};
+use crate::diagnostics::{Checker, SourceId, SourceInfo};
+
+impl Checker for PluginManager {
+    fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
+        self.plugins_for(path)
+            .into_iter()
+            .filter_map(|id| {
+                let caps = self.capabilities(id)?;
+                Some(SourceInfo {
+                    id: id.0,
+                    name: self.name(id)?.to_owned(),
+                    project_wide: caps.project_wide,
+                    project_markers: caps.project_markers.clone(),
+                })
+            })
+            .collect()
+    }
+
+    fn check(
+        &self,
+        source: SourceId,
+        request: CheckRequest,
+    ) -> BoxFuture<'static, Result<CheckResponse, String>> {
+        let manager = self.clone();
+        Box::pin(async move {
+            PluginManager::check(&manager, PluginId(source), request)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}

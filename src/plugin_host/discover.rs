@@ -1,0 +1,139 @@
+//! Which plugin libraries to try, in order: config `plugins.paths`, then
+//! `OPENFILES_PLUGIN_PATH` (colon-separated files or folders), then `../lib/openfiles/plugins`
+//! relative to the running executable (the Nix / packaged layout). A folder contributes
+//! its shared libraries (`.so`, `.dylib` on macOS) in name order. The same file reached
+//! twice is tried once. A configured or env entry that does not exist is reported (it is
+//! probably a typo); the executable-relative folder is optional.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// Where a candidate was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Origin {
+    Config,
+    Env,
+    Executable,
+}
+
+/// A library file worth trying.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub path: PathBuf,
+    pub origin: Origin,
+}
+
+/// A search entry that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub path: PathBuf,
+    pub origin: Origin,
+    pub message: String,
+}
+
+/// The search path: config entries, env entries, then the executable's plugin folder.
+pub fn search_path(
+    config_paths: &[PathBuf],
+    env: Option<&OsStr>,
+    exe_dir: Option<&Path>,
+) -> Vec<(PathBuf, Origin)> {
+    let mut out: Vec<(PathBuf, Origin)> = config_paths
+        .iter()
+        .map(|p| (p.clone(), Origin::Config))
+        .collect();
+    if let Some(env) = env {
+        out.extend(
+            std::env::split_paths(env)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| (p, Origin::Env)),
+        );
+    }
+    if let Some(dir) = exe_dir {
+        out.push((dir.to_owned(), Origin::Executable));
+    }
+    out
+}
+
+/// `../lib/openfiles/plugins` relative to the directory of `exe`.
+pub fn exe_plugin_dir(exe: &Path) -> Option<PathBuf> {
+    Some(exe.parent()?.join("../lib/openfiles/plugins"))
+}
+
+fn is_library(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e == std::env::consts::DLL_EXTENSION)
+}
+
+/// Expand the search path into library files.
+pub fn candidates(search: &[(PathBuf, Origin)]) -> (Vec<Candidate>, Vec<Problem>) {
+    let mut seen = HashSet::new();
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    let mut push = |path: PathBuf, origin: Origin, found: &mut Vec<Candidate>| {
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen.insert(key) {
+            found.push(Candidate { path, origin });
+        }
+    };
+    for (entry, origin) in search {
+        match std::fs::metadata(entry) {
+            Ok(meta) if meta.is_dir() => match std::fs::read_dir(entry) {
+                Ok(rd) => {
+                    let mut libs: Vec<PathBuf> = rd
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| is_library(p) && p.is_file())
+                        .collect();
+                    libs.sort();
+                    for lib in libs {
+                        push(lib, *origin, &mut found);
+                    }
+                }
+                Err(e) => problems.push(Problem {
+                    path: entry.clone(),
+                    origin: *origin,
+                    message: format!("cannot list folder: {e}"),
+                }),
+            },
+            Ok(_) => push(entry.clone(), *origin, &mut found),
+            Err(_) if *origin == Origin::Executable => {}
+            Err(e) => problems.push(Problem {
+                path: entry.clone(),
+                origin: *origin,
+                message: format!("not found: {e}"),
+            }),
+        }
+    }
+    (found, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_give_their_libraries_in_order_and_duplicates_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let ext = std::env::consts::DLL_EXTENSION;
+        let b = dir.path().join(format!("libb.{ext}"));
+        let a = dir.path().join(format!("liba.{ext}"));
+        std::fs::write(&b, b"").unwrap();
+        std::fs::write(&a, b"").unwrap();
+        std::fs::write(dir.path().join("README.md"), b"").unwrap();
+        let env = std::env::join_paths([dir.path(), b.as_path()]).unwrap();
+        let missing = dir.path().join("nope");
+        let search = search_path(
+            std::slice::from_ref(&missing),
+            Some(&env),
+            Some(&dir.path().join("no-exe-dir")),
+        );
+        let (found, problems) = candidates(&search);
+        let paths: Vec<_> = found.iter().map(|c| c.path.clone()).collect();
+        assert_eq!(paths, vec![a, b]);
+        assert!(found.iter().all(|c| c.origin == Origin::Env));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].path, missing);
+        assert_eq!(problems[0].origin, Origin::Config);
+    }
+}

@@ -1,0 +1,412 @@
+//! [`PluginManager`]: starts a host child for every plugin library found, keeps the
+//! table of what was found, loaded or refused (and why), and routes checks to the
+//! supervising actor of each plugin.
+//!
+//! Startup is sequential in search-path order, so when two libraries call themselves by
+//! the same name the first one wins (the other is refused as a duplicate). A plugin named
+//! in `plugins.disabled` is loaded only far enough to learn its name, then stopped.
+//! Checks get a fresh id (unique in this process), a deadline (`timeout_ms`, default
+//! [`DEFAULT_TIMEOUT`]) after which the plugin is told to cancel, and are cancelled too
+//! when the caller drops the future.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openfiles_plugin_api::{Capabilities, CheckRequest, CheckResponse, Init};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::discover::{self, Origin};
+use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
+use super::{PluginError, PluginId};
+
+/// Deadline of a check whose request says `timeout_ms: 0`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where a plugin stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum State {
+    /// A search-path entry that does not exist.
+    Missing,
+    /// The library was refused (`kind` says why: `abi-mismatch`, `missing-symbol`,
+    /// `load-error`, `bad-table`, `create-failed`, `host-failed`, `duplicate`).
+    Refused,
+    /// Named in `plugins.disabled`.
+    Disabled,
+    Loaded,
+    /// Its host died; a new one is being started.
+    Restarting,
+    /// It could not be restarted; checks fail with the reason.
+    Broken,
+    Stopped,
+}
+
+/// One row of `openfiles plugins` / the service status.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginStatus {
+    pub path: PathBuf,
+    pub origin: Origin,
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub restarts: u32,
+    /// Checks sent to this plugin since the service started.
+    #[serde(default)]
+    pub checks: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+}
+
+impl PluginStatus {
+    fn new(path: PathBuf, origin: Origin, state: State) -> Self {
+        PluginStatus {
+            path,
+            origin,
+            state,
+            name: None,
+            version: None,
+            kind: None,
+            reason: None,
+            restarts: 0,
+            checks: 0,
+            pid: None,
+            capabilities: None,
+        }
+    }
+}
+
+/// How to find plugins and run their hosts; [`ManagerOptions::from_env`] is what the
+/// service uses. Tests and benchmarks running inside another executable set `host_exe`
+/// to the `openfiles` binary.
+#[derive(Debug, Clone)]
+pub struct ManagerOptions {
+    /// The `openfiles` executable (run as `<host_exe> plugin-host <library>`).
+    pub host_exe: PathBuf,
+    /// `OPENFILES_PLUGIN_PATH`.
+    pub env_path: Option<OsString>,
+    /// `../lib/openfiles/plugins` next to the executable.
+    pub exe_dir: Option<PathBuf>,
+}
+
+impl ManagerOptions {
+    pub fn from_env() -> Self {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("openfiles"));
+        ManagerOptions {
+            exe_dir: discover::exe_plugin_dir(&exe),
+            host_exe: exe,
+            env_path: std::env::var_os("OPENFILES_PLUGIN_PATH"),
+        }
+    }
+}
+
+struct Loaded {
+    /// Its row in `rows`.
+    index: usize,
+    name: String,
+    capabilities: Capabilities,
+    tx: mpsc::Sender<Cmd>,
+}
+
+/// The daemon's view of its plugins. Cloning is cheap (one shared inner state), so a
+/// check's future can own its manager (see the `Checker` impl in `super::checker`).
+#[derive(Clone)]
+pub struct PluginManager {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    loaded: Vec<Loaded>,
+    rows: Arc<Mutex<Vec<PluginStatus>>>,
+    next_id: AtomicU64,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl PluginManager {
+    /// Discover and start every plugin (see the module docs); hosts stop when `shutdown`
+    /// is cancelled. Never fails: problems are in [`PluginManager::status`].
+    pub async fn start(
+        cfg: &crate::config::Config,
+        state_dir: &Path,
+        shutdown: CancellationToken,
+    ) -> PluginManager {
+        Self::start_with(cfg, state_dir, shutdown, ManagerOptions::from_env()).await
+    }
+
+    /// [`PluginManager::start`] with explicit options.
+    pub async fn start_with(
+        cfg: &crate::config::Config,
+        state_dir: &Path,
+        shutdown: CancellationToken,
+        opts: ManagerOptions,
+    ) -> PluginManager {
+        let search = discover::search_path(
+            &cfg.plugins.paths,
+            opts.env_path.as_deref(),
+            opts.exe_dir.as_deref(),
+        );
+        let (candidates, problems) = discover::candidates(&search);
+        let rows = Arc::new(Mutex::new(Vec::new()));
+        let mut manager = Inner {
+            loaded: Vec::new(),
+            rows: Arc::clone(&rows),
+            next_id: AtomicU64::new(1),
+            tasks: Mutex::new(Vec::new()),
+        };
+        for p in problems {
+            let mut row = PluginStatus::new(p.path, p.origin, State::Missing);
+            row.reason = Some(p.message);
+            manager.push_row(row);
+        }
+        let disabled: HashSet<&str> = cfg.plugins.disabled.iter().map(String::as_str).collect();
+        let mut names = HashSet::new();
+        for cand in candidates {
+            let mut row = PluginStatus::new(cand.path.clone(), cand.origin, State::Refused);
+            let (mut host, name, version) = match Host::spawn(&opts.host_exe, &cand.path).await {
+                Ok(ok) => ok,
+                Err(e) => {
+                    tracing::warn!(library = %cand.path.display(), "plugin refused: {}", e.message());
+                    row.kind = Some(e.kind().to_owned());
+                    row.reason = Some(e.message());
+                    manager.push_row(row);
+                    continue;
+                }
+            };
+            row.name = Some(name.clone());
+            row.version = Some(version);
+            if disabled.contains(name.as_str()) {
+                host.stop().await;
+                row.state = State::Disabled;
+                row.reason = Some("listed in plugins.disabled".into());
+                manager.push_row(row);
+                continue;
+            }
+            if !names.insert(name.clone()) {
+                host.stop().await;
+                row.kind = Some("duplicate".into());
+                row.reason = Some(format!("another library already provides plugin {name:?}"));
+                manager.push_row(row);
+                continue;
+            }
+            let init = Init {
+                config: cfg.plugin_settings(&name),
+                state_dir: state_dir.join("plugins").join(&name),
+                host_version: env!("CARGO_PKG_VERSION").into(),
+            };
+            if let Err(e) = crate::fsutil::ensure_private_dir(&init.state_dir, 0o700) {
+                host.stop().await;
+                row.kind = Some("host-failed".into());
+                row.reason = Some(format!(
+                    "cannot create state dir {}: {e}",
+                    init.state_dir.display()
+                ));
+                manager.push_row(row);
+                continue;
+            }
+            let capabilities = match host.init(&init).await {
+                Ok(c) => c,
+                Err(e) => {
+                    host.stop().await;
+                    tracing::warn!(plugin = %name, "plugin failed to start: {}", e.message());
+                    row.kind = Some(e.kind().to_owned());
+                    row.reason = Some(e.message());
+                    manager.push_row(row);
+                    continue;
+                }
+            };
+            tracing::info!(plugin = %name, library = %cand.path.display(), "plugin loaded");
+            row.state = State::Loaded;
+            row.pid = Some(host.pid);
+            row.capabilities = Some(capabilities.clone());
+            let index = manager.push_row(row);
+            let (tx, rx) = mpsc::channel(256);
+            let spec = Spec {
+                host_exe: opts.host_exe.clone(),
+                library: cand.path.clone(),
+                name: name.clone(),
+                init,
+            };
+            let status = StatusSlot {
+                rows: Arc::clone(&rows),
+                index,
+            };
+            let actor = Supervisor::new(spec, rx, status, shutdown.child_token());
+            let task = tokio::spawn(actor.run(host));
+            if let Ok(mut tasks) = manager.tasks.lock() {
+                tasks.push(task);
+            }
+            manager.loaded.push(Loaded {
+                index,
+                name,
+                capabilities,
+                tx,
+            });
+        }
+        PluginManager {
+            inner: Arc::new(manager),
+        }
+    }
+
+    /// Every loaded plugin.
+    pub fn ids(&self) -> Vec<PluginId> {
+        (0..self.inner.loaded.len()).map(PluginId).collect()
+    }
+
+    /// The plugins whose capabilities claim `path` (by extension or exact file name).
+    pub fn plugins_for(&self, path: &Path) -> Vec<PluginId> {
+        let ext = path.extension().and_then(|e| e.to_str());
+        let file = path.file_name().and_then(|f| f.to_str());
+        self.inner
+            .loaded
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                let c = &p.capabilities;
+                ext.is_some_and(|e| c.extensions.iter().any(|x| x == e))
+                    || file.is_some_and(|f| c.file_names.iter().any(|x| x == f))
+            })
+            .map(|(i, _)| PluginId(i))
+            .collect()
+    }
+
+    pub fn capabilities(&self, id: PluginId) -> Option<&Capabilities> {
+        self.inner.loaded.get(id.0).map(|p| &p.capabilities)
+    }
+
+    pub fn name(&self, id: PluginId) -> Option<&str> {
+        self.inner.loaded.get(id.0).map(|p| p.name.as_str())
+    }
+
+    /// Run one check. The request's `id` is replaced by a fresh one. Files in the answer
+    /// that were neither requested nor in `also_report` are dropped.
+    pub async fn check(
+        &self,
+        id: PluginId,
+        mut request: CheckRequest,
+    ) -> Result<CheckResponse, PluginError> {
+        let plugin = self
+            .inner
+            .loaded
+            .get(id.0)
+            .ok_or(PluginError::Unknown(id))?;
+        let check_id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut rows) = self.inner.rows.lock() {
+            if let Some(row) = rows.get_mut(plugin.index) {
+                row.checks += 1;
+            }
+        }
+        request.id = check_id;
+        let limit = match request.timeout_ms {
+            0 => DEFAULT_TIMEOUT,
+            ms => Duration::from_millis(ms),
+        };
+        let wanted: HashSet<PathBuf> = request
+            .files
+            .iter()
+            .chain(request.also_report.iter())
+            .cloned()
+            .collect();
+        let (reply, rx) = oneshot::channel();
+        let stopped = || PluginError::Stopped {
+            plugin: plugin.name.clone(),
+        };
+        plugin
+            .tx
+            .send(Cmd::Check { request, reply })
+            .await
+            .map_err(|_| stopped())?;
+        let mut guard = CancelOnDrop {
+            tx: &plugin.tx,
+            id: check_id,
+            armed: true,
+        };
+        let outcome = tokio::time::timeout(limit, rx).await;
+        let result = match outcome {
+            Ok(Ok(result)) => {
+                guard.armed = false;
+                result
+            }
+            Ok(Err(_)) => {
+                guard.armed = false;
+                Err(stopped())
+            }
+            Err(_) => Err(PluginError::Timeout {
+                plugin: plugin.name.clone(),
+                after_ms: limit.as_millis() as u64,
+            }),
+        };
+        drop(guard);
+        result.map(|mut resp| {
+            resp.files.retain(|f| wanted.contains(&f.path));
+            resp
+        })
+    }
+
+    /// One JSON object per library found or search entry missing (see [`PluginStatus`]).
+    pub fn status(&self) -> Vec<serde_json::Value> {
+        self.status_rows()
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect()
+    }
+
+    /// The status rows, typed.
+    pub fn status_rows(&self) -> Vec<PluginStatus> {
+        self.inner
+            .rows
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Wait until every host has stopped (after the shutdown token was cancelled).
+    pub async fn wait_stopped(&self) {
+        let tasks = self
+            .inner
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Inner {
+    fn push_row(&mut self, row: PluginStatus) -> usize {
+        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        rows.push(row);
+        rows.len() - 1
+    }
+}
+
+/// Tells the plugin to cancel a check whose caller gave up (deadline or dropped future).
+struct CancelOnDrop<'a> {
+    tx: &'a mpsc::Sender<Cmd>,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.try_send(Cmd::Cancel(self.id));
+        }
+    }
+}

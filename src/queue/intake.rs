@@ -1,0 +1,454 @@
+//! Reading `.openfiles/queue.jsonl` without losing or repeating a line.
+//!
+//! Writers append one line per `write(2)` on an `O_APPEND` fd and take no lock (as the editor
+//! hook does), so the reader may never truncate a file a writer could still append to. The
+//! drain works by rotation instead:
+//!
+//! 1. Read complete lines from the saved offset; a partial last line waits for its newline.
+//!    The lines go to the pipeline together with the new [`Cursor`]; the pipeline persists the
+//!    cursor atomically with their effect and acknowledges it.
+//! 2. Once everything read is acknowledged and the file is at EOF, rename it to
+//!    `.queue-draining.jsonl`. New writers create a fresh `queue.jsonl`; a writer that opened
+//!    the old file before the rename still appends to the renamed one.
+//! 3. Take a write lease on the renamed file (Linux `F_SETLEASE`): granted only when no other
+//!    process has it open. Then unlink it, read any last lines, and keep the fd for a grace
+//!    period in case a writer that resolved the name just before the unlink appends late.
+//!    Where leases are unavailable, the grace period alone protects the tail.
+//!
+//! Files are identified by (device, inode), so a queue replaced or truncated by someone else
+//! is noticed: a new inode starts at offset 0, a shrunken file restarts at 0 with a warning.
+//! After `kill -9`, the persisted cursor says exactly which lines have been applied.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec;
+
+/// Longest queue line accepted; longer ones are skipped as malformed.
+pub const MAX_LINE: usize = 1 << 20;
+const DRAINING: &str = ".queue-draining.jsonl";
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Position in one queue file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePos {
+    pub dev: u64,
+    pub ino: u64,
+    /// Birth time in ns where the filesystem records it (0 otherwise): inode numbers are
+    /// reused, so a replaced file can carry its predecessor's inode.
+    #[serde(default)]
+    pub born: u64,
+    pub offset: u64,
+}
+
+/// Where reading stands, in `queue.jsonl` and in the file being drained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    #[serde(default)]
+    pub main: Option<FilePos>,
+    #[serde(default)]
+    pub draining: Option<FilePos>,
+}
+
+/// What one step produced.
+#[derive(Debug, Default)]
+pub struct Step {
+    /// Complete lines read (without newlines); oversized lines come as `Err(excerpt)`.
+    pub lines: Vec<Result<Vec<u8>, String>>,
+    /// True when the cursor moved (lines read or a file finished): persist and acknowledge it.
+    pub moved: bool,
+    /// Call `step` again after this long even without a file event (lease busy, grace period).
+    pub retry_in: Option<Duration>,
+}
+
+/// The reader of one workspace's queue. All methods block; run them off the async runtime.
+pub struct Reader {
+    queue: PathBuf,
+    draining: PathBuf,
+    /// Read so far (sent to the pipeline).
+    pub cursor: Cursor,
+    /// Persisted by the pipeline.
+    pub acked: Cursor,
+    /// An unlinked drained file kept open until its grace period ends.
+    late: Option<(File, u64, Instant)>,
+}
+
+impl Reader {
+    pub fn new(root: &Path, cursor: Cursor) -> Reader {
+        let dir = root.join(spec::DIR);
+        Reader {
+            queue: dir.join(spec::QUEUE_FILE),
+            draining: dir.join(DRAINING),
+            cursor,
+            acked: cursor,
+            late: None,
+        }
+    }
+
+    /// Paths whose changes should wake the reader.
+    pub fn watched_names() -> [&'static str; 2] {
+        [spec::QUEUE_FILE, DRAINING]
+    }
+
+    /// Read what is new, and rotate or finish files when everything read is persisted.
+    pub fn step(&mut self) -> std::io::Result<Step> {
+        let mut out = Step::default();
+        if let Some((file, offset, until)) = &mut self.late {
+            let (lines, new_off) = read_lines(file, *offset)?;
+            if new_off != *offset {
+                *offset = new_off;
+                out.moved = true;
+            }
+            out.lines.extend(lines);
+            if Instant::now() >= *until {
+                self.late = None;
+            } else {
+                out.retry_in = Some(Duration::from_millis(200));
+            }
+        }
+        // 1. A file being drained comes first: its lines are older.
+        if let Some(mut file) = open_existing(&self.draining)? {
+            // It may have been renamed from `queue.jsonl` just before a crash: match both.
+            let pos = position(&file, &[self.cursor.draining, self.cursor.main])?;
+            let (lines, offset) = read_lines(&mut file, pos.offset)?;
+            let pos = FilePos { offset, ..pos };
+            if self.cursor.draining != Some(pos) {
+                self.cursor.draining = Some(pos);
+                out.moved = true;
+            }
+            if !lines.is_empty() {
+                out.lines.extend(lines);
+                return Ok(out);
+            }
+            if self.acked.draining != self.cursor.draining {
+                return Ok(out); // wait for the pipeline to persist what we read
+            }
+            match take_lease(&file) {
+                Lease::Busy => {
+                    out.retry_in = Some(Duration::from_millis(5));
+                    return Ok(out);
+                }
+                lease => {
+                    std::fs::remove_file(&self.draining)?;
+                    let (lines, offset) = read_lines(&mut file, pos.offset)?;
+                    if let Lease::Held = lease {
+                        release_lease(&file);
+                    }
+                    out.lines.extend(lines);
+                    self.late = Some((file, offset, Instant::now() + GRACE));
+                    out.retry_in.get_or_insert(Duration::from_millis(200));
+                    self.cursor.draining = None;
+                    out.moved = true;
+                    return Ok(out);
+                }
+            }
+        } else if self.cursor.draining.take().is_some() {
+            out.moved = true; // finished before a restart
+        }
+        // 2. The live queue.
+        let Some(mut file) = open_existing(&self.queue)? else {
+            if self.cursor.main.take().is_some() {
+                out.moved = true;
+            }
+            return Ok(out);
+        };
+        let mut pos = position(&file, &[self.cursor.main])?;
+        let size = file.metadata()?.len();
+        if size < pos.offset {
+            tracing::warn!(
+                queue = %self.queue.display(),
+                "queue file shrank under us (truncated by another program); reading it from the start"
+            );
+            pos.offset = 0;
+        }
+        let (lines, offset) = read_lines(&mut file, pos.offset)?;
+        let pos = FilePos { offset, ..pos };
+        if self.cursor.main != Some(pos) {
+            self.cursor.main = Some(pos);
+            out.moved = true;
+        }
+        if !lines.is_empty() {
+            out.lines.extend(lines);
+            return Ok(out);
+        }
+        // 3. Everything read and persisted, at EOF: rotate.
+        if pos.offset > 0 && pos.offset == size && self.acked.main == self.cursor.main {
+            std::fs::rename(&self.queue, &self.draining)?;
+            self.cursor.draining = self.cursor.main.take();
+            self.acked.draining = self.cursor.draining;
+            self.acked.main = None;
+            out.moved = true;
+            out.retry_in = Some(Duration::ZERO);
+        }
+        Ok(out)
+    }
+}
+
+fn open_existing(path: &Path) -> std::io::Result<Option<File>> {
+    match File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The saved position if it names this very file, else its start.
+fn position(file: &File, saved: &[Option<FilePos>]) -> std::io::Result<FilePos> {
+    let meta = file.metadata()?;
+    let (dev, ino) = (meta.dev(), meta.ino());
+    let born = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    Ok(saved
+        .iter()
+        .flatten()
+        .find(|p| p.dev == dev && p.ino == ino && p.born == born)
+        .copied()
+        .unwrap_or(FilePos {
+            dev,
+            ino,
+            born,
+            offset: 0,
+        }))
+}
+
+/// Read complete lines from `offset`; returns them and the offset after the last newline.
+type Lines = Vec<Result<Vec<u8>, String>>;
+
+fn read_lines(file: &mut File, offset: u64) -> std::io::Result<(Lines, u64)> {
+    file.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::new();
+    file.take(64 << 20).read_to_end(&mut buf)?;
+    let Some(last_nl) = buf.iter().rposition(|&b| b == b'\n') else {
+        if buf.len() > MAX_LINE {
+            // A runaway line with no end in sight: skip what we have; the rest of it will be
+            // rejected as a malformed line when its newline comes.
+            let excerpt = super::excerpt(&buf);
+            return Ok((vec![Err(excerpt)], offset + buf.len() as u64));
+        }
+        return Ok((Vec::new(), offset));
+    };
+    let lines = buf[..last_nl]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|l| {
+            if l.len() > MAX_LINE {
+                Err(super::excerpt(l))
+            } else {
+                Ok(l.to_vec())
+            }
+        })
+        .collect();
+    Ok((lines, offset + last_nl as u64 + 1))
+}
+
+enum Lease {
+    Held,
+    Busy,
+    /// Leases not supported here: rely on the grace period.
+    Unsupported,
+}
+
+#[cfg(target_os = "linux")]
+fn take_lease(file: &File) -> Lease {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: plain fcntl on an fd we own.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) };
+    if rc == 0 {
+        return Lease::Held;
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EBUSY) => Lease::Busy,
+        _ => Lease::Unsupported,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn release_lease(file: &File) {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: plain fcntl on an fd we own.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn take_lease(_file: &File) -> Lease {
+    Lease::Unsupported
+}
+
+#[cfg(not(target_os = "linux"))]
+fn release_lease(_file: &File) {}
+
+/// True when the event concerns one of the queue files.
+fn mentions(ev: &notify::Event, names: &[&str]) -> bool {
+    ev.paths.iter().any(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| names.contains(&n))
+    })
+}
+
+/// Run the queue reader of one workspace until `shutdown`: wake on file events in
+/// `.openfiles/`, hand lines to the pipeline, advance once the pipeline persisted them.
+/// `paused` (standing back for an editor) leaves the queue to the editor.
+pub fn spawn(
+    root: &Path,
+    cursor: Cursor,
+    pipeline: crate::diagnostics::pipeline::Handle,
+    paused: tokio::sync::watch::Receiver<bool>,
+    fs: (&crate::fswatch::FsWatch, crate::fswatch::SubscriberId),
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<(), notify::Error> {
+    let dir = root.join(spec::DIR);
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
+    let names = Reader::watched_names();
+    fs.0.watch(&dir, fs.1, ev_tx)?;
+    let (ack_tx, mut ack_rx) = tokio::sync::mpsc::unbounded_channel();
+    pipeline.attach_intake(ack_tx);
+    let mut reader = Some(Reader::new(root, cursor));
+    let mut paused = paused;
+    tokio::spawn(async move {
+        let mut retry: Option<Duration> = Some(Duration::ZERO); // read what is there at start
+        loop {
+            let sleep = async {
+                match retry {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                Some(ev) = ev_rx.recv() => {
+                    let mut relevant = mentions(&ev, &names);
+                    while let Ok(more) = ev_rx.try_recv() {
+                        relevant |= mentions(&more, &names);
+                    }
+                    if !relevant {
+                        continue;
+                    }
+                }
+                Some(c) = ack_rx.recv() => {
+                    let mut c = c;
+                    while let Ok(more) = ack_rx.try_recv() { c = more; }
+                    if let Some(r) = reader.as_mut() { r.acked = c; }
+                }
+                Ok(()) = paused.changed() => {}
+                _ = sleep => {}
+            }
+            retry = None;
+            if *paused.borrow() {
+                continue;
+            }
+            let Some(mut r) = reader.take() else { return };
+            let (r, step) = match tokio::task::spawn_blocking(move || {
+                let s = r.step();
+                (r, s)
+            })
+            .await
+            {
+                Ok(v) => v,
+                Err(_) => return, // the runtime is shutting down
+            };
+            match step {
+                Ok(step) => {
+                    retry = step.retry_in;
+                    if step.moved || !step.lines.is_empty() {
+                        pipeline.send(crate::diagnostics::pipeline::Msg::Queue {
+                            lines: step.lines,
+                            cursor: r.cursor,
+                        });
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(root = %pipeline.root.display(), "reading the queue failed: {e}; retrying in 1 s");
+                    retry = Some(Duration::from_secs(1));
+                }
+            }
+            reader = Some(r);
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(path: &Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Drive the reader like the pipeline does: every step's cursor is acknowledged at once.
+    fn drain(r: &mut Reader) -> Vec<String> {
+        let mut all = Vec::new();
+        for _ in 0..20 {
+            let s = r.step().unwrap();
+            all.extend(
+                s.lines
+                    .into_iter()
+                    .map(|l| String::from_utf8(l.unwrap()).unwrap()),
+            );
+            r.acked = r.cursor;
+            if !s.moved && s.retry_in.is_none() {
+                break;
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn partial_line_waits_and_rotation_keeps_everything() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(".openfiles")).unwrap();
+        let q = t.path().join(".openfiles/queue.jsonl");
+        let mut r = Reader::new(t.path(), Cursor::default());
+        append(&q, "a\nb\npart");
+        assert_eq!(drain(&mut r), vec!["a", "b"]);
+        append(&q, "ial\n");
+        assert_eq!(drain(&mut r), vec!["partial"]);
+        append(&q, "c\n");
+        assert_eq!(drain(&mut r), vec!["c"]);
+    }
+
+    #[test]
+    fn replaced_file_starts_at_zero() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(".openfiles")).unwrap();
+        let q = t.path().join(".openfiles/queue.jsonl");
+        append(&q, "one\n");
+        let mut r = Reader::new(t.path(), Cursor::default());
+        r.step().unwrap();
+        // Someone replaces the file before we rotate.
+        std::fs::remove_file(&q).unwrap();
+        append(&q, "two\n");
+        assert_eq!(drain(&mut r), vec!["two"]);
+    }
+
+    #[test]
+    fn restart_resumes_from_persisted_cursor() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(".openfiles")).unwrap();
+        let q = t.path().join(".openfiles/queue.jsonl");
+        append(&q, "one\n");
+        let mut r = Reader::new(t.path(), Cursor::default());
+        let s = r.step().unwrap();
+        assert_eq!(s.lines.len(), 1);
+        let persisted = r.cursor; // the pipeline persisted this, then the process died
+        append(&q, "two\n");
+        let mut r2 = Reader::new(t.path(), persisted);
+        assert_eq!(drain(&mut r2), vec!["two"]);
+    }
+}

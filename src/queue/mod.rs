@@ -1,0 +1,85 @@
+//! Edits arriving as files rather than requests: `.openfiles/queue.jsonl` ([`intake`]),
+//! writes noticed under the workspace when no hook reports them ([`watch`]), and the path
+//! policy every edited path passes ([`policy`]).
+
+pub mod intake;
+pub mod policy;
+pub mod watch;
+
+use std::path::PathBuf;
+
+use crate::spec::QueueLine;
+
+/// Why a queue line was skipped.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LineError {
+    #[error("not JSON: {0}")]
+    Json(String),
+    #[error("no \"paths\" array")]
+    NoPaths,
+    #[error("unknown version v={0}")]
+    Version(u64),
+}
+
+/// Parse one queue line (without the newline). Only `v: 1` (or no `v`) is understood.
+pub fn parse_line(line: &[u8]) -> Result<QueueLine, LineError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(line).map_err(|e| LineError::Json(e.to_string()))?;
+    let v = value.get("v").map(|v| v.as_u64().unwrap_or(0)).unwrap_or(1);
+    if v != 1 {
+        return Err(LineError::Version(v));
+    }
+    let Some(paths) = value.get("paths").and_then(|p| p.as_array()) else {
+        return Err(LineError::NoPaths);
+    };
+    let paths: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(|p| p.as_str())
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let text = |k: &str| value.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+    Ok(QueueLine {
+        v: 1,
+        ts: value.get("ts").and_then(|t| t.as_u64()).unwrap_or(0),
+        agent: text("agent"),
+        tool: text("tool"),
+        paths,
+    })
+}
+
+/// The first characters of a line, for logs.
+pub fn excerpt(line: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&line[..line.len().min(80)]);
+    if line.len() > 80 {
+        format!("{s}…")
+    } else {
+        s.into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_spec_example() {
+        let l = parse_line(br#"{"v":1,"ts":1789322228384,"agent":"claude","tool":"Edit","paths":["/home/me/app/src/auth.ts"]}"#).unwrap();
+        assert_eq!(l.paths, vec![PathBuf::from("/home/me/app/src/auth.ts")]);
+        assert_eq!(l.agent.as_deref(), Some("claude"));
+    }
+
+    #[test]
+    fn rejects_malformed_lines() {
+        assert!(matches!(parse_line(b"{oops"), Err(LineError::Json(_))));
+        assert_eq!(parse_line(br#"{"v":1}"#), Err(LineError::NoPaths));
+        assert_eq!(
+            parse_line(br#"{"v":1,"paths":"x"}"#),
+            Err(LineError::NoPaths)
+        );
+        assert_eq!(
+            parse_line(br#"{"v":2,"paths":[]}"#),
+            Err(LineError::Version(2))
+        );
+    }
+}

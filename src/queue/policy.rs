@@ -1,0 +1,301 @@
+//! Path policy: which paths of an edit reach the checkers.
+//!
+//! Every path from any intake (control socket, queue line, file watcher) passes here first.
+//! A path is canonicalized (following symlinks and `..`), then must lie inside the workspace;
+//! ignored paths (`.git`, `node_modules`, `target`, lockfiles, … plus config) are dropped;
+//! sensitive files (`.env`, keys, credentials) stay in the session but are never read by a
+//! checker. A file that no longer exists is a deletion: it leaves the session.
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// Directory names and file globs never checked.
+pub const DEFAULT_IGNORE: &[&str] = &[
+    "**/.git/**",
+    "**/.openfiles/**",
+    "**/.claws/**",
+    "**/node_modules/**",
+    "**/dist/**",
+    "**/build/**",
+    "**/out/**",
+    "**/coverage/**",
+    "**/.next/**",
+    "**/target/**",
+    "**/__pycache__/**",
+    "**/.venv/**",
+    "**/*.log",
+    "**/package-lock.json",
+    "**/yarn.lock",
+    "**/pnpm-lock.yaml",
+    "**/bun.lockb",
+    "**/Cargo.lock",
+    "**/poetry.lock",
+    "**/uv.lock",
+    "**/Gemfile.lock",
+    "**/composer.lock",
+    "**/go.sum",
+];
+
+/// Files that may hold secrets: in the session, never read by a checker.
+pub const DEFAULT_SENSITIVE: &[&str] = &[
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/*.pfx",
+    "**/*.p12",
+    "**/credentials.*",
+    "**/secrets/**",
+];
+
+/// What to do with one edited path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Check it.
+    Check(PathBuf),
+    /// Keep it in the session with an explanatory item; never read it.
+    Sensitive(PathBuf),
+    /// It no longer exists: drop it from the session.
+    Deleted(PathBuf),
+    /// Not ours to check (ignored, a directory, …); the reason is for logs and replies.
+    Skip { path: PathBuf, reason: String },
+    /// Outside the workspace (directly, through `..` or a symlink): refused and logged.
+    Outside { path: PathBuf, reason: String },
+}
+
+/// The compiled policy of one workspace.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    root: PathBuf,
+    ignore: GlobSet,
+    sensitive: GlobSet,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid glob {glob:?} in {setting}: {source}")]
+pub struct GlobError {
+    glob: String,
+    setting: &'static str,
+    source: globset::Error,
+}
+
+fn build(defaults: &[&str], extra: &[String], setting: &'static str) -> Result<GlobSet, GlobError> {
+    let mut b = GlobSetBuilder::new();
+    for g in defaults
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+    {
+        // A bare pattern like `*.tmp` or `generated` matches at any depth.
+        let pattern = if g.contains('/') {
+            g.to_owned()
+        } else {
+            format!("**/{g}")
+        };
+        for p in [
+            pattern.clone(),
+            format!("{}/**", pattern.trim_end_matches("/**")),
+        ] {
+            let glob = Glob::new(&p).map_err(|source| GlobError {
+                glob: g.to_owned(),
+                setting,
+                source,
+            })?;
+            b.add(glob);
+        }
+    }
+    b.build().map_err(|source| GlobError {
+        glob: String::new(),
+        setting,
+        source,
+    })
+}
+
+impl Policy {
+    /// Compile the policy for the workspace at `root` (canonical).
+    pub fn new(root: &Path, cfg: &crate::config::DiagnosticsConfig) -> Result<Policy, GlobError> {
+        Ok(Policy {
+            root: root.to_owned(),
+            ignore: build(DEFAULT_IGNORE, &cfg.ignore, "diagnostics.ignore")?,
+            sensitive: build(DEFAULT_SENSITIVE, &cfg.sensitive, "diagnostics.sensitive")?,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// True when `rel` (workspace-relative) is ignored.
+    pub fn is_ignored(&self, rel: &Path) -> bool {
+        self.ignore.is_match(rel)
+    }
+
+    /// Judge one edited path. Relative paths are taken relative to the workspace root.
+    pub fn judge(&self, path: &Path) -> Verdict {
+        let abs = if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.root.join(path)
+        };
+        let lexical = normalize(&abs);
+        let canon = match abs.canonicalize() {
+            Ok(c) => c,
+            Err(_) => {
+                // Gone (or never existed): a deletion if it was ours, else nothing to do.
+                return if lexical.starts_with(&self.root) {
+                    Verdict::Deleted(lexical)
+                } else {
+                    Verdict::Outside {
+                        path: abs,
+                        reason: "outside the workspace".into(),
+                    }
+                };
+            }
+        };
+        let Ok(rel) = canon.strip_prefix(&self.root) else {
+            let reason = if lexical.starts_with(&self.root) {
+                format!(
+                    "resolves through a symlink to {}, outside the workspace",
+                    canon.display()
+                )
+            } else {
+                "outside the workspace".into()
+            };
+            return Verdict::Outside { path: abs, reason };
+        };
+        if rel.as_os_str().is_empty() || canon.is_dir() {
+            return Verdict::Skip {
+                path: canon,
+                reason: "a directory".into(),
+            };
+        }
+        if self.ignore.is_match(rel) {
+            return Verdict::Skip {
+                path: canon,
+                reason: "ignored".into(),
+            };
+        }
+        if self.sensitive.is_match(rel) {
+            return Verdict::Sensitive(canon);
+        }
+        Verdict::Check(canon)
+    }
+}
+
+/// Resolve `.` and `..` lexically (no filesystem access).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, PathBuf, Policy) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        let root = root.canonicalize().unwrap();
+        let p = Policy::new(&root, &Default::default()).unwrap();
+        (t, root, p)
+    }
+
+    #[test]
+    fn plain_file_is_checked() {
+        let (_t, root, p) = setup();
+        std::fs::write(root.join("src/a.rs"), "").unwrap();
+        assert_eq!(
+            p.judge(&root.join("src/a.rs")),
+            Verdict::Check(root.join("src/a.rs"))
+        );
+        assert_eq!(
+            p.judge(Path::new("src/a.rs")),
+            Verdict::Check(root.join("src/a.rs"))
+        );
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let (t, root, p) = setup();
+        std::fs::write(t.path().join("secret"), "").unwrap();
+        assert!(matches!(
+            p.judge(&root.join("../secret")),
+            Verdict::Outside { .. }
+        ));
+        std::os::unix::fs::symlink(t.path().join("secret"), root.join("src/link")).unwrap();
+        let v = p.judge(&root.join("src/link"));
+        assert!(
+            matches!(&v, Verdict::Outside { reason, .. } if reason.contains("symlink")),
+            "{v:?}"
+        );
+        assert!(matches!(
+            p.judge(Path::new("/etc/passwd")),
+            Verdict::Outside { .. }
+        ));
+    }
+
+    #[test]
+    fn ignored_sensitive_and_deleted() {
+        let (_t, root, p) = setup();
+        for f in [
+            "node_modules/x/i.js",
+            "target/debug/a.rs",
+            "Cargo.lock",
+            "x.log",
+        ] {
+            let path = root.join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
+            assert!(matches!(p.judge(&path), Verdict::Skip { .. }), "{f}");
+        }
+        for f in [
+            ".env",
+            ".env.local",
+            "k.pem",
+            "credentials.json",
+            "secrets/a.txt",
+        ] {
+            let path = root.join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
+            assert_eq!(p.judge(&path), Verdict::Sensitive(path.clone()), "{f}");
+        }
+        assert_eq!(
+            p.judge(&root.join("gone.rs")),
+            Verdict::Deleted(root.join("gone.rs"))
+        );
+    }
+
+    #[test]
+    fn config_adds_globs() {
+        let (_t, root, _) = setup();
+        let cfg = crate::config::DiagnosticsConfig {
+            ignore: vec!["generated".into()],
+            sensitive: vec!["*.secret".into()],
+            ..Default::default()
+        };
+        let p = Policy::new(&root, &cfg).unwrap();
+        std::fs::create_dir_all(root.join("generated")).unwrap();
+        std::fs::write(root.join("generated/g.rs"), "").unwrap();
+        std::fs::write(root.join("a.secret"), "").unwrap();
+        assert!(matches!(
+            p.judge(&root.join("generated/g.rs")),
+            Verdict::Skip { .. }
+        ));
+        assert!(matches!(
+            p.judge(&root.join("a.secret")),
+            Verdict::Sensitive(_)
+        ));
+    }
+}

@@ -1,0 +1,112 @@
+//! Which workspace a path belongs to, and whether a folder may become one.
+//!
+//! For an edited file that no registered workspace contains, the workspace is the nearest
+//! ancestor holding `.openfiles/`, else the nearest VCS root (`.git`, `.hg`, `.jj`, `.svn`),
+//! else the nearest project root (`Cargo.toml`, `package.json`, `pyproject.toml`, …).
+//! A folder becomes a workspace only if it is a real directory owned by the service's user.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::spec;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ResolveError {
+    #[error("{0}: no such directory")]
+    Missing(PathBuf),
+    #[error("{0} is not a directory")]
+    NotADirectory(PathBuf),
+    #[error("{path} is owned by uid {owner}, not by this service's user (uid {me}); refusing to serve it")]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
+    #[error("{0} is not inside a registered workspace, a folder with .openfiles/, a version-controlled checkout or a project")]
+    NoWorkspace(PathBuf),
+}
+
+const VCS_MARKERS: &[&str] = &[".git", ".hg", ".jj", ".svn"];
+const PROJECT_MARKERS: &[&str] = &[
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "go.mod",
+    "tsconfig.json",
+    "CMakeLists.txt",
+    "compile_commands.json",
+];
+
+/// Canonicalize `dir` and check it may be served.
+pub fn workspace_dir(dir: &Path) -> Result<PathBuf, ResolveError> {
+    let canon = dir
+        .canonicalize()
+        .map_err(|_| ResolveError::Missing(dir.to_owned()))?;
+    let meta = std::fs::metadata(&canon).map_err(|_| ResolveError::Missing(canon.clone()))?;
+    if !meta.is_dir() {
+        return Err(ResolveError::NotADirectory(canon));
+    }
+    let me = nix::unistd::getuid().as_raw();
+    if meta.uid() != me {
+        return Err(ResolveError::NotOwned {
+            path: canon,
+            owner: meta.uid(),
+            me,
+        });
+    }
+    Ok(canon)
+}
+
+/// The workspace root for `path` (absolute) when no registered workspace contains it.
+pub fn root_for(path: &Path) -> Result<PathBuf, ResolveError> {
+    let start = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(path)
+    };
+    let ancestors = || start.ancestors().filter(|a| a.parent().is_some());
+    if let Some(dir) = ancestors().find(|a| a.join(spec::DIR).is_dir()) {
+        return Ok(dir.to_owned());
+    }
+    for markers in [VCS_MARKERS, PROJECT_MARKERS] {
+        if let Some(dir) = ancestors().find(|a| markers.iter().any(|m| a.join(m).exists())) {
+            return Ok(dir.to_owned());
+        }
+    }
+    Err(ResolveError::NoWorkspace(path.to_owned()))
+}
+
+/// The deepest of `roots` that contains `path`.
+pub fn containing<'a>(roots: impl Iterator<Item = &'a PathBuf>, path: &Path) -> Option<PathBuf> {
+    roots
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.components().count())
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_openfiles_dir_wins_over_vcs_root() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("sub/.openfiles")).unwrap();
+        std::fs::create_dir_all(root.join("sub/src")).unwrap();
+        assert_eq!(
+            root_for(&root.join("sub/src/a.rs")).unwrap(),
+            root.join("sub")
+        );
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        assert_eq!(root_for(&root.join("other/b.rs")).unwrap(), root);
+    }
+
+    #[test]
+    fn deepest_registered_root_contains_path() {
+        let roots = [PathBuf::from("/w"), PathBuf::from("/w/inner")];
+        assert_eq!(
+            containing(roots.iter(), Path::new("/w/inner/x.rs")),
+            Some(PathBuf::from("/w/inner"))
+        );
+        assert_eq!(containing(roots.iter(), Path::new("/elsewhere")), None);
+    }
+}

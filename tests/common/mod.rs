@@ -1,0 +1,228 @@
+//! Test support shared by the service-level integration tests: an isolated environment
+//! (temp state dir, config, socket), starting `openfiles serve` as a real process, talking to
+//! it with the real client, and waiting for real signals (files, datagrams, replies) with
+//! generous bounds used only to fail a hung test.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use openfiles::control::client::Client;
+use openfiles::control::protocol::Request;
+
+/// Upper bound for anything we wait for; reaching it fails the test.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_openfiles")
+}
+
+/// An isolated home for one service: its own socket, state dir and config.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub state: PathBuf,
+    pub config: PathBuf,
+    /// `OPENFILES_PLUGIN_PATH` for the service (none: no plugins).
+    pub plugin_path: Option<std::ffi::OsString>,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::Builder::new()
+            .prefix("of-test")
+            .tempdir()
+            .unwrap();
+        let socket = dir.path().join("run/openfiles.sock");
+        let state = dir.path().join("state");
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, "").unwrap();
+        Env {
+            dir,
+            socket,
+            state,
+            config,
+            plugin_path: None,
+        }
+    }
+
+    /// A fresh workspace folder (canonical path).
+    pub fn workspace(&self, name: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        p.canonicalize().unwrap()
+    }
+
+    /// A command for `openfiles ARGS` in this environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .env("OPENFILES_SOCKET", &self.socket)
+            .env("OPENFILES_STATE_DIR", &self.state)
+            .env("OPENFILES_CONFIG", &self.config)
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID")
+            .env_remove("WATCHDOG_USEC")
+            .env(
+                "RUST_LOG",
+                std::env::var("OPENFILES_TEST_LOG").unwrap_or_else(|_| "debug".into()),
+            );
+        match &self.plugin_path {
+            Some(p) => c.env("OPENFILES_PLUGIN_PATH", p),
+            None => c.env_remove("OPENFILES_PLUGIN_PATH"),
+        };
+        c
+    }
+
+    /// Start `openfiles serve` with `args` and wait until it answers.
+    pub fn serve(&self, args: &[&str]) -> Service {
+        let log = self.dir.path().join(format!("serve-{}.log", unique()));
+        let mut full = vec!["serve"];
+        full.extend_from_slice(args);
+        let child = self
+            .command(&full)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let svc = Service { child, log };
+        wait_until("the service answers", || {
+            Client::connect(&self.socket, Some(Duration::from_secs(5)))
+                .and_then(|mut c| c.call(&Request::Hello(Default::default())))
+                .is_ok()
+        });
+        svc
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(&self.socket, Some(PATIENCE)).unwrap()
+    }
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// A running service process.
+pub struct Service {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Service {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGTERM and wait for a clean exit; returns the exit status code.
+    pub fn terminate(mut self) -> Option<i32> {
+        signal(self.pid(), libc::SIGTERM);
+        let status = wait_child(&mut self.child);
+        std::mem::forget(self);
+        status
+    }
+
+    /// SIGKILL (no cleanup).
+    pub fn kill9(mut self) {
+        signal(self.pid(), libc::SIGKILL);
+        wait_child(&mut self.child);
+        std::mem::forget(self);
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: sending a signal to a child we spawned.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+fn wait_child(child: &mut Child) -> Option<i32> {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st.code();
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            panic!("process {} did not exit", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Poll `cond` until true; panics after [`PATIENCE`]. For conditions that have no
+/// event to wait on (a file appearing in another process's hands).
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        if start.elapsed() > PATIENCE {
+            panic!("timed out waiting until {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `NOTIFY_SOCKET` the test owns: receives the service's sd-notify datagrams.
+pub struct NotifySocket {
+    pub path: PathBuf,
+    sock: UnixDatagram,
+}
+
+impl NotifySocket {
+    pub fn bind(dir: &Path) -> NotifySocket {
+        let path = dir.join("notify.sock");
+        let sock = UnixDatagram::bind(&path).unwrap();
+        sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        NotifySocket { path, sock }
+    }
+
+    /// Read datagrams until one contains `needle`; returns every message seen.
+    pub fn expect(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.sock.recv(&mut buf) {
+                Ok(n) => {
+                    let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    let hit = msg.lines().any(|l| l == needle);
+                    seen.push(msg);
+                    if hit {
+                        return seen;
+                    }
+                }
+                Err(e) => panic!("no {needle:?} on NOTIFY_SOCKET ({e}); saw {seen:?}"),
+            }
+        }
+    }
+}
+
+/// Send raw bytes on a fresh connection and read one reply line.
+pub fn raw_call(socket: &Path, line: &[u8]) -> String {
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(line).unwrap();
+    let mut r = BufReader::new(s);
+    let mut out = String::new();
+    r.read_line(&mut out).unwrap();
+    out
+}
