@@ -338,7 +338,12 @@ impl Terminal {
                     let Some(run) = st.running.take() else {
                         return;
                     };
-                    let raw = st.ring.slice(run.out_start, mark.start);
+                    // History keeps the tail of the output; strip only what can be kept
+                    // (escape-heavy output shrinks, hence the margin).
+                    let keep = shared.cfg.history_output_bytes as u64 * 4;
+                    let from = run.out_start.max(mark.start.saturating_sub(keep));
+                    let (from, _) = st.ring.page(from, 0);
+                    let raw = st.ring.slice(from, mark.start);
                     let waiter = st.waiters.pop_front();
                     let ev = HistoryEvent {
                         seq: 0,
