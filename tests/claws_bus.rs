@@ -235,6 +235,7 @@ async fn replay_survives_restart_and_torn_lines() {
             .await
             .unwrap();
     let s = TestServer {
+        home: tempfile::tempdir().unwrap(),
         dir,
         server: Some(server),
         token,

@@ -25,7 +25,9 @@ fn text(o: &Output) -> String {
 fn client_commands_through_the_binary() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
+    let home = tempfile::tempdir().unwrap();
     let mut server = Command::new(BIN)
+        .env("HOME", home.path())
         .args(["claws", "serve"])
         .arg(root)
         .stdout(Stdio::piped())

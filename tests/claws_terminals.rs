@@ -68,7 +68,7 @@ async fn envelope_and_error_strings() {
     assert!(v["uptime_ms"].is_u64());
     // create answers with the new terminal id in `id` and the request's in `rid`.
     let v = s
-        .ok(json!({"id": 77, "cmd": "create", "wrapped": true}))
+        .ok(json!({"id": 77, "cmd": "create", "wrapped": true, "env": s.env()}))
         .await;
     assert_eq!(v["rid"], 77);
     assert!(v["id"].is_string());
@@ -222,8 +222,10 @@ async fn input_sent_right_after_create_arrives() {
     let s = TestServer::start().await;
     for shell in ["/bin/bash", "/usr/bin/zsh", "/usr/bin/fish", "/bin/sh"] {
         let mut c = s.conn().await;
-        c.send(&json!({"id": 1, "cmd": "create", "wrapped": true, "shellPath": shell}))
-            .await;
+        c.send(
+            &json!({"id": 1, "cmd": "create", "wrapped": true, "shellPath": shell, "env": s.env()}),
+        )
+        .await;
         let v = c.answer().await;
         let t = v["id"].as_str().unwrap().to_owned();
         c.send(&json!({"id": 2, "cmd": "send", "id": t, "text": "echo early-\"4\"\"2\"-out"}))
@@ -455,6 +457,7 @@ async fn restart_keeps_ids_unique_and_socket_rules() {
         .expect("second server must refuse");
     assert!(err.to_string().contains("already answers"), "{err}");
     let sock = s.sock();
+    let s_home = tempfile::tempdir().unwrap();
     let dir = s.stop().await;
     assert!(!sock.exists(), "stop removes the socket");
     // A stale socket file (nobody listening) is replaced.
@@ -465,6 +468,7 @@ async fn restart_keeps_ids_unique_and_socket_rules() {
         .await
         .unwrap();
     let s2 = TestServer {
+        home: s_home,
         dir,
         server: Some(server),
         token,
@@ -562,5 +566,50 @@ async fn close_exit_limit_env_and_unwrapped_log() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn users_rc_files_keep_working() {
+    let s = TestServer::start().await;
+    let home = s.home.path();
+    std::fs::write(
+        home.join(".bashrc"),
+        "myfn() { echo from-user-rc; }\nPROMPT_COMMAND='USER_PC=ran'\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".zshenv"), "export ZSHENV_SEEN=yes\n").unwrap();
+    std::fs::write(home.join(".zshrc"), "myfn() { echo from-user-rc }\n").unwrap();
+    std::fs::create_dir_all(home.join(".config/fish")).unwrap();
+    std::fs::write(
+        home.join(".config/fish/config.fish"),
+        "function myfn; echo from-user-rc; end\n",
+    )
+    .unwrap();
+    for shell in ["/bin/bash", "/usr/bin/zsh", "/usr/bin/fish"] {
+        let t = s
+            .create(json!({"shellPath": shell, "env": {"XDG_CONFIG_HOME": home.join(".config")}}))
+            .await;
+        let ev = s.exec(&t, "myfn").await;
+        assert_eq!(
+            (ev["output"].as_str(), ev["exitCode"].as_i64()),
+            (Some("from-user-rc\n"), Some(0)),
+            "{shell}"
+        );
+    }
+    let b = s.create(json!({"shellPath": "/bin/bash"})).await;
+    s.exec(&b, "true").await;
+    assert_eq!(
+        s.exec(&b, "echo $USER_PC").await["output"],
+        "ran\n",
+        "the user's PROMPT_COMMAND still runs"
+    );
+    let z = s.create(json!({"shellPath": "/usr/bin/zsh"})).await;
+    let ev = s.exec(&z, "echo $ZSHENV_SEEN ${ZDOTDIR:-unset}").await;
+    assert_eq!(
+        ev["output"],
+        format!("yes {}\n", home.display()),
+        "zsh: .zshenv read, ZDOTDIR restored"
+    );
     s.stop().await;
 }

@@ -253,7 +253,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             }
             let mut out = std::io::stdout().lock();
             let mut seen = 0;
-            while count.map_or(true, |n| seen < n) {
+            while !matches!(count, Some(n) if seen >= n) {
                 let Some(v) = c.next_line()? else { break };
                 writeln!(out, "{v}")?;
                 out.flush()?;

@@ -73,12 +73,9 @@ pub fn args_for(
     nonce: &str,
     env: &mut BTreeMap<String, String>,
 ) -> Vec<String> {
-    let mut set = |k: &str, v: String| {
-        env.insert(k.to_owned(), v);
-    };
     match kind {
         Some(Kind::Bash) => {
-            set("CLAWS_SI_NONCE", nonce.to_owned());
+            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
             vec![
                 "--rcfile".into(),
                 scripts.join("bashrc").to_string_lossy().into_owned(),
@@ -86,23 +83,25 @@ pub fn args_for(
             ]
         }
         Some(Kind::Zsh) => {
-            set("CLAWS_SI_NONCE", nonce.to_owned());
-            let user = std::env::var("ZDOTDIR")
-                .ok()
+            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
+            // The user's own ZDOTDIR (or HOME) as this terminal will see them.
+            let user = env
+                .get("ZDOTDIR")
                 .filter(|v| !v.is_empty())
-                .or_else(|| std::env::var("HOME").ok())
+                .or_else(|| env.get("HOME"))
+                .cloned()
                 .unwrap_or_default();
-            set("CLAWS_USER_ZDOTDIR", user);
-            set(
-                "ZDOTDIR",
+            env.insert("CLAWS_USER_ZDOTDIR".into(), user);
+            env.insert(
+                "ZDOTDIR".into(),
                 scripts.join("zsh").to_string_lossy().into_owned(),
             );
             vec!["-i".into()]
         }
         Some(Kind::Fish) => {
-            set("CLAWS_SI_NONCE", nonce.to_owned());
-            set(
-                "CLAWS_SI_SCRIPT",
+            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
+            env.insert(
+                "CLAWS_SI_SCRIPT".into(),
                 scripts.join("claws.fish").to_string_lossy().into_owned(),
             );
             vec![

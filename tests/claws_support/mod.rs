@@ -17,6 +17,8 @@ pub const BOUND: Duration = Duration::from_secs(60);
 
 pub struct TestServer {
     pub dir: tempfile::TempDir,
+    /// `$HOME` of the test's shells, so the machine's rc files stay out of the tests.
+    pub home: tempfile::TempDir,
     pub server: Option<ClawsServer>,
     pub token: CancellationToken,
 }
@@ -34,9 +36,15 @@ impl TestServer {
             .unwrap();
         TestServer {
             dir,
+            home: tempfile::tempdir().unwrap(),
             server: Some(server),
             token,
         }
+    }
+
+    /// The `env` for a create request: `$HOME` pointing at the test's home.
+    pub fn env(&self) -> Value {
+        json!({"HOME": self.home.path()})
     }
 
     pub fn root(&self) -> PathBuf {
@@ -63,10 +71,16 @@ impl TestServer {
     }
 
     pub async fn create(&self, extra: Value) -> String {
-        let mut req = json!({"id": 1, "cmd": "create", "wrapped": true});
+        let mut req = json!({"id": 1, "cmd": "create", "wrapped": true, "env": self.env()});
         if let Value::Object(m) = extra {
             for (k, v) in m {
-                req[k] = v;
+                if let (Value::Object(e), "env") = (&v, k.as_str()) {
+                    for (ek, ev) in e {
+                        req["env"][ek] = ev.clone();
+                    }
+                } else {
+                    req[k] = v;
+                }
             }
         }
         let v = self.ok(req).await;
