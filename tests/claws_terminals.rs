@@ -480,6 +480,10 @@ async fn restart_keeps_ids_unique_and_socket_rules() {
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&s2.sock()), 0o600);
     assert_eq!(mode(&s2.root().join(".claws")), 0o700);
+    assert_eq!(
+        std::fs::read_to_string(s2.root().join(".claws/.gitignore")).unwrap(),
+        "*\n"
+    );
     s2.stop().await;
 }
 

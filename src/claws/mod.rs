@@ -183,6 +183,7 @@ impl ClawsServer {
             move |source| ClawsError::Io { path: p, source }
         };
         crate::fsutil::ensure_private_dir(&claws_dir, 0o700).map_err(io_at(&claws_dir))?;
+        gitignore(&claws_dir).map_err(io_at(&claws_dir))?;
         let shell_dir = claws_dir.join("shell");
         shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
         let ids = state::IdCounter::load(&claws_dir).map_err(io_at(&claws_dir))?;
@@ -255,6 +256,20 @@ impl ClawsServer {
         for h in hangups {
             let _ = h.await;
         }
+    }
+}
+
+/// `.claws/.gitignore` with `*` (created only if missing): sockets, logs and events stay
+/// out of version control.
+fn gitignore(dir: &Path) -> io::Result<()> {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))
+    {
+        Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
