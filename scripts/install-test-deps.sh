@@ -15,13 +15,15 @@ have clangd || need_apt+=(clangd)
 have nix-instantiate || need_apt+=(nix-bin)
 have systemd-socket-activate || need_apt+=(systemd)
 have setpriv || need_apt+=(util-linux)
+have nsenter || need_apt+=(util-linux)
+have unshare || need_apt+=(util-linux)
+have systemd-analyze || need_apt+=(systemd)
 have vi || need_apt+=(vim-tiny)
 have top || need_apt+=(procps)
 have python3 || need_apt+=(python3)
 [ -x /usr/bin/python3 ] || need_apt+=(python3)  # a system python any uid can run (tests run clients as nobody)
 have node || need_apt+=(nodejs)
 have npm || need_apt+=(npm)
-have bash-language-server || true  # optional, not installed
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-test-deps: apt: ${need_apt[*]}"

@@ -55,6 +55,16 @@ pub enum Command {
     /// Example: openfiles forget ~/src/app
     Forget(PathArgs),
 
+    /// Install, remove or inspect the systemd user units (Linux) or LaunchAgent (macOS).
+    ///
+    /// For installs without a Nix module. Example: openfiles service install --now
+    Service(crate::setup::ServiceArgs),
+
+    /// Check the installation: service, units, plugins, language tools, hooks, limits.
+    ///
+    /// Exit status 1 when something is broken. Example: openfiles doctor
+    Doctor(crate::setup::DoctorArgs),
+
     /// Report an agent's edit and print the diagnostics back in the agent's format.
     ///
     /// Run by agents' hooks with the hook payload on stdin; always exits 0. Unknown extra
@@ -320,6 +330,8 @@ pub fn run() -> std::process::ExitCode {
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
+        Command::Service(args) => crate::setup::run_service(args, cli.socket),
+        Command::Doctor(args) => crate::setup::run_doctor(args, cli.socket, cli.config),
         Command::Hook(mut args) => Ok(crate::hook::run(&crate::hook::Options {
             agent: args.take_ignored_agent(),
             event: args.event,

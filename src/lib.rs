@@ -16,5 +16,6 @@ pub mod paths;
 pub mod plugin_host;
 pub mod queue;
 pub mod service;
+pub mod setup;
 pub mod spec;
 pub mod workspace;

@@ -346,3 +346,36 @@ fn wait_answers_at_the_deadline_when_a_check_hangs() {
     assert_eq!(w.workspaces[0].files["x.slow"].checked_at, 0);
     let _ = Duration::from_millis(0);
 }
+
+#[test]
+fn real_language_server_through_the_service_ruff() {
+    let mut env = Env::new();
+    env.plugin_path = Some(plugins_support::plugin("plugin_lsp").into_os_string());
+    let ws = env.workspace("py");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    let file = ws.join("m.py");
+    std::fs::write(&file, "import os\n\n\ndef f():\n    return 1\n").unwrap();
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let r = edited(&env, &[&file]);
+    let w = wait(&env, &[&file], r.ts, 120_000);
+    assert!(w.complete, "{w:?}");
+    let entry = &w.workspaces[0].files["m.py"];
+    let f401 = entry
+        .items
+        .iter()
+        .find(|i| i.code.as_deref() == Some("F401"))
+        .unwrap_or_else(|| panic!("no F401 (unused import) in {entry:?}"));
+    assert_eq!((f401.line, f401.column), (1, 8));
+    // Fixed: fresh results, not the stale F401.
+    std::fs::write(&file, "def f():\n    return 1\n").unwrap();
+    let r = edited(&env, &[&file]);
+    let w = wait(&env, &[&file], r.ts, 120_000);
+    let entry = &w.workspaces[0].files["m.py"];
+    assert!(
+        entry
+            .items
+            .iter()
+            .all(|i| i.code.as_deref() != Some("F401")),
+        "{entry:?}"
+    );
+}

@@ -291,3 +291,35 @@ fn check_command_through_the_service_and_in_process() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
+    let env = instant_env();
+    std::fs::write(
+        &env.config,
+        "[plugin.instant]\nextensions = [\"slow\"]\n[hooks]\ntimeout_ms = 1000\n",
+    )
+    .unwrap();
+    let ws = env.workspace("ws");
+    let slow = ws.join("x.slow");
+    std::fs::write(&slow, "x").unwrap();
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    edited(&env, &[&slow]);
+    // An edit made long ago: its deadline (ts + 1 s) has passed, so the answer is immediate.
+    // (Counting 4 s from the request instead would exceed the client's 3 s read limit.)
+    let long_ago = openfiles::spec::now_ms() - 60_000;
+    let mut c = openfiles::control::client::Client::connect(
+        &env.socket,
+        Some(std::time::Duration::from_secs(3)),
+    )
+    .unwrap();
+    let w: WaitReply = c
+        .call_as(&Request::Wait(Wait {
+            paths: vec![slow.clone()],
+            since: long_ago,
+            timeout_ms: None,
+        }))
+        .unwrap();
+    assert!(!w.complete);
+    assert_eq!(w.workspaces[0].hook.timeout_ms, 1000);
+}

@@ -105,7 +105,8 @@ pub struct Wait {
     pub paths: Vec<PathBuf>,
     /// Epoch ms; usually the `ts` of the `edited` reply.
     pub since: u64,
-    /// How long to wait at most; absent = the workspace's `hook.timeoutMs`.
+    /// How long to wait at most, from now; absent = until `since` plus the workspace's
+    /// `hook.timeoutMs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }

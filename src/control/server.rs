@@ -252,11 +252,11 @@ async fn edited(ctx: &Context, e: Edited) -> EditedReply {
 
 async fn wait(ctx: &Context, w: Wait) -> WaitReply {
     let (groups, _) = group(ctx, w.paths, false).await;
-    let timeout = w
+    // An explicit timeout counts from now; without one, each workspace waits until the
+    // edit's time plus its own `hooks.timeout_ms` (what `hook.timeoutMs` promises agents).
+    let deadline = w
         .timeout_ms
-        .unwrap_or(spec::DEFAULT_HOOK_TIMEOUT_MS)
-        .min(600_000);
-    let deadline = Instant::now() + Duration::from_millis(timeout);
+        .map(|t| Instant::now() + Duration::from_millis(t.min(600_000)));
     let waits = groups
         .into_iter()
         .map(|(h, paths)| async move { h.wait(paths, w.since, deadline).await });

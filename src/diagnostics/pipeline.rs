@@ -62,7 +62,8 @@ pub(crate) enum Msg {
     Wait {
         paths: Vec<PathBuf>,
         since: u64,
-        deadline: Instant,
+        /// `None`: the edit's time plus the workspace's `hooks.timeout_ms`.
+        deadline: Option<Instant>,
         reply: oneshot::Sender<(bool, WorkspaceEntries)>,
     },
     Checked {
@@ -127,13 +128,13 @@ impl Handle {
         });
     }
 
-    /// Wait until every path has `checkedAt >= since` or `deadline`; returns whether it was
-    /// complete and the entries.
+    /// Wait until every path has `checkedAt >= since` or `deadline` (`None`: `since` plus the
+    /// workspace's `hooks.timeout_ms`); returns whether it was complete and the entries.
     pub async fn wait(
         &self,
         paths: Vec<PathBuf>,
         since: u64,
-        deadline: Instant,
+        deadline: Option<Instant>,
     ) -> (bool, WorkspaceEntries) {
         let root = self.root.clone();
         self.ask(|reply| Msg::Wait {
@@ -329,6 +330,10 @@ impl Pipeline {
                     .into_iter()
                     .map(|p| p.canonicalize().unwrap_or(p))
                     .collect();
+                let deadline = deadline.unwrap_or_else(|| {
+                    let end = since.saturating_add(self.config.hooks.timeout_ms);
+                    Instant::now() + Duration::from_millis(end.saturating_sub(spec::now_ms()))
+                });
                 self.waiters.push(Waiter {
                     paths,
                     since,

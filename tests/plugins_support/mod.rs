@@ -45,6 +45,8 @@ pub fn built() -> &'static Path {
                 "openfiles-plugin-cargo-check",
                 "-p",
                 "openfiles-plugin-tsc",
+                "-p",
+                "openfiles-plugin-lsp",
             ]);
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");

@@ -1,0 +1,95 @@
+# What the NixOS, home-manager and nix-darwin modules share: the options every one of them
+# has, and the unit / LaunchAgent contents, which mirror packaging/systemd and
+# packaging/launchd (the tests compare them).
+{ lib }:
+
+let
+  inherit (lib) mkOption types;
+in
+rec {
+  label = "org.openfiles.openfiles";
+  runtimeSocket = "%t/openfiles/openfiles.sock";
+
+  options = { pkgs, defaultPackage }: {
+    package = mkOption {
+      type = types.package;
+      default = defaultPackage pkgs;
+      defaultText = lib.literalExpression "openfiles.packages.\${pkgs.stdenv.hostPlatform.system}.default";
+      description = "The openfiles package to run.";
+    };
+    settings = mkOption {
+      type = (pkgs.formats.toml { }).type;
+      default = { };
+      example = lib.literalExpression ''{ hooks.feedback = "errors"; service.roots = [ "~/src" ]; }'';
+      description = "openfiles configuration, written as config.toml (see the example config).";
+    };
+    extraPackages = mkOption {
+      type = types.listOf types.package;
+      default = [ ];
+      example = lib.literalExpression "[ pkgs.ruff pkgs.pyright pkgs.clang-tools ]";
+      description = "Language servers and compilers put on the service's PATH.";
+    };
+  };
+
+  configFile = pkgs: settings:
+    if settings == { } then null else (pkgs.formats.toml { }).generate "openfiles-config.toml" settings;
+
+  servicePath = extraPackages: lib.makeBinPath extraPackages;
+
+  # home-manager's INI-style units.
+  hmUnits = { package, configFile, extraPackages, socket ? runtimeSocket }: {
+    sockets.openfiles = {
+      Unit = {
+        Description = "openfiles control socket";
+      };
+      Socket = {
+        ListenStream = socket;
+        SocketMode = "0600";
+        DirectoryMode = "0700";
+        FileDescriptorName = "control";
+        RemoveOnStop = true;
+      };
+      Install.WantedBy = [ "sockets.target" ];
+    };
+    services.openfiles = {
+      Unit = {
+        Description = "openfiles: diagnostics and terminals for AI coding agents";
+        Requires = [ "openfiles.socket" ];
+        After = [ "openfiles.socket" ];
+      };
+      Service = {
+        Type = "notify";
+        NotifyAccess = "main";
+        ExecStart = "${lib.getExe package} serve";
+        WatchdogSec = 30;
+        Restart = "on-failure";
+        RestartSec = 2;
+        TimeoutStopSec = 20;
+        Environment =
+          lib.optional (extraPackages != [ ]) "PATH=${servicePath extraPackages}:/run/current-system/sw/bin:/usr/bin:/bin"
+          ++ lib.optional (configFile != null) "OPENFILES_CONFIG=${configFile}";
+      };
+      Install.Also = [ "openfiles.socket" ];
+    };
+  };
+
+  # LaunchAgent keys (home-manager's launchd.agents.<n>.config, nix-darwin's serviceConfig).
+  launchdConfig = { package, socket, log, configFile, extraPackages }: {
+    Label = label;
+    ProgramArguments = [ (lib.getExe package) "serve" ];
+    Sockets.Listeners = {
+      SockPathName = socket;
+      SockPathMode = 384; # 0600
+      SockType = "stream";
+    };
+    EnvironmentVariables = {
+      OPENFILES_SOCKET = socket;
+    } // lib.optionalAttrs (extraPackages != [ ]) {
+      PATH = "${servicePath extraPackages}:/run/current-system/sw/bin:/usr/bin:/bin";
+    } // lib.optionalAttrs (configFile != null) {
+      OPENFILES_CONFIG = "${configFile}";
+    };
+    ProcessType = "Interactive";
+    StandardErrorPath = log;
+  };
+}

@@ -1,0 +1,69 @@
+# home-manager module: openfiles for one user.
+#   services.openfiles = { enable = true; settings.hooks.feedback = "errors"; };
+# Linux: a systemd user socket (enabled through sockets.target) and a Type=notify service
+# started on first use. macOS: a LaunchAgent whose socket launchd holds; clients find it
+# through OPENFILES_SOCKET, set in the session variables.
+{ defaultPackage }:
+{ config, lib, pkgs, ... }:
+
+let
+  common = import ./common.nix { inherit lib; };
+  cfg = config.services.openfiles;
+  isDarwin = pkgs.stdenv.hostPlatform.isDarwin;
+  tomlFile = common.configFile pkgs cfg.settings;
+  socket =
+    if cfg.socketPath != null then cfg.socketPath
+    else if isDarwin then "${config.home.homeDirectory}/Library/Caches/openfiles/openfiles.sock"
+    else common.runtimeSocket;
+in
+{
+  options.services.openfiles = {
+    enable = lib.mkEnableOption "openfiles, diagnostics and terminals for AI coding agents";
+    socketPath = lib.mkOption {
+      type = lib.types.nullOr lib.types.str;
+      default = null;
+      description = ''
+        Control socket path. Default: `%t/openfiles/openfiles.sock` on Linux (what clients
+        look for without configuration), `~/Library/Caches/openfiles/openfiles.sock` on macOS
+        (exported as OPENFILES_SOCKET).
+      '';
+    };
+  } // common.options { inherit pkgs defaultPackage; };
+
+  config = lib.mkIf cfg.enable (lib.mkMerge [
+    {
+      home.packages = [ cfg.package ];
+      # The default location the binary reads, so no OPENFILES_CONFIG is needed.
+      xdg.configFile = lib.optionalAttrs (tomlFile != null) {
+        "openfiles/config.toml".source = tomlFile;
+      };
+    }
+
+    (lib.mkIf (cfg.socketPath != null || isDarwin) {
+      home.sessionVariables.OPENFILES_SOCKET = socket;
+    })
+
+    (lib.mkIf (!isDarwin) {
+      systemd.user = common.hmUnits {
+        inherit (cfg) package extraPackages;
+        inherit socket;
+        configFile = null;
+      };
+    })
+
+    (lib.mkIf isDarwin {
+      home.activation.openfilesSocketDir = lib.hm.dag.entryAfter [ "writeBoundary" ] ''
+        run mkdir -p -m 700 ${lib.escapeShellArg (dirOf socket)}
+      '';
+      launchd.agents.openfiles = {
+        enable = true;
+        config = common.launchdConfig {
+          inherit (cfg) package extraPackages;
+          inherit socket;
+          log = "${config.home.homeDirectory}/Library/Logs/openfiles.log";
+          configFile = null;
+        };
+      };
+    })
+  ]);
+}

@@ -1,0 +1,115 @@
+# Evaluates the three modules with typical settings, against whatever `lib`/`pkgs` it is
+# given (the stub in nix/stub-nixpkgs for the offline tests, real nixpkgs in the flake's
+# checks), and returns what they generate as plain data: the home-manager units rendered to
+# INI exactly as home-manager writes them, the NixOS unit options, the LaunchAgent keys.
+#   nix-instantiate --eval --strict --json nix/tests/eval.nix
+{ lib ? import ../stub-nixpkgs/lib.nix
+, pkgs ? import ../stub-nixpkgs/default.nix { inherit system; }
+, darwinPkgs ? import ../stub-nixpkgs/default.nix { system = "aarch64-darwin"; }
+, system ? "x86_64-linux"
+}:
+
+let
+  lib' = lib // { hm = lib.hm or { dag.entryAfter = after: data: { inherit after data; before = [ ]; }; }; };
+  package = pkgs.callPackage ../package.nix { };
+  darwinPackage = darwinPkgs.callPackage ../package.nix { };
+  modules = p: {
+    nixos = import ../modules/nixos.nix { defaultPackage = _: p; };
+    hm = import ../modules/home-manager.nix { defaultPackage = _: p; };
+    darwin = import ../modules/darwin.nix { defaultPackage = _: p; };
+  };
+
+  # The options NixOS, home-manager and nix-darwin declare, loosely typed.
+  host = { lib, ... }:
+    let
+      any = lib.mkOption { type = lib.types.attrsOf lib.types.anything; default = { }; };
+      list = lib.mkOption { type = lib.types.listOf lib.types.anything; default = [ ]; };
+    in
+    {
+      options = {
+        assertions = list;
+        environment = { etc = any; systemPackages = list; variables = any; };
+        systemd.user = { services = any; sockets = any; };
+        home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; };
+        xdg.configFile = any;
+        launchd = { agents = any; user.agents = any; };
+        system.activationScripts = any;
+        users.users = any;
+      };
+    };
+
+  eval = p: modules: (lib'.evalModules {
+    modules = [ host ] ++ modules;
+    specialArgs = { pkgs = p; lib = lib'; };
+  }).config;
+
+  settings = {
+    hooks = { feedback = "errors"; timeout_ms = 6000; };
+    service.log_level = "debug";
+    plugins.disabled = [ "tsc" ];
+  };
+
+  # home-manager's own rendering of systemd units (modules/systemd.nix, toSystemdIni).
+  toSystemdIni = lib.generators.toINI {
+    listsAsDuplicateKeys = true;
+    mkKeyValue = key: value:
+      let value' = if builtins.isBool value then lib.boolToString value else toString value;
+      in "${key}=${value'}";
+  };
+
+  textOf = f: if f == null then null else f.passthru.text or null;
+
+  nixos = eval pkgs [
+    (modules package).nixos
+    { services.openfiles = { enable = true; inherit settings; extraPackages = [ pkgs.ruff ]; }; }
+  ];
+  nixosOff = eval pkgs [ (modules package).nixos { services.openfiles.settings = settings; } ];
+
+  hmLinux = eval pkgs [
+    (modules package).hm
+    { home.homeDirectory = "/home/alice"; services.openfiles = { enable = true; inherit settings; extraPackages = [ pkgs.ruff pkgs.pyright ]; }; }
+  ];
+  hmDarwin = eval darwinPkgs [
+    (modules darwinPackage).hm
+    { home.homeDirectory = "/Users/alice"; services.openfiles.enable = true; }
+  ];
+  darwin = eval darwinPkgs [
+    (modules darwinPackage).darwin
+    { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; }; }
+  ];
+in
+{
+  packageBin = lib.getExe package;
+  darwinPackageBin = lib.getExe darwinPackage;
+  settings = settings;
+
+  nixos = {
+    socket = nixos.systemd.user.sockets.openfiles;
+    service = nixos.systemd.user.services.openfiles // { path = map toString nixos.systemd.user.services.openfiles.path; };
+    systemPackages = map toString nixos.environment.systemPackages;
+    configText = textOf nixos.environment.etc."openfiles/config.toml".source;
+    disabledHasUnits = nixosOff.systemd.user.services != { } || nixosOff.systemd.user.sockets != { };
+  };
+
+  hmLinux = {
+    socketUnit = toSystemdIni hmLinux.systemd.user.sockets.openfiles;
+    serviceUnit = toSystemdIni hmLinux.systemd.user.services.openfiles;
+    configText = textOf hmLinux.xdg.configFile."openfiles/config.toml".source;
+    sessionVariables = hmLinux.home.sessionVariables;
+    hasLaunchd = hmLinux.launchd.agents != { };
+  };
+
+  hmDarwin = {
+    agent = hmDarwin.launchd.agents.openfiles;
+    sessionVariables = hmDarwin.home.sessionVariables;
+    activation = hmDarwin.home.activation.openfilesSocketDir.data;
+    hasSystemd = hmDarwin.systemd.user.services != { };
+  };
+
+  darwin = {
+    agent = darwin.launchd.user.agents.openfiles.serviceConfig;
+    variables = darwin.environment.variables;
+    activation = darwin.system.activationScripts.postActivation.text;
+    configText = textOf darwin.environment.etc."openfiles/config.toml".source;
+  };
+}

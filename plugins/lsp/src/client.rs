@@ -1,0 +1,493 @@
+//! One initialized language server: capabilities, server requests, pushed state.
+//!
+//! Owns the [`Transport`] of one server and a dispatcher task that answers every server
+//! request (unknown ones get `MethodNotFound`, so none is left unanswered) and records what
+//! the server pushes: `publishDiagnostics` per file with a global sequence number, dynamic
+//! registrations (pull diagnostics, watched files), and work-done progress. Waiters in
+//! [`crate::diagnose`] read that state under a short lock and sleep on a `watch` channel
+//! that the dispatcher bumps after each change; no lock is held across an `.await`.
+
+use crate::config::ServerSpec;
+use crate::convert::{path_to_uri, uri_to_path, Encoding};
+use crate::transport::{Error, Incoming, Transport};
+use lsp_types::request::Request;
+use lsp_types::{Diagnostic, InitializeResult};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// The latest push for one file.
+#[derive(Debug, Clone)]
+pub struct Push {
+    /// Global arrival order (see [`State::seq`]).
+    pub seq: u64,
+    pub version: Option<i32>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What the dispatcher records; read by waiters under a short lock.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Bumped on every publishDiagnostics, so "received after the change" is `seq > mark`.
+    pub seq: u64,
+    pub pushes: HashMap<PathBuf, Push>,
+    /// Dynamic `textDocument/diagnostic` registrations: id → identifier.
+    pub pull_registrations: HashMap<String, Option<String>>,
+    /// Dynamic `workspace/didChangeWatchedFiles` registrations.
+    pub watchers: usize,
+    /// Active progress tokens whose title matches the server's `wait_for_progress`.
+    pub waited_active: HashMap<String, ()>,
+    /// How many such progresses have begun.
+    pub waited_begun: u64,
+}
+
+/// Static facts from `initialize`.
+#[derive(Debug, Clone)]
+pub struct ServerCaps {
+    pub encoding: Encoding,
+    /// `diagnosticProvider` present, with its identifier.
+    pub pull: Option<Option<String>>,
+    pub save: bool,
+    pub save_include_text: bool,
+    /// `executeCommandProvider.commands`.
+    pub commands: Vec<String>,
+}
+
+/// An open document as the server knows it.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub version: i32,
+    pub text: Arc<str>,
+}
+
+/// A running, initialized server for one project root.
+pub struct Client {
+    pub name: String,
+    pub spec: ServerSpec,
+    pub root: PathBuf,
+    pub transport: Arc<Transport>,
+    pub caps: ServerCaps,
+    pub state: Arc<Mutex<State>>,
+    pub changed: watch::Receiver<u64>,
+    pub docs: Mutex<HashMap<PathBuf, Doc>>,
+    /// Modification times of unopened files last reported by `didChangeWatchedFiles`.
+    pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
+}
+
+impl Client {
+    /// Spawn `exe`, run `initialize`/`initialized`, push settings.
+    pub async fn start(
+        spec: &ServerSpec,
+        exe: &Path,
+        root: &Path,
+        startup: Duration,
+    ) -> Result<Arc<Client>, Error> {
+        let (transport, inbox) = Transport::spawn(&spec.name, exe, &spec.args, root)?;
+        let state = Arc::new(Mutex::new(State::default()));
+        let (tx, rx) = watch::channel(0u64);
+        tokio::spawn(dispatch(
+            transport.clone(),
+            inbox,
+            state.clone(),
+            tx,
+            spec.clone(),
+            root.to_path_buf(),
+        ));
+        let init = match initialize(&transport, spec, root, startup).await {
+            Ok(r) => r,
+            Err(e) => {
+                transport.kill().await;
+                transport.stderr_closed(Duration::from_secs(1)).await;
+                let tail = transport.stderr_tail();
+                return Err(if tail.is_empty() {
+                    e
+                } else {
+                    Error::Startup {
+                        cause: Box::new(e),
+                        stderr: tail,
+                    }
+                });
+            }
+        };
+        transport.notify("initialized", json!({}));
+        if !spec.settings.is_null() {
+            transport.notify(
+                "workspace/didChangeConfiguration",
+                json!({"settings": spec.settings}),
+            );
+        }
+        let c = &init.capabilities;
+        let encoding = Encoding::from_lsp(c.position_encoding.as_ref().map(|e| e.as_str()));
+        let pull = c.diagnostic_provider.as_ref().map(|p| match p {
+            lsp_types::DiagnosticServerCapabilities::Options(o) => o.identifier.clone(),
+            lsp_types::DiagnosticServerCapabilities::RegistrationOptions(o) => {
+                o.diagnostic_options.identifier.clone()
+            }
+        });
+        let (save, save_include_text) = save_caps(c.text_document_sync.as_ref());
+        let commands = c
+            .execute_command_provider
+            .as_ref()
+            .map(|e| e.commands.clone())
+            .unwrap_or_default();
+        tracing::info!(server = %spec.name, root = %root.display(), ?encoding, pull = pull.is_some(), "server initialized");
+        Ok(Arc::new(Client {
+            name: spec.name.clone(),
+            spec: spec.clone(),
+            root: root.to_path_buf(),
+            transport,
+            caps: ServerCaps {
+                encoding,
+                pull,
+                save,
+                save_include_text,
+                commands,
+            },
+            state,
+            changed: rx,
+            docs: Mutex::default(),
+            watched: Mutex::default(),
+        }))
+    }
+
+    /// Typed request: the method name comes from `R::METHOD`.
+    pub async fn call<R: Request>(
+        &self,
+        params: R::Params,
+        timeout: Duration,
+    ) -> Result<R::Result, Error> {
+        call::<R>(&self.transport, params, timeout).await
+    }
+
+    /// Fires when the server process is gone.
+    pub fn closed(&self) -> CancellationToken {
+        self.transport.closed()
+    }
+
+    /// Polite stop: `shutdown`, `exit`, then kill if it lingers.
+    pub async fn shutdown(&self) {
+        if !self.transport.closed().is_cancelled() {
+            let _ = self
+                .call::<lsp_types::request::Shutdown>((), Duration::from_secs(2))
+                .await;
+            self.transport.notify("exit", Value::Null);
+        }
+        self.transport.reap(Duration::from_secs(2)).await;
+    }
+}
+
+async fn call<R: Request>(
+    t: &Transport,
+    params: R::Params,
+    timeout: Duration,
+) -> Result<R::Result, Error> {
+    let params = serde_json::to_value(params).map_err(|source| Error::Decode {
+        method: R::METHOD.into(),
+        source,
+    })?;
+    let v = t.request(R::METHOD, params, timeout).await?;
+    serde_json::from_value(v).map_err(|source| Error::Decode {
+        method: R::METHOD.into(),
+        source,
+    })
+}
+
+fn save_caps(sync: Option<&lsp_types::TextDocumentSyncCapability>) -> (bool, bool) {
+    use lsp_types::{TextDocumentSyncCapability as C, TextDocumentSyncSaveOptions as S};
+    match sync {
+        Some(C::Options(o)) => match &o.save {
+            Some(S::Supported(b)) => (*b, false),
+            Some(S::SaveOptions(s)) => (true, s.include_text.unwrap_or(false)),
+            None => (false, false),
+        },
+        // Legacy kind-only capability: saving is harmless, send it.
+        Some(C::Kind(_)) => (true, false),
+        None => (false, false),
+    }
+}
+
+async fn initialize(
+    t: &Transport,
+    spec: &ServerSpec,
+    root: &Path,
+    timeout: Duration,
+) -> Result<InitializeResult, Error> {
+    let uri = path_to_uri(root);
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let params = json!({
+        "processId": std::process::id(),
+        "clientInfo": {"name": "openfiles", "version": env!("CARGO_PKG_VERSION")},
+        "rootUri": uri,
+        "rootPath": root,
+        "workspaceFolders": [{"uri": uri, "name": name}],
+        "initializationOptions": spec.initialization_options,
+        "capabilities": {
+            "general": {"positionEncodings": ["utf-8", "utf-32", "utf-16"]},
+            "textDocument": {
+                "synchronization": {"dynamicRegistration": false, "didSave": true},
+                "publishDiagnostics": {"relatedInformation": true, "versionSupport": true,
+                    "tagSupport": {"valueSet": [1, 2]}, "codeDescriptionSupport": true, "dataSupport": true},
+                "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
+            },
+            "workspace": {
+                "configuration": true,
+                "workspaceFolders": true,
+                "didChangeConfiguration": {"dynamicRegistration": true},
+                "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": true},
+                "diagnostics": {"refreshSupport": true},
+            },
+            "window": {"workDoneProgress": true, "showMessage": {}},
+        },
+    });
+    let params = serde_json::from_value(params).map_err(|source| Error::Decode {
+        method: "initialize".into(),
+        source,
+    })?;
+    call::<lsp_types::request::Initialize>(t, params, timeout).await
+}
+
+/// The value at a dotted section path of `settings` (`null` if absent; no section = all).
+pub fn section(settings: &Value, path: Option<&str>) -> Value {
+    let Some(path) = path.filter(|p| !p.is_empty()) else {
+        return settings.clone();
+    };
+    if let Some(v) = settings.get(path) {
+        return v.clone(); // a literal dotted key
+    }
+    let mut v = settings;
+    for part in path.split('.') {
+        match v.get(part) {
+            Some(x) => v = x,
+            None => return Value::Null,
+        }
+    }
+    v.clone()
+}
+
+fn is_waited(spec: &ServerSpec, token: &str, title: &str) -> bool {
+    let (token, title) = (token.to_lowercase(), title.to_lowercase());
+    spec.wait_for_progress
+        .iter()
+        .map(|w| w.to_lowercase())
+        .any(|w| token.contains(&w) || title.contains(&w))
+}
+
+async fn dispatch(
+    t: Arc<Transport>,
+    mut inbox: mpsc::UnboundedReceiver<Incoming>,
+    state: Arc<Mutex<State>>,
+    changed: watch::Sender<u64>,
+    spec: ServerSpec,
+    root: PathBuf,
+) {
+    let bump = || changed.send_modify(|n| *n += 1);
+    while let Some(msg) = inbox.recv().await {
+        match msg {
+            Incoming::Request { id, method, params } => {
+                let answer = answer_request(&method, &params, &state, &spec, &root);
+                t.respond(id, answer);
+                bump();
+            }
+            Incoming::Notification { method, params } => {
+                note(&method, params, &state, &spec);
+                bump();
+            }
+        }
+    }
+    bump();
+}
+
+fn answer_request(
+    method: &str,
+    params: &Value,
+    state: &Mutex<State>,
+    spec: &ServerSpec,
+    root: &Path,
+) -> Result<Value, (i64, String)> {
+    let st = || state.lock().unwrap_or_else(|e| e.into_inner());
+    match method {
+        "workspace/configuration" => {
+            let items = params
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let out: Vec<Value> = items
+                .iter()
+                .map(|i| section(&spec.settings, i.get("section").and_then(Value::as_str)))
+                .collect();
+            Ok(Value::Array(out))
+        }
+        "client/registerCapability" => {
+            for r in params
+                .get("registrations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let id = r
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                match r.get("method").and_then(Value::as_str) {
+                    Some("textDocument/diagnostic") => {
+                        let ident = r
+                            .pointer("/registerOptions/identifier")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        st().pull_registrations.insert(id, ident);
+                    }
+                    Some("workspace/didChangeWatchedFiles") => st().watchers += 1,
+                    _ => {}
+                }
+            }
+            Ok(Value::Null)
+        }
+        "client/unregisterCapability" => {
+            // The spec's field name really is misspelt "unregisterations".
+            for r in params
+                .get("unregisterations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let id = r.get("id").and_then(Value::as_str).unwrap_or_default();
+                match r.get("method").and_then(Value::as_str) {
+                    Some("textDocument/diagnostic") => {
+                        st().pull_registrations.remove(id);
+                    }
+                    Some("workspace/didChangeWatchedFiles") => {
+                        let mut s = st();
+                        s.watchers = s.watchers.saturating_sub(1);
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Value::Null)
+        }
+        "window/workDoneProgress/create"
+        | "workspace/diagnostic/refresh"
+        | "workspace/semanticTokens/refresh"
+        | "workspace/inlayHint/refresh"
+        | "workspace/inlineValue/refresh"
+        | "workspace/codeLens/refresh"
+        | "workspace/foldingRange/refresh"
+        | "window/showMessageRequest" => Ok(Value::Null),
+        "workspace/workspaceFolders" => {
+            let name = root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(json!([{"uri": path_to_uri(root), "name": name}]))
+        }
+        "workspace/applyEdit" => {
+            Ok(json!({"applied": false, "failureReason": "openfiles does not edit files"}))
+        }
+        "window/showDocument" => Ok(json!({"success": false})),
+        _ => {
+            tracing::debug!(server = %spec.name, method, "unknown server request");
+            Err((
+                METHOD_NOT_FOUND,
+                format!("openfiles does not handle {method}"),
+            ))
+        }
+    }
+}
+
+fn note(method: &str, params: Value, state: &Mutex<State>, spec: &ServerSpec) {
+    match method {
+        "textDocument/publishDiagnostics" => {
+            let Some(path) = params
+                .get("uri")
+                .and_then(Value::as_str)
+                .and_then(uri_to_path)
+            else {
+                return;
+            };
+            let version = params
+                .get("version")
+                .and_then(Value::as_i64)
+                .map(|v| v as i32);
+            let diagnostics = params
+                .get("diagnostics")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|d| serde_json::from_value::<Diagnostic>(d.clone()).ok())
+                .collect::<Vec<_>>();
+            tracing::trace!(server = %spec.name, path = %path.display(), ?version, n = diagnostics.len(), "push");
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.seq += 1;
+            let seq = s.seq;
+            s.pushes.insert(
+                path,
+                Push {
+                    seq,
+                    version,
+                    diagnostics,
+                },
+            );
+        }
+        "$/progress" => {
+            let token = match params.get("token") {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => return,
+            };
+            let kind = params
+                .pointer("/value/kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let title = params
+                .pointer("/value/title")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            match kind {
+                "begin" if is_waited(spec, &token, title) => {
+                    s.waited_begun += 1;
+                    s.waited_active.insert(token, ());
+                }
+                "end" => {
+                    s.waited_active.remove(&token);
+                }
+                _ => {}
+            }
+        }
+        "window/logMessage" | "window/showMessage" => {
+            let msg = params
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            tracing::debug!(server = %spec.name, "{method}: {msg}");
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_sections_resolve_by_path() {
+        let s = json!({"python": {"analysis": {"typeCheckingMode": "strict"}}, "a.b": 1});
+        assert_eq!(
+            section(&s, Some("python.analysis")),
+            json!({"typeCheckingMode": "strict"})
+        );
+        assert_eq!(section(&s, Some("a.b")), json!(1));
+        assert_eq!(section(&s, Some("python.missing")), Value::Null);
+        assert_eq!(section(&s, None), s);
+    }
+}

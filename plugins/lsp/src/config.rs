@@ -1,0 +1,415 @@
+//! The plugin's configuration and the table of known language servers.
+//!
+//! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
+//! table, finding a server's executable (workspace `node_modules/.bin`, then `PATH`) and a
+//! file's project root (nearest ancestor with a root marker, never above the workspace).
+//! Nothing here starts a process except the optional `probe` (a quick `--version` run used
+//! for rustup's `rust-analyzer` proxy, which exists even when the component does not).
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// `[plugin.lsp]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Servers to add, or fields overriding a built-in server of the same name.
+    pub servers: BTreeMap<String, ServerOverride>,
+    /// Names of servers not to use.
+    pub disable: Vec<String>,
+    /// A server unused for this long is shut down (milliseconds).
+    pub idle_timeout_ms: u64,
+    /// After a push accepted as fresh, wait this long for a further push before answering.
+    pub quiet_ms: u64,
+    /// Time allowed for `initialize`.
+    pub startup_timeout_ms: u64,
+    /// Deadline for a check when the host gives none.
+    pub default_timeout_ms: u64,
+    /// First restart delay after a crash; doubles per restart.
+    pub restart_backoff_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            servers: BTreeMap::new(),
+            disable: Vec::new(),
+            idle_timeout_ms: 600_000,
+            quiet_ms: 100,
+            startup_timeout_ms: 60_000,
+            default_timeout_ms: 30_000,
+            restart_backoff_ms: 250,
+        }
+    }
+}
+
+/// The configurable fields of one server; absent fields keep the built-in value.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerOverride {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    /// File extensions without the dot.
+    pub extensions: Option<Vec<String>>,
+    /// Language id per extension (`{"h" = "cpp"}`); unlisted extensions use the usual ids.
+    pub language_ids: Option<BTreeMap<String, String>>,
+    pub root_markers: Option<Vec<String>>,
+    pub initialization_options: Option<Value>,
+    /// Answered to `workspace/configuration` by section path (`"python.analysis"`).
+    pub settings: Option<Value>,
+    /// Titles of work-done progress that must end before results are final.
+    pub wait_for_progress: Option<Vec<String>>,
+    /// How results are obtained: `auto` (pull when offered, else push), `push`, or
+    /// `tsserver` (typescript-language-server's `typescript.tsserverRequest`).
+    pub diagnostics: Option<DiagnosticsMode>,
+}
+
+/// How a server's results are obtained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiagnosticsMode {
+    #[default]
+    Auto,
+    Push,
+    Tsserver,
+}
+
+/// One usable server definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub extensions: Vec<String>,
+    pub language_ids: BTreeMap<String, String>,
+    pub root_markers: Vec<String>,
+    pub initialization_options: Option<Value>,
+    pub settings: Value,
+    pub wait_for_progress: Vec<String>,
+    pub diagnostics: DiagnosticsMode,
+    /// Arguments of a quick run that must succeed before the server is used.
+    pub probe: Option<Vec<String>>,
+    /// Distributed through npm: may be found in a workspace's `node_modules/.bin` only.
+    pub node_package: bool,
+}
+
+fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str]) -> ServerSpec {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    ServerSpec {
+        name: name.into(),
+        command: command.into(),
+        args: s(args),
+        extensions: s(exts),
+        language_ids: BTreeMap::new(),
+        root_markers: s(markers),
+        initialization_options: None,
+        settings: Value::Null,
+        wait_for_progress: Vec::new(),
+        diagnostics: DiagnosticsMode::Auto,
+        probe: None,
+        node_package: false,
+    }
+}
+
+/// The built-in servers, in the order their results are listed.
+pub fn builtin() -> Vec<ServerSpec> {
+    let py = ["py", "pyi"];
+    let ts = ["ts", "tsx", "js", "jsx", "mts", "cts", "mjs", "cjs"];
+    let c = ["c", "h", "cpp", "cc", "cxx", "hpp", "hh"];
+    let mut tsls = spec(
+        "typescript-language-server",
+        "typescript-language-server",
+        &["--stdio"],
+        &ts,
+        &["tsconfig.json", "jsconfig.json", "package.json"],
+    );
+    tsls.diagnostics = DiagnosticsMode::Tsserver;
+    let mut ra = spec(
+        "rust-analyzer",
+        "rust-analyzer",
+        &[],
+        &["rs"],
+        &["Cargo.toml"],
+    );
+    ra.probe = Some(vec!["--version".into()]);
+    ra.wait_for_progress = vec!["cargo check".into(), "flycheck".into()];
+    let mut all = vec![
+        spec(
+            "ruff",
+            "ruff",
+            &["server"],
+            &py,
+            &["pyproject.toml", "ruff.toml", ".ruff.toml"],
+        ),
+        spec(
+            "pyright",
+            "pyright-langserver",
+            &["--stdio"],
+            &py,
+            &["pyrightconfig.json", "pyproject.toml"],
+        ),
+        spec(
+            "basedpyright",
+            "basedpyright-langserver",
+            &["--stdio"],
+            &py,
+            &["pyrightconfig.json", "pyproject.toml"],
+        ),
+        tsls,
+        spec(
+            "clangd",
+            "clangd",
+            &["--log=error"],
+            &c,
+            &["compile_commands.json", "compile_flags.txt", ".clangd"],
+        ),
+        ra,
+        spec("gopls", "gopls", &[], &["go"], &["go.work", "go.mod"]),
+        spec(
+            "bash-language-server",
+            "bash-language-server",
+            &["start"],
+            &["sh", "bash"],
+            &[],
+        ),
+    ];
+    for s in &mut all {
+        s.node_package = matches!(
+            s.name.as_str(),
+            "pyright" | "basedpyright" | "typescript-language-server" | "bash-language-server"
+        );
+    }
+    all
+}
+
+/// Parse the plugin's JSON config (`null` means defaults).
+pub fn parse(v: &Value) -> Result<Config, String> {
+    if v.is_null() {
+        return Ok(Config::default());
+    }
+    serde_json::from_value(v.clone()).map_err(|e| format!("invalid [plugin.lsp] config: {e}"))
+}
+
+impl Config {
+    /// The built-in servers with overrides applied, plus added servers, minus disabled ones.
+    pub fn servers(&self) -> Result<Vec<ServerSpec>, String> {
+        let mut out = builtin();
+        for (name, o) in &self.servers {
+            let idx = match out.iter().position(|s| &s.name == name) {
+                Some(i) => i,
+                None => {
+                    let Some(cmd) = &o.command else {
+                        return Err(format!("[plugin.lsp.servers.{name}] is not a built-in server and has no `command`"));
+                    };
+                    out.push(spec(name, cmd, &[], &[], &[]));
+                    out.len() - 1
+                }
+            };
+            let s = &mut out[idx];
+            if let Some(c) = &o.command {
+                if c != &s.command {
+                    s.probe = None;
+                }
+                s.command = c.clone();
+            }
+            if let Some(a) = &o.args {
+                s.args = a.clone();
+            }
+            if let Some(e) = &o.extensions {
+                s.extensions = e
+                    .iter()
+                    .map(|x| x.trim_start_matches('.').to_owned())
+                    .collect();
+            }
+            if let Some(l) = &o.language_ids {
+                s.language_ids = l.clone();
+            }
+            if let Some(m) = &o.root_markers {
+                s.root_markers = m.clone();
+            }
+            if let Some(i) = &o.initialization_options {
+                s.initialization_options = Some(i.clone());
+            }
+            if let Some(v) = &o.settings {
+                s.settings = v.clone();
+            }
+            if let Some(w) = &o.wait_for_progress {
+                s.wait_for_progress = w.clone();
+            }
+            if let Some(d) = o.diagnostics {
+                s.diagnostics = d;
+            }
+        }
+        out.retain(|s| !self.disable.contains(&s.name));
+        Ok(out)
+    }
+
+    pub fn quiet(&self) -> Duration {
+        Duration::from_millis(self.quiet_ms)
+    }
+}
+
+/// The language id for a file extension.
+pub fn language_id(spec: &ServerSpec, ext: &str) -> String {
+    if let Some(id) = spec.language_ids.get(ext) {
+        return id.clone();
+    }
+    match ext {
+        "py" | "pyi" => "python",
+        "ts" | "mts" | "cts" => "typescript",
+        "tsx" => "typescriptreact",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "javascriptreact",
+        "c" | "h" => "c",
+        "cpp" | "cc" | "cxx" | "hpp" | "hh" => "cpp",
+        "rs" => "rust",
+        "go" => "go",
+        "sh" | "bash" => "shellscript",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// Finds executables, caching `PATH` lookups and probe results.
+#[derive(Default)]
+pub struct Resolver {
+    probes: Mutex<HashMap<(PathBuf, Vec<String>), bool>>,
+}
+
+impl Resolver {
+    /// The executable for `spec` as seen from a project: `<dir>/node_modules/.bin` for the
+    /// project root and each ancestor up to the workspace, then `PATH`. `None` if absent
+    /// (or present but its probe fails).
+    pub fn find(&self, spec: &ServerSpec, root: &Path, workspace: &Path) -> Option<PathBuf> {
+        let cmd = Path::new(&spec.command);
+        let found = if cmd.components().count() > 1 {
+            Some(cmd.to_path_buf()).filter(|p| is_executable(p))
+        } else {
+            let local = root
+                .ancestors()
+                .take_while(|d| d.starts_with(workspace))
+                .map(|d| d.join("node_modules/.bin").join(cmd))
+                .find(|p| is_executable(p));
+            local.or_else(|| on_path(&spec.command))
+        }?;
+        match &spec.probe {
+            None => Some(found),
+            Some(args) => self.probe(&found, args).then_some(found),
+        }
+    }
+
+    fn probe(&self, exe: &Path, args: &[String]) -> bool {
+        let key = (exe.to_path_buf(), args.to_vec());
+        if let Some(ok) = self
+            .probes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return *ok;
+        }
+        let ok = std::process::Command::new(exe)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            tracing::info!("{} {:?} failed; server not used", exe.display(), args);
+        }
+        self.probes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, ok);
+        ok
+    }
+}
+
+/// `name` found in `PATH`.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// The project root of `file` for `spec`: the nearest ancestor (not above `workspace`)
+/// holding one of the root markers, else the workspace.
+pub fn project_root(spec: &ServerSpec, file: &Path, workspace: &Path) -> PathBuf {
+    file.ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(workspace))
+        .find(|d| spec.root_markers.iter().any(|m| d.join(m).exists()))
+        .unwrap_or(workspace)
+        .to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn overrides_merge_over_builtins_and_disable_removes() {
+        let c = parse(&json!({
+            "servers": {
+                "ruff": {"args": ["server", "--preview"]},
+                "mine": {"command": "/bin/cat", "extensions": [".foo"]},
+            },
+            "disable": ["pyright"],
+        }))
+        .unwrap();
+        let s = c.servers().unwrap();
+        let ruff = s.iter().find(|s| s.name == "ruff").unwrap();
+        assert_eq!(ruff.args, ["server", "--preview"]);
+        assert_eq!(ruff.command, "ruff");
+        assert!(s.iter().all(|s| s.name != "pyright"));
+        let mine = s.iter().find(|s| s.name == "mine").unwrap();
+        assert_eq!(mine.extensions, ["foo"]);
+    }
+
+    #[test]
+    fn unknown_server_without_command_is_an_error() {
+        let c = parse(&json!({"servers": {"nope": {"args": []}}})).unwrap();
+        assert!(c.servers().unwrap_err().contains("nope"));
+        assert!(parse(&json!({"idle": 3})).is_err());
+    }
+
+    #[test]
+    fn a_server_whose_probe_fails_is_not_found() {
+        // Like rustup's rust-analyzer proxy without the component: present, but unusable.
+        let mut s = spec("x", "sh", &[], &["x"], &[]);
+        let r = Resolver::default();
+        let ws = std::env::temp_dir();
+        s.probe = Some(vec!["-c".into(), "exit 1".into()]);
+        assert_eq!(r.find(&s, &ws, &ws), None);
+        s.probe = Some(vec!["-c".into(), "exit 0".into()]);
+        assert!(r.find(&s, &ws, &ws).is_some());
+        s.command = "/nonexistent/openfiles-test-server".into();
+        assert_eq!(r.find(&s, &ws, &ws), None);
+    }
+
+    #[test]
+    fn root_is_nearest_marker_within_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        std::fs::create_dir_all(ws.join("a/b")).unwrap();
+        std::fs::write(ws.join("a/pyproject.toml"), "").unwrap();
+        let ruff = builtin().remove(0);
+        assert_eq!(project_root(&ruff, &ws.join("a/b/x.py"), ws), ws.join("a"));
+        assert_eq!(project_root(&ruff, &ws.join("x.py"), ws), ws);
+    }
+}

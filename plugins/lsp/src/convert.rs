@@ -1,0 +1,186 @@
+//! Conversions between LSP shapes and openfiles items.
+//!
+//! Owns: file URIs (percent-encoding both ways), position encodings (a server's `character`
+//! counts UTF-8 bytes, UTF-16 code units or UTF-32 code points, as negotiated; the output
+//! column counts Unicode scalar values of the line, 1-based), severities (1–4 →
+//! error/warning/info/hint, absent → error), codes (numbers become strings) and the merge
+//! of several servers' items for one file (identical problems appear once).
+
+use lsp_types::{Diagnostic, DiagnosticSeverity, NumberOrString};
+use openfiles_plugin_api::{Item, Severity};
+use std::path::{Path, PathBuf};
+
+/// The negotiated unit of `Position.character`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Utf8,
+    Utf16,
+    Utf32,
+}
+
+impl Encoding {
+    /// From the server's `positionEncoding` (absent means UTF-16, per the spec).
+    pub fn from_lsp(s: Option<&str>) -> Self {
+        match s {
+            Some("utf-8") => Encoding::Utf8,
+            Some("utf-32") => Encoding::Utf32,
+            _ => Encoding::Utf16,
+        }
+    }
+}
+
+/// `file://` URI of an absolute path.
+pub fn path_to_uri(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("file://");
+    for &b in p.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// The path of a `file://` URI (`None` for other schemes or bad escapes).
+pub fn uri_to_path(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    let b = rest.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
+/// 1-based (line, column) of an LSP position in `text`; column counts characters.
+pub fn to_line_col(text: &str, line: u32, character: u32, enc: Encoding) -> (u32, u32) {
+    let Some(l) = text.split('\n').nth(line as usize) else {
+        return (line + 1, character + 1);
+    };
+    let l = l.strip_suffix('\r').unwrap_or(l);
+    let mut units = 0u32;
+    let mut chars = 0u32;
+    for c in l.chars() {
+        if units >= character {
+            break;
+        }
+        units += match enc {
+            Encoding::Utf8 => c.len_utf8() as u32,
+            Encoding::Utf16 => c.len_utf16() as u32,
+            Encoding::Utf32 => 1,
+        };
+        chars += 1;
+    }
+    (line + 1, chars + 1)
+}
+
+/// One LSP diagnostic as an item; `text` is the document the server saw.
+pub fn to_item(d: &Diagnostic, text: &str, enc: Encoding, server: &str) -> Item {
+    let (line, column) = to_line_col(text, d.range.start.line, d.range.start.character, enc);
+    let severity = match d.severity {
+        Some(DiagnosticSeverity::WARNING) => Severity::Warning,
+        Some(DiagnosticSeverity::INFORMATION) => Severity::Info,
+        Some(DiagnosticSeverity::HINT) => Severity::Hint,
+        _ => Severity::Error,
+    };
+    let code = d.code.as_ref().map(|c| match c {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => s.clone(),
+    });
+    Item {
+        line,
+        column,
+        severity,
+        source: d
+            .source
+            .clone()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| server.to_owned()),
+        code,
+        message: d.message.clone(),
+    }
+}
+
+/// Merge items from several servers: sorted by position, a problem reported twice (same
+/// place, severity, code and message, whatever the source) kept once.
+pub fn merge(mut items: Vec<Item>) -> Vec<Item> {
+    items.sort_by(|a, b| {
+        (a.line, a.column, a.severity, &a.code, &a.message, &a.source)
+            .cmp(&(b.line, b.column, b.severity, &b.code, &b.message, &b.source))
+    });
+    items.dedup_by(|b, a| {
+        (a.line, a.column, a.severity, &a.code, &a.message)
+            == (b.line, b.column, b.severity, &b.code, &b.message)
+    });
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_count_characters_whatever_the_encoding() {
+        // "é" is 2 UTF-8 bytes, 1 UTF-16 unit; "𝄞" is 4 bytes, 2 UTF-16 units.
+        let text = "x\r\naé𝄞b = 1\n";
+        assert_eq!(to_line_col(text, 1, 7, Encoding::Utf8), (2, 4));
+        assert_eq!(to_line_col(text, 1, 4, Encoding::Utf16), (2, 4));
+        assert_eq!(to_line_col(text, 1, 3, Encoding::Utf32), (2, 4));
+        assert_eq!(to_line_col(text, 0, 0, Encoding::Utf16), (1, 1));
+        assert_eq!(to_line_col(text, 9, 2, Encoding::Utf16), (10, 3));
+    }
+
+    #[test]
+    fn uris_round_trip_with_odd_characters() {
+        let p = Path::new("/tmp/a b/ü#%.py");
+        let u = path_to_uri(p);
+        assert_eq!(u, "file:///tmp/a%20b/%C3%BC%23%25.py");
+        assert_eq!(uri_to_path(&u).unwrap(), p);
+        assert_eq!(
+            uri_to_path("file:///tmp/a%3Ab").unwrap(),
+            Path::new("/tmp/a:b")
+        );
+        assert!(uri_to_path("untitled:x").is_none());
+    }
+
+    #[test]
+    fn severities_codes_and_sources_map_and_duplicates_merge() {
+        let d: Diagnostic = serde_json::from_value(serde_json::json!({
+            "range": {"start": {"line": 0, "character": 2}, "end": {"line": 0, "character": 3}},
+            "severity": 2, "code": 2322, "message": "m"
+        }))
+        .unwrap();
+        let a = to_item(&d, "abc\n", Encoding::Utf16, "srv");
+        assert_eq!(
+            (a.severity, a.code.as_deref(), a.source.as_str(), a.column),
+            (Severity::Warning, Some("2322"), "srv", 3)
+        );
+        for (n, s) in [
+            (1, Severity::Error),
+            (3, Severity::Info),
+            (4, Severity::Hint),
+        ] {
+            let mut d = d.clone();
+            d.severity = serde_json::from_value(serde_json::json!(n)).unwrap();
+            assert_eq!(to_item(&d, "", Encoding::Utf16, "x").severity, s);
+        }
+        let mut b = a.clone();
+        b.source = "other".into();
+        let mut c = a.clone();
+        c.line = 7;
+        // Kept once (the source that sorts first), in position order.
+        assert_eq!(merge(vec![c.clone(), a, b.clone()]), vec![b, c]);
+    }
+}

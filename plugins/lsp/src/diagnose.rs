@@ -1,0 +1,455 @@
+//! Fresh diagnostics for one file from one server (DESIGN §4 "settling").
+//!
+//! 1. Send the file's current text: `didOpen` the first time, else `didChange` (full text,
+//!    next version), then `didSave`. Versions are allocated and the messages queued under one
+//!    short lock, so concurrent checks reach the server in version order.
+//! 2. If the server offers pull diagnostics (statically or by dynamic registration), ask
+//!    `textDocument/diagnostic` for every identifier: the answer is computed on the text just
+//!    sent, so it is fresh by construction.
+//! 3. Otherwise wait for a push that is fresh: one carrying our version or a newer one, or —
+//!    for servers that do not version their pushes — one received after our change. Never an
+//!    older one. Unversioned pushes are followed by a quiet window (`quiet_ms`) during which a
+//!    further push replaces the result (servers like typescript-language-server publish
+//!    syntactic and semantic results separately).
+//! 4. Servers with `wait_for_progress` (rust-analyzer's flycheck) are final only once such a
+//!    progress has begun after our save and none is active.
+//!
+//! Everything is bounded by the check's deadline: no fixed sleeps.
+
+use crate::client::Client;
+use crate::config::DiagnosticsMode;
+use crate::convert::{path_to_uri, to_item};
+use crate::transport::Error;
+use crate::tsserver;
+use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
+use openfiles_plugin_api::Item;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Why one server gave no result for one file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0} did not answer in time")]
+    Timeout(String),
+    #[error("{server} exited during the check{tail}")]
+    Crashed { server: String, tail: String },
+    #[error("cannot read the file: {0}")]
+    Read(String),
+    #[error("{0}")]
+    Rpc(#[from] Error),
+}
+
+/// Fresh diagnostics of `path` from `client`. The file is read when its text is sent.
+pub async fn diagnose(
+    client: &Client,
+    path: &Path,
+    also: &[PathBuf],
+    language_id: &str,
+    deadline: Instant,
+    quiet: Duration,
+) -> Result<Vec<Item>, CheckError> {
+    let closed = client.closed();
+    let crashed = || CheckError::Crashed {
+        server: client.name.clone(),
+        tail: match client.transport.stderr_tail() {
+            t if t.is_empty() => String::new(),
+            t => format!(" (stderr: {t})"),
+        },
+    };
+    tokio::select! {
+        r = run(client, path, also, language_id, deadline, quiet) => match r {
+            Err(CheckError::Rpc(Error::StreamClosed)) => Err(crashed()),
+            r => r,
+        },
+        _ = closed.cancelled() => Err(crashed()),
+    }
+}
+
+async fn run(
+    client: &Client,
+    path: &Path,
+    also: &[PathBuf],
+    language_id: &str,
+    deadline: Instant,
+    quiet: Duration,
+) -> Result<Vec<Item>, CheckError> {
+    let uri = path_to_uri(path);
+    refresh_others(client, path);
+    report_watched(client, also);
+    let sent = sync(client, path, &uri, language_id)?;
+    let enc = client.caps.encoding;
+    // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
+    let to_items = |ds: &[Diagnostic]| {
+        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        ds.iter()
+            .map(|d| to_item(d, &text, enc, &client.name))
+            .collect::<Vec<_>>()
+    };
+
+    let mode = client.spec.diagnostics;
+    if mode == DiagnosticsMode::Tsserver
+        && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
+    {
+        // tsserver answers for the newest text it has, which may be a concurrent check's.
+        let items = tsserver::diagnostics(client, &uri, deadline).await?;
+        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        return Ok(tsserver::to_items(&items, &text));
+    }
+    let mut items = Vec::new();
+    let mut version = sent.version;
+    loop {
+        let pulls = if mode == DiagnosticsMode::Push {
+            Vec::new()
+        } else {
+            pull_identifiers(client)
+        };
+        for identifier in &pulls {
+            items.extend(to_items(
+                &pull(client, &uri, identifier.clone(), deadline).await?,
+            ));
+        }
+        // A newer text sent meanwhile (a concurrent check) may have interrupted the server's
+        // computation (pyright then answers an empty list): ask again for the newer text.
+        if let Some(newer) = current_version(client, path).filter(|v| *v > version) {
+            version = newer;
+            items.clear();
+            continue;
+        }
+        let progress = !client.spec.wait_for_progress.is_empty();
+        if !pulls.is_empty() && !progress {
+            break;
+        }
+        if pulls.is_empty() {
+            // A server may register pull diagnostics only after `initialized` (pyright
+            // does): while waiting for a push, switch to pulling as soon as it does.
+            let watch_pull = mode == DiagnosticsMode::Auto;
+            let waited = wait_push(
+                client,
+                path,
+                version,
+                sent.seq_mark,
+                deadline,
+                quiet,
+                watch_pull,
+            );
+            if let Waited::PullRegistered = waited.await? {
+                continue;
+            }
+        }
+        if progress {
+            wait_progress(client, sent.progress_mark, deadline).await?;
+        }
+        // With pulls, a push adds to them only when it came after our change (rust-analyzer
+        // pushes its cargo-check results even to pulling clients).
+        let pushed = {
+            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.pushes
+                .get(path)
+                .filter(|p| pulls.is_empty() || p.seq > sent.seq_mark)
+                .map(|p| p.diagnostics.clone())
+                .unwrap_or_default()
+        };
+        items.extend(to_items(&pushed));
+        break;
+    }
+    Ok(items)
+}
+
+/// What [`sync`] sent.
+struct Sent {
+    text: Arc<str>,
+    version: i32,
+    /// Push sequence number before sending.
+    seq_mark: u64,
+    /// Waited-for progresses begun before sending.
+    progress_mark: u64,
+}
+
+/// Other open documents whose file changed on disk get their new text (so the server never
+/// checks against an old copy of an imported module); deleted ones are closed.
+fn refresh_others(client: &Client, except: &Path) {
+    let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gone = Vec::new();
+    for (path, doc) in docs.iter_mut().filter(|(p, _)| p.as_path() != except) {
+        let uri = path_to_uri(path);
+        match std::fs::read_to_string(path) {
+            Ok(text) if *text == *doc.text => {}
+            Ok(text) => {
+                doc.version += 1;
+                doc.text = Arc::from(text);
+                client.transport.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": &*doc.text}]}),
+                );
+            }
+            Err(_) => {
+                client.transport.notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                );
+                gone.push(path.clone());
+            }
+        }
+    }
+    for p in gone {
+        docs.remove(&p);
+    }
+}
+
+/// Other session files the server has not opened: when it watches files, tell it which of
+/// them changed (or disappeared) since last reported, as an editor's file watcher would.
+fn report_watched(client: &Client, also: &[PathBuf]) {
+    if also.is_empty()
+        || client
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .watchers
+            == 0
+    {
+        return;
+    }
+    let docs: Vec<PathBuf> = client
+        .docs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .keys()
+        .cloned()
+        .collect();
+    let mut watched = client.watched.lock().unwrap_or_else(|e| e.into_inner());
+    let mut changes = Vec::new();
+    for p in also.iter().filter(|p| !docs.contains(p)) {
+        let mtime = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let seen = watched.insert(p.clone(), mtime);
+        let kind = match (seen, mtime) {
+            (Some(a), b) if a == b => continue,
+            (None | Some(None), None) => continue,
+            // First seen: "created", so a server that has not indexed it yet adds it.
+            (None | Some(None), Some(_)) => 1,
+            (Some(Some(_)), Some(_)) => 2, // changed
+            (Some(Some(_)), None) => 3,    // deleted
+        };
+        changes.push(json!({"uri": path_to_uri(p), "type": kind}));
+    }
+    if !changes.is_empty() {
+        client.transport.notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": changes}),
+        );
+    }
+}
+
+/// Read the file and send its text, under the documents lock: the order of versions is the
+/// order of reads, so the server always ends up with the newest text.
+fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Sent, CheckError> {
+    let t = &client.transport;
+    let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    let text: Arc<str> = match std::fs::read_to_string(path) {
+        Ok(s) => Arc::from(s),
+        Err(e) => {
+            if docs.remove(path).is_some() {
+                t.notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                );
+            }
+            return Err(CheckError::Read(e.to_string()));
+        }
+    };
+    let (seq_mark, progress_mark) = {
+        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+        (s.seq, s.waited_begun)
+    };
+    let version = match docs.get(path) {
+        None => {
+            t.notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": &*text}}),
+            );
+            1
+        }
+        Some(d) => {
+            let v = d.version + 1;
+            t.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": &*text}]}),
+            );
+            v
+        }
+    };
+    if client.caps.save {
+        let mut p = json!({"textDocument": {"uri": uri}});
+        if client.caps.save_include_text {
+            p["text"] = Value::from(&*text);
+        }
+        t.notify("textDocument/didSave", p);
+    }
+    docs.insert(
+        path.to_path_buf(),
+        crate::client::Doc {
+            version,
+            text: text.clone(),
+        },
+    );
+    Ok(Sent {
+        text,
+        version,
+        seq_mark,
+        progress_mark,
+    })
+}
+
+fn pull_identifiers(client: &Client) -> Vec<Option<String>> {
+    let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p: Vec<_> = s.pull_registrations.values().cloned().collect();
+    p.extend(client.caps.pull.clone());
+    p.sort();
+    p.dedup();
+    p
+}
+
+enum Waited {
+    Fresh,
+    PullRegistered,
+}
+
+fn current_version(client: &Client, path: &Path) -> Option<i32> {
+    let docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    docs.get(path).map(|d| d.version)
+}
+
+fn current_text(client: &Client, path: &Path) -> Option<Arc<str>> {
+    client
+        .docs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(path)
+        .map(|d| d.text.clone())
+}
+
+fn remaining(client: &Client, deadline: Instant) -> Result<Duration, CheckError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(CheckError::Timeout(client.name.clone()));
+    }
+    Ok(left)
+}
+
+/// `textDocument/diagnostic`, retried while the server says the content moved under it.
+async fn pull(
+    client: &Client,
+    uri: &str,
+    identifier: Option<String>,
+    deadline: Instant,
+) -> Result<Vec<Diagnostic>, CheckError> {
+    let params = json!({"textDocument": {"uri": uri}, "identifier": identifier});
+    let mut changed = client.changed.clone();
+    loop {
+        let left = remaining(client, deadline)?;
+        let r = client
+            .transport
+            .request("textDocument/diagnostic", params.clone(), left)
+            .await;
+        match r {
+            Ok(v) => {
+                let report: DocumentDiagnosticReportResult =
+                    serde_json::from_value(v).map_err(|source| Error::Decode {
+                        method: "textDocument/diagnostic".into(),
+                        source,
+                    })?;
+                return Ok(match report {
+                    DocumentDiagnosticReportResult::Report(
+                        lsp_types::DocumentDiagnosticReport::Full(f),
+                    ) => f.full_document_diagnostic_report.items,
+                    // We never send a previousResultId, so "unchanged" cannot refer to a result we hold.
+                    _ => Vec::new(),
+                });
+            }
+            // ServerCancelled / ContentModified: ask again once the server moves on.
+            Err(Error::Rpc {
+                code: -32802 | -32801,
+                ..
+            }) => {
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(50).min(left), changed.changed())
+                        .await;
+            }
+            Err(Error::Timeout { .. }) => return Err(CheckError::Timeout(client.name.clone())),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+async fn wait_push(
+    client: &Client,
+    path: &Path,
+    version: i32,
+    mark: u64,
+    deadline: Instant,
+    quiet: Duration,
+    watch_pull: bool,
+) -> Result<Waited, CheckError> {
+    let mut changed = client.changed.clone();
+    // First a fresh push.
+    let (mut last_seq, versioned) = loop {
+        changed.borrow_and_update();
+        let fresh = {
+            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            if watch_pull && !s.pull_registrations.is_empty() {
+                return Ok(Waited::PullRegistered);
+            }
+            s.pushes.get(path).and_then(|p| match p.version {
+                Some(v) if v >= version => Some((p.seq, true)),
+                None if p.seq > mark => Some((p.seq, false)),
+                _ => None,
+            })
+        };
+        if let Some(f) = fresh {
+            break f;
+        }
+        let left = remaining(client, deadline)?;
+        if tokio::time::timeout(left, changed.changed()).await.is_err() {
+            return Err(CheckError::Timeout(client.name.clone()));
+        }
+    };
+    if versioned {
+        return Ok(Waited::Fresh);
+    }
+    // Then quiet: no further push for this file for `quiet`.
+    let mut until = Instant::now() + quiet;
+    loop {
+        let now = Instant::now();
+        if now >= until || now >= deadline {
+            return Ok(Waited::Fresh);
+        }
+        let _ = tokio::time::timeout_at(until.min(deadline), changed.changed()).await;
+        let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = s.pushes.get(path) {
+            if p.seq != last_seq {
+                last_seq = p.seq;
+                until = Instant::now() + quiet;
+            }
+        }
+    }
+}
+
+async fn wait_progress(client: &Client, mark: u64, deadline: Instant) -> Result<(), CheckError> {
+    let mut changed = client.changed.clone();
+    loop {
+        changed.borrow_and_update();
+        let done = {
+            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.waited_begun > mark && s.waited_active.is_empty()
+        };
+        if done {
+            return Ok(());
+        }
+        let left = remaining(client, deadline)?;
+        if tokio::time::timeout(left, changed.changed()).await.is_err() {
+            return Err(CheckError::Timeout(client.name.clone()));
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Shared helpers for the lsp plugin's integration tests: a plugin instance over a temp
+//! workspace, checks through the `Plugin` trait, and the tools' own CLIs for comparison.
+#![allow(dead_code)]
+
+use openfiles_plugin_api::{CheckRequest, Init, Item, Plugin, Severity};
+use openfiles_plugin_lsp::LspPlugin;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct Env {
+    pub plugin: LspPlugin,
+    pub ws: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+static IDS: AtomicU64 = AtomicU64::new(1);
+
+impl Env {
+    /// A plugin with `config` over a fresh workspace.
+    pub fn new(config: Value) -> Env {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canonical").join("ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).expect("mkdir");
+        let (plugin, _caps) = LspPlugin::create(Init {
+            config,
+            state_dir: state,
+            host_version: "test".into(),
+        })
+        .expect("create");
+        Env {
+            plugin,
+            ws,
+            _dir: dir,
+        }
+    }
+
+    /// Write `text` to `rel` in the workspace.
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.ws.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        // Atomically (temp + rename), as editors do: a check reading concurrently sees the old
+        // or the new text, never a torn one.
+        let tmp = p.with_extension("openfiles-tmp");
+        std::fs::write(&tmp, text).expect("write");
+        std::fs::rename(&tmp, &p).expect("rename");
+        p
+    }
+
+    /// Check one file and return its items.
+    pub fn check(&self, file: &Path, timeout_ms: u64) -> Vec<Item> {
+        self.check_with(file, &[], timeout_ms)
+    }
+
+    /// Check one file, naming other session files in `also_report`.
+    pub fn check_with(&self, file: &Path, also: &[PathBuf], timeout_ms: u64) -> Vec<Item> {
+        let req = CheckRequest {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            workspace: self.ws.clone(),
+            files: vec![file.to_path_buf()],
+            also_report: also.to_vec(),
+            timeout_ms,
+        };
+        let resp = self.plugin.check(req).expect("check");
+        resp.files
+            .into_iter()
+            .filter(|f| f.path == file)
+            .flat_map(|f| f.items)
+            .collect()
+    }
+
+    pub fn pid(&self, server: &str) -> u32 {
+        self.plugin
+            .server_pids()
+            .into_iter()
+            .find(|(n, _)| n == server)
+            .map(|(_, p)| p)
+            .unwrap_or_else(|| panic!("{server} is not running"))
+    }
+}
+
+/// (line, code) of the items of severity error, sorted.
+pub fn errors(items: &[Item]) -> Vec<(u32, String)> {
+    let mut v: Vec<_> = items
+        .iter()
+        .filter(|i| i.severity == Severity::Error)
+        .map(|i| (i.line, i.code.clone().unwrap_or_default()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// (line, code) of every item, sorted.
+pub fn all(items: &[Item]) -> Vec<(u32, String)> {
+    let mut v: Vec<_> = items
+        .iter()
+        .map(|i| (i.line, i.code.clone().unwrap_or_default()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run a command in `dir`, returning stdout (any exit status).
+pub fn run(dir: &Path, cmd: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run tool");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Send a signal to a process with the `kill` command.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill {sig} {pid}");
+}

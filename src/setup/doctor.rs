@@ -1,0 +1,527 @@
+//! `openfiles doctor`: one screen telling a user what works and what to fix — the service
+//! (reachable, socket-activated), the units, plugins, language tools for the current
+//! workspace, agent hooks, inotify limits and the control socket's permissions.
+//!
+//! Each finding is a [`Check`] with a [`Level`]; the exit status is 1 when any check
+//! fails (the service cannot work as installed), warnings are advice. Colour only when
+//! stdout is a terminal and `NO_COLOR` is unset; `--json` prints the checks for scripts.
+
+use std::io::IsTerminal;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::installed::units_report;
+use super::probe::{self, HookState};
+use super::service::Platform;
+use crate::control::client::{Client, ClientError};
+use crate::control::protocol::{Request, StatusReply};
+
+/// How a finding counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Info,
+    Warn,
+    Fail,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub section: &'static str,
+    pub level: Level,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+fn check(section: &'static str, level: Level, message: impl Into<String>) -> Check {
+    Check {
+        section,
+        level,
+        message: message.into(),
+        hint: None,
+    }
+}
+
+impl Check {
+    fn hint(mut self, hint: impl Into<String>) -> Check {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// Options of `openfiles doctor`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub socket: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// Run every check and print the report; exit status 1 when a check failed.
+pub fn run(opts: Options) -> anyhow::Result<u8> {
+    let checks = collect(&opts);
+    let failed = checks.iter().any(|c| c.level == Level::Fail);
+    if opts.json {
+        let out = serde_json::json!({ "ok": !failed, "checks": checks });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        print!("{}", render(&checks, colour));
+    }
+    Ok(u8::from(failed))
+}
+
+/// All the checks, in display order.
+pub fn collect(opts: &Options) -> Vec<Check> {
+    let socket = crate::paths::control_socket(opts.socket.as_deref());
+    let mut out = Vec::new();
+    let status = service_checks(&socket, &mut out);
+    units_checks(Platform::native(), &mut out);
+    plugin_checks(opts.config.as_deref(), status.as_ref(), &mut out);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let root = probe::workspace_root(opts.workspace.as_deref().unwrap_or(&cwd));
+    tool_checks(&root, &mut out);
+    hook_checks(&root, &mut out);
+    if cfg!(target_os = "linux") {
+        inotify_checks(Path::new("/proc/sys/fs/inotify"), &mut out);
+    }
+    socket_checks(&socket, &mut out);
+    out
+}
+
+fn service_checks(socket: &Path, out: &mut Vec<Check>) -> Option<StatusReply> {
+    const S: &str = "service";
+    // Generous: the first connection may be what starts a socket-activated service.
+    let reply = Client::connect(socket, Some(Duration::from_secs(15)))
+        .and_then(|mut c| c.call_as::<StatusReply>(&Request::Status));
+    match reply {
+        Ok(st) => {
+            let how = match st.activation.as_str() {
+                "systemd" => "socket-activated by systemd",
+                "launchd" => "socket-activated by launchd",
+                "bound" => "started by hand (not socket-activated)",
+                other => other,
+            };
+            out.push(check(
+                S,
+                Level::Ok,
+                format!(
+                    "reachable at {} (openfiles {}, pid {}, {how}, {} workspace(s))",
+                    socket.display(),
+                    st.version,
+                    st.pid,
+                    st.workspaces.len()
+                ),
+            ));
+            Some(st)
+        }
+        Err(ClientError::Unreachable { source, .. }) => {
+            out.push(
+                check(
+                    S,
+                    Level::Fail,
+                    format!("not reachable at {}: {source}", socket.display()),
+                )
+                .hint(
+                    "enable the socket (`openfiles service install --now`) or run `openfiles serve`",
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            out.push(check(
+                S,
+                Level::Fail,
+                format!("{} answers, but `status` failed: {e}", socket.display()),
+            ));
+            None
+        }
+    }
+}
+
+fn units_checks(platform: Platform, out: &mut Vec<Check>) {
+    const S: &str = "units";
+    let r = units_report(platform);
+    let level = if r.installed && r.enabled {
+        Level::Ok
+    } else {
+        Level::Warn
+    };
+    let mut c = check(S, level, r.lines.join("; "));
+    if !r.installed {
+        c = c.hint("install them with `openfiles service install` (or the Nix module)");
+    } else if !r.enabled {
+        c = c.hint(match platform {
+            Platform::Systemd => "systemctl --user enable --now openfiles.socket",
+            Platform::Launchd => "openfiles service install --now",
+        });
+    }
+    out.push(c);
+    for p in r.problems {
+        out.push(check(S, Level::Fail, p).hint("run `openfiles service install` again"));
+    }
+}
+
+fn plugin_checks(config: Option<&Path>, status: Option<&StatusReply>, out: &mut Vec<Check>) {
+    const S: &str = "plugins";
+    let cfg = match crate::config::Config::load(config) {
+        Ok((cfg, _)) => cfg,
+        Err(e) => {
+            out.push(check("config", Level::Fail, e.to_string()));
+            crate::config::Config::default()
+        }
+    };
+    // The running service's view when it has one, else start them here as it would.
+    let (rows, whose) = match status.filter(|s| !s.plugins.is_empty()) {
+        Some(st) => (st.plugins.clone(), "service"),
+        None => match local_plugin_rows(&cfg) {
+            Ok(rows) => (rows, "doctor"),
+            Err(e) => {
+                out.push(check(
+                    S,
+                    Level::Fail,
+                    format!("cannot start plugin hosts: {e:#}"),
+                ));
+                return;
+            }
+        },
+    };
+    if rows.is_empty() {
+        out.push(
+            check(S, Level::Fail, "no plugin libraries found (searched config plugins.paths, OPENFILES_PLUGIN_PATH, ../lib/openfiles/plugins next to the binary)")
+                .hint("set plugins.paths in config.toml or OPENFILES_PLUGIN_PATH"),
+        );
+        return;
+    }
+    for row in &rows {
+        out.push(plugin_row_check(row, whose));
+    }
+}
+
+fn local_plugin_rows(cfg: &crate::config::Config) -> anyhow::Result<Vec<serde_json::Value>> {
+    use crate::plugin_host::PluginManager;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let rows = rt.block_on(async {
+        let token = tokio_util::sync::CancellationToken::new();
+        let manager = PluginManager::start(cfg, &crate::paths::state_dir(), token.clone()).await;
+        let rows = manager.status_rows();
+        token.cancel();
+        manager.wait_stopped().await;
+        rows
+    });
+    Ok(rows
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect())
+}
+
+/// One plugin row (`PluginStatus` as JSON) as a check; `whose` says who loaded it.
+pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
+    const S: &str = "plugins";
+    let text = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let name = match (text("name"), text("version")) {
+        ("", _) => text("path").to_owned(),
+        (n, "") => n.to_owned(),
+        (n, v) => format!("{n} {v}"),
+    };
+    let path = text("path");
+    match text("state") {
+        "loaded" => {
+            let exts = row
+                .pointer("/capabilities/extensions")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            check(
+                S,
+                Level::Ok,
+                format!("{name}: loaded by {whose} (files: {exts}) from {path}"),
+            )
+        }
+        "disabled" => check(
+            S,
+            Level::Info,
+            format!("{name}: disabled in config ({path})"),
+        ),
+        "missing" => check(
+            S,
+            Level::Warn,
+            format!("{path}: listed but missing ({})", text("reason")),
+        )
+        .hint("fix plugins.paths or OPENFILES_PLUGIN_PATH"),
+        "restarting" => check(
+            S,
+            Level::Warn,
+            format!("{name}: its host died and is restarting"),
+        ),
+        state => check(
+            S,
+            Level::Fail,
+            format!(
+                "{name}: {state} [{}]: {} ({path})",
+                text("kind"),
+                text("reason")
+            ),
+        ),
+    }
+}
+
+fn tool_checks(root: &Path, out: &mut Vec<Check>) {
+    const S: &str = "languages";
+    let langs = probe::languages(root);
+    if langs.is_empty() {
+        out.push(check(
+            S,
+            Level::Info,
+            format!("no known languages under {}", root.display()),
+        ));
+        return;
+    }
+    let path = std::env::var_os("PATH");
+    let extra = [root.join("node_modules/.bin")];
+    for lang in langs {
+        for tool in lang.tools() {
+            match probe::find_tool(tool, path.as_deref(), &extra) {
+                Some(p) => out.push(check(
+                    S,
+                    Level::Ok,
+                    format!("{}: {tool} at {}", lang.name(), p.display()),
+                )),
+                None => out.push(
+                    check(
+                        S,
+                        Level::Warn,
+                        format!("{}: {tool} not found on PATH", lang.name()),
+                    )
+                    .hint(format!("install {tool} for {} diagnostics", lang.name())),
+                ),
+            }
+        }
+    }
+}
+
+fn hook_checks(root: &Path, out: &mut Vec<Check>) {
+    const S: &str = "hooks";
+    let mut any = false;
+    for (agent, state) in probe::hooks(root) {
+        match state {
+            HookState::Installed(p) => {
+                any = true;
+                out.push(check(S, Level::Ok, format!("{agent}: {}", p.display())));
+            }
+            HookState::ConfigWithoutHook(p) => out.push(
+                check(
+                    S,
+                    Level::Warn,
+                    format!("{agent}: {} does not run `openfiles hook`", p.display()),
+                )
+                .hint(format!("openfiles hooks install --agent {agent}")),
+            ),
+            HookState::Absent => {}
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        for (agent, path) in probe::user_hooks(Path::new(&home)) {
+            any = true;
+            out.push(check(
+                S,
+                Level::Ok,
+                format!("{agent} (all workspaces): {}", path.display()),
+            ));
+        }
+    }
+    if !any {
+        out.push(
+            check(
+                S,
+                Level::Warn,
+                format!(
+                    "no agent hooks installed in {} or for the user",
+                    root.display()
+                ),
+            )
+            .hint("openfiles hooks install --agent <id> (or --user)"),
+        );
+    }
+}
+
+/// Inotify limits from `dir` (normally `/proc/sys/fs/inotify`).
+pub fn inotify_checks(dir: &Path, out: &mut Vec<Check>) {
+    const S: &str = "inotify";
+    for (name, minimum) in [("max_user_watches", 65_536u64), ("max_user_instances", 128)] {
+        match probe::read_sysctl(&dir.join(name)) {
+            Some(v) if v >= minimum => out.push(check(S, Level::Ok, format!("{name} = {v}"))),
+            Some(v) => out.push(
+                check(
+                    S,
+                    Level::Warn,
+                    format!("{name} = {v} (below {minimum}: large workspaces may not be watched)"),
+                )
+                .hint(format!("sudo sysctl fs.inotify.{name}={}", minimum * 8)),
+            ),
+            None => out.push(check(S, Level::Info, format!("{name}: unreadable"))),
+        }
+    }
+}
+
+/// Permissions of the control socket and its directory: 0600 and 0700, owned by us.
+pub fn socket_checks(socket: &Path, out: &mut Vec<Check>) {
+    const S: &str = "socket";
+    let uid = nix::unistd::getuid().as_raw();
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(m) => m,
+        Err(_) => {
+            out.push(check(
+                S,
+                Level::Info,
+                format!("{} does not exist", socket.display()),
+            ));
+            return;
+        }
+    };
+    let mut problems = Vec::new();
+    if !meta.file_type().is_socket() {
+        problems.push("is not a socket".to_string());
+    }
+    if meta.mode() & 0o777 != 0o600 {
+        problems.push(format!("has mode {:04o}, not 0600", meta.mode() & 0o777));
+    }
+    if meta.uid() != uid {
+        problems.push(format!("belongs to uid {}, not {uid}", meta.uid()));
+    }
+    if let Some(dir) = socket.parent() {
+        match std::fs::symlink_metadata(dir) {
+            Ok(d) => {
+                if d.mode() & 0o777 != 0o700 {
+                    problems.push(format!(
+                        "its folder {} has mode {:04o}, not 0700",
+                        dir.display(),
+                        d.mode() & 0o777
+                    ));
+                }
+                if d.uid() != uid {
+                    problems.push(format!("its folder belongs to uid {}, not {uid}", d.uid()));
+                }
+            }
+            Err(e) => problems.push(format!("its folder is unreadable: {e}")),
+        }
+    }
+    if problems.is_empty() {
+        out.push(check(
+            S,
+            Level::Ok,
+            format!("{} (0600, folder 0700, ours)", socket.display()),
+        ));
+    } else {
+        out.push(
+            check(
+                S,
+                Level::Fail,
+                format!("{} {}", socket.display(), problems.join("; ")),
+            )
+            .hint("stop the service, remove the socket and its folder, and start it again"),
+        );
+    }
+}
+
+/// The report as text, grouped by section.
+pub fn render(checks: &[Check], colour: bool) -> String {
+    let paint = |level: Level, s: &str| -> String {
+        if !colour {
+            return s.to_owned();
+        }
+        let code = match level {
+            Level::Ok => "32",
+            Level::Info => "2",
+            Level::Warn => "33",
+            Level::Fail => "31",
+        };
+        format!("\x1b[{code}m{s}\x1b[0m")
+    };
+    let mut out = String::new();
+    let mut section = "";
+    for c in checks {
+        if c.section != section {
+            section = c.section;
+            out.push_str(section);
+            out.push('\n');
+        }
+        let mark = match c.level {
+            Level::Ok => "ok  ",
+            Level::Info => "    ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        out.push_str(&format!("  {} {}\n", paint(c.level, mark), c.message));
+        if let Some(h) = &c.hint {
+            out.push_str(&format!("       -> {h}\n"));
+        }
+    }
+    let fails = checks.iter().filter(|c| c.level == Level::Fail).count();
+    let warns = checks.iter().filter(|c| c.level == Level::Warn).count();
+    out.push_str(&match (fails, warns) {
+        (0, 0) => "all good\n".to_owned(),
+        (0, w) => format!("{w} warning(s), nothing broken\n"),
+        (f, w) => format!("{f} problem(s), {w} warning(s)\n"),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn low_inotify_limits_warn() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("max_user_watches"), "8192\n").unwrap();
+        std::fs::write(dir.path().join("max_user_instances"), "1024\n").unwrap();
+        let mut out = Vec::new();
+        inotify_checks(dir.path(), &mut out);
+        assert_eq!(out[0].level, Level::Warn);
+        assert_eq!(out[1].level, Level::Ok);
+    }
+
+    #[test]
+    fn loose_socket_permissions_fail() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("s.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut out = Vec::new();
+        socket_checks(&sock, &mut out);
+        assert_eq!(out[0].level, Level::Fail);
+        assert!(
+            out[0].message.contains("0666") && out[0].message.contains("0755"),
+            "{}",
+            out[0].message
+        );
+    }
+
+    #[test]
+    fn render_without_colour_has_no_escapes() {
+        let text = render(&[check("x", Level::Fail, "broken").hint("fix")], false);
+        assert!(!text.contains('\x1b'));
+        assert!(
+            text.contains("FAIL broken") && text.contains("1 problem(s)"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! Setting openfiles up on a machine without a Nix module: `openfiles service` writes and
+//! removes the systemd user units or the launchd agent ([`service`], rendered by [`units`]
+//! from the templates in `packaging/`), and `openfiles doctor` ([`doctor`], using the
+//! read-only probes in [`probe`] and [`installed`]) reports what works and what to fix.
+
+pub mod doctor;
+pub mod installed;
+pub mod probe;
+pub mod service;
+pub mod units;
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+/// `openfiles service …` arguments.
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write the units (or plist) and say how to enable them.
+    Install(ServiceChange),
+    /// Remove what `service install` wrote.
+    Uninstall(ServiceChange),
+    /// Show where the units are and whether they are enabled.
+    Status(ServiceCommon),
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceChange {
+    /// Print what would be written or removed, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also enable and start the socket (or stop and disable it on uninstall).
+    #[arg(long)]
+    pub now: bool,
+    /// Overwrite unit files that `service install` did not write.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub common: ServiceCommon,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceCommon {
+    /// Service manager to write for [default: this platform's].
+    #[arg(long, value_enum, hide = true)]
+    pub platform: Option<service::Platform>,
+}
+
+/// `openfiles doctor` arguments.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Workspace to inspect [default: the one holding the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `openfiles service …` (`socket` is the global `--socket`).
+pub fn run_service(args: ServiceArgs, socket: Option<PathBuf>) -> anyhow::Result<u8> {
+    let (action, change, common) = match args.action {
+        ServiceAction::Install(c) => (
+            service::Action::Install,
+            Some(c.dry_run_now_force()),
+            c.common,
+        ),
+        ServiceAction::Uninstall(c) => (
+            service::Action::Uninstall,
+            Some(c.dry_run_now_force()),
+            c.common,
+        ),
+        ServiceAction::Status(c) => (service::Action::Status, None, c),
+    };
+    let (dry_run, now, force) = change.unwrap_or_default();
+    service::run(service::Options {
+        action,
+        dry_run,
+        now,
+        force,
+        platform: common.platform.unwrap_or_else(service::Platform::native),
+        socket,
+    })
+}
+
+impl ServiceChange {
+    fn dry_run_now_force(&self) -> (bool, bool, bool) {
+        (self.dry_run, self.now, self.force)
+    }
+}
+
+/// Run `openfiles doctor` (`socket`, `config`: the global options).
+pub fn run_doctor(
+    args: DoctorArgs,
+    socket: Option<PathBuf>,
+    config: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    doctor::run(doctor::Options {
+        socket,
+        config,
+        workspace: args.workspace,
+        json: args.json,
+    })
+}

@@ -1,0 +1,267 @@
+//! What `openfiles doctor` looks at in the current workspace and on this machine, without the
+//! service: which languages the workspace holds, which tools for them are on `PATH`, which
+//! agents have the openfiles hook configured, and the kernel's inotify limits.
+//!
+//! Everything here is read-only and bounded: the language scan honours `.gitignore` and stops
+//! after [`SCAN_LIMIT`] files, so `doctor` stays quick in a huge tree.
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Files looked at when guessing the workspace's languages.
+pub const SCAN_LIMIT: usize = 5000;
+
+/// The marker every openfiles hook command line contains.
+pub const HOOK_MARKER: &str = "openfiles hook";
+
+/// A language and the tools openfiles uses for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Language {
+    Python,
+    TypeScript,
+    C,
+    Rust,
+    Go,
+}
+
+impl Language {
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::TypeScript => "TypeScript/JavaScript",
+            Language::C => "C/C++",
+            Language::Rust => "Rust",
+            Language::Go => "Go",
+        }
+    }
+
+    /// The executables that give diagnostics for this language.
+    pub fn tools(self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &["ruff", "pyright-langserver"],
+            Language::TypeScript => &["typescript-language-server", "tsc"],
+            Language::C => &["clangd"],
+            Language::Rust => &["cargo", "rust-analyzer"],
+            Language::Go => &["gopls"],
+        }
+    }
+
+    fn of_extension(ext: &str) -> Option<Language> {
+        Some(match ext {
+            "py" | "pyi" => Language::Python,
+            "ts" | "tsx" | "mts" | "cts" | "js" | "jsx" | "mjs" | "cjs" => Language::TypeScript,
+            "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "m" | "mm" => Language::C,
+            "rs" => Language::Rust,
+            "go" => Language::Go,
+            _ => return None,
+        })
+    }
+
+    fn of_marker(name: &str) -> Option<Language> {
+        Some(match name {
+            "pyproject.toml" | "setup.py" | "requirements.txt" => Language::Python,
+            "package.json" | "tsconfig.json" | "jsconfig.json" => Language::TypeScript,
+            "compile_commands.json" | "CMakeLists.txt" => Language::C,
+            "Cargo.toml" => Language::Rust,
+            "go.mod" => Language::Go,
+            _ => return None,
+        })
+    }
+}
+
+/// The workspace root for `start`: the nearest folder up holding `.openfiles`, `.claws` or
+/// `.git`, else `start` itself.
+pub fn workspace_root(start: &Path) -> PathBuf {
+    for dir in start.ancestors() {
+        if [".openfiles", ".claws", ".git"]
+            .iter()
+            .any(|m| dir.join(m).exists())
+        {
+            return dir.to_owned();
+        }
+    }
+    start.to_owned()
+}
+
+/// The languages present under `root` (by project markers and file extensions).
+pub fn languages(root: &Path) -> BTreeSet<Language> {
+    let mut found = BTreeSet::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .require_git(false)
+        .max_depth(Some(8))
+        .filter_entry(|e| {
+            let n = e.file_name();
+            n != "node_modules" && n != "target" && n != ".git"
+        })
+        .build();
+    for entry in walker.flatten().take(SCAN_LIMIT) {
+        let name = entry.file_name().to_string_lossy();
+        if let Some(l) = Language::of_marker(&name) {
+            found.insert(l);
+        }
+        if let Some(l) = entry
+            .path()
+            .extension()
+            .and_then(OsStr::to_str)
+            .and_then(Language::of_extension)
+        {
+            found.insert(l);
+        }
+    }
+    found
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// The first `name` on `search_path`, or in `extra` folders (e.g. `node_modules/.bin`).
+pub fn find_tool(name: &str, search_path: Option<&OsStr>, extra: &[PathBuf]) -> Option<PathBuf> {
+    let dirs = search_path
+        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    dirs.iter()
+        .chain(extra)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// One agent's hook configuration file, as `agent-hooks.md` lists them.
+#[derive(Debug, Clone)]
+pub struct HookFile {
+    pub agent: &'static str,
+    /// Workspace-relative candidates, first match wins.
+    pub files: &'static [&'static str],
+}
+
+/// The agents whose hook configs live in the workspace.
+pub const HOOK_FILES: &[HookFile] = &[
+    HookFile {
+        agent: "claude",
+        files: &[".claude/settings.local.json", ".claude/settings.json"],
+    },
+    HookFile {
+        agent: "codex",
+        files: &[".codex/hooks.json"],
+    },
+    HookFile {
+        agent: "copilot",
+        files: &[".github/hooks/openfiles.json"],
+    },
+    HookFile {
+        agent: "gemini",
+        files: &[".gemini/settings.json"],
+    },
+    HookFile {
+        agent: "cursor",
+        files: &[".cursor/hooks.json"],
+    },
+    HookFile {
+        agent: "windsurf",
+        files: &[".windsurf/hooks.json"],
+    },
+    HookFile {
+        agent: "opencode",
+        files: &[".opencode/plugins/openfiles.js"],
+    },
+];
+
+/// The state of one agent's hook in a workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookState {
+    /// A config file names `openfiles hook`.
+    Installed(PathBuf),
+    /// A config file exists but does not run `openfiles hook`.
+    ConfigWithoutHook(PathBuf),
+    /// No config file.
+    Absent,
+}
+
+/// The hook state of every agent in [`HOOK_FILES`] for the workspace at `root`.
+pub fn hooks(root: &Path) -> Vec<(&'static str, HookState)> {
+    HOOK_FILES
+        .iter()
+        .map(|h| {
+            let mut state = HookState::Absent;
+            for f in h.files {
+                let path = root.join(f);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) if text.contains(HOOK_MARKER) => {
+                        state = HookState::Installed(path);
+                        break;
+                    }
+                    Ok(_) if state == HookState::Absent => {
+                        state = HookState::ConfigWithoutHook(path)
+                    }
+                    _ => {}
+                }
+            }
+            (h.agent, state)
+        })
+        .collect()
+}
+
+/// Agents whose user-level configuration (in `home`, at the paths `hooks install --user`
+/// writes) runs `openfiles hook`: those hooks fire in every workspace.
+pub fn user_hooks(home: &Path) -> Vec<(&'static str, PathBuf)> {
+    use crate::hook::install::agents::{target, Scope, SUPPORTED};
+    let scope = Scope::User(home.to_owned());
+    SUPPORTED
+        .iter()
+        .filter_map(|agent| target(agent, &scope, "openfiles"))
+        .filter(|t| {
+            std::fs::read_to_string(&t.path)
+                .map(|text| text.contains(HOOK_MARKER))
+                .unwrap_or(false)
+        })
+        .map(|t| (t.agent, t.path))
+        .collect()
+}
+
+/// Read a number from a `/proc/sys` file.
+pub fn read_sysctl(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_come_from_markers_and_extensions_but_not_ignored_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "").unwrap();
+        std::fs::write(dir.path().join("go.mod"), "").unwrap();
+        std::fs::create_dir(dir.path().join("node_modules")).unwrap();
+        std::fs::write(dir.path().join("node_modules/x.ts"), "").unwrap();
+        let langs = languages(dir.path());
+        assert_eq!(
+            langs.into_iter().collect::<Vec<_>>(),
+            vec![Language::Python, Language::Go]
+        );
+    }
+
+    #[test]
+    fn hook_states_follow_the_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+        std::fs::write(
+            dir.path().join(".claude/settings.json"),
+            r#"{"hooks":{"PostToolUse":[{"hooks":[{"command":"openfiles hook --agent claude"}]}]}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(".gemini")).unwrap();
+        std::fs::write(dir.path().join(".gemini/settings.json"), "{}").unwrap();
+        let states = hooks(dir.path());
+        let get = |a: &str| states.iter().find(|(n, _)| *n == a).unwrap().1.clone();
+        assert!(matches!(get("claude"), HookState::Installed(_)));
+        assert!(matches!(get("gemini"), HookState::ConfigWithoutHook(_)));
+        assert_eq!(get("codex"), HookState::Absent);
+    }
+}

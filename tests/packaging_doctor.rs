@@ -1,0 +1,190 @@
+//! `openfiles doctor` against real things: a workspace with Python and Go files, agent hook
+//! configs with and without the openfiles hook, real plugin libraries (one good, one with a
+//! wrong ABI), a dead socket with loose permissions, and a service started by hand.
+
+mod common;
+mod packaging_support;
+#[path = "plugins_support/mod.rs"]
+mod plugins_support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+fn doctor(env: &common::Env, ws: &Path, extra: &[&str]) -> (Option<i32>, Value, String) {
+    doctor_with(env, ws, extra, None)
+}
+
+fn doctor_with(
+    env: &common::Env,
+    ws: &Path,
+    extra: &[&str],
+    plugin_path: Option<&std::ffi::OsStr>,
+) -> (Option<i32>, Value, String) {
+    let mut cmd = env.command(&["doctor", "--workspace"]);
+    match plugin_path {
+        Some(p) => cmd.env("OPENFILES_PLUGIN_PATH", p),
+        None => cmd.env_remove("OPENFILES_PLUGIN_PATH"),
+    };
+    let out = packaging_support::output(
+        cmd.arg(ws)
+            .args(extra)
+            .env("HOME", env.dir.path())
+            .env("XDG_CONFIG_HOME", env.dir.path().join("config-home")),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = if extra.contains(&"--json") {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    } else {
+        Value::Null
+    };
+    (out.status.code(), json, text)
+}
+
+fn checks<'a>(report: &'a Value, section: &str) -> Vec<&'a Value> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["section"] == section)
+        .collect()
+}
+
+fn has(report: &Value, section: &str, level: &str, needle: &str) -> bool {
+    checks(report, section)
+        .iter()
+        .any(|c| c["level"] == level && c["message"].as_str().unwrap().contains(needle))
+}
+
+#[test]
+fn doctor_reports_tools_hooks_and_plugins_and_fails_without_a_service() {
+    let env = common::Env::new();
+    let ws = env.workspace("proj");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join("app.py"), "x = 1\n").unwrap();
+    std::fs::write(ws.join("go.mod"), "module x\n").unwrap();
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        r#"{"hooks":{"PostToolUse":[{"matcher":"Edit|Write","hooks":[{"type":"command","command":"openfiles hook --agent claude"}]}]}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.join(".gemini")).unwrap();
+    std::fs::write(ws.join(".gemini/settings.json"), "{}").unwrap();
+
+    let good = plugins_support::plugin("cargo_check");
+    let bad = plugins_support::fixture("bad_abi");
+    let plugin_path = plugins_support::path_list(&[good, bad]);
+    let (code, report, _) = doctor_with(&env, &ws, &["--json"], Some(&plugin_path));
+
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["ok"], false);
+    assert!(
+        has(&report, "service", "fail", "not reachable"),
+        "{report:#}"
+    );
+    assert!(has(&report, "units", "warn", "not installed"), "{report:#}");
+    assert!(has(&report, "plugins", "ok", "cargo-check"), "{report:#}");
+    assert!(has(&report, "plugins", "fail", "refused"), "{report:#}");
+    // Python tools are installed here; whether gopls is depends on the machine.
+    assert!(
+        has(&report, "languages", "ok", "Python: ruff at"),
+        "{report:#}"
+    );
+    assert!(
+        has(&report, "languages", "ok", "Python: pyright-langserver at"),
+        "{report:#}"
+    );
+    let go = packaging_support::have("gopls");
+    assert!(
+        has(
+            &report,
+            "languages",
+            if go { "ok" } else { "warn" },
+            "Go: gopls"
+        ),
+        "{report:#}"
+    );
+    assert!(
+        checks(&report, "languages")
+            .iter()
+            .all(|c| !c["message"].as_str().unwrap().contains("Rust")),
+        "no Rust in this workspace: {report:#}"
+    );
+    assert!(has(&report, "hooks", "ok", "claude: "), "{report:#}");
+    assert!(has(&report, "hooks", "warn", "gemini: "), "{report:#}");
+    assert_eq!(checks(&report, "inotify").len(), 2, "{report:#}");
+}
+
+#[test]
+fn doctor_text_is_plain_when_not_a_terminal() {
+    let env = common::Env::new();
+    let ws = env.workspace("w");
+    let (code, _, text) = doctor(&env, &ws, &[]);
+    assert_eq!(code, Some(1));
+    assert!(!text.contains('\x1b'), "colour without a TTY: {text:?}");
+    assert!(text.contains("FAIL not reachable"), "{text}");
+    assert!(
+        text.lines().last().unwrap().contains("problem(s)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn doctor_flags_a_socket_with_loose_permissions() {
+    let env = common::Env::new();
+    let ws = env.workspace("w");
+    let dir = env.socket.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    // A socket file nobody listens on any more, world-writable in a shared folder.
+    drop(std::os::unix::net::UnixListener::bind(&env.socket).unwrap());
+    std::fs::set_permissions(&env.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, report, _) = doctor(&env, &ws, &["--json"]);
+    assert_eq!(code, Some(1));
+    let sock = &checks(&report, "socket")[0];
+    assert_eq!(sock["level"], "fail", "{report:#}");
+    let msg = sock["message"].as_str().unwrap();
+    assert!(msg.contains("0666") && msg.contains("0755"), "{msg}");
+}
+
+#[test]
+fn doctor_sees_a_service_started_by_hand() {
+    let env = common::Env::new();
+    let ws = env.workspace("w");
+    let svc = env.serve(&["--workspace", ws.to_str().unwrap()]);
+    let (_, report, _) = doctor(&env, &ws, &["--json"]);
+    let service = &checks(&report, "service")[0];
+    assert_eq!(service["level"], "ok", "{report:#}");
+    let msg = service["message"].as_str().unwrap();
+    assert!(
+        msg.contains("started by hand (not socket-activated)"),
+        "{msg}"
+    );
+    assert!(msg.contains(&format!("pid {}", svc.pid())), "{msg}");
+    assert!(msg.contains("1 workspace(s)"), "{msg}");
+    // The service binds 0600 in a 0700 folder.
+    assert_eq!(checks(&report, "socket")[0]["level"], "ok", "{report:#}");
+    svc.terminate();
+}
+
+#[test]
+fn doctor_counts_hooks_installed_for_the_user() {
+    let env = common::Env::new();
+    let ws = env.workspace("w");
+    // `hooks install --user` writes the user's configuration under HOME (the env's dir).
+    packaging_support::ok(
+        env.command(&["hooks", "install", "--user", "--agent", "codex"])
+            .env("HOME", env.dir.path()),
+    );
+    let (_, report, _) = doctor(&env, &ws, &["--json"]);
+    assert!(
+        has(&report, "hooks", "ok", "codex (all workspaces): "),
+        "{report:#}"
+    );
+    assert!(
+        !has(&report, "hooks", "warn", "no agent hooks"),
+        "{report:#}"
+    );
+}
