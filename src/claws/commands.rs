@@ -219,6 +219,10 @@ async fn exec(shared: &Shared, req: &Request) -> Body {
     match t.exec(command, Duration::from_millis(ms)).await {
         ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
         ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
+        ExecOutcome::NotRun(said) => Err(format!(
+            "the shell did not run the command: {}",
+            said.trim()
+        )),
         ExecOutcome::Timeout => Err(format!("exec timeout after {ms}ms")),
         ExecOutcome::Exited => Err(format!(
             "terminal {} exited before the command finished",

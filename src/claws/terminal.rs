@@ -78,7 +78,13 @@ struct Running {
 struct Waiter {
     id: u64,
     command: String,
-    tx: oneshot::Sender<HistoryEvent>,
+    /// Ring offset when the command was typed.
+    input_at: u64,
+    /// Prompts still due from before the command (one after an end mark).
+    prompts_to_skip: u32,
+    started: bool,
+    /// The finished event, or the shell's words when it did not run the command.
+    tx: oneshot::Sender<Result<HistoryEvent, String>>,
 }
 
 struct State {
@@ -89,6 +95,8 @@ struct State {
     waiters: VecDeque<Waiter>,
     next_waiter: u64,
     exit_code: Option<i32>,
+    /// An end mark was seen and its prompt mark not yet.
+    awaiting_prompt: bool,
 }
 
 /// A live (or exited but not yet closed) terminal.
@@ -110,6 +118,8 @@ pub struct Terminal {
 /// How an `exec` ended.
 pub enum ExecOutcome {
     Finished(HistoryEvent),
+    /// The shell came back to its prompt without running it (a syntax error, say).
+    NotRun(String),
     Degraded,
     Timeout,
     Exited,
@@ -161,6 +171,7 @@ impl Terminal {
             state: Mutex::new(State {
                 ring: Ring::new(shared.cfg.ring_bytes),
                 integrated: false,
+                awaiting_prompt: false,
                 command_line: None,
                 running: None,
                 waiters: VecDeque::new(),
@@ -259,16 +270,22 @@ impl Terminal {
             let (tx, done) = oneshot::channel();
             st.next_waiter += 1;
             let id = st.next_waiter;
+            let input_at = st.ring.end();
+            let prompts_to_skip = u32::from(st.awaiting_prompt);
             st.waiters.push_back(Waiter {
                 id,
                 command: command.to_owned(),
+                input_at,
+                prompts_to_skip,
+                started: false,
                 tx,
             });
             (id, done)
         };
         self.send(command, true, false);
         match tokio::time::timeout_at(deadline, done).await {
-            Ok(Ok(ev)) => ExecOutcome::Finished(ev),
+            Ok(Ok(Ok(ev))) => ExecOutcome::Finished(ev),
+            Ok(Ok(Err(said))) => ExecOutcome::NotRun(said),
             Ok(Err(_)) => ExecOutcome::Exited,
             Err(_) => {
                 self.lock().waiters.retain(|w| w.id != wid);
@@ -309,8 +326,27 @@ impl Terminal {
     fn on_mark(&self, shared: &Shared, mark: Mark) {
         match mark.kind {
             MarkKind::Prompt => {
-                self.lock().integrated = true;
+                let not_run = {
+                    let mut st = self.lock();
+                    st.integrated = true;
+                    st.awaiting_prompt = false;
+                    match st.waiters.front_mut() {
+                        Some(w) if !w.started && w.prompts_to_skip > 0 => {
+                            w.prompts_to_skip -= 1;
+                            None
+                        }
+                        Some(w) if !w.started => {
+                            let from = w.input_at;
+                            let said = plain_output(&st.ring.slice(from, mark.start));
+                            st.waiters.pop_front().map(|w| (w, said))
+                        }
+                        _ => None,
+                    }
+                };
                 self.set_phase(shared, Phase::Prompt);
+                if let Some((w, said)) = not_run {
+                    let _ = w.tx.send(Err(said));
+                }
             }
             MarkKind::CommandLine(line) => self.lock().command_line = Some(line),
             MarkKind::Start => {
@@ -318,7 +354,13 @@ impl Terminal {
                     let mut st = self.lock();
                     st.integrated = true;
                     let line = st.command_line.take().unwrap_or_default();
-                    let line = st.waiters.front().map_or(line, |w| w.command.clone());
+                    let line = match st.waiters.front_mut() {
+                        Some(w) => {
+                            w.started = true;
+                            w.command.clone()
+                        }
+                        None => line,
+                    };
                     st.running = Some(Running {
                         out_start: mark.end,
                         started_at: now_ms(),
@@ -338,13 +380,17 @@ impl Terminal {
                     let Some(run) = st.running.take() else {
                         return;
                     };
+                    st.awaiting_prompt = true;
                     // History keeps the tail of the output; strip only what can be kept
                     // (escape-heavy output shrinks, hence the margin).
                     let keep = shared.cfg.history_output_bytes as u64 * 4;
                     let from = run.out_start.max(mark.start.saturating_sub(keep));
                     let (from, _) = st.ring.page(from, 0);
                     let raw = st.ring.slice(from, mark.start);
-                    let waiter = st.waiters.pop_front();
+                    let waiter = match st.waiters.front() {
+                        Some(w) if w.started => st.waiters.pop_front(),
+                        _ => None,
+                    };
                     let ev = HistoryEvent {
                         seq: 0,
                         terminal_id: self.id.to_string(),
@@ -366,7 +412,7 @@ impl Terminal {
                            "exitCode": ev.exit_code, "startedAt": ev.started_at, "endedAt": ev.ended_at}),
                 );
                 if let Some(w) = waiter {
-                    let _ = w.tx.send(ev);
+                    let _ = w.tx.send(Ok(ev));
                 }
             }
         }
