@@ -119,11 +119,10 @@ pub fn args_for(
 
 /// Variables a terminal must not inherit from the service.
 fn inherited(name: &str) -> bool {
+    // The service-manager handshakes (crate::service::PRIVATE_ENV) and editor leftovers.
+    // OPENFILES_SOCKET stays: an agent in a terminal runs `openfiles hook`, which must reach
+    // this service.
     const EXACT: &[&str] = &[
-        "NOTIFY_SOCKET",
-        "LISTEN_FDS",
-        "LISTEN_PID",
-        "LISTEN_FDNAMES",
         "TERM_PROGRAM",
         "TERM_PROGRAM_VERSION",
         "CLAWS_SI_NONCE",
@@ -133,7 +132,6 @@ fn inherited(name: &str) -> bool {
         "CLAWS_TERMINAL_ID",
         "INVOCATION_ID",
         "JOURNAL_STREAM",
-        "OPENFILES_SOCKET",
     ];
     const PREFIX: &[&str] = &[
         "WATCHDOG_",
@@ -144,7 +142,9 @@ fn inherited(name: &str) -> bool {
         "CURSOR_",
         "GIT_ASKPASS",
     ];
-    !EXACT.contains(&name) && !PREFIX.iter().any(|p| name.starts_with(p))
+    !crate::service::PRIVATE_ENV.contains(&name)
+        && !EXACT.contains(&name)
+        && !PREFIX.iter().any(|p| name.starts_with(p))
 }
 
 /// The environment of a new terminal, before the integration variables.
