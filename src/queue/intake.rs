@@ -346,6 +346,12 @@ pub fn spawn(
             if *paused.borrow() {
                 continue;
             }
+            // Backpressure: one batch in flight. Until the pipeline has persisted what was
+            // sent, read nothing more (the ack wakes us); a flood then arrives as fewer,
+            // larger batches instead of an ever-growing backlog in front of `status`.
+            if reader.as_ref().is_some_and(|r| r.cursor != r.acked) {
+                continue;
+            }
             let Some(mut r) = reader.take() else { return };
             let (r, step) = match tokio::task::spawn_blocking(move || {
                 let s = r.step();
