@@ -30,6 +30,10 @@ pub struct Shared {
     /// The service's one file watcher.
     pub fswatch: crate::fswatch::FsWatch,
     workspaces: AtomicUsize,
+    /// Roots whose folder disappeared, reported by their heartbeat loop; the registry
+    /// takes the receiver ([`Shared::take_gone`]) and forgets them.
+    gone_tx: tokio::sync::mpsc::UnboundedSender<PathBuf>,
+    gone_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<PathBuf>>>,
 }
 
 impl Shared {
@@ -43,6 +47,7 @@ impl Shared {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
+        let (gone_tx, gone_rx) = tokio::sync::mpsc::unbounded_channel();
         Shared {
             state_dir,
             session_id: format!("{:x}-{:08x}", std::process::id(), nanos),
@@ -50,7 +55,14 @@ impl Shared {
             checker,
             fswatch,
             workspaces: AtomicUsize::new(0),
+            gone_tx,
+            gone_rx: std::sync::Mutex::new(Some(gone_rx)),
         }
+    }
+
+    /// The receiving end of "this workspace's folder disappeared" (once).
+    pub fn take_gone(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<PathBuf>> {
+        self.gone_rx.lock().ok()?.take()
     }
 
     /// Called by the registry when the number of workspaces changes.
@@ -122,6 +134,7 @@ impl Instance {
             Duration::from_secs(config.service.heartbeat_seconds),
             pipeline.clone(),
             paused_tx,
+            shared.gone_tx.clone(),
             token.clone(),
         ));
         Ok(Instance {
@@ -200,6 +213,7 @@ async fn heartbeat_loop(
     every: Duration,
     pipeline: Handle,
     paused: tokio::sync::watch::Sender<bool>,
+    gone: tokio::sync::mpsc::UnboundedSender<PathBuf>,
     token: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(every);
@@ -220,7 +234,8 @@ async fn heartbeat_loop(
         };
         if let Err(e) = written {
             if !root.exists() {
-                tracing::warn!(root = %root.display(), "workspace folder disappeared; its heartbeat stops");
+                tracing::warn!(root = %root.display(), "workspace folder disappeared; dropping it");
+                let _ = gone.send(root);
                 return;
             }
             tracing::error!(root = %root.display(), "heartbeat write failed: {e}");
