@@ -190,10 +190,12 @@ fn housekeeping(root: &Path) -> std::io::Result<()> {
     let dir = root.join(spec::DIR);
     fsutil::ensure_own_dir(&dir, 0o755)?;
     let gitignore = dir.join(".gitignore");
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&gitignore)
+    // An explicit mode: the default 0666 would be world-writable under umask 000.
+    match std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new().write(true).create_new(true),
+        0o644,
+    )
+    .open(&gitignore)
     {
         Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
