@@ -104,6 +104,11 @@ pub enum Command {
     #[command(hide = true)]
     PluginHost(PluginHostArgs),
 
+    /// Drive Claws terminals and the bus of a workspace (`.claws/claws.sock`).
+    ///
+    /// Example: openfiles claws exec 1 'cargo test'
+    Claws(crate::claws::client::ClawsArgs),
+
     /// Print shell completions.
     ///
     /// Example: openfiles completions bash > ~/.local/share/bash-completion/completions/openfiles
@@ -350,6 +355,7 @@ pub fn run() -> std::process::ExitCode {
         }
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
+        Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -166,6 +166,12 @@ pub struct ClawsConfig {
     pub event_segment_bytes: u64,
     /// Bus event log: total size kept.
     pub event_log_bytes: u64,
+    /// Bus event log: rotate a segment older than this many seconds.
+    pub event_segment_seconds: u64,
+    /// Bus: push frames queued per peer before further ones are dropped (and counted).
+    pub peer_queue_frames: usize,
+    /// Bus: seconds between `system.heartbeat` events.
+    pub heartbeat_seconds: u64,
 }
 
 impl Default for ClawsConfig {
@@ -180,6 +186,9 @@ impl Default for ClawsConfig {
             history_output_bytes: 256 << 10,
             event_segment_bytes: 8 << 20,
             event_log_bytes: 256 << 20,
+            event_segment_seconds: 3600,
+            peer_queue_frames: 4096,
+            heartbeat_seconds: 30,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod check;
+pub mod claws;
 pub mod cli;
 pub mod config;
 pub mod control;

@@ -124,6 +124,7 @@ async fn serve(
         workspaces = shared.workspace_count(),
         "ready"
     );
+    tokio::spawn(status_line(registry.clone(), shutdown.clone()));
     if let Some(interval) = notify::watchdog_interval() {
         tokio::spawn(notify::watchdog(interval, shutdown.clone()));
     }
@@ -138,6 +139,25 @@ async fn serve(
     control.cleanup();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Keep `systemctl status` current: workspace and terminal counts, sent when they change.
+async fn status_line(registry: crate::workspace::RegistryHandle, shutdown: CancellationToken) {
+    let mut last = String::new();
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let ws = registry.status().await;
+        let terminals: usize = ws.iter().map(|w| w.terminals).sum();
+        let line = format!("serving {} workspace(s), {terminals} terminal(s)", ws.len());
+        if line != last {
+            notify::status(&line);
+            last = line;
+        }
+    }
 }
 
 /// Wait for a reason to stop; reload the config on SIGHUP.

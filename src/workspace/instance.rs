@@ -29,6 +29,8 @@ pub struct Shared {
     pub checker: Arc<dyn Checker>,
     /// The service's one file watcher.
     pub fswatch: crate::fswatch::FsWatch,
+    /// Every Claws socket served, for `introspect`.
+    pub claws_registry: Arc<crate::claws::ClawsRegistry>,
     workspaces: AtomicUsize,
     /// Roots whose folder disappeared, reported by their heartbeat loop; the registry
     /// takes the receiver ([`Shared::take_gone`]) and forgets them.
@@ -54,6 +56,7 @@ impl Shared {
             shutdown,
             checker,
             fswatch,
+            claws_registry: crate::claws::ClawsRegistry::new(),
             workspaces: AtomicUsize::new(0),
             gone_tx,
             gone_rx: std::sync::Mutex::new(Some(gone_rx)),
@@ -67,9 +70,7 @@ impl Shared {
 
     /// Called by the registry when the number of workspaces changes.
     pub fn update_status(&self, workspaces: usize) {
-        if self.workspaces.swap(workspaces, Ordering::Relaxed) != workspaces {
-            crate::service::notify::status(&format!("serving {workspaces} workspace(s)"));
-        }
+        self.workspaces.store(workspaces, Ordering::Relaxed);
     }
 
     pub fn workspace_count(&self) -> usize {
@@ -85,6 +86,8 @@ pub struct Instance {
     watches: watch::WatchCount,
     /// This workspace's subscriptions on the service's file watcher.
     subscriber: crate::fswatch::SubscriberId,
+    /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
+    claws: Option<crate::claws::ClawsServer>,
 }
 
 impl Instance {
@@ -137,12 +140,31 @@ impl Instance {
             shared.gone_tx.clone(),
             token.clone(),
         ));
+        let claws = if cfg.claws.enabled {
+            match crate::claws::ClawsServer::start_with(
+                root,
+                &cfg.claws,
+                shared.claws_registry.clone(),
+                token.clone(),
+            )
+            .await
+            {
+                Ok(server) => Some(server),
+                Err(e) => {
+                    tracing::error!(root = %root.display(), "claws socket not served: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Instance {
             pipeline,
             token,
             shared,
             watches,
             subscriber,
+            claws,
         })
     }
 
@@ -163,8 +185,8 @@ impl Instance {
             malformed_queue_lines: p.malformed_queue_lines,
             watches: self.watches.watches.load(Ordering::Relaxed),
             git_batches_ignored: self.watches.git_batches.load(Ordering::Relaxed),
-            terminals: 0,
-            claws_socket: None,
+            terminals: self.claws.as_ref().map_or(0, |c| c.terminal_count()),
+            claws_socket: self.claws.as_ref().map(|c| c.socket_path().to_owned()),
         }
     }
 
@@ -179,6 +201,9 @@ impl Instance {
     pub async fn stop(self, root: &Path) {
         self.token.cancel();
         self.shared.fswatch.unwatch_all(self.subscriber);
+        if let Some(claws) = self.claws {
+            claws.stop().await;
+        }
         self.pipeline.stop().await;
         super::heartbeat::remove(root, &self.shared.session_id);
     }

@@ -29,6 +29,8 @@ pub struct Env {
     pub config: PathBuf,
     /// `OPENFILES_PLUGIN_PATH` for the service (none: no plugins).
     pub plugin_path: Option<std::ffi::OsString>,
+    /// More environment for every command (e.g. `HOME`, `SHELL` for terminals).
+    pub extra_env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Env {
@@ -47,6 +49,7 @@ impl Env {
             state,
             config,
             plugin_path: None,
+            extra_env: Vec::new(),
         }
     }
 
@@ -76,6 +79,7 @@ impl Env {
             Some(p) => c.env("OPENFILES_PLUGIN_PATH", p),
             None => c.env_remove("OPENFILES_PLUGIN_PATH"),
         };
+        c.envs(self.extra_env.iter().map(|(k, v)| (k, v)));
         c
     }
 

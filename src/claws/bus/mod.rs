@@ -1,0 +1,427 @@
+//! The claws/2 bus: peers (`hello`), subscriptions with `*`/`**` patterns, `publish`,
+//! `broadcast`, server-emitted topics, and the persisted event log with cursor replay.
+//!
+//! All bus state (peers, subscriptions, the sequence counter, the log writer) has one owner:
+//! a `std::sync::Mutex` held only for the few microseconds of an operation, never across an
+//! `.await`. Delivery is a `try_send` into each peer's bounded outgoing queue ([`Outbox`]);
+//! a full queue drops the frame for that peer only and counts it, and the peer's writer
+//! announces `{push:"dropped", count}` once its queue has drained — so a stuck subscriber
+//! never slows the publisher, other peers or the terminals.
+//!
+//! Delivery is once per matching subscription: a peer with two subscriptions matching a
+//! topic gets two frames, each carrying its `subscriptionId`. Stable peers (`hello` with an
+//! `instanceNonce`) keep their subscriptions across reconnects. `system.heartbeat` and
+//! `vehicle.<id>.content` are live-only; every other event is appended to the log before it
+//! is delivered, so `subscribe` with `fromCursor` replays exactly the events before its
+//! `resumeCursor` and receives every later one live.
+
+pub mod log;
+pub mod topic;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use self::log::{Cursor, EventLog};
+use super::conn::Session;
+use super::now_ms;
+use super::proto::{body, Request};
+
+type Body = Result<Map<String, Value>, String>;
+
+/// A peer's bounded outgoing queue of push frames (each a complete line).
+pub struct Outbox {
+    tx: mpsc::Sender<Arc<str>>,
+    dropped: AtomicU64,
+}
+
+impl Outbox {
+    pub fn new(tx: mpsc::Sender<Arc<str>>) -> Outbox {
+        Outbox {
+            tx,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn push(&self, frame: Arc<str>) -> bool {
+        match self.tx.try_send(frame) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
+    pub fn take_dropped_notice(&self) -> Option<String> {
+        let n = self.dropped.swap(0, Ordering::Relaxed);
+        (n > 0)
+            .then(|| format!("{{\"push\":\"dropped\",\"protocol\":\"claws/2\",\"count\":{n}}}\n"))
+    }
+}
+
+#[derive(Clone)]
+struct Sub {
+    id: String,
+    pattern: String,
+    segs: Vec<String>,
+}
+
+struct Peer {
+    peer_id: String,
+    role: String,
+    stable: bool,
+    outbox: Arc<Outbox>,
+    subs: Vec<Sub>,
+}
+
+struct State {
+    peers: HashMap<u64, Peer>,
+    saved: HashMap<String, Vec<Sub>>,
+    seq: u64,
+    next_sub: u64,
+    log: Option<EventLog>,
+}
+
+pub struct Bus {
+    st: Mutex<State>,
+    log_dir: Option<PathBuf>,
+}
+
+/// Stored events to stream to one new subscription, then its `caught-up` frame.
+pub struct Replay {
+    dir: PathBuf,
+    sub_id: String,
+    segs: Vec<String>,
+    from: Cursor,
+    until: Cursor,
+}
+
+impl Replay {
+    /// Every frame line, in log order, ending with `caught-up` (blocking file reads).
+    pub fn frames(self) -> Vec<String> {
+        let mut out = Vec::new();
+        let segments = log::segments(&self.dir);
+        for n in segments {
+            if n < self.from.segment || n > self.until.segment {
+                continue;
+            }
+            let from = if n == self.from.segment {
+                self.from.offset
+            } else {
+                0
+            };
+            let until = if n == self.until.segment {
+                self.until.offset
+            } else {
+                u64::MAX
+            };
+            let _ = log::for_each_event(&self.dir, n, from, until, |cur, head, line| {
+                let ts: Vec<&str> = head.topic.split('.').collect();
+                if !topic::matches(&self.segs, &ts) {
+                    return;
+                }
+                // Splice the stored object into a frame instead of re-serializing it.
+                let rest = String::from_utf8_lossy(&line[1..]);
+                out.push(format!(
+                    "{{\"push\":\"message\",\"protocol\":\"claws/2\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
+                    self.sub_id
+                ));
+            });
+        }
+        let mut s =
+            json!({"push": "caught-up", "protocol": "claws/2", "subscriptionId": self.sub_id,
+                           "replayedCount": out.len(), "resumeCursor": self.until.to_string()})
+            .to_string();
+        s.push('\n');
+        out.push(s);
+        out
+    }
+}
+
+const CAPABILITIES: &[&str] = &["push", "replay", "wildcards", "broadcast", "backpressure"];
+
+fn ephemeral(topic: &str) -> bool {
+    topic == "system.heartbeat" || (topic.starts_with("vehicle.") && topic.ends_with(".content"))
+}
+
+impl Bus {
+    /// A bus whose log lives in `log`'s directory (none: live-only, nothing replays).
+    pub fn new(log: Option<(EventLog, u64)>) -> Bus {
+        let log_dir = log.as_ref().map(|(l, _)| l.dir().to_owned());
+        let (log, seq) = match log {
+            Some((l, s)) => (Some(l), s),
+            None => (None, 0),
+        };
+        Bus {
+            st: Mutex::new(State {
+                peers: HashMap::new(),
+                saved: HashMap::new(),
+                seq,
+                next_sub: 0,
+                log,
+            }),
+            log_dir,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn peer_count(&self) -> usize {
+        self.lock().peers.len()
+    }
+
+    /// Emit a server event (`from: "server"`).
+    pub fn publish_server(&self, topic: &str, payload: Value) {
+        let mut st = self.lock();
+        deliver(&mut st, "server", topic, payload, None, !ephemeral(topic));
+    }
+
+    pub fn hello(&self, sess: &Session, req: &Request) -> Body {
+        if req.str("protocol") != Some("claws/2") {
+            return Err("hello requires protocol claws/2".into());
+        }
+        let mut st = self.lock();
+        if let Some(p) = st.peers.get(&sess.conn_id) {
+            return Ok(body(
+                json!({"peerId": p.peer_id, "serverCapabilities": CAPABILITIES,
+                                  "idempotent": true}),
+            ));
+        }
+        let role = req.str("role").unwrap_or("observer").to_owned();
+        let name = req.str("peerName").unwrap_or("unnamed").to_owned();
+        let nonce = req.str("instanceNonce").filter(|n| !n.is_empty());
+        let peer_id = match nonce {
+            Some(n) => {
+                let h = Sha256::digest(format!("{name}\0{role}\0{n}").as_bytes());
+                format!(
+                    "fp_{}",
+                    h[..6]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
+                )
+            }
+            None => format!("p_{}", &super::shell::nonce()[..6]),
+        };
+        let mut subs = Vec::new();
+        if nonce.is_some() {
+            if let Some(s) = st.saved.remove(&peer_id) {
+                subs = s;
+            }
+            // A reconnect while the old connection lingers takes its subscriptions over.
+            for p in st.peers.values_mut() {
+                if p.peer_id == peer_id {
+                    subs.append(&mut p.subs);
+                }
+            }
+        }
+        let restored: Vec<Value> = subs
+            .iter()
+            .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
+            .collect();
+        let reply = body(
+            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
+                                "restoredSubscriptions": restored}),
+        );
+        st.peers.insert(
+            sess.conn_id,
+            Peer {
+                peer_id: peer_id.clone(),
+                role: role.clone(),
+                stable: nonce.is_some(),
+                outbox: sess.outbox.clone(),
+                subs,
+            },
+        );
+        let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
+                             "correlationId": req.map.get("correlationId"),
+                             "terminalId": req.map.get("terminalId")});
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.connected",
+            payload,
+            None,
+            true,
+        );
+        Ok(reply)
+    }
+
+    pub fn subscribe(
+        &self,
+        sess: &Session,
+        req: &Request,
+    ) -> Result<(Map<String, Value>, Option<Replay>), String> {
+        let topic = req.str("topic").unwrap_or("");
+        let from = match req.map.get("fromCursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(Cursor::parse(s).ok_or("invalid cursor format")?),
+            Some(_) => return Err("invalid cursor format".into()),
+        };
+        let mut st = self.lock();
+        if !st.peers.contains_key(&sess.conn_id) {
+            return Err("call hello first".into());
+        }
+        if !topic::valid_pattern(topic) {
+            return Err(format!("invalid topic: {topic:?}"));
+        }
+        st.next_sub += 1;
+        let id = format!("s_{:04}", st.next_sub);
+        let until = st.log.as_ref().map_or(
+            Cursor {
+                segment: 1,
+                offset: 0,
+            },
+            EventLog::position,
+        );
+        if let Some(p) = st.peers.get_mut(&sess.conn_id) {
+            p.subs.push(Sub {
+                id: id.clone(),
+                pattern: topic.to_owned(),
+                segs: topic::segments(topic),
+            });
+        }
+        let replay = match (from, &self.log_dir) {
+            (Some(from), Some(dir)) => Some(Replay {
+                dir: dir.clone(),
+                sub_id: id.clone(),
+                segs: topic::segments(topic),
+                from,
+                until,
+            }),
+            _ => None,
+        };
+        Ok((
+            body(json!({"subscriptionId": id, "topic": topic, "resumeCursor": until.to_string()})),
+            replay,
+        ))
+    }
+
+    pub fn unsubscribe(&self, sess: &Session, req: &Request) -> Body {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get_mut(&sess.conn_id) else {
+            return Err("call hello first".into());
+        };
+        let id = req.str("subscriptionId").unwrap_or("");
+        let before = p.subs.len();
+        p.subs.retain(|s| s.id != id);
+        if p.subs.len() == before {
+            return Err("subscription not found".into());
+        }
+        Ok(body(json!({"subscriptionId": id})))
+    }
+
+    pub fn publish(&self, sess: &Session, req: &Request) -> Body {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get(&sess.conn_id) else {
+            return Err("call hello first".into());
+        };
+        let from = p.peer_id.clone();
+        let topic = req.str("topic").unwrap_or("");
+        if !topic::valid_topic(topic) {
+            return Err(format!("invalid topic: {topic:?}"));
+        }
+        let payload = req.map.get("payload").cloned().unwrap_or_else(|| json!({}));
+        let skip = (!req.bool("echo").unwrap_or(false)).then_some(sess.conn_id);
+        let (n, seq) = deliver(&mut st, &from, topic, payload, skip, true);
+        Ok(body(json!({"deliveredTo": n, "sequence": seq})))
+    }
+
+    pub fn broadcast(&self, sess: &Session, req: &Request) -> Body {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get(&sess.conn_id) else {
+            return Err("call hello first".into());
+        };
+        if p.role != "orchestrator" {
+            return Err("requires role: orchestrator".into());
+        }
+        let from = p.peer_id.clone();
+        let text = req.str("text").unwrap_or("");
+        st.seq += 1;
+        let mut frame =
+            json!({"push": "message", "protocol": "claws/2", "topic": "system.broadcast",
+                               "from": from, "payload": {"text": text}, "sentAt": now_ms(),
+                               "sequence": st.seq})
+            .to_string();
+        frame.push('\n');
+        let frame: Arc<str> = frame.into();
+        let n = st
+            .peers
+            .iter()
+            .filter(|(cid, _)| **cid != sess.conn_id)
+            .filter(|(_, p)| p.outbox.push(frame.clone()))
+            .count();
+        Ok(body(json!({"deliveredTo": n})))
+    }
+
+    /// The connection ended: forget the peer (a stable one keeps its subscriptions).
+    pub fn disconnect(&self, sess: &Session) {
+        let mut st = self.lock();
+        let Some(p) = st.peers.remove(&sess.conn_id) else {
+            return;
+        };
+        if p.stable && !p.subs.is_empty() {
+            st.saved.insert(p.peer_id.clone(), p.subs);
+        }
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.disconnected",
+            json!({"peerId": p.peer_id}),
+            None,
+            true,
+        );
+    }
+}
+
+/// Number, persist (when asked) and fan out one event; (deliveries, sequence).
+fn deliver(
+    st: &mut State,
+    from: &str,
+    topic: &str,
+    payload: Value,
+    skip: Option<u64>,
+    persist: bool,
+) -> (usize, u64) {
+    st.seq += 1;
+    let seq = st.seq;
+    let ev = json!({"sequence": seq, "topic": topic, "from": from, "payload": payload, "sentAt": now_ms()})
+        .to_string();
+    if persist {
+        if let Some(log) = st.log.as_mut() {
+            if let Err(e) = log.append(ev.as_bytes()) {
+                tracing::warn!(error = %e, "claws event log append failed");
+            }
+        }
+    }
+    let tsegs: Vec<&str> = topic.split('.').collect();
+    let prefix = format!(
+        "{{\"push\":\"message\",\"protocol\":\"claws/2\",{}",
+        &ev[1..ev.len() - 1]
+    );
+    let mut n = 0;
+    for (cid, p) in &st.peers {
+        if Some(*cid) == skip {
+            continue;
+        }
+        for s in &p.subs {
+            if topic::matches(&s.segs, &tsegs) {
+                let frame = format!("{prefix},\"subscriptionId\":\"{}\"}}\n", s.id);
+                if p.outbox.push(frame.into()) {
+                    n += 1;
+                }
+            }
+        }
+    }
+    (n, seq)
+}

@@ -1,0 +1,289 @@
+//! Claws: terminals driven over `<workspace>/.claws/claws.sock` (claws/1) and the claws/2
+//! message bus, without an editor. Contract: `shared/spec/claws-protocol.md` and
+//! `claws-notes.md`; DESIGN §5.
+//!
+//! One [`ClawsServer`] per workspace folder owns the socket, the terminals (`terminal.rs`:
+//! a real PTY per shell, capture ring, shell-integration marks), the command history
+//! (`history.rs`), the bus (`bus/`) and the persisted state under `.claws/` (`state.json`
+//! for the terminal id counter, `terminals/<id>.log` for unwrapped terminals, `events/` for
+//! the bus log, `shell/` for the integration scripts). Nothing there is followed through a
+//! pre-existing symlink. `introspect` lists every served folder through the
+//! [`ClawsRegistry`] the caller passes to [`ClawsServer::start_with`] (or a private one with
+//! [`ClawsServer::start`]).
+//!
+//! Shutdown has one path: the `shutdown` token (or [`ClawsServer::stop`]) stops accepting
+//! and ends every connection; `stop` then hangs up the terminals and removes the socket file.
+
+pub mod bus;
+pub mod client;
+mod commands;
+mod conn;
+mod history;
+mod proto;
+mod pty;
+mod ring;
+mod shell;
+mod state;
+mod strip;
+mod terminal;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ClawsConfig;
+use terminal::{Terminal, CLOSE_GRACE};
+
+pub use proto::MAX_LINE;
+
+/// Why a Claws server could not start for a folder.
+#[derive(Debug, thiserror::Error)]
+pub enum ClawsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("another Claws server already answers at {0}; not serving this folder")]
+    AlreadyServed(PathBuf),
+    #[error("{0} exists and is not a socket; refusing to replace it")]
+    NotASocket(PathBuf),
+}
+
+/// Every folder served in this process, for `introspect`.
+#[derive(Debug, Default)]
+pub struct ClawsRegistry {
+    servers: Mutex<Vec<(PathBuf, PathBuf)>>,
+}
+
+impl ClawsRegistry {
+    pub fn new() -> Arc<ClawsRegistry> {
+        Arc::new(ClawsRegistry::default())
+    }
+
+    /// (workspace, socket) pairs, in start order.
+    pub fn servers(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn add(&self, ws: &Path, sock: &Path) {
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((ws.to_owned(), sock.to_owned()));
+    }
+
+    fn remove(&self, sock: &Path) {
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(_, s)| s != sock);
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// State shared by the connections and terminal tasks of one server.
+pub(crate) struct Shared {
+    root: PathBuf,
+    claws_dir: PathBuf,
+    shell_dir: PathBuf,
+    cfg: ClawsConfig,
+    registry: Arc<ClawsRegistry>,
+    started: Instant,
+    terminals: Mutex<BTreeMap<u64, Arc<Terminal>>>,
+    ids: state::IdCounter,
+    history: history::History,
+    bus: bus::Bus,
+}
+
+impl Shared {
+    fn terms(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Terminal>>> {
+        self.terminals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn terminal(&self, id: u64) -> Option<Arc<Terminal>> {
+        self.terms().get(&id).cloned()
+    }
+
+    fn terminals_sorted(&self) -> Vec<Arc<Terminal>> {
+        self.terms().values().cloned().collect()
+    }
+
+    fn live_count(&self) -> usize {
+        self.terms().values().filter(|t| t.is_live()).count()
+    }
+
+    fn insert_terminal(&self, t: Arc<Terminal>) {
+        self.terms().insert(t.id, t);
+    }
+
+    fn remove_terminal(&self, id: u64) -> Option<Arc<Terminal>> {
+        self.terms().remove(&id)
+    }
+
+    fn announce_closed(&self, t: &Terminal, origin: &str) {
+        let id = t.id.to_string();
+        self.bus.publish_server(
+            "system.terminal.closed",
+            json!({"terminal_id": id, "close_origin": origin, "closed_at": now_ms()}),
+        );
+        self.bus.publish_server(
+            "system.worker.terminated",
+            json!({"terminal_id": id, "correlation_id": t.correlation_id}),
+        );
+    }
+}
+
+/// The Claws socket of one workspace folder.
+pub struct ClawsServer {
+    shared: Arc<Shared>,
+    socket: PathBuf,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl ClawsServer {
+    /// [`ClawsServer::start_with`] with a registry of its own (introspect lists only this folder).
+    pub async fn start(
+        root: &Path,
+        cfg: &ClawsConfig,
+        shutdown: CancellationToken,
+    ) -> Result<ClawsServer, ClawsError> {
+        Self::start_with(root, cfg, ClawsRegistry::new(), shutdown).await
+    }
+
+    /// Bind `<root>/.claws/claws.sock` (dir 0700, socket 0600, refusing when a live server
+    /// answers, removing a stale file), restore the terminal id counter, register in
+    /// `registry`, and serve until `shutdown` is cancelled.
+    pub async fn start_with(
+        root: &Path,
+        cfg: &ClawsConfig,
+        registry: Arc<ClawsRegistry>,
+        shutdown: CancellationToken,
+    ) -> Result<ClawsServer, ClawsError> {
+        let root = std::fs::canonicalize(root).map_err(|source| ClawsError::Io {
+            path: root.to_owned(),
+            source,
+        })?;
+        let claws_dir = root.join(".claws");
+        let io_at = |p: &Path| {
+            let p = p.to_owned();
+            move |source| ClawsError::Io { path: p, source }
+        };
+        crate::fsutil::ensure_private_dir(&claws_dir, 0o700).map_err(io_at(&claws_dir))?;
+        gitignore(&claws_dir).map_err(io_at(&claws_dir))?;
+        let shell_dir = claws_dir.join("shell");
+        shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
+        let ids = state::IdCounter::load(&claws_dir).map_err(io_at(&claws_dir))?;
+        let events_dir = claws_dir.join("events");
+        let log = bus::log::EventLog::open(
+            &events_dir,
+            bus::log::Limits {
+                segment_bytes: cfg.event_segment_bytes,
+                segment_age: Duration::from_secs(cfg.event_segment_seconds.max(1)),
+                total_bytes: cfg.event_log_bytes,
+            },
+        )
+        .map_err(io_at(&events_dir))?;
+        let socket = claws_dir.join("claws.sock");
+        let listener = conn::bind(&socket).await?;
+        let shared = Arc::new(Shared {
+            root: root.clone(),
+            claws_dir,
+            shell_dir,
+            cfg: cfg.clone(),
+            registry: registry.clone(),
+            started: Instant::now(),
+            terminals: Mutex::new(BTreeMap::new()),
+            ids,
+            history: history::History::new(cfg.history_events, cfg.history_output_bytes),
+            bus: bus::Bus::new(Some(log)),
+        });
+        registry.add(&root, &socket);
+        let stop = shutdown.child_token();
+        let mut tasks = vec![tokio::spawn(conn::accept_loop(
+            listener,
+            shared.clone(),
+            stop.clone(),
+        ))];
+        tasks.push(tokio::spawn(heartbeat(shared.clone(), stop.clone())));
+        tracing::info!(socket = %socket.display(), "claws socket ready");
+        Ok(ClawsServer {
+            shared,
+            socket,
+            stop,
+            tasks,
+        })
+    }
+
+    pub fn socket_path(&self) -> &Path {
+        &self.socket
+    }
+
+    pub fn terminal_count(&self) -> usize {
+        self.shared.terms().len()
+    }
+
+    /// Stop: close the socket, hang up every terminal (SIGHUP to its process group, SIGKILL
+    /// after the grace period), remove the socket file.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        let _ = std::fs::remove_file(&self.socket);
+        self.shared.registry.remove(&self.socket);
+        let terms: Vec<Arc<Terminal>> = std::mem::take(&mut *self.shared.terms())
+            .into_values()
+            .collect();
+        let mut hangups = Vec::new();
+        for t in terms {
+            self.shared.announce_closed(&t, "shutdown");
+            hangups.push(tokio::spawn(async move { t.hang_up(CLOSE_GRACE).await }));
+        }
+        for h in hangups {
+            let _ = h.await;
+        }
+    }
+}
+
+/// `.claws/.gitignore` with `*` (created only if missing): sockets, logs and events stay
+/// out of version control.
+fn gitignore(dir: &Path) -> io::Result<()> {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))
+    {
+        Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
+    let every = Duration::from_secs(shared.cfg.heartbeat_seconds.max(1));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        shared.bus.publish_server(
+            "system.heartbeat",
+            json!({"uptimeMs": shared.started.elapsed().as_millis() as u64,
+                   "peers": shared.bus.peer_count(), "terminals": shared.terms().len()}),
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! Which shell a terminal runs and how: the program (`shellPath`, else `$SHELL`, else bash,
+//! else sh), its arguments with the shell integration injected for bash, zsh and fish, and
+//! the environment (the service's, minus socket-activation and editor variables, plus
+//! `TERM`, `CLAWS_*` and the request's `env`). The integration scripts are compiled in
+//! (`contrib/shell-integration/`) and written under `.claws/shell/` when the server starts.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+const BASHRC: &str = include_str!("../../contrib/shell-integration/bashrc");
+const ZSHENV: &str = include_str!("../../contrib/shell-integration/zshenv");
+const ZSHRC: &str = include_str!("../../contrib/shell-integration/zshrc");
+const FISH: &str = include_str!("../../contrib/shell-integration/claws.fish");
+
+/// Shells that get integration marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// Write the scripts into `dir` (`.claws/shell`, created 0700, never through a symlink).
+pub fn install_scripts(dir: &Path) -> io::Result<()> {
+    crate::fsutil::ensure_private_dir(dir, 0o700)?;
+    // Scratch files of shells from an earlier run (bash keeps `history 1` there).
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_name().to_string_lossy().starts_with(".hist.") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let zdir = dir.join("zsh");
+    crate::fsutil::ensure_own_dir(&zdir, 0o700)?;
+    crate::fsutil::write_atomic(&dir.join("bashrc"), BASHRC.as_bytes(), 0o600)?;
+    crate::fsutil::write_atomic(&dir.join("claws.fish"), FISH.as_bytes(), 0o600)?;
+    crate::fsutil::write_atomic(&zdir.join(".zshenv"), ZSHENV.as_bytes(), 0o600)?;
+    crate::fsutil::write_atomic(&zdir.join(".zshrc"), ZSHRC.as_bytes(), 0o600)?;
+    Ok(())
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The shell to run when the request names none.
+pub fn default_shell() -> PathBuf {
+    if let Some(s) = std::env::var_os("SHELL").filter(|s| !s.is_empty()) {
+        return PathBuf::from(s);
+    }
+    on_path("bash")
+        .or_else(|| on_path("sh"))
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+pub fn kind_of(program: &Path) -> Option<Kind> {
+    match program.file_name()?.to_str()? {
+        "bash" => Some(Kind::Bash),
+        "zsh" => Some(Kind::Zsh),
+        "fish" => Some(Kind::Fish),
+        _ => None,
+    }
+}
+
+/// Arguments for `program`, and extra environment for the integration.
+pub fn args_for(
+    program: &Path,
+    kind: Option<Kind>,
+    scripts: &Path,
+    nonce: &str,
+    env: &mut BTreeMap<String, String>,
+) -> Vec<String> {
+    match kind {
+        Some(Kind::Bash) => {
+            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
+            vec![
+                "--rcfile".into(),
+                scripts.join("bashrc").to_string_lossy().into_owned(),
+                "-i".into(),
+            ]
+        }
+        Some(Kind::Zsh) => {
+            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
+            // The user's own ZDOTDIR (or HOME) as this terminal will see them.
+            let user = env
+                .get("ZDOTDIR")
+                .filter(|v| !v.is_empty())
+                .or_else(|| env.get("HOME"))
+                .cloned()
+                .unwrap_or_default();
+            env.insert("CLAWS_USER_ZDOTDIR".into(), user);
+            env.insert(
+                "ZDOTDIR".into(),
+                scripts.join("zsh").to_string_lossy().into_owned(),
+            );
+            vec!["-i".into()]
+        }
+        Some(Kind::Fish) => {
+            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
+            env.insert(
+                "CLAWS_SI_SCRIPT".into(),
+                scripts.join("claws.fish").to_string_lossy().into_owned(),
+            );
+            vec![
+                "-i".into(),
+                "--init-command".into(),
+                "source \"$CLAWS_SI_SCRIPT\"".into(),
+            ]
+        }
+        None => match program.file_name().and_then(|n| n.to_str()) {
+            Some("sh" | "dash" | "ksh" | "mksh" | "tcsh" | "csh") => vec!["-i".into()],
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// Variables a terminal must not inherit from the service.
+fn inherited(name: &str) -> bool {
+    // The service-manager handshakes (crate::service::PRIVATE_ENV) and editor leftovers.
+    // OPENFILES_SOCKET stays: an agent in a terminal runs `openfiles hook`, which must reach
+    // this service.
+    const EXACT: &[&str] = &[
+        "TERM_PROGRAM",
+        "TERM_PROGRAM_VERSION",
+        "CLAWS_SI_NONCE",
+        "CLAWS_SI_SCRIPT",
+        "CLAWS_USER_ZDOTDIR",
+        "CLAWS_WRAPPED",
+        "CLAWS_TERMINAL_ID",
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+    ];
+    const PREFIX: &[&str] = &[
+        "WATCHDOG_",
+        "VSCODE_",
+        "ELECTRON_",
+        "npm_",
+        "NPM_CONFIG_",
+        "CURSOR_",
+        "GIT_ASKPASS",
+    ];
+    !crate::service::PRIVATE_ENV.contains(&name)
+        && !EXACT.contains(&name)
+        && !PREFIX.iter().any(|p| name.starts_with(p))
+}
+
+/// The environment of a new terminal, before the integration variables.
+pub fn base_env(
+    id: u64,
+    wrapped: bool,
+    extra: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| inherited(k))
+        .collect();
+    env.insert("TERM".into(), "xterm-256color".into());
+    env.insert("CLAWS_TERMINAL_ID".into(), id.to_string());
+    if wrapped {
+        env.insert("CLAWS_WRAPPED".into(), "1".into());
+    }
+    for (k, v) in extra {
+        env.insert(k.clone(), v.clone());
+    }
+    env
+}
+
+/// 16 hex digits from the kernel's random source.
+pub fn nonce() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = f.read_exact(&mut b);
+    }
+    if b == [0; 8] {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b = ((t as u64) ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

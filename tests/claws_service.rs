@@ -1,0 +1,83 @@
+//! Claws through the real service: `openfiles serve` serves `.claws/claws.sock` in every
+//! workspace, `status` counts its terminals, `introspect` lists every served folder, and a
+//! clean stop hangs up terminals and removes the socket.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+
+use common::*;
+
+fn claws_call(sock: &std::path::Path, line: &str) -> serde_json::Value {
+    let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(line.as_bytes()).unwrap();
+    s.write_all(b"\n").unwrap();
+    let mut out = String::new();
+    BufReader::new(s).read_line(&mut out).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn the_service_serves_claws_in_every_workspace() {
+    let mut env = Env::new();
+    let (a, b) = (env.workspace("a"), env.workspace("b"));
+    let home = env.workspace("home");
+    env.extra_env.push(("HOME".into(), home.into_os_string()));
+    env.extra_env.push(("SHELL".into(), "/bin/bash".into()));
+    // `serve` answers only once every workspace (and its Claws socket) is up.
+    let svc = env.serve(&["-w", a.to_str().unwrap(), "-w", b.to_str().unwrap()]);
+    let sock = a.join(".claws/claws.sock");
+    assert!(sock.exists());
+
+    let intro = claws_call(&sock, r#"{"id":1,"cmd":"introspect"}"#);
+    let servers = intro["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 2, "{intro}");
+
+    let created = claws_call(
+        &sock,
+        r#"{"id":2,"cmd":"create","wrapped":true,"name":"svc"}"#,
+    );
+    assert_eq!(created["ok"], true, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let exec = claws_call(
+        &sock,
+        &format!(
+            r#"{{"id":3,"cmd":"exec","id":"{id}","command":"sh -c 'echo in-service; exit 7'","timeoutMs":60000}}"#
+        ),
+    );
+    assert_eq!(exec["event"]["exitCode"], 7, "{exec}");
+    assert!(
+        exec["event"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("in-service"),
+        "{exec}"
+    );
+
+    let st = env.status();
+    let wa = st.workspaces.iter().find(|w| w.root == a).unwrap();
+    assert_eq!(wa.terminals, 1);
+    assert_eq!(wa.claws_socket.as_deref(), Some(sock.as_path()));
+    assert_eq!(st.terminals, 1);
+
+    assert_eq!(svc.terminate(), Some(0));
+    assert!(!sock.exists(), "socket removed on stop");
+}
+
+#[test]
+fn claws_can_be_disabled_per_workspace() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    std::fs::create_dir_all(ws.join(".openfiles")).unwrap();
+    std::fs::write(
+        ws.join(".openfiles/config.toml"),
+        "[claws]\nenabled = false\n",
+    )
+    .unwrap();
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let st = env.status();
+    assert_eq!(st.workspaces[0].claws_socket, None);
+    assert!(!ws.join(".claws/claws.sock").exists());
+}
