@@ -73,8 +73,11 @@ fn add(env: &Env, dir: &Path) -> Result<(), String> {
 
 #[test]
 fn modes_are_tight_under_umask_000() {
-    let env = Env::new();
+    let mut env = Env::new();
     let ws = env.workspace("ws");
+    let home = env.workspace("home");
+    env.extra_env.push(("HOME".into(), home.into_os_string()));
+    env.extra_env.push(("SHELL".into(), "/bin/bash".into()));
     std::fs::write(ws.join("a.txt"), "x").unwrap();
     let _svc = serve_umask_000(&env, &[]);
     // An explicit add is persisted in the state dir; an edit writes session and diagnostics.
@@ -100,6 +103,39 @@ fn modes_are_tight_under_umask_000() {
         } else {
             assert_eq!(m, 0o600, "{} is {m:o}", p.display());
         }
+    }
+    // The Claws socket of the workspace: 0600 in a 0700 `.claws/`.
+    let st = env.status();
+    let claws = st.workspaces[0]
+        .claws_socket
+        .clone()
+        .expect("the workspace serves Claws");
+    assert_eq!(mode(&claws), 0o600, "claws socket");
+    // A terminal with output: its state, logs and events are written too.
+    let created = claws_call(
+        &claws,
+        r#"{"id":1,"cmd":"create","wrapped":true,"name":"m"}"#,
+    );
+    assert_eq!(created["ok"], true, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let exec = claws_call(
+        &claws,
+        &format!(r#"{{"id":2,"cmd":"exec","id":"{id}","command":"echo hi","timeoutMs":60000}}"#),
+    );
+    assert_eq!(exec["event"]["exitCode"], 0, "{exec}");
+    assert_eq!(mode(claws.parent().unwrap()), 0o700, "claws dir");
+    let mut claws_files = Vec::new();
+    walk(claws.parent().unwrap(), &mut claws_files);
+    for p in &claws_files {
+        // Shell history is written by the user's shell, with the user's umask (the
+        // service's, here 000); it lies in the 0700 `.claws/` all the same.
+        if p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(".hist"))
+        {
+            continue;
+        }
+        let m = mode(p);
+        assert_eq!(m & 0o077, 0, "{} is {m:o}", p.display());
     }
     // Workspace files are shared with editors (readable) but never writable by others.
     let mut ws_files = vec![ws.join(".openfiles")];
@@ -180,6 +216,24 @@ fn symlinked_heartbeat_dir_is_refused_and_never_written_through() {
 }
 
 #[test]
+fn symlinked_claws_dir_is_refused_and_never_written_through() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    let elsewhere = untouched(&env, "elsewhere");
+    std::os::unix::fs::symlink(&elsewhere, ws.join(".claws")).unwrap();
+    let svc = env.serve(&[]);
+    // Diagnostics may still be served; Claws is not, and nothing lands in the target.
+    let _ = add(&env, &ws);
+    for w in env.status().workspaces {
+        assert_eq!(w.claws_socket, None, "{w:?}");
+    }
+    wait_until("the refusal is logged", || {
+        svc.log_text().contains(".claws")
+    });
+    assert_untouched(&elsewhere);
+}
+
+#[test]
 fn a_workspace_owned_by_another_user_is_refused() {
     let env = Env::new();
     let me = nix::unistd::getuid().as_raw();
@@ -249,6 +303,16 @@ fn queue_lines_naming_outside_files_are_never_checked() {
     assert_untouched_secret(&outside);
 }
 
+fn claws_call(sock: &Path, line: &str) -> serde_json::Value {
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(line.as_bytes()).unwrap();
+    s.write_all(b"\n").unwrap();
+    let mut out = String::new();
+    std::io::BufReader::new(s).read_line(&mut out).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
 fn assert_untouched_secret(outside: &Path) {
     assert_eq!(
         std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
@@ -271,6 +335,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
         .args(["-E", "OPENFILES_STATE_DIR", "-E", "OPENFILES_CONFIG"])
         .args(["-E", "OPENFILES_PLUGIN_PATH", "-E", "NOTIFY_SOCKET"])
         .args(["-E", "WATCHDOG_USEC", "-E", "SECRET_MARKER"])
+        .args(["-E", "HOME", "-E", "SHELL"])
         .arg(bin())
         .args(["serve", "-w"])
         .arg(&ws)
@@ -280,6 +345,8 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
         .env("NOTIFY_SOCKET", &notify.path)
         .env("WATCHDOG_USEC", "600000000")
         .env("SECRET_MARKER", "ordinary")
+        .env("HOME", env.workspace("home"))
+        .env("SHELL", "/bin/bash")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -337,6 +404,30 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
         );
     }
     assert!(host_env.iter().any(|v| v == "SECRET_MARKER=ordinary"));
+
+    // A Claws terminal's shell: the same.
+    let sock = ws.join(".claws/claws.sock");
+    let created = claws_call(
+        &sock,
+        r#"{"id":1,"cmd":"create","wrapped":true,"name":"env"}"#,
+    );
+    assert_eq!(created["ok"], true, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let exec = claws_call(
+        &sock,
+        &format!(
+            r#"{{"id":2,"cmd":"exec","id":"{id}","command":"env; echo END-OF-ENV","timeoutMs":60000}}"#
+        ),
+    );
+    let out = exec["event"]["output"].as_str().unwrap_or_default();
+    assert!(out.contains("END-OF-ENV"), "{exec}");
+    assert!(out.contains("SECRET_MARKER=ordinary"), "{out}");
+    for var in openfiles::service::PRIVATE_ENV {
+        assert!(
+            !out.lines().any(|l| l.starts_with(&format!("{var}="))),
+            "{var} leaked to a terminal: {out}"
+        );
+    }
 
     signal(activator.id() as i32, libc::SIGTERM);
     let status = activator.wait().unwrap();
