@@ -1,5 +1,6 @@
 //! A bounded soak of the real service: several workspaces, a steady stream of control
-//! clients (`edited`, `wait`, `status`) and queue lines, with the `instant` plugin checking.
+//! clients (`edited`, `wait`, `status`), Claws clients (`list`, `exec` on one terminal per
+//! workspace) and queue lines, with the `instant` plugin checking.
 //! The load is a fixed amount of work (not a duration), run once to warm up and then again
 //! several times; after each phase the service settles (every line taken, nothing pending)
 //! and RSS and open fds are measured. Asserts: every request answered, every line taken
@@ -48,6 +49,20 @@ struct Load {
     socket: PathBuf,
     workspaces: Vec<PathBuf>,
     files: Vec<Vec<PathBuf>>,
+    /// One Claws terminal per workspace: (socket, terminal id).
+    terminals: Vec<(PathBuf, String)>,
+}
+
+/// One Claws request on its own connection (how claws/1 clients call); `None` on any failure.
+fn claws_call(sock: &std::path::Path, line: &str) -> Option<serde_json::Value> {
+    use std::io::BufRead;
+    let mut s = std::os::unix::net::UnixStream::connect(sock).ok()?;
+    s.set_read_timeout(Some(PATIENCE)).ok()?;
+    s.write_all(line.as_bytes()).ok()?;
+    s.write_all(b"\n").ok()?;
+    let mut out = String::new();
+    std::io::BufReader::new(s).read_line(&mut out).ok()?;
+    serde_json::from_str(&out).ok()
 }
 
 /// One round: clients and queue writers in parallel. Returns (requests sent, answered ok).
@@ -56,6 +71,7 @@ fn round(load: &Load, round: usize) -> (usize, usize) {
     for c in 0..CLIENTS {
         let socket = load.socket.clone();
         let files = load.files.clone();
+        let (claws, term) = load.terminals[c % load.terminals.len()].clone();
         clients.push(std::thread::spawn(move || {
             let mut sent = 0;
             let mut ok = 0;
@@ -92,6 +108,26 @@ fn round(load: &Load, round: usize) -> (usize, usize) {
                 sent += 1;
                 if client.call(&Request::Status).is_ok_and(|r| r.ok) {
                     ok += 1;
+                }
+                // Claws: a listing every cycle, a command with output every fifth.
+                sent += 1;
+                if claws_call(&claws, r#"{"id":1,"cmd":"list"}"#).is_some_and(|v| v["ok"] == true)
+                {
+                    ok += 1;
+                }
+                if i % 5 == 0 {
+                    sent += 1;
+                    let line = format!(
+                        r#"{{"id":2,"cmd":"exec","id":"{term}","command":"echo soak-{round}-{i}","timeoutMs":60000}}"#
+                    );
+                    if claws_call(&claws, &line).is_some_and(|v| {
+                        v["ok"] == true
+                            && v["event"]["output"]
+                                .as_str()
+                                .is_some_and(|o| o.contains(&format!("soak-{round}-{i}")))
+                    }) {
+                        ok += 1;
+                    }
                 }
             }
             (sent, ok)
@@ -158,6 +194,9 @@ fn settled_fds(pid: i32, at_most: usize) -> usize {
 fn soak_many_workspaces_clients_and_queue_lines() {
     let mut env = Env::new();
     env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    let home = env.workspace("home");
+    env.extra_env.push(("HOME".into(), home.into_os_string()));
+    env.extra_env.push(("SHELL".into(), "/bin/bash".into()));
     let mut workspaces = Vec::new();
     let mut files = Vec::new();
     for w in 0..WORKSPACES {
@@ -176,10 +215,22 @@ fn soak_many_workspaces_clients_and_queue_lines() {
     }
     let svc = env.serve(&args);
     let pid = svc.pid();
+    let mut terminals = Vec::new();
+    for ws in &workspaces {
+        let sock = ws.join(".claws/claws.sock");
+        let created = claws_call(
+            &sock,
+            r#"{"id":1,"cmd":"create","wrapped":true,"name":"soak"}"#,
+        )
+        .unwrap();
+        assert_eq!(created["ok"], true, "{created}");
+        terminals.push((sock, created["id"].as_str().unwrap().to_owned()));
+    }
     let load = Load {
         socket: env.socket.clone(),
         workspaces,
         files,
+        terminals,
     };
 
     // Warm-up round: allocator arenas, plugin host, watches, session maps reach their size.
