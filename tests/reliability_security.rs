@@ -9,7 +9,7 @@ mod common;
 mod plugins_support;
 
 use std::io::{BufRead, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
