@@ -119,7 +119,7 @@ fn kill_9_during_a_rewrite_storm_keeps_the_file_valid_and_loses_no_line() {
         if let Some(d) = diagnostics(&ws) {
             listed = d.files.len();
         }
-        versions.len() >= 3 \&\& listed > 0
+        versions.len() >= 3 && listed > 0
     });
     let taken_at_kill = env.status().workspaces[0].queue_lines;
     svc.kill9();
