@@ -106,8 +106,13 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
             Err(e) => protocol::error_reply(incoming.id.as_ref(), e),
         };
         reply.push(b'\n');
+        let large = reply.len() > 1 << 20;
         if wr.write_all(&reply).await.is_err() {
             return;
+        }
+        if large {
+            drop(reply);
+            crate::service::memory::trim();
         }
     }
 }

@@ -203,8 +203,6 @@ pub struct Pipeline {
     checker: Arc<dyn Checker>,
     session: Session,
     sensitive: BTreeSet<PathBuf>,
-    /// When each file was last reported edited (epoch ms), to ignore the watcher's echo.
-    last_edit: HashMap<PathBuf, u64>,
     dirty: BTreeSet<PathBuf>,
     waiters: Vec<Waiter>,
     queue: QueueState,
@@ -243,7 +241,6 @@ impl Pipeline {
             checker,
             session,
             sensitive: BTreeSet::new(),
-            last_edit: HashMap::new(),
             dirty: unchecked.into_iter().collect(),
             waiters: Vec::new(),
             queue,
@@ -259,7 +256,7 @@ impl Pipeline {
             tx: tx.clone(),
         };
         for path in p.dirty.clone() {
-            p.session.edited(&path);
+            p.session.edited(&path, 0);
         }
         let handle = Handle {
             root: Arc::new(root.to_owned()),
@@ -420,14 +417,13 @@ impl Pipeline {
                     if origin == Origin::Watch && self.is_echo(&p) {
                         continue;
                     }
-                    self.session.edited(&p);
+                    self.session.edited(&p, now);
                     self.sensitive.remove(&p);
                     self.dirty.insert(p.clone());
-                    self.last_edit.insert(p.clone(), now);
                     out.accepted.push(p);
                 }
                 Verdict::Sensitive(p) => {
-                    self.session.edited(&p);
+                    self.session.edited(&p, now);
                     self.sensitive.insert(p.clone());
                     self.dirty.insert(p.clone());
                     out.accepted.push(p);
@@ -457,7 +453,7 @@ impl Pipeline {
 
     /// A watcher event for a file whose write an agent already reported.
     fn is_echo(&self, path: &Path) -> bool {
-        let Some(&reported) = self.last_edit.get(path) else {
+        let Some(reported) = self.session.get(path).map(|s| s.edited_at) else {
             return false;
         };
         let mtime = std::fs::metadata(path)

@@ -26,6 +26,8 @@ pub struct FileState {
     pub waiting_on: BTreeSet<SourceId>,
     /// The latest items of each source.
     pub by_source: BTreeMap<SourceId, Vec<Item>>,
+    /// When the last edit was reported (epoch ms), to recognise the watcher's echo of it.
+    pub edited_at: u64,
 }
 
 impl FileState {
@@ -36,6 +38,7 @@ impl FileState {
             dispatched: None,
             waiting_on: BTreeSet::new(),
             by_source: BTreeMap::new(),
+            edited_at: 0,
         }
     }
 
@@ -91,11 +94,12 @@ impl Session {
 
     /// Record an edit: the file joins the session (if new), its generation moves on and its
     /// entry goes back to "not checked yet" (old items kept until new ones arrive).
-    pub fn edited(&mut self, path: &Path) -> u64 {
+    pub fn edited(&mut self, path: &Path, now: u64) -> u64 {
         let st = self
             .files
             .entry(path.to_owned())
             .or_insert_with(|| FileState::new(path.to_owned()));
+        st.edited_at = now;
         st.gen += 1;
         st.entry.checked_at = 0;
         st.dispatched = None;
@@ -236,9 +240,9 @@ mod tests {
     fn stale_result_never_settles_a_newer_edit() {
         let mut s = Session::default();
         let p = Path::new("/w/a.rs");
-        s.edited(p);
+        s.edited(p, 1);
         let g1 = s.dispatched(p, [0].into()).unwrap();
-        let g2 = s.edited(p);
+        let g2 = s.edited(p, 1);
         assert!(!s.answered(p, g1, 0, vec![item("old")], 10));
         assert_eq!(s.get(p).unwrap().entry.checked_at, 0);
         s.dispatched(p, [0].into());
@@ -252,7 +256,7 @@ mod tests {
     fn settles_only_when_every_source_answered_and_dedups() {
         let mut s = Session::default();
         let p = Path::new("/w/a.py");
-        s.edited(p);
+        s.edited(p, 1);
         let g = s.dispatched(p, [0, 1].into()).unwrap();
         assert!(!s.answered(p, g, 0, vec![item("x")], 5));
         assert_eq!(s.get(p).unwrap().entry.checked_at, 0);
