@@ -26,7 +26,12 @@ pub fn ensure_private_dir(dir: &Path, mode: u32) -> io::Result<()> {
     match fs::symlink_metadata(dir) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir_all(dir)?;
+            // Missing parents get `mode` too: `create_dir_all` would leave them
+            // 0777 & !umask (world-writable under umask 000).
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(mode)
+                .create(dir)?;
         }
         Err(e) => return Err(e),
     }

@@ -262,10 +262,12 @@ impl ClawsServer {
 /// `.claws/.gitignore` with `*` (created only if missing): sockets, logs and events stay
 /// out of version control.
 fn gitignore(dir: &Path) -> io::Result<()> {
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(dir.join(".gitignore"))
+    // An explicit mode: the default 0666 would be world-writable under umask 000.
+    match std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new().write(true).create_new(true),
+        0o600,
+    )
+    .open(dir.join(".gitignore"))
     {
         Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),

@@ -32,6 +32,10 @@ pub struct Shared {
     /// Every Claws socket served, for `introspect`.
     pub claws_registry: Arc<crate::claws::ClawsRegistry>,
     workspaces: AtomicUsize,
+    /// Roots whose folder disappeared, reported by their heartbeat loop; the registry
+    /// takes the receiver ([`Shared::take_gone`]) and forgets them.
+    gone_tx: tokio::sync::mpsc::UnboundedSender<PathBuf>,
+    gone_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<PathBuf>>>,
 }
 
 impl Shared {
@@ -45,6 +49,7 @@ impl Shared {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
+        let (gone_tx, gone_rx) = tokio::sync::mpsc::unbounded_channel();
         Shared {
             state_dir,
             session_id: format!("{:x}-{:08x}", std::process::id(), nanos),
@@ -53,7 +58,14 @@ impl Shared {
             fswatch,
             claws_registry: crate::claws::ClawsRegistry::new(),
             workspaces: AtomicUsize::new(0),
+            gone_tx,
+            gone_rx: std::sync::Mutex::new(Some(gone_rx)),
         }
+    }
+
+    /// The receiving end of "this workspace's folder disappeared" (once).
+    pub fn take_gone(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<PathBuf>> {
+        self.gone_rx.lock().ok()?.take()
     }
 
     /// Called by the registry when the number of workspaces changes.
@@ -125,6 +137,7 @@ impl Instance {
             Duration::from_secs(config.service.heartbeat_seconds),
             pipeline.clone(),
             paused_tx,
+            shared.gone_tx.clone(),
             token.clone(),
         ));
         let claws = if cfg.claws.enabled {
@@ -202,10 +215,12 @@ fn housekeeping(root: &Path) -> std::io::Result<()> {
     let dir = root.join(spec::DIR);
     fsutil::ensure_own_dir(&dir, 0o755)?;
     let gitignore = dir.join(".gitignore");
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&gitignore)
+    // An explicit mode: the default 0666 would be world-writable under umask 000.
+    match std::os::unix::fs::OpenOptionsExt::mode(
+        std::fs::OpenOptions::new().write(true).create_new(true),
+        0o644,
+    )
+    .open(&gitignore)
     {
         Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
@@ -225,6 +240,7 @@ async fn heartbeat_loop(
     every: Duration,
     pipeline: Handle,
     paused: tokio::sync::watch::Sender<bool>,
+    gone: tokio::sync::mpsc::UnboundedSender<PathBuf>,
     token: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(every);
@@ -245,7 +261,8 @@ async fn heartbeat_loop(
         };
         if let Err(e) = written {
             if !root.exists() {
-                tracing::warn!(root = %root.display(), "workspace folder disappeared; its heartbeat stops");
+                tracing::warn!(root = %root.display(), "workspace folder disappeared; dropping it");
+                let _ = gone.send(root);
                 return;
             }
             tracing::error!(root = %root.display(), "heartbeat write failed: {e}");

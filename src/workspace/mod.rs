@@ -219,6 +219,20 @@ impl Registry {
             &reg.shared.fswatch,
             reg.shared.shutdown.clone(),
         );
+        if let Some(mut gone) = reg.shared.take_gone() {
+            let (h, token) = (handle.clone(), reg.shared.shutdown.clone());
+            tokio::spawn(async move {
+                loop {
+                    let root = tokio::select! {
+                        _ = token.cancelled() => return,
+                        r = gone.recv() => match r { Some(r) => r, None => return },
+                    };
+                    if let Err(e) = h.forget(root.clone()).await {
+                        tracing::debug!(root = %root.display(), "dropping a deleted workspace: {e}");
+                    }
+                }
+            });
+        }
         tokio::spawn(reg.run(rx));
         handle
     }

@@ -1,0 +1,11 @@
+//! Fuzz target: the `tsc --pretty false` output parser and its UTF-16 column mapping.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use openfiles_tsc::parse;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let _ = parse::parse(&text);
+    let col = data.first().copied().unwrap_or(0) as u32;
+    let _ = parse::utf16_to_char_column(&text, col);
+});
