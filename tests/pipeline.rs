@@ -20,18 +20,7 @@ fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
     let mut env = Env::new();
     env.plugin_path = Some(plugins_support::plugin("cargo_check").into_os_string());
     let ws = env.workspace("crate");
-    std::fs::write(
-        ws.join("Cargo.toml"),
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(ws.join("src")).unwrap();
-    let main = ws.join("src/main.rs");
-    std::fs::write(
-        &main,
-        "fn main() {\n    let x: u32 = \"text\";\n    println!(\"{x}\");\n}\n",
-    )
-    .unwrap();
+    let main = rust_crate_with_type_error(&ws);
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
 
     let r = env.edited(&[&main]);

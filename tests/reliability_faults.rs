@@ -198,18 +198,7 @@ fn a_plugin_host_killed_mid_check_through_the_service() {
     )
     .unwrap();
     let ws = env.workspace("crate");
-    std::fs::write(
-        ws.join("Cargo.toml"),
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(ws.join("src")).unwrap();
-    let main = ws.join("src/main.rs");
-    std::fs::write(
-        &main,
-        "fn main() {\n    let x: u32 = \"text\";\n    println!(\"{x}\");\n}\n",
-    )
-    .unwrap();
+    let main = rust_crate_with_type_error(&ws);
     let slow = ws.join("big.slow");
     std::fs::write(&slow, "x").unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);

@@ -13,15 +13,12 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::*;
-use openfiles::control::client::Client;
 use openfiles::control::protocol::{PathArg, Request};
 
 /// Start `openfiles serve ARGS` with umask 000 and wait until it answers.
 fn serve_umask_000(env: &Env, args: &[&str]) -> Service {
-    let log = env.dir.path().join("serve-umask.log");
     let mut full = vec!["serve"];
     full.extend_from_slice(args);
     let mut cmd = env.command(&full);
@@ -32,19 +29,7 @@ fn serve_umask_000(env: &Env, args: &[&str]) -> Service {
             Ok(())
         });
     }
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let svc = Service { child, log };
-    wait_until("the service answers", || {
-        Client::connect(&env.socket, Some(Duration::from_secs(5)))
-            .and_then(|mut c| c.call(&Request::Hello(Default::default())))
-            .is_ok()
-    });
-    svc
+    env.serve_command(cmd)
 }
 
 fn mode(p: &Path) -> u32 {

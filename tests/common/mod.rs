@@ -85,11 +85,17 @@ impl Env {
 
     /// Start `openfiles serve` with `args` and wait until it answers.
     pub fn serve(&self, args: &[&str]) -> Service {
-        let log = self.dir.path().join(format!("serve-{}.log", unique()));
         let mut full = vec!["serve"];
         full.extend_from_slice(args);
-        let child = self
-            .command(&full)
+        let cmd = self.command(&full);
+        self.serve_command(cmd)
+    }
+
+    /// Start a prepared `openfiles serve` command (stderr to a log file) and wait until it
+    /// answers a `hello`: only then are its workspaces (and their sockets) up.
+    pub fn serve_command(&self, mut cmd: Command) -> Service {
+        let log = self.dir.path().join(format!("serve-{}.log", unique()));
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -133,6 +139,24 @@ impl Env {
     pub fn status(&self) -> StatusReply {
         self.client().call_as(&Request::Status).unwrap()
     }
+}
+
+/// Make `dir` a one-file Rust crate whose `src/main.rs` has a type error: E0308 at 2:18.
+/// Returns the path of `src/main.rs`.
+pub fn rust_crate_with_type_error(dir: &Path) -> PathBuf {
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let main = dir.join("src/main.rs");
+    std::fs::write(
+        &main,
+        "fn main() {\n    let x: u32 = \"text\";\n    println!(\"{x}\");\n}\n",
+    )
+    .unwrap();
+    main
 }
 
 /// A workspace's `diagnostics.json`, if it exists and parses.
