@@ -4,20 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-
 use common::*;
-
-fn claws_call(sock: &std::path::Path, line: &str) -> serde_json::Value {
-    let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    s.write_all(line.as_bytes()).unwrap();
-    s.write_all(b"\n").unwrap();
-    let mut out = String::new();
-    BufReader::new(s).read_line(&mut out).unwrap();
-    serde_json::from_str(&out).unwrap()
-}
 
 #[test]
 fn the_service_serves_claws_in_every_workspace() {
@@ -31,17 +18,17 @@ fn the_service_serves_claws_in_every_workspace() {
     let sock = a.join(".claws/claws.sock");
     assert!(sock.exists());
 
-    let intro = claws_call(&sock, r#"{"id":1,"cmd":"introspect"}"#);
+    let intro = json_call(&sock, r#"{"id":1,"cmd":"introspect"}"#);
     let servers = intro["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 2, "{intro}");
 
-    let created = claws_call(
+    let created = json_call(
         &sock,
         r#"{"id":2,"cmd":"create","wrapped":true,"name":"svc"}"#,
     );
     assert_eq!(created["ok"], true, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
-    let exec = claws_call(
+    let exec = json_call(
         &sock,
         &format!(
             r#"{{"id":3,"cmd":"exec","id":"{id}","command":"sh -c 'echo in-service; exit 7'","timeoutMs":60000}}"#

@@ -10,7 +10,6 @@ mod hook_support;
 #[path = "plugins_support/mod.rs"]
 mod plugins_support;
 
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -116,10 +115,7 @@ fn first_hook_call_starts_a_socket_activated_service() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("systemd-socket-activate (install the systemd package)");
-    let mut err = std::io::BufReader::new(activator.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("Listening"), "{line}");
+    common::wait_listening(&mut activator);
     // Nothing runs the service yet: no heartbeat in the workspace.
     assert!(!ws.join(".openfiles/vscode").exists());
 

@@ -9,7 +9,6 @@ mod plugins_support;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::*;
 use openfiles::control::protocol::{Edited, Request};
@@ -303,7 +302,6 @@ fn wait_answers_at_the_deadline_when_a_check_hangs() {
     let w = env.wait(&[&slow], r.ts, 300);
     assert!(!w.complete);
     assert_eq!(w.workspaces[0].files["x.slow"].checked_at, 0);
-    let _ = Duration::from_millis(0);
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 #[path = "plugins_support/mod.rs"]
 mod plugins_support;
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -97,13 +97,13 @@ fn modes_are_tight_under_umask_000() {
         .expect("the workspace serves Claws");
     assert_eq!(mode(&claws), 0o600, "claws socket");
     // A terminal with output: its state, logs and events are written too.
-    let created = claws_call(
+    let created = json_call(
         &claws,
         r#"{"id":1,"cmd":"create","wrapped":true,"name":"m"}"#,
     );
     assert_eq!(created["ok"], true, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
-    let exec = claws_call(
+    let exec = json_call(
         &claws,
         &format!(r#"{{"id":2,"cmd":"exec","id":"{id}","command":"echo hi","timeoutMs":60000}}"#),
     );
@@ -288,16 +288,6 @@ fn queue_lines_naming_outside_files_are_never_checked() {
     assert_untouched_secret(&outside);
 }
 
-fn claws_call(sock: &Path, line: &str) -> serde_json::Value {
-    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    s.write_all(line.as_bytes()).unwrap();
-    s.write_all(b"\n").unwrap();
-    let mut out = String::new();
-    std::io::BufReader::new(s).read_line(&mut out).unwrap();
-    serde_json::from_str(&out).unwrap()
-}
-
 fn assert_untouched_secret(outside: &Path) {
     assert_eq!(
         std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
@@ -336,12 +326,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("systemd-socket-activate (install the systemd package)");
-    let mut err = std::io::BufReader::new(activator.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("Listening"), "{line}");
-    // Drain the activator's stderr so the service never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    wait_listening(&mut activator);
 
     // The first connection starts the service; its plugin host reports a pid.
     let mut host = None;
@@ -392,13 +377,13 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
 
     // A Claws terminal's shell: the same.
     let sock = ws.join(".claws/claws.sock");
-    let created = claws_call(
+    let created = json_call(
         &sock,
         r#"{"id":1,"cmd":"create","wrapped":true,"name":"env"}"#,
     );
     assert_eq!(created["ok"], true, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
-    let exec = claws_call(
+    let exec = json_call(
         &sock,
         &format!(
             r#"{{"id":2,"cmd":"exec","id":"{id}","command":"env; echo END-OF-ENV","timeoutMs":60000}}"#

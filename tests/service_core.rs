@@ -52,11 +52,7 @@ fn socket_activation_notifies_ready_watchdog_and_stopping() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("systemd-socket-activate (install the systemd package)");
-    // Wait for the activator to listen: it prints "Listening on …".
-    let mut err = BufReader::new(activator.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.contains("Listening"), "{line}");
+    wait_listening(&mut activator);
 
     // The first connection wakes the service; the request is answered over the inherited fd.
     let st: StatusReply = env.client().call_as(&Request::Status).unwrap();

@@ -47,22 +47,6 @@ pub trait Checker: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<CheckResponse, String>>;
 }
 
-/// A checker with no sources: every file is "checked" with an item saying nothing handles it.
-pub struct NoSources;
-
-impl Checker for NoSources {
-    fn sources_for(&self, _path: &Path) -> Vec<SourceInfo> {
-        Vec::new()
-    }
-    fn check(
-        &self,
-        _source: SourceId,
-        _request: CheckRequest,
-    ) -> BoxFuture<'static, Result<CheckResponse, String>> {
-        Box::pin(async { Err("no diagnostic sources".to_string()) })
-    }
-}
-
 /// The project root of `file` for a project-wide source: the nearest ancestor (inside the
 /// workspace) holding one of `markers`, else the workspace root.
 pub fn project_root(file: &Path, workspace: &Path, markers: &[String]) -> PathBuf {

@@ -277,6 +277,23 @@ impl NotifySocket {
 }
 
 /// Send raw bytes on a fresh connection and read one reply line.
+/// Wait until `systemd-socket-activate` (spawned with piped stderr) says it listens, then
+/// keep draining its stderr — the service it starts inherits that pipe for its logs, and a
+/// full pipe would block it.
+pub fn wait_listening(activator: &mut Child) {
+    let mut err = BufReader::new(activator.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("Listening"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+}
+
+/// One JSON request line (newline added) on a fresh connection; the reply parsed.
+pub fn json_call(socket: &Path, line: &str) -> serde_json::Value {
+    let reply = raw_call(socket, format!("{line}\n").as_bytes());
+    serde_json::from_str(&reply).unwrap_or_else(|e| panic!("bad reply {reply:?}: {e}"))
+}
+
 pub fn raw_call(socket: &Path, line: &[u8]) -> String {
     let mut s = UnixStream::connect(socket).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
