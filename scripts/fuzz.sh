@@ -1,42 +1,90 @@
 #!/usr/bin/env bash
-# Run every fuzz target in fuzz/ for SECONDS each (default 20) with cargo-fuzz (libFuzzer).
+# Build every fuzz target in fuzz/ once, then run each for a bounded time with cargo-fuzz
+# (libFuzzer). Usage:
 #
+#   scripts/fuzz.sh [SECONDS] [--budget TOTAL]
+#
+#   SECONDS   fuzzing time per target (default 20).
+#   --budget  a cap on the whole run, build included: once the build is done, what is left
+#             is shared among the targets (each gets min(SECONDS, left / targets left), at
+#             least 1 s, which still replays its whole corpus). For CI.
+#
+# Installs cargo-fuzz when it is missing (`cargo install cargo-fuzz --locked`), and only then.
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept
-# them. Sanitizer: none by default (the code under test is safe Rust; set FUZZ_SANITIZER=address
-# for ASan). The seed corpus is fuzz/corpus/<target>/seed-*; new inputs libFuzzer finds are
-# kept there but ignored by git. Crashes land in fuzz/artifacts/<target>/ and fail the run.
+# them. Sanitizer: none by default (the code under test is safe Rust; FUZZ_SANITIZER=address
+# for ASan). The build is tuned for a short cold build (see RELIABILITY.md, "Fuzzing"):
+# opt-level 1 and 16 codegen units instead of cargo-fuzz's opt-level 3 with one unit; debug
+# assertions and overflow checks stay on. FUZZ_OPT_LEVEL / FUZZ_CODEGEN_UNITS override.
 #
-# Prints one line per target: executions, and whether it crashed. Exit status 1 on a crash.
-# Needs: cargo install cargo-fuzz
+# The seed corpus is fuzz/corpus/<target>/seed-*; new inputs libFuzzer finds are kept there
+# but ignored by git. A crash lands in fuzz/artifacts/<target>/ and fails the run.
+# Prints one line per target (executions, crashes) and a closing line; exit status 1 when a
+# target crashed, 2 on a usage or build error.
 set -euo pipefail
-seconds="${1:-20}"
+seconds=20
+budget=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --budget) budget="${2:?--budget needs a number of seconds}"; shift 2 ;;
+        --budget=*) budget="${1#--budget=}"; shift ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *[!0-9]*|"") echo "fuzz.sh: not a number of seconds: $1" >&2; exit 2 ;;
+        *) seconds="$1"; shift ;;
+    esac
+done
+case "$budget" in *[!0-9]*) echo "fuzz.sh: not a number of seconds: $budget" >&2; exit 2 ;; esac
+
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-export RUSTC_BOOTSTRAP=1
-san="${FUZZ_SANITIZER:-none}"
-command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz missing: cargo install cargo-fuzz" >&2; exit 2; }
 start=$(date +%s)
-cargo fuzz build -s "$san" >&2
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked >&2
+fi
+export RUSTC_BOOTSTRAP=1
+export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FUZZ_OPT_LEVEL:-1}"
+san="${FUZZ_SANITIZER:-none}"
+units="${FUZZ_CODEGEN_UNITS:-16}"
+flags=(-s "$san" --codegen-units "$units")
+installed=$(date +%s)
+if ! cargo fuzz build "${flags[@]}" >&2; then
+    echo "fuzz: build failed" >&2
+    exit 2
+fi
 built=$(date +%s)
+echo "fuzz: cargo-fuzz ready in $((installed - start)) s, targets built in $((built - installed)) s"
+
+targets=($(cargo fuzz list))
+left_targets=${#targets[@]}
 failed=0
-for target in $(cargo fuzz list); do
+crashed=()
+for target in "${targets[@]}"; do
+    run=$seconds
+    if [ -n "$budget" ]; then
+        left=$((budget - ($(date +%s) - start)))
+        share=$((left / left_targets))
+        [ "$share" -lt "$run" ] && run=$share
+        [ "$run" -lt 1 ] && run=1
+    fi
+    left_targets=$((left_targets - 1))
     mkdir -p "fuzz/corpus/$target"
     log="$(mktemp)"
-    if cargo fuzz run -s "$san" "$target" "fuzz/corpus/$target" -- \
-        -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    if cargo fuzz run "${flags[@]}" "$target" "fuzz/corpus/$target" -- \
+        -max_total_time="$run" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         >"$log" 2>&1; then
-        result=ok
+        result="0 crashes"
     else
-        result=CRASH
+        result="CRASH"
         failed=1
+        crashed+=("$target")
     fi
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-    echo "fuzz $target: $execs executions in ${seconds}s: $result"
+    echo "fuzz $target: $execs executions in ${run} s: $result"
     if [ "$result" = CRASH ]; then
-        grep -E 'panicked|ERROR|Test unit written' "$log" | head -5 | sed 's/^/    /'
+        grep -E 'panicked|ERROR|SUMMARY|Test unit written|Reproduce with' "$log" | head -8 | sed 's/^/    /'
     fi
     rm -f "$log"
 done
 end=$(date +%s)
-echo "fuzz: build $((built - start)) s, total $((end - start)) s"
+echo "fuzz: ${#targets[@]} targets, ${#crashed[@]} crashed${crashed[*]:+ (${crashed[*]})}; build $((built - installed)) s, total $((end - start)) s"
 exit "$failed"
