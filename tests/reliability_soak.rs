@@ -1,10 +1,11 @@
-//! A bounded soak of the real service: several workspaces, a steady stream of control
-//! clients (`edited`, `wait`, `status`), Claws clients (`list`, `exec` on one terminal per
-//! workspace) and queue lines, with the `instant` plugin checking.
+//! A bounded soak of the real service at the scale issue 9 names: 10 workspaces, 20 Claws
+//! terminals producing output, 50 Claws clients, control clients with a steady stream of
+//! `edited`, `wait`, `check` and `status`, and a steady queue of edits, with the `instant`
+//! plugin checking.
 //! The load is a fixed amount of work (not a duration), run once to warm up and then again
 //! several times; after each phase the service settles (every line taken, nothing pending)
 //! and RSS and open fds are measured. Asserts: every request answered, every line taken
-//! once, RSS growth under a generous bound, no fd leak.
+//! once, RSS growth under a generous bound, no fd leak. Prints the figures.
 
 mod common;
 #[path = "plugins_support/mod.rs"]
@@ -16,16 +17,27 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use openfiles::control::client::Client;
-use openfiles::control::protocol::{Edited, Request, Wait};
+use openfiles::control::protocol::{Check, Edited, Request, Wait};
 
-const WORKSPACES: usize = 6;
+const WORKSPACES: usize = 10;
 const FILES: usize = 10;
-const CLIENTS: usize = 6;
-/// Requests per client per round (each round: `edited`, `wait`, `status` cycles).
-const REQUESTS: usize = 90;
+/// Claws terminals: two per workspace.
+const TERMINALS: usize = 20;
+/// Claws clients: the first `TERMINALS` each own a terminal and run commands in it; the
+/// others read (list, readLog, poll).
+const CLAWS_CLIENTS: usize = 50;
+/// Control clients: one per workspace.
+const CONTROL_CLIENTS: usize = WORKSPACES;
+/// Cycles per Claws client per round.
+const CLAWS_CYCLES: usize = 6;
+/// Cycles per control client per round (each: `edited`, `wait`, `status`, and a `check`
+/// every third).
+const CONTROL_CYCLES: usize = 15;
+/// Lines of output of each command a terminal runs.
+const OUTPUT_LINES: usize = 500;
 /// Queue lines per workspace per round.
-const LINES: usize = 800;
-const ROUNDS: usize = 6;
+const LINES: usize = 400;
+const ROUNDS: usize = 4;
 /// RSS may grow by at most this much between the warmed-up start and the end.
 const RSS_SLACK_KB: u64 = 64 * 1024;
 
@@ -49,7 +61,7 @@ struct Load {
     socket: PathBuf,
     workspaces: Vec<PathBuf>,
     files: Vec<Vec<PathBuf>>,
-    /// One Claws terminal per workspace: (socket, terminal id).
+    /// The Claws terminals: (socket, terminal id).
     terminals: Vec<(PathBuf, String)>,
 }
 
@@ -57,7 +69,7 @@ struct Load {
 fn claws_call(sock: &std::path::Path, line: &str) -> Option<serde_json::Value> {
     use std::io::BufRead;
     let mut s = std::os::unix::net::UnixStream::connect(sock).ok()?;
-    s.set_read_timeout(Some(PATIENCE)).ok()?;
+    s.set_read_timeout(Some(PATIENCE * 2)).ok()?;
     s.write_all(line.as_bytes()).ok()?;
     s.write_all(b"\n").ok()?;
     let mut out = String::new();
@@ -65,72 +77,116 @@ fn claws_call(sock: &std::path::Path, line: &str) -> Option<serde_json::Value> {
     serde_json::from_str(&out).ok()
 }
 
-/// One round: clients and queue writers in parallel. Returns (requests sent, answered ok).
-fn round(load: &Load, round: usize) -> (usize, usize) {
-    let mut clients = Vec::new();
-    for c in 0..CLIENTS {
-        let socket = load.socket.clone();
-        let files = load.files.clone();
-        let (claws, term) = load.terminals[c % load.terminals.len()].clone();
-        clients.push(std::thread::spawn(move || {
-            let mut sent = 0;
-            let mut ok = 0;
-            // A fresh connection per cycle: connection churn is part of the load.
-            for i in 0..REQUESTS / 3 {
-                let mut client = Client::connect(&socket, Some(PATIENCE)).unwrap();
-                let ws = (c + i + round) % files.len();
-                let f = files[ws][(i * 7 + c) % FILES].clone();
-                sent += 1;
-                let ts = match client.call(&Request::Edited(Edited {
-                    paths: vec![f.clone()],
-                    agent: Some(format!("soak{c}")),
-                    ..Default::default()
-                })) {
-                    Ok(r) if r.ok => {
-                        ok += 1;
-                        r.into_body::<openfiles::control::protocol::EditedReply>()
-                            .map(|b| b.ts)
-                            .unwrap_or(0)
-                    }
-                    _ => 0,
-                };
-                sent += 1;
-                if client
-                    .call(&Request::Wait(Wait {
-                        paths: vec![f],
-                        since: ts,
-                        timeout_ms: Some(20_000),
-                    }))
-                    .is_ok_and(|r| r.ok)
-                {
-                    ok += 1;
-                }
-                sent += 1;
-                if client.call(&Request::Status).is_ok_and(|r| r.ok) {
-                    ok += 1;
-                }
-                // Claws: a listing every cycle, a command with output every fifth.
-                sent += 1;
-                if claws_call(&claws, r#"{"id":1,"cmd":"list"}"#).is_some_and(|v| v["ok"] == true)
-                {
-                    ok += 1;
-                }
-                if i % 5 == 0 {
-                    sent += 1;
-                    let line = format!(
-                        r#"{{"id":2,"cmd":"exec","id":"{term}","command":"echo soak-{round}-{i}","timeoutMs":60000}}"#
-                    );
-                    if claws_call(&claws, &line).is_some_and(|v| {
-                        v["ok"] == true
-                            && v["event"]["output"]
-                                .as_str()
-                                .is_some_and(|o| o.contains(&format!("soak-{round}-{i}")))
-                    }) {
-                        ok += 1;
-                    }
-                }
+/// Requests sent and answered (ok) by one client.
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    sent: usize,
+    ok: usize,
+}
+
+impl Tally {
+    fn add(&mut self, answered: bool) {
+        self.sent += 1;
+        self.ok += usize::from(answered);
+    }
+}
+
+/// One control client's round: `edited`, `wait`, `status` cycles, a `check` every third,
+/// on a fresh connection per cycle (connection churn is part of the load).
+fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: usize) -> Tally {
+    let mut t = Tally::default();
+    for i in 0..CONTROL_CYCLES {
+        let Ok(mut client) = Client::connect(&socket, Some(PATIENCE * 2)) else {
+            t.add(false);
+            continue;
+        };
+        let ws = (c + i + round) % files.len();
+        let f = files[ws][(i * 7 + c) % FILES].clone();
+        let edited = client.call(&Request::Edited(Edited {
+            paths: vec![f.clone()],
+            agent: Some(format!("soak{c}")),
+            ..Default::default()
+        }));
+        let ts = match edited {
+            Ok(r) if r.ok => {
+                t.add(true);
+                r.into_body::<openfiles::control::protocol::EditedReply>()
+                    .map(|b| b.ts)
+                    .unwrap_or(0)
             }
-            (sent, ok)
+            _ => {
+                t.add(false);
+                0
+            }
+        };
+        t.add(
+            client
+                .call(&Request::Wait(Wait {
+                    paths: vec![f.clone()],
+                    since: ts,
+                    timeout_ms: Some(60_000),
+                }))
+                .is_ok_and(|r| r.ok),
+        );
+        t.add(client.call(&Request::Status).is_ok_and(|r| r.ok));
+        if i % 3 == 0 {
+            t.add(
+                client
+                    .call(&Request::Check(Check {
+                        paths: vec![f],
+                        timeout_ms: Some(60_000),
+                    }))
+                    .is_ok_and(|r| r.ok),
+            );
+        }
+    }
+    t
+}
+
+/// One Claws client's round. An owner (`c < TERMINALS`) runs a command with
+/// `OUTPUT_LINES` lines of output in its terminal each cycle and checks the output; every
+/// client lists the terminals, reads a terminal's log tail and polls the history.
+fn claws_client(terminals: Vec<(PathBuf, String)>, c: usize, round: usize) -> Tally {
+    let mut t = Tally::default();
+    let (sock, term) = &terminals[c % terminals.len()];
+    for i in 0..CLAWS_CYCLES {
+        t.add(claws_call(sock, r#"{"id":1,"cmd":"list"}"#).is_some_and(|v| v["ok"] == true));
+        if c < TERMINALS {
+            let tag = format!("soak-{round}-{c}-{i}");
+            let line = format!(
+                r#"{{"id":2,"cmd":"exec","id":"{term}","command":"seq -f '{tag} %g' {OUTPUT_LINES}","timeoutMs":120000}}"#
+            );
+            let last = format!("{tag} {OUTPUT_LINES}");
+            t.add(claws_call(sock, &line).is_some_and(|v| {
+                v["ok"] == true
+                    && v["event"]["output"]
+                        .as_str()
+                        .is_some_and(|o| o.contains(&last))
+            }));
+        }
+        let read = format!(r#"{{"id":3,"cmd":"readLog","id":"{term}","limit":4096}}"#);
+        t.add(claws_call(sock, &read).is_some_and(|v| v["ok"] == true));
+        t.add(
+            claws_call(sock, r#"{"id":4,"cmd":"poll","since":0,"limit":20}"#)
+                .is_some_and(|v| v["ok"] == true),
+        );
+    }
+    t
+}
+
+/// One round: control clients, Claws clients and queue writers in parallel.
+fn round(load: &Load, round: usize) -> Tally {
+    let mut clients = Vec::new();
+    for c in 0..CONTROL_CLIENTS {
+        let (socket, files) = (load.socket.clone(), load.files.clone());
+        clients.push(std::thread::spawn(move || {
+            control_client(socket, files, c, round)
+        }));
+    }
+    for c in 0..CLAWS_CLIENTS {
+        let terminals = load.terminals.clone();
+        clients.push(std::thread::spawn(move || {
+            claws_client(terminals, c, round)
         }));
     }
     let mut writers = Vec::new();
@@ -159,7 +215,10 @@ fn round(load: &Load, round: usize) -> (usize, usize) {
     clients
         .into_iter()
         .map(|c| c.join().unwrap())
-        .fold((0, 0), |(s, o), (s2, o2)| (s + s2, o + o2))
+        .fold(Tally::default(), |a, b| Tally {
+            sent: a.sent + b.sent,
+            ok: a.ok + b.ok,
+        })
 }
 
 /// Wait until every queued line is taken and nothing is pending.
@@ -192,6 +251,7 @@ fn settled_fds(pid: i32, at_most: usize) -> usize {
 
 #[test]
 fn soak_many_workspaces_clients_and_queue_lines() {
+    let began = Instant::now();
     let mut env = Env::new();
     env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
     let home = env.workspace("home");
@@ -216,11 +276,11 @@ fn soak_many_workspaces_clients_and_queue_lines() {
     let svc = env.serve(&args);
     let pid = svc.pid();
     let mut terminals = Vec::new();
-    for ws in &workspaces {
-        let sock = ws.join(".claws/claws.sock");
+    for t in 0..TERMINALS {
+        let sock = workspaces[t % WORKSPACES].join(".claws/claws.sock");
         let created = claws_call(
             &sock,
-            r#"{"id":1,"cmd":"create","wrapped":true,"name":"soak"}"#,
+            &format!(r#"{{"id":1,"cmd":"create","wrapped":true,"name":"soak{t}"}}"#),
         )
         .unwrap();
         assert_eq!(created["ok"], true, "{created}");
@@ -233,27 +293,34 @@ fn soak_many_workspaces_clients_and_queue_lines() {
         terminals,
     };
 
-    // Warm-up round: allocator arenas, plugin host, watches, session maps reach their size.
-    let (mut sent, mut ok) = round(&load, 0);
+    // Warm-up round: allocator arenas, plugin host, watches, session maps, terminal capture
+    // rings and histories reach their working size.
+    let mut total = round(&load, 0);
     settle(&env, &load, LINES as u64);
     let rss_start = rss_kb(pid);
     let fds_start = fds(pid);
     for r in 1..=ROUNDS {
-        let (s, o) = round(&load, r);
-        sent += s;
-        ok += o;
+        let t = round(&load, r);
+        total.sent += t.sent;
+        total.ok += t.ok;
     }
     settle(&env, &load, (LINES * (ROUNDS + 1)) as u64);
     let rss_end = rss_kb(pid);
     let fds_end = settled_fds(pid, fds_start);
+    let lines = LINES * (ROUNDS + 1) * WORKSPACES;
+    let taken: u64 = env.status().workspaces.iter().map(|w| w.queue_lines).sum();
     println!(
-        "soak: {WORKSPACES} workspaces, {CLIENTS} clients, {} rounds: requests answered {ok}/{sent}; \
-         queue lines taken {}/{}; RSS {rss_start} kB -> {rss_end} kB; fds {fds_start} -> {fds_end}",
+        "soak: {WORKSPACES} workspaces, {TERMINALS} terminals, {CLAWS_CLIENTS} Claws clients, \
+         {CONTROL_CLIENTS} control clients, {} rounds (1 warm-up): requests answered {}/{}; \
+         queue lines in {lines}, out {taken}; RSS {rss_start} kB -> {rss_end} kB; \
+         fds {fds_start} -> {fds_end}; wall {:.0} s",
         ROUNDS + 1,
-        LINES * (ROUNDS + 1) * WORKSPACES,
-        LINES * (ROUNDS + 1) * WORKSPACES,
+        total.ok,
+        total.sent,
+        began.elapsed().as_secs_f64()
     );
-    assert_eq!(ok, sent, "every request is answered");
+    assert_eq!(total.ok, total.sent, "every request is answered");
+    assert_eq!(taken, lines as u64, "queue lines lost or repeated");
     assert!(
         rss_end <= rss_start + RSS_SLACK_KB,
         "RSS grew from {rss_start} kB to {rss_end} kB"
