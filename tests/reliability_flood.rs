@@ -53,7 +53,7 @@ for n in range(lines):
         os.close(fd)
 print("written", lines)
 "#;
-    let mut writer = Command::new("python3")
+    let mut child = Command::new("python3")
         .arg("-c")
         .arg(script)
         .arg(&queue)
@@ -62,6 +62,7 @@ print("written", lines)
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("python3");
+    let mut writer = Some(std::thread::spawn(move || child.wait()));
 
     let mut long = Client::connect(&env.socket, Some(PATIENCE)).unwrap();
     let (mut asked, mut answered) = (0u64, 0u64);
@@ -78,8 +79,9 @@ print("written", lines)
         answered += u64::from(kept.is_some());
         if !writer_done {
             during_flood += 2;
-            if let Some(st) = writer.try_wait().unwrap() {
-                assert!(st.success(), "writer failed: {st:?}");
+            if writer.as_ref().is_some_and(|w| w.is_finished()) {
+                let status = writer.take().unwrap().join().unwrap().unwrap();
+                assert!(status.success(), "writer failed: {status:?}");
                 writer_done = true;
             }
         }
