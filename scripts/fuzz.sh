@@ -6,15 +6,18 @@
 #
 #   SECONDS   fuzzing time per target (default 20).
 #   --budget  a cap on the whole run, build included: once the build is done, what is left
-#             is shared among the targets (each gets min(SECONDS, left / targets left), at
-#             least 1 s, which still replays its whole corpus). For CI.
+#             is shared among the targets (each gets min(SECONDS, left / targets left - 2),
+#             at least 1 s, which still replays its whole corpus). For CI.
 #
 # Installs cargo-fuzz when it is missing (`cargo install cargo-fuzz --locked`), and only then.
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept
 # them. Sanitizer: none by default (the code under test is safe Rust; FUZZ_SANITIZER=address
-# for ASan). The build is tuned for a short cold build (see RELIABILITY.md, "Fuzzing"):
-# opt-level 1 and 16 codegen units instead of cargo-fuzz's opt-level 3 with one unit; debug
-# assertions and overflow checks stay on. FUZZ_OPT_LEVEL / FUZZ_CODEGEN_UNITS override.
+# for ASan). The build is tuned for a short cold build, which dominates a CI run (see
+# RELIABILITY.md, "Fuzzing"): opt-level 0, no debug info and 16 codegen units instead of
+# cargo-fuzz's opt-level 3 with debug info and one unit (cold build about 2 min instead of
+# 5-10 on a loaded 2-core machine, for about a tenth of the executions per second); debug
+# assertions and overflow checks stay on. For long local runs: FUZZ_OPT_LEVEL=3 FUZZ_DEBUG=1.
+# FUZZ_CODEGEN_UNITS overrides the units.
 #
 # The seed corpus is fuzz/corpus/<target>/seed-*; new inputs libFuzzer finds are kept there
 # but ignored by git. A crash lands in fuzz/artifacts/<target>/ and fails the run.
@@ -42,7 +45,8 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked >&2
 fi
 export RUSTC_BOOTSTRAP=1
-export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FUZZ_OPT_LEVEL:-1}"
+export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FUZZ_OPT_LEVEL:-0}"
+export CARGO_PROFILE_RELEASE_DEBUG="${FUZZ_DEBUG:-0}"
 san="${FUZZ_SANITIZER:-none}"
 units="${FUZZ_CODEGEN_UNITS:-16}"
 flags=(-s "$san" --codegen-units "$units")
@@ -61,8 +65,10 @@ crashed=()
 for target in "${targets[@]}"; do
     run=$seconds
     if [ -n "$budget" ]; then
+        # Each run costs about 2 s beyond its fuzzing time (cargo's freshness check, corpus
+        # loading, libFuzzer's exit).
         left=$((budget - ($(date +%s) - start)))
-        share=$((left / left_targets))
+        share=$((left / left_targets - 2))
         [ "$share" -lt "$run" ] && run=$share
         [ "$run" -lt 1 ] && run=1
     fi
