@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --budget) budget="${2:?--budget needs a number of seconds}"; shift 2 ;;
         --budget=*) budget="${1#--budget=}"; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *[!0-9]*|"") echo "fuzz.sh: not a number of seconds: $1" >&2; exit 2 ;;
         *) seconds="$1"; shift ;;
     esac
