@@ -13,11 +13,10 @@
 # cargo-fuzz needs nightly compiler flags; RUSTC_BOOTSTRAP=1 lets the stable toolchain accept
 # them. Sanitizer: none by default (the code under test is safe Rust; FUZZ_SANITIZER=address
 # for ASan). The build is tuned for a short cold build, which dominates a CI run (see
-# RELIABILITY.md, "Fuzzing"): opt-level 0, no debug info and 16 codegen units instead of
-# cargo-fuzz's opt-level 3 with debug info and one unit (cold build about 2 min instead of
-# 5-10 on a loaded 2-core machine, for about a tenth of the executions per second); debug
-# assertions and overflow checks stay on. For long local runs: FUZZ_OPT_LEVEL=3 FUZZ_DEBUG=1.
-# FUZZ_CODEGEN_UNITS overrides the units.
+# RELIABILITY.md, "Fuzzing"): opt-level 0 and 16 codegen units instead of cargo-fuzz's
+# opt-level 3 with one unit (cold build 2-5 min instead of 5-10 on a loaded 2-core machine,
+# for about a tenth of the executions per second); debug assertions, overflow checks and
+# line tables stay on. For long local runs: FUZZ_OPT_LEVEL=3 FUZZ_CODEGEN_UNITS=1.
 #
 # The seed corpus is fuzz/corpus/<target>/seed-*; new inputs libFuzzer finds are kept there
 # but ignored by git. A crash lands in fuzz/artifacts/<target>/ and fails the run.
@@ -46,7 +45,6 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 export RUSTC_BOOTSTRAP=1
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FUZZ_OPT_LEVEL:-0}"
-export CARGO_PROFILE_RELEASE_DEBUG="${FUZZ_DEBUG:-0}"
 san="${FUZZ_SANITIZER:-none}"
 units="${FUZZ_CODEGEN_UNITS:-16}"
 flags=(-s "$san" --codegen-units "$units")

@@ -2,7 +2,12 @@
 //! stream, reading frames until the end or an error.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use openfiles_plugin_lsp::transport::read_frame;
+
+// The lsp plugin's transport, compiled in from its source (no dependency on the plugin crate).
+#[allow(dead_code)]
+#[path = "../../plugins/lsp/src/transport.rs"]
+mod transport;
+use transport::read_frame;
 
 fuzz_target!(|data: &[u8]| {
     let rt = tokio::runtime::Builder::new_current_thread()
