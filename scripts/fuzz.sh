@@ -85,7 +85,8 @@ for target in "${targets[@]}"; do
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
     echo "fuzz $target: $execs executions in ${run} s: $result"
     if [ "$result" = CRASH ]; then
-        grep -E 'panicked|ERROR|SUMMARY|Test unit written|Reproduce with' "$log" | head -8 | sed 's/^/    /'
+        grep -E -A1 'panicked at|Test unit written|Reproduce with' "$log" | grep -v '^--$' |
+            head -8 | sed 's/^/    /'
     fi
     rm -f "$log"
 done
