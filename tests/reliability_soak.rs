@@ -37,7 +37,11 @@ const CONTROL_CYCLES: usize = 15;
 const OUTPUT_LINES: usize = 500;
 /// Queue lines per workspace per round.
 const LINES: usize = 400;
-const ROUNDS: usize = 4;
+const ROUNDS: usize = 6;
+/// Capture ring per terminal (a round writes about 6 x 8 KiB into each).
+const RING_BYTES: usize = 32 * 1024;
+/// History events kept for `poll` (a round adds 120).
+const HISTORY_EVENTS: usize = 50;
 /// RSS may grow by at most this much between the warmed-up start and the end.
 const RSS_SLACK_KB: u64 = 64 * 1024;
 
@@ -254,6 +258,13 @@ fn soak_many_workspaces_clients_and_queue_lines() {
     let began = Instant::now();
     let mut env = Env::new();
     env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    // Small capture rings and a short history, so the warm-up round fills them: growth
+    // measured after it is not the rings filling up to their (8 MiB default) size.
+    std::fs::write(
+        &env.config,
+        format!("[claws]\nring_bytes = {RING_BYTES}\nhistory_events = {HISTORY_EVENTS}\n"),
+    )
+    .unwrap();
     let home = env.workspace("home");
     env.extra_env.push(("HOME".into(), home.into_os_string()));
     env.extra_env.push(("SHELL".into(), "/bin/bash".into()));
@@ -299,12 +310,15 @@ fn soak_many_workspaces_clients_and_queue_lines() {
     settle(&env, &load, LINES as u64);
     let rss_start = rss_kb(pid);
     let fds_start = fds(pid);
+    let mut per_round = vec![rss_start];
     for r in 1..=ROUNDS {
         let t = round(&load, r);
         total.sent += t.sent;
         total.ok += t.ok;
+        settle(&env, &load, (LINES * (r + 1)) as u64);
+        per_round.push(rss_kb(pid));
     }
-    settle(&env, &load, (LINES * (ROUNDS + 1)) as u64);
+    println!("soak: RSS after each round (kB): {per_round:?}");
     let rss_end = rss_kb(pid);
     let fds_end = settled_fds(pid, fds_start);
     let lines = LINES * (ROUNDS + 1) * WORKSPACES;
