@@ -212,7 +212,7 @@ fn send(shared: &Shared, req: &Request) -> Body {
 
 async fn exec(shared: &Shared, req: &Request) -> Body {
     let t = find(shared, req)?;
-    let Some(command) = req.str("command") else {
+    let Some(command) = req.str("command").filter(|c| !c.trim().is_empty()) else {
         return Err("exec needs a command".into());
     };
     let ms = req.u64("timeoutMs").unwrap_or(shared.cfg.exec_timeout_ms);

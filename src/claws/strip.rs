@@ -54,6 +54,11 @@ pub enum MarkKind {
     Start,
     /// `D`: the command finished with this exit code.
     End(i32),
+    /// `X`: the command about to start is the one `exec` typed with this token.
+    ExecStart(u64),
+    /// `R`: the shell refused the line `exec` typed with this token (syntax error, incomplete
+    /// input); the payload is the shell's reason (empty: see its output).
+    Refused(u64, String),
 }
 
 /// Finds marks in a byte stream fed in arbitrary chunks. Plain output is skipped with
@@ -92,10 +97,18 @@ impl Perform for Collect<'_> {
                     .and_then(|s| s.trim().parse().ok())
                     .unwrap_or(-1),
             )),
+            b"X" => token(params.get(3)).map(MarkKind::ExecStart),
+            b"R" => token(params.get(3)).map(|t| {
+                MarkKind::Refused(t, unescape(params.get(4).copied().unwrap_or(b"")))
+            }),
             _ => None,
         };
     }
     fn csi_dispatch(&mut self, _: &Params, _: &[u8], _: bool, _: char) {}
+}
+
+fn token(p: Option<&&[u8]>) -> Option<u64> {
+    std::str::from_utf8(p?).ok()?.parse().ok()
 }
 
 impl MarkScanner {

@@ -1,0 +1,166 @@
+//! `exec` next to `send` input, and lines the shell refuses, in bash, zsh and fish (issue 6).
+//! Real shells in real PTYs behind the real socket.
+
+mod claws_support;
+
+use std::time::Duration;
+
+use claws_support::{TestServer, BOUND};
+use serde_json::{json, Value};
+
+const SHELLS: [&str; 3] = ["/bin/bash", "/usr/bin/zsh", "/usr/bin/fish"];
+
+/// Wait until `poll` history holds a command line starting with each entry of `lines`.
+async fn wait_history(s: &TestServer, shell: &str, lines: &[String]) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let v = s.ok(json!({"cmd": "poll", "since": 0, "limit": 10000})).await;
+        let evs = v["events"].as_array().unwrap().clone();
+        let missing: Vec<&String> = lines
+            .iter()
+            .filter(|l| {
+                !evs.iter().any(|e| {
+                    e["commandLine"]
+                        .as_str()
+                        .is_some_and(|c| c.starts_with(l.as_str()))
+                })
+            })
+            .collect();
+        if missing.is_empty() {
+            return evs;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{shell}: never in poll history: {missing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Keystrokes, a bracketed paste, a bare Enter and typed commands sent right before each
+/// `exec`, on one connection, without waiting for their prompts: every `exec` must answer
+/// with its own command's event. (The old rule counted prompts and took the lone prompt of
+/// a pending comment line or bare Enter for the exec's "not run" answer.)
+async fn interleaved(shell: &str) {
+    let cfg = openfiles::config::ClawsConfig {
+        history_events: 2000,
+        poll_limit: 2000,
+        ..Default::default()
+    };
+    let s = TestServer::with(cfg).await;
+    let t = s.create(json!({"shellPath": shell})).await;
+    // Wait for the integration before typing (the first prompt).
+    s.exec(&t, "true").await;
+    let mut c = s.conn().await;
+    let mut typed = Vec::new();
+    for i in 0..25 {
+        let sends = [
+            // A comment line: no command runs, a lone prompt follows (zsh runs it as a word).
+            json!({"text": format!("#K{i}Z")}),
+            // A bare Enter: a lone prompt.
+            json!({"text": ""}),
+            // Keystrokes in two pieces, then Enter.
+            json!({"text": "ec", "newline": false}),
+            json!({"text": format!("ho k{i}")}),
+            // A bracketed paste of two lines, Enter sent apart.
+            json!({"text": format!("echo p{i}\necho q{i}"), "paste": true}),
+        ];
+        for mut req in sends {
+            req["cmd"] = json!("send");
+            req["id"] = json!(t);
+            let v = c.call(req).await;
+            assert_eq!(v["ok"], true, "{shell}: {v}");
+        }
+        typed.push(format!("echo k{i}"));
+        // (bash reports a pasted pair by its history entry, fish and zsh as typed.)
+        typed.push(format!("echo p{i}"));
+        let v = c
+            .call(json!({"cmd": "exec", "id": t, "command": format!("echo x{i}"), "timeoutMs": 60000}))
+            .await;
+        assert_eq!(v["ok"], true, "{shell} round {i}: {v}");
+        let ev = &v["event"];
+        assert_eq!(ev["commandLine"], format!("echo x{i}"), "{shell}: {v}");
+        assert_eq!(ev["output"], format!("x{i}\n"), "{shell}: {v}");
+        assert_eq!(ev["exitCode"], 0, "{shell}: {v}");
+        // And one that fails, right after a bare Enter.
+        c.call(json!({"cmd": "send", "id": t, "text": ""})).await;
+        let v = c
+            .call(json!({"cmd": "exec", "id": t, "command": format!("sh -c 'exit {}'", i % 7 + 1), "timeoutMs": 60000}))
+            .await;
+        assert_eq!(v["event"]["exitCode"], i % 7 + 1, "{shell}: {v}");
+    }
+    // The typed commands are in history too, each once, with their own output.
+    let evs = wait_history(&s, shell, &typed).await;
+    for i in 0..25 {
+        let k: Vec<&Value> = evs
+            .iter()
+            .filter(|e| e["commandLine"] == format!("echo k{i}"))
+            .collect();
+        assert_eq!(k.len(), 1, "{shell}: {k:?}");
+        // (Keys typed ahead while it ran are echoed by the tty into its output.)
+        let out = k[0]["output"].as_str().unwrap();
+        assert!(out.contains(&format!("k{i}\n")), "{shell}: {out:?}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exec_between_sends_bash() {
+    interleaved("/bin/bash").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exec_between_sends_zsh() {
+    interleaved("/usr/bin/zsh").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exec_between_sends_fish() {
+    interleaved("/usr/bin/fish").await;
+}
+
+/// Syntax errors and incomplete input answer at once (well inside the timeout) with the
+/// shell's refusal, and the terminal stays usable.
+async fn refused(shell: &str) {
+    let s = TestServer::start().await;
+    let t = s.create(json!({"shellPath": shell})).await;
+    s.exec(&t, "true").await;
+    for bad in ["if then", "echo )", "echo 'unclosed", "echo \"a\nb"] {
+        let v = s
+            .call(json!({"cmd": "exec", "id": t, "command": bad, "timeoutMs": 600000}))
+            .await;
+        let err = v["error"].as_str().unwrap_or_default();
+        assert!(
+            err.starts_with("the shell did not run the command: "),
+            "{shell} {bad:?}: {v}"
+        );
+        assert!(
+            err.len() > "the shell did not run the command: ".len(),
+            "{shell} {bad:?}: a reason is given: {v}"
+        );
+        // Usable right after: the refused line is gone (no continuation prompt, no
+        // leftover text in the editor).
+        let ev = s.exec(&t, "echo still-fine").await;
+        assert_eq!(ev["output"], "still-fine\n", "{shell} after {bad:?}: {ev}");
+        assert_eq!(ev["exitCode"], 0);
+    }
+    // A multi-line command that parses runs whole.
+    let ev = s.exec(&t, "echo one\necho two").await;
+    assert_eq!(ev["output"], "one\ntwo\n", "{shell}: {ev}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_lines_fail_fast_bash() {
+    refused(SHELLS[0]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_lines_fail_fast_zsh() {
+    refused(SHELLS[1]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_lines_fail_fast_fish() {
+    refused(SHELLS[2]).await;
+}
