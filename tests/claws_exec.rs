@@ -14,7 +14,9 @@ const SHELLS: [&str; 3] = ["/bin/bash", "/usr/bin/zsh", "/usr/bin/fish"];
 async fn wait_history(s: &TestServer, shell: &str, lines: &[String]) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {
-        let v = s.ok(json!({"cmd": "poll", "since": 0, "limit": 10000})).await;
+        let v = s
+            .ok(json!({"cmd": "poll", "since": 0, "limit": 10000}))
+            .await;
         let evs = v["events"].as_array().unwrap().clone();
         let missing: Vec<&String> = lines
             .iter()

@@ -362,7 +362,7 @@ impl Terminal {
     }
 
     fn on_mark(self: &Arc<Self>, shared: &Shared, mark: Mark) {
-        if std::env::var_os("CLAWS_DEBUG_MARKS").is_some() { eprintln!("MARK {:?}", mark.kind); }
+        tracing::trace!(terminal = self.id, mark = ?mark.kind, "shell mark");
         match mark.kind {
             MarkKind::Prompt => {
                 let due = {
@@ -411,7 +411,9 @@ impl Terminal {
                     st.integrated = true;
                     let line = st.command_line.take().unwrap_or_default();
                     let token = st.exec_start.take();
-                    let lost = token.map(|t| take_before(&mut st.waiters, t)).unwrap_or_default();
+                    let lost = token
+                        .map(|t| take_before(&mut st.waiters, t))
+                        .unwrap_or_default();
                     // An `exec` reports the command as it was asked for.
                     let line = token
                         .and_then(|t| st.waiters.iter().find(|w| w.token == t))
