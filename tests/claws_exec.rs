@@ -166,3 +166,71 @@ async fn refused_lines_fail_fast_zsh() {
 async fn refused_lines_fail_fast_fish() {
     refused(SHELLS[2]).await;
 }
+
+/// A login profile in HOME makes the shell a login shell: the terminal sees what the profile
+/// exports, the user's rc still runs where the profile reads it, and `exec` still gets exit
+/// codes (the integration survives the login files).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn login_profiles_are_read() {
+    let s = TestServer::start().await;
+    let home = s.home.path();
+    // bash: ~/.profile (the usual Debian one reads ~/.bashrc).
+    std::fs::write(
+        home.join(".profile"),
+        "export FROM_PROFILE=bash-profile\nif [ -n \"$BASH_VERSION\" ] && [ -f \"$HOME/.bashrc\" ]; then . \"$HOME/.bashrc\"; fi\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".bashrc"), "myfn() { echo from-user-rc; }\n").unwrap();
+    // zsh: .zprofile and .zlogin.
+    std::fs::write(home.join(".zprofile"), "export FROM_PROFILE=zsh-zprofile\n").unwrap();
+    std::fs::write(home.join(".zlogin"), "export FROM_ZLOGIN=yes\n").unwrap();
+    std::fs::write(home.join(".zshrc"), "myfn() { echo from-user-rc }\n").unwrap();
+    // fish: login-only settings live in `status is-login` blocks.
+    std::fs::create_dir_all(home.join(".config/fish")).unwrap();
+    std::fs::write(
+        home.join(".config/fish/config.fish"),
+        "if status is-login\n  set -gx FROM_PROFILE fish-login\nend\nfunction myfn; echo from-user-rc; end\n",
+    )
+    .unwrap();
+    for (shell, want) in [
+        ("/bin/bash", "bash-profile"),
+        ("/usr/bin/zsh", "zsh-zprofile"),
+        ("/usr/bin/fish", "fish-login"),
+    ] {
+        let t = s
+            .create(json!({"shellPath": shell, "env": {"XDG_CONFIG_HOME": home.join(".config")}}))
+            .await;
+        let ev = s.exec(&t, "echo $FROM_PROFILE").await;
+        assert_eq!(ev["output"], format!("{want}\n"), "{shell}: {ev}");
+        let ev = s.exec(&t, "myfn").await;
+        assert_eq!(ev["output"], "from-user-rc\n", "{shell}: {ev}");
+        let ev = s.exec(&t, "sh -c 'exit 5'").await;
+        assert_eq!(ev["exitCode"], 5, "{shell}: {ev}");
+        let v = s
+            .call(json!({"cmd": "exec", "id": t, "command": "echo )", "timeoutMs": 600000}))
+            .await;
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("the shell did not run the command"),
+            "{shell}: {v}"
+        );
+        // The profile's variable is in the terminal itself, not only in `exec`.
+        s.ok(json!({"cmd": "send", "id": t, "text": "echo seen-$FROM_PROFILE-here"}))
+            .await;
+        s.wait_log(&t, &format!("seen-{want}-here")).await;
+    }
+    let z = s.create(json!({"shellPath": "/usr/bin/zsh"})).await;
+    assert_eq!(
+        s.exec(&z, "echo $FROM_ZLOGIN ${ZDOTDIR:-unset}").await["output"],
+        format!("yes {}\n", home.display()),
+        "zsh: .zlogin read, ZDOTDIR restored"
+    );
+    // Without a profile bash stays a plain interactive shell reading ~/.bashrc.
+    std::fs::remove_file(home.join(".profile")).unwrap();
+    let b = s.create(json!({"shellPath": "/bin/bash"})).await;
+    let ev = s.exec(&b, "echo ${FROM_PROFILE:-none}; myfn").await;
+    assert_eq!(ev["output"], "none\nfrom-user-rc\n", "{ev}");
+    s.stop().await;
+}
