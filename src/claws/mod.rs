@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ClawsConfig;
 use terminal::{Terminal, CLOSE_GRACE};
 
-pub use proto::MAX_LINE;
+pub use proto::{COMPATIBLE_EXTENSION_VERSION, MAX_LINE};
 
 /// Why a Claws server could not start for a folder.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     ids: state::IdCounter,
     history: history::History,
     bus: bus::Bus,
+    /// The one-shot `clientVersion` drift warning (proto.rs).
+    drift: proto::DriftWarning,
 }
 
 impl Shared {
@@ -210,6 +212,7 @@ impl ClawsServer {
             ids,
             history: history::History::new(cfg.history_events, cfg.history_output_bytes),
             bus: bus::Bus::new(Some(log)),
+            drift: proto::DriftWarning::default(),
         });
         registry.add(&root, &socket);
         let stop = shutdown.child_token();
