@@ -18,6 +18,7 @@ pub mod bus;
 pub mod client;
 mod commands;
 mod conn;
+mod exec;
 mod history;
 mod proto;
 mod pty;

@@ -18,6 +18,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::exec::{
+    exec_input, fail_lost, take, take_before, Waiter, AT_CONTINUATION, BUSY_WAIT, CANCEL_RETRY,
+    CANCEL_TRIES,
+};
 use super::history::HistoryEvent;
 use super::ring::Ring;
 use super::strip::{plain_output, Mark, MarkKind, MarkScanner};
@@ -25,15 +29,6 @@ use super::{now_ms, pty, shell, Shared};
 
 /// Grace between SIGHUP and SIGKILL when a terminal is closed.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
-/// The reason bash's `R` mark gives when an `exec` line left it at its continuation prompt
-/// (`PS2`), which the terminal then cancels with Ctrl-C (contrib/shell-integration/bashrc).
-const AT_CONTINUATION: &str = "incomplete command (continuation prompt)";
-/// How long `exec` waits for a running command to come back to the prompt before it
-/// answers `degraded` (a program in the foreground would read the typed command).
-const BUSY_WAIT: Duration = Duration::from_secs(3);
-/// Ctrl-C tries (and the wait for a prompt after each) to leave bash's continuation prompt.
-const CANCEL_TRIES: u32 = 20;
-const CANCEL_RETRY: Duration = Duration::from_millis(250);
 /// Pause between a bracketed paste and its Enter, so TUIs see them apart.
 const PASTE_ENTER_DELAY: Duration = Duration::from_millis(30);
 
@@ -84,18 +79,6 @@ struct Running {
     command_line: String,
     /// The `exec` token of this command, when an `exec` typed it.
     token: Option<u64>,
-}
-
-/// An `exec` waiting for its command. It is matched by its token, which the shell echoes in
-/// the `X` mark before the command starts or the `R` mark when it refuses the line; prompts,
-/// starts and ends of lines typed by `send` never touch it.
-struct Waiter {
-    token: u64,
-    command: String,
-    /// Ring offset when the command was typed.
-    input_at: u64,
-    /// The finished event, or the shell's words when it did not run the command.
-    tx: oneshot::Sender<Result<HistoryEvent, String>>,
 }
 
 struct State {
@@ -472,47 +455,6 @@ impl Terminal {
                 }
             }
         }
-    }
-}
-
-/// The keys `exec` types: the command (a bracketed paste when it has several lines, so the
-/// line editor takes it whole), `ESC[9901~`, the token, `ESC[9902~`, Enter. The integration
-/// binds the two keys to move the token from the line into the shell, which echoes it in
-/// the `X` mark of the command it starts or the `R` mark of a line it refuses.
-fn exec_input(command: &str, token: u64) -> Vec<u8> {
-    let mut b = Vec::with_capacity(command.len() + 40);
-    let multi = command.contains(['\n', '\r']);
-    if multi {
-        b.extend_from_slice(b"\x1b[200~");
-    }
-    b.extend_from_slice(command.as_bytes());
-    if multi {
-        b.extend_from_slice(b"\x1b[201~");
-    }
-    b.extend_from_slice(format!("\x1b[9901~{token}\x1b[9902~\r").as_bytes());
-    b
-}
-
-fn take(waiters: &mut VecDeque<Waiter>, token: u64) -> Option<Waiter> {
-    let i = waiters.iter().position(|w| w.token == token)?;
-    waiters.remove(i)
-}
-
-/// Input reaches the shell in order: once the shell reports token `t`, the waiters typed
-/// before it that it never reported will never be (a program read their keys instead).
-fn take_before(waiters: &mut VecDeque<Waiter>, token: u64) -> Vec<Waiter> {
-    let mut lost = Vec::new();
-    while waiters.front().is_some_and(|w| w.token < token) {
-        lost.extend(waiters.pop_front());
-    }
-    lost
-}
-
-fn fail_lost(lost: Vec<Waiter>) {
-    for w in lost {
-        let _ = w.tx.send(Err(
-            "the command did not reach the shell's prompt (a program read it)".into(),
-        ));
     }
 }
 
