@@ -136,6 +136,9 @@ async fn refused(shell: &str) {
             err.starts_with("the shell did not run the command: "),
             "{shell} {bad:?}: {v}"
         );
+        // Only the shell's words, not the echo of the line.
+        assert!(!err.contains(&format!("{bad}{bad}")), "{shell}: {err}");
+        assert!(!err.contains("# "), "{shell}: no prompt in {err:?}");
         assert!(
             err.len() > "the shell did not run the command: ".len(),
             "{shell} {bad:?}: a reason is given: {v}"

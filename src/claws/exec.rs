@@ -77,6 +77,17 @@ pub(super) fn fail_lost(lost: Vec<Waiter>) {
     }
 }
 
+/// What the shell said about a line it refused, from its output since the line was typed:
+/// the text after the last echo of the command's last line (the line editor redraws it).
+pub(super) fn shell_words(said: &str, command: &str) -> String {
+    let last = command.lines().last().unwrap_or(command).trim();
+    let rest = match said.rfind(last) {
+        Some(i) if !last.is_empty() => &said[i + last.len()..],
+        _ => said,
+    };
+    rest.trim().to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +101,17 @@ mod tests {
             tx,
         };
         (w, rx)
+    }
+
+    #[test]
+    fn words_after_the_echo() {
+        let said = "if then$ if then2$ if then\nbash: syntax error near unexpected token `then'\n";
+        assert_eq!(
+            shell_words(said, "if then"),
+            "bash: syntax error near unexpected token `then'"
+        );
+        assert_eq!(shell_words("b\nnope", "a\nb"), "nope");
+        assert_eq!(shell_words("other", "x"), "other");
     }
 
     #[test]

@@ -19,8 +19,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::exec::{
-    exec_input, fail_lost, take, take_before, Waiter, AT_CONTINUATION, BUSY_WAIT, CANCEL_RETRY,
-    CANCEL_TRIES,
+    exec_input, fail_lost, shell_words, take, take_before, Waiter, AT_CONTINUATION, BUSY_WAIT,
+    CANCEL_RETRY, CANCEL_TRIES,
 };
 use super::history::HistoryEvent;
 use super::ring::Ring;
@@ -370,7 +370,8 @@ impl Terminal {
                     let lost = take_before(&mut st.waiters, token);
                     let waiter = take(&mut st.waiters, token).map(|w| {
                         let why = if why.trim().is_empty() {
-                            plain_output(&st.ring.slice(w.input_at, mark.start))
+                            let said = plain_output(&st.ring.slice(w.input_at, mark.start));
+                            shell_words(&said, &w.command)
                         } else {
                             why
                         };
