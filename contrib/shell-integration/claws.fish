@@ -3,27 +3,31 @@
 # A prompt, E command line, C start, D exit code, X <token> (the command starting is the one
 # `exec` typed), R <token>;<reason> (fish refused it). `exec` types the command, key
 # \e[9901~, a decimal token, key \e[9902~, Enter; the keys are bound to functions that take
-# the token from the line and check it with `commandline --is-valid` (fish keeps a refused
-# line in its editor, so a refused line is cleared instead of executed).
+# the token (typed between them) out of the line and check the line with
+# `commandline --is-valid` (fish keeps a refused line in its editor, so a refused line is
+# cleared instead of executed).
 set -g __claws_nonce $CLAWS_SI_NONCE
 set -e CLAWS_SI_NONCE
 set -e CLAWS_SI_SCRIPT
 set -g __claws_running 0
 set -g __claws_tag 0
-set -g __claws_l0 0
+set -g __claws_at 0
 
 function __claws_k0
-    set -l b (commandline | string collect)
-    set -g __claws_l0 (string length -- "$b")
+    set -g __claws_at (commandline -C)
 end
 
 function __claws_k1
     set -l b (commandline | string collect)
-    set -g __claws_tag (string sub -s (math $__claws_l0 + 1) -- "$b")
-    set -l line (string sub -l $__claws_l0 -- "$b" | string collect)
+    set -l p (commandline -C)
+    set -g __claws_tag 0
+    test "$p" -gt "$__claws_at"; or return
+    set -l tag (string sub -s (math $__claws_at + 1) -l (math $p - $__claws_at) -- "$b")
+    set -l line (string sub -l $__claws_at -- "$b" | string collect)(string sub -s (math $p + 1) -- "$b" | string collect)
     commandline -r -- "$line"
-    string match -qr '^[1-9][0-9]*$' -- "$__claws_tag"; or set -g __claws_tag 0
-    test "$__claws_tag" = 0; and return
+    commandline -C $__claws_at
+    string match -qr '^[1-9][0-9]*$' -- "$tag"; or return
+    set -g __claws_tag $tag
     commandline --is-valid
     set -l v $status
     if test $v -ne 0
@@ -66,37 +70,6 @@ function __claws_postexec --on-event fish_postexec
     if test "$__claws_running" = 1
         printf '\e]633;D;%s;%s\a' $__claws_nonce $ec
         set -g __claws_running 0
-set -g __claws_tag 0
-set -g __claws_l0 0
-
-function __claws_k0
-    set -l b (commandline | string collect)
-    set -g __claws_l0 (string length -- "$b")
-end
-
-function __claws_k1
-    set -l b (commandline | string collect)
-    set -g __claws_tag (string sub -s (math $__claws_l0 + 1) -- "$b")
-    set -l line (string sub -l $__claws_l0 -- "$b" | string collect)
-    commandline -r -- "$line"
-    string match -qr '^[1-9][0-9]*$' -- "$__claws_tag"; or set -g __claws_tag 0
-    test "$__claws_tag" = 0; and return
-    commandline --is-valid
-    set -l v $status
-    if test $v -ne 0
-        set -l why "syntax error"
-        test $v -eq 2; and set why "incomplete command"
-        printf '\e]633;R;%s;%s;%s\a' $__claws_nonce $__claws_tag $why
-        set -g __claws_tag 0
-        commandline -r ''
-    end
-end
-
-for __claws_mode in default insert
-    bind -M $__claws_mode \e\[9901~ __claws_k0
-    bind -M $__claws_mode \e\[9902~ __claws_k1
-end
-set -e __claws_mode
     end
 end
 
