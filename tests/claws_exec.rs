@@ -237,3 +237,35 @@ async fn login_profiles_are_read() {
     assert_eq!(ev["output"], "none\nfrom-user-rc\n", "{ev}");
     s.stop().await;
 }
+
+/// `exec` right after a `send`-typed command that is still running: the exec's keys wait in
+/// the tty (or the exec waits for the prompt) and it still answers with its own command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exec_right_after_a_running_send() {
+    let s = TestServer::start().await;
+    for shell in SHELLS {
+        let t = s.create(json!({"shellPath": shell})).await;
+        s.exec(&t, "true").await;
+        let mut c = s.conn().await;
+        for i in 0..3 {
+            let v = c
+                .call(json!({"cmd": "send", "id": t, "text": format!("sleep 0.3; echo slept{i}")}))
+                .await;
+            assert_eq!(v["ok"], true);
+            let v = c
+                .call(json!({"cmd": "exec", "id": t, "command": format!("echo after{i}"), "timeoutMs": 60000}))
+                .await;
+            assert_eq!(v["event"]["output"], format!("after{i}\n"), "{shell}: {v}");
+            assert_eq!(v["event"]["exitCode"], 0, "{shell}: {v}");
+        }
+        wait_history(
+            &s,
+            shell,
+            &(0..3)
+                .map(|i| format!("sleep 0.3; echo slept{i}"))
+                .collect::<Vec<_>>(),
+        )
+        .await;
+    }
+    s.stop().await;
+}
