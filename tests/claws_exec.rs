@@ -269,3 +269,39 @@ async fn exec_right_after_a_running_send() {
     }
     s.stop().await;
 }
+
+/// Several clients exec on one terminal at once: each gets its own command's event, with
+/// only its own output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_execs_take_turns() {
+    let s = std::sync::Arc::new(TestServer::start().await);
+    for shell in SHELLS {
+        let t = s.create(json!({"shellPath": shell})).await;
+        s.exec(&t, "true").await;
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let (s, t) = (s.clone(), t.clone());
+            tasks.push(tokio::spawn(async move {
+                let v = s
+                    .call(json!({"cmd": "exec", "id": t, "command": format!("echo c{i}; sleep 0.05"), "timeoutMs": 60000}))
+                    .await;
+                (i, v)
+            }));
+        }
+        for task in tasks {
+            let (i, v) = task.await.unwrap();
+            assert_eq!(v["event"]["output"], format!("c{i}\n"), "{shell}: {v}");
+            assert_eq!(
+                v["event"]["commandLine"],
+                format!("echo c{i}; sleep 0.05"),
+                "{shell}"
+            );
+        }
+    }
+    match std::sync::Arc::try_unwrap(s) {
+        Ok(s) => {
+            s.stop().await;
+        }
+        Err(_) => panic!("server still shared"),
+    }
+}

@@ -111,6 +111,9 @@ pub struct Terminal {
     phase: watch::Sender<Phase>,
     /// Counts prompt marks (what the continuation cancel waits for).
     prompts: watch::Sender<u64>,
+    /// One `exec` types at a time (the next waits for its answer), so an exec's keys are not
+    /// typed ahead into, and echoed in, another exec's output.
+    exec_turn: tokio::sync::Semaphore,
     closed: CancellationToken,
 }
 
@@ -180,6 +183,7 @@ impl Terminal {
             }),
             phase: watch::channel(Phase::Starting).0,
             prompts: watch::channel(0).0,
+            exec_turn: tokio::sync::Semaphore::new(1),
             closed: CancellationToken::new(),
         });
         tokio::spawn(reader(shared.clone(), term.clone(), nonce, log_file));
@@ -254,6 +258,15 @@ impl Terminal {
             return ExecOutcome::Degraded;
         }
         let deadline = tokio::time::Instant::now() + timeout;
+        // Another exec's turn: wait for it like for a command typed by `send` (below).
+        let busy = tokio::time::Instant::now() + timeout.min(BUSY_WAIT);
+        let Ok(Ok(_turn)) = tokio::time::timeout_at(busy, self.exec_turn.acquire()).await else {
+            return if timeout <= BUSY_WAIT {
+                ExecOutcome::Timeout
+            } else {
+                ExecOutcome::Degraded
+            };
+        };
         // A fresh shell gets until its first prompt (bounded) before we call it degraded.
         let mut rx = self.phase.subscribe();
         let first = tokio::time::Instant::now() + timeout.min(Duration::from_secs(10));
