@@ -1,9 +1,49 @@
 # openfiles Claws shell integration for fish, run by `fish --init-command` after the user's
-# config: OSC 633 marks with the per-terminal nonce (unset from the environment at once).
+# config: OSC 633 marks with the per-terminal nonce (unset from the environment at once):
+# A prompt, E command line, C start, D exit code, X <token> (the command starting is the one
+# `exec` typed), R <token>;<reason> (fish refused it). `exec` types the command, key
+# \e[9901~, a decimal token, key \e[9902~, Enter; the keys are bound to functions that take
+# the token (typed between them) out of the line and check the line with
+# `commandline --is-valid` (fish keeps a refused line in its editor, so a refused line is
+# cleared instead of executed).
 set -g __claws_nonce $CLAWS_SI_NONCE
 set -e CLAWS_SI_NONCE
 set -e CLAWS_SI_SCRIPT
 set -g __claws_running 0
+set -g __claws_tag 0
+set -g __claws_at 0
+
+function __claws_k0
+    set -g __claws_at (commandline -C)
+end
+
+function __claws_k1
+    set -l b (commandline | string collect)
+    set -l p (commandline -C)
+    set -g __claws_tag 0
+    test "$p" -gt "$__claws_at"; or return
+    set -l tag (string sub -s (math $__claws_at + 1) -l (math $p - $__claws_at) -- "$b")
+    set -l line (string sub -l $__claws_at -- "$b" | string collect)(string sub -s (math $p + 1) -- "$b" | string collect)
+    commandline -r -- "$line"
+    commandline -C $__claws_at
+    string match -qr '^[1-9][0-9]*$' -- "$tag"; or return
+    set -g __claws_tag $tag
+    commandline --is-valid
+    set -l v $status
+    if test $v -ne 0
+        set -l why "syntax error"
+        test $v -eq 2; and set why "incomplete command"
+        printf '\e]633;R;%s;%s;%s\a' $__claws_nonce $__claws_tag $why
+        set -g __claws_tag 0
+        commandline -r ''
+    end
+end
+
+for __claws_mode in default insert
+    bind -M $__claws_mode \e\[9901~ __claws_k0
+    bind -M $__claws_mode \e\[9902~ __claws_k1
+end
+set -e __claws_mode
 
 function __claws_esc
     set -l s (string replace -a -- '\\' '\\\\' "$argv[1]" | string collect)
@@ -16,6 +56,10 @@ function __claws_esc
 end
 
 function __claws_preexec --on-event fish_preexec
+    if test "$__claws_tag" != 0
+        printf '\e]633;X;%s;%s\a' $__claws_nonce $__claws_tag
+        set -g __claws_tag 0
+    end
     set -l c (__claws_esc "$argv[1]" | string collect)
     printf '\e]633;E;%s;%s\a\e]633;C;%s\a' $__claws_nonce "$c" $__claws_nonce
     set -g __claws_running 1
@@ -30,5 +74,10 @@ function __claws_postexec --on-event fish_postexec
 end
 
 function __claws_prompt --on-event fish_prompt
+    # An `exec` line that ran nothing.
+    if test "$__claws_tag" != 0
+        printf '\e]633;R;%s;%s\a' $__claws_nonce $__claws_tag
+        set -g __claws_tag 0
+    end
     printf '\e]633;A;%s\a' $__claws_nonce
 end

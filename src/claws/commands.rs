@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::bus::Replay;
 use super::conn::Session;
-use super::proto::{body, Request, PROTOCOL, PROTOCOL_2};
+use super::proto::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
 use super::terminal::{CreateOpts, ExecOutcome, Terminal, CLOSE_GRACE};
 use super::{now_ms, Shared};
 
@@ -44,6 +44,9 @@ type Body = Result<Map<String, Value>, String>;
 pub async fn dispatch(shared: &Arc<Shared>, sess: &Session, req: &Request) -> Answer {
     if let Some(e) = req.protocol_error() {
         return Err(e).into();
+    }
+    if let Some(v) = req.str("clientVersion") {
+        shared.drift.check(req.str("clientName"), v);
     }
     let cmd = match req.map.get("cmd") {
         Some(Value::String(s)) => s.as_str(),
@@ -212,7 +215,7 @@ fn send(shared: &Shared, req: &Request) -> Body {
 
 async fn exec(shared: &Shared, req: &Request) -> Body {
     let t = find(shared, req)?;
-    let Some(command) = req.str("command") else {
+    let Some(command) = req.str("command").filter(|c| !c.trim().is_empty()) else {
         return Err("exec needs a command".into());
     };
     let ms = req.u64("timeoutMs").unwrap_or(shared.cfg.exec_timeout_ms);
@@ -285,7 +288,7 @@ fn introspect(shared: &Shared) -> Map<String, Value> {
         .map(|(w, s)| json!({"workspace": w, "socket": s}))
         .collect();
     body(json!({
-        "extensionVersion": env!("CARGO_PKG_VERSION"),
+        "extensionVersion": COMPATIBLE_EXTENSION_VERSION,
         "openfilesVersion": env!("CARGO_PKG_VERSION"),
         "nodeVersion": Value::Null,
         "electronAbi": Value::Null,

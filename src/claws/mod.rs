@@ -18,6 +18,7 @@ pub mod bus;
 pub mod client;
 mod commands;
 mod conn;
+mod exec;
 mod history;
 mod proto;
 mod pty;
@@ -40,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ClawsConfig;
 use terminal::{Terminal, CLOSE_GRACE};
 
-pub use proto::MAX_LINE;
+pub use proto::{COMPATIBLE_EXTENSION_VERSION, MAX_LINE};
 
 /// Why a Claws server could not start for a folder.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +107,8 @@ pub(crate) struct Shared {
     ids: state::IdCounter,
     history: history::History,
     bus: bus::Bus,
+    /// The one-shot `clientVersion` drift warning (proto.rs).
+    drift: proto::DriftWarning,
 }
 
 impl Shared {
@@ -210,6 +213,7 @@ impl ClawsServer {
             ids,
             history: history::History::new(cfg.history_events, cfg.history_output_bytes),
             bus: bus::Bus::new(Some(log)),
+            drift: proto::DriftWarning::default(),
         });
         registry.add(&root, &socket);
         let stop = shutdown.child_token();

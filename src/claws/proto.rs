@@ -4,6 +4,10 @@
 //! `id` is echoed as `id` (which a body field such as `create`'s terminal id may replace, as
 //! the editor extension did) and as `rid` (never replaced). Both are omitted when the request
 //! had no `id`. Every answer says `protocol: "claws/1"`, except `hello`'s (`claws/2`).
+//! A request's `clientVersion` is compared with [`COMPATIBLE_EXTENSION_VERSION`]
+//! ([`DriftWarning`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
@@ -11,6 +15,78 @@ use serde_json::{Map, Value};
 pub const MAX_LINE: usize = 1 << 20;
 pub const PROTOCOL: &str = "claws/1";
 pub const PROTOCOL_2: &str = "claws/2";
+
+/// The Claws editor-extension release whose protocol this server speaks, and what
+/// `introspect` reports as `extensionVersion`. Clients (claws-mcp, the Python client) send
+/// their own release in `clientVersion`, and the spec asks for a one-shot warning when a
+/// client is a minor release or more behind the server's: such a client was written against
+/// an older protocol text. Our contract (shared/spec/claws-protocol.md) is the extension's
+/// 0.5 line — its example says `extensionVersion: "0.5.0"` and WebSocket is "planned, v0.6"
+/// — so that is the version we claim. Raise it when the spec we implement moves on.
+pub const COMPATIBLE_EXTENSION_VERSION: &str = "0.5.0";
+
+/// `major.minor.patch` of a SemVer string (a leading `v`, pre-release and build suffixes
+/// allowed); `None` when it is not one.
+pub fn semver(s: &str) -> Option<(u64, u64, u64)> {
+    let s = s.trim();
+    let s = s.strip_prefix('v').unwrap_or(s);
+    let core = s.split(['-', '+']).next()?;
+    let mut it = core.split('.').map(|p| {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+            None
+        } else {
+            p.parse::<u64>().ok()
+        }
+    });
+    let v = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(v)
+}
+
+/// Whether `client` is at least one minor release behind `ours` (an older major counts).
+/// `None` when either is not SemVer.
+pub fn minor_behind(client: &str, ours: &str) -> Option<bool> {
+    let (c, o) = (semver(client)?, semver(ours)?);
+    Some((c.0, c.1) < (o.0, o.1))
+}
+
+/// The one-shot `clientVersion` drift warning of one server.
+#[derive(Default)]
+pub struct DriftWarning {
+    warned: AtomicBool,
+}
+
+impl DriftWarning {
+    /// Check a request's `clientVersion`; logs a warning the first time a client is behind.
+    /// Returns whether this call warned. Malformed versions are ignored (debug log).
+    pub fn check(&self, client_name: Option<&str>, version: &str) -> bool {
+        if self.warned.load(Ordering::Relaxed) {
+            return false;
+        }
+        match minor_behind(version, COMPATIBLE_EXTENSION_VERSION) {
+            None => {
+                tracing::debug!(
+                    client_version = version,
+                    "clientVersion is not SemVer; ignored"
+                );
+                false
+            }
+            Some(false) => false,
+            Some(true) => {
+                if self.warned.swap(true, Ordering::Relaxed) {
+                    return false;
+                }
+                tracing::warn!(
+                    client = client_name.unwrap_or("unnamed"),
+                    client_version = version,
+                    server_compatible_with = COMPATIBLE_EXTENSION_VERSION,
+                    "Claws client is at least one minor release behind the protocol this \
+                     server implements; update the client (warned once per server)"
+                );
+                true
+            }
+        }
+    }
+}
 
 /// A parsed request (duplicate keys: the last one wins, as in JavaScript).
 pub struct Request {
@@ -125,5 +201,41 @@ mod tests {
         let v: Value = serde_json::from_str(&a).unwrap();
         assert_eq!(v["id"], "5");
         assert_eq!(v["rid"], 3);
+    }
+
+    #[test]
+    fn semver_parsing() {
+        assert_eq!(semver("0.5.0"), Some((0, 5, 0)));
+        assert_eq!(semver("v1.2.3-beta.1+build.7"), Some((1, 2, 3)));
+        assert_eq!(semver(" 10.20.30 "), Some((10, 20, 30)));
+        for bad in [
+            "", "1", "1.2", "1.2.3.4", "a.b.c", "1..3", "1.2.x", "-1.2.3", "1.+2.3",
+        ] {
+            assert_eq!(semver(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn minor_release_behind() {
+        let ours = "0.5.0";
+        assert_eq!(minor_behind("0.4.9", ours), Some(true));
+        assert_eq!(minor_behind("0.3.0", ours), Some(true));
+        assert_eq!(minor_behind("0.5.0", ours), Some(false));
+        assert_eq!(minor_behind("0.5.7", ours), Some(false));
+        assert_eq!(minor_behind("0.6.0", ours), Some(false));
+        assert_eq!(minor_behind("1.0.0", ours), Some(false));
+        assert_eq!(minor_behind("1.9.0", "2.0.0"), Some(true));
+        assert_eq!(minor_behind("2.0.0-rc.1", "2.1.0"), Some(true));
+        assert_eq!(minor_behind("junk", ours), None);
+    }
+
+    #[test]
+    fn drift_warns_once() {
+        let d = DriftWarning::default();
+        assert!(!d.check(None, "not-a-version"));
+        assert!(!d.check(None, COMPATIBLE_EXTENSION_VERSION));
+        assert!(d.check(Some("claws-mcp"), "0.4.0"));
+        assert!(!d.check(Some("claws-mcp"), "0.4.0"));
+        assert!(!d.check(Some("other"), "0.1.0"));
     }
 }

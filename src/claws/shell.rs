@@ -3,6 +3,15 @@
 //! the environment (the service's, minus socket-activation and editor variables, plus
 //! `TERM`, `CLAWS_*` and the request's `env`). The integration scripts are compiled in
 //! (`contrib/shell-integration/`) and written under `.claws/shell/` when the server starts.
+//!
+//! Login shells: a shell is interactive, and a login shell where the user has a login
+//! profile (the terminal's `HOME`, or zsh's `ZDOTDIR`): bash with `~/.bash_profile`,
+//! `~/.bash_login` or `~/.profile` — bash ignores `--rcfile` as a login shell, so the
+//! integration script reads `/etc/profile` and the first of those itself, as bash would
+//! (`CLAWS_SI_LOGIN`; `shopt login_shell` stays off); zsh with `.zprofile` or `.zlogin` runs
+//! with `-l` (the integration's `.zprofile` reads the user's). fish has no login-only files
+//! (config.fish and conf.d always run; only `status is-login` differs), so fish always runs
+//! with `-l`, the way a login terminal would start it.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -11,6 +20,7 @@ use std::path::{Path, PathBuf};
 const BASHRC: &str = include_str!("../../contrib/shell-integration/bashrc");
 const ZSHENV: &str = include_str!("../../contrib/shell-integration/zshenv");
 const ZSHRC: &str = include_str!("../../contrib/shell-integration/zshrc");
+const ZPROFILE: &str = include_str!("../../contrib/shell-integration/zprofile");
 const FISH: &str = include_str!("../../contrib/shell-integration/claws.fish");
 
 /// Shells that get integration marks.
@@ -36,6 +46,7 @@ pub fn install_scripts(dir: &Path) -> io::Result<()> {
     crate::fsutil::write_atomic(&dir.join("claws.fish"), FISH.as_bytes(), 0o600)?;
     crate::fsutil::write_atomic(&zdir.join(".zshenv"), ZSHENV.as_bytes(), 0o600)?;
     crate::fsutil::write_atomic(&zdir.join(".zshrc"), ZSHRC.as_bytes(), 0o600)?;
+    crate::fsutil::write_atomic(&zdir.join(".zprofile"), ZPROFILE.as_bytes(), 0o600)?;
     Ok(())
 }
 
@@ -65,6 +76,16 @@ pub fn kind_of(program: &Path) -> Option<Kind> {
     }
 }
 
+/// Login profiles that make bash a login shell, in the order bash reads them (`$HOME`).
+const BASH_PROFILES: [&str; 3] = [".bash_profile", ".bash_login", ".profile"];
+/// Login profiles that make zsh a login shell (`$ZDOTDIR`, else `$HOME`).
+const ZSH_PROFILES: [&str; 2] = [".zprofile", ".zlogin"];
+
+fn has_profile(dir: Option<&String>, names: &[&str]) -> bool {
+    dir.filter(|d| !d.is_empty())
+        .is_some_and(|d| names.iter().any(|n| Path::new(d).join(n).is_file()))
+}
+
 /// Arguments for `program`, and extra environment for the integration.
 pub fn args_for(
     program: &Path,
@@ -76,6 +97,9 @@ pub fn args_for(
     match kind {
         Some(Kind::Bash) => {
             env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
+            if has_profile(env.get("HOME"), &BASH_PROFILES) {
+                env.insert("CLAWS_SI_LOGIN".into(), "1".into());
+            }
             vec![
                 "--rcfile".into(),
                 scripts.join("bashrc").to_string_lossy().into_owned(),
@@ -91,12 +115,17 @@ pub fn args_for(
                 .or_else(|| env.get("HOME"))
                 .cloned()
                 .unwrap_or_default();
+            let login = has_profile(Some(&user), &ZSH_PROFILES);
             env.insert("CLAWS_USER_ZDOTDIR".into(), user);
             env.insert(
                 "ZDOTDIR".into(),
                 scripts.join("zsh").to_string_lossy().into_owned(),
             );
-            vec!["-i".into()]
+            if login {
+                vec!["-i".into(), "-l".into()]
+            } else {
+                vec!["-i".into()]
+            }
         }
         Some(Kind::Fish) => {
             env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
@@ -106,6 +135,7 @@ pub fn args_for(
             );
             vec![
                 "-i".into(),
+                "-l".into(),
                 "--init-command".into(),
                 "source \"$CLAWS_SI_SCRIPT\"".into(),
             ]
@@ -127,6 +157,7 @@ fn inherited(name: &str) -> bool {
         "TERM_PROGRAM_VERSION",
         "CLAWS_SI_NONCE",
         "CLAWS_SI_SCRIPT",
+        "CLAWS_SI_LOGIN",
         "CLAWS_USER_ZDOTDIR",
         "CLAWS_WRAPPED",
         "CLAWS_TERMINAL_ID",

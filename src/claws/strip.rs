@@ -54,6 +54,11 @@ pub enum MarkKind {
     Start,
     /// `D`: the command finished with this exit code.
     End(i32),
+    /// `X`: the command about to start is the one `exec` typed with this token.
+    ExecStart(u64),
+    /// `R`: the shell refused the line `exec` typed with this token (syntax error, incomplete
+    /// input); the payload is the shell's reason (empty: see its output).
+    Refused(u64, String),
 }
 
 /// Finds marks in a byte stream fed in arbitrary chunks. Plain output is skipped with
@@ -92,10 +97,17 @@ impl Perform for Collect<'_> {
                     .and_then(|s| s.trim().parse().ok())
                     .unwrap_or(-1),
             )),
+            b"X" => token(params.get(3)).map(MarkKind::ExecStart),
+            b"R" => token(params.get(3))
+                .map(|t| MarkKind::Refused(t, unescape(params.get(4).copied().unwrap_or(b"")))),
             _ => None,
         };
     }
     fn csi_dispatch(&mut self, _: &Params, _: &[u8], _: bool, _: char) {}
+}
+
+fn token(p: Option<&&[u8]>) -> Option<u64> {
+    std::str::from_utf8(p?).ok()?.parse().ok()
 }
 
 impl MarkScanner {
@@ -213,6 +225,23 @@ mod tests {
         assert_eq!(
             out[1].end - out[1].start,
             "\x1b]633;D;n1;3\x07".len() as u64
+        );
+    }
+
+    #[test]
+    fn exec_token_marks() {
+        let mut sc = MarkScanner::new("n1");
+        let mut out = Vec::new();
+        let data = b"\x1b]633;X;n1;12\x07\x1b]633;R;n1;13;parse error near `)'\x07\x1b]633;R;n1;14\x07\x1b]633;X;n1;zz\x07\x1b]633;R;n2;15\x07";
+        sc.feed(0, data, &mut out);
+        let kinds: Vec<MarkKind> = out.into_iter().map(|m| m.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                MarkKind::ExecStart(12),
+                MarkKind::Refused(13, "parse error near `)'".into()),
+                MarkKind::Refused(14, String::new()),
+            ]
         );
     }
 }

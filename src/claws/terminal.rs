@@ -18,6 +18,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::exec::{
+    exec_input, fail_lost, shell_words, take, take_before, Waiter, AT_CONTINUATION, BUSY_WAIT,
+    CANCEL_RETRY, CANCEL_TRIES,
+};
 use super::history::HistoryEvent;
 use super::ring::Ring;
 use super::strip::{plain_output, Mark, MarkKind, MarkScanner};
@@ -73,30 +77,23 @@ struct Running {
     out_start: u64,
     started_at: u64,
     command_line: String,
-}
-
-struct Waiter {
-    id: u64,
-    command: String,
-    /// Ring offset when the command was typed.
-    input_at: u64,
-    /// Prompts still due from before the command (one after an end mark).
-    prompts_to_skip: u32,
-    started: bool,
-    /// The finished event, or the shell's words when it did not run the command.
-    tx: oneshot::Sender<Result<HistoryEvent, String>>,
+    /// The `exec` token of this command, when an `exec` typed it.
+    token: Option<u64>,
 }
 
 struct State {
     ring: Ring,
     integrated: bool,
     command_line: Option<String>,
+    /// The token of the `X` mark just seen (its `C` mark follows).
+    exec_start: Option<u64>,
     running: Option<Running>,
     waiters: VecDeque<Waiter>,
-    next_waiter: u64,
+    next_token: u64,
+    /// An `exec` refused at bash's continuation prompt, answered once the Ctrl-C that
+    /// cancels the line has brought the prompt back (keys typed before that are lost).
+    refusal_due: Option<(Waiter, String)>,
     exit_code: Option<i32>,
-    /// An end mark was seen and its prompt mark not yet.
-    awaiting_prompt: bool,
 }
 
 /// A live (or exited but not yet closed) terminal.
@@ -112,6 +109,11 @@ pub struct Terminal {
     input: mpsc::UnboundedSender<Input>,
     state: Mutex<State>,
     phase: watch::Sender<Phase>,
+    /// Counts prompt marks (what the continuation cancel waits for).
+    prompts: watch::Sender<u64>,
+    /// One `exec` types at a time (the next waits for its answer), so an exec's keys are not
+    /// typed ahead into, and echoed in, another exec's output.
+    exec_turn: tokio::sync::Semaphore,
     closed: CancellationToken,
 }
 
@@ -171,14 +173,17 @@ impl Terminal {
             state: Mutex::new(State {
                 ring: Ring::new(shared.cfg.ring_bytes),
                 integrated: false,
-                awaiting_prompt: false,
                 command_line: None,
+                exec_start: None,
                 running: None,
                 waiters: VecDeque::new(),
-                next_waiter: 0,
+                next_token: 0,
+                refusal_due: None,
                 exit_code: None,
             }),
             phase: watch::channel(Phase::Starting).0,
+            prompts: watch::channel(0).0,
+            exec_turn: tokio::sync::Semaphore::new(1),
             closed: CancellationToken::new(),
         });
         tokio::spawn(reader(shared.clone(), term.clone(), nonce, log_file));
@@ -253,11 +258,26 @@ impl Terminal {
             return ExecOutcome::Degraded;
         }
         let deadline = tokio::time::Instant::now() + timeout;
+        // Another exec's turn: wait for it like for a command typed by `send` (below).
+        let busy = tokio::time::Instant::now() + timeout.min(BUSY_WAIT);
+        let Ok(Ok(_turn)) = tokio::time::timeout_at(busy, self.exec_turn.acquire()).await else {
+            return if timeout <= BUSY_WAIT {
+                ExecOutcome::Timeout
+            } else {
+                ExecOutcome::Degraded
+            };
+        };
         // A fresh shell gets until its first prompt (bounded) before we call it degraded.
         let mut rx = self.phase.subscribe();
         let first = tokio::time::Instant::now() + timeout.min(Duration::from_secs(10));
         let _ = tokio::time::timeout_at(first, rx.wait_for(|p| *p != Phase::Starting)).await;
-        let (wid, done) = {
+        // A command typed by `send` just before may still be finishing: give it a moment to
+        // come back to the prompt; a program that stays in the foreground gets `degraded`.
+        if *rx.borrow() == Phase::Running {
+            let busy = tokio::time::Instant::now() + timeout.min(BUSY_WAIT);
+            let _ = tokio::time::timeout_at(busy, rx.wait_for(|p| *p != Phase::Running)).await;
+        }
+        let (token, done) = {
             let mut st = self.lock();
             let phase = *self.phase.borrow();
             if !st.integrated || phase != Phase::Prompt {
@@ -268,28 +288,42 @@ impl Terminal {
                 };
             }
             let (tx, done) = oneshot::channel();
-            st.next_waiter += 1;
-            let id = st.next_waiter;
+            st.next_token += 1;
+            let token = st.next_token;
             let input_at = st.ring.end();
-            let prompts_to_skip = u32::from(st.awaiting_prompt);
             st.waiters.push_back(Waiter {
-                id,
+                token,
                 command: command.to_owned(),
                 input_at,
-                prompts_to_skip,
-                started: false,
                 tx,
             });
-            (id, done)
+            (token, done)
         };
-        self.send(command, true, false);
+        let _ = self.input.send(Input::Bytes(exec_input(command, token)));
         match tokio::time::timeout_at(deadline, done).await {
             Ok(Ok(Ok(ev))) => ExecOutcome::Finished(ev),
             Ok(Ok(Err(said))) => ExecOutcome::NotRun(said),
             Ok(Err(_)) => ExecOutcome::Exited,
             Err(_) => {
-                self.lock().waiters.retain(|w| w.id != wid);
+                self.lock().waiters.retain(|w| w.token != token);
                 ExecOutcome::Timeout
+            }
+        }
+    }
+
+    /// Ctrl-C until bash is back at its prompt: a Ctrl-C that lands while bash is between
+    /// printing `PS2` and reading the line is swallowed, and nothing shows when; each try
+    /// waits for a prompt mark, bounded.
+    async fn cancel_continuation(self: Arc<Self>) {
+        let mut rx = self.prompts.subscribe();
+        for _ in 0..CANCEL_TRIES {
+            rx.mark_unchanged();
+            if self.input.send(Input::Bytes(vec![0x03])).is_err() {
+                return;
+            }
+            let _ = tokio::time::timeout(CANCEL_RETRY, rx.changed()).await;
+            if self.lock().refusal_due.is_none() {
+                return;
             }
         }
     }
@@ -323,51 +357,74 @@ impl Terminal {
         }
     }
 
-    fn on_mark(&self, shared: &Shared, mark: Mark) {
+    fn on_mark(self: &Arc<Self>, shared: &Shared, mark: Mark) {
+        tracing::trace!(terminal = self.id, mark = ?mark.kind, "shell mark");
         match mark.kind {
             MarkKind::Prompt => {
-                let not_run = {
+                let due = {
                     let mut st = self.lock();
                     st.integrated = true;
-                    st.awaiting_prompt = false;
-                    match st.waiters.front_mut() {
-                        Some(w) if !w.started && w.prompts_to_skip > 0 => {
-                            w.prompts_to_skip -= 1;
-                            None
-                        }
-                        Some(w) if !w.started => {
-                            let from = w.input_at;
-                            let said = plain_output(&st.ring.slice(from, mark.start));
-                            st.waiters.pop_front().map(|w| (w, said))
-                        }
-                        _ => None,
-                    }
+                    st.exec_start = None;
+                    st.refusal_due.take()
                 };
                 self.set_phase(shared, Phase::Prompt);
-                if let Some((w, said)) = not_run {
-                    let _ = w.tx.send(Err(said));
+                self.prompts.send_modify(|n| *n += 1);
+                if let Some((w, why)) = due {
+                    let _ = w.tx.send(Err(why));
                 }
             }
             MarkKind::CommandLine(line) => self.lock().command_line = Some(line),
+            MarkKind::ExecStart(token) => self.lock().exec_start = Some(token),
+            MarkKind::Refused(token, why) => {
+                let at_continuation = why == AT_CONTINUATION;
+                let (waiter, lost) = {
+                    let mut st = self.lock();
+                    st.integrated = true;
+                    let lost = take_before(&mut st.waiters, token);
+                    let waiter = take(&mut st.waiters, token).map(|w| {
+                        let why = if why.trim().is_empty() {
+                            let said = plain_output(&st.ring.slice(w.input_at, mark.start));
+                            shell_words(&said, &w.command)
+                        } else {
+                            why
+                        };
+                        (w, why)
+                    });
+                    (waiter, lost)
+                };
+                fail_lost(lost);
+                if at_continuation {
+                    // bash waits at its continuation prompt: cancel the line, answer at the
+                    // prompt that follows.
+                    self.lock().refusal_due = waiter;
+                    tokio::spawn(self.clone().cancel_continuation());
+                } else if let Some((w, why)) = waiter {
+                    let _ = w.tx.send(Err(why));
+                }
+            }
             MarkKind::Start => {
-                let command_line = {
+                let (command_line, lost) = {
                     let mut st = self.lock();
                     st.integrated = true;
                     let line = st.command_line.take().unwrap_or_default();
-                    let line = match st.waiters.front_mut() {
-                        Some(w) => {
-                            w.started = true;
-                            w.command.clone()
-                        }
-                        None => line,
-                    };
+                    let token = st.exec_start.take();
+                    let lost = token
+                        .map(|t| take_before(&mut st.waiters, t))
+                        .unwrap_or_default();
+                    // An `exec` reports the command as it was asked for.
+                    let line = token
+                        .and_then(|t| st.waiters.iter().find(|w| w.token == t))
+                        .map(|w| w.command.clone())
+                        .unwrap_or(line);
                     st.running = Some(Running {
                         out_start: mark.end,
                         started_at: now_ms(),
                         command_line: line.clone(),
+                        token,
                     });
-                    line
+                    (line, lost)
                 };
+                fail_lost(lost);
                 self.set_phase(shared, Phase::Running);
                 shared.bus.publish_server(
                     &format!("command.{}.start", self.id),
@@ -380,17 +437,13 @@ impl Terminal {
                     let Some(run) = st.running.take() else {
                         return;
                     };
-                    st.awaiting_prompt = true;
                     // History keeps the tail of the output; strip only what can be kept
                     // (escape-heavy output shrinks, hence the margin).
                     let keep = shared.cfg.history_output_bytes as u64 * 4;
                     let from = run.out_start.max(mark.start.saturating_sub(keep));
                     let (from, _) = st.ring.page(from, 0);
                     let raw = st.ring.slice(from, mark.start);
-                    let waiter = match st.waiters.front() {
-                        Some(w) if w.started => st.waiters.pop_front(),
-                        _ => None,
-                    };
+                    let waiter = run.token.and_then(|t| take(&mut st.waiters, t));
                     let ev = HistoryEvent {
                         seq: 0,
                         terminal_id: self.id.to_string(),
@@ -530,6 +583,7 @@ async fn reaper(shared: Arc<Shared>, term: Arc<Terminal>, mut child: tokio::proc
         let mut st = term.lock();
         st.exit_code = Some(code);
         st.waiters.clear();
+        st.refusal_due = None;
         st.running = None;
     }
     term.set_phase(&shared, Phase::Exited);

@@ -1,14 +1,29 @@
 //! Logging setup: journald when we run under systemd and journald answers, otherwise
 //! human-readable lines on stderr. The level comes from `RUST_LOG` if set, else from the
-//! config's `service.log_level`.
+//! config's `service.log_level`; a config reload can change the latter ([`set_level`]).
 
-use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter};
+use std::sync::OnceLock;
+
+use tracing_subscriber::{
+    layer::SubscriberExt, reload, util::SubscriberInitExt, EnvFilter, Registry,
+};
+
+/// Swaps the level filter at run time; absent when `RUST_LOG` fixed the filter.
+static LEVEL: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
 /// Install the global subscriber. Safe to call once per process; later calls are ignored.
 pub fn init(level: &str) {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let (filter, from_env) = match EnvFilter::try_from_default_env() {
+        Ok(f) => (f, true),
+        Err(_) => (
+            EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info")),
+            false,
+        ),
+    };
+    let (filter, handle) = reload::Layer::new(filter);
+    if !from_env {
+        let _ = LEVEL.set(handle);
+    }
     let under_systemd =
         std::env::var_os("JOURNAL_STREAM").is_some() || std::env::var_os("INVOCATION_ID").is_some();
     if under_systemd {
@@ -29,4 +44,17 @@ pub fn init(level: &str) {
                 .with_target(false),
         )
         .try_init();
+}
+
+/// Apply a reloaded `service.log_level` (ignored when `RUST_LOG` set the filter).
+pub fn set_level(level: &str) {
+    let Some(handle) = LEVEL.get() else { return };
+    match EnvFilter::try_new(level) {
+        Ok(filter) => {
+            if let Err(e) = handle.reload(filter) {
+                tracing::warn!("cannot change the log level: {e}");
+            }
+        }
+        Err(e) => tracing::warn!("log_level {level:?} is not a valid filter: {e}"),
+    }
 }

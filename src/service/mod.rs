@@ -129,7 +129,14 @@ async fn serve(
         tokio::spawn(notify::watchdog(interval, shutdown.clone()));
     }
 
-    signals(&shutdown, &registry, opts.config.clone(), config_path).await?;
+    signals(
+        &shutdown,
+        &registry,
+        opts.config.clone(),
+        config_path,
+        config.clone(),
+    )
+    .await?;
 
     notify::stopping();
     tracing::info!("shutting down");
@@ -166,6 +173,7 @@ async fn signals(
     registry: &crate::workspace::RegistryHandle,
     explicit: Option<PathBuf>,
     mut config_path: Option<PathBuf>,
+    mut running: Arc<Config>,
 ) -> anyhow::Result<()> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -179,7 +187,12 @@ async fn signals(
                 Ok((cfg, path)) => {
                     tracing::info!("SIGHUP: configuration reloaded{}", path.as_ref().map(|p| format!(" from {}", p.display())).unwrap_or_default());
                     config_path = path;
-                    registry.reload(Arc::new(cfg)).await;
+                    logging::set_level(&cfg.service.log_level);
+                    if cfg.plugins != running.plugins || cfg.plugin != running.plugin {
+                        tracing::warn!("plugin settings changed: they apply when the service restarts (`systemctl --user restart openfiles`)");
+                    }
+                    running = Arc::new(cfg);
+                    registry.reload(running.clone()).await;
                 }
                 Err(e) => tracing::error!("SIGHUP: {e}; keeping the running configuration{}", config_path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default()),
             },

@@ -83,11 +83,25 @@ pub struct Instance {
     pipeline: Handle,
     token: CancellationToken,
     shared: Arc<Shared>,
+    /// The effective settings it runs with (the user's config plus the workspace's
+    /// overrides); a reload compares against them to restart only what changed.
+    cfg: Arc<Config>,
     watches: watch::WatchCount,
-    /// This workspace's subscriptions on the service's file watcher.
+    /// This workspace's queue-intake subscription on the service's file watcher.
     subscriber: crate::fswatch::SubscriberId,
+    /// Watch mode, when enabled and running.
+    watch_mode: Option<WatchMode>,
+    /// The heartbeat loop's period, changeable by a reload.
+    heartbeat_every: tokio::sync::watch::Sender<Duration>,
     /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
     claws: Option<crate::claws::ClawsServer>,
+}
+
+/// A running watch-mode task: its own token and its own watcher subscription, so a
+/// reload can restart it without touching the queue intake.
+struct WatchMode {
+    token: CancellationToken,
+    subscriber: crate::fswatch::SubscriberId,
 }
 
 impl Instance {
@@ -118,43 +132,19 @@ impl Instance {
             ));
         }
         let watches = watch::WatchCount::default();
-        if cfg.watch.enabled {
-            let policy = Policy::new(root, &cfg.diagnostics).map_err(|e| e.to_string())?;
-            if let Err(e) = watch::spawn(
-                root,
-                policy,
-                pipeline.clone(),
-                watches.clone(),
-                fs,
-                token.clone(),
-            ) {
-                tracing::error!(root = %root.display(), "watch mode off: {e}");
-            }
-        }
+        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token);
+        let (heartbeat_every, every) = tokio::sync::watch::channel(heartbeat_period(&cfg));
         tokio::spawn(heartbeat_loop(
             root.to_owned(),
             shared.session_id.clone(),
-            Duration::from_secs(config.service.heartbeat_seconds),
+            every,
             pipeline.clone(),
             paused_tx,
             shared.gone_tx.clone(),
             token.clone(),
         ));
         let claws = if cfg.claws.enabled {
-            match crate::claws::ClawsServer::start_with(
-                root,
-                &cfg.claws,
-                shared.claws_registry.clone(),
-                token.clone(),
-            )
-            .await
-            {
-                Ok(server) => Some(server),
-                Err(e) => {
-                    tracing::error!(root = %root.display(), "claws socket not served: {e}");
-                    None
-                }
-            }
+            start_claws(root, &cfg, &shared, &token).await
         } else {
             None
         };
@@ -162,8 +152,11 @@ impl Instance {
             pipeline,
             token,
             shared,
+            cfg,
             watches,
             subscriber,
+            watch_mode,
+            heartbeat_every,
             claws,
         })
     }
@@ -190,22 +183,134 @@ impl Instance {
         }
     }
 
-    pub fn reload(&self, root: &Path, config: &Config) {
-        match config.for_workspace(root) {
-            Ok(cfg) => self.pipeline.reload(Arc::new(cfg)),
-            Err(e) => tracing::error!(root = %root.display(), "{e}; keeping the previous settings"),
+    /// Apply a reloaded configuration (SIGHUP): the pipeline takes `[hooks]` and
+    /// `[diagnostics]` at once, the heartbeat its new period, watch mode restarts when
+    /// `[watch]` or `[diagnostics]` changed, and the Claws server starts or stops when
+    /// `[claws] enabled` flips. Other `[claws]` settings would need the server (and its
+    /// terminals) restarted, so they wait for the next service start, and the log says so.
+    pub async fn reload(&mut self, root: &Path, config: &Config) {
+        let cfg = match config.for_workspace(root) {
+            Ok(cfg) => Arc::new(cfg),
+            Err(e) => {
+                tracing::error!(root = %root.display(), "{e}; keeping the previous settings");
+                return;
+            }
+        };
+        self.pipeline.reload(cfg.clone());
+        let _ = self.heartbeat_every.send(heartbeat_period(&cfg));
+        if cfg.watch != self.cfg.watch || cfg.diagnostics != self.cfg.diagnostics {
+            self.stop_watch();
+            self.watch_mode = start_watch(
+                root,
+                &cfg,
+                &self.shared,
+                &self.pipeline,
+                &self.watches,
+                &self.token,
+            );
+        }
+        match (&self.claws, cfg.claws.enabled) {
+            (None, true) => self.claws = start_claws(root, &cfg, &self.shared, &self.token).await,
+            (Some(_), false) => {
+                if let Some(server) = self.claws.take() {
+                    tracing::info!(root = %root.display(), "claws disabled by the reloaded configuration; closing its terminals");
+                    server.stop().await;
+                }
+            }
+            (Some(_), true) if cfg.claws != self.cfg.claws => tracing::warn!(
+                root = %root.display(),
+                "[claws] settings changed: they apply when the service restarts (running terminals are kept until then)"
+            ),
+            _ => {}
+        }
+        self.cfg = cfg;
+    }
+
+    fn stop_watch(&mut self) {
+        if let Some(w) = self.watch_mode.take() {
+            w.token.cancel();
+            self.shared.fswatch.unwatch_all(w.subscriber);
+            self.watches.watches.store(0, Ordering::Relaxed);
         }
     }
 
     /// Stop everything this workspace runs and remove its heartbeat.
-    pub async fn stop(self, root: &Path) {
+    pub async fn stop(mut self, root: &Path) {
         self.token.cancel();
+        self.stop_watch();
         self.shared.fswatch.unwatch_all(self.subscriber);
         if let Some(claws) = self.claws {
             claws.stop().await;
         }
         self.pipeline.stop().await;
         super::heartbeat::remove(root, &self.shared.session_id);
+    }
+}
+
+fn heartbeat_period(cfg: &Config) -> Duration {
+    Duration::from_secs(cfg.service.heartbeat_seconds)
+}
+
+/// Start watch mode if the settings ask for it; a failure is logged and leaves it off.
+fn start_watch(
+    root: &Path,
+    cfg: &Config,
+    shared: &Shared,
+    pipeline: &Handle,
+    count: &watch::WatchCount,
+    parent: &CancellationToken,
+) -> Option<WatchMode> {
+    if !cfg.watch.enabled {
+        return None;
+    }
+    let policy = match Policy::new(root, &cfg.diagnostics) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(root = %root.display(), "watch mode off: {e}");
+            return None;
+        }
+    };
+    let mode = WatchMode {
+        token: parent.child_token(),
+        subscriber: shared.fswatch.subscriber(),
+    };
+    let fs = (&shared.fswatch, mode.subscriber);
+    match watch::spawn(
+        root,
+        policy,
+        pipeline.clone(),
+        count.clone(),
+        fs,
+        mode.token.clone(),
+    ) {
+        Ok(()) => Some(mode),
+        Err(e) => {
+            tracing::error!(root = %root.display(), "watch mode off: {e}");
+            shared.fswatch.unwatch_all(mode.subscriber);
+            None
+        }
+    }
+}
+
+async fn start_claws(
+    root: &Path,
+    cfg: &Config,
+    shared: &Shared,
+    token: &CancellationToken,
+) -> Option<crate::claws::ClawsServer> {
+    match crate::claws::ClawsServer::start_with(
+        root,
+        &cfg.claws,
+        shared.claws_registry.clone(),
+        token.clone(),
+    )
+    .await
+    {
+        Ok(server) => Some(server),
+        Err(e) => {
+            tracing::error!(root = %root.display(), "claws socket not served: {e}");
+            None
+        }
     }
 }
 
@@ -237,18 +342,23 @@ fn heartbeat_once(root: &Path, session: &str) -> Result<(), String> {
 async fn heartbeat_loop(
     root: PathBuf,
     session: String,
-    every: Duration,
+    mut every: tokio::sync::watch::Receiver<Duration>,
     pipeline: Handle,
     paused: tokio::sync::watch::Sender<bool>,
     gone: tokio::sync::mpsc::UnboundedSender<PathBuf>,
     token: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(every);
+    let mut tick = tokio::time::interval(*every.borrow_and_update());
     tick.tick().await;
     loop {
         tokio::select! {
             _ = token.cancelled() => return,
             _ = tick.tick() => {}
+            Ok(()) = every.changed() => {
+                // Write at once, then keep the new period.
+                tick = tokio::time::interval(*every.borrow_and_update());
+                tick.tick().await;
+            }
         }
         let (r, s) = (root.clone(), session.clone());
         let result = tokio::task::spawn_blocking(move || {

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::control::protocol::{WorkspaceInfo, WorkspaceStatus};
@@ -173,6 +174,10 @@ pub struct Registry {
     shared: Arc<Shared>,
     config: Arc<Config>,
     entries: BTreeMap<PathBuf, Entry>,
+    /// Its own handle, for the discovery watcher it (re)starts.
+    handle: RegistryHandle,
+    /// Cancels the discovery watcher of the current `roots`.
+    discovery: CancellationToken,
 }
 
 impl Registry {
@@ -183,10 +188,15 @@ impl Registry {
         shared: Arc<Shared>,
         cli: &[PathBuf],
     ) -> RegistryHandle {
+        let (tx, rx) = mpsc::channel(64);
+        let handle = RegistryHandle { tx };
+        let discovery = shared.shutdown.child_token();
         let mut reg = Registry {
             shared,
             config,
             entries: BTreeMap::new(),
+            handle: handle.clone(),
+            discovery,
         };
         for stored in store::load(&reg.shared.state_dir) {
             let source = Source::parse(&stored.source);
@@ -211,13 +221,11 @@ impl Registry {
             }
         }
         reg.persist();
-        let (tx, rx) = mpsc::channel(64);
-        let handle = RegistryHandle { tx };
         discovery::watch(
             reg.config.service.roots.clone(),
             handle.clone(),
             &reg.shared.fswatch,
-            reg.shared.shutdown.clone(),
+            reg.discovery.clone(),
         );
         if let Some(mut gone) = reg.shared.take_gone() {
             let (h, token) = (handle.clone(), reg.shared.shutdown.clone());
@@ -267,12 +275,7 @@ impl Registry {
                 } => {
                     let _ = reply.send(self.lookup(&path, register).await);
                 }
-                Cmd::Reload { config } => {
-                    self.config = config;
-                    for (root, e) in &self.entries {
-                        e.instance.reload(root, &self.config);
-                    }
-                }
+                Cmd::Reload { config } => self.reload(config).await,
                 Cmd::Stop { reply } => {
                     let entries = std::mem::take(&mut self.entries);
                     for (root, e) in entries {
@@ -306,6 +309,47 @@ impl Registry {
             .insert(root.clone(), Entry { source, instance });
         self.shared.update_status(self.entries.len());
         Ok(info(&root, source))
+    }
+
+    /// Apply a reloaded configuration: every instance takes its new settings, workspaces
+    /// newly listed in `service.workspaces` or found under new `service.roots` are served,
+    /// and the discovery watcher follows the new roots. Workspaces the new config no longer
+    /// lists keep running (they are persisted); `openfiles forget` drops one.
+    async fn reload(&mut self, config: Arc<Config>) {
+        let old = std::mem::replace(&mut self.config, config);
+        for (root, e) in self.entries.iter_mut() {
+            e.instance.reload(root, &self.config).await;
+        }
+        let mut added = false;
+        let listed = self.config.service.workspaces.clone();
+        for dir in listed
+            .iter()
+            .filter(|d| !old.service.workspaces.contains(d))
+        {
+            match self.add(dir, Source::Config).await {
+                Ok(_) => added = true,
+                Err(e) => tracing::error!("config workspace {}: {e}", dir.display()),
+            }
+        }
+        if self.config.service.roots != old.service.roots {
+            for dir in discovery::scan(&self.config.service.roots) {
+                match self.add(&dir, Source::Discovered).await {
+                    Ok(_) => added = true,
+                    Err(e) => tracing::warn!("discovered workspace {}: {e}", dir.display()),
+                }
+            }
+            self.discovery.cancel();
+            self.discovery = self.shared.shutdown.child_token();
+            discovery::watch(
+                self.config.service.roots.clone(),
+                self.handle.clone(),
+                &self.shared.fswatch,
+                self.discovery.clone(),
+            );
+        }
+        if added {
+            self.persist();
+        }
     }
 
     async fn forget(&mut self, dir: &Path) -> Result<WorkspaceInfo, WorkspaceError> {

@@ -6,10 +6,23 @@
 //! the tool also gets SIGTERM if the thread that started it goes away (the host process
 //! crashed). A cancel that arrives before the tool was started still counts: the tool is
 //! stopped as soon as it starts, and [`ToolRuns::is_cancelled`] lets the plugin skip work.
+//! [`ToolRuns::run_groups`] is the whole loop of a project-wide plugin: one tool run per
+//! project, its findings spread over the project's files, a failed run explained on each.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::Mutex;
+
+use crate::types::{FileResult, Item, Severity};
+
+/// What one tool run found: items per file, and items about the project as a whole
+/// (a broken config file, say), which every file of the run reports.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub per_file: HashMap<PathBuf, Vec<Item>>,
+    pub shared: Vec<Item>,
+}
 
 #[derive(Default)]
 struct State {
@@ -83,6 +96,41 @@ impl ToolRuns {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.cancelled.remove(&id)
     }
+
+    /// For check `id`, run the tool once per group (a project and the files wanted from
+    /// it) with `run`, and give every wanted file its findings; a run that fails gives each
+    /// of its files an error item from `source` with the message. Stops with
+    /// `Err("cancelled")` as soon as the check is cancelled.
+    pub fn run_groups<G>(
+        &self,
+        id: u64,
+        source: &str,
+        groups: impl IntoIterator<Item = (G, Vec<PathBuf>)>,
+        mut run: impl FnMut(&G, &[PathBuf]) -> Result<Findings, String>,
+    ) -> Result<Vec<FileResult>, String> {
+        let mut files = Vec::new();
+        for (group, wanted) in groups {
+            if self.take_cancelled(id) {
+                return Err("cancelled".into());
+            }
+            let outcome = run(&group, &wanted);
+            if self.take_cancelled(id) {
+                return Err("cancelled".into());
+            }
+            match outcome {
+                Ok(mut found) => files.extend(wanted.into_iter().map(|path| {
+                    let mut items = found.shared.clone();
+                    items.extend(found.per_file.remove(&path).unwrap_or_default());
+                    FileResult { path, items }
+                })),
+                Err(message) => files.extend(wanted.into_iter().map(|path| FileResult {
+                    path,
+                    items: vec![Item::note(Severity::Error, source, message.clone())],
+                })),
+            }
+        }
+        Ok(files)
+    }
 }
 
 #[cfg(test)]
@@ -102,6 +150,46 @@ mod tests {
         runs.finished(1);
         assert!(runs.take_cancelled(1));
         assert!(!runs.take_cancelled(1));
+    }
+
+    #[test]
+    fn run_groups_spreads_findings_and_explains_failures() {
+        let runs = ToolRuns::new();
+        let (a, b, c) = (
+            PathBuf::from("/p/a"),
+            PathBuf::from("/p/b"),
+            PathBuf::from("/q/c"),
+        );
+        let groups = vec![("p", vec![a.clone(), b.clone()]), ("q", vec![c.clone()])];
+        let files = runs
+            .run_groups(3, "tool", groups, |group, _| match *group {
+                "p" => Ok(Findings {
+                    per_file: HashMap::from([(
+                        a.clone(),
+                        vec![Item::note(Severity::Warning, "tool", "in a")],
+                    )]),
+                    shared: vec![Item::note(Severity::Error, "tool", "bad config")],
+                }),
+                _ => Err("tool crashed".into()),
+            })
+            .unwrap();
+        let messages: Vec<(PathBuf, Vec<String>)> = files
+            .into_iter()
+            .map(|f| (f.path, f.items.into_iter().map(|i| i.message).collect()))
+            .collect();
+        assert_eq!(
+            messages,
+            vec![
+                (a, vec!["bad config".to_string(), "in a".to_string()]),
+                (b, vec!["bad config".to_string()]),
+                (c, vec!["tool crashed".to_string()]),
+            ]
+        );
+        runs.cancel(4);
+        let r = runs.run_groups(4, "tool", vec![((), vec![PathBuf::from("/x")])], |_, _| {
+            panic!("a cancelled check runs no tool")
+        });
+        assert_eq!(r.unwrap_err(), "cancelled");
     }
 
     #[test]

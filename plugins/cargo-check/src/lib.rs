@@ -19,7 +19,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use openfiles_plugin_api::tools::ToolRuns;
+use openfiles_plugin_api::tools::{Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -124,26 +124,15 @@ impl Plugin for CargoCheck {
                 }),
             }
         }
-        for (root, wanted) in by_root {
-            if self.runs.is_cancelled(request.id) {
-                self.runs.take_cancelled(request.id);
-                return Err("cancelled".into());
-            }
-            let outcome = self.run_cargo(request.id, &root);
-            if self.runs.take_cancelled(request.id) {
-                return Err("cancelled".into());
-            }
-            match outcome {
-                Ok(mut found) => files.extend(wanted.into_iter().map(|path| {
-                    let items = found.remove(&path).unwrap_or_default();
-                    FileResult { path, items }
-                })),
-                Err(message) => files.extend(wanted.into_iter().map(|path| FileResult {
-                    path,
-                    items: vec![Item::note(Severity::Error, SOURCE, message.clone())],
-                })),
-            }
-        }
+        files.extend(
+            self.runs
+                .run_groups(request.id, SOURCE, by_root, |root, _| {
+                    self.run_cargo(request.id, root).map(|per_file| Findings {
+                        per_file,
+                        shared: Vec::new(),
+                    })
+                })?,
+        );
         Ok(CheckResponse { files })
     }
 

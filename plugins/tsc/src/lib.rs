@@ -20,10 +20,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use openfiles_plugin_api::tools::ToolRuns;
+use openfiles_plugin_api::tools::{Findings, ToolRuns};
 use openfiles_plugin_api::{
-    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity,
+    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Item, Plugin, Severity,
 };
 use serde::Deserialize;
 
@@ -94,32 +93,11 @@ impl Plugin for Tsc {
                     .push(file.clone());
             }
         }
-        let mut files = Vec::new();
-        for (tsconfig, wanted) in projects {
-            if self.runs.is_cancelled(request.id) {
-                self.runs.take_cancelled(request.id);
-                return Err("cancelled".into());
-            }
-            let outcome =
-                self.run_tsc(request.id, tsconfig.as_deref(), &wanted, &request.workspace);
-            if self.runs.take_cancelled(request.id) {
-                return Err("cancelled".into());
-            }
-            match outcome {
-                Ok(mut found) => {
-                    let shared = found.remove(&None).unwrap_or_default();
-                    files.extend(wanted.into_iter().map(|path| {
-                        let mut items = shared.clone();
-                        items.extend(found.remove(&Some(path.clone())).unwrap_or_default());
-                        FileResult { path, items }
-                    }));
-                }
-                Err(message) => files.extend(wanted.into_iter().map(|path| FileResult {
-                    path,
-                    items: vec![Item::note(Severity::Error, SOURCE, message.clone())],
-                })),
-            }
-        }
+        let files = self
+            .runs
+            .run_groups(request.id, SOURCE, projects, |tsconfig, wanted| {
+                self.run_tsc(request.id, tsconfig.as_deref(), wanted, &request.workspace)
+            })?;
         Ok(CheckResponse { files })
     }
 
@@ -151,8 +129,6 @@ pub fn find_tsc(start: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("tsc"))
 }
 
-type Found = HashMap<Option<PathBuf>, Vec<Item>>;
-
 impl Tsc {
     fn build_info(&self, tsconfig: &Path) -> PathBuf {
         use std::hash::{Hash, Hasher};
@@ -169,7 +145,7 @@ impl Tsc {
         tsconfig: Option<&Path>,
         wanted: &[PathBuf],
         workspace: &Path,
-    ) -> Result<Found, String> {
+    ) -> Result<Findings, String> {
         let cwd = tsconfig
             .and_then(Path::parent)
             .or_else(|| wanted.first().and_then(|f| f.parent()))
@@ -234,7 +210,7 @@ impl Tsc {
         }
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
         let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
-        let mut found: Found = HashMap::new();
+        let mut found: HashMap<Option<PathBuf>, Vec<Item>> = HashMap::new();
         let mut dedupe = HashSet::new();
         for d in diags {
             let path = d.file.as_ref().map(|f| {
@@ -297,7 +273,13 @@ impl Tsc {
                 }
             }
         }
-        Ok(found)
+        Ok(Findings {
+            shared: found.remove(&None).unwrap_or_default(),
+            per_file: found
+                .into_iter()
+                .filter_map(|(path, items)| Some((path?, items)))
+                .collect(),
+        })
     }
 }
 
