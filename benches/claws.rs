@@ -192,14 +192,27 @@ const WORKLOADS: &[(&str, &str)] = &[
 ];
 const RUNS: usize = 3;
 
+/// CPU seconds this process (server threads included, child processes not) has used.
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let u = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
 }
 
 /// The ceiling: a bare reader (one thread, blocking `read` of `buf` bytes) on a fresh PTY
-/// running `sh -c cmd`, timed from spawn to EIO. Returns (MB/s, mean bytes per read).
-fn bare(cmd: &str, buf: usize, opost: bool) -> (f64, f64) {
+/// running `sh -c cmd`, timed from spawn to EIO. Returns (MB/s, mean bytes per read, reader
+/// CPU ms per MB).
+fn bare(cmd: &str, buf: usize, opost: bool) -> (f64, f64, f64) {
     use nix::sys::termios::{tcgetattr, tcsetattr, OutputFlags, SetArg};
     use std::os::unix::process::CommandExt;
     let pty = nix::pty::openpty(None, None).unwrap();
@@ -222,7 +235,7 @@ fn bare(cmd: &str, buf: usize, opost: bool) -> (f64, f64) {
             Ok(())
         });
     }
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu_s());
     let mut child = c.spawn().unwrap();
     drop(c); // it holds copies of the slave; EIO comes once the child's are the only ones
     drop(pty.slave);
@@ -239,15 +252,16 @@ fn bare(cmd: &str, buf: usize, opost: bool) -> (f64, f64) {
             Err(e) => panic!("{e}"),
         }
     }
-    let dt = t0.elapsed().as_secs_f64();
+    let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
     child.wait().unwrap();
     assert!(total >= 40_000_000, "{cmd}: {total}");
-    (total as f64 / 1e6 / dt, total as f64 / reads as f64)
+    let mb = total as f64 / 1e6;
+    (mb / dt, total as f64 / reads as f64, cpu * 1e3 / mb)
 }
 
 /// Our figure: `exec` of `cmd` in a wrapped bash terminal of the server, bytes captured (ring
-/// end before and after) over the time `exec` took.
-fn ours(sock: &Path, c: &mut Client, id: &str, cmd: &str) -> f64 {
+/// end before and after) over the time `exec` took; and the server's CPU ms per MB.
+fn ours(sock: &Path, c: &mut Client, id: &str, cmd: &str) -> (f64, f64) {
     let size = |sock: &Path| {
         one(
             sock,
@@ -257,15 +271,15 @@ fn ours(sock: &Path, c: &mut Client, id: &str, cmd: &str) -> f64 {
             .unwrap()
     };
     let before = size(sock);
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu_s());
     let v = c
         .call(&json!({"id": 1, "cmd": "exec", "id": id, "timeoutMs": 300000, "command": cmd}))
         .unwrap();
-    let dt = t0.elapsed().as_secs_f64();
+    let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
     assert_eq!(v["event"]["exitCode"], 0, "{v}");
-    let bytes = size(sock) - before;
-    assert!(bytes >= 40_000_000, "{cmd}: {bytes}");
-    bytes as f64 / 1e6 / dt
+    let mb = (size(sock) - before) as f64 / 1e6;
+    assert!(mb >= 40.0, "{cmd}: {mb}");
+    (mb / dt, cpu * 1e3 / mb)
 }
 
 /// Capture throughput, ours next to the bare-reader ceiling on the same commands and machine,
@@ -306,25 +320,30 @@ fn capture(sock: &Path) {
                 &[]
             };
             let mut o = Vec::new();
-            let mut b: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sizes.len()];
+            let mut b: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); sizes.len()];
             for _ in 0..RUNS {
                 o.push(ours(sock, &mut c, &id, &cmd));
                 for (i, &buf) in sizes.iter().enumerate() {
                     b[i].push(bare(&cmd, buf, opost));
                 }
             }
-            let o = median(o);
+            let o_cpu = median(o.iter().map(|r| r.1).collect());
+            let o = median(o.iter().map(|r| r.0).collect());
             let mut bare_line = String::new();
             let mut best: f64 = 0.0;
             for (runs, &buf) in b.iter().zip(sizes) {
                 let mbps = median(runs.iter().map(|r| r.0).collect());
                 let per_read = median(runs.iter().map(|r| r.1).collect());
+                let cpu = median(runs.iter().map(|r| r.2).collect());
                 best = best.max(mbps);
-                bare_line.push_str(&format!(" {}K:{mbps:.1}({per_read:.0}B/read)", buf >> 10));
+                bare_line.push_str(&format!(
+                    " {}K:{mbps:.1}({per_read:.0}B/read,{cpu:.2}cpu-ms/MB)",
+                    buf >> 10
+                ));
             }
             let name = if opost { "" } else { "_opost_off" };
             println!(
-                "capture{name}_{label}_MBps: {o:.1} (bare ceiling {best:.1} = {:.0}%; bare by read size{bare_line}; `{cmd}`)",
+                "capture{name}_{label}_MBps: {o:.1} ({o_cpu:.2} cpu-ms/MB; bare ceiling {best:.1} = {:.0}%; bare by read size{bare_line}; `{cmd}`)",
                 100.0 * o / best
             );
         }

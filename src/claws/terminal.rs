@@ -179,9 +179,15 @@ impl Terminal {
             phase: watch::channel(Phase::Starting).0,
             closed: CancellationToken::new(),
         });
-        reader::start(shared.clone(), term.clone(), nonce, log_file)?;
         tokio::spawn(writer(shared.clone(), term.clone(), rx));
         tokio::spawn(reaper(shared.clone(), term.clone(), child.child));
+        if let Err(e) = reader::start(shared.clone(), term.clone(), nonce, log_file) {
+            // No reader, no terminal: the shell goes (the reaper collects it).
+            term.closed.cancel();
+            let pg = nix::unistd::Pid::from_raw(term.pid as i32);
+            let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+            return Err(e);
+        }
         Ok(term)
     }
 }

@@ -26,6 +26,9 @@ use super::Terminal;
 
 /// Most bytes drained from the PTY before they are processed as one batch.
 const BATCH: usize = 128 << 10;
+/// What the kernel's tty line discipline holds for a reader (`N_TTY_BUF_SIZE`); a read
+/// rarely returns more, whatever the buffer.
+const KERNEL_CHUNK: usize = 4096;
 /// `vehicle.<id>.content` events at most this often per terminal.
 const CONTENT_EVERY: Duration = Duration::from_millis(100);
 
@@ -79,7 +82,14 @@ fn run(shared: &Shared, term: &Terminal, nonce: &str, mut log: Option<LogFile>, 
         let mut gone = false;
         while n < buf.len() {
             match pty::read_some(fd, &mut buf[n..]) {
-                Read::Bytes(k) => n += k,
+                Read::Bytes(k) => {
+                    n += k;
+                    // Less than the line discipline's buffer: it was drained just now, so
+                    // go back to `poll` rather than pay a read that says EAGAIN.
+                    if k < KERNEL_CHUNK {
+                        break;
+                    }
+                }
                 Read::Empty => break,
                 Read::Closed => {
                     gone = true;
