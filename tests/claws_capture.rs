@@ -1,6 +1,7 @@
 //! Capture path of Claws terminals: the size cap and rotation of unwrapped terminals' log
-//! files, the `opost` switch (bare `\n` output), and the reader thread ending on `close` even
-//! when another process still holds the PTY open. Real bash in real PTYs.
+//! files, the `opost` switch (bare `\n` output), and the reader thread ending on `close` (no
+//! thread left behind) even when a process of the terminal survives it. Real bash in real
+//! PTYs.
 
 mod claws_support;
 
@@ -95,6 +96,32 @@ async fn opost_off_keeps_bare_newlines() {
     let ev = s.exec(&raw, "echo no >&2; false").await;
     assert_eq!(ev["exitCode"], 1);
     assert_eq!(ev["output"], "no\n");
+    // A full-screen program runs, and the mode is still off after it restored the tty.
+    let f = s.root().join("tui.txt");
+    std::fs::write(&f, "line-one\n").unwrap();
+    s.ok(json!({"cmd": "send", "id": raw, "text": format!("vi {}", f.display())}))
+        .await;
+    s.wait_log(&raw, "line-one").await;
+    s.ok(json!({"cmd": "send", "id": raw, "text": "\x1b:q!", "newline": true}))
+        .await;
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let v = s.ok(json!({"cmd": "poll"})).await;
+        let done = v["events"].as_array().unwrap().iter().any(|e| {
+            e["terminalId"] == raw.as_str()
+                && e["commandLine"].as_str().unwrap_or("").starts_with("vi ")
+        });
+        if done {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "vi never ended: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let ev = s.exec(&raw, "stty -a | grep -o -- '-opost'").await;
+    assert_eq!(ev["output"], "-opost\n");
     s.stop().await;
 }
 
@@ -108,11 +135,12 @@ fn thread_names() -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn close_ends_the_reader_while_a_stray_process_holds_the_pty() {
+async fn close_ends_the_reader_thread_even_with_a_process_left_behind() {
     let s = TestServer::start().await;
     let t = s.create(json!({"shellPath": "/bin/bash"})).await;
     let name = format!("claws-pty-{t}");
-    // A process that ignores the hang-up keeps the PTY's slave open past `close`.
+    // A background process that ignores the hang-up outlives the shell; the reader thread
+    // must still go (the kernel hangs the tty up when the shell, its session leader, exits).
     let ev = s
         .exec(&t, "(trap '' HUP; exec sleep 300) & disown; echo STRAY=$!")
         .await;

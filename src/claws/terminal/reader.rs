@@ -32,8 +32,10 @@ const KERNEL_CHUNK: usize = 4096;
 /// `vehicle.<id>.content` events at most this often per terminal.
 const CONTENT_EVERY: Duration = Duration::from_millis(100);
 
-/// Start the reader thread of `term`. It ends when the PTY's slave side is gone or the
-/// terminal's `closed` token is cancelled.
+/// Start the reader thread of `term`. It ends when the PTY's slave side is gone (EIO: the
+/// kernel hangs the tty up when the shell, its session leader, exits) or when the terminal's
+/// `closed` token is cancelled (which `close` also does for a shell that survived SIGKILL's
+/// grace, e.g. stuck in uninterruptible sleep); a socket pair wakes its `poll` for that.
 pub(super) fn start(
     shared: Arc<Shared>,
     term: Arc<Terminal>,
