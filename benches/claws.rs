@@ -1,5 +1,7 @@
 //! Claws figures (issues 6 and 7), printed as `name: value` lines. Run:
-//! `cargo bench --bench claws`. A server runs in-process on a temp folder; clients are
+//! `cargo bench --bench claws [terminals|capture|bus]`. The capture part prints, per workload,
+//! our MB/s next to a bare PTY reader's on the same command in the same run (the ceiling the
+//! kernel's tty layer leaves on this machine), with output processing on and off. A server runs in-process on a temp folder; clients are
 //! blocking threads on the real socket. Shells start with an empty `$HOME` so the figures
 //! measure openfiles and the shell, not the machine's rc files.
 
@@ -152,55 +154,6 @@ fn terminals(sock: &Path) {
         assert_eq!(v["event"]["exitCode"], 0, "{v}");
     }
     println!("exec_true_ms_p50: {:.3} (exitCode 0)", pct(t, 0.5));
-    // capture throughput
-    let before = one(
-        sock,
-        json!({"id": 1, "cmd": "readLog", "id": id, "limit": 4}),
-    )["totalSize"]
-        .as_u64()
-        .unwrap();
-    let t0 = Instant::now();
-    let v = c
-        .call(
-            &json!({"id": 1, "cmd": "exec", "id": id, "timeoutMs": 300000,
-                       "command": "head -c 40000000 /dev/zero | tr '\\0' x | fold -w 100"}),
-        )
-        .unwrap();
-    let dt = t0.elapsed().as_secs_f64();
-    assert_eq!(v["event"]["exitCode"], 0, "{v}");
-    let after = one(
-        sock,
-        json!({"id": 1, "cmd": "readLog", "id": id, "limit": 4}),
-    )["totalSize"]
-        .as_u64()
-        .unwrap();
-    println!(
-        "capture_MBps: {:.1} ({} bytes in {:.2}s)",
-        (after - before) as f64 / 1e6 / dt,
-        after - before,
-        dt
-    );
-    // the same amount from a writer that fills the PTY in blocks instead of lines
-    let before = after;
-    let t0 = Instant::now();
-    let v = c
-        .call(&json!({"id": 1, "cmd": "exec", "id": id, "timeoutMs": 300000,
-                       "command": "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c 40000000"}))
-        .unwrap();
-    let dt = t0.elapsed().as_secs_f64();
-    assert_eq!(v["event"]["exitCode"], 0, "{v}");
-    let after = one(
-        sock,
-        json!({"id": 1, "cmd": "readLog", "id": id, "limit": 4}),
-    )["totalSize"]
-        .as_u64()
-        .unwrap();
-    println!(
-        "capture_block_writer_MBps: {:.1} ({} bytes in {:.2}s, `yes | head -c 40000000`)",
-        (after - before) as f64 / 1e6 / dt,
-        after - before,
-        dt
-    );
     // request round trip
     let mut t = Vec::new();
     for i in 0..20000 {
@@ -221,6 +174,181 @@ fn terminals(sock: &Path) {
     }
     println!("oneshot_connect_list_ms_p50: {:.4}", pct(t, 0.5));
     one(sock, json!({"id": 3, "cmd": "close", "id": id}));
+}
+
+/// The capture workloads, 40 MB each: (label, shell command). `{big}` is a 40 MB file of
+/// 100-character lines the bench writes first.
+const WORKLOADS: &[(&str, &str)] = &[
+    (
+        "lines",
+        "head -c 40000000 /dev/zero | tr '\\0' x | fold -w 100",
+    ),
+    (
+        "yes",
+        "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c 40000000",
+    ),
+    ("cat", "cat {big}"),
+    ("zeros", "head -c 40000000 /dev/zero"),
+];
+const RUNS: usize = 3;
+
+/// CPU seconds this process (server threads included, child processes not) has used.
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let u = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// The ceiling: a bare reader (one thread, blocking `read` of `buf` bytes) on a fresh PTY
+/// running `sh -c cmd`, timed from spawn to EIO. Returns (MB/s, mean bytes per read, reader
+/// CPU ms per MB).
+fn bare(cmd: &str, buf: usize, opost: bool) -> (f64, f64, f64) {
+    use nix::sys::termios::{tcgetattr, tcsetattr, OutputFlags, SetArg};
+    use std::os::unix::process::CommandExt;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    if !opost {
+        let mut t = tcgetattr(&pty.slave).unwrap();
+        t.output_flags.remove(OutputFlags::OPOST);
+        tcsetattr(&pty.slave, SetArg::TCSANOW, &t).unwrap();
+    }
+    let mut c = std::process::Command::new("/bin/sh");
+    c.arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::from(pty.slave.try_clone().unwrap()))
+        .stdout(std::process::Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(std::process::Stdio::from(pty.slave.try_clone().unwrap()));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY as _, 0);
+            Ok(())
+        });
+    }
+    let (t0, c0) = (Instant::now(), cpu_s());
+    let mut child = c.spawn().unwrap();
+    drop(c); // it holds copies of the slave; EIO comes once the child's are the only ones
+    drop(pty.slave);
+    let mut b = vec![0u8; buf];
+    let (mut total, mut reads) = (0u64, 0u64);
+    loop {
+        match nix::unistd::read(&pty.master, &mut b) {
+            Ok(0) | Err(nix::errno::Errno::EIO) => break,
+            Ok(n) => {
+                total += n as u64;
+                reads += 1;
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
+    child.wait().unwrap();
+    assert!(total >= 40_000_000, "{cmd}: {total}");
+    let mb = total as f64 / 1e6;
+    (mb / dt, total as f64 / reads as f64, cpu * 1e3 / mb)
+}
+
+/// Our figure: `exec` of `cmd` in a wrapped bash terminal of the server, bytes captured (ring
+/// end before and after) over the time `exec` took; and the server's CPU ms per MB.
+fn ours(sock: &Path, c: &mut Client, id: &str, cmd: &str) -> (f64, f64) {
+    let size = |sock: &Path| {
+        one(
+            sock,
+            json!({"id": 1, "cmd": "readLog", "id": id, "limit": 4}),
+        )["totalSize"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = size(sock);
+    let (t0, c0) = (Instant::now(), cpu_s());
+    let v = c
+        .call(&json!({"id": 1, "cmd": "exec", "id": id, "timeoutMs": 300000, "command": cmd}))
+        .unwrap();
+    let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
+    assert_eq!(v["event"]["exitCode"], 0, "{v}");
+    let mb = (size(sock) - before) as f64 / 1e6;
+    assert!(mb >= 40.0, "{cmd}: {mb}");
+    (mb / dt, cpu * 1e3 / mb)
+}
+
+/// Capture throughput, ours next to the bare-reader ceiling on the same commands and machine,
+/// with the tty's output processing (OPOST, `\n` → `\r\n`) on (the default) and off
+/// (`create` with `"opost": false`). Medians of RUNS runs.
+fn capture(sock: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.txt");
+    let mut text = String::with_capacity(40_400_000);
+    for _ in 0..400_000 {
+        text.push_str(&"x".repeat(100));
+        text.push('\n');
+    }
+    std::fs::write(&big, text).unwrap();
+    let mut c = Client::connect(sock).unwrap();
+    for opost in [true, false] {
+        let v = one(
+            sock,
+            json!({"id": 1, "cmd": "create", "wrapped": true, "shellPath": "/bin/bash", "opost": opost}),
+        );
+        let id = v["id"].as_str().unwrap().to_owned();
+        let ev = c
+            .call(&json!({"id": 1, "cmd": "exec", "id": id, "command": "true", "timeoutMs": 30000}))
+            .unwrap();
+        assert_eq!(ev["event"]["exitCode"], 0, "{ev}");
+        // For profiling one side: CLAWS_BENCH_WORKLOAD=<label>, CLAWS_BENCH_BARE=0.
+        let pick = std::env::var("CLAWS_BENCH_WORKLOAD").ok();
+        let with_bare = std::env::var("CLAWS_BENCH_BARE").map_or(true, |v| v != "0");
+        for (label, cmd) in WORKLOADS {
+            if pick.as_deref().is_some_and(|p| p != *label) {
+                continue;
+            }
+            let cmd = cmd.replace("{big}", big.to_str().unwrap());
+            // Ours and the bare reader alternate, so load from elsewhere hits both alike.
+            let sizes: &[usize] = if with_bare {
+                &[4 << 10, 64 << 10, 1 << 20]
+            } else {
+                &[]
+            };
+            let mut o = Vec::new();
+            let mut b: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); sizes.len()];
+            for _ in 0..RUNS {
+                o.push(ours(sock, &mut c, &id, &cmd));
+                for (i, &buf) in sizes.iter().enumerate() {
+                    b[i].push(bare(&cmd, buf, opost));
+                }
+            }
+            let o_cpu = median(o.iter().map(|r| r.1).collect());
+            let o = median(o.iter().map(|r| r.0).collect());
+            let mut bare_line = String::new();
+            let mut best: f64 = 0.0;
+            for (runs, &buf) in b.iter().zip(sizes) {
+                let mbps = median(runs.iter().map(|r| r.0).collect());
+                let per_read = median(runs.iter().map(|r| r.1).collect());
+                let cpu = median(runs.iter().map(|r| r.2).collect());
+                best = best.max(mbps);
+                bare_line.push_str(&format!(
+                    " {}K:{mbps:.1}({per_read:.0}B/read,{cpu:.2}cpu-ms/MB)",
+                    buf >> 10
+                ));
+            }
+            let name = if opost { "" } else { "_opost_off" };
+            println!(
+                "capture{name}_{label}_MBps: {o:.1} ({o_cpu:.2} cpu-ms/MB; bare ceiling {best:.1} = {:.0}%; bare by read size{bare_line}; `{cmd}`)",
+                100.0 * o / best
+            );
+        }
+        one(sock, json!({"id": 3, "cmd": "close", "id": id}));
+    }
 }
 
 struct Peer {
@@ -371,10 +499,14 @@ fn main() {
         .unwrap();
     let sock: PathBuf = server.socket_path().to_owned();
     let only = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
-    if only.as_deref() != Some("bus") {
+    let run = |part: &str| only.is_none() || only.as_deref() == Some(part);
+    if run("terminals") {
         terminals(&sock);
     }
-    if only.as_deref() != Some("terminals") {
+    if run("capture") {
+        capture(&sock);
+    }
+    if run("bus") {
         bus(&sock);
     }
     rt.block_on(server.stop());

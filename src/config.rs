@@ -172,6 +172,11 @@ pub struct ClawsConfig {
     pub peer_queue_frames: usize,
     /// Bus: seconds between `system.heartbeat` events.
     pub heartbeat_seconds: u64,
+    /// Unwrapped terminals: `<id>.log` is rotated to `<id>.log.1` at this size (0: no cap).
+    pub terminal_log_bytes: u64,
+    /// Default of `create`'s `opost`: keep the tty's output processing (`\n` → `\r\n`).
+    /// Off is faster for output only machines read, but programs' `\n` stays a bare `\n`.
+    pub opost: bool,
 }
 
 impl Default for ClawsConfig {
@@ -189,6 +194,8 @@ impl Default for ClawsConfig {
             event_segment_seconds: 3600,
             peer_queue_frames: 4096,
             heartbeat_seconds: 30,
+            terminal_log_bytes: 64 << 20,
+            opost: true,
         }
     }
 }

@@ -186,6 +186,7 @@ fn create(shared: &Arc<Shared>, req: &Request) -> Body {
         cols: req.u64("cols").unwrap_or(80).clamp(1, 1000) as u16,
         rows: req.u64("rows").unwrap_or(24).clamp(1, 1000) as u16,
         correlation_id: req.str("correlationId").map(str::to_owned),
+        opost: req.bool("opost").unwrap_or(shared.cfg.opost),
     };
     let wrapped = opts.wrapped;
     let term =

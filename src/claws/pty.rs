@@ -1,17 +1,21 @@
 //! PTY creation and the shell process: `openpty`, then `tokio::process::Command` whose
 //! `pre_exec` (between fork and exec, async-signal-safe calls only) starts a new session and
-//! makes the slave the controlling terminal. The master is close-on-exec and non-blocking,
-//! read and written through tokio's `AsyncFd`.
+//! makes the slave the controlling terminal. The master is close-on-exec and non-blocking;
+//! it is written through tokio's `AsyncFd` (registered for writability only) and read by the
+//! terminal's reader thread with `poll` + `read` ([`wait_readable`], [`read_some`]), so the
+//! output path costs no reactor wake-ups or task hand-offs.
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::pty::{openpty, Winsize};
 use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
 /// What to run in the PTY.
 pub struct Spawn<'a> {
@@ -21,6 +25,9 @@ pub struct Spawn<'a> {
     pub env: &'a BTreeMap<String, String>,
     pub cols: u16,
     pub rows: u16,
+    /// Keep the tty's output post-processing (`OPOST`: `\n` → `\r\n`). Off makes the kernel's
+    /// output path several times cheaper but programs' `\n` arrives as a bare `\n`.
+    pub opost: bool,
 }
 
 /// A running PTY child.
@@ -43,6 +50,12 @@ pub fn spawn(s: &Spawn<'_>) -> io::Result<PtyChild> {
     let pty = openpty(Some(&winsize(s.cols, s.rows)), None).map_err(io::Error::from)?;
     for fd in [pty.master.as_fd(), pty.slave.as_fd()] {
         fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(io::Error::from)?;
+    }
+    if !s.opost {
+        use nix::sys::termios::{tcgetattr, tcsetattr, OutputFlags, SetArg};
+        let mut t = tcgetattr(&pty.slave).map_err(io::Error::from)?;
+        t.output_flags.remove(OutputFlags::OPOST);
+        tcsetattr(&pty.slave, SetArg::TCSANOW, &t).map_err(io::Error::from)?;
     }
     let flags = OFlag::from_bits_truncate(
         fcntl(pty.master.as_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?,
@@ -78,8 +91,10 @@ pub fn spawn(s: &Spawn<'_>) -> io::Result<PtyChild> {
     drop(pty.slave); // the child holds its copies; EIO on the master means every holder is gone
     let pid = child.id().unwrap_or(0);
     Ok(PtyChild {
+        // Writable interest only: the reader thread reads, and read readiness must not wake
+        // the reactor for every chunk of output.
         // SAFETY: the OwnedFd stays open for as long as the AsyncFd that owns it.
-        master: unsafe { AsyncFd::register(pty.master) }
+        master: unsafe { AsyncFd::register_with_interest(pty.master, Interest::WRITABLE) }
             .map_err(|e| io::Error::other(e.to_string()))?,
         child,
         pid,
@@ -97,16 +112,74 @@ pub fn resize(master: &impl AsRawFd, cols: u16, rows: u16) -> io::Result<()> {
     Ok(())
 }
 
-/// Non-blocking read from the master; `Ok(0)` means the slave side is gone (EIO).
-pub async fn read(master: &AsyncFd<OwnedFd>, buf: &mut [u8]) -> io::Result<usize> {
+/// What [`wait_readable`] saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ready {
+    /// The master has output (or a hang-up, which the next read reports).
+    Output,
+    /// The wake-up fd became readable.
+    Woken,
+    Timeout,
+}
+
+/// Block until `master` is readable, `wake` is readable, or `timeout` passes (`None`: no limit).
+pub fn wait_readable(
+    master: BorrowedFd<'_>,
+    wake: BorrowedFd<'_>,
+    timeout: Option<Duration>,
+) -> io::Result<Ready> {
+    let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+    let mut fds = [
+        libc::pollfd {
+            fd: master.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
     loop {
-        let mut guard = master.readable().await?;
-        match guard.try_io(|fd| nix::unistd::read(fd.get_ref(), buf).map_err(io::Error::from)) {
-            Ok(Ok(n)) => return Ok(n),
-            Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),
-            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Ok(Err(e)) => return Err(e),
-            Err(_would_block) => continue,
+        // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(if fds[1].revents != 0 {
+            Ready::Woken
+        } else if fds[0].revents != 0 {
+            Ready::Output
+        } else {
+            Ready::Timeout
+        });
+    }
+}
+
+/// What [`read_some`] got.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    Bytes(usize),
+    /// Nothing buffered right now.
+    Empty,
+    /// The slave side is gone (EIO) or the fd failed.
+    Closed,
+}
+
+/// One non-blocking read from the master (the kernel hands out at most ~4 KiB per read).
+pub fn read_some(master: BorrowedFd<'_>, buf: &mut [u8]) -> Read {
+    loop {
+        match nix::unistd::read(master, buf) {
+            Ok(0) => return Read::Closed,
+            Ok(n) => return Read::Bytes(n),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(nix::errno::Errno::EAGAIN) => return Read::Empty,
+            Err(_) => return Read::Closed,
         }
     }
 }

@@ -133,19 +133,11 @@ impl MarkScanner {
 
     fn scan(&mut self, base: u64, data: &[u8], out: &mut Vec<Mark>) {
         let mut pos = 0;
-        while let Some(i) = memchr::memchr(0x1b, &data[pos..]) {
+        // Whole `ESC ] 633 ;` prefixes are found with one SIMD substring search, so output
+        // dense with other escape sequences (colours) costs no per-ESC work.
+        while let Some(i) = memchr::memmem::find(&data[pos..], PREFIX) {
             let start = pos + i;
             let rest = &data[start..];
-            if rest.len() < PREFIX.len() {
-                if PREFIX.starts_with(rest) {
-                    self.keep(base + start as u64, rest);
-                }
-                return;
-            }
-            if !rest.starts_with(PREFIX) {
-                pos = start + 1;
-                continue;
-            }
             let Some(j) = memchr::memchr(0x07, rest) else {
                 if rest.len() <= MAX_MARK {
                     self.keep(base + start as u64, rest);
@@ -166,6 +158,15 @@ impl MarkScanner {
                 });
             }
             pos = start + j + 1;
+        }
+        // A prefix cut by the chunk's end: an ESC among the last few bytes that starts it.
+        let tail = data.len().saturating_sub(PREFIX.len() - 1).max(pos);
+        for k in memchr::memchr_iter(0x1b, &data[tail..]) {
+            let rest = &data[tail + k..];
+            if PREFIX.starts_with(rest) {
+                self.keep(base + (tail + k) as u64, rest);
+                return;
+            }
         }
     }
 
@@ -243,5 +244,22 @@ mod tests {
                 MarkKind::Refused(14, String::new()),
             ]
         );
+    }
+
+    #[test]
+    fn marks_split_at_every_byte() {
+        let data = b"a\x1b[1m\x1b\x1b]633;A;n1\x07b\x1b]633;D;n1;7\x07\x1b";
+        for cut in 0..=data.len() {
+            let mut sc = MarkScanner::new("n1");
+            let mut out = Vec::new();
+            sc.feed(10, &data[..cut], &mut out);
+            sc.feed(10 + cut as u64, &data[cut..], &mut out);
+            let kinds: Vec<_> = out.iter().map(|m| (m.kind.clone(), m.start)).collect();
+            assert_eq!(
+                kinds,
+                vec![(MarkKind::Prompt, 10 + 6), (MarkKind::End(7), 10 + 18)],
+                "cut at {cut}"
+            );
+        }
     }
 }

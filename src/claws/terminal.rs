@@ -1,17 +1,16 @@
 //! One terminal: a shell in a PTY plus three tasks that own its moving parts — the reader
-//! (PTY output → capture ring, log file, shell-integration marks → history, `exec` answers,
-//! bus events), the writer (ordered input, bracketed paste) and the reaper (exit status).
+//! (a thread, `reader.rs`: PTY output → capture ring, log file, shell-integration marks →
+//! history, `exec` answers, bus events), the writer (ordered input, bracketed paste) and the
+//! reaper (exit status).
 //! The terminal's mutable state sits behind one short-lived `std::sync::Mutex`, never held
 //! across an `.await`. The PTY exists before `create` answers, so early input is queued in
 //! the kernel and never lost.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::Write;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::unix::AsyncFd;
@@ -24,8 +23,10 @@ use super::exec::{
 };
 use super::history::HistoryEvent;
 use super::ring::Ring;
-use super::strip::{plain_output, Mark, MarkKind, MarkScanner};
+use super::strip::{plain_output, Mark, MarkKind};
 use super::{now_ms, pty, shell, Shared};
+
+mod reader;
 
 /// Grace between SIGHUP and SIGKILL when a terminal is closed.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -66,6 +67,8 @@ pub struct CreateOpts {
     pub cols: u16,
     pub rows: u16,
     pub correlation_id: Option<String>,
+    /// Keep the tty's output post-processing (`\n` → `\r\n`); see `pty::Spawn::opost`.
+    pub opost: bool,
 }
 
 enum Input {
@@ -141,13 +144,7 @@ impl Terminal {
             let dir = shared.claws_dir.join("terminals");
             crate::fsutil::ensure_own_dir(&dir, 0o700)?;
             let path = dir.join(format!("{id}.log"));
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&path)?;
+            let file = reader::LogFile::create(path.clone(), shared.cfg.terminal_log_bytes)?;
             (Some(path), Some(file))
         };
         let child = pty::spawn(&pty::Spawn {
@@ -157,6 +154,7 @@ impl Terminal {
             env: &env,
             cols: o.cols,
             rows: o.rows,
+            opost: o.opost,
         })?;
         let (tx, rx) = mpsc::unbounded_channel();
         let master = Arc::new(child.master);
@@ -186,9 +184,15 @@ impl Terminal {
             exec_turn: tokio::sync::Semaphore::new(1),
             closed: CancellationToken::new(),
         });
-        tokio::spawn(reader(shared.clone(), term.clone(), nonce, log_file));
         tokio::spawn(writer(shared.clone(), term.clone(), rx));
         tokio::spawn(reaper(shared.clone(), term.clone(), child.child));
+        if let Err(e) = reader::start(shared.clone(), term.clone(), nonce, log_file) {
+            // No reader, no terminal: the shell goes (the reaper collects it).
+            term.closed.cancel();
+            let pg = nix::unistd::Pid::from_raw(term.pid as i32);
+            let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+            return Err(e);
+        }
         Ok(term)
     }
 }
@@ -470,74 +474,6 @@ impl Terminal {
             }
         }
     }
-}
-
-async fn reader(
-    shared: Arc<Shared>,
-    term: Arc<Terminal>,
-    nonce: String,
-    mut log: Option<std::fs::File>,
-) {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut scanner = MarkScanner::new(&nonce);
-    let mut marks = Vec::new();
-    let mut last_content: Option<Instant> = None;
-    let mut content_due: Option<tokio::time::Instant> = None;
-    let content_every = Duration::from_millis(100);
-    loop {
-        let n = tokio::select! {
-            _ = term.closed.cancelled() => break,
-            _ = async { tokio::time::sleep_until(content_due.unwrap_or_else(tokio::time::Instant::now)).await }, if content_due.is_some() => {
-                content_due = None;
-                last_content = Some(Instant::now());
-                publish_content(&shared, &term);
-                continue;
-            }
-            r = pty::read(&term.master, &mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-        };
-        let chunk = &buf[..n];
-        let base = {
-            let mut st = term.lock();
-            let base = st.ring.end();
-            st.ring.append(chunk);
-            base
-        };
-        if let Some(f) = log.as_mut() {
-            if let Err(e) = f.write_all(chunk) {
-                tracing::warn!(terminal = term.id, error = %e, "terminal log write failed; log stopped");
-                log = None;
-            }
-        }
-        scanner.feed(base, chunk, &mut marks);
-        for m in marks.drain(..) {
-            term.on_mark(&shared, m);
-        }
-        match last_content {
-            Some(t) if t.elapsed() < content_every => {
-                if content_due.is_none() {
-                    content_due = Some(tokio::time::Instant::from_std(t + content_every));
-                }
-            }
-            _ => {
-                last_content = Some(Instant::now());
-                publish_content(&shared, &term);
-            }
-        }
-    }
-    if content_due.is_some() {
-        publish_content(&shared, &term);
-    }
-}
-
-fn publish_content(shared: &Shared, term: &Terminal) {
-    let size = term.lock().ring.end();
-    shared.bus.publish_server(
-        &format!("vehicle.{}.content", term.id),
-        json!({"termId": term.id.to_string(), "size": size, "ts": now_ms()}),
-    );
 }
 
 async fn writer(shared: Arc<Shared>, term: Arc<Terminal>, mut rx: mpsc::UnboundedReceiver<Input>) {
