@@ -121,6 +121,9 @@ impl TestServer {
 pub struct Conn {
     pub rd: BufReader<tokio::net::unix::OwnedReadHalf>,
     pub wr: tokio::net::unix::OwnedWriteHalf,
+    /// Push frames read while looking for an answer (a push may arrive before the answer
+    /// of the request that caused it, e.g. `publish` with `echo`), for [`Conn::push`].
+    pushes: std::collections::VecDeque<Value>,
 }
 
 impl Conn {
@@ -130,6 +133,7 @@ impl Conn {
         Conn {
             rd: BufReader::new(r),
             wr: w,
+            pushes: Default::default(),
         }
     }
 
@@ -163,6 +167,7 @@ impl Conn {
             if v.get("push").is_none() {
                 return v;
             }
+            self.pushes.push_back(v);
         }
     }
 
@@ -173,6 +178,9 @@ impl Conn {
 
     /// The next push frame (skipping answers).
     pub async fn push(&mut self) -> Value {
+        if let Some(v) = self.pushes.pop_front() {
+            return v;
+        }
         loop {
             let v = self.line().await.expect("connection closed");
             if v.get("push").is_some() {
