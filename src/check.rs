@@ -19,7 +19,7 @@ use openfiles_plugin_api::{CheckRequest, Item, Severity};
 use crate::control::client::Client;
 use crate::control::protocol::{Check, Request, WaitReply};
 use crate::plugin_host::PluginManager;
-use crate::queue::policy::{Policy, Verdict};
+use crate::policy::{Policy, Verdict};
 use crate::spec::{self, FileEntry};
 
 /// When `check` exits with status 1.

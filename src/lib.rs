@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod check;
+pub mod child_env;
 pub mod claws;
 pub mod cli;
 pub mod config;
@@ -12,9 +13,11 @@ pub mod diagnostics;
 pub mod fsutil;
 pub mod fswatch;
 pub mod hook;
+pub mod memory;
 pub mod paths;
+pub mod policy;
 pub mod plugin_host;
-pub mod queue;
+pub mod intake;
 pub mod service;
 pub mod setup;
 pub mod spec;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use openfiles::config::Config;
 use openfiles::diagnostics::Checker;
-use openfiles::plugin_host::manager::{PluginStatus, State};
+use openfiles::plugin_host::{PluginStatus, State};
 use openfiles::plugin_host::{CheckRequest, ManagerOptions, PluginError, PluginManager};
 use openfiles_plugin_api::Severity;
 use plugins_support::{fixture, path_list};

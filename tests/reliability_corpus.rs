@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use openfiles::control::protocol;
 use openfiles::hook::payload;
-use openfiles::queue::intake::{Cursor, Reader};
+use openfiles::diagnostics::writer::Cursor;
+use openfiles::intake::queue::Reader;
 
 /// The tracked inputs of one target's corpus (`seed-*`, `regress-*`).
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
@@ -54,14 +55,14 @@ fn control_decode_corpus() {
 fn queue_line_corpus() {
     let mut parsed = 0;
     for (path, data) in corpus("queue_line") {
-        let line = openfiles::queue::parse_line(&data);
+        let line = openfiles::intake::parse_line(&data);
         // A refused line says why; its excerpt (for the log) is at most 80 characters and
         // an ellipsis.
         match line {
             Ok(_) => parsed += 1,
             Err(e) => assert!(!e.to_string().is_empty(), "{}", path.display()),
         }
-        assert!(openfiles::queue::excerpt(&data).chars().count() <= 81);
+        assert!(openfiles::intake::excerpt(&data).chars().count() <= 81);
     }
     assert!(parsed > 0, "no seed of queue_line parses");
 }
@@ -83,7 +84,7 @@ fn queue_reader_corpus() {
         for round in 0..6 {
             let Ok(step) = reader.step() else { break };
             for line in step.lines.iter().flatten() {
-                let _ = openfiles::queue::parse_line(line);
+                let _ = openfiles::intake::parse_line(line);
                 taken += line.len() + 1;
             }
             reader.acked = reader.cursor;

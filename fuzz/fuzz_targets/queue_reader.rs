@@ -3,7 +3,8 @@
 //! first step. Every line read is parsed; reading ends with the queue drained.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use openfiles::queue::intake::{Cursor, Reader};
+use openfiles::diagnostics::writer::Cursor;
+use openfiles::intake::queue::Reader;
 use std::io::Write;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => break,
         };
         for line in step.lines.iter().flatten() {
-            let _ = openfiles::queue::parse_line(line);
+            let _ = openfiles::intake::parse_line(line);
             taken += line.len() + 1;
         }
         reader.acked = reader.cursor;

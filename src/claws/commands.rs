@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::bus::Replay;
-use super::conn::Session;
+use super::conn::Connection;
 use super::proto::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
 use super::terminal::{CreateOpts, ExecOutcome, Terminal, CLOSE_GRACE};
-use super::{now_ms, Shared};
+use super::{now_ms, ServerState};
 
 /// `readLog`'s cap on one page.
 pub const READ_LIMIT: u64 = 512 << 10;
@@ -41,7 +41,7 @@ impl From<Result<Map<String, Value>, String>> for Answer {
 
 type Body = Result<Map<String, Value>, String>;
 
-pub async fn dispatch(shared: &Arc<Shared>, sess: &Session, req: &Request) -> Answer {
+pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Request) -> Answer {
     if let Some(e) = req.protocol_error() {
         return Err(e).into();
     }
@@ -74,10 +74,10 @@ pub async fn dispatch(shared: &Arc<Shared>, sess: &Session, req: &Request) -> An
         "introspect" => Ok(introspect(shared)).into(),
         "hello" => Answer {
             protocol: PROTOCOL_2,
-            body: shared.bus.hello(sess, req),
+            body: shared.bus.hello(conn, req),
             replay: None,
         },
-        "subscribe" => match shared.bus.subscribe(sess, req) {
+        "subscribe" => match shared.bus.subscribe(conn, req) {
             Ok((b, replay)) => Answer {
                 protocol: PROTOCOL,
                 body: Ok(b),
@@ -85,9 +85,9 @@ pub async fn dispatch(shared: &Arc<Shared>, sess: &Session, req: &Request) -> An
             },
             Err(e) => Err(e).into(),
         },
-        "unsubscribe" => shared.bus.unsubscribe(sess, req).into(),
-        "publish" => shared.bus.publish(sess, req).into(),
-        "broadcast" => shared.bus.broadcast(sess, req).into(),
+        "unsubscribe" => shared.bus.unsubscribe(conn, req).into(),
+        "publish" => shared.bus.publish(conn, req).into(),
+        "broadcast" => shared.bus.broadcast(conn, req).into(),
         other => Err(format!("unknown cmd: {other}")).into(),
     }
 }
@@ -102,7 +102,7 @@ fn term_arg(req: &Request) -> Option<String> {
     }
 }
 
-fn find(shared: &Shared, req: &Request) -> Result<Arc<Terminal>, String> {
+fn find(shared: &ServerState, req: &Request) -> Result<Arc<Terminal>, String> {
     let raw = term_arg(req).unwrap_or_else(|| "undefined".into());
     raw.trim()
         .parse::<u64>()
@@ -111,7 +111,7 @@ fn find(shared: &Shared, req: &Request) -> Result<Arc<Terminal>, String> {
         .ok_or_else(|| format!("unknown terminal id {raw}"))
 }
 
-fn with_terminal(shared: &Shared, req: &Request, f: impl FnOnce(&Terminal) -> Body) -> Body {
+fn with_terminal(shared: &ServerState, req: &Request, f: impl FnOnce(&Terminal) -> Body) -> Body {
     let t = find(shared, req)?;
     f(&t)
 }
@@ -134,12 +134,12 @@ fn entry(t: &Terminal) -> Value {
     })
 }
 
-fn list(shared: &Shared) -> Map<String, Value> {
+fn list(shared: &ServerState) -> Map<String, Value> {
     let terms: Vec<Value> = shared.terminals_sorted().iter().map(|t| entry(t)).collect();
     body(json!({ "terminals": terms }))
 }
 
-fn create(shared: &Arc<Shared>, req: &Request) -> Body {
+fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
     let live = shared.live_count();
     if live >= shared.cfg.max_terminals {
         return Err(format!(
@@ -201,7 +201,7 @@ fn create(shared: &Arc<Shared>, req: &Request) -> Body {
     })))
 }
 
-fn send(shared: &Shared, req: &Request) -> Body {
+fn send(shared: &ServerState, req: &Request) -> Body {
     let t = find(shared, req)?;
     let text = req.str("text").unwrap_or("");
     let newline = req.bool("newline").unwrap_or(true);
@@ -214,7 +214,7 @@ fn send(shared: &Shared, req: &Request) -> Body {
     ))
 }
 
-async fn exec(shared: &Shared, req: &Request) -> Body {
+async fn exec(shared: &ServerState, req: &Request) -> Body {
     let t = find(shared, req)?;
     let Some(command) = req.str("command").filter(|c| !c.trim().is_empty()) else {
         return Err("exec needs a command".into());
@@ -235,7 +235,7 @@ async fn exec(shared: &Shared, req: &Request) -> Body {
     }
 }
 
-fn read_log(shared: &Shared, req: &Request) -> Body {
+fn read_log(shared: &ServerState, req: &Request) -> Body {
     let t = find(shared, req)?;
     if !t.wrapped {
         return Err(format!(
@@ -262,7 +262,7 @@ fn read_log(shared: &Shared, req: &Request) -> Body {
     })))
 }
 
-fn poll(shared: &Shared, req: &Request) -> Body {
+fn poll(shared: &ServerState, req: &Request) -> Body {
     let cap = shared.cfg.poll_limit.max(1);
     let limit = req.u64("limit").map_or(cap, |l| (l as usize).clamp(1, cap));
     let (events, cursor, truncated) = shared.history.since(req.u64("since").unwrap_or(0), limit);
@@ -271,7 +271,7 @@ fn poll(shared: &Shared, req: &Request) -> Body {
     })))
 }
 
-fn close(shared: &Arc<Shared>, req: &Request) -> Body {
+fn close(shared: &Arc<ServerState>, req: &Request) -> Body {
     let id = term_arg(req).and_then(|s| s.trim().parse::<u64>().ok());
     let Some(t) = id.and_then(|id| shared.remove_terminal(id)) else {
         return Ok(body(json!({"alreadyClosed": true})));
@@ -281,7 +281,7 @@ fn close(shared: &Arc<Shared>, req: &Request) -> Body {
     Ok(body(json!({"alreadyClosed": false})))
 }
 
-fn introspect(shared: &Shared) -> Map<String, Value> {
+fn introspect(shared: &ServerState) -> Map<String, Value> {
     let servers: Vec<Value> = shared
         .registry
         .servers()

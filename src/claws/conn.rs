@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use super::bus::Outbox;
 use super::commands::dispatch;
 use super::proto::{self, Request, MAX_LINE};
-use super::{ClawsError, Shared};
+use super::{ClawsError, ServerState};
 
 /// Per-connection context the handlers see.
-pub struct Session {
+pub struct Connection {
     pub conn_id: u64,
     pub outbox: Arc<Outbox>,
 }
@@ -51,7 +51,7 @@ pub async fn bind(socket: &Path) -> Result<UnixListener, ClawsError> {
     Ok(listener)
 }
 
-pub async fn accept_loop(listener: UnixListener, shared: Arc<Shared>, stop: CancellationToken) {
+pub async fn accept_loop(listener: UnixListener, shared: Arc<ServerState>, stop: CancellationToken) {
     loop {
         let stream = tokio::select! {
             _ = stop.cancelled() => return,
@@ -68,7 +68,7 @@ pub async fn accept_loop(listener: UnixListener, shared: Arc<Shared>, stop: Canc
     }
 }
 
-async fn serve(mut stream: UnixStream, shared: Arc<Shared>, stop: CancellationToken) {
+async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: CancellationToken) {
     let me = nix::unistd::getuid().as_raw();
     match stream.peer_cred() {
         Ok(c) if c.uid() == me => {}
@@ -94,7 +94,7 @@ async fn serve(mut stream: UnixStream, shared: Arc<Shared>, stop: CancellationTo
     let (resp_tx, resp_rx) = mpsc::channel::<String>(64);
     let (push_tx, push_rx) = mpsc::channel(shared.cfg.peer_queue_frames.max(1));
     let outbox = Arc::new(Outbox::new(push_tx));
-    let sess = Session {
+    let conn = Connection {
         conn_id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
         outbox: outbox.clone(),
     };
@@ -108,7 +108,7 @@ async fn serve(mut stream: UnixStream, shared: Arc<Shared>, stop: CancellationTo
             let line = &buf[..end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if !line.iter().all(u8::is_ascii_whitespace) {
-                let ok = handle_line(&shared, &sess, line, &resp_tx).await;
+                let ok = handle_line(&shared, &conn, line, &resp_tx).await;
                 if !ok {
                     break 'conn;
                 }
@@ -128,23 +128,23 @@ async fn serve(mut stream: UnixStream, shared: Arc<Shared>, stop: CancellationTo
         };
         buf.extend_from_slice(&chunk[..n]);
     }
-    shared.bus.disconnect(&sess);
+    shared.bus.disconnect(&conn);
     drop(resp_tx);
-    drop(sess);
+    drop(conn);
     let _ = writer.await;
 }
 
 /// Handle one request line; false when the connection should end.
 async fn handle_line(
-    shared: &Arc<Shared>,
-    sess: &Session,
+    shared: &Arc<ServerState>,
+    conn: &Connection,
     line: &[u8],
     out: &mpsc::Sender<String>,
 ) -> bool {
     let Some(req) = Request::parse(line) else {
         return out.send(proto::bad_json()).await.is_ok();
     };
-    let ans = dispatch(shared, sess, &req).await;
+    let ans = dispatch(shared, conn, &req).await;
     let text = proto::answer(req.id(), ans.protocol, ans.body);
     if out.send(text).await.is_err() {
         return false;

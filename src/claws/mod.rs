@@ -96,7 +96,7 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// State shared by the connections and terminal tasks of one server.
-pub(crate) struct Shared {
+pub(crate) struct ServerState {
     root: PathBuf,
     claws_dir: PathBuf,
     shell_dir: PathBuf,
@@ -111,7 +111,7 @@ pub(crate) struct Shared {
     drift: proto::DriftWarning,
 }
 
-impl Shared {
+impl ServerState {
     fn terms(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Terminal>>> {
         self.terminals.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -151,7 +151,7 @@ impl Shared {
 
 /// The Claws socket of one workspace folder.
 pub struct ClawsServer {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     socket: PathBuf,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -202,7 +202,7 @@ impl ClawsServer {
         .map_err(io_at(&events_dir))?;
         let socket = claws_dir.join("claws.sock");
         let listener = conn::bind(&socket).await?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ServerState {
             root: root.clone(),
             claws_dir,
             shell_dir,
@@ -279,7 +279,7 @@ fn gitignore(dir: &Path) -> io::Result<()> {
     }
 }
 
-async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
+async fn heartbeat(shared: Arc<ServerState>, stop: CancellationToken) {
     let every = Duration::from_secs(shared.cfg.heartbeat_seconds.max(1));
     loop {
         tokio::select! {

@@ -24,7 +24,7 @@ use super::exec::{
 use super::history::HistoryEvent;
 use super::ring::Ring;
 use super::strip::{plain_output, Mark, MarkKind};
-use super::{now_ms, pty, shell, Shared};
+use super::{now_ms, pty, shell, ServerState};
 
 mod reader;
 
@@ -132,7 +132,7 @@ pub enum ExecOutcome {
 
 impl Terminal {
     /// Spawn the shell in a new PTY and start the terminal's tasks.
-    pub fn spawn(shared: &Arc<Shared>, id: u64, o: CreateOpts) -> std::io::Result<Arc<Terminal>> {
+    pub fn spawn(shared: &Arc<ServerState>, id: u64, o: CreateOpts) -> std::io::Result<Arc<Terminal>> {
         let program = o.shell.clone().unwrap_or_else(shell::default_shell);
         let kind = shell::kind_of(&program);
         let nonce = shell::nonce();
@@ -351,7 +351,7 @@ impl Terminal {
         self.closed.cancel();
     }
 
-    fn set_phase(&self, shared: &Shared, to: Phase) {
+    fn set_phase(&self, shared: &ServerState, to: Phase) {
         let from = self.phase.send_replace(to);
         if from != to {
             shared.bus.publish_server(
@@ -361,7 +361,7 @@ impl Terminal {
         }
     }
 
-    fn on_mark(self: &Arc<Self>, shared: &Shared, mark: Mark) {
+    fn on_mark(self: &Arc<Self>, shared: &ServerState, mark: Mark) {
         tracing::trace!(terminal = self.id, mark = ?mark.kind, "shell mark");
         match mark.kind {
             MarkKind::Prompt => {
@@ -476,7 +476,7 @@ impl Terminal {
     }
 }
 
-async fn writer(shared: Arc<Shared>, term: Arc<Terminal>, mut rx: mpsc::UnboundedReceiver<Input>) {
+async fn writer(shared: Arc<ServerState>, term: Arc<Terminal>, mut rx: mpsc::UnboundedReceiver<Input>) {
     loop {
         let input = tokio::select! {
             _ = term.closed.cancelled() => return,
@@ -509,7 +509,7 @@ async fn writer(shared: Arc<Shared>, term: Arc<Terminal>, mut rx: mpsc::Unbounde
     }
 }
 
-async fn reaper(shared: Arc<Shared>, term: Arc<Terminal>, mut child: tokio::process::Child) {
+async fn reaper(shared: Arc<ServerState>, term: Arc<Terminal>, mut child: tokio::process::Child) {
     use std::os::unix::process::ExitStatusExt;
     let code = match child.wait().await {
         Ok(st) => st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)),

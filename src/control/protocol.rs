@@ -19,7 +19,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
-use crate::spec::{FileEntry, HookSettings};
+// Types built by the rooms that make them, re-exported here so both sides of the protocol
+// name them in one place.
+pub use crate::diagnostics::{Rejected, WorkspaceEntries};
+pub use crate::workspace::{WorkspaceInfo, WorkspaceStatus};
 
 /// Protocol name and major version; both sides refuse anything else.
 pub const PROTOCOL: &str = "openfiles/1";
@@ -148,12 +151,6 @@ pub struct WorkspacePaths {
     pub paths: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rejected {
-    pub path: PathBuf,
-    pub reason: String,
-}
-
 /// Reply to `wait` and `check`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -161,15 +158,6 @@ pub struct WaitReply {
     /// True when every path was checked at or after `since`; false at the deadline.
     pub complete: bool,
     pub workspaces: Vec<WorkspaceEntries>,
-}
-
-/// The entries of one workspace, keyed as in its `diagnostics.json`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceEntries {
-    pub root: PathBuf,
-    pub hook: HookSettings,
-    pub files: std::collections::BTreeMap<String, FileEntry>,
 }
 
 /// Reply to `sessionClear`.
@@ -187,16 +175,6 @@ pub struct WorkspacesReply {
     pub workspaces: Vec<WorkspaceInfo>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceInfo {
-    pub root: PathBuf,
-    /// How it was registered: `cli`, `config`, `added`, `discovered`, `edit`.
-    pub source: String,
-    /// Registered with `openfiles add` or by an edit: survives restarts.
-    pub persisted: bool,
-}
-
 /// Reply to `status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -212,35 +190,6 @@ pub struct StatusReply {
     /// Per-plugin state, filled by the plugin host supervisor.
     #[serde(default)]
     pub plugins: Vec<Value>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceStatus {
-    pub root: PathBuf,
-    pub source: String,
-    pub heartbeat: PathBuf,
-    /// Another OpenFiles server (the editor extension) is live here; the service stands back.
-    #[serde(default)]
-    pub standing_back: bool,
-    #[serde(default)]
-    pub session_files: usize,
-    #[serde(default)]
-    pub pending: usize,
-    /// Valid queue lines taken, ever (persisted with the session).
-    #[serde(default)]
-    pub queue_lines: u64,
-    #[serde(default)]
-    pub malformed_queue_lines: u64,
-    #[serde(default)]
-    pub watches: usize,
-    /// Batches of file changes the watcher did not count as edits because git was busy.
-    #[serde(default)]
-    pub git_batches_ignored: usize,
-    #[serde(default)]
-    pub terminals: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claws_socket: Option<PathBuf>,
 }
 
 /// Why a request line could not be turned into a [`Request`].

@@ -18,7 +18,7 @@ use super::protocol::{
     self, Check, Edited, EditedReply, HelloReply, Request, StatusReply, Wait, WaitReply,
     WorkspacePaths, WorkspacesReply, MAX_LINE,
 };
-use crate::diagnostics::pipeline::Origin;
+use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
 use crate::spec;
 use crate::workspace::{RegistryHandle, Source};
 
@@ -112,7 +112,7 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
         }
         if large {
             drop(reply);
-            crate::service::memory::trim();
+            crate::memory::trim();
         }
     }
 }
@@ -197,10 +197,10 @@ async fn group(
     paths: Vec<PathBuf>,
     register: bool,
 ) -> (
-    Vec<(crate::workspace::instance::Handle, Vec<PathBuf>)>,
+    Vec<(PipelineHandle, Vec<PathBuf>)>,
     Vec<protocol::Rejected>,
 ) {
-    let mut groups: Vec<(crate::workspace::instance::Handle, Vec<PathBuf>)> = Vec::new();
+    let mut groups: Vec<(PipelineHandle, Vec<PathBuf>)> = Vec::new();
     let mut rejected = Vec::new();
     for path in paths {
         if !path.is_absolute() {
@@ -238,7 +238,7 @@ async fn edited(ctx: &Context, e: Edited) -> EditedReply {
     let (groups, mut rejected) = group(ctx, e.paths, true).await;
     let mut workspaces = Vec::new();
     for (handle, paths) in groups {
-        let out = handle.edited(paths, Origin::Control).await;
+        let out = handle.edited(paths, EditOrigin::Control).await;
         rejected.extend(out.rejected);
         if !out.accepted.is_empty() {
             workspaces.push(WorkspacePaths {

@@ -2,7 +2,7 @@
 //! writing `diagnostics.json`.
 //!
 //! Data flow: intakes (control socket `edited`, `queue.jsonl`, the file watcher) hand paths to
-//! the workspace's [`pipeline`] actor after the path policy (`queue::policy`). The actor keeps
+//! the workspace's [`pipeline`] actor after the path policy (`policy`). The actor keeps
 //! the [`session`] (every file changed this session, with its entry), dispatches batches to the
 //! diagnostic sources through a [`Checker`], merges their answers, wakes `wait`ers, and hands
 //! snapshots to the [`writer`], which rewrites `diagnostics.json` atomically and persists the
@@ -19,6 +19,25 @@ use std::path::{Path, PathBuf};
 
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{FileEntry, HookSettings};
+
+/// A path an intake refused, and why (answered to `edited`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// The entries of one workspace, keyed as in its `diagnostics.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceEntries {
+    pub root: PathBuf,
+    pub hook: HookSettings,
+    pub files: std::collections::BTreeMap<String, FileEntry>,
+}
 
 /// Identifies a diagnostic source (a plugin) for the lifetime of the service.
 pub type SourceId = usize;
@@ -35,7 +54,7 @@ pub struct SourceInfo {
 }
 
 /// The diagnostic sources, as seen by the pipeline. Implemented by the plugin host
-/// supervisor; the pipeline does not know about processes or libraries.
+/// manager (`plugin_host::PluginManager`); the pipeline does not know about processes or libraries.
 pub trait Checker: Send + Sync + 'static {
     /// The sources that handle `path`.
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo>;

@@ -19,14 +19,17 @@ use super::session::{self, Session};
 use super::writer::{self, QueueState, Snapshot};
 use super::{project_root, Checker, SourceId, SourceInfo};
 use crate::config::Config;
-use crate::control::protocol::{Rejected, WorkspaceEntries};
-use crate::queue::intake::Cursor;
-use crate::queue::policy::{Policy, Verdict};
+use super::{Rejected, WorkspaceEntries};
+use super::writer::Cursor;
+use crate::policy::{Policy, Verdict};
 use crate::spec::{self, HookSettings};
+
+/// One line taken from `queue.jsonl`: parsed, or why it was skipped (with an excerpt).
+pub type QueueEntry = Result<spec::QueueLine, String>;
 
 /// Where an edit came from (for logs and de-duplication with the watcher).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub enum EditOrigin {
     Control,
     Queue,
     Watch,
@@ -49,14 +52,14 @@ pub struct PipelineStatus {
     pub standing_back: bool,
 }
 
-pub(crate) enum Msg {
+enum Msg {
     Edited {
         paths: Vec<PathBuf>,
-        origin: Origin,
+        origin: EditOrigin,
         reply: Option<oneshot::Sender<EditOutcome>>,
     },
     Queue {
-        lines: Vec<Result<Vec<u8>, String>>,
+        lines: Vec<QueueEntry>,
         cursor: Cursor,
     },
     Wait {
@@ -92,13 +95,13 @@ pub(crate) enum Msg {
 
 /// A cloneable handle to one workspace's pipeline.
 #[derive(Clone)]
-pub struct Handle {
+pub struct PipelineHandle {
     pub root: Arc<PathBuf>,
     tx: mpsc::UnboundedSender<Msg>,
 }
 
-impl Handle {
-    pub(crate) fn send(&self, msg: Msg) {
+impl PipelineHandle {
+    fn send(&self, msg: Msg) {
         let _ = self.tx.send(msg);
     }
 
@@ -109,7 +112,7 @@ impl Handle {
     }
 
     /// Report edited paths; they pass the path policy and get scheduled.
-    pub async fn edited(&self, paths: Vec<PathBuf>, origin: Origin) -> EditOutcome {
+    pub async fn edited(&self, paths: Vec<PathBuf>, origin: EditOrigin) -> EditOutcome {
         self.ask(|reply| Msg::Edited {
             paths,
             origin,
@@ -120,7 +123,7 @@ impl Handle {
     }
 
     /// Report edits without waiting for the verdict.
-    pub fn edited_nowait(&self, paths: Vec<PathBuf>, origin: Origin) {
+    pub fn edited_nowait(&self, paths: Vec<PathBuf>, origin: EditOrigin) {
         self.send(Msg::Edited {
             paths,
             origin,
@@ -168,6 +171,12 @@ impl Handle {
 
     pub fn reload(&self, config: Arc<Config>) {
         self.send(Msg::Config(config));
+    }
+
+    /// Lines taken from `queue.jsonl` (parsed by the intake) and the cursor past them; the
+    /// pipeline persists their effect and the cursor in one write, then acknowledges it.
+    pub fn queue_lines(&self, lines: Vec<QueueEntry>, cursor: Cursor) {
+        self.send(Msg::Queue { lines, cursor });
     }
 
     /// Connect the queue intake: persisted cursors are acknowledged on `ack`.
@@ -226,7 +235,7 @@ impl Pipeline {
         config: Arc<Config>,
         checker: Arc<dyn Checker>,
         state_dir: &Path,
-    ) -> Result<(Handle, Cursor), String> {
+    ) -> Result<(PipelineHandle, Cursor), String> {
         let policy = Policy::new(root, &config.diagnostics).map_err(|e| e.to_string())?;
         let state_path = writer::state_file(state_dir, root);
         let state = writer::load_state(&state_path);
@@ -258,7 +267,7 @@ impl Pipeline {
         for path in p.dirty.clone() {
             p.session.edited(&path, 0);
         }
-        let handle = Handle {
+        let handle = PipelineHandle {
             root: Arc::new(root.to_owned()),
             tx,
         };
@@ -303,7 +312,7 @@ impl Pipeline {
         }
     }
 
-    /// Handle one message; `Some` means stop after this burst.
+    /// PipelineHandle one message; `Some` means stop after this burst.
     fn handle(&mut self, msg: Msg) -> Option<oneshot::Sender<()>> {
         match msg {
             Msg::Edited {
@@ -408,13 +417,13 @@ impl Pipeline {
         None
     }
 
-    fn edit(&mut self, paths: Vec<PathBuf>, origin: Origin) -> EditOutcome {
+    fn edit(&mut self, paths: Vec<PathBuf>, origin: EditOrigin) -> EditOutcome {
         let now = spec::now_ms();
         let mut out = EditOutcome::default();
         for path in paths {
             match self.policy.judge(&path) {
                 Verdict::Check(p) => {
-                    if origin == Origin::Watch && self.is_echo(&p) {
+                    if origin == EditOrigin::Watch && self.is_echo(&p) {
                         continue;
                     }
                     self.session.edited(&p, now);
@@ -465,13 +474,9 @@ impl Pipeline {
         mtime <= reported
     }
 
-    fn queue_lines(&mut self, lines: Vec<Result<Vec<u8>, String>>, cursor: Cursor) {
+    fn queue_lines(&mut self, lines: Vec<QueueEntry>, cursor: Cursor) {
         for line in lines {
-            let parsed = line.map_err(|excerpt| format!("line longer than 1 MiB: {excerpt}"));
-            match parsed.and_then(|l| {
-                crate::queue::parse_line(&l)
-                    .map_err(|e| format!("{e}: {}", crate::queue::excerpt(&l)))
-            }) {
+            match line {
                 Ok(q) => {
                     self.queue.lines += 1;
                     let paths = q
@@ -485,7 +490,7 @@ impl Pipeline {
                             }
                         })
                         .collect();
-                    self.edit(paths, Origin::Queue);
+                    self.edit(paths, EditOrigin::Queue);
                 }
                 Err(why) => {
                     self.queue.malformed += 1;
@@ -736,7 +741,7 @@ impl Pipeline {
             let large = snap.size() > 1 << 20;
             drop(snap);
             if large {
-                crate::service::memory::trim();
+                crate::memory::trim();
             }
             let _ = tx.send(Msg::Written { cursor, result });
         });

@@ -11,8 +11,29 @@ use serde::{Deserialize, Serialize};
 
 use super::session::Session;
 use crate::fsutil;
-use crate::queue::intake::Cursor;
 use crate::spec::{self, DiagnosticsFile, FileEntry, HookSettings};
+
+/// Position in one queue file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePos {
+    pub dev: u64,
+    pub ino: u64,
+    /// Birth time in ns where the filesystem records it (0 otherwise): inode numbers are
+    /// reused, so a replaced file can carry its predecessor's inode.
+    #[serde(default)]
+    pub born: u64,
+    pub offset: u64,
+}
+
+/// Where reading stands, in `queue.jsonl` and in the file being drained. Persisted here, in
+/// one write with the effect of the lines before it; the queue intake (`intake::queue`) moves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    #[serde(default)]
+    pub main: Option<FilePos>,
+    #[serde(default)]
+    pub draining: Option<FilePos>,
+}
 
 /// The workspace-relative key of `path` in `diagnostics.json` (`/`-separated).
 pub fn key(root: &Path, path: &Path) -> String {

@@ -1,7 +1,7 @@
 //! `openfiles hook`: what an agent runs after each edit (`agent-hooks.md`).
 //!
 //! Read the payload ([`input`], [`payload`]), report the edited paths to the service
-//! ([`service`]) or, when none answers, to a workspace served by the editor extension
+//! ([`online`]) or, when none answers, to a workspace served by the editor extension
 //! ([`fallback`]), wait for their diagnostics unless this agent or event takes no feedback,
 //! and print the feedback ([`feedback`], [`report`]) in the agent's format ([`output`]).
 //!
@@ -18,7 +18,7 @@ pub mod install;
 pub mod output;
 pub mod payload;
 pub mod report;
-pub mod service;
+pub mod online;
 pub mod watch;
 
 use std::io::Write;
@@ -87,16 +87,16 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
     let feedback = !opts.no_feedback && agent.wants_feedback(event);
     let ts = crate::spec::now_ms();
     let socket = crate::paths::control_socket(opts.socket.as_deref());
-    let edit = service::Edit {
+    let edit = online::Edit {
         paths: &paths,
         agent: agent.id(),
         tool: parsed.tool.as_deref(),
         event,
         ts,
     };
-    let text = match service::report(&socket, &edit, feedback) {
+    let text = match online::report(&socket, &edit, feedback) {
         Ok(text) => text,
-        Err(service::ServiceError::NotDelivered(err)) => {
+        Err(online::ServiceError::NotDelivered(err)) => {
             say(opts, format_args!("{err}; trying the editor's queue"));
             let starts = starts(&paths, parsed.cwd.as_deref(), process_cwd.as_deref());
             without_service(opts, &starts, &edit, feedback)
@@ -129,7 +129,7 @@ fn starts(paths: &[PathBuf], cwd: Option<&Path>, process_cwd: Option<&Path>) -> 
 fn without_service(
     opts: &Options,
     starts: &[PathBuf],
-    edit: &service::Edit<'_>,
+    edit: &online::Edit<'_>,
     feedback: bool,
 ) -> Option<String> {
     let Some(root) = fallback::find_workspace(starts) else {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Where a candidate was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Origin {
+pub enum PluginOrigin {
     Config,
     Env,
     Executable,
@@ -22,14 +22,14 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
     pub path: PathBuf,
-    pub origin: Origin,
+    pub origin: PluginOrigin,
 }
 
 /// A search entry that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     pub path: PathBuf,
-    pub origin: Origin,
+    pub origin: PluginOrigin,
     pub message: String,
 }
 
@@ -38,20 +38,20 @@ pub fn search_path(
     config_paths: &[PathBuf],
     env: Option<&OsStr>,
     exe_dir: Option<&Path>,
-) -> Vec<(PathBuf, Origin)> {
-    let mut out: Vec<(PathBuf, Origin)> = config_paths
+) -> Vec<(PathBuf, PluginOrigin)> {
+    let mut out: Vec<(PathBuf, PluginOrigin)> = config_paths
         .iter()
-        .map(|p| (p.clone(), Origin::Config))
+        .map(|p| (p.clone(), PluginOrigin::Config))
         .collect();
     if let Some(env) = env {
         out.extend(
             std::env::split_paths(env)
                 .filter(|p| !p.as_os_str().is_empty())
-                .map(|p| (p, Origin::Env)),
+                .map(|p| (p, PluginOrigin::Env)),
         );
     }
     if let Some(dir) = exe_dir {
-        out.push((dir.to_owned(), Origin::Executable));
+        out.push((dir.to_owned(), PluginOrigin::Executable));
     }
     out
 }
@@ -67,11 +67,11 @@ fn is_library(path: &Path) -> bool {
 }
 
 /// Expand the search path into library files.
-pub fn candidates(search: &[(PathBuf, Origin)]) -> (Vec<Candidate>, Vec<Problem>) {
+pub fn candidates(search: &[(PathBuf, PluginOrigin)]) -> (Vec<Candidate>, Vec<Problem>) {
     let mut seen = HashSet::new();
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    let mut push = |path: PathBuf, origin: Origin, found: &mut Vec<Candidate>| {
+    let mut push = |path: PathBuf, origin: PluginOrigin, found: &mut Vec<Candidate>| {
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if seen.insert(key) {
             found.push(Candidate { path, origin });
@@ -97,7 +97,7 @@ pub fn candidates(search: &[(PathBuf, Origin)]) -> (Vec<Candidate>, Vec<Problem>
                 }),
             },
             Ok(_) => push(entry.clone(), *origin, &mut found),
-            Err(_) if *origin == Origin::Executable => {}
+            Err(_) if *origin == PluginOrigin::Executable => {}
             Err(e) => problems.push(Problem {
                 path: entry.clone(),
                 origin: *origin,
@@ -131,9 +131,9 @@ mod tests {
         let (found, problems) = candidates(&search);
         let paths: Vec<_> = found.iter().map(|c| c.path.clone()).collect();
         assert_eq!(paths, vec![a, b]);
-        assert!(found.iter().all(|c| c.origin == Origin::Env));
+        assert!(found.iter().all(|c| c.origin == PluginOrigin::Env));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].path, missing);
-        assert_eq!(problems[0].origin, Origin::Config);
+        assert_eq!(problems[0].origin, PluginOrigin::Config);
     }
 }

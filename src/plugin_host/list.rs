@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::manager::{PluginStatus, State};
+use super::status::{PluginStatus, State};
 use super::PluginManager;
 
 /// Run the command; exit status 0 (problems are reported, not failures).

@@ -17,79 +17,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openfiles_plugin_api::{Capabilities, CheckRequest, CheckResponse, Init};
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::discover::{self, Origin};
+use super::discover;
+use super::status::{PluginStatus, State};
 use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
 use super::{PluginError, PluginId};
 
 /// Deadline of a check whose request says `timeout_ms: 0`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Where a plugin stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum State {
-    /// A search-path entry that does not exist.
-    Missing,
-    /// The library was refused (`kind` says why: `abi-mismatch`, `missing-symbol`,
-    /// `load-error`, `bad-table`, `create-failed`, `host-failed`, `duplicate`).
-    Refused,
-    /// Named in `plugins.disabled`.
-    Disabled,
-    Loaded,
-    /// Its host died; a new one is being started.
-    Restarting,
-    /// It could not be restarted; checks fail with the reason.
-    Broken,
-    Stopped,
-}
-
-/// One row of `openfiles plugins` / the service status.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginStatus {
-    pub path: PathBuf,
-    pub origin: Origin,
-    pub state: State,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub restarts: u32,
-    /// Checks sent to this plugin since the service started.
-    #[serde(default)]
-    pub checks: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<Capabilities>,
-}
-
-impl PluginStatus {
-    fn new(path: PathBuf, origin: Origin, state: State) -> Self {
-        PluginStatus {
-            path,
-            origin,
-            state,
-            name: None,
-            version: None,
-            kind: None,
-            reason: None,
-            restarts: 0,
-            checks: 0,
-            pid: None,
-            capabilities: None,
-        }
-    }
-}
 
 /// How to find plugins and run their hosts; [`ManagerOptions::from_env`] is what the
 /// service uses. Tests and benchmarks running inside another executable set `host_exe`

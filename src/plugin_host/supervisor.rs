@@ -26,7 +26,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::manager::{PluginStatus, State};
+use super::status::{PluginStatus, State};
 use super::protocol::{FromHost, ToHost};
 use super::PluginError;
 
@@ -93,7 +93,7 @@ impl Host {
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
         let mut command = Command::new(host_exe);
-        for var in crate::service::PRIVATE_ENV {
+        for var in crate::child_env::PRIVATE_ENV {
             command.env_remove(var);
         }
         let mut child = command

@@ -8,7 +8,6 @@
 
 pub mod activation;
 pub mod logging;
-pub mod memory;
 pub mod notify;
 
 use std::path::PathBuf;
@@ -23,20 +22,8 @@ use crate::config::Config;
 use crate::control::server::{self, Context};
 use crate::diagnostics::Checker;
 use crate::plugin_host::PluginManager;
-use crate::workspace::instance::Shared;
+use crate::workspace::instance::WorkspaceDeps;
 use crate::workspace::Registry;
-
-/// Variables that concern this process only (service-manager handshakes). Every child we
-/// start (plugin hosts, terminals, language servers through them) gets them removed, so no
-/// child can impersonate the service to systemd or grab its sockets.
-pub const PRIVATE_ENV: &[&str] = &[
-    "NOTIFY_SOCKET",
-    "LISTEN_FDS",
-    "LISTEN_PID",
-    "LISTEN_FDNAMES",
-    "WATCHDOG_USEC",
-    "WATCHDOG_PID",
-];
 
 /// What `openfiles serve` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -55,7 +42,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
     logging::init(&config.service.log_level);
-    memory::limit_arenas();
+    crate::memory::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("openfiles")
@@ -72,7 +59,7 @@ async fn serve(
     config_path: Option<PathBuf>,
     started: Instant,
 ) -> anyhow::Result<()> {
-    // Leases on the queue file (see queue::intake) signal SIGIO, whose default action would
+    // Leases on the queue file (see intake::queue) signal SIGIO, whose default action would
     // end the process; a handler (not SIG_IGN, which children would inherit) makes it harmless.
     let mut sigio = signal(SignalKind::io()).context("cannot install the SIGIO handler")?;
     tokio::spawn(async move { while sigio.recv().await.is_some() {} });
@@ -98,7 +85,7 @@ async fn serve(
     let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
     let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
     let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
-    let shared = Arc::new(Shared::new(state_dir, shutdown.clone(), checker, fswatch));
+    let shared = Arc::new(WorkspaceDeps::new(state_dir, shutdown.clone(), checker, fswatch));
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 

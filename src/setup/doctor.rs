@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::installed::units_report;
 use super::probe::{self, HookState};
-use super::service::Platform;
+use super::places::Platform;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{Request, StatusReply};
 

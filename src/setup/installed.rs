@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::service::{self, Platform};
+use super::places::{self, Platform};
 use super::units::{LAUNCHD_LABEL, SERVICE_UNIT, SOCKET_UNIT};
 
 /// What `service status` and `doctor` say about the installed units.
@@ -20,7 +20,7 @@ pub struct UnitsReport {
 
 fn systemd_search_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Ok(d) = service::systemd_unit_dir() {
+    if let Ok(d) = places::systemd_unit_dir() {
         dirs.push(d);
     }
     dirs.push(PathBuf::from("/etc/systemd/user"));
@@ -99,7 +99,7 @@ pub fn units_report(platform: Platform) -> UnitsReport {
         }
         Platform::Launchd => {
             let mut cands = Vec::new();
-            if let Ok(p) = service::launchd_plist_path() {
+            if let Ok(p) = places::launchd_plist_path() {
                 cands.push(p);
             }
             cands.push(PathBuf::from(format!(

@@ -1,12 +1,13 @@
 //! Setting openfiles up on a machine without a Nix module: `openfiles service` writes and
-//! removes the systemd user units or the launchd agent ([`service`], rendered by [`units`]
-//! from the templates in `packaging/`), and `openfiles doctor` ([`doctor`], using the
+//! removes the systemd user units or the launchd agent ([`install`], rendered by [`units`]
+//! from the templates in `packaging/`, placed where [`places`] says), and `openfiles doctor` ([`doctor`], using the
 //! read-only probes in [`probe`] and [`installed`]) reports what works and what to fix.
 
 pub mod doctor;
+pub mod install;
 pub mod installed;
+pub mod places;
 pub mod probe;
-pub mod service;
 pub mod units;
 
 use std::path::PathBuf;
@@ -49,7 +50,7 @@ pub struct ServiceChange {
 pub struct ServiceCommon {
     /// Service manager to write for [default: this platform's].
     #[arg(long, value_enum, hide = true)]
-    pub platform: Option<service::Platform>,
+    pub platform: Option<places::Platform>,
 }
 
 /// `openfiles doctor` arguments.
@@ -67,24 +68,24 @@ pub struct DoctorArgs {
 pub fn run_service(args: ServiceArgs, socket: Option<PathBuf>) -> anyhow::Result<u8> {
     let (action, change, common) = match args.action {
         ServiceAction::Install(c) => (
-            service::Action::Install,
+            install::Action::Install,
             Some(c.dry_run_now_force()),
             c.common,
         ),
         ServiceAction::Uninstall(c) => (
-            service::Action::Uninstall,
+            install::Action::Uninstall,
             Some(c.dry_run_now_force()),
             c.common,
         ),
-        ServiceAction::Status(c) => (service::Action::Status, None, c),
+        ServiceAction::Status(c) => (install::Action::Status, None, c),
     };
     let (dry_run, now, force) = change.unwrap_or_default();
-    service::run(service::Options {
+    install::run(install::Options {
         action,
         dry_run,
         now,
         force,
-        platform: common.platform.unwrap_or_else(service::Platform::native),
+        platform: common.platform.unwrap_or_else(places::Platform::native),
         socket,
     })
 }

@@ -11,17 +11,17 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::control::protocol::WorkspaceStatus;
-use crate::diagnostics::pipeline::{self, Pipeline};
+use super::WorkspaceStatus;
+use crate::diagnostics::pipeline::{Pipeline, PipelineHandle};
 use crate::diagnostics::Checker;
 use crate::fsutil;
-use crate::queue::{intake, policy::Policy, watch};
+use crate::intake::{queue as queue_intake, watch};
+use crate::policy::Policy;
 use crate::spec;
 
-pub use pipeline::Handle;
 
 /// What every instance shares with the service.
-pub struct Shared {
+pub struct WorkspaceDeps {
     pub state_dir: PathBuf,
     /// Identifies this service run (heartbeat file name and `sessionId`).
     pub session_id: String,
@@ -33,12 +33,12 @@ pub struct Shared {
     pub claws_registry: Arc<crate::claws::ClawsRegistry>,
     workspaces: AtomicUsize,
     /// Roots whose folder disappeared, reported by their heartbeat loop; the registry
-    /// takes the receiver ([`Shared::take_gone`]) and forgets them.
+    /// takes the receiver ([`WorkspaceDeps::take_gone`]) and forgets them.
     gone_tx: tokio::sync::mpsc::UnboundedSender<PathBuf>,
     gone_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<PathBuf>>>,
 }
 
-impl Shared {
+impl WorkspaceDeps {
     pub fn new(
         state_dir: PathBuf,
         shutdown: CancellationToken,
@@ -50,7 +50,7 @@ impl Shared {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
         let (gone_tx, gone_rx) = tokio::sync::mpsc::unbounded_channel();
-        Shared {
+        WorkspaceDeps {
             state_dir,
             session_id: format!("{:x}-{:08x}", std::process::id(), nanos),
             shutdown,
@@ -80,9 +80,9 @@ impl Shared {
 
 /// A running workspace.
 pub struct Instance {
-    pipeline: Handle,
+    pipeline: PipelineHandle,
     token: CancellationToken,
-    shared: Arc<Shared>,
+    shared: Arc<WorkspaceDeps>,
     /// The effective settings it runs with (the user's config plus the workspace's
     /// overrides); a reload compares against them to restart only what changed.
     cfg: Arc<Config>,
@@ -109,7 +109,7 @@ impl Instance {
     pub async fn start(
         root: &Path,
         config: &Config,
-        shared: Arc<Shared>,
+        shared: Arc<WorkspaceDeps>,
     ) -> Result<Instance, String> {
         let cfg = Arc::new(config.for_workspace(root).map_err(|e| e.to_string())?);
         housekeeping(root)
@@ -121,7 +121,7 @@ impl Instance {
         let subscriber = shared.fswatch.subscriber();
         let fs = (&shared.fswatch, subscriber);
         let (paused_tx, paused_rx) = tokio::sync::watch::channel(false);
-        if let Err(e) = intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone())
+        if let Err(e) = queue_intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone())
         {
             shared.fswatch.unwatch_all(subscriber);
             token.cancel();
@@ -161,7 +161,7 @@ impl Instance {
         })
     }
 
-    pub fn handle(&self) -> Handle {
+    pub fn handle(&self) -> PipelineHandle {
         self.pipeline.clone()
     }
 
@@ -255,8 +255,8 @@ fn heartbeat_period(cfg: &Config) -> Duration {
 fn start_watch(
     root: &Path,
     cfg: &Config,
-    shared: &Shared,
-    pipeline: &Handle,
+    shared: &WorkspaceDeps,
+    pipeline: &PipelineHandle,
     count: &watch::WatchCount,
     parent: &CancellationToken,
 ) -> Option<WatchMode> {
@@ -295,7 +295,7 @@ fn start_watch(
 async fn start_claws(
     root: &Path,
     cfg: &Config,
-    shared: &Shared,
+    shared: &WorkspaceDeps,
     token: &CancellationToken,
 ) -> Option<crate::claws::ClawsServer> {
     match crate::claws::ClawsServer::start_with(
@@ -343,7 +343,7 @@ async fn heartbeat_loop(
     root: PathBuf,
     session: String,
     mut every: tokio::sync::watch::Receiver<Duration>,
-    pipeline: Handle,
+    pipeline: PipelineHandle,
     paused: tokio::sync::watch::Sender<bool>,
     gone: tokio::sync::mpsc::UnboundedSender<PathBuf>,
     token: CancellationToken,

@@ -21,10 +21,53 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::Config;
-use crate::control::protocol::{WorkspaceInfo, WorkspaceStatus};
-use instance::{Instance, Shared};
+use crate::diagnostics::pipeline::PipelineHandle;
+use instance::{Instance, WorkspaceDeps};
 use resolve::ResolveError;
+
+/// A registered workspace, as `workspaces`, `add` and `forget` answer it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceInfo {
+    pub root: PathBuf,
+    /// How it was registered: `cli`, `config`, `added`, `discovered`, `edit`.
+    pub source: String,
+    /// Registered with `openfiles add` or by an edit: survives restarts.
+    pub persisted: bool,
+}
+
+/// One workspace's line in `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceStatus {
+    pub root: PathBuf,
+    pub source: String,
+    pub heartbeat: PathBuf,
+    /// Another OpenFiles server (the editor extension) is live here; the service stands back.
+    #[serde(default)]
+    pub standing_back: bool,
+    #[serde(default)]
+    pub session_files: usize,
+    #[serde(default)]
+    pub pending: usize,
+    /// Valid queue lines taken, ever (persisted with the session).
+    #[serde(default)]
+    pub queue_lines: u64,
+    #[serde(default)]
+    pub malformed_queue_lines: u64,
+    #[serde(default)]
+    pub watches: usize,
+    /// Batches of file changes the watcher did not count as edits because git was busy.
+    #[serde(default)]
+    pub git_batches_ignored: usize,
+    #[serde(default)]
+    pub terminals: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claws_socket: Option<PathBuf>,
+}
 
 /// How a workspace came to be registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +134,7 @@ enum Cmd {
     Lookup {
         path: PathBuf,
         register: bool,
-        reply: oneshot::Sender<Result<instance::Handle, WorkspaceError>>,
+        reply: oneshot::Sender<Result<PipelineHandle, WorkspaceError>>,
     },
     Reload {
         config: Arc<Config>,
@@ -144,7 +187,7 @@ impl RegistryHandle {
         &self,
         path: PathBuf,
         register: bool,
-    ) -> Result<instance::Handle, WorkspaceError> {
+    ) -> Result<PipelineHandle, WorkspaceError> {
         self.ask(|reply| Cmd::Lookup {
             path,
             register,
@@ -171,7 +214,7 @@ struct Entry {
 
 /// The registry actor's state.
 pub struct Registry {
-    shared: Arc<Shared>,
+    shared: Arc<WorkspaceDeps>,
     config: Arc<Config>,
     entries: BTreeMap<PathBuf, Entry>,
     /// Its own handle, for the discovery watcher it (re)starts.
@@ -185,7 +228,7 @@ impl Registry {
     /// Returns once all of them are set up, so `READY=1` can follow.
     pub async fn start(
         config: Arc<Config>,
-        shared: Arc<Shared>,
+        shared: Arc<WorkspaceDeps>,
         cli: &[PathBuf],
     ) -> RegistryHandle {
         let (tx, rx) = mpsc::channel(64);
@@ -367,7 +410,7 @@ impl Registry {
         &mut self,
         path: &Path,
         register: bool,
-    ) -> Result<instance::Handle, WorkspaceError> {
+    ) -> Result<PipelineHandle, WorkspaceError> {
         if let Some(root) = resolve::containing(self.entries.keys(), path) {
             if let Some(e) = self.entries.get(&root) {
                 return Ok(e.instance.handle());

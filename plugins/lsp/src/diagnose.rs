@@ -19,6 +19,7 @@
 use crate::client::Client;
 use crate::config::DiagnosticsMode;
 use crate::convert::{path_to_uri, to_item};
+use crate::error::CheckError;
 use crate::transport::Error;
 use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
@@ -28,19 +29,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// Why one server gave no result for one file.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckError {
-    #[error("{0} did not answer in time")]
-    Timeout(String),
-    #[error("{server} exited during the check{tail}")]
-    Crashed { server: String, tail: String },
-    #[error("cannot read the file: {0}")]
-    Read(String),
-    #[error("{0}")]
-    Rpc(#[from] Error),
-}
 
 /// Fresh diagnostics of `path` from `client`. The file is read when its text is sent.
 pub async fn diagnose(

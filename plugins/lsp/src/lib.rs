@@ -14,6 +14,7 @@ pub mod client;
 pub mod config;
 pub mod convert;
 pub mod diagnose;
+pub mod error;
 pub mod server;
 pub mod transport;
 pub mod tsserver;
@@ -359,8 +360,8 @@ impl Inner {
                     tracing::debug!(server = %name, path = %path.display(), n = items.len(), ms, "checked");
                     return items;
                 }
-                Err(diagnose::CheckError::Timeout(_)) => return timed_out(),
-                Err(e @ diagnose::CheckError::Crashed { .. }) if attempt < 2 => {
+                Err(error::CheckError::Timeout(_)) => return timed_out(),
+                Err(e @ error::CheckError::Crashed { .. }) if attempt < 2 => {
                     tracing::warn!("{e}; restarting");
                 }
                 Err(e) => return vec![Item::note(Severity::Warning, SOURCE, e.to_string())],

@@ -10,7 +10,7 @@
 
 use crate::client::Client;
 use crate::convert::{to_line_col, Encoding};
-use crate::diagnose::CheckError;
+use crate::error::CheckError;
 use crate::transport::Error;
 use openfiles_plugin_api::{Item, Severity};
 use serde_json::{json, Value};

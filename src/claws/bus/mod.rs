@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use self::log::{Cursor, EventLog};
-use super::conn::Session;
+use super::conn::Connection;
 use super::now_ms;
 use super::proto::{body, Request};
 
@@ -186,12 +186,12 @@ impl Bus {
         deliver(&mut st, "server", topic, payload, None, !ephemeral(topic));
     }
 
-    pub fn hello(&self, sess: &Session, req: &Request) -> Body {
+    pub fn hello(&self, conn: &Connection, req: &Request) -> Body {
         if req.str("protocol") != Some("claws/2") {
             return Err("hello requires protocol claws/2".into());
         }
         let mut st = self.lock();
-        if let Some(p) = st.peers.get(&sess.conn_id) {
+        if let Some(p) = st.peers.get(&conn.conn_id) {
             return Ok(body(
                 json!({"peerId": p.peer_id, "serverCapabilities": CAPABILITIES,
                                   "idempotent": true}),
@@ -234,12 +234,12 @@ impl Bus {
                                 "restoredSubscriptions": restored}),
         );
         st.peers.insert(
-            sess.conn_id,
+            conn.conn_id,
             Peer {
                 peer_id: peer_id.clone(),
                 role: role.clone(),
                 stable: nonce.is_some(),
-                outbox: sess.outbox.clone(),
+                outbox: conn.outbox.clone(),
                 subs,
             },
         );
@@ -259,7 +259,7 @@ impl Bus {
 
     pub fn subscribe(
         &self,
-        sess: &Session,
+        conn: &Connection,
         req: &Request,
     ) -> Result<(Map<String, Value>, Option<Replay>), String> {
         let topic = req.str("topic").unwrap_or("");
@@ -269,7 +269,7 @@ impl Bus {
             Some(_) => return Err("invalid cursor format".into()),
         };
         let mut st = self.lock();
-        if !st.peers.contains_key(&sess.conn_id) {
+        if !st.peers.contains_key(&conn.conn_id) {
             return Err("call hello first".into());
         }
         if !topic::valid_pattern(topic) {
@@ -284,7 +284,7 @@ impl Bus {
             },
             EventLog::position,
         );
-        if let Some(p) = st.peers.get_mut(&sess.conn_id) {
+        if let Some(p) = st.peers.get_mut(&conn.conn_id) {
             p.subs.push(Sub {
                 id: id.clone(),
                 pattern: topic.to_owned(),
@@ -307,9 +307,9 @@ impl Bus {
         ))
     }
 
-    pub fn unsubscribe(&self, sess: &Session, req: &Request) -> Body {
+    pub fn unsubscribe(&self, conn: &Connection, req: &Request) -> Body {
         let mut st = self.lock();
-        let Some(p) = st.peers.get_mut(&sess.conn_id) else {
+        let Some(p) = st.peers.get_mut(&conn.conn_id) else {
             return Err("call hello first".into());
         };
         let id = req.str("subscriptionId").unwrap_or("");
@@ -321,9 +321,9 @@ impl Bus {
         Ok(body(json!({"subscriptionId": id})))
     }
 
-    pub fn publish(&self, sess: &Session, req: &Request) -> Body {
+    pub fn publish(&self, conn: &Connection, req: &Request) -> Body {
         let mut st = self.lock();
-        let Some(p) = st.peers.get(&sess.conn_id) else {
+        let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
         let from = p.peer_id.clone();
@@ -332,14 +332,14 @@ impl Bus {
             return Err(format!("invalid topic: {topic:?}"));
         }
         let payload = req.map.get("payload").cloned().unwrap_or_else(|| json!({}));
-        let skip = (!req.bool("echo").unwrap_or(false)).then_some(sess.conn_id);
+        let skip = (!req.bool("echo").unwrap_or(false)).then_some(conn.conn_id);
         let (n, seq) = deliver(&mut st, &from, topic, payload, skip, true);
         Ok(body(json!({"deliveredTo": n, "sequence": seq})))
     }
 
-    pub fn broadcast(&self, sess: &Session, req: &Request) -> Body {
+    pub fn broadcast(&self, conn: &Connection, req: &Request) -> Body {
         let mut st = self.lock();
-        let Some(p) = st.peers.get(&sess.conn_id) else {
+        let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
         if p.role != "orchestrator" {
@@ -358,16 +358,16 @@ impl Bus {
         let n = st
             .peers
             .iter()
-            .filter(|(cid, _)| **cid != sess.conn_id)
+            .filter(|(cid, _)| **cid != conn.conn_id)
             .filter(|(_, p)| p.outbox.push(frame.clone()))
             .count();
         Ok(body(json!({"deliveredTo": n})))
     }
 
     /// The connection ended: forget the peer (a stable one keeps its subscriptions).
-    pub fn disconnect(&self, sess: &Session) {
+    pub fn disconnect(&self, conn: &Connection) {
         let mut st = self.lock();
-        let Some(p) = st.peers.remove(&sess.conn_id) else {
+        let Some(p) = st.peers.remove(&conn.conn_id) else {
             return;
         };
         if p.stable && !p.subs.is_empty() {

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::pty::{self, Read, Ready};
 use super::super::strip::MarkScanner;
-use super::super::{now_ms, Shared};
+use super::super::{now_ms, ServerState};
 use super::Terminal;
 
 /// Most bytes drained from the PTY before they are processed as one batch.
@@ -37,7 +37,7 @@ const CONTENT_EVERY: Duration = Duration::from_millis(100);
 /// `closed` token is cancelled (which `close` also does for a shell that survived SIGKILL's
 /// grace, e.g. stuck in uninterruptible sleep); a socket pair wakes its `poll` for that.
 pub(super) fn start(
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     term: Arc<Terminal>,
     nonce: String,
     log: Option<LogFile>,
@@ -66,7 +66,7 @@ pub(super) fn start(
 }
 
 fn run(
-    shared: &Shared,
+    shared: &ServerState,
     term: &Arc<Terminal>,
     nonce: &str,
     mut log: Option<LogFile>,
@@ -149,7 +149,7 @@ fn run(
     }
 }
 
-fn publish_content(shared: &Shared, term: &Terminal) {
+fn publish_content(shared: &ServerState, term: &Terminal) {
     let size = term.lock().ring.end();
     shared.bus.publish_server(
         &format!("vehicle.{}.content", term.id),

@@ -14,6 +14,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
+use super::places::{home, launchd_plist_path, systemd_unit_dir, Platform};
 use super::units::{self, LAUNCHD_LABEL, MARKER, SERVICE_UNIT, SOCKET_UNIT};
 
 /// What to do.
@@ -22,24 +23,6 @@ pub enum Action {
     Install,
     Uninstall,
     Status,
-}
-
-/// Which service manager to write for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Platform {
-    Systemd,
-    Launchd,
-}
-
-impl Platform {
-    /// The service manager of the platform we were built for.
-    pub fn native() -> Platform {
-        if cfg!(target_os = "macos") {
-            Platform::Launchd
-        } else {
-            Platform::Systemd
-        }
-    }
 }
 
 /// Options of `openfiles service`.
@@ -62,31 +45,6 @@ pub struct Options {
 pub struct Planned {
     pub path: PathBuf,
     pub contents: String,
-}
-
-fn home() -> anyhow::Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_owned()))
-        .context("cannot tell the home directory (HOME is not set)")
-}
-
-/// `$XDG_CONFIG_HOME/systemd/user` (else `~/.config/systemd/user`), where systemd looks
-/// for a user's own units.
-pub fn systemd_unit_dir() -> anyhow::Result<PathBuf> {
-    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => home()?.join(".config"),
-    };
-    Ok(base.join("systemd/user"))
-}
-
-/// `~/Library/LaunchAgents/org.openfiles.openfiles.plist`.
-pub fn launchd_plist_path() -> anyhow::Result<PathBuf> {
-    Ok(home()?
-        .join("Library/LaunchAgents")
-        .join(format!("{LAUNCHD_LABEL}.plist")))
 }
 
 /// The path the units should run, with a warning to show when it is not stable.

@@ -1,4 +1,4 @@
-//! Keeping resident memory close to what the service really holds.
+//! Keeping resident memory close to what the process really holds (a leaf: no crate imports).
 //!
 //! glibc gives every thread that allocates its own arena and keeps freed memory in it, so a
 //! service whose writer threads serialize multi-megabyte snapshots now and then would keep

@@ -1,9 +1,11 @@
-//! Edits arriving as files rather than requests: `.openfiles/queue.jsonl` ([`intake`]),
-//! writes noticed under the workspace when no hook reports them ([`watch`]), and the path
-//! policy every edited path passes ([`policy`]).
+//! Edits arriving as files rather than requests: `.openfiles/queue.jsonl` ([`queue`]) and
+//! writes noticed under the workspace when no hook reports them ([`watch`]).
+//!
+//! The intake parses what it reads and hands typed entries to the workspace's pipeline
+//! (`diagnostics::pipeline`); it depends on the pipeline, never the other way round. The
+//! cursor it advances is owned by the writer that persists it (`diagnostics::writer`).
 
-pub mod intake;
-pub mod policy;
+pub mod queue;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -46,6 +48,18 @@ pub fn parse_line(line: &[u8]) -> Result<QueueLine, LineError> {
         tool: text("tool"),
         paths,
     })
+}
+
+/// Parse the lines of one read step: each becomes a queue line or the reason it was skipped
+/// (with an excerpt for the log). Oversized lines arrive as `Err(excerpt)`.
+pub fn parse_lines(lines: Vec<Result<Vec<u8>, String>>) -> Vec<Result<QueueLine, String>> {
+    lines
+        .into_iter()
+        .map(|line| {
+            let line = line.map_err(|excerpt| format!("line longer than 1 MiB: {excerpt}"))?;
+            parse_line(&line).map_err(|e| format!("{e}: {}", excerpt(&line)))
+        })
+        .collect()
 }
 
 /// The first characters of a line, for logs.

@@ -25,35 +25,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
+use crate::diagnostics::writer::{Cursor, FilePos};
 use crate::spec;
 
 /// Longest queue line accepted; longer ones are skipped as malformed.
 pub const MAX_LINE: usize = 1 << 20;
 const DRAINING: &str = ".queue-draining.jsonl";
 const GRACE: Duration = Duration::from_secs(2);
-
-/// Position in one queue file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FilePos {
-    pub dev: u64,
-    pub ino: u64,
-    /// Birth time in ns where the filesystem records it (0 otherwise): inode numbers are
-    /// reused, so a replaced file can carry its predecessor's inode.
-    #[serde(default)]
-    pub born: u64,
-    pub offset: u64,
-}
-
-/// Where reading stands, in `queue.jsonl` and in the file being drained.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cursor {
-    #[serde(default)]
-    pub main: Option<FilePos>,
-    #[serde(default)]
-    pub draining: Option<FilePos>,
-}
 
 /// What one step produced.
 #[derive(Debug, Default)]
@@ -301,7 +279,7 @@ fn mentions(ev: &notify::Event, names: &[&str]) -> bool {
 pub fn spawn(
     root: &Path,
     cursor: Cursor,
-    pipeline: crate::diagnostics::pipeline::Handle,
+    pipeline: crate::diagnostics::pipeline::PipelineHandle,
     paused: tokio::sync::watch::Receiver<bool>,
     fs: (&crate::fswatch::FsWatch, crate::fswatch::SubscriberId),
     shutdown: tokio_util::sync::CancellationToken,
@@ -366,10 +344,7 @@ pub fn spawn(
                 Ok(step) => {
                     retry = step.retry_in;
                     if step.moved || !step.lines.is_empty() {
-                        pipeline.send(crate::diagnostics::pipeline::Msg::Queue {
-                            lines: step.lines,
-                            cursor: r.cursor,
-                        });
+                        pipeline.queue_lines(super::parse_lines(step.lines), r.cursor);
                     }
                 }
                 Err(e) => {

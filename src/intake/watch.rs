@@ -18,8 +18,8 @@ use notify::EventKind;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::policy::Policy;
-use crate::diagnostics::pipeline::{Handle, Origin};
+use crate::policy::Policy;
+use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
 use crate::fswatch::{FsWatch, SubscriberId};
 
 const QUIET: Duration = Duration::from_secs(1);
@@ -87,7 +87,7 @@ fn git_busy(root: &Path) -> bool {
 pub fn spawn(
     root: &Path,
     policy: Policy,
-    pipeline: Handle,
+    pipeline: PipelineHandle,
     count: WatchCount,
     fs: (&FsWatch, SubscriberId),
     shutdown: CancellationToken,
@@ -152,7 +152,7 @@ pub fn spawn(
                         continue;
                     }
                     if !batch.is_empty() {
-                        pipeline.edited_nowait(batch, Origin::Watch);
+                        pipeline.edited_nowait(batch, EditOrigin::Watch);
                     }
                 }
             }
