@@ -4,6 +4,7 @@
 //! kernel's tty layer leaves on this machine), with output processing on and off. A server runs in-process on a temp folder; clients are
 //! blocking threads on the real socket. Shells start with an empty `$HOME` so the figures
 //! measure openfiles and the shell, not the machine's rc files.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

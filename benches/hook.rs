@@ -11,6 +11,7 @@
 //!   trips, formatting, output), not any checker's.
 //!
 //! Environment: `HOOK_BENCH_RUNS` (default 300).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
@@ -52,9 +53,10 @@ fn run_once(socket: &Path, cwd: &Path, args: &[&str], payload: &[u8]) -> Sample 
     let mut out = Vec::new();
     std::io::Read::read_to_end(child.stdout.as_mut().expect("stdout"), &mut out).expect("read");
     let mut status = 0;
-    // SAFETY: plain syscall on our own child's pid with valid out-pointers.
+    // SAFETY: rusage is plain data; all-zero bytes are a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = child.id() as libc::pid_t;
+    // SAFETY: plain syscall on our own child's pid with valid out-pointers.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4");
     let wall = start.elapsed();

@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo bench --bench plugin_host` (builds the fixtures itself). Prints p50/p95/p99
 //! of one-file checks, one at a time, and the throughput with 8 checks in flight.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "../tests/plugins_support/mod.rs"]
 #[allow(dead_code)]

@@ -9,6 +9,7 @@
 //! - RSS with 10 000 session files.
 //!
 //! Run: `cargo bench --bench service`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "../tests/common/mod.rs"]
 mod common;

@@ -1,5 +1,6 @@
 //! The claws/2 bus over real sockets (issue 7): peers, wildcards, replay across restarts,
 //! stable peers, backpressure, server topics and fan-out.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod claws_support;
 

@@ -2,6 +2,7 @@
 //! files, the `opost` switch (bare `\n` output), and the reader thread ending on `close` (no
 //! thread left behind) even when a process of the terminal survives it. Real bash in real
 //! PTYs.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod claws_support;
 

@@ -1,5 +1,6 @@
 //! `openfiles claws …` end to end through the real binary: the hidden foreground server
 //! (`claws serve DIR`) and the client subcommands.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -1,5 +1,6 @@
 //! `exec` next to `send` input, and lines the shell refuses, in bash, zsh and fish (issue 6).
 //! Real shells in real PTYs behind the real socket.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod claws_support;
 

@@ -2,6 +2,7 @@
 //! claims (`introspect`'s `extensionVersion`) gets one warning in the server's log, however
 //! many requests and connections it sends; malformed versions are ignored. In-process server
 //! on its real socket, with a subscriber that captures the log.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod claws_support;
 

@@ -1,6 +1,7 @@
 //! Claws through the real service: `openfiles serve` serves `.claws/claws.sock` in every
 //! workspace, `status` counts its terminals, `introspect` lists every served folder, and a
 //! clean stop hangs up terminals and removes the socket.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 

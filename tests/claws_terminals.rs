@@ -1,4 +1,5 @@
 //! Claws claws/1 over the real socket with real shells in real PTYs (issue 6).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod claws_support;
 

@@ -1,6 +1,7 @@
 //! The hand-written-config snippets in contrib/hooks/ are exactly what
 //! `openfiles hooks install` writes into an empty workspace, so they never drift apart; and
 //! the OpenCode plugin, run by a JavaScript runtime, really reports `file.edited`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod hook_support;
 

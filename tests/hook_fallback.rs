@@ -1,5 +1,6 @@
 //! `openfiles hook` with no service: the editor extension's protocol, against a heartbeat,
 //! `queue.jsonl` and a `diagnostics.json` the test writes, through the built binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod hook_support;
 

@@ -1,5 +1,6 @@
 //! `openfiles hooks install|uninstall|status` on real files: merging into existing
 //! configurations without disturbing them, idempotence, exact removal, diffs, dry runs.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod hook_support;
 

@@ -1,5 +1,6 @@
 //! One test per payload shape in agent-hooks.md: which paths `openfiles hook` takes from
 //! each agent's payload (library level, exact results), plus the shapes that yield nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::path::PathBuf;
 

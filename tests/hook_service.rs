@@ -4,6 +4,7 @@
 //! holds the socket when the hook connects, so the hook's connection starts the service).
 //! With `--verbose` the hook says on stderr when it falls back to the editor's queue; these
 //! tests require that it did not.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 mod hook_support;

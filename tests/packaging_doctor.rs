@@ -1,6 +1,7 @@
 //! `openfiles doctor` against real things: a workspace with Python and Go files, agent hook
 //! configs with and without the openfiles hook, real plugin libraries (one good, one with a
 //! wrong ABI), a dead socket with loose permissions, and a service started by hand.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 mod packaging_support;

@@ -3,6 +3,7 @@
 //! LaunchAgent the shipped files describe, the home-manager units pass
 //! `systemd-analyze verify`, the rendered settings are a valid openfiles config, and
 //! `nix flake check --no-build` passes with the nixpkgs input overridden by the stub.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod packaging_support;
 

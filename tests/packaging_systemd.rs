@@ -8,6 +8,7 @@
 //!
 //! Needs root (for `unshare -m`), `unshare`, `nsenter` and systemd; where they are missing
 //! the test says so and stops.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod packaging_support;
 #[path = "plugins_support/mod.rs"]

@@ -3,6 +3,7 @@
 //! enables the socket, the plist parses with plistlib and has launchd's keys, install and
 //! uninstall touch only their own files, and a binary run from a Nix profile gets the
 //! profile path in `ExecStart`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod packaging_support;
 

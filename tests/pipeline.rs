@@ -1,6 +1,7 @@
 //! The diagnostics pipeline through a running service: real `cargo check` through the real
 //! plugin host, the queue under concurrent writers and `kill -9`, torn-read freedom of
 //! `diagnostics.json`, malformed lines, and the path policy.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

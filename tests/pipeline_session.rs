@@ -1,6 +1,7 @@
 //! Session behaviour through a running service: persistence across restarts, deletions,
 //! `session clear`, edits noticed by the watcher (and git operations that are not edits),
 //! standing back for a live editor, burst coalescing, and `openfiles check`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

@@ -1,5 +1,6 @@
 //! The real plugin cdylibs (cargo-check, tsc) loaded by `openfiles plugin-host` children and
 //! driven through the manager, and `openfiles plugins` listing what it found.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[allow(dead_code)]
 mod plugins_support;

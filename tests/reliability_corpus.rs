@@ -4,6 +4,7 @@
 //! A crashing input libFuzzer finds is kept, once fixed, as
 //! `fuzz/corpus/<target>/regress-<what>` (tracked by git, like the `seed-*` files), so it
 //! stays a regression test here even where cargo-fuzz does not run.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //! `diagnostics.json` rewrite storm with queue intake, a plugin host killed mid-check through
 //! `openfiles serve`, a workspace folder deleted while registered, and a full disk (a small
 //! tmpfs) under a workspace.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

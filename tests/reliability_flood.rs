@@ -4,6 +4,7 @@
 //! and over (a fresh connection each time, and one long-lived connection). Asserts: every
 //! status asked is answered (each with a generous failure bound, nothing timed), and the
 //! queue is fully ingested: every line taken exactly once, none malformed, the file gone.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

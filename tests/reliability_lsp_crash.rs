@@ -5,6 +5,7 @@
 //! stderr, the number of starts stops at the limit however many more checks are asked for
 //! (no busy loop), the other plugin's diagnostics for the same file keep arriving, and the
 //! service stays healthy (status, other files, a clean stop).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

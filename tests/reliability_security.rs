@@ -3,6 +3,7 @@
 //! through, workspaces of another user refused, queue lines naming files outside the workspace
 //! never handed to a checker, and the service's own service-manager variables never reaching
 //! plugin hosts. (Other-uid peers on the control socket: tests/service_core.rs.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

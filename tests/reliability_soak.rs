@@ -6,6 +6,7 @@
 //! several times; after each phase the service settles (every line taken, nothing pending)
 //! and RSS and open fds are measured. Asserts: every request answered, every line taken
 //! once, RSS growth under a generous bound, no fd leak. Prints the figures.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 #[path = "plugins_support/mod.rs"]

@@ -1,6 +1,7 @@
 //! The service core against real parts: socket activation through `systemd-socket-activate`,
 //! a real `NOTIFY_SOCKET`, real signals, heartbeats on disk, the control socket's limits,
 //! another uid through `setpriv`, config errors and restart persistence.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 

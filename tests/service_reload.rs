@@ -1,6 +1,7 @@
 //! SIGHUP against a running service: the reloaded configuration reaches what is already
 //! running — the log level, the heartbeat period, watch mode, the Claws switch, newly listed
 //! workspaces and new discovery roots — and a broken file keeps the running settings.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
 

@@ -13,6 +13,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
+use super::proto::PROTOCOL_2;
+
 #[derive(Debug, Args)]
 pub struct ClawsArgs {
     /// Workspace folder whose `.claws/claws.sock` to use [default: nearest from the cwd up]
@@ -241,12 +243,12 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             count,
         } => {
             let mut c = Client::connect(&sock)?;
-            let h = c.call(&json!({"id": 1, "cmd": "hello", "protocol": "claws/2",
+            let h = c.call(&json!({"id": 1, "cmd": "hello", "protocol": PROTOCOL_2,
                                    "role": "observer", "peerName": "openfiles-cli"}))?;
             if h["ok"] != Value::Bool(true) {
                 bail!("{}", h["error"]);
             }
-            let s = c.call(&json!({"id": 2, "cmd": "subscribe", "protocol": "claws/2",
+            let s = c.call(&json!({"id": 2, "cmd": "subscribe", "protocol": PROTOCOL_2,
                                    "topic": topic, "fromCursor": from_cursor}))?;
             if s["ok"] != Value::Bool(true) {
                 bail!("{}", s["error"].as_str().unwrap_or("subscribe failed"));
@@ -267,10 +269,10 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
                 serde_json::from_str(&payload).context("the payload is not JSON")?;
             let mut c = Client::connect(&sock)?;
             c.call(
-                &json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker",
+                &json!({"id": 1, "cmd": "hello", "protocol": PROTOCOL_2, "role": "worker",
                            "peerName": "openfiles-cli"}),
             )?;
-            let v = c.call(&json!({"id": 2, "cmd": "publish", "protocol": "claws/2",
+            let v = c.call(&json!({"id": 2, "cmd": "publish", "protocol": PROTOCOL_2,
                                    "topic": topic, "payload": payload}))?;
             println!("{v}");
             if v["ok"] != Value::Bool(true) {

@@ -1,7 +1,8 @@
 //! claws/1 command handlers (`list`, `create`, `show`, `send`, `exec`, `readLog`, `poll`,
 //! `close`, `introspect`, `ping`, `resize`) and the dispatch that also routes the claws/2
-//! bus commands. One exhaustive `match` on the command name; each handler returns the
-//! answer body or the error string the notes fix verbatim.
+//! bus commands. One exhaustive `match` over the typed [`Command`] (decoded in
+//! `request.rs`); each handler returns the answer body or the error string the notes fix
+//! verbatim.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use serde_json::{json, Map, Value};
 use super::bus::Replay;
 use super::conn::Connection;
 use super::proto::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
+use super::request::{self, Command, Target};
 use super::terminal::{CreateOpts, ExecOutcome, Terminal, CLOSE_GRACE};
 use super::{now_ms, ServerState};
 
@@ -48,36 +50,28 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
     if let Some(v) = req.str("clientVersion") {
         shared.drift.check(req.str("clientName"), v);
     }
-    let cmd = match req.map.get("cmd") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(v) => return Err(format!("unknown cmd: {v}")).into(),
-        None => return Err("unknown cmd: undefined".to_owned()).into(),
+    let cmd = match Command::parse(req) {
+        Ok(c) => c,
+        Err(e) => return Err(e).into(),
     };
     match cmd {
-        "ping" => Ok(body(json!({"serverTime": now_ms()}))).into(),
-        "list" => Ok(list(shared)).into(),
-        "create" => create(shared, req).into(),
-        "show" => with_terminal(shared, req, |_| Ok(Map::new())).into(),
-        "send" => send(shared, req).into(),
-        "exec" => exec(shared, req).await.into(),
-        "readLog" => read_log(shared, req).into(),
-        "poll" => poll(shared, req).into(),
-        "close" => close(shared, req).into(),
-        "resize" => with_terminal(shared, req, |t| {
-            let cols = req.u64("cols").unwrap_or(80).clamp(1, 1000) as u16;
-            let rows = req.u64("rows").unwrap_or(24).clamp(1, 1000) as u16;
-            t.resize(cols, rows)
-                .map_err(|e| format!("resize failed: {e}"))?;
-            Ok(Map::new())
-        })
-        .into(),
-        "introspect" => Ok(introspect(shared)).into(),
-        "hello" => Answer {
+        Command::Ping => Ok(body(json!({"serverTime": now_ms()}))).into(),
+        Command::List => Ok(list(shared)).into(),
+        Command::Create(c) => create(shared, c).into(),
+        Command::Show(t) => find(shared, &t).map(|_| Map::new()).into(),
+        Command::Send(c) => send(shared, c).into(),
+        Command::Exec(c) => exec(shared, c).await.into(),
+        Command::ReadLog(c) => read_log(shared, c).into(),
+        Command::Poll(c) => poll(shared, c).into(),
+        Command::Close(t) => close(shared, &t).into(),
+        Command::Resize(c) => resize(shared, c).into(),
+        Command::Introspect => Ok(introspect(shared)).into(),
+        Command::Hello(c) => Answer {
             protocol: PROTOCOL_2,
-            body: shared.bus.hello(conn, req),
+            body: shared.bus.hello(conn, c),
             replay: None,
         },
-        "subscribe" => match shared.bus.subscribe(conn, req) {
+        Command::Subscribe(c) => match shared.bus.subscribe(conn, c) {
             Ok((b, replay)) => Answer {
                 protocol: PROTOCOL,
                 body: Ok(b),
@@ -85,35 +79,19 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
             },
             Err(e) => Err(e).into(),
         },
-        "unsubscribe" => shared.bus.unsubscribe(conn, req).into(),
-        "publish" => shared.bus.publish(conn, req).into(),
-        "broadcast" => shared.bus.broadcast(conn, req).into(),
-        other => Err(format!("unknown cmd: {other}")).into(),
+        Command::Unsubscribe(c) => shared.bus.unsubscribe(conn, c).into(),
+        Command::Publish(c) => shared.bus.publish(conn, c).into(),
+        Command::Broadcast(c) => shared.bus.broadcast(conn, c).into(),
     }
 }
 
-/// The terminal id a request names (`terminalId`, else `id`), as the client spelled it.
-fn term_arg(req: &Request) -> Option<String> {
-    let v = req.map.get("terminalId").or_else(|| req.map.get("id"))?;
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn find(shared: &ServerState, req: &Request) -> Result<Arc<Terminal>, String> {
-    let raw = term_arg(req).unwrap_or_else(|| "undefined".into());
+fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, String> {
+    let raw = target.0.as_deref().unwrap_or("undefined");
     raw.trim()
         .parse::<u64>()
         .ok()
         .and_then(|id| shared.terminal(id))
         .ok_or_else(|| format!("unknown terminal id {raw}"))
-}
-
-fn with_terminal(shared: &ServerState, req: &Request, f: impl FnOnce(&Terminal) -> Body) -> Body {
-    let t = find(shared, req)?;
-    f(&t)
 }
 
 fn entry(t: &Terminal) -> Value {
@@ -139,7 +117,7 @@ fn list(shared: &ServerState) -> Map<String, Value> {
     body(json!({ "terminals": terms }))
 }
 
-fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
+fn create(shared: &Arc<ServerState>, req: request::Create) -> Body {
     let live = shared.live_count();
     if live >= shared.cfg.max_terminals {
         return Err(format!(
@@ -147,7 +125,7 @@ fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
             shared.cfg.max_terminals
         ));
     }
-    let cwd = match req.str("cwd").filter(|s| !s.is_empty()) {
+    let cwd = match req.cwd.filter(|s| !s.is_empty()) {
         Some(c) => shared.root.join(c),
         None => shared.root.clone(),
     };
@@ -155,7 +133,7 @@ fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
         return Err(format!("cwd is not a directory: {}", cwd.display()));
     }
     let mut env = BTreeMap::new();
-    match req.map.get("env") {
+    match &req.env {
         None | Some(Value::Null) => {}
         Some(Value::Object(m)) => {
             for (k, v) in m {
@@ -170,7 +148,7 @@ fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
         Some(_) => return Err("env must be an object of strings".into()),
     }
     let shell = req
-        .str("shellPath")
+        .shell_path
         .filter(|s| !s.is_empty())
         .map(PathBuf::from);
     let id = shared
@@ -178,15 +156,15 @@ fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
         .allocate()
         .map_err(|e| format!("cannot persist the terminal id counter: {e}"))?;
     let opts = CreateOpts {
-        name: req.str("name").unwrap_or("claws").to_owned(),
+        name: req.name.unwrap_or_else(|| "claws".to_owned()),
         cwd,
-        wrapped: req.bool("wrapped").unwrap_or(false),
+        wrapped: req.wrapped.unwrap_or(false),
         shell,
         env,
-        cols: req.u64("cols").unwrap_or(80).clamp(1, 1000) as u16,
-        rows: req.u64("rows").unwrap_or(24).clamp(1, 1000) as u16,
-        correlation_id: req.str("correlationId").map(str::to_owned),
-        opost: req.bool("opost").unwrap_or(shared.cfg.opost),
+        cols: dimension(req.cols, 80),
+        rows: dimension(req.rows, 24),
+        correlation_id: req.correlation_id,
+        opost: req.opost.unwrap_or(shared.cfg.opost),
     };
     let wrapped = opts.wrapped;
     let term =
@@ -201,12 +179,12 @@ fn create(shared: &Arc<ServerState>, req: &Request) -> Body {
     })))
 }
 
-fn send(shared: &ServerState, req: &Request) -> Body {
-    let t = find(shared, req)?;
-    let text = req.str("text").unwrap_or("");
-    let newline = req.bool("newline").unwrap_or(true);
-    let paste = req.bool("paste").unwrap_or(text.contains('\n'));
-    if !t.is_live() || !t.send(text, newline, paste) {
+fn send(shared: &ServerState, req: request::Send) -> Body {
+    let t = find(shared, &req.target)?;
+    let text = req.text.unwrap_or_default();
+    let newline = req.newline.unwrap_or(true);
+    let paste = req.paste.unwrap_or(text.contains('\n'));
+    if !t.is_live() || !t.send(&text, newline, paste) {
         return Err(format!("terminal {} has exited", t.id));
     }
     Ok(body(
@@ -214,13 +192,13 @@ fn send(shared: &ServerState, req: &Request) -> Body {
     ))
 }
 
-async fn exec(shared: &ServerState, req: &Request) -> Body {
-    let t = find(shared, req)?;
-    let Some(command) = req.str("command").filter(|c| !c.trim().is_empty()) else {
+async fn exec(shared: &ServerState, req: request::Exec) -> Body {
+    let t = find(shared, &req.target)?;
+    let Some(command) = req.command.filter(|c| !c.trim().is_empty()) else {
         return Err("exec needs a command".into());
     };
-    let ms = req.u64("timeoutMs").unwrap_or(shared.cfg.exec_timeout_ms);
-    match t.exec(command, Duration::from_millis(ms)).await {
+    let ms = req.timeout_ms.unwrap_or(shared.cfg.exec_timeout_ms);
+    match t.exec(&command, Duration::from_millis(ms)).await {
         ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
         ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
         ExecOutcome::NotRun(said) => Err(format!(
@@ -235,17 +213,17 @@ async fn exec(shared: &ServerState, req: &Request) -> Body {
     }
 }
 
-fn read_log(shared: &ServerState, req: &Request) -> Body {
-    let t = find(shared, req)?;
+fn read_log(shared: &ServerState, req: request::ReadLog) -> Body {
+    let t = find(shared, &req.target)?;
     if !t.wrapped {
         return Err(format!(
             "terminal {} is not wrapped (no log available)",
             t.id
         ));
     }
-    let limit = req.u64("limit").unwrap_or(READ_LIMIT).clamp(4, READ_LIMIT);
-    let strip = req.bool("strip").unwrap_or(true);
-    let (from, to, raw, total) = t.read(req.u64("offset"), limit);
+    let limit = req.limit.unwrap_or(READ_LIMIT).clamp(4, READ_LIMIT);
+    let strip = req.strip.unwrap_or(true);
+    let (from, to, raw, total) = t.read(req.offset, limit);
     let text = if strip {
         super::strip::strip(&raw)
     } else {
@@ -262,23 +240,35 @@ fn read_log(shared: &ServerState, req: &Request) -> Body {
     })))
 }
 
-fn poll(shared: &ServerState, req: &Request) -> Body {
+fn poll(shared: &ServerState, req: request::Poll) -> Body {
     let cap = shared.cfg.poll_limit.max(1);
-    let limit = req.u64("limit").map_or(cap, |l| (l as usize).clamp(1, cap));
-    let (events, cursor, truncated) = shared.history.since(req.u64("since").unwrap_or(0), limit);
+    let limit = req.limit.map_or(cap, |l| (l as usize).clamp(1, cap));
+    let (events, cursor, truncated) = shared.history.since(req.since.unwrap_or(0), limit);
     Ok(body(json!({
         "events": events, "cursor": cursor, "limit": limit, "truncated": truncated,
     })))
 }
 
-fn close(shared: &Arc<ServerState>, req: &Request) -> Body {
-    let id = term_arg(req).and_then(|s| s.trim().parse::<u64>().ok());
+fn close(shared: &Arc<ServerState>, target: &Target) -> Body {
+    let id = target.0.as_deref().and_then(|s| s.trim().parse::<u64>().ok());
     let Some(t) = id.and_then(|id| shared.remove_terminal(id)) else {
         return Ok(body(json!({"alreadyClosed": true})));
     };
     shared.announce_closed(&t, "client");
     tokio::spawn(async move { t.hang_up(CLOSE_GRACE).await });
     Ok(body(json!({"alreadyClosed": false})))
+}
+
+fn resize(shared: &ServerState, req: request::Resize) -> Body {
+    let t = find(shared, &req.target)?;
+    t.resize(dimension(req.cols, 80), dimension(req.rows, 24))
+        .map_err(|e| format!("resize failed: {e}"))?;
+    Ok(Map::new())
+}
+
+/// A terminal dimension: the default when absent, clamped to 1..=1000.
+fn dimension(v: Option<u64>, default: u16) -> u16 {
+    v.map_or(default, |v| v.clamp(1, 1000) as u16)
 }
 
 fn introspect(shared: &ServerState) -> Map<String, Value> {

@@ -21,6 +21,7 @@ mod conn;
 mod exec;
 mod history;
 mod proto;
+mod request;
 mod pty;
 mod ring;
 mod shell;
@@ -41,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ClawsConfig;
 use terminal::{Terminal, CLOSE_GRACE};
 
-pub use proto::{COMPATIBLE_EXTENSION_VERSION, MAX_LINE};
+pub use proto::{COMPATIBLE_EXTENSION_VERSION, MAX_LINE, PROTOCOL, PROTOCOL_2};
 
 /// Why a Claws server could not start for a folder.
 #[derive(Debug, thiserror::Error)]

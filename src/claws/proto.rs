@@ -13,7 +13,9 @@ use serde_json::{Map, Value};
 
 /// Largest unprocessed request line.
 pub const MAX_LINE: usize = 1 << 20;
+/// The protocol of every answer but `hello`'s.
 pub const PROTOCOL: &str = "claws/1";
+/// The bus protocol: `hello`'s answer and every push frame. The one place it is spelled.
 pub const PROTOCOL_2: &str = "claws/2";
 
 /// The Claws editor-extension release whose protocol this server speaks, and what
@@ -88,44 +90,41 @@ impl DriftWarning {
     }
 }
 
-/// A parsed request (duplicate keys: the last one wins, as in JavaScript).
+/// A parsed request envelope (duplicate keys: the last one wins, as in JavaScript). The
+/// command and its arguments are decoded from it by `request::Command::parse`.
 pub struct Request {
-    pub map: Map<String, Value>,
+    /// Always a JSON object.
+    value: Value,
 }
 
 impl Request {
     pub fn parse(line: &[u8]) -> Option<Request> {
         match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Object(map)) => Some(Request { map }),
+            Ok(value @ Value::Object(_)) => Some(Request { value }),
             _ => None,
         }
+    }
+
+    /// The request as a JSON value (an object).
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.value.get(key)
     }
 
     pub fn id(&self) -> Option<&Value> {
-        self.map.get("id")
+        self.get("id")
     }
 
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.map.get(key).and_then(Value::as_str)
-    }
-
-    pub fn bool(&self, key: &str) -> Option<bool> {
-        self.map.get(key).and_then(Value::as_bool)
-    }
-
-    pub fn u64(&self, key: &str) -> Option<u64> {
-        match self.map.get(key)? {
-            Value::Number(n) => n
-                .as_u64()
-                .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
-        }
+        self.get(key).and_then(Value::as_str)
     }
 
     /// `protocol` check: absent, `claws/1` or `claws/2` pass.
     pub fn protocol_error(&self) -> Option<String> {
-        match self.map.get("protocol") {
+        match self.get("protocol") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if s == PROTOCOL || s == PROTOCOL_2 => None,
             Some(Value::String(s)) => Some(incompatible(s)),

@@ -53,17 +53,37 @@ pub struct SourceInfo {
     pub project_markers: Vec<String>,
 }
 
+/// Why a source gave no answer for a check. Every variant becomes an explanatory item on
+/// each requested file ("not checked: …"), never silence.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The source itself failed (its host died, it timed out, it reported an error); the
+    /// [`Checker`] says why.
+    #[error(transparent)]
+    Source(Box<dyn std::error::Error + Send + Sync>),
+    /// The checker did not come back at all within the pipeline's own guard (a host bug).
+    #[error("{source_name} did not answer within {after_ms} ms")]
+    NoAnswer { source_name: String, after_ms: u64 },
+}
+
+/// Why a workspace's pipeline could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Policy(#[from] crate::policy::GlobError),
+}
+
 /// The diagnostic sources, as seen by the pipeline. Implemented by the plugin host
 /// manager (`plugin_host::PluginManager`); the pipeline does not know about processes or libraries.
 pub trait Checker: Send + Sync + 'static {
     /// The sources that handle `path`.
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo>;
-    /// Run one check. An `Err` is an explanation that becomes an item on every requested file.
+    /// Run one check. An `Err` becomes an explanatory item on every requested file.
     fn check(
         &self,
         source: SourceId,
         request: CheckRequest,
-    ) -> BoxFuture<'static, Result<CheckResponse, String>>;
+    ) -> BoxFuture<'static, Result<CheckResponse, CheckError>>;
 }
 
 /// The project root of `file` for a project-wide source: the nearest ancestor (inside the

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::session::{self, Session};
 use super::writer::{self, QueueState, Snapshot};
-use super::{project_root, Checker, SourceId, SourceInfo};
+use super::{project_root, CheckError, Checker, SourceId, SourceInfo, StartError};
 use crate::config::Config;
 use super::{Rejected, WorkspaceEntries};
 use super::writer::Cursor;
@@ -73,7 +73,7 @@ enum Msg {
         source: SourceId,
         project: Option<PathBuf>,
         files: Vec<(PathBuf, u64)>,
-        result: Result<CheckResponse, String>,
+        result: Result<CheckResponse, CheckError>,
     },
     Written {
         cursor: Cursor,
@@ -235,8 +235,8 @@ impl Pipeline {
         config: Arc<Config>,
         checker: Arc<dyn Checker>,
         state_dir: &Path,
-    ) -> Result<(PipelineHandle, Cursor), String> {
-        let policy = Policy::new(root, &config.diagnostics).map_err(|e| e.to_string())?;
+    ) -> Result<(PipelineHandle, Cursor), StartError> {
+        let policy = Policy::new(root, &config.diagnostics)?;
         let state_path = writer::state_file(state_dir, root);
         let state = writer::load_state(&state_path);
         let queue = state.queue.clone();
@@ -593,10 +593,10 @@ impl Pipeline {
             let limit = Duration::from_millis(timeout_ms + 10_000);
             let result = match tokio::time::timeout(limit, fut).await {
                 Ok(r) => r,
-                Err(_) => Err(format!(
-                    "{name} did not answer within {} ms",
-                    limit.as_millis()
-                )),
+                Err(_) => Err(CheckError::NoAnswer {
+                    source_name: name,
+                    after_ms: limit.as_millis() as u64,
+                }),
             };
 
             let _ = tx.send(Msg::Checked {
@@ -613,7 +613,7 @@ impl Pipeline {
         source: SourceId,
         project: Option<PathBuf>,
         files: Vec<(PathBuf, u64)>,
-        result: Result<CheckResponse, String>,
+        result: Result<CheckResponse, CheckError>,
     ) {
         let now = spec::now_ms();
         match result {

@@ -1,6 +1,7 @@
 //! The plugin manager as the diagnostics pipeline's [`Checker`]: sources are loaded
-//! plugins (source id = [`PluginId`] index), and a failed check becomes the
-//! [`PluginError`] text the pipeline turns into an explanatory item.
+//! plugins (source id = [`PluginId`] index), and a failed check becomes a
+//! [`CheckError::Source`] carrying the [`super::PluginError`], which the pipeline turns into
+//! an explanatory item.
 
 use std::path::Path;
 
@@ -8,7 +9,7 @@ use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
 use super::{PluginId, PluginManager};
-use crate::diagnostics::{Checker, SourceId, SourceInfo};
+use crate::diagnostics::{CheckError, Checker, SourceId, SourceInfo};
 
 impl Checker for PluginManager {
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
@@ -30,12 +31,12 @@ impl Checker for PluginManager {
         &self,
         source: SourceId,
         request: CheckRequest,
-    ) -> BoxFuture<'static, Result<CheckResponse, String>> {
+    ) -> BoxFuture<'static, Result<CheckResponse, CheckError>> {
         let manager = self.clone();
         Box::pin(async move {
             PluginManager::check(&manager, PluginId(source), request)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| CheckError::Source(Box::new(e)))
         })
     }
 }

@@ -116,7 +116,8 @@ impl Instance {
             .map_err(|e| format!("cannot prepare {}: {e}", root.join(spec::DIR).display()))?;
         heartbeat_once(root, &shared.session_id)?;
         let (pipeline, cursor) =
-            Pipeline::start(root, cfg.clone(), shared.checker.clone(), &shared.state_dir)?;
+            Pipeline::start(root, cfg.clone(), shared.checker.clone(), &shared.state_dir)
+                .map_err(|e| e.to_string())?;
         let token = shared.shutdown.child_token();
         let subscriber = shared.fswatch.subscriber();
         let fs = (&shared.fswatch, subscriber);

@@ -64,7 +64,8 @@ impl Buffer {
         if self.ptr.is_null() || self.len == 0 {
             &[]
         } else {
-            std::slice::from_raw_parts(self.ptr, self.len)
+            // SAFETY: non-null and non-empty; the caller promises the memory is live.
+            unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
         }
     }
 }
@@ -106,6 +107,7 @@ pub struct StaticTable(PluginTableV1);
 
 // SAFETY: the table and the strings it points to are never mutated after construction.
 unsafe impl Sync for StaticTable {}
+// SAFETY: as above: nothing it points to is mutated or tied to a thread.
 unsafe impl Send for StaticTable {}
 
 impl StaticTable {
@@ -181,7 +183,8 @@ unsafe fn input<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
     if ptr.is_null() || len == 0 {
         &[]
     } else {
-        std::slice::from_raw_parts(ptr, len)
+        // SAFETY: non-null and non-empty; the caller promises the memory is readable.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 }
 
@@ -191,7 +194,8 @@ unsafe extern "C" fn ffi_create<P: Plugin>(
     out_instance: *mut *mut c_void,
     out: *mut Buffer,
 ) -> i32 {
-    let bytes = input(init, len);
+    // SAFETY: the host passes its init buffer, readable for the duration of the call.
+    let bytes = unsafe { input(init, len) };
     guarded(out, || {
         if out_instance.is_null() {
             return Err("create: null instance slot".into());
@@ -212,7 +216,8 @@ unsafe extern "C" fn ffi_check<P: Plugin>(
     len: usize,
     out: *mut Buffer,
 ) -> i32 {
-    let bytes = input(req, len);
+    // SAFETY: the host passes its request buffer, readable for the duration of the call.
+    let bytes = unsafe { input(req, len) };
     guarded(out, || {
         if instance.is_null() {
             return Err("check: null instance".into());
@@ -248,7 +253,7 @@ unsafe extern "C" fn ffi_free_buffer(buf: Buffer) {
     if buf.ptr.is_null() {
         return;
     }
-    // SAFETY: the buffer was made by `Buffer::from_vec` from a boxed slice of `len` bytes.
     let slice = std::ptr::slice_from_raw_parts_mut(buf.ptr, buf.len);
+    // SAFETY: the buffer was made by `Buffer::from_vec` from a boxed slice of `len` bytes.
     drop(unsafe { Box::from_raw(slice) });
 }

@@ -73,6 +73,7 @@ pub struct PluginLibrary {
 
 // SAFETY: the table is immutable static data of the library, which lives as long as `self`.
 unsafe impl Send for PluginLibrary {}
+// SAFETY: as above: shared references only read immutable static data.
 unsafe impl Sync for PluginLibrary {}
 
 impl std::fmt::Debug for PluginLibrary {
@@ -233,6 +234,7 @@ pub struct Instance {
 
 // SAFETY: the `Plugin` trait requires `Send + Sync`, which the macro-built entry points rely on.
 unsafe impl Send for Instance {}
+// SAFETY: as above: the plugin's instance is `Sync` by the trait's bound.
 unsafe impl Sync for Instance {}
 
 impl Instance {

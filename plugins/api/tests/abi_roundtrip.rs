@@ -1,6 +1,7 @@
 //! The C ABI glue, exercised through the raw table exactly as a host calls it: JSON in,
 //! JSON out, errors and panics as status codes with a message, buffers freed by the
 //! plugin's own `free_buffer`, instances destroyed once.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::ffi::{c_void, CStr};
 use std::path::PathBuf;
@@ -104,11 +105,13 @@ fn create(config: serde_json::Value) -> (i32, String, *mut c_void) {
     .unwrap();
     let mut instance: *mut c_void = std::ptr::null_mut();
     let (status, text) =
+        // SAFETY: the table's entry points with buffers and slots this test owns.
         call(|out| unsafe { (table().create)(init.as_ptr(), init.len(), &mut instance, out) });
     (status, text, instance)
 }
 
 fn check(instance: *mut c_void, json: &[u8]) -> (i32, String) {
+    // SAFETY: the table's entry points with buffers and slots this test owns.
     call(|out| unsafe { (table().check)(instance, json.as_ptr(), json.len(), out) })
 }
 
@@ -121,6 +124,7 @@ fn table_header_names_and_sizes() {
     // SAFETY: static NUL-terminated strings.
     assert_eq!(unsafe { CStr::from_ptr(t.name) }.to_str().unwrap(), "echo");
     assert_eq!(
+        // SAFETY: static NUL-terminated strings of the table.
         unsafe { CStr::from_ptr(t.version) }.to_str().unwrap(),
         "1.2.3"
     );
@@ -152,10 +156,12 @@ fn create_check_cancel_destroy_round_trip() {
     assert_eq!(resp.files[1].items[0].code.as_deref(), Some("E1"));
 
     let before = CANCELLED.load(Ordering::SeqCst);
+    // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.
     unsafe { (table().cancel)(instance, 7) };
     assert_eq!(CANCELLED.load(Ordering::SeqCst), before + 1);
 
     let destroyed = DESTROYED.load(Ordering::SeqCst);
+    // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.
     unsafe { (table().destroy)(instance) };
     assert_eq!(DESTROYED.load(Ordering::SeqCst), destroyed + 1);
 }
@@ -190,14 +196,18 @@ fn errors_and_panics_become_status_codes_with_messages() {
     // Null pointers are refused, not dereferenced.
     let (status, _) = check(std::ptr::null_mut(), b"{}");
     assert_eq!(status, STATUS_ERROR);
+    // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.
     unsafe { (table().cancel)(std::ptr::null_mut(), 1) };
+    // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.
     unsafe { (table().destroy)(std::ptr::null_mut()) };
+    // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.
     unsafe { (table().destroy)(instance) };
 }
 
 fn call_create_raw(bytes: &[u8]) -> (i32, String, *mut c_void) {
     let mut instance: *mut c_void = std::ptr::null_mut();
     let (status, text) =
+        // SAFETY: the table's entry points with buffers and slots this test owns.
         call(|out| unsafe { (table().create)(bytes.as_ptr(), bytes.len(), &mut instance, out) });
     (status, text, instance)
 }

@@ -1,5 +1,6 @@
 //! The cargo-check plugin against a real `cargo check` on a temporary crate: a type error is
 //! reported at the right place with its code, and fixing it clears the file.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::path::{Path, PathBuf};
 

@@ -9,6 +9,7 @@
 //! publishDiagnostics for that version, the shared tool's measure) is printed too. Both
 //! edit the file the same way (append one or two newlines, alternately). Goals (issue 4): ruff p50 ≤ 50 ms,
 //! pyright and typescript-language-server p50 ≤ 500 ms, overhead ≤ 10 ms.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use openfiles_plugin_api::{CheckRequest, Init, Plugin};
 use openfiles_plugin_lsp::LspPlugin;

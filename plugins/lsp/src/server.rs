@@ -127,7 +127,12 @@ impl Actor {
                         self.last_used = Instant::now();
                     }
                 },
-                _ = async { closed.as_ref().expect("guarded").cancelled().await }, if closed.is_some() => {
+                _ = async {
+                    match closed.as_ref() {
+                        Some(c) => c.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                }, if closed.is_some() => {
                     self.crashed();
                 }
                 _ = tokio::time::sleep_until(idle_at), if self.client.is_some() => {

@@ -1,4 +1,5 @@
 //! The built cdylib through the C ABI, loaded the way the plugin host loads it.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use openfiles_plugin_api::host::PluginLibrary;
 use serde_json::{json, Value};

@@ -1,4 +1,5 @@
 //! `clangd` through the plugin: known errors, fixes, quick edits and a crash.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use serde_json::json;

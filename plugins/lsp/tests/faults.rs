@@ -1,6 +1,7 @@
 //! Faults: a server that never answers, one that crashes at once, and (through a scripted
 //! server, since real ones cannot do it on demand) stale pushes, split pushes and an unknown
 //! server request.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use openfiles_plugin_api::Severity;

@@ -1,5 +1,6 @@
 //! Server lifecycle: one warm server per (project root, server), idle shutdown, shutdown
 //! on destroy, and several servers merged on one file.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use serde_json::json;

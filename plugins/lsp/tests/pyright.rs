@@ -1,5 +1,6 @@
 //! `pyright-langserver` through the plugin: known errors, fixes, quick edits, a crash, and
 //! `pyright --outputjson` on the same file.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use serde_json::json;

@@ -1,4 +1,5 @@
 //! `ruff server` through the plugin: known errors, fixes, quick edits, a crash, and the CLI.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use serde_json::json;

@@ -1,5 +1,6 @@
 //! `typescript-language-server` through the plugin: known errors, fixes, quick edits, a
 //! crash, and `tsc --noEmit` on the same project.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use serde_json::json;

@@ -1,6 +1,7 @@
 //! The tsc plugin against the real TypeScript compiler (`tsc` on PATH): a type error is
 //! reported with code "2322" on the right line, fixing it clears the file, and every
 //! `also_report` file of the project gets a result.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::path::{Path, PathBuf};
 

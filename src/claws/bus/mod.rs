@@ -30,7 +30,8 @@ use tokio::sync::mpsc;
 use self::log::{Cursor, EventLog};
 use super::conn::Connection;
 use super::now_ms;
-use super::proto::{body, Request};
+use super::proto::{body, PROTOCOL_2};
+use super::request;
 
 type Body = Result<Map<String, Value>, String>;
 
@@ -63,7 +64,7 @@ impl Outbox {
     pub fn take_dropped_notice(&self) -> Option<String> {
         let n = self.dropped.swap(0, Ordering::Relaxed);
         (n > 0)
-            .then(|| format!("{{\"push\":\"dropped\",\"protocol\":\"claws/2\",\"count\":{n}}}\n"))
+            .then(|| format!("{{\"push\":\"dropped\",\"protocol\":\"{PROTOCOL_2}\",\"count\":{n}}}\n"))
     }
 }
 
@@ -131,13 +132,13 @@ impl Replay {
                 // Splice the stored object into a frame instead of re-serializing it.
                 let rest = String::from_utf8_lossy(&line[1..]);
                 out.push(format!(
-                    "{{\"push\":\"message\",\"protocol\":\"claws/2\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
+                    "{{\"push\":\"message\",\"protocol\":\"{PROTOCOL_2}\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
                     self.sub_id
                 ));
             });
         }
         let mut s =
-            json!({"push": "caught-up", "protocol": "claws/2", "subscriptionId": self.sub_id,
+            json!({"push": "caught-up", "protocol": PROTOCOL_2, "subscriptionId": self.sub_id,
                            "replayedCount": out.len(), "resumeCursor": self.until.to_string()})
             .to_string();
         s.push('\n');
@@ -186,9 +187,9 @@ impl Bus {
         deliver(&mut st, "server", topic, payload, None, !ephemeral(topic));
     }
 
-    pub fn hello(&self, conn: &Connection, req: &Request) -> Body {
-        if req.str("protocol") != Some("claws/2") {
-            return Err("hello requires protocol claws/2".into());
+    pub fn hello(&self, conn: &Connection, req: request::Hello) -> Body {
+        if req.protocol.as_deref() != Some(PROTOCOL_2) {
+            return Err(format!("hello requires protocol {PROTOCOL_2}"));
         }
         let mut st = self.lock();
         if let Some(p) = st.peers.get(&conn.conn_id) {
@@ -197,9 +198,9 @@ impl Bus {
                                   "idempotent": true}),
             ));
         }
-        let role = req.str("role").unwrap_or("observer").to_owned();
-        let name = req.str("peerName").unwrap_or("unnamed").to_owned();
-        let nonce = req.str("instanceNonce").filter(|n| !n.is_empty());
+        let role = req.role.unwrap_or_else(|| "observer".to_owned());
+        let name = req.peer_name.unwrap_or_else(|| "unnamed".to_owned());
+        let nonce = req.instance_nonce.as_deref().filter(|n| !n.is_empty());
         let peer_id = match nonce {
             Some(n) => {
                 let h = Sha256::digest(format!("{name}\0{role}\0{n}").as_bytes());
@@ -244,8 +245,8 @@ impl Bus {
             },
         );
         let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
-                             "correlationId": req.map.get("correlationId"),
-                             "terminalId": req.map.get("terminalId")});
+                             "correlationId": req.correlation_id,
+                             "terminalId": req.terminal_id});
         deliver(
             &mut st,
             "server",
@@ -260,10 +261,10 @@ impl Bus {
     pub fn subscribe(
         &self,
         conn: &Connection,
-        req: &Request,
+        req: request::Subscribe,
     ) -> Result<(Map<String, Value>, Option<Replay>), String> {
-        let topic = req.str("topic").unwrap_or("");
-        let from = match req.map.get("fromCursor") {
+        let topic = req.topic.as_deref().unwrap_or("");
+        let from = match &req.from_cursor {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(Cursor::parse(s).ok_or("invalid cursor format")?),
             Some(_) => return Err("invalid cursor format".into()),
@@ -307,12 +308,12 @@ impl Bus {
         ))
     }
 
-    pub fn unsubscribe(&self, conn: &Connection, req: &Request) -> Body {
+    pub fn unsubscribe(&self, conn: &Connection, req: request::Unsubscribe) -> Body {
         let mut st = self.lock();
         let Some(p) = st.peers.get_mut(&conn.conn_id) else {
             return Err("call hello first".into());
         };
-        let id = req.str("subscriptionId").unwrap_or("");
+        let id = req.subscription_id.as_deref().unwrap_or("");
         let before = p.subs.len();
         p.subs.retain(|s| s.id != id);
         if p.subs.len() == before {
@@ -321,23 +322,23 @@ impl Bus {
         Ok(body(json!({"subscriptionId": id})))
     }
 
-    pub fn publish(&self, conn: &Connection, req: &Request) -> Body {
+    pub fn publish(&self, conn: &Connection, req: request::Publish) -> Body {
         let mut st = self.lock();
         let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
         let from = p.peer_id.clone();
-        let topic = req.str("topic").unwrap_or("");
+        let topic = req.topic.as_deref().unwrap_or("");
         if !topic::valid_topic(topic) {
             return Err(format!("invalid topic: {topic:?}"));
         }
-        let payload = req.map.get("payload").cloned().unwrap_or_else(|| json!({}));
-        let skip = (!req.bool("echo").unwrap_or(false)).then_some(conn.conn_id);
+        let payload = req.payload.unwrap_or_else(|| json!({}));
+        let skip = (!req.echo.unwrap_or(false)).then_some(conn.conn_id);
         let (n, seq) = deliver(&mut st, &from, topic, payload, skip, true);
         Ok(body(json!({"deliveredTo": n, "sequence": seq})))
     }
 
-    pub fn broadcast(&self, conn: &Connection, req: &Request) -> Body {
+    pub fn broadcast(&self, conn: &Connection, req: request::Broadcast) -> Body {
         let mut st = self.lock();
         let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
@@ -346,10 +347,10 @@ impl Bus {
             return Err("requires role: orchestrator".into());
         }
         let from = p.peer_id.clone();
-        let text = req.str("text").unwrap_or("");
+        let text = req.text.unwrap_or_default();
         st.seq += 1;
         let mut frame =
-            json!({"push": "message", "protocol": "claws/2", "topic": "system.broadcast",
+            json!({"push": "message", "protocol": PROTOCOL_2, "topic": "system.broadcast",
                                "from": from, "payload": {"text": text}, "sentAt": now_ms(),
                                "sequence": st.seq})
             .to_string();
@@ -406,7 +407,7 @@ fn deliver(
     }
     let tsegs: Vec<&str> = topic.split('.').collect();
     let prefix = format!(
-        "{{\"push\":\"message\",\"protocol\":\"claws/2\",{}",
+        "{{\"push\":\"message\",\"protocol\":\"{PROTOCOL_2}\",{}",
         &ev[1..ev.len() - 1]
     );
     let mut n = 0;
