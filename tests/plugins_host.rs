@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use openfiles::config::Config;
 use openfiles::diagnostics::Checker;
-use openfiles::plugin_host::{PluginStatus, State};
 use openfiles::plugin_host::{CheckRequest, ManagerOptions, PluginError, PluginManager};
+use openfiles::plugin_host::{PluginStatus, State};
 use openfiles_plugin_api::Severity;
 use plugins_support::{fixture, path_list};
 use tokio_util::sync::CancellationToken;

@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use openfiles::control::protocol;
-use openfiles::hook::payload;
 use openfiles::diagnostics::writer::Cursor;
+use openfiles::hook::payload;
 use openfiles::intake::queue::Reader;
 
 /// The tracked inputs of one target's corpus (`seed-*`, `regress-*`).

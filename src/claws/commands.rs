@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::bus::Replay;
-use super::conn::Connection;
+use super::Connection;
 use super::proto::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
 use super::request::{self, Command, Target};
 use super::terminal::{CreateOpts, ExecOutcome, Terminal, CLOSE_GRACE};
@@ -147,10 +147,7 @@ fn create(shared: &Arc<ServerState>, req: request::Create) -> Body {
         }
         Some(_) => return Err("env must be an object of strings".into()),
     }
-    let shell = req
-        .shell_path
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from);
+    let shell = req.shell_path.filter(|s| !s.is_empty()).map(PathBuf::from);
     let id = shared
         .ids
         .allocate()
@@ -250,7 +247,10 @@ fn poll(shared: &ServerState, req: request::Poll) -> Body {
 }
 
 fn close(shared: &Arc<ServerState>, target: &Target) -> Body {
-    let id = target.0.as_deref().and_then(|s| s.trim().parse::<u64>().ok());
+    let id = target
+        .0
+        .as_deref()
+        .and_then(|s| s.trim().parse::<u64>().ok());
     let Some(t) = id.and_then(|id| shared.remove_terminal(id)) else {
         return Ok(body(json!({"alreadyClosed": true})));
     };

@@ -19,13 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::bus::Outbox;
 use super::commands::dispatch;
 use super::proto::{self, Request, MAX_LINE};
-use super::{ClawsError, ServerState};
-
-/// Per-connection context the handlers see.
-pub struct Connection {
-    pub conn_id: u64,
-    pub outbox: Arc<Outbox>,
-}
+use super::{ClawsError, Connection, ServerState};
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 
@@ -51,7 +45,11 @@ pub async fn bind(socket: &Path) -> Result<UnixListener, ClawsError> {
     Ok(listener)
 }
 
-pub async fn accept_loop(listener: UnixListener, shared: Arc<ServerState>, stop: CancellationToken) {
+pub async fn accept_loop(
+    listener: UnixListener,
+    shared: Arc<ServerState>,
+    stop: CancellationToken,
+) {
     loop {
         let stream = tokio::select! {
             _ = stop.cancelled() => return,

@@ -21,8 +21,8 @@ mod conn;
 mod exec;
 mod history;
 mod proto;
-mod request;
 mod pty;
+mod request;
 mod ring;
 mod shell;
 mod state;
@@ -94,6 +94,13 @@ pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One connected client, as every handler sees it: the connection's id (the bus keys its
+/// peer by it) and its push queue.
+pub struct Connection {
+    pub conn_id: u64,
+    pub outbox: Arc<bus::Outbox>,
 }
 
 /// State shared by the connections and terminal tasks of one server.

@@ -283,8 +283,7 @@ mod tests {
 
     #[test]
     fn terminal_id_wins_over_the_envelope_id() {
-        let Ok(Command::Send(s)) = parse(r#"{"cmd":"send","id":9,"terminalId":4,"text":7}"#)
-        else {
+        let Ok(Command::Send(s)) = parse(r#"{"cmd":"send","id":9,"terminalId":4,"text":7}"#) else {
             panic!("not a send")
         };
         assert_eq!(s.target.0.as_deref(), Some("4"));

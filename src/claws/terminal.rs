@@ -132,7 +132,11 @@ pub enum ExecOutcome {
 
 impl Terminal {
     /// Spawn the shell in a new PTY and start the terminal's tasks.
-    pub fn spawn(shared: &Arc<ServerState>, id: u64, o: CreateOpts) -> std::io::Result<Arc<Terminal>> {
+    pub fn spawn(
+        shared: &Arc<ServerState>,
+        id: u64,
+        o: CreateOpts,
+    ) -> std::io::Result<Arc<Terminal>> {
         let program = o.shell.clone().unwrap_or_else(shell::default_shell);
         let kind = shell::kind_of(&program);
         let nonce = shell::nonce();
@@ -476,7 +480,11 @@ impl Terminal {
     }
 }
 
-async fn writer(shared: Arc<ServerState>, term: Arc<Terminal>, mut rx: mpsc::UnboundedReceiver<Input>) {
+async fn writer(
+    shared: Arc<ServerState>,
+    term: Arc<Terminal>,
+    mut rx: mpsc::UnboundedReceiver<Input>,
+) {
     loop {
         let input = tokio::select! {
             _ = term.closed.cancelled() => return,

@@ -196,10 +196,7 @@ async fn group(
     ctx: &Context,
     paths: Vec<PathBuf>,
     register: bool,
-) -> (
-    Vec<(PipelineHandle, Vec<PathBuf>)>,
-    Vec<protocol::Rejected>,
-) {
+) -> (Vec<(PipelineHandle, Vec<PathBuf>)>, Vec<protocol::Rejected>) {
     let mut groups: Vec<(PipelineHandle, Vec<PathBuf>)> = Vec::new();
     let mut rejected = Vec::new();
     for path in paths {

@@ -16,11 +16,11 @@ use openfiles_plugin_api::{CheckRequest, CheckResponse, Item, Severity};
 use tokio::sync::{mpsc, oneshot};
 
 use super::session::{self, Session};
+use super::writer::Cursor;
 use super::writer::{self, QueueState, Snapshot};
 use super::{project_root, CheckError, Checker, SourceId, SourceInfo, StartError};
-use crate::config::Config;
 use super::{Rejected, WorkspaceEntries};
-use super::writer::Cursor;
+use crate::config::Config;
 use crate::policy::{Policy, Verdict};
 use crate::spec::{self, HookSettings};
 

@@ -15,10 +15,10 @@ pub mod fallback;
 pub mod feedback;
 pub mod input;
 pub mod install;
+pub mod online;
 pub mod output;
 pub mod payload;
 pub mod report;
-pub mod online;
 pub mod watch;
 
 use std::io::Write;

@@ -18,9 +18,9 @@ use notify::EventKind;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::policy::Policy;
 use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
 use crate::fswatch::{FsWatch, SubscriberId};
+use crate::policy::Policy;
 
 const QUIET: Duration = Duration::from_secs(1);
 const MAX_BATCH: Duration = Duration::from_secs(3);

@@ -27,8 +27,8 @@ pub mod status;
 pub mod supervisor;
 
 pub use manager::{ManagerOptions, PluginManager};
-pub use status::{PluginStatus, State};
 pub use openfiles_plugin_api::{Capabilities, CheckRequest, CheckResponse};
+pub use status::{PluginStatus, State};
 
 use openfiles_plugin_api::{Item, Severity};
 

@@ -26,8 +26,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::status::{PluginStatus, State};
 use super::protocol::{FromHost, ToHost};
+use super::status::{PluginStatus, State};
 use super::PluginError;
 
 /// How long a child may take to load its library and say hello.

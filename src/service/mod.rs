@@ -85,7 +85,12 @@ async fn serve(
     let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
     let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
     let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
-    let shared = Arc::new(WorkspaceDeps::new(state_dir, shutdown.clone(), checker, fswatch));
+    let shared = Arc::new(WorkspaceDeps::new(
+        state_dir,
+        shutdown.clone(),
+        checker,
+        fswatch,
+    ));
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::installed::units_report;
-use super::probe::{self, HookState};
 use super::places::Platform;
+use super::probe::{self, HookState};
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{Request, StatusReply};
 

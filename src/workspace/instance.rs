@@ -10,15 +10,14 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
 use super::WorkspaceStatus;
+use crate::config::Config;
 use crate::diagnostics::pipeline::{Pipeline, PipelineHandle};
 use crate::diagnostics::Checker;
 use crate::fsutil;
 use crate::intake::{queue as queue_intake, watch};
 use crate::policy::Policy;
 use crate::spec;
-
 
 /// What every instance shares with the service.
 pub struct WorkspaceDeps {
@@ -122,7 +121,8 @@ impl Instance {
         let subscriber = shared.fswatch.subscriber();
         let fs = (&shared.fswatch, subscriber);
         let (paused_tx, paused_rx) = tokio::sync::watch::channel(false);
-        if let Err(e) = queue_intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone())
+        if let Err(e) =
+            queue_intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone())
         {
             shared.fswatch.unwatch_all(subscriber);
             token.cancel();

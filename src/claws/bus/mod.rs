@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use self::log::{Cursor, EventLog};
-use super::conn::Connection;
+use super::Connection;
 use super::now_ms;
 use super::proto::{body, PROTOCOL_2};
 use super::request;
@@ -63,8 +63,9 @@ impl Outbox {
     /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
     pub fn take_dropped_notice(&self) -> Option<String> {
         let n = self.dropped.swap(0, Ordering::Relaxed);
-        (n > 0)
-            .then(|| format!("{{\"push\":\"dropped\",\"protocol\":\"{PROTOCOL_2}\",\"count\":{n}}}\n"))
+        (n > 0).then(|| {
+            format!("{{\"push\":\"dropped\",\"protocol\":\"{PROTOCOL_2}\",\"count\":{n}}}\n")
+        })
     }
 }
 
