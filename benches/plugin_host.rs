@@ -6,9 +6,8 @@
 //! of one-file checks, one at a time, and the throughput with 8 checks in flight.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-#[path = "../tests/plugins_support/mod.rs"]
-#[allow(dead_code)]
-mod plugins_support;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -35,7 +34,7 @@ fn main() {
         let token = CancellationToken::new();
         let opts = ManagerOptions {
             host_exe: PathBuf::from(env!("CARGO_BIN_EXE_openfiles")),
-            env_path: Some(plugins_support::path_list(&[plugins_support::fixture(
+            env_path: Some(common::plugins::path_list(&[common::plugins::fixture(
                 "instant",
             )])),
             exe_dir: None,

@@ -13,8 +13,6 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-#[path = "../tests/plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -246,7 +244,7 @@ fn main() {
     );
 
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let (p50, p95) = round_trip(&env);

@@ -2,11 +2,11 @@
 //! stable peers, backpressure, server topics and fan-out.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod claws_support;
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use claws_support::{Conn, TestServer};
+use common::claws::{Conn, TestServer};
 use openfiles::config::ClawsConfig;
 use serde_json::{json, Value};
 

@@ -4,11 +4,11 @@
 //! PTYs.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod claws_support;
+mod common;
 
 use std::time::Duration;
 
-use claws_support::{TestServer, BOUND};
+use common::claws::{TestServer, BOUND};
 use openfiles::config::ClawsConfig;
 use serde_json::json;
 

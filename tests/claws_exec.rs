@@ -2,11 +2,11 @@
 //! Real shells in real PTYs behind the real socket.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod claws_support;
+mod common;
 
 use std::time::Duration;
 
-use claws_support::{TestServer, BOUND};
+use common::claws::{TestServer, BOUND};
 use serde_json::{json, Value};
 
 const SHELLS: [&str; 3] = ["/bin/bash", "/usr/bin/zsh", "/usr/bin/fish"];

@@ -4,12 +4,12 @@
 //! on its real socket, with a subscriber that captures the log.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod claws_support;
+mod common;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use claws_support::TestServer;
+use common::claws::TestServer;
 use serde_json::json;
 
 #[derive(Clone, Default)]

@@ -1,11 +1,11 @@
 //! Claws claws/1 over the real socket with real shells in real PTYs (issue 6).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod claws_support;
+mod common;
 
 use std::time::Duration;
 
-use claws_support::{Conn, TestServer, BOUND};
+use common::claws::{Conn, TestServer, BOUND};
 use openfiles::config::ClawsConfig;
 use serde_json::json;
 

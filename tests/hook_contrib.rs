@@ -3,11 +3,11 @@
 //! the OpenCode plugin, run by a JavaScript runtime, really reports `file.edited`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod hook_support;
+mod common;
 
 use std::fs;
 
-use hook_support::*;
+use common::hook::*;
 
 #[test]
 fn contrib_snippets_match_the_installer() {

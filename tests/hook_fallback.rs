@@ -2,13 +2,13 @@
 //! `queue.jsonl` and a `diagnostics.json` the test writes, through the built binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod hook_support;
+mod common;
 
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use hook_support::*;
+use common::hook::*;
 use serde_json::{json, Value};
 
 fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {

@@ -2,12 +2,12 @@
 //! configurations without disturbing them, idempotence, exact removal, diffs, dry runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod hook_support;
+mod common;
 
 use std::fs;
 use std::path::Path;
 
-use hook_support::*;
+use common::hook::*;
 use serde_json::{json, Value};
 
 fn hooks(tmp: &Path, args: &[&str]) -> (bool, String, String) {

@@ -7,9 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-mod hook_support;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -17,34 +14,18 @@ use std::process::{Command, Stdio};
 use common::{bin, signal, Env};
 use serde_json::{json, Value};
 
-fn crate_with_type_error(ws: &Path) -> std::path::PathBuf {
-    std::fs::create_dir_all(ws.join("src")).unwrap();
-    std::fs::write(
-        ws.join("Cargo.toml"),
-        "[package]\nname = \"broken\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
-    )
-    .unwrap();
-    let main = ws.join("src/main.rs");
-    std::fs::write(
-        &main,
-        "fn main() {\n    let x: i32 = \"text\";\n    println!(\"{x}\");\n}\n",
-    )
-    .unwrap();
-    main
-}
-
 fn hook(env: &Env, ws: &Path, main: &Path) -> std::process::Output {
     let payload =
         json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": main}}).to_string();
     let mut cmd = env.command(&["hook", "--agent", "claude", "--verbose"]);
-    hook_support::run_hook(&mut cmd, &payload)
+    common::hook::run_hook(&mut cmd, &payload)
 }
 
 /// A service environment with the real cargo-check plugin and a hook deadline long enough
 /// for a cold `cargo check` on a loaded machine (the wait still ends as soon as it is done).
 fn cargo_env() -> Env {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::plugin("cargo_check").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("cargo_check").into_os_string());
     std::fs::write(&env.config, "[hooks]\ntimeout_ms = 240000\n").unwrap();
     env
 }
@@ -83,11 +64,11 @@ fn assert_feedback(out: &std::process::Output) {
 fn hook_reports_through_a_running_service() {
     let env = cargo_env();
     let ws = env.workspace("ws");
-    let main = crate_with_type_error(&ws);
+    let main = common::rust_crate_with_type_error(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     assert_feedback(&hook(&env, &ws, &main));
     // The service wrote the same result for agents that read the file.
-    hook_support::wait_for_file(&ws.join(".openfiles/diagnostics.json"), |t| {
+    common::hook::wait_for_file(&ws.join(".openfiles/diagnostics.json"), |t| {
         t.contains("E0308")
     });
     svc.terminate();
@@ -97,7 +78,7 @@ fn hook_reports_through_a_running_service() {
 fn first_hook_call_starts_a_socket_activated_service() {
     let env = cargo_env();
     let ws = env.workspace("ws");
-    let main = crate_with_type_error(&ws);
+    let main = common::rust_crate_with_type_error(&ws);
     std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
     let mut activator = Command::new("systemd-socket-activate")
         .arg("-l")

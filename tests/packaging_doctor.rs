@@ -4,9 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-mod packaging_support;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -28,7 +25,7 @@ fn doctor_with(
         Some(p) => cmd.env("OPENFILES_PLUGIN_PATH", p),
         None => cmd.env_remove("OPENFILES_PLUGIN_PATH"),
     };
-    let out = packaging_support::output(
+    let out = common::packaging::output(
         cmd.arg(ws)
             .args(extra)
             .env("HOME", env.dir.path())
@@ -74,9 +71,9 @@ fn doctor_reports_tools_hooks_and_plugins_and_fails_without_a_service() {
     std::fs::create_dir_all(ws.join(".gemini")).unwrap();
     std::fs::write(ws.join(".gemini/settings.json"), "{}").unwrap();
 
-    let good = plugins_support::plugin("cargo_check");
-    let bad = plugins_support::fixture("bad_abi");
-    let plugin_path = plugins_support::path_list(&[good, bad]);
+    let good = common::plugins::plugin("cargo_check");
+    let bad = common::plugins::fixture("bad_abi");
+    let plugin_path = common::plugins::path_list(&[good, bad]);
     let (code, report, _) = doctor_with(&env, &ws, &["--json"], Some(&plugin_path));
 
     assert_eq!(code, Some(1), "{report:#}");
@@ -97,7 +94,7 @@ fn doctor_reports_tools_hooks_and_plugins_and_fails_without_a_service() {
         has(&report, "languages", "ok", "Python: pyright-langserver at"),
         "{report:#}"
     );
-    let go = packaging_support::have("gopls");
+    let go = common::packaging::have("gopls");
     assert!(
         has(
             &report,
@@ -175,7 +172,7 @@ fn doctor_counts_hooks_installed_for_the_user() {
     let env = common::Env::new();
     let ws = env.workspace("w");
     // `hooks install --user` writes the user's configuration under HOME (the env's dir).
-    packaging_support::ok(
+    common::packaging::ok(
         env.command(&["hooks", "install", "--user", "--agent", "codex"])
             .env("HOME", env.dir.path()),
     );

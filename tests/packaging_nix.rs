@@ -5,12 +5,12 @@
 //! `nix flake check --no-build` passes with the nixpkgs input overridden by the stub.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod packaging_support;
+mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use packaging_support::*;
+use common::packaging::*;
 
 fn eval_modules(store: &Path) -> serde_json::Value {
     let out = ok(nix("nix-instantiate", store)

@@ -10,9 +10,7 @@
 //! the test says so and stops.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod packaging_support;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
+mod common;
 
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -21,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use packaging_support::*;
+use common::packaging::*;
 
 const SYSTEMD: &str = "/lib/systemd/systemd";
 
@@ -181,7 +179,7 @@ fn socket_activation_under_a_real_systemd_user_manager() {
     // The user's config: the cargo-check plugin, and room for a cold `cargo check`.
     let cfg_dir = m.home.join(".config/openfiles");
     std::fs::create_dir_all(&cfg_dir).unwrap();
-    let plugin = plugins_support::plugin("cargo_check");
+    let plugin = common::plugins::plugin("cargo_check");
     std::fs::write(
         cfg_dir.join("config.toml"),
         format!(
@@ -214,18 +212,8 @@ fn socket_activation_under_a_real_systemd_user_manager() {
 
     // The first connection starts the service.
     let ws = m.home.join("proj");
-    std::fs::create_dir_all(ws.join("src")).unwrap();
-    std::fs::write(
-        ws.join("Cargo.toml"),
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
-    )
-    .unwrap();
-    let main = ws.join("src/main.rs");
-    std::fs::write(
-        &main,
-        "fn main() {\n    let x: u32 = \"text\";\n    println!(\"{x}\");\n}\n",
-    )
-    .unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    let main = common::rust_crate_with_type_error(&ws);
     std::fs::create_dir_all(ws.join(".git")).unwrap();
 
     // The agent's hook reports the edit: its connection starts the service, which runs the

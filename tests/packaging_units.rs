@@ -5,12 +5,12 @@
 //! profile path in `ExecStart`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-mod packaging_support;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use packaging_support::*;
+use common::packaging::*;
 
 /// `openfiles service …` with HOME and XDG_CONFIG_HOME under `home`.
 fn service(home: &Path) -> Command {

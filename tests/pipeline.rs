@@ -4,8 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +16,7 @@ use openfiles::spec::{DiagnosticsFile, Severity};
 #[test]
 fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::plugin("cargo_check").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("cargo_check").into_os_string());
     let ws = env.workspace("crate");
     let main = rust_crate_with_type_error(&ws);
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
@@ -226,7 +224,7 @@ fn malformed_lines_are_counted_and_skipped() {
 #[test]
 fn outside_paths_symlink_escapes_and_sensitive_files() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let outside = env.workspace("elsewhere").join("secret.txt");
     std::fs::write(&outside, "s").unwrap();
@@ -294,7 +292,7 @@ fn wait_answers_at_the_deadline_when_a_check_hangs() {
         "[plugin.instant]\nextensions = [\"txt\", \"slow\"]\n",
     )
     .unwrap();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let slow = ws.join("x.slow");
     std::fs::write(&slow, "x").unwrap();
@@ -308,7 +306,7 @@ fn wait_answers_at_the_deadline_when_a_check_hangs() {
 #[test]
 fn real_language_server_through_the_service_ruff() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::plugin("plugin_lsp").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("plugin_lsp").into_os_string());
     let ws = env.workspace("py");
     std::fs::create_dir_all(ws.join(".git")).unwrap();
     let file = ws.join("m.py");

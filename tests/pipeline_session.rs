@@ -4,8 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -15,7 +13,7 @@ use openfiles::control::protocol::{Request, Wait, WaitReply};
 
 fn instant_env() -> Env {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     env
 }
 
@@ -61,7 +59,7 @@ fn session_survives_restart_and_deleted_files_leave_it() {
 fn queued_but_unchecked_files_have_checked_at_zero() {
     let mut env = instant_env();
     std::fs::write(&env.config, "[plugin.instant]\nextensions = [\"slow\"]\n").unwrap();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let slow = ws.join("x.slow");
     std::fs::write(&slow, "x").unwrap();
@@ -204,7 +202,7 @@ fn a_burst_of_500_files_is_checked_in_batches() {
 #[test]
 fn check_command_through_the_service_and_in_process() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::plugin("cargo_check").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("cargo_check").into_os_string());
     let ws = env.workspace("crate");
     let main = rust_crate_with_type_error(&ws);
 

@@ -4,18 +4,18 @@
 //! that check with an error and is restarted for the next one, deadlines cancel.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-#[allow(dead_code)]
-mod plugins_support;
+mod common;
 
+#[allow(dead_code)]
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use common::plugins::{fixture, path_list};
 use openfiles::config::Config;
 use openfiles::diagnostics::Checker;
 use openfiles::plugin_host::{CheckRequest, ManagerOptions, PluginError, PluginManager};
 use openfiles::plugin_host::{PluginStatus, State};
 use openfiles_plugin_api::Severity;
-use plugins_support::{fixture, path_list};
 use tokio_util::sync::CancellationToken;
 
 struct Setup {

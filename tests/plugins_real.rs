@@ -2,14 +2,14 @@
 //! driven through the manager, and `openfiles plugins` listing what it found.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-#[allow(dead_code)]
-mod plugins_support;
+mod common;
 
+#[allow(dead_code)]
 use std::path::{Path, PathBuf};
 
+use common::plugins::{fixture, path_list, plugin};
 use openfiles::config::Config;
 use openfiles::plugin_host::{CheckRequest, ManagerOptions, PluginManager};
-use plugins_support::{fixture, path_list, plugin};
 use tokio_util::sync::CancellationToken;
 
 async fn manager(libs: &[PathBuf], state: &Path) -> (PluginManager, CancellationToken) {
@@ -38,18 +38,8 @@ async fn cargo_check_and_tsc_through_the_host_find_type_errors_and_clear_them() 
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     let ws = root.join("ws");
-    std::fs::create_dir_all(ws.join("src")).unwrap();
-    std::fs::write(
-        ws.join("Cargo.toml"),
-        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )
-    .unwrap();
-    let rs = ws.join("src/main.rs");
-    std::fs::write(
-        &rs,
-        "fn main() {\n    let x: u8 = \"no\";\n    let _ = x;\n}\n",
-    )
-    .unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    let rs = common::rust_crate_with_type_error(&ws);
     std::fs::write(
         ws.join("tsconfig.json"),
         r#"{"compilerOptions":{"strict":true},"include":["web"]}"#,
@@ -76,7 +66,7 @@ async fn cargo_check_and_tsc_through_the_host_find_type_errors_and_clear_them() 
         .iter()
         .find(|i| i.code.as_deref() == Some("E0308"))
         .unwrap_or_else(|| panic!("{r:?}"));
-    assert_eq!((item.line, item.column), (2, 17));
+    assert_eq!((item.line, item.column), (2, 18));
     let t = t.unwrap();
     let item = t.files[0]
         .items

@@ -5,8 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -189,9 +187,9 @@ fn plugin_pid(env: &Env, name: &str) -> Option<u64> {
 #[test]
 fn a_plugin_host_killed_mid_check_through_the_service() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::path_list(&[
-        plugins_support::fixture("instant"),
-        plugins_support::plugin("cargo_check"),
+    env.plugin_path = Some(common::plugins::path_list(&[
+        common::plugins::fixture("instant"),
+        common::plugins::plugin("cargo_check"),
     ]));
     std::fs::write(
         &env.config,

@@ -7,8 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -34,7 +32,7 @@ fn status_fresh(socket: &std::path::Path) -> Option<StatusReply> {
 #[test]
 fn status_is_answered_during_a_queue_flood_and_no_line_is_lost() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let files: Vec<PathBuf> = (0..50).map(|i| ws.join(format!("f{i}.txt"))).collect();
     for f in &files {

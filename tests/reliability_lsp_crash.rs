@@ -8,8 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -41,9 +39,9 @@ fn round_trip(env: &Env, file: &Path, name: &str) -> Vec<(String, String)> {
 #[test]
 fn a_language_server_crashing_on_every_start_is_marked_broken_without_a_busy_loop() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::path_list(&[
-        plugins_support::fixture("instant"),
-        plugins_support::plugin("plugin_lsp"),
+    env.plugin_path = Some(common::plugins::path_list(&[
+        common::plugins::fixture("instant"),
+        common::plugins::plugin("plugin_lsp"),
     ]));
     let counter = env.dir.path().join("starts");
     let server = env.dir.path().join("crashy-server");

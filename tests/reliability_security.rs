@@ -6,8 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -242,7 +240,7 @@ fn a_workspace_owned_by_another_user_is_refused() {
 #[test]
 fn queue_lines_naming_outside_files_are_never_checked() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     let outside = env.workspace("outside");
     std::fs::write(outside.join("secret.txt"), "s").unwrap();
@@ -300,7 +298,7 @@ fn assert_untouched_secret(outside: &Path) {
 #[test]
 fn service_manager_variables_do_not_reach_plugin_hosts() {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     let ws = env.workspace("ws");
     std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
     let notify = NotifySocket::bind(env.dir.path());

@@ -9,8 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -258,7 +256,7 @@ fn settled_fds(pid: i32, at_most: usize) -> usize {
 fn soak_many_workspaces_clients_and_queue_lines() {
     let began = Instant::now();
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::fixture("instant").into_os_string());
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
     // Small capture rings and a short history, so the warm-up round fills them: growth
     // measured after it is not the rings filling up to their (8 MiB default) size.
     std::fs::write(

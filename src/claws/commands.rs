@@ -12,10 +12,10 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::bus::Replay;
-use super::Connection;
 use super::proto::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
 use super::request::{self, Command, Target};
 use super::terminal::{CreateOpts, ExecOutcome, Terminal, CLOSE_GRACE};
+use super::Connection;
 use super::{now_ms, ServerState};
 
 /// `readLog`'s cap on one page.

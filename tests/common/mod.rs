@@ -2,7 +2,21 @@
 //! (temp state dir, config, socket), starting `openfiles serve` as a real process, talking to
 //! it with the real client, and waiting for real signals (files, datagrams, replies) with
 //! generous bounds used only to fail a hung test.
+//!
+//! The one support module of the integration tests (and of the benchmarks that include it
+//! by path); each test crate uses the parts it needs:
+//! - this file: the service harness ([`Env`], [`Service`]), the shared fixtures (the Rust
+//!   crate with a type error exists only here), waiting and raw socket calls;
+//! - [`claws`]: an in-process Claws server and async clients of its socket;
+//! - [`hook`]: running the built `openfiles hook` with a payload;
+//! - [`packaging`]: commands, a throw-away Nix store, unit verification;
+//! - [`plugins`]: building and finding the plugin cdylibs.
 #![allow(dead_code)]
+
+pub mod claws;
+pub mod hook;
+pub mod packaging;
+pub mod plugins;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixDatagram, UnixStream};

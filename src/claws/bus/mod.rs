@@ -28,10 +28,10 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use self::log::{Cursor, EventLog};
-use super::Connection;
 use super::now_ms;
 use super::proto::{body, PROTOCOL_2};
 use super::request;
+use super::Connection;
 
 type Body = Result<Map<String, Value>, String>;
 

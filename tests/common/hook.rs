@@ -1,7 +1,6 @@
 //! Helpers for the hook tests: run the built `openfiles hook` with a payload, in an
 //! environment that points at a control socket nobody serves (so the fallback runs) unless
 //! the test says otherwise, and make `.openfiles/` workspaces.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,6 @@
 //! `nixbld` group), and a copy of the repository's tracked files (so flakes never copy
 //! `target/` into the store).
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

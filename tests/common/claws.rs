@@ -1,6 +1,5 @@
 //! Helpers for the Claws integration tests: an in-process server on a temp folder and
 //! small async clients that talk to its real socket.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -7,14 +7,10 @@
 //! -p openfiles-plugin-tsc` into the same target directory (the outer `cargo test` has
 //! released its build lock by the time tests run). It is a no-op when they are fresh.
 
-// Every item allows dead_code: each includer uses a part (no module-level attribute, so an
-// includer may add its own without a duplicate).
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// `target/<profile>` of this test binary (`target/<profile>/deps/<test>-<hash>`).
-#[allow(dead_code)]
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     exe.parent()
@@ -24,7 +20,6 @@ pub fn profile_dir() -> PathBuf {
 }
 
 /// Build every plugin cdylib (once per process) and return `target/<profile>`.
-#[allow(dead_code)]
 pub fn built() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
@@ -59,7 +54,6 @@ pub fn built() -> &'static Path {
     })
 }
 
-#[allow(dead_code)]
 fn dll(dir: &Path, stem: &str) -> PathBuf {
     let path = dir.join(format!(
         "{}{stem}.{}",
@@ -71,7 +65,6 @@ fn dll(dir: &Path, stem: &str) -> PathBuf {
 }
 
 /// A test fixture library: `instant`, `panic`, `abort`, `bad_abi`, `no_symbol`.
-#[allow(dead_code)]
 pub fn fixture(name: &str) -> PathBuf {
     dll(
         &built().join("examples"),
@@ -80,13 +73,11 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// A real plugin library: `cargo_check` or `tsc`.
-#[allow(dead_code)]
 pub fn plugin(name: &str) -> PathBuf {
     dll(built(), &format!("openfiles_{name}"))
 }
 
 /// `OPENFILES_PLUGIN_PATH`-style list.
-#[allow(dead_code)]
 pub fn path_list(paths: &[PathBuf]) -> std::ffi::OsString {
     std::env::join_paths(paths).expect("joinable paths")
 }
