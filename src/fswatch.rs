@@ -7,6 +7,11 @@
 //! subscribers costs one inotify watch. `unwatch_all` drops a subscriber's folders (and
 //! their inotify watches once nobody else wants them).
 //!
+//! Reads are not events: the watcher reports opens and read-only closes (inotify `IN_OPEN`,
+//! `IN_CLOSE_NOWRITE`), and the service's own readers (the queue intake opening
+//! `queue.jsonl`) would wake themselves forever. Only changes are routed: creations,
+//! modifications, removals, renames, and closes after a write.
+//!
 //! Lock order: the routing table is never held while calling into the watcher, because the
 //! watcher's `watch` waits for its event thread, which may be delivering into the table.
 
@@ -26,6 +31,17 @@ pub type SubscriberId = u64;
 
 type Routes = HashMap<PathBuf, Vec<(SubscriberId, Sink)>>;
 
+/// Whether an event kind reports a change (anything but a read: an open, a read, a close
+/// without writing).
+pub fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 /// A cloneable handle to the service's watcher.
 #[derive(Clone)]
 pub struct FsWatch {
@@ -40,6 +56,9 @@ impl FsWatch {
         let table = routes.clone();
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             let Ok(ev) = res else { return };
+            if !is_change(&ev.kind) {
+                return;
+            }
             let Ok(routes) = table.lock() else { return };
             let mut sent: Vec<SubscriberId> = Vec::new();
             for p in &ev.paths {
@@ -116,5 +135,21 @@ impl FsWatch {
     /// Folders watched (one inotify watch each).
     pub fn watch_count(&self) -> usize {
         self.routes.lock().map(|r| r.len()).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+    use notify::EventKind;
+
+    #[test]
+    fn reads_are_not_changes() {
+        assert!(!is_change(&EventKind::Access(AccessKind::Open(AccessMode::Any))));
+        assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
+        assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(is_change(&EventKind::Create(CreateKind::File)));
+        assert!(is_change(&EventKind::Modify(ModifyKind::Any)));
     }
 }
