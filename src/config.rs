@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use openfiles_plugin_api::confine::{self, Last};
+
 use crate::spec::Feedback;
 
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +126,8 @@ pub struct DiagnosticsConfig {
     /// How long one check may take before it ends with an explanatory item.
     #[serde(deserialize_with = "timeout_range")]
     pub check_timeout_ms: u64,
+    /// Largest file handed to a checker; a larger one gets an explanatory item instead.
+    pub max_file_bytes: u64,
 }
 
 impl Default for DiagnosticsConfig {
@@ -132,6 +136,7 @@ impl Default for DiagnosticsConfig {
             ignore: Vec::new(),
             sensitive: Vec::new(),
             check_timeout_ms: 120_000,
+            max_file_bytes: 4 << 20,
         }
     }
 }
@@ -220,13 +225,15 @@ impl Config {
         Ok(cfg)
     }
 
-    /// Load the user's config file; a missing default file means defaults, a missing
+    /// Load the user's config file (it may be a symlink: dotfile managers link it; it must
+    /// end at a regular file of at most [`MAX_CONFIG_BYTES`]); a missing default file means
+    /// defaults, a missing
     /// explicit file is an error.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
         let Some(path) = crate::paths::config_file(explicit) else {
             return Ok((Config::default(), None));
         };
-        match std::fs::read_to_string(&path) {
+        match read_config_text(&path, Last::Follow) {
             Ok(text) => Ok((Config::parse(&text, &path)?, Some(path))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => {
                 Ok((Config::default(), None))
@@ -236,9 +243,11 @@ impl Config {
     }
 
     /// This config with a workspace's `.openfiles/config.toml` merged over it (if present).
+    /// The repository controls that file: a symlink, FIFO, device or oversized file there
+    /// is an error, never followed, waited on or read whole.
     pub fn for_workspace(&self, root: &Path) -> Result<Config, ConfigError> {
         let path = root.join(crate::spec::DIR).join("config.toml");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_config_text(&path, Last::NoFollow) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self.clone()),
             Err(source) => return Err(ConfigError::Read { path, source }),
@@ -294,6 +303,19 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
             }
         }
     }
+}
+
+/// Largest config file read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A config file's text: opened without blocking, a regular file, capped, UTF-8.
+fn read_config_text(path: &Path, last: Last) -> std::io::Result<String> {
+    let bytes = confine::read_regular(path, last, MAX_CONFIG_BYTES).map_err(|e| match e {
+        confine::ConfineError::Io(io) => io,
+        other => std::io::Error::other(other.to_string()),
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
 #[cfg(test)]

@@ -146,9 +146,15 @@ mod tests {
 
     #[test]
     fn reads_are_not_changes() {
-        assert!(!is_change(&EventKind::Access(AccessKind::Open(AccessMode::Any))));
-        assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
-        assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(!is_change(&EventKind::Access(AccessKind::Open(
+            AccessMode::Any
+        ))));
+        assert!(!is_change(&EventKind::Access(AccessKind::Close(
+            AccessMode::Read
+        ))));
+        assert!(is_change(&EventKind::Access(AccessKind::Close(
+            AccessMode::Write
+        ))));
         assert!(is_change(&EventKind::Create(CreateKind::File)));
         assert!(is_change(&EventKind::Modify(ModifyKind::Any)));
     }

@@ -198,6 +198,32 @@ fn normalize(p: &Path) -> PathBuf {
     out
 }
 
+/// Whether a session file may be handed to a checker now, at dispatch (the path was
+/// confined when the edit arrived, but the file may have been swapped since): it must
+/// still be a regular file, not a symlink, and at most `max_bytes` long. `Err` says why
+/// not, for the explanatory item.
+pub fn checkable(path: &Path, max_bytes: u64) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        // Deleted meanwhile: the checkers report that themselves.
+        Err(_) => return Ok(()),
+    };
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        return Err("the file was replaced by a symlink after it was reported".into());
+    }
+    if !ft.is_file() {
+        return Err("not a regular file (a FIFO, socket, device or folder)".into());
+    }
+    if meta.len() > max_bytes {
+        return Err(format!(
+            "the file is {} bytes, over diagnostics.max_file_bytes ({max_bytes})",
+            meta.len()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

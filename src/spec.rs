@@ -21,6 +21,11 @@ pub const DIAGNOSTICS_FILE: &str = "diagnostics.json";
 pub const HEARTBEAT_FRESH_SECS: u64 = 60;
 /// `hook.timeoutMs` when `diagnostics.json` does not say.
 pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 4000;
+/// Largest `diagnostics.json` a reader takes (a planted `/dev/zero` or a huge file is
+/// refused, not read until memory runs out).
+pub const MAX_DIAGNOSTICS_BYTES: u64 = 64 << 20;
+/// Largest heartbeat file read (they are a few hundred bytes).
+pub const MAX_HEARTBEAT_BYTES: u64 = 64 << 10;
 
 /// `.openfiles/diagnostics.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

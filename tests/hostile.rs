@@ -71,3 +71,119 @@ fn append(path: &Path, text: &str) {
         .unwrap();
     f.write_all(text.as_bytes()).unwrap();
 }
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A workspace whose `.openfiles/config.toml` is `/dev/zero` (it took the service to
+/// out-of-memory) or a FIFO (it hung the whole service): the workspace is refused with a
+/// clear error, the service keeps answering `status` and stays small, and a sane workspace
+/// beside them is served.
+#[test]
+fn planted_config_files_neither_hang_nor_flood_the_service() {
+    let env = Env::new();
+    let zero = env.workspace("zero");
+    std::fs::create_dir_all(zero.join(".openfiles")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero.join(".openfiles/config.toml")).unwrap();
+    let fifo = env.workspace("fifo");
+    std::fs::create_dir_all(fifo.join(".openfiles")).unwrap();
+    mkfifo(&fifo.join(".openfiles/config.toml"));
+    let sane = env.workspace("sane");
+    let svc = env.serve(&[
+        "-w",
+        zero.to_str().unwrap(),
+        "-w",
+        fifo.to_str().unwrap(),
+        "-w",
+        sane.to_str().unwrap(),
+    ]);
+    let status = env.status();
+    let served: Vec<_> = status.workspaces.iter().map(|w| w.root.clone()).collect();
+    assert!(served.contains(&sane), "{served:?}");
+    assert!(
+        !served.contains(&zero) && !served.contains(&fifo),
+        "{served:?}"
+    );
+    let log = svc.log_text();
+    assert!(log.contains("symlink"), "{log}");
+    assert!(log.contains("not a regular file"), "{log}");
+    let rss = rss_kib(svc.pid());
+    assert!(rss < 100 * 1024, "service RSS {rss} KiB");
+}
+
+/// The hook's fallback (no service, an editor's heartbeat) reads `diagnostics.json`; one
+/// planted as a symlink to `/dev/zero` was read until the kernel killed the hook (24 GB).
+/// Now it is refused: the hook exits 0 promptly with no feedback.
+#[test]
+fn the_hook_fallback_refuses_a_planted_diagnostics_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("ws");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    common::hook::heartbeat(&root);
+    std::os::unix::fs::symlink("/dev/zero", root.join(".openfiles/diagnostics.json")).unwrap();
+    let payload = serde_json::json!({"cwd": root, "tool_name": "Edit",
+        "tool_input": {"file_path": root.join("src/main.rs")}, "hook_event_name": "PostToolUse"})
+    .to_string();
+    let mut cmd = common::hook::openfiles(tmp.path(), &["hook", "--agent", "claude"]);
+    // A short hook deadline: the fallback polls diagnostics.json until then.
+    let mut child = common::hook::spawn_hook(cmd.current_dir(&root), &payload);
+    let pid = child.id() as i32;
+    let mut peak = 0;
+    let out = loop {
+        if let Some(_st) = child.try_wait().unwrap() {
+            break child.wait_with_output().unwrap();
+        }
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmRSS:")) {
+                peak = peak.max(v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(out.status.success(), "{out:?}");
+    assert!(peak < 100 * 1024, "the hook grew to {peak} KiB");
+}
+
+/// `queue.jsonl` planted as a symlink to `/dev/zero` looped at 60–90 % of a core forever
+/// ("file shrank" reset the offset). It is refused once, with a warning, and the service
+/// stays idle.
+#[test]
+fn a_queue_file_linked_to_a_device_is_refused_and_the_service_stays_idle() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    std::fs::create_dir_all(ws.join(".openfiles")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", ws.join(".openfiles/queue.jsonl")).unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    wait_until("the refusal is logged", || {
+        svc.log_text()
+            .contains("ignored until it is replaced by a regular file")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_ticks(svc.pid());
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_ticks(svc.pid()) - before;
+    let budget = clock_ticks_per_second() / 4;
+    assert!(used < budget, "{used} ticks in 3 s (budget {budget})");
+    assert_eq!(env.status().workspaces.len(), 1);
+    assert_eq!(
+        svc.log_text()
+            .matches("ignored until it is replaced by a regular file")
+            .count(),
+        1,
+        "warned once"
+    );
+}

@@ -517,6 +517,13 @@ impl Pipeline {
                     .settle_with(&path, vec![session::sensitive_item()], now);
                 continue;
             }
+            if let Err(why) =
+                crate::policy::checkable(&path, self.config.diagnostics.max_file_bytes)
+            {
+                self.session
+                    .settle_with(&path, vec![session::refused_item(&why)], now);
+                continue;
+            }
             let sources = self.checker.sources_for(&path);
             if sources.is_empty() {
                 self.session

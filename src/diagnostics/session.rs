@@ -208,6 +208,15 @@ pub fn sensitive_item() -> Item {
     )
 }
 
+/// The explanatory item for a file refused at dispatch (see `policy::checkable`).
+pub fn refused_item(why: &str) -> Item {
+    Item::note(
+        Severity::Warning,
+        "openfiles",
+        format!("not checked: {why}"),
+    )
+}
+
 /// The explanatory item for a file no source handles.
 pub fn unhandled_item(path: &Path) -> Item {
     let kind = path

@@ -93,7 +93,13 @@ pub fn append_queue(root: &Path, line: &QueueLine) -> io::Result<()> {
 
 /// Read `root/.openfiles/diagnostics.json`; `None` when missing or not a JSON object.
 pub fn read_diagnostics(root: &Path) -> Option<Diagnostics> {
-    let bytes = fs::read(root.join(DIR).join(DIAGNOSTICS_FILE)).ok()?;
+    // The repository controls this path: no symlink, no FIFO or device, a bounded size.
+    let bytes = openfiles_plugin_api::confine::read_regular(
+        &root.join(DIR).join(DIAGNOSTICS_FILE),
+        openfiles_plugin_api::confine::Last::NoFollow,
+        crate::spec::MAX_DIAGNOSTICS_BYTES,
+    )
+    .ok()?;
     let Value::Object(map) = serde_json::from_slice::<Value>(&bytes).ok()? else {
         return None;
     };

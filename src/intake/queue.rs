@@ -25,6 +25,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use openfiles_plugin_api::confine;
+
 use crate::diagnostics::writer::{Cursor, FilePos};
 use crate::spec;
 
@@ -54,6 +56,8 @@ pub struct Reader {
     pub acked: Cursor,
     /// An unlinked drained file kept open until its grace period ends.
     late: Option<(File, u64, Instant)>,
+    /// The queue file last refused (a symlink, FIFO or device), warned about once.
+    refused: Option<PathBuf>,
 }
 
 impl Reader {
@@ -65,6 +69,7 @@ impl Reader {
             cursor,
             acked: cursor,
             late: None,
+            refused: None,
         }
     }
 
@@ -90,7 +95,7 @@ impl Reader {
             }
         }
         // 1. A file being drained comes first: its lines are older.
-        if let Some(mut file) = open_existing(&self.draining)? {
+        if let Some(mut file) = open_existing(&self.draining, &mut self.refused)? {
             // It may have been renamed from `queue.jsonl` just before a crash: match both.
             let pos = position(&file, &[self.cursor.draining, self.cursor.main])?;
             let (lines, offset) = read_lines(&mut file, pos.offset)?;
@@ -129,7 +134,7 @@ impl Reader {
             out.moved = true; // finished before a restart
         }
         // 2. The live queue.
-        let Some(mut file) = open_existing(&self.queue)? else {
+        let Some(mut file) = open_existing(&self.queue, &mut self.refused)? else {
             if self.cursor.main.take().is_some() {
                 out.moved = true;
             }
@@ -167,11 +172,26 @@ impl Reader {
     }
 }
 
-fn open_existing(path: &Path) -> std::io::Result<Option<File>> {
-    match File::open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+/// Open a queue file the repository may have planted: never through a symlink, never a
+/// FIFO or device (which would block or never end), without blocking. A refused file is
+/// treated as absent, with one warning per path until it changes.
+fn open_existing(path: &Path, refused: &mut Option<PathBuf>) -> std::io::Result<Option<File>> {
+    match confine::open_regular(path, confine::Last::NoFollow) {
+        Ok((f, _)) => {
+            if refused.as_deref() == Some(path) {
+                *refused = None;
+            }
+            Ok(Some(f))
+        }
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(confine::ConfineError::Io(e)) => Err(e),
+        Err(e) => {
+            if refused.as_deref() != Some(path) {
+                tracing::warn!(queue = %path.display(), "{e}: ignored until it is replaced by a regular file");
+                *refused = Some(path.to_owned());
+            }
+            Ok(None)
+        }
     }
 }
 

@@ -9,8 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use openfiles_plugin_api::confine;
+
 use crate::fsutil;
-use crate::spec::{self, Heartbeat};
+use crate::spec::{self, Heartbeat, MAX_HEARTBEAT_BYTES};
 
 /// Path of our heartbeat file for `root`.
 pub fn path(root: &Path, session_id: &str) -> PathBuf {
@@ -66,7 +68,7 @@ pub fn foreign_server_live(root: &Path) -> bool {
             return false;
         }
         // Ours (any openfiles instance) do not count; unreadable or foreign ones do.
-        match std::fs::read(&p)
+        match confine::read_regular(&p, confine::Last::NoFollow, MAX_HEARTBEAT_BYTES)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         {

@@ -7,6 +7,9 @@
 //! (the types in [`types`]). See `README.md` in this crate for the full ABI.
 
 pub mod abi;
+/// Opening files a repository controls (no symlinks followed, regular files only, capped):
+/// the one way the service and every plugin read workspace files.
+pub mod confine;
 #[cfg(feature = "host")]
 pub mod host;
 #[cfg(unix)]

@@ -23,7 +23,7 @@ use crate::error::CheckError;
 use crate::transport::Error;
 use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
-use openfiles_plugin_api::Item;
+use openfiles_plugin_api::{confine, Item};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -163,7 +163,7 @@ fn refresh_others(client: &Client, except: &Path) {
     let mut gone = Vec::new();
     for (path, doc) in docs.iter_mut().filter(|(p, _)| p.as_path() != except) {
         let uri = path_to_uri(path);
-        match std::fs::read_to_string(path) {
+        match read_text(&client.root, path) {
             Ok(text) if *text == *doc.text => {}
             Ok(text) => {
                 doc.version += 1;
@@ -230,12 +230,27 @@ fn report_watched(client: &Client, also: &[PathBuf]) {
     }
 }
 
+/// Largest file whose text is sent to a server (the service applies its own, configurable,
+/// `diagnostics.max_file_bytes` first; this bounds the plugin whatever it is asked).
+pub const MAX_TEXT_BYTES: u64 = 32 << 20;
+
+/// A file's text, read the one confined way (`openfiles_plugin_api::confine`): no symlink
+/// followed below the server's root, a regular file, at most [`MAX_TEXT_BYTES`], UTF-8.
+fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
+    let bytes = confine::read_workspace_file(root, path, MAX_TEXT_BYTES).map_err(|e| match e {
+        confine::ConfineError::Io(io) => io,
+        other => std::io::Error::other(other.to_string()),
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
 /// Read the file and send its text, under the documents lock: the order of versions is the
 /// order of reads, so the server always ends up with the newest text.
 fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Sent, CheckError> {
     let t = &client.transport;
     let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
-    let text: Arc<str> = match std::fs::read_to_string(path) {
+    let text: Arc<str> = match read_text(&client.root, path) {
         Ok(s) => Arc::from(s),
         Err(e) => {
             if docs.remove(path).is_some() {
