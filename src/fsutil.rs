@@ -2,10 +2,14 @@
 //! atomic replacement of files others read, private directories that are really ours,
 //! and refusing to follow symlinks where a write could be redirected.
 
+use std::ffi::CString;
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Component, Path};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Replace `path` atomically with `contents`: a temp file in the same directory, fsync'd,
 /// then renamed over the target. A reader sees the old file or the new one, never a mix.
@@ -18,6 +22,139 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Replace `root/rel` atomically, like [`write_atomic`], but reaching its folder from the
+/// workspace `root` by file descriptor: every folder below `root` is opened without
+/// following symlinks and must be owned by us (a missing one is created with `dir_mode`),
+/// and the temp file is created and renamed inside that folder's descriptor. A `.openfiles/`
+/// swapped for a symlink while the service runs is therefore refused, never written
+/// through, and a deleted one is recreated.
+pub fn write_atomic_in(
+    root: &Path,
+    rel: &Path,
+    contents: &[u8],
+    mode: u32,
+    dir_mode: u32,
+) -> io::Result<()> {
+    let mut names = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => names.push(
+                CString::new(n.as_bytes())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?,
+            ),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain relative path", rel.display()),
+                ))
+            }
+        }
+    }
+    let Some(file) = names.pop() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty path"));
+    };
+    let root_c = CString::new(root.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
+    let mut dir = open_fd(
+        libc::AT_FDCWD,
+        &root_c,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+    )?;
+    let uid = nix::unistd::getuid().as_raw();
+    for name in &names {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let next = match open_fd(dir.as_raw_fd(), name, flags, 0) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // SAFETY: a valid name relative to an open directory descriptor.
+                if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), dir_mode) } != 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::AlreadyExists {
+                        return Err(e);
+                    }
+                }
+                let fd = open_fd(dir.as_raw_fd(), name, flags, 0)?;
+                // SAFETY: fchmod on a descriptor we own (the umask may have narrowed it).
+                unsafe { libc::fchmod(fd.as_raw_fd(), dir_mode) };
+                fd
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+                return Err(io::Error::other(format!(
+                    "{} is a symlink or not a directory; refusing to write through it",
+                    root.join(name.to_string_lossy().as_ref()).display()
+                )))
+            }
+            r => r?,
+        };
+        let meta = fs::File::from(next.try_clone()?).metadata()?;
+        if meta.uid() != uid {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not owned by uid {uid}; refusing to write in it",
+                    name.to_string_lossy()
+                ),
+            ));
+        }
+        dir = next;
+    }
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let tmp = CString::new(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ))
+    .map_err(io::Error::other)?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let fd = open_fd(dir.as_raw_fd(), &tmp, flags, mode)?;
+    let mut f = fs::File::from(fd);
+    let written = (|| {
+        f.write_all(contents)?;
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        f.sync_data()?;
+        // SAFETY: both names are valid and relative to the same open directory.
+        if unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                tmp.as_ptr(),
+                dir.as_raw_fd(),
+                file.as_ptr(),
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        // SAFETY: removing our own temp name in the same directory.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+    }
+    written
+}
+
+/// The mode for files others read in a workspace (`diagnostics.json`, heartbeats): 0644
+/// when the workspace is ours and no one else can write in it, else 0600 (a shared or
+/// world-writable folder must not expose what the checkers said about our files).
+pub fn reader_mode(root: &Path) -> u32 {
+    let uid = nix::unistd::getuid().as_raw();
+    match fs::metadata(root) {
+        Ok(m) if m.uid() == uid && m.mode() & 0o022 == 0 => 0o644,
+        _ => 0o600,
+    }
+}
+
+/// `openat` with `O_CLOEXEC`, as an owned descriptor.
+fn open_fd(dir: libc::c_int, name: &CString, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is NUL-terminated; the mode is only read with O_CREAT.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Create `dir` (and parents) if missing, then make sure it is a real directory (not a

@@ -187,3 +187,120 @@ fn a_queue_file_linked_to_a_device_is_refused_and_the_service_stays_idle() {
         "warned once"
     );
 }
+
+/// `.openfiles/` swapped for a symlink to another folder while the service serves the
+/// workspace: the next `diagnostics.json` and heartbeat writes are refused (logged), never
+/// written through the link into the other folder; its own files are untouched.
+#[test]
+fn an_openfiles_dir_swapped_for_a_symlink_while_serving_is_never_written_through() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    let other = env.workspace("other");
+    let stash = other.join("stash");
+    std::fs::create_dir_all(&stash).unwrap();
+    std::fs::write(stash.join("diagnostics.json"), "theirs\n").unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    wait_until("diagnostics.json is written", || {
+        ws.join(".openfiles/diagnostics.json").exists()
+    });
+    std::fs::rename(ws.join(".openfiles"), ws.join(".openfiles-old")).unwrap();
+    std::os::unix::fs::symlink(&stash, ws.join(".openfiles")).unwrap();
+    let f = ws.join("a.txt");
+    std::fs::write(&f, "x\n").unwrap();
+    env.edited(&[&f]);
+    wait_until("the refused write is logged", || {
+        svc.log_text().contains("refusing to write through it")
+    });
+    assert_eq!(
+        std::fs::read_to_string(stash.join("diagnostics.json")).unwrap(),
+        "theirs\n"
+    );
+    assert!(
+        !stash.join("vscode").exists(),
+        "a heartbeat went through the link"
+    );
+    let names: Vec<_> = std::fs::read_dir(&stash)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+/// A library whose constructor writes `marker` when it is loaded (a real `dlopen` side
+/// effect, as a planted plugin would have).
+fn library_with_constructor(dir: &Path, marker: &Path) -> std::path::PathBuf {
+    let src = dir.join("evil.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void run(void) {{\n  FILE *f = fopen(\"{}\", \"w\");\n  if (f) {{ fputs(\"ran\", f); fclose(f); }}\n}}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let lib = dir.join(format!("libevil.{}", std::env::consts::DLL_EXTENSION));
+    let st = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    lib
+}
+
+/// A `.so` dropped into a plugin folder others can write was loaded (its constructor ran
+/// as the service's user) although listed as refused. Now it is refused before any
+/// `dlopen`, in `openfiles plugins` and in the service; the same library in a private
+/// folder is loaded (its constructor runs: the test's marker can appear).
+#[test]
+fn plugins_in_folders_others_can_write_are_refused_before_loading() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let shared = env.dir.path().join("shared-plugins");
+    std::fs::create_dir_all(&shared).unwrap();
+    let marker = env.dir.path().join("constructor-ran");
+    library_with_constructor(&shared, &marker);
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+
+    let out = env
+        .command(&["plugins", "--json"])
+        .env("OPENFILES_PLUGIN_PATH", &shared)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("writable by others"), "{text}");
+    assert!(
+        !marker.exists(),
+        "the constructor ran in `openfiles plugins`"
+    );
+
+    let mut env2 = Env::new();
+    env2.plugin_path = Some(shared.clone().into_os_string());
+    let ws = env2.workspace("ws");
+    let svc = env2.serve(&["-w", ws.to_str().unwrap()]);
+    let status = env2.status();
+    assert!(
+        serde_json::to_string(&status.plugins)
+            .unwrap()
+            .contains("writable by others"),
+        "{:?}",
+        status.plugins
+    );
+    drop(svc);
+    assert!(!marker.exists(), "the constructor ran in the service");
+
+    // Control: from a private folder the library is loaded (and refused afterwards for its
+    // missing plugin symbol), so its constructor does run.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = env
+        .command(&["plugins"])
+        .env("OPENFILES_PLUGIN_PATH", &shared)
+        .output()
+        .unwrap();
+    assert!(
+        marker.exists(),
+        "control: the library was not loaded at all"
+    );
+}

@@ -716,8 +716,7 @@ impl Pipeline {
     }
 
     fn snapshot(&self) -> Snapshot {
-        let diag =
-            (!self.standing_back).then(|| self.root.join(spec::DIR).join(spec::DIAGNOSTICS_FILE));
+        let diag = (!self.standing_back).then(|| self.root.clone());
         Snapshot::new(
             &self.root,
             &self.hook(),

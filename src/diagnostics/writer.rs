@@ -139,21 +139,22 @@ pub fn load_state(path: &Path) -> SessionState {
 
 /// One write job: both files' bytes, produced by the pipeline, written on a blocking thread.
 pub struct Snapshot {
-    pub diagnostics_path: Option<PathBuf>,
+    /// The workspace whose `.openfiles/diagnostics.json` to write.
+    pub diagnostics_root: Option<PathBuf>,
     pub diagnostics: Vec<u8>,
     pub state_path: PathBuf,
     pub state: Vec<u8>,
 }
 
 impl Snapshot {
-    /// Serialize the current state. `diagnostics_path` is `None` while the service stands back
+    /// Serialize the current state. `diagnostics_root` is `None` while the service stands back
     /// for an editor (the file is theirs then).
     pub fn new(
         root: &Path,
         hook: &HookSettings,
         session: &Session,
         queue: &QueueState,
-        diagnostics_path: Option<PathBuf>,
+        diagnostics_root: Option<PathBuf>,
         state_path: PathBuf,
     ) -> Snapshot {
         let view = DocumentView {
@@ -171,7 +172,7 @@ impl Snapshot {
         state.extend_from_slice(&diagnostics);
         state.push(b'}');
         Snapshot {
-            diagnostics_path,
+            diagnostics_root,
             diagnostics,
             state_path,
             state,
@@ -179,16 +180,22 @@ impl Snapshot {
     }
 
     /// Write both files atomically: the state first (it carries the queue cursor), then
-    /// `diagnostics.json`.
+    /// `diagnostics.json`. A failed state write (a full state disk) does not keep agents
+    /// from fresh results: `diagnostics.json` is still written, then the state's error is
+    /// returned (the pipeline retries). `diagnostics.json` is reached from the workspace
+    /// root by descriptor (`fsutil::write_atomic_in`): never through a swapped symlink.
     pub fn write(&self) -> std::io::Result<()> {
-        if let Some(dir) = self.state_path.parent() {
-            fsutil::ensure_private_dir(dir, 0o700)?;
+        let state = match self.state_path.parent() {
+            Some(dir) => fsutil::ensure_private_dir(dir, 0o700),
+            None => Ok(()),
         }
-        fsutil::write_atomic(&self.state_path, &self.state, 0o600)?;
-        if let Some(path) = &self.diagnostics_path {
-            fsutil::write_atomic(path, &self.diagnostics, 0o644)?;
+        .and_then(|()| fsutil::write_atomic(&self.state_path, &self.state, 0o600));
+        if let Some(root) = &self.diagnostics_root {
+            let rel = Path::new(spec::DIR).join(spec::DIAGNOSTICS_FILE);
+            let mode = fsutil::reader_mode(root);
+            fsutil::write_atomic_in(root, &rel, &self.diagnostics, mode, 0o755)?;
         }
-        Ok(())
+        state
     }
 
     /// Size of the serialized state, to decide whether freeing it is worth a trim.

@@ -81,6 +81,20 @@ impl Reader {
     /// Read what is new, and rotate or finish files when everything read is persisted.
     pub fn step(&mut self) -> std::io::Result<Step> {
         let mut out = Step::default();
+        // `.openfiles/` swapped for a symlink (or handed to another user) while serving: read,
+        // rename and delete nothing through it.
+        if let Some(dir) = self.queue.parent() {
+            if let Err(why) = own_real_dir(dir) {
+                if self.refused.as_deref() != Some(dir) {
+                    tracing::warn!(dir = %dir.display(), "{why}; the queue is not read until it is a real folder of ours again");
+                    self.refused = Some(dir.to_owned());
+                }
+                return Ok(out);
+            }
+            if self.refused.as_deref() == Some(dir) {
+                self.refused = None;
+            }
+        }
         if let Some((file, offset, until)) = &mut self.late {
             let (lines, new_off) = read_lines(file, *offset)?;
             if new_off != *offset {
@@ -169,6 +183,21 @@ impl Reader {
             out.retry_in = Some(Duration::ZERO);
         }
         Ok(out)
+    }
+}
+
+/// `Ok` when `dir` is a real directory (not a symlink) owned by us; a missing one is fine
+/// (nothing to read).
+fn own_real_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(dir) {
+        Err(_) => Ok(()),
+        Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
+            Err(format!("{} is a symlink or not a folder", dir.display()))
+        }
+        Ok(m) if m.uid() != nix::unistd::getuid().as_raw() => {
+            Err(format!("{} belongs to uid {}", dir.display(), m.uid()))
+        }
+        Ok(_) => Ok(()),
     }
 }
 

@@ -65,6 +65,15 @@ fn take_stdio() -> anyhow::Result<(std::fs::File, std::fs::File)> {
 pub fn run(library: &Path) -> anyhow::Result<u8> {
     let (input, output) = take_stdio()?;
     let out = Arc::new(Output(Mutex::new(output)));
+    // Checked again here (the file may have been swapped since discovery): loading runs
+    // the library's constructors.
+    if let Some(message) = super::discover::untrusted(library) {
+        out.send(&FromHost::Refused {
+            kind: "untrusted".into(),
+            message,
+        });
+        return Ok(EXIT_REFUSED);
+    }
     let lib = match PluginLibrary::load(library) {
         Ok(lib) => lib,
         Err(e) => {

@@ -4,6 +4,11 @@
 //! its shared libraries (`.so`, `.dylib` on macOS) in name order. The same file reached
 //! twice is tried once. A configured or env entry that does not exist is reported (it is
 //! probably a typo); the executable-relative folder is optional.
+//!
+//! Loading a library runs its constructors, so trust is decided before any `dlopen`
+//! ([`untrusted`]): a library file, and every folder above it, must belong to us or to root
+//! and must not be writable by others (a root-owned sticky folder such as `/tmp` or
+//! `/nix/store` is fine). Anything else is a [`Problem`], never a candidate.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -71,10 +76,21 @@ pub fn candidates(search: &[(PathBuf, PluginOrigin)]) -> (Vec<Candidate>, Vec<Pr
     let mut seen = HashSet::new();
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    let mut push = |path: PathBuf, origin: PluginOrigin, found: &mut Vec<Candidate>| {
+    let mut push = |path: PathBuf,
+                    origin: PluginOrigin,
+                    found: &mut Vec<Candidate>,
+                    problems: &mut Vec<Problem>| {
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-        if seen.insert(key) {
-            found.push(Candidate { path, origin });
+        if !seen.insert(key) {
+            return;
+        }
+        match untrusted(&path) {
+            None => found.push(Candidate { path, origin }),
+            Some(message) => problems.push(Problem {
+                path,
+                origin,
+                message,
+            }),
         }
     };
     for (entry, origin) in search {
@@ -87,7 +103,7 @@ pub fn candidates(search: &[(PathBuf, PluginOrigin)]) -> (Vec<Candidate>, Vec<Pr
                         .collect();
                     libs.sort();
                     for lib in libs {
-                        push(lib, *origin, &mut found);
+                        push(lib, *origin, &mut found, &mut problems);
                     }
                 }
                 Err(e) => problems.push(Problem {
@@ -96,7 +112,7 @@ pub fn candidates(search: &[(PathBuf, PluginOrigin)]) -> (Vec<Candidate>, Vec<Pr
                     message: format!("cannot list folder: {e}"),
                 }),
             },
-            Ok(_) => push(entry.clone(), *origin, &mut found),
+            Ok(_) => push(entry.clone(), *origin, &mut found, &mut problems),
             Err(_) if *origin == PluginOrigin::Executable => {}
             Err(e) => problems.push(Problem {
                 path: entry.clone(),
@@ -106,6 +122,41 @@ pub fn candidates(search: &[(PathBuf, PluginOrigin)]) -> (Vec<Candidate>, Vec<Pr
         }
     }
     (found, problems)
+}
+
+/// Why a library file must not be loaded, or `None` when it may: the file (symlinks
+/// resolved) and every folder above it belong to us or root and are not writable by group
+/// or others, except a root-owned sticky folder.
+pub fn untrusted(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = match std::fs::canonicalize(path) {
+        Ok(p) => p,
+        Err(e) => return Some(format!("cannot resolve: {e}")),
+    };
+    let me = nix::unistd::getuid().as_raw();
+    for (i, p) in real.ancestors().enumerate() {
+        let meta = match std::fs::metadata(p) {
+            Ok(m) => m,
+            Err(e) => return Some(format!("cannot inspect {}: {e}", p.display())),
+        };
+        let what = if i == 0 { "the library" } else { "its folder" };
+        if meta.uid() != me && meta.uid() != 0 {
+            return Some(format!(
+                "refused: {what} {} belongs to uid {}, not to you or root",
+                p.display(),
+                meta.uid()
+            ));
+        }
+        let sticky_root_dir = i > 0 && meta.uid() == 0 && meta.mode() & 0o1000 != 0;
+        if meta.mode() & 0o022 != 0 && !sticky_root_dir {
+            return Some(format!(
+                "refused: {what} {} is writable by others (mode {:o})",
+                p.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -23,8 +23,6 @@ pub fn path(root: &Path, session_id: &str) -> PathBuf {
 
 /// Write (or refresh) the heartbeat atomically.
 pub fn write(root: &Path, session_id: &str) -> std::io::Result<()> {
-    let dir = root.join(spec::DIR).join(spec::HEARTBEAT_DIR);
-    fsutil::ensure_own_dir(&dir, 0o755)?;
     let beat = Heartbeat {
         version: 1,
         workspace_root: root.to_owned(),
@@ -38,7 +36,11 @@ pub fn write(root: &Path, session_id: &str) -> std::io::Result<()> {
     };
     let mut text = serde_json::to_vec_pretty(&beat).map_err(std::io::Error::other)?;
     text.push(b'\n');
-    fsutil::write_atomic(&path(root, session_id), &text, 0o644)
+    // Reached from the root by descriptor: a `.openfiles/` swapped for a symlink is refused.
+    let rel = Path::new(spec::DIR)
+        .join(spec::HEARTBEAT_DIR)
+        .join(format!("openfiles-{session_id}.json"));
+    fsutil::write_atomic_in(root, &rel, &text, fsutil::reader_mode(root), 0o755)
 }
 
 /// Remove our heartbeat (clean shutdown, or the workspace was forgotten).
