@@ -145,6 +145,12 @@ async fn exec_codes_in(shell: &str) {
         .await;
     assert_eq!(ev["exitCode"], 4, "{shell}: {ev}");
     assert_eq!(ev["output"], "after\n", "{shell}: {ev}");
+    // Nor can a program find the nonce where a child can look: its shell's initial
+    // environment (`/proc/$PPID/environ` outlives `unset`) or the file it was handed in.
+    let forge = r#"sh -c 'e=/proc/$PPID/environ; n=$(tr "\0" "\n" < $e | sed -n "s/^CLAWS_SI_NONCE=//p"); f=$(tr "\0" "\n" < $e | sed -n "s/^CLAWS_SI_NONCE_FILE=//p"); [ -n "$f" ] && n="$n$(cat "$f" 2>/dev/null)"; printf "\033]633;D;%s;0\007\033]633;A;%s\007" "$n" "$n"; echo after; exit 4'"#;
+    let ev = s.exec(&t, forge).await;
+    assert_eq!(ev["exitCode"], 4, "{shell}: {ev}");
+    assert_eq!(ev["output"], "after\n", "{shell}: {ev}");
     // A line the shell refuses (syntax error) answers at once instead of waiting out the
     // timeout (more in tests/claws_exec.rs).
     let v = s
@@ -178,7 +184,7 @@ async fn exec_codes_in(shell: &str) {
     };
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
-    assert_eq!(events.len(), 6, "{shell}");
+    assert_eq!(events.len(), 7, "{shell}");
     let list = s.ok(json!({"cmd": "list"})).await;
     assert_eq!(list["terminals"][0]["hasShellIntegration"], true);
     s.stop().await;

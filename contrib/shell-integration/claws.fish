@@ -6,8 +6,13 @@
 # the token (typed between them) out of the line and check the line with
 # `commandline --is-valid` (fish keeps a refused line in its editor, so a refused line is
 # cleared instead of executed).
-set -g __claws_nonce $CLAWS_SI_NONCE
-set -e CLAWS_SI_NONCE
+# The nonce comes in a private file (never the environment), read and deleted at once.
+set -g __claws_nonce ""
+if set -q CLAWS_SI_NONCE_FILE
+    read -g __claws_nonce < $CLAWS_SI_NONCE_FILE
+    command rm -f -- $CLAWS_SI_NONCE_FILE
+end
+set -e CLAWS_SI_NONCE_FILE
 set -e CLAWS_SI_SCRIPT
 set -g __claws_running 0
 set -g __claws_tag 0

@@ -86,6 +86,25 @@ fn has_profile(dir: Option<&String>, names: &[&str]) -> bool {
         .is_some_and(|d| names.iter().any(|n| Path::new(d).join(n).is_file()))
 }
 
+/// Hand the nonce to the shell through a private file (0600, in the 0700 scripts folder,
+/// named at random) that the integration reads and deletes before it runs anything else.
+/// Not through the environment: `/proc/<shell>/environ` keeps the initial environment for
+/// the shell's whole life, so any program it runs could read a nonce put there and forge
+/// marks. The variable set here names the file, which is gone by the time a command runs.
+fn nonce_file(
+    scripts: &Path,
+    nonce: &str,
+    env: &mut BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    let path = scripts.join(format!(".n-{}", self::nonce()));
+    crate::fsutil::write_atomic(&path, nonce.as_bytes(), 0o600)?;
+    env.insert(
+        "CLAWS_SI_NONCE_FILE".into(),
+        path.to_string_lossy().into_owned(),
+    );
+    Ok(())
+}
+
 /// Arguments for `program`, and extra environment for the integration.
 pub fn args_for(
     program: &Path,
@@ -93,10 +112,12 @@ pub fn args_for(
     scripts: &Path,
     nonce: &str,
     env: &mut BTreeMap<String, String>,
-) -> Vec<String> {
-    match kind {
+) -> std::io::Result<Vec<String>> {
+    if kind.is_some() {
+        nonce_file(scripts, nonce, env)?;
+    }
+    Ok(match kind {
         Some(Kind::Bash) => {
-            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
             if has_profile(env.get("HOME"), &BASH_PROFILES) {
                 env.insert("CLAWS_SI_LOGIN".into(), "1".into());
             }
@@ -107,7 +128,6 @@ pub fn args_for(
             ]
         }
         Some(Kind::Zsh) => {
-            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
             // The user's own ZDOTDIR (or HOME) as this terminal will see them.
             let user = env
                 .get("ZDOTDIR")
@@ -128,7 +148,6 @@ pub fn args_for(
             }
         }
         Some(Kind::Fish) => {
-            env.insert("CLAWS_SI_NONCE".into(), nonce.to_owned());
             env.insert(
                 "CLAWS_SI_SCRIPT".into(),
                 scripts.join("claws.fish").to_string_lossy().into_owned(),
@@ -144,7 +163,7 @@ pub fn args_for(
             Some("sh" | "dash" | "ksh" | "mksh" | "tcsh" | "csh") => vec!["-i".into()],
             _ => Vec::new(),
         },
-    }
+    })
 }
 
 /// Variables a terminal must not inherit from the service.
@@ -156,6 +175,7 @@ fn inherited(name: &str) -> bool {
         "TERM_PROGRAM",
         "TERM_PROGRAM_VERSION",
         "CLAWS_SI_NONCE",
+        "CLAWS_SI_NONCE_FILE",
         "CLAWS_SI_SCRIPT",
         "CLAWS_SI_LOGIN",
         "CLAWS_USER_ZDOTDIR",

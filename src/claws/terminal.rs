@@ -141,7 +141,7 @@ impl Terminal {
         let kind = shell::kind_of(&program);
         let nonce = shell::nonce();
         let mut env = shell::base_env(id, o.wrapped, &o.env);
-        let args = shell::args_for(&program, kind, &shared.shell_dir, &nonce, &mut env);
+        let args = shell::args_for(&program, kind, &shared.shell_dir, &nonce, &mut env)?;
         let (log_path, log_file) = if o.wrapped {
             (None, None)
         } else {
