@@ -175,6 +175,11 @@ pub struct ClawsConfig {
     pub event_segment_seconds: u64,
     /// Bus: push frames queued per peer before further ones are dropped (and counted).
     pub peer_queue_frames: usize,
+    /// Bus: bytes of push frames queued per peer before drops (a stuck subscriber of large
+    /// publishes is bounded in memory, not only in frames).
+    pub peer_queue_bytes: usize,
+    /// Bus: bytes of push frames queued for all peers of the service together.
+    pub total_queue_bytes: usize,
     /// Bus: seconds between `system.heartbeat` events.
     pub heartbeat_seconds: u64,
     /// Unwrapped terminals: `<id>.log` is rotated to `<id>.log.1` at this size (0: no cap).
@@ -198,6 +203,8 @@ impl Default for ClawsConfig {
             event_log_bytes: 256 << 20,
             event_segment_seconds: 3600,
             peer_queue_frames: 4096,
+            peer_queue_bytes: 8 << 20,
+            total_queue_bytes: 64 << 20,
             heartbeat_seconds: 30,
             terminal_log_bytes: 64 << 20,
             opost: true,

@@ -304,3 +304,97 @@ fn plugins_in_folders_others_can_write_are_refused_before_loading() {
         "control: the library was not loaded at all"
     );
 }
+
+/// A blocking line client of a Claws socket.
+struct Line {
+    rd: std::io::BufReader<std::os::unix::net::UnixStream>,
+    wr: std::os::unix::net::UnixStream,
+}
+
+impl Line {
+    fn connect(sock: &Path) -> Line {
+        let s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+        s.set_read_timeout(Some(common::PATIENCE)).unwrap();
+        Line {
+            rd: std::io::BufReader::new(s.try_clone().unwrap()),
+            wr: s,
+        }
+    }
+    fn send(&mut self, v: &serde_json::Value) {
+        use std::io::Write;
+        let mut t = v.to_string();
+        t.push('\n');
+        self.wr.write_all(t.as_bytes()).unwrap();
+    }
+    /// The answer to request `id` (push frames before it are skipped).
+    fn answer(&mut self, id: u64) -> serde_json::Value {
+        use std::io::BufRead;
+        loop {
+            let mut l = String::new();
+            assert!(self.rd.read_line(&mut l).unwrap() > 0, "socket closed");
+            let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+            if v["rid"] == id {
+                return v;
+            }
+        }
+    }
+    fn call(&mut self, v: serde_json::Value) -> serde_json::Value {
+        let id = v["id"].as_u64().unwrap();
+        self.send(&v);
+        self.answer(id)
+    }
+}
+
+/// A subscriber that never reads, fed 1 MiB publishes, grew the service by 1.2 GB (4096
+/// frames × 1 MiB per peer), and a replaying subscriber that never reads held the whole
+/// event log in memory. Queues are bounded in bytes and replays stream from disk: the
+/// service stays under 100 MiB and keeps answering `status`.
+#[test]
+fn stuck_bus_subscribers_cost_bounded_memory() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let sock = ws.join(".claws/claws.sock");
+    let hello = |c: &mut Line, role: &str| {
+        let v = c.call(
+            serde_json::json!({"id": 1, "cmd": "hello", "protocol": "claws/2",
+            "role": role, "peerName": role}),
+        );
+        assert_eq!(v["ok"], true, "{v}");
+    };
+    // The stuck live subscriber: subscribes, then never reads again.
+    let mut stuck = Line::connect(&sock);
+    hello(&mut stuck, "observer");
+    let v = stuck.call(
+        serde_json::json!({"id": 2, "cmd": "subscribe", "protocol": "claws/2", "topic": "big.**"}),
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    let mut publisher = Line::connect(&sock);
+    hello(&mut publisher, "worker");
+    let blob = "x".repeat(1 << 20);
+    let mut peak = 0;
+    for i in 0..120u64 {
+        let v = publisher.call(serde_json::json!({"id": 10 + i, "cmd": "publish",
+            "protocol": "claws/2", "topic": "big.data", "payload": {"blob": blob}}));
+        assert_eq!(v["ok"], true);
+        if i % 20 == 0 {
+            peak = peak.max(rss_kib(svc.pid()));
+        }
+    }
+    // A replaying subscriber that never reads: 120 MiB of stored events behind it.
+    let mut replayer = Line::connect(&sock);
+    hello(&mut replayer, "observer");
+    replayer.send(
+        &serde_json::json!({"id": 3, "cmd": "subscribe", "protocol": "claws/2",
+        "topic": "big.**", "fromCursor": "0000:0"}),
+    );
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(100));
+        peak = peak.max(rss_kib(svc.pid()));
+    }
+    assert_eq!(env.status().workspaces.len(), 1);
+    peak = peak.max(rss_kib(svc.pid()));
+    eprintln!("peak RSS {peak} KiB");
+    assert!(peak < 100 * 1024, "service peaked at {peak} KiB");
+    drop((stuck, replayer));
+}

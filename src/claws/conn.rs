@@ -89,9 +89,15 @@ async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: Cancellat
         }
     }
     let (mut rd, wr) = stream.into_split();
-    let (resp_tx, resp_rx) = mpsc::channel::<String>(64);
+    // Few answers in flight: a replay streams through here, so this bounds its memory too.
+    let (resp_tx, resp_rx) = mpsc::channel::<String>(8);
     let (push_tx, push_rx) = mpsc::channel(shared.cfg.peer_queue_frames.max(1));
-    let outbox = Arc::new(Outbox::new(push_tx));
+    let outbox = Arc::new(Outbox::new(
+        push_tx,
+        shared.cfg.peer_queue_bytes.max(1),
+        shared.registry.queued_bytes.clone(),
+        shared.cfg.total_queue_bytes.max(1),
+    ));
     let conn = Connection {
         conn_id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
         outbox: outbox.clone(),
@@ -148,14 +154,13 @@ async fn handle_line(
         return false;
     }
     if let Some(replay) = ans.replay {
-        let frames = match tokio::task::spawn_blocking(move || replay.frames()).await {
-            Ok(f) => f,
-            Err(_) => return false,
-        };
-        for f in frames {
-            if out.send(f).await.is_err() {
-                return false;
-            }
+        // Streamed from disk through the bounded answer channel (see `Replay::stream`).
+        let out = out.clone();
+        let streamed =
+            tokio::task::spawn_blocking(move || replay.stream(|f| out.blocking_send(f).is_ok()))
+                .await;
+        if !matches!(streamed, Ok(true)) {
+            return false;
         }
     }
     true
@@ -185,9 +190,13 @@ async fn write_loop(
             },
             Some(p) = push.recv() => {
                 batch.extend_from_slice(p.as_bytes());
+                outbox.sent(p.len());
                 while batch.len() < (64 << 10) {
                     match push.try_recv() {
-                        Ok(p) => batch.extend_from_slice(p.as_bytes()),
+                        Ok(p) => {
+                            batch.extend_from_slice(p.as_bytes());
+                            outbox.sent(p.len());
+                        }
                         Err(_) => break,
                     }
                 }

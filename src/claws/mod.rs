@@ -59,6 +59,8 @@ pub enum ClawsError {
 #[derive(Debug, Default)]
 pub struct ClawsRegistry {
     servers: Mutex<Vec<(PathBuf, PathBuf)>>,
+    /// Bytes of push frames queued for every peer of every server (see `bus::Outbox`).
+    pub(crate) queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ClawsRegistry {

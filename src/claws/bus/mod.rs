@@ -20,7 +20,7 @@ pub mod topic;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -35,29 +35,75 @@ use super::Connection;
 
 type Body = Result<Map<String, Value>, String>;
 
-/// A peer's bounded outgoing queue of push frames (each a complete line).
+/// A peer's bounded outgoing queue of push frames (each a complete line), bounded in
+/// frames (the channel), in bytes for this peer, and in bytes for all peers together: a
+/// stuck subscriber of large publishes costs at most its byte budget, then frames are
+/// dropped (and counted in a `dropped` notice).
 pub struct Outbox {
     tx: mpsc::Sender<Arc<str>>,
     dropped: AtomicU64,
+    queued: AtomicUsize,
+    limit: usize,
+    total: Arc<AtomicUsize>,
+    total_limit: usize,
 }
 
 impl Outbox {
-    pub fn new(tx: mpsc::Sender<Arc<str>>) -> Outbox {
+    pub fn new(
+        tx: mpsc::Sender<Arc<str>>,
+        limit: usize,
+        total: Arc<AtomicUsize>,
+        total_limit: usize,
+    ) -> Outbox {
         Outbox {
             tx,
             dropped: AtomicU64::new(0),
+            queued: AtomicUsize::new(0),
+            limit,
+            total,
+            total_limit,
         }
     }
 
     fn push(&self, frame: Arc<str>) -> bool {
+        let n = frame.len();
+        let over = |counter: &AtomicUsize, limit: usize| {
+            counter
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                    (q + n <= limit).then_some(q + n)
+                })
+                .is_err()
+        };
+        if over(&self.queued, self.limit) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        if over(&self.total, self.total_limit) {
+            self.queued.fetch_sub(n, Ordering::AcqRel);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
         match self.tx.try_send(frame) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+            Err(e) => {
+                self.sent(n);
+                if let mpsc::error::TrySendError::Full(_) = e {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                }
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
         }
+    }
+
+    /// A frame of `n` bytes left the queue (written, or given up).
+    pub fn sent(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::AcqRel);
+        self.total.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Bytes queued for this peer now.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
@@ -66,6 +112,14 @@ impl Outbox {
         (n > 0).then(|| {
             format!("{{\"push\":\"dropped\",\"protocol\":\"{PROTOCOL_2}\",\"count\":{n}}}\n")
         })
+    }
+}
+
+impl Drop for Outbox {
+    /// Frames still queued when the peer goes leave the service-wide budget.
+    fn drop(&mut self) {
+        let left = self.queued.load(Ordering::Acquire);
+        self.total.fetch_sub(left, Ordering::AcqRel);
     }
 }
 
@@ -107,11 +161,18 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Every frame line, in log order, ending with `caught-up` (blocking file reads).
-    pub fn frames(self) -> Vec<String> {
-        let mut out = Vec::new();
+    /// Hand every frame line to `send`, in log order, ending with `caught-up` (blocking file
+    /// reads). Frames are read from disk as they are sent, never gathered in memory: with a
+    /// bounded channel behind `send`, a subscriber that does not read holds a few frames,
+    /// not the whole log. Stops early (returning false) when `send` does.
+    pub fn stream(self, mut send: impl FnMut(String) -> bool) -> bool {
+        let mut count = 0u64;
+        let mut open = true;
         let segments = log::segments(&self.dir);
         for n in segments {
+            if !open {
+                break;
+            }
             if n < self.from.segment || n > self.until.segment {
                 continue;
             }
@@ -126,25 +187,31 @@ impl Replay {
                 u64::MAX
             };
             let _ = log::for_each_event(&self.dir, n, from, until, |cur, head, line| {
+                if !open {
+                    return;
+                }
                 let ts: Vec<&str> = head.topic.split('.').collect();
                 if !topic::matches(&self.segs, &ts) {
                     return;
                 }
                 // Splice the stored object into a frame instead of re-serializing it.
                 let rest = String::from_utf8_lossy(&line[1..]);
-                out.push(format!(
+                count += 1;
+                open = send(format!(
                     "{{\"push\":\"message\",\"protocol\":\"{PROTOCOL_2}\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
                     self.sub_id
                 ));
             });
         }
+        if !open {
+            return false;
+        }
         let mut s =
             json!({"push": "caught-up", "protocol": PROTOCOL_2, "subscriptionId": self.sub_id,
-                           "replayedCount": out.len(), "resumeCursor": self.until.to_string()})
+                           "replayedCount": count, "resumeCursor": self.until.to_string()})
             .to_string();
         s.push('\n');
-        out.push(s);
-        out
+        send(s)
     }
 }
 
