@@ -267,6 +267,46 @@ async fn a_host_killed_mid_check_fails_that_check_and_serves_the_next() {
     manager.wait_stopped().await;
 }
 
+/// A check that ignores cancellation (a blocking read of a FIFO, a hung tool) used to keep
+/// the host busy for every later check; past its deadline and a grace period the host is
+/// killed and replaced, and the plugin serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_stuck_past_its_deadline_is_replaced() {
+    let s = start(&[fixture("instant")], Config::default()).await;
+    let instant = id_of(&s.manager, "instant");
+    let pid = row(&s.manager.status_rows(), "instant").pid.unwrap();
+    let stuck = touch(&s.ws, "a.stuck");
+    let err = s
+        .manager
+        .check(instant, req(&s.ws, &[&stuck], 300))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PluginError::Timeout { .. }), "{err:?}");
+    let start = std::time::Instant::now();
+    loop {
+        let rows = s.manager.status_rows();
+        let r = row(&rows, "instant");
+        if r.restarts == 1 && r.state == State::Loaded && r.pid.is_some_and(|p| p != pid) {
+            assert!(
+                r.reason
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("after its deadline"),
+                "{r:?}"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "never replaced: {r:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    instant_works(&s).await;
+    s.token.cancel();
+    s.manager.wait_stopped().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_check_past_its_deadline_times_out_and_is_cancelled_in_the_plugin() {
     let s = start(&[fixture("instant")], Config::default()).await;

@@ -295,7 +295,14 @@ pub(crate) struct Supervisor {
     pub shutdown: CancellationToken,
     pending: HashMap<u64, Reply>,
     queued: Vec<(CheckRequest, Reply)>,
+    /// Checks cancelled at their caller's deadline that the host has not finished: by when
+    /// it must have, or it is replaced (a check stuck in a blocking read or a hung server
+    /// would otherwise keep the plugin busy for every later check).
+    overdue: HashMap<u64, Instant>,
 }
+
+/// How long a host may go on with a check after its deadline and cancellation.
+const OVERDUE_GRACE: Duration = Duration::from_secs(10);
 
 impl Supervisor {
     pub(crate) fn new(
@@ -311,6 +318,7 @@ impl Supervisor {
             shutdown,
             pending: HashMap::new(),
             queued: Vec::new(),
+            overdue: HashMap::new(),
         }
     }
 
@@ -402,9 +410,25 @@ impl Supervisor {
                 return End::Died(host.exit_reason().await);
             }
         }
+        self.overdue.clear();
         loop {
+            let overdue_at = self.overdue.values().min().copied();
+            let overdue = async {
+                match overdue_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = self.shutdown.cancelled() => return End::Shutdown,
+                _ = overdue => {
+                    host.kill();
+                    host.reap().await;
+                    return End::Died(format!(
+                        "was still busy with a check {} s after its deadline (killed and replaced)",
+                        OVERDUE_GRACE.as_secs()
+                    ));
+                }
                 cmd = self.rx.recv() => match cmd {
                     None => return End::Shutdown,
                     Some(Cmd::Check { request, reply }) => {
@@ -415,6 +439,7 @@ impl Supervisor {
                     }
                     Some(Cmd::Cancel(id)) => {
                         if self.pending.remove(&id).is_some() {
+                            self.overdue.insert(id, Instant::now() + OVERDUE_GRACE);
                             let _ = host.send(&ToHost::Cancel { id }).await;
                         }
                     }
@@ -440,6 +465,7 @@ impl Supervisor {
                 response,
                 error,
             }) => {
+                self.overdue.remove(&id);
                 let Some(reply) = self.pending.remove(&id) else {
                     return; // cancelled or timed out meanwhile
                 };

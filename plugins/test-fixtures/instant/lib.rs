@@ -6,6 +6,8 @@
 //! blocking it writes one line to the FIFO `<file>.started` if that exists, so a test can
 //! wait for "the check is running inside the plugin" without sleeping. A file named
 //! `*.noisy` makes the plugin print to stdout (which must not disturb the host protocol).
+//! A file named `*.stuck` blocks the check for 120 s whatever cancellation says (as a read
+//! of a FIFO or a hung tool would).
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -57,6 +59,9 @@ impl Plugin for Instant {
             }
             if path.extension().is_some_and(|e| e == "slow") {
                 self.block(request.id, path);
+            }
+            if path.extension().is_some_and(|e| e == "stuck") {
+                std::thread::sleep(std::time::Duration::from_secs(120));
             }
             files.push(FileResult {
                 path: path.clone(),
