@@ -57,9 +57,10 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
 }
 
 /// `openfiles add DIR`.
-pub fn add(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
+pub fn add(socket: Option<&Path>, dir: &Path, force: bool) -> anyhow::Result<u8> {
     let path = absolute(dir)?;
-    let reply: WorkspacesReply = connect(socket)?.call_as(&Request::Add(PathArg { path }))?;
+    let reply: WorkspacesReply =
+        connect(socket)?.call_as(&Request::Add(PathArg { path, force }))?;
     for w in reply.workspaces {
         println!("serving {}", w.root.display());
     }
@@ -69,7 +70,8 @@ pub fn add(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
 /// `openfiles forget DIR`.
 pub fn forget(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
     let path = absolute(dir)?;
-    let reply: WorkspacesReply = connect(socket)?.call_as(&Request::Forget(PathArg { path }))?;
+    let reply: WorkspacesReply =
+        connect(socket)?.call_as(&Request::Forget(PathArg { path, force: false }))?;
     for w in reply.workspaces {
         if w.source == "cli" || w.source == "config" {
             println!(
@@ -97,7 +99,7 @@ fn absolute(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
 pub fn session_clear(socket: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<u8> {
     let path = absolute(dir.unwrap_or(Path::new(".")))?;
     let reply: SessionCleared =
-        connect(socket)?.call_as(&Request::SessionClear(PathArg { path }))?;
+        connect(socket)?.call_as(&Request::SessionClear(PathArg { path, force: false }))?;
     println!(
         "cleared {} session file(s) of {}",
         reply.cleared,

@@ -7,6 +7,7 @@
 //! on a terminal, with a spinner while checkers start.
 
 use std::io::IsTerminal;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -67,23 +68,35 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
     let (errors, warnings) = entries
         .iter()
         .fold((0, 0), |(e, w), (_, f)| (e + f.errors, w + f.warnings));
-    if opts.json {
+    let printed = if opts.json {
         let files: serde_json::Map<String, serde_json::Value> = entries
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "files": files }))?
-        );
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "files": files }))?;
+        writeln!(std::io::stdout().lock(), "{text}").map_err(anyhow::Error::from)
     } else {
-        render(&entries)?;
-        println!(
-            "{} file(s) checked: {} error(s), {} warning(s)",
-            entries.len(),
-            errors,
-            warnings
-        );
+        render(&entries).and_then(|()| {
+            writeln!(
+                std::io::stdout().lock(),
+                "{} file(s) checked: {} error(s), {} warning(s)",
+                entries.len(),
+                errors,
+                warnings
+            )
+            .map_err(anyhow::Error::from)
+        })
+    };
+    // A reader that stopped early (`check | head`) is not an error of the check: the
+    // exit code still says what was found.
+    if let Err(e) = printed {
+        let broken_pipe = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) || e.to_string().contains("Broken pipe");
+        if !broken_pipe {
+            return Err(e);
+        }
     }
     let failed = match opts.fail_on {
         FailOn::Error => errors > 0,
@@ -134,6 +147,14 @@ fn in_process(
                 .unwrap_or_else(|_| path.parent().unwrap_or(&path).to_owned());
             let policy = Policy::new(&root, &config.diagnostics)?;
             let items = match policy.judge(&path) {
+                Verdict::Check(p)
+                    if crate::policy::checkable(&p, config.diagnostics.max_file_bytes).is_err() =>
+                {
+                    let why = crate::policy::checkable(&p, config.diagnostics.max_file_bytes)
+                        .err()
+                        .unwrap_or_default();
+                    vec![crate::diagnostics::session::refused_item(&why)]
+                }
                 Verdict::Check(p) => {
                     let ids = manager.plugins_for(&p);
                     if ids.is_empty() {
@@ -214,7 +235,15 @@ fn render(entries: &Entries) -> anyhow::Result<()> {
     let config = term::Config::default();
     let mut files = SimpleFiles::new();
     for (name, entry) in entries {
-        let source = std::fs::read_to_string(&entry.path).unwrap_or_default();
+        // Only for showing the lines: a FIFO, device or huge file shows none (never blocks).
+        let source = openfiles_plugin_api::confine::read_regular(
+            &entry.path,
+            openfiles_plugin_api::confine::Last::Follow,
+            16 << 20,
+        )
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
         let id = files.add(name.clone(), source.clone());
         for item in &entry.items {
             let mut diag = match item.severity {

@@ -48,7 +48,7 @@ pub enum Command {
     /// Register a workspace folder with the running service (remembered across restarts).
     ///
     /// Example: openfiles add ~/src/app
-    Add(PathArgs),
+    Add(AddArgs),
 
     /// Unregister a workspace folder.
     ///
@@ -131,6 +131,16 @@ pub struct StatusArgs {
     /// Print the raw status as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The workspace folder.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Serve it even when it is your home folder (system folders are always refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -328,7 +338,7 @@ pub fn run() -> std::process::ExitCode {
             check_config: args.check_config,
         }),
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
-        Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir),
+        Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir, args.force),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
         Command::Service(args) => crate::setup::run_service(args, cli.socket),
         Command::Doctor(args) => crate::setup::run_doctor(args, cli.socket, cli.config),

@@ -103,6 +103,16 @@ fn timeout_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     Ok(v)
 }
 
+fn exec_timeout_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = u64::deserialize(d)?;
+    if !(1..=86_400_000).contains(&v) {
+        return Err(serde::de::Error::custom(format!(
+            "exec_timeout_ms must be between 1 and 86400000 (24 h), got {v}"
+        )));
+    }
+    Ok(v)
+}
+
 /// Noticing edits made without a hook.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -159,7 +169,8 @@ pub struct ClawsConfig {
     pub ring_bytes: usize,
     /// Live terminals per workspace.
     pub max_terminals: usize,
-    /// Default `exec` timeout.
+    /// Default `exec` timeout (1 ms to 24 h; 0 would time out every `exec` at once).
+    #[serde(deserialize_with = "exec_timeout_range")]
     pub exec_timeout_ms: u64,
     /// Upper bound on `poll` results.
     pub poll_limit: usize,
@@ -232,15 +243,14 @@ impl Config {
         Ok(cfg)
     }
 
-    /// Load the user's config file (it may be a symlink: dotfile managers link it; it must
-    /// end at a regular file of at most [`MAX_CONFIG_BYTES`]); a missing default file means
-    /// defaults, a missing
+    /// Load the user's config file (at most [`MAX_CONFIG_BYTES`]); a missing default file
+    /// means defaults, a missing
     /// explicit file is an error.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
         let Some(path) = crate::paths::config_file(explicit) else {
             return Ok((Config::default(), None));
         };
-        match read_config_text(&path, Last::Follow) {
+        match read_user_config(&path) {
             Ok(text) => Ok((Config::parse(&text, &path)?, Some(path))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => {
                 Ok((Config::default(), None))
@@ -254,7 +264,7 @@ impl Config {
     /// is an error, never followed, waited on or read whole.
     pub fn for_workspace(&self, root: &Path) -> Result<Config, ConfigError> {
         let path = root.join(crate::spec::DIR).join("config.toml");
-        let text = match read_config_text(&path, Last::NoFollow) {
+        let text = match read_workspace_config(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self.clone()),
             Err(source) => return Err(ConfigError::Read { path, source }),
@@ -315,12 +325,30 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
 /// Largest config file read.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-/// A config file's text: opened without blocking, a regular file, capped, UTF-8.
-fn read_config_text(path: &Path, last: Last) -> std::io::Result<String> {
-    let bytes = confine::read_regular(path, last, MAX_CONFIG_BYTES).map_err(|e| match e {
-        confine::ConfineError::Io(io) => io,
-        other => std::io::Error::other(other.to_string()),
-    })?;
+/// The user's own config file: followed wherever it points (a dotfile manager's link, a
+/// `--config <(…)` pipe), but never read past [`MAX_CONFIG_BYTES`].
+fn read_user_config(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_CONFIG_BYTES} bytes"
+        )));
+    }
+    Ok(text)
+}
+
+/// A config file a repository controls: opened without blocking, a regular file, never
+/// through a symlink, capped, UTF-8.
+fn read_workspace_config(path: &Path) -> std::io::Result<String> {
+    let bytes =
+        confine::read_regular(path, Last::NoFollow, MAX_CONFIG_BYTES).map_err(|e| match e {
+            confine::ConfineError::Io(io) => io,
+            other => std::io::Error::other(other.to_string()),
+        })?;
     String::from_utf8(bytes)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }

@@ -398,3 +398,96 @@ fn stuck_bus_subscribers_cost_bounded_memory() {
     assert!(peak < 100 * 1024, "service peaked at {peak} KiB");
     drop((stuck, replayer));
 }
+
+/// `openfiles check` of a FIFO blocked forever, and `check … | head` panicked with a
+/// backtrace. A FIFO is refused at once with an explanation, and a reader that stops early
+/// ends the output quietly.
+#[test]
+fn check_refuses_special_files_and_survives_a_closed_pipe() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    let fifo = ws.join("pipe.py");
+    mkfifo(&fifo);
+    let out = env
+        .command(&["check", "--json", fifo.to_str().unwrap()])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not a regular file"), "{text}\n{out:?}");
+
+    let mut files = Vec::new();
+    for i in 0..700 {
+        let f = ws.join(format!("f{i}.unknownext"));
+        std::fs::write(&f, "x\n").unwrap();
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let bin = common::bin();
+    let script = format!(
+        "'{bin}' check {} 2>'{}' | head -c 1 >/dev/null",
+        files.join(" "),
+        ws.join("stderr.txt").display()
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .envs(
+            env.command(&[])
+                .get_envs()
+                .filter_map(|(k, v)| Some((k, v?))),
+        )
+        .current_dir(&ws)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stderr = std::fs::read_to_string(ws.join("stderr.txt")).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A deleted `.openfiles/` was never recreated (errors every second forever). The next
+/// write recreates it: `diagnostics.json` comes back with the new edit.
+#[test]
+fn a_deleted_openfiles_dir_is_recreated() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    wait_until("diagnostics.json is written", || {
+        ws.join(".openfiles/diagnostics.json").exists()
+    });
+    std::fs::remove_dir_all(ws.join(".openfiles")).unwrap();
+    let f = ws.join("b.txt");
+    std::fs::write(&f, "x\n").unwrap();
+    env.edited(&[&f]);
+    wait_until("diagnostics.json names the new edit", || {
+        common::diagnostics(&ws).is_some_and(|d| d.files.contains_key("b.txt"))
+    });
+}
+
+/// `add /`, `/etc` and the temporary folder were accepted as workspaces; the home folder
+/// needs `--force`.
+#[test]
+fn system_folders_are_refused_as_workspaces() {
+    let mut env = Env::new();
+    let home = env.workspace("home");
+    env.extra_env
+        .push(("HOME".into(), home.clone().into_os_string()));
+    let _svc = env.serve(&[]);
+    for dir in ["/", "/etc", &std::env::temp_dir().to_string_lossy()] {
+        let out = env.command(&["add", dir]).output().unwrap();
+        assert!(!out.status.success(), "{dir} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("system folder"), "{dir}: {err}");
+    }
+    let out = env
+        .command(&["add", home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    let out = env
+        .command(&["add", "--force", home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}

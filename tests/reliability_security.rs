@@ -49,6 +49,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 fn add(env: &Env, dir: &Path) -> Result<(), String> {
     env.client()
         .call_as::<serde_json::Value>(&Request::Add(PathArg {
+            force: false,
             path: dir.to_owned(),
         }))
         .map(|_| ())

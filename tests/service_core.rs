@@ -310,7 +310,10 @@ fn restart_restores_registered_workspaces() {
     let svc = env.serve(&[]);
     let r: WorkspacesReply = env
         .client()
-        .call_as(&Request::Add(PathArg { path: ws.clone() }))
+        .call_as(&Request::Add(PathArg {
+            path: ws.clone(),
+            force: false,
+        }))
         .unwrap();
     assert_eq!(r.workspaces[0].root, ws);
     svc.terminate();
@@ -322,7 +325,10 @@ fn restart_restores_registered_workspaces() {
     assert_eq!(heartbeat_files(&ws).len(), 1);
     // forget: gone now and after the next restart.
     env.client()
-        .call_as::<WorkspacesReply>(&Request::Forget(PathArg { path: ws.clone() }))
+        .call_as::<WorkspacesReply>(&Request::Forget(PathArg {
+            path: ws.clone(),
+            force: false,
+        }))
         .unwrap();
     assert!(heartbeat_files(&ws).is_empty());
     svc.terminate();
@@ -340,7 +346,10 @@ fn a_folder_of_another_user_is_refused() {
     let svc = env.serve(&[]);
     let reply = env
         .client()
-        .call(&Request::Add(PathArg { path: ws.clone() }))
+        .call(&Request::Add(PathArg {
+            path: ws.clone(),
+            force: false,
+        }))
         .unwrap();
     assert!(!reply.ok);
     assert!(reply.error.unwrap().contains("owned by uid 65534"));

@@ -85,6 +85,9 @@ pub struct Hello {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathArg {
     pub path: PathBuf,
+    /// `add` only: serve the home folder too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -349,7 +352,8 @@ mod tests {
         assert_eq!(
             inc.request,
             Ok(Request::Add(PathArg {
-                path: "/tmp/x".into()
+                path: "/tmp/x".into(),
+                force: false,
             }))
         );
     }

@@ -135,7 +135,18 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
                 workspaces: ctx.registry.list().await,
             },
         ),
-        Request::Add(a) => match ctx.registry.add(a.path, Source::Added).await {
+        Request::Add(a) => match ctx
+            .registry
+            .add(
+                a.path,
+                if a.force {
+                    Source::AddedForce
+                } else {
+                    Source::Added
+                },
+            )
+            .await
+        {
             Ok(info) => protocol::ok_reply(
                 id,
                 WorkspacesReply {

@@ -105,12 +105,15 @@ pub fn parse(payload: &Map<String, Value>) -> Parsed {
             _ => {}
         }
     }
+    // First occurrence wins, in payload order; a set keeps this linear (a patch naming
+    // 80 000 files used to take minutes here).
+    let mut seen = std::collections::HashSet::new();
     for value in raw {
         if value.is_empty() || value.contains('\n') || value.chars().count() >= MAX_PATH_CHARS {
             continue;
         }
         let path = resolve(Path::new(&value), parsed.cwd.as_deref());
-        if !parsed.paths.contains(&path) {
+        if seen.insert(path.clone()) {
             parsed.paths.push(path);
         }
     }

@@ -75,6 +75,8 @@ pub enum Source {
     Cli,
     Config,
     Added,
+    /// `openfiles add --force`: as `Added`, and the home folder is allowed.
+    AddedForce,
     Discovered,
     Edit,
 }
@@ -84,7 +86,7 @@ impl Source {
         match self {
             Source::Cli => "cli",
             Source::Config => "config",
-            Source::Added => "added",
+            Source::Added | Source::AddedForce => "added",
             Source::Discovered => "discovered",
             Source::Edit => "edit",
         }
@@ -98,7 +100,10 @@ impl Source {
     }
     /// Registrations that survive a restart through the state file.
     fn persisted(self) -> bool {
-        matches!(self, Source::Added | Source::Edit | Source::Discovered)
+        matches!(
+            self,
+            Source::Added | Source::AddedForce | Source::Edit | Source::Discovered
+        )
     }
 }
 
@@ -333,7 +338,13 @@ impl Registry {
     }
 
     async fn add(&mut self, dir: &Path, source: Source) -> Result<WorkspaceInfo, WorkspaceError> {
-        let root = resolve::workspace_dir(dir)?;
+        // The home folder only when the user named it (command line, config, `add --force`).
+        let allow_home = matches!(source, Source::Cli | Source::Config | Source::AddedForce);
+        let source = match source {
+            Source::AddedForce => Source::Added,
+            s => s,
+        };
+        let root = resolve::workspace_dir(dir, allow_home)?;
         if let Some(e) = self.entries.get_mut(&root) {
             // Keep the strongest reason: an explicit add outranks an edit or discovery.
             if source == Source::Added && e.source != Source::Added {

@@ -20,6 +20,63 @@ pub enum ResolveError {
     NotOwned { path: PathBuf, owner: u32, me: u32 },
     #[error("{0} is not inside a registered workspace, a folder with .openfiles/, a version-controlled checkout or a project")]
     NoWorkspace(PathBuf),
+    #[error("{0} is a system folder; refusing to serve it (watching it would cover files that are not a project)")]
+    SystemFolder(PathBuf),
+    #[error("{0} is your home folder; serving it watches everything you own. Add a project folder instead, or pass --force")]
+    Home(PathBuf),
+}
+
+/// Folders never served: the root, the system's own trees and the shared temporary folders.
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+    "/var/tmp",
+    "/home",
+    "/Users",
+    "/private",
+    "/private/tmp",
+    "/private/var",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/Volumes",
+    "/nix",
+    "/nix/store",
+];
+
+/// Whether `dir` (canonical) is a folder never served.
+pub fn is_system_folder(dir: &Path) -> bool {
+    if SYSTEM_FOLDERS.iter().any(|f| dir == Path::new(f)) {
+        return true;
+    }
+    let tmp = std::env::temp_dir();
+    dir == tmp || tmp.canonicalize().is_ok_and(|t| t == dir)
+}
+
+/// Whether `dir` (canonical) is the user's home folder.
+pub fn is_home(dir: &Path) -> bool {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .and_then(|h| h.canonicalize().ok())
+        .is_some_and(|h| h == dir)
 }
 
 const VCS_MARKERS: &[&str] = &[".git", ".hg", ".jj", ".svn"];
@@ -34,11 +91,19 @@ const PROJECT_MARKERS: &[&str] = &[
     "compile_commands.json",
 ];
 
-/// Canonicalize `dir` and check it may be served.
-pub fn workspace_dir(dir: &Path) -> Result<PathBuf, ResolveError> {
+/// Canonicalize `dir` and check it may be served: never `/`, a system folder or a shared
+/// temporary folder; the home folder only with `allow_home` (an explicit `add --force`, or
+/// named on the command line or in the config).
+pub fn workspace_dir(dir: &Path, allow_home: bool) -> Result<PathBuf, ResolveError> {
     let canon = dir
         .canonicalize()
         .map_err(|_| ResolveError::Missing(dir.to_owned()))?;
+    if is_system_folder(&canon) {
+        return Err(ResolveError::SystemFolder(canon));
+    }
+    if !allow_home && is_home(&canon) {
+        return Err(ResolveError::Home(canon));
+    }
     let meta = std::fs::metadata(&canon).map_err(|_| ResolveError::Missing(canon.clone()))?;
     if !meta.is_dir() {
         return Err(ResolveError::NotADirectory(canon));
@@ -84,6 +149,27 @@ pub fn containing<'a>(roots: impl Iterator<Item = &'a PathBuf>, path: &Path) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn system_folders_are_never_workspaces_and_home_needs_force() {
+        for d in ["/", "/etc", "/tmp", "/usr"] {
+            assert!(
+                matches!(
+                    workspace_dir(Path::new(d), true),
+                    Err(ResolveError::SystemFolder(_))
+                ),
+                "{d}"
+            );
+        }
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            if home.is_dir() && !is_system_folder(&home.canonicalize().unwrap()) {
+                assert!(matches!(
+                    workspace_dir(&home, false),
+                    Err(ResolveError::Home(_))
+                ));
+            }
+        }
+    }
 
     #[test]
     fn nearest_openfiles_dir_wins_over_vcs_root() {
