@@ -121,3 +121,33 @@ fn hook_payload_corpus() {
         }
     }
 }
+
+#[test]
+fn path_policy_corpus() {
+    use openfiles::policy::{Policy, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("ws");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/a.py"), "x = 1\n").unwrap();
+    std::fs::write(base.join("outside.txt"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(base.join("outside.txt"), root.join("src/out.py")).unwrap();
+    let policy = Policy::new(&root, &Default::default()).unwrap();
+    let mut checked = 0;
+    for (path, data) in corpus("path_policy") {
+        let Ok(text) = std::str::from_utf8(&data) else {
+            continue;
+        };
+        let candidate = root.join(text);
+        if let Verdict::Check(p) = policy.judge(&candidate) {
+            assert!(p.starts_with(&root), "{}: {p:?}", path.display());
+            checked += 1;
+        }
+        if let Ok(bytes) =
+            openfiles_plugin_api::confine::read_workspace_file(&root, &candidate, 1 << 20)
+        {
+            assert_ne!(bytes, b"outside\n", "{}", path.display());
+        }
+    }
+    assert!(checked > 0, "no seed reached a checkable file");
+}

@@ -120,9 +120,15 @@ fn run(
             // The log is written before marks are handled, so an `exec` answer implies the
             // command's output is in the file.
             if let Some(f) = log.as_mut() {
-                if let Err(e) = f.write(chunk) {
-                    tracing::warn!(terminal = term.id, error = %e, "terminal log write failed; log stopped");
-                    log = None;
+                match f.write_or_skip(chunk, std::time::Instant::now()) {
+                    LogWrite::Written => {}
+                    LogWrite::Failed(e) => {
+                        tracing::warn!(terminal = term.id, error = %e, "terminal log write failed; output is dropped from the log until a retry succeeds (every {} s)", LOG_RETRY.as_secs());
+                    }
+                    LogWrite::Skipped => {}
+                    LogWrite::Resumed { lost } => {
+                        tracing::warn!(terminal = term.id, lost, "terminal log writable again; {lost} bytes of output are missing from it");
+                    }
                 }
             }
             scanner.feed(base, chunk, &mut marks);
@@ -167,6 +173,23 @@ pub struct LogFile {
     file: std::fs::File,
     len: u64,
     cap: u64,
+    /// Since a write failed (a full disk): when to try again, and bytes not written.
+    failing: Option<(std::time::Instant, u64)>,
+}
+
+/// How often a failed terminal log (a full disk) is tried again.
+pub const LOG_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What became of one chunk of output for the log.
+#[derive(Debug)]
+pub enum LogWrite {
+    Written,
+    /// The write failed now (the first failure; later chunks are skipped until a retry).
+    Failed(std::io::Error),
+    /// Not written: the log is failing and the next retry is not due.
+    Skipped,
+    /// Written after a failure; `lost` bytes were skipped meanwhile.
+    Resumed { lost: u64 },
 }
 
 impl LogFile {
@@ -183,7 +206,35 @@ impl LogFile {
             file,
             len: 0,
             cap,
+            failing: None,
         })
+    }
+
+    /// Write `data`, or skip it while the log is failing: a full disk stops the log only
+    /// until a retry ([`LOG_RETRY`]) succeeds, never for good.
+    pub fn write_or_skip(&mut self, data: &[u8], now: std::time::Instant) -> LogWrite {
+        if let Some((retry_at, lost)) = self.failing {
+            if now < retry_at {
+                self.failing = Some((retry_at, lost + data.len() as u64));
+                return LogWrite::Skipped;
+            }
+        }
+        match self.write(data) {
+            Ok(()) => match self.failing.take() {
+                Some((_, lost)) => LogWrite::Resumed { lost },
+                None => LogWrite::Written,
+            },
+            Err(e) => {
+                let first = self.failing.is_none();
+                let lost = self.failing.map_or(0, |(_, l)| l) + data.len() as u64;
+                self.failing = Some((now + LOG_RETRY, lost));
+                if first {
+                    LogWrite::Failed(e)
+                } else {
+                    LogWrite::Skipped
+                }
+            }
+        }
     }
 
     pub fn write(&mut self, mut data: &[u8]) -> std::io::Result<()> {
@@ -226,6 +277,31 @@ fn open_fresh(path: &Path) -> std::io::Result<std::fs::File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A full disk (`/dev/full` answers every write with ENOSPC) stops the log only until a
+    /// retry succeeds; the bytes skipped meanwhile are counted.
+    #[test]
+    fn a_full_disk_pauses_the_log_and_it_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("9.log");
+        let mut log = LogFile::create(path.clone(), 0).unwrap();
+        log.file = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        assert!(matches!(log.write_or_skip(b"abc", t0), LogWrite::Failed(_)));
+        assert!(matches!(log.write_or_skip(b"de", t0), LogWrite::Skipped));
+        // Space again: the next retry writes.
+        log.file = open_fresh(&path).unwrap();
+        assert!(matches!(log.write_or_skip(b"f", t0), LogWrite::Skipped));
+        match log.write_or_skip(b"gh", t0 + LOG_RETRY) {
+            LogWrite::Resumed { lost } => assert_eq!(lost, 6),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(log.write_or_skip(b"i", t0 + LOG_RETRY), LogWrite::Written));
+        assert_eq!(std::fs::read(&path).unwrap(), b"ghi");
+    }
 
     #[test]
     fn log_rotates_at_the_cap_without_gaps() {
