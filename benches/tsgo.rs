@@ -11,11 +11,10 @@
 //!
 //! Run: `cargo bench --bench tsgo` (needs `tsc` and `tsgo` on PATH:
 //! `scripts/install-test-deps.sh`). `TSGO_BENCH_RUNS` (default 10) sets the samples.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "../tests/common/mod.rs"]
 mod common;
-#[path = "../tests/plugins_support/mod.rs"]
-mod plugins_support;
 #[path = "../plugins/tsc/tests/support/ts_project.rs"]
 mod ts_project;
 
@@ -46,9 +45,10 @@ fn timed(exe: &Path, args: &[&str], cwd: &Path) -> (f64, i64) {
         .spawn()
         .unwrap_or_else(|e| panic!("run {}: {e}", exe.display()));
     let mut status = 0;
-    // SAFETY: plain syscall on our own child's pid with valid out-pointers.
+    // SAFETY: rusage is plain data; all-zero bytes are a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = child.id() as libc::pid_t;
+    // SAFETY: plain syscall on our own child's pid with valid out-pointers.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4");
     (start.elapsed().as_secs_f64() * 1000.0, usage.ru_maxrss)
@@ -73,7 +73,7 @@ fn cli(name: &str, exe: &Path, project: &TsProject, runs: usize) {
 /// The service with the tsc plugin set to `compiler`, on a fresh copy of the project.
 fn service_figures(compiler: &str, runs: usize) {
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::plugin("tsc").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("tsc").into_os_string());
     std::fs::write(
         &env.config,
         format!("[plugin.tsc]\ncompiler = \"{compiler}\"\n"),
@@ -103,7 +103,11 @@ fn service_figures(compiler: &str, runs: usize) {
             .get("src/services/service2.ts")
             .map(|e| e.errors)
             .unwrap_or(99);
-        assert_eq!(errors, u32::from(broken), "{compiler}: service2 follows util2");
+        assert_eq!(
+            errors,
+            u32::from(broken),
+            "{compiler}: service2 follows util2"
+        );
     }
     println!(
         "service, compiler = {compiler:<5}: edit -> project-wide result  p50 {:>7.0} ms  p95 {:>7.0} ms{}",
@@ -166,7 +170,10 @@ fn main() {
     println!(
         "tsgo benchmark ({profile}; {} CPUs, load {}), 32-file project, {runs} runs each",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let tmp = tempfile::tempdir().expect("tempdir");
     let project = generate(&tmp.path().join("lib"), 10);
@@ -175,7 +182,10 @@ fn main() {
     let native = openfiles_tsc_native(&pkg);
     for (name, exe) in [
         ("tsc --noEmit -p . (tsc 5, node)", PathBuf::from("tsc")),
-        ("tsgo --noEmit -p . (npm's node wrapper)", PathBuf::from("tsgo")),
+        (
+            "tsgo --noEmit -p . (npm's node wrapper)",
+            PathBuf::from("tsgo"),
+        ),
         ("tsgo --noEmit -p . (platform binary)", native),
     ] {
         cli(name, &exe, &project, runs);

@@ -2,10 +2,9 @@
 //! `openfiles check` (plugins in-process) and the running service give the same answer on
 //! the generated 32-file project, equal to `tsc`'s; `openfiles plugins` and `doctor` carry
 //! the note of a configured `tsgo` that cannot start.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod common;
-#[allow(dead_code)]
-mod plugins_support;
 #[path = "../plugins/tsc/tests/support/ts_project.rs"]
 mod ts_project;
 
@@ -16,7 +15,7 @@ use ts_project::{generate, PLANTED};
 
 fn env_with_tsc_plugin(config: &str) -> common::Env {
     let mut env = common::Env::new();
-    env.plugin_path = Some(plugins_support::plugin("tsc").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("tsc").into_os_string());
     std::fs::write(&env.config, config).unwrap();
     env
 }
@@ -48,7 +47,9 @@ fn assert_planted(files: &Value, root: &std::path::Path) {
             .as_array()
             .unwrap_or_else(|| panic!("{key} in {files:#}"));
         assert!(
-            items.iter().any(|i| i["line"] == *line && i["code"] == *code),
+            items
+                .iter()
+                .any(|i| i["line"] == *line && i["code"] == *code),
             "TS{code} at {file}:{line} missing: {items:#?}"
         );
     }
@@ -109,7 +110,10 @@ fn plugins_and_doctor_note_a_configured_tsgo_that_cannot_start() {
         .collect();
     assert!(
         plugin_checks.iter().any(|c| c["level"] == "warn"
-            && c["message"].as_str().unwrap().contains("tsc is used instead")),
+            && c["message"]
+                .as_str()
+                .unwrap()
+                .contains("tsc is used instead")),
         "{plugin_checks:#?}"
     );
 }

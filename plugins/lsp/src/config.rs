@@ -275,7 +275,9 @@ impl Config {
                 ));
             }
         }
-        out.retain(|s| !self.disable.contains(&s.name) && (!s.opt_in || self.enable.contains(&s.name)));
+        out.retain(|s| {
+            !self.disable.contains(&s.name) && (!s.opt_in || self.enable.contains(&s.name))
+        });
         Ok(out)
     }
 
@@ -420,7 +422,12 @@ mod tests {
         let off = parse(&json!({})).unwrap();
         assert!(!names(&off).contains(&"tsgo".to_owned()));
         let on = parse(&json!({"enable": ["tsgo"]})).unwrap();
-        let tsgo = on.servers().unwrap().into_iter().find(|s| s.name == "tsgo").unwrap();
+        let tsgo = on
+            .servers()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == "tsgo")
+            .unwrap();
         assert_eq!(tsgo.args, ["--lsp", "--stdio"]);
         assert!(tsgo.node_package);
         assert!(names(&on).contains(&"typescript-language-server".to_owned()));

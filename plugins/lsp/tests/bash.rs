@@ -1,6 +1,7 @@
 //! `bash-language-server` (npm) with `shellcheck` (Debian) through the plugin: on scripts
 //! with planted mistakes its items are shellcheck's own (`shellcheck -f json`: line, column,
 //! code, severity, message), a fix clears them, and a second script is checked on its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use openfiles_plugin_api::{Item, Severity};
@@ -88,8 +89,12 @@ fn bash_language_server_reports_what_shellcheck_reports() {
     let deploy = env.write("scripts/deploy.sh", DEPLOY);
     let expected = shellcheck(&env, "scripts/deploy.sh");
     assert!(expected.len() >= 6, "planted mistakes: {expected:#?}");
-    assert!(expected.iter().any(|e| e.2 == "SC2034" && e.3 == Severity::Warning));
-    assert!(expected.iter().any(|e| e.2 == "SC2045" && e.3 == Severity::Error));
+    assert!(expected
+        .iter()
+        .any(|e| e.2 == "SC2034" && e.3 == Severity::Warning));
+    assert!(expected
+        .iter()
+        .any(|e| e.2 == "SC2045" && e.3 == Severity::Error));
 
     let items = env.check(&deploy, 60_000);
     assert_eq!(ours(&items), expected, "{items:#?}");

@@ -5,6 +5,7 @@
 //! Debian bookworm ships gopls 0.5.0 (2020) with Go 1.19. It is old, but it type-checks and
 //! runs the vet analyzers; what it gives is what this test pins: where it differs from the
 //! toolchain, the test says so.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use openfiles_plugin_api::Item;
@@ -104,7 +105,10 @@ fn gopls_reports_type_errors_and_vet_findings_like_the_go_toolchain() {
 
     // Fixed: clean in both.
     env.write("vetme/vetme.go", VETME_FIXED);
-    assert_eq!(go_positions(&go(&env, &["vet", "./vetme"]), "vetme/vetme.go"), vec![]);
+    assert_eq!(
+        go_positions(&go(&env, &["vet", "./vetme"]), "vetme/vetme.go"),
+        vec![]
+    );
     let items = env.check(&vetme, 120_000);
     assert_eq!(positions(&items), vec![], "{items:#?}");
 }

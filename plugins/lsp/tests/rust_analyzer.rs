@@ -3,6 +3,7 @@
 //! reproduces rust-analyzer's diagnostics protocol (rust-analyzer itself cannot be installed
 //! here). The stand-in is configured as the built-in `rust-analyzer` server (only its command
 //! changes), so the built-in settings (`wait_for_progress`) are what is tested.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use openfiles_plugin_api::Item;
@@ -43,12 +44,22 @@ fn cargo_check_results_arrive_after_the_native_ones_and_are_waited_for() {
         "fn main() {\n    let x: u8 = \"mismatch\";\n    let _ = unresolved;\n}\n",
     );
     let items = env.check(&file, 60_000);
-    assert_eq!(found(&items), e(&[(2, "E0308"), (3, "unresolved-ident")]), "{items:#?}");
-    let e0308 = items.iter().find(|i| i.code.as_deref() == Some("E0308")).unwrap();
+    assert_eq!(
+        found(&items),
+        e(&[(2, "E0308"), (3, "unresolved-ident")]),
+        "{items:#?}"
+    );
+    let e0308 = items
+        .iter()
+        .find(|i| i.code.as_deref() == Some("E0308"))
+        .unwrap();
     assert_eq!((e0308.column, e0308.source.as_str()), (18, "rustc"));
 
     // Fixed: the next flycheck's (empty) result replaces the old one.
-    env.write("src/main.rs", "fn main() {\n    let x: u8 = 1;\n    let _ = x;\n}\n");
+    env.write(
+        "src/main.rs",
+        "fn main() {\n    let x: u8 = 1;\n    let _ = x;\n}\n",
+    );
     assert_eq!(found(&env.check(&file, 60_000)), vec![]);
 }
 
@@ -56,8 +67,12 @@ fn cargo_check_results_arrive_after_the_native_ones_and_are_waited_for() {
 fn a_save_during_a_running_flycheck_waits_for_the_restarted_one() {
     let env = env(1500);
     env.write("Cargo.toml", CARGO_TOML);
-    let file = env.write("src/main.rs", "fn main() {\n    let a: u8 = \"mismatch\";\n}\n");
-    let newest = "fn main() {\n    let a: u8 = 1;\n    let b: u8 = 2;\n    let c: u8 = \"mismatch\";\n}\n";
+    let file = env.write(
+        "src/main.rs",
+        "fn main() {\n    let a: u8 = \"mismatch\";\n}\n",
+    );
+    let newest =
+        "fn main() {\n    let a: u8 = 1;\n    let b: u8 = 2;\n    let c: u8 = \"mismatch\";\n}\n";
     let (first, second) = std::thread::scope(|s| {
         let first = s.spawn(|| env.check(&file, 60_000));
         // The first check's flycheck is running (it takes 1.5 s) when the second save

@@ -3,6 +3,7 @@
 //! --noEmit` (line, column, code), fresh results after each edit (pull diagnostics for the
 //! text sent), an imported module changed on disk is seen, and quick successive edits end
 //! with the newest text's results.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 mod support;
 use serde_json::json;
@@ -85,10 +86,13 @@ fn tsgo_lsp_sees_an_imported_module_changed_on_disk() {
         "src/user.ts",
         "import { limit } from \"./lib\";\nexport const n: number = limit;\n",
     );
-    assert_eq!(errors(&env.check_with(&user, &[lib.clone()], 60_000)), vec![]);
+    assert_eq!(
+        errors(&env.check_with(&user, std::slice::from_ref(&lib), 60_000)),
+        vec![]
+    );
     // The agent edits lib.ts; user.ts (open in the server, unchanged) breaks.
     env.write("src/lib.ts", "export const limit: string = \"10\";\n");
-    let items = env.check_with(&lib, &[user.clone()], 60_000);
+    let items = env.check_with(&lib, std::slice::from_ref(&user), 60_000);
     assert_eq!(errors(&items), vec![]);
     let items = env.check(&user, 60_000);
     assert_eq!(errors(&items), e(&[(2, "2322")]), "{items:#?}");

@@ -115,7 +115,11 @@ pub fn configured_tsgo(setting: Option<&Path>) -> Option<PathBuf> {
     };
     let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
     if real.ends_with("native-preview/bin/tsgo") {
-        if let Some(native) = real.parent().and_then(Path::parent).and_then(tsgo_in_package) {
+        if let Some(native) = real
+            .parent()
+            .and_then(Path::parent)
+            .and_then(tsgo_in_package)
+        {
             return Some(native);
         }
     }

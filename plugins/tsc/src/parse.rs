@@ -194,15 +194,23 @@ mod tests {
         let elaborated = d.iter().find(|d| d.message.contains('\n')).unwrap();
         assert_eq!(elaborated.message.lines().count(), 3, "{elaborated:?}");
         // The --listFiles lines are not diagnostics.
-        assert!(d.iter().all(|d| !d.file.as_deref().unwrap_or("").contains("lib.es")));
+        assert!(d
+            .iter()
+            .all(|d| !d.file.as_deref().unwrap_or("").contains("lib.es")));
         let d = parse(&corpus("seed-tsgo-tsconfig-error"));
-        assert_eq!((d[0].file.as_deref(), d[0].code.as_str()), (Some("tsconfig.json"), "5023"));
+        assert_eq!(
+            (d[0].file.as_deref(), d[0].code.as_str()),
+            (Some("tsconfig.json"), "5023")
+        );
         let d = parse(&corpus("seed-tsgo-missing-project"));
         assert_eq!((d[0].file.as_deref(), d[0].code.as_str()), (None, "5058"));
         // A Go panic trace around a diagnostic: only the diagnostic is taken, and the
         // tab-indented trace lines after the panic are not glued to anything.
         let d = parse(&corpus("seed-tsgo-go-panic"));
         assert_eq!(d.len(), 1, "{d:#?}");
-        assert_eq!(d[0].message, "Type 'string' is not assignable to type 'number'.");
+        assert_eq!(
+            d[0].message,
+            "Type 'string' is not assignable to type 'number'."
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! - `auto` takes the project's own `tsgo`, and only that;
 //! - a `tsgo` that crashes (stand-in: a binary killed by SIGSEGV; a Go panic) or cannot
 //!   start is replaced by `tsc`, with a note in the results and in the plugin's notes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "support/ts_project.rs"]
 mod ts_project;
@@ -137,14 +138,20 @@ fn tsc_and_tsgo_print_identical_diagnostics_and_the_plugin_gives_identical_items
     // tsgo really ran: its own build info is in its state dir.
     assert!(std::fs::read_dir(tmp.path().join("state-tsgo"))
         .unwrap()
-        .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tsgo.tsbuildinfo")));
+        .any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tsgo.tsbuildinfo")));
 
     // The edit in util2 fixes service2 (another file), then breaks it again, warm.
     toggle_util2(&project, false);
     let fixed_tsc = flat(&check_all(&with_tsc, 2, &project), &project.root);
     let fixed_tsgo = flat(&check_all(&with_tsgo, 2, &project), &project.root);
     assert_eq!(fixed_tsc, fixed_tsgo);
-    assert!(fixed_tsgo.iter().all(|(f, _)| f != "src/services/service2.ts"));
+    assert!(fixed_tsgo
+        .iter()
+        .all(|(f, _)| f != "src/services/service2.ts"));
     assert_eq!(fixed_tsgo.len(), PLANTED.len() - 1);
     toggle_util2(&project, true);
     assert_eq!(
@@ -169,13 +176,18 @@ fn known_differences_between_tsc_and_tsgo() {
     let (tsgo_d, _, _) = cli(&tsgo_exe(), &project, &["-p", "nope.json"]);
     assert_eq!(tsc_d.len(), 1);
     assert_eq!(tsgo_d.len(), 1);
-    assert_eq!((tsc_d[0].file.as_deref(), tsgo_d[0].file.as_deref()), (None, None));
+    assert_eq!(
+        (tsc_d[0].file.as_deref(), tsgo_d[0].file.as_deref()),
+        (None, None)
+    );
     assert_eq!(tsc_d[0].code, "5058");
     assert_eq!(tsgo_d[0].code, "5058");
     assert!(tsc_d[0].message.ends_with("'nope.json'."), "{tsc_d:?}");
     let abs = project.root.join("nope.json");
     assert!(
-        tsgo_d[0].message.ends_with(&format!("'{}'.", abs.display())),
+        tsgo_d[0]
+            .message
+            .ends_with(&format!("'{}'.", abs.display())),
         "{tsgo_d:?}"
     );
 }
@@ -200,9 +212,11 @@ fn auto_takes_the_projects_own_tsgo() {
     assert!(!c.exe.ends_with("bin/tsgo"), "{c:?}");
     let by_tsgo = flat(&check_all(&p, 2, &project), &project.root);
     assert_eq!(by_tsc, by_tsgo);
-    assert!(std::fs::read_dir(&state)
+    assert!(std::fs::read_dir(&state).unwrap().any(|e| e
         .unwrap()
-        .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tsgo.tsbuildinfo")));
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".tsgo.tsbuildinfo")));
 }
 
 /// A stand-in `@typescript/native-preview` whose platform binary runs `script`.
@@ -239,7 +253,11 @@ fn a_crashing_tsgo_is_replaced_by_tsc_until_it_changes() {
 
     let first = check_all(&p, 1, &project);
     let notes = fallback_notes(&first);
-    assert_eq!(notes.len(), project.files.len(), "one note per file of the run");
+    assert_eq!(
+        notes.len(),
+        project.files.len(),
+        "one note per file of the run"
+    );
     assert!(notes[0].message.contains("signal 11"), "{notes:?}");
     let mut items = flat(&first, &project.root);
     items.retain(|(_, i)| i.severity != Severity::Info);
@@ -253,7 +271,9 @@ fn a_crashing_tsgo_is_replaced_by_tsc_until_it_changes() {
     // …and a new plugin instance (`openfiles plugins`, `doctor`) tells it.
     let (_, caps) = plugin(&state, serde_json::Value::Null);
     assert_eq!(caps.notes.len(), 1, "{:?}", caps.notes);
-    assert!(caps.notes[0].contains("signal 11") && caps.notes[0].contains(&exe.display().to_string()));
+    assert!(
+        caps.notes[0].contains("signal 11") && caps.notes[0].contains(&exe.display().to_string())
+    );
 
     // A reinstalled tsgo (here: the real one behind a script) is tried again.
     let real = tsgo_exe();
@@ -268,9 +288,11 @@ fn a_crashing_tsgo_is_replaced_by_tsc_until_it_changes() {
     let third = check_all(&p, 3, &project);
     assert!(fallback_notes(&third).is_empty());
     assert_eq!(flat(&third, &project.root), items);
-    assert!(std::fs::read_dir(&state)
+    assert!(std::fs::read_dir(&state).unwrap().any(|e| e
         .unwrap()
-        .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tsgo.tsbuildinfo")));
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".tsgo.tsbuildinfo")));
     let (_, caps) = plugin(&state, serde_json::Value::Null);
     assert!(caps.notes.is_empty(), "{:?}", caps.notes);
 }
