@@ -85,10 +85,12 @@ fn a_save_during_a_running_flycheck_waits_for_the_restarted_one() {
     // The second check answers for the newest text only: the cancelled run's end did not
     // settle it, and line 2's old mismatch is gone.
     assert_eq!(found(&second), e(&[(4, "E0308")]), "{second:#?}");
-    // The first check may settle on either run, but never on a mix.
+    // The first check's flycheck was cancelled: it settles on the cancel's end, with the
+    // native results only (no cargo results: the run that had them never finished), or on a
+    // later run. The pipeline discards it anyway: the edit after it has a newer generation.
     let first = found(&first);
     assert!(
-        first == e(&[(2, "E0308")]) || first == e(&[(4, "E0308")]),
+        first.is_empty() || first == e(&[(2, "E0308")]) || first == e(&[(4, "E0308")]),
         "{first:#?}"
     );
 }
