@@ -122,6 +122,8 @@ fn tsc_and_tsgo_print_identical_diagnostics_and_the_plugin_gives_identical_items
         serde_json::json!({"compiler": "tsgo"}),
     );
     assert!(caps.notes.is_empty(), "{:?}", caps.notes);
+    // The `tsgo` on PATH is npm's node wrapper: the plugin runs the platform binary behind it.
+    assert_eq!(compiler::configured_tsgo(None), Some(tsgo_exe()));
     let a = flat(&check_all(&with_tsc, 1, &project), &project.root);
     let b = flat(&check_all(&with_tsgo, 1, &project), &project.root);
     assert_eq!(a, b);
