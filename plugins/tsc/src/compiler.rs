@@ -159,25 +159,56 @@ pub fn choose(
     }
 }
 
-/// Why a finished `tsgo` run counts as a crash, if it does. `parsed` says whether its
-/// output held any diagnostic or listed file.
-pub fn crash(status: &ExitStatus, stderr: &str, parsed: bool) -> Option<String> {
+/// Why a `tsgo` is replaced by `tsc`.
+#[derive(Debug)]
+pub enum Failure {
+    /// It could not be started (missing, not executable, a broken wrapper).
+    CannotStart(std::io::Error),
+    /// Killed by a signal it did not ask for (a cancel is told apart by the caller).
+    Signal(i32),
+    /// The Go runtime gave up: the `panic: …` / `fatal error: …` line.
+    GoRuntime(String),
+    /// A failed exit with no diagnostic and no file list: the last stderr lines.
+    Silent { status: ExitStatus, stderr: String },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::CannotStart(e) => write!(f, "cannot start: {e}"),
+            Failure::Signal(sig) => write!(f, "killed by signal {sig}"),
+            Failure::GoRuntime(line) => write!(f, "Go runtime failure: {line}"),
+            Failure::Silent { status, stderr } => {
+                write!(
+                    f,
+                    "exited with {status} and printed no diagnostics: {stderr}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Whether a finished `tsgo` run counts as a crash. `parsed` says whether its output held
+/// any diagnostic or listed file.
+pub fn crash(status: &ExitStatus, stderr: &str, parsed: bool) -> Option<Failure> {
     if let Some(sig) = status.signal() {
-        return Some(format!("killed by signal {sig}"));
+        return Some(Failure::Signal(sig));
     }
     if let Some(line) = stderr
         .lines()
         .find(|l| l.starts_with("panic: ") || l.starts_with("fatal error: "))
     {
-        return Some(format!("Go runtime failure: {}", line.trim()));
+        return Some(Failure::GoRuntime(line.trim().to_owned()));
     }
     if !status.success() && !parsed {
         let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Some(format!(
-            "exited with {status} and printed no diagnostics: {}",
-            tail.join(" / ")
-        ));
+        return Some(Failure::Silent {
+            status: *status,
+            stderr: tail.join(" / "),
+        });
     }
     None
 }
@@ -337,14 +368,18 @@ mod tests {
         let ok = ExitStatus::from_raw(0);
         let diags = ExitStatus::from_raw(1 << 8);
         let segv = ExitStatus::from_raw(11);
-        assert_eq!(crash(&ok, "", true), None);
-        assert_eq!(crash(&diags, "", true), None);
-        assert!(crash(&segv, "", true).unwrap().contains("signal 11"));
+        assert!(crash(&ok, "", true).is_none());
+        assert!(crash(&diags, "", true).is_none());
+        assert!(matches!(crash(&segv, "", true), Some(Failure::Signal(11))));
         let panic = "panic: runtime error: index out of range\n\ngoroutine 1 [running]:\n";
         assert!(crash(&ExitStatus::from_raw(2 << 8), panic, true)
             .unwrap()
+            .to_string()
             .contains("index out of range"));
-        assert!(crash(&diags, "boom\n", false).unwrap().contains("boom"));
+        assert!(crash(&diags, "boom\n", false)
+            .unwrap()
+            .to_string()
+            .contains("boom"));
     }
 
     #[test]

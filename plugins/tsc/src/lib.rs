@@ -29,7 +29,7 @@ use openfiles_plugin_api::{
 };
 use serde::Deserialize;
 
-use compiler::{Compiler, CompilerSetting, Fallbacks, Kind};
+use compiler::{Compiler, CompilerSetting, Failure, Fallbacks, Kind};
 
 const SOURCE: &str = "ts";
 const TS_EXTENSIONS: &[&str] = &["ts", "tsx", "mts", "cts"];
@@ -165,8 +165,9 @@ fn tsgo_setup_note(settings: &Settings, fallbacks: &Fallbacks) -> Option<String>
     let reason = match probe {
         Ok(out) if out.status.success() => return None,
         Ok(out) => compiler::crash(&out.status, &String::from_utf8_lossy(&out.stderr), false)
+            .map(|f| f.to_string())
             .unwrap_or_else(|| format!("`--version` exited with {}", out.status)),
-        Err(e) => format!("cannot start: {e}"),
+        Err(e) => Failure::CannotStart(e).to_string(),
     };
     fallbacks.record(&exe, &reason);
     Some(format!(
@@ -280,7 +281,7 @@ impl Tsc {
                     Some(why) => why,
                 }
             }
-            Err(e) => format!("cannot start: {e}"),
+            Err(e) => Failure::CannotStart(e),
         };
         if self.runs.is_cancelled(id) {
             return Err("cancelled".into());
@@ -289,7 +290,7 @@ impl Tsc {
             "openfiles-plugin-tsc: tsgo {} failed ({failure}); falling back to tsc",
             chosen.exe.display()
         );
-        self.fallbacks.record(&chosen.exe, &failure);
+        self.fallbacks.record(&chosen.exe, &failure.to_string());
         let c = tsc();
         let out = self
             .run_once(id, &c, tsconfig, wanted, cwd)
