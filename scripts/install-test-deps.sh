@@ -24,6 +24,9 @@ have python3 || need_apt+=(python3)
 [ -x /usr/bin/python3 ] || need_apt+=(python3)  # a system python any uid can run (tests run clients as nobody)
 have node || need_apt+=(nodejs)
 have npm || need_apt+=(npm)
+have shellcheck || need_apt+=(shellcheck)   # bash-language-server runs it
+have go || need_apt+=(golang-go)            # gopls needs the toolchain; tests compare with go vet
+have gopls || need_apt+=(gopls)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-test-deps: apt: ${need_apt[*]}"
@@ -40,6 +43,10 @@ npm_need=()
 have pyright-langserver || npm_need+=(pyright)
 have tsc || npm_need+=(typescript@5)
 have typescript-language-server || npm_need+=(typescript-language-server)
+# TypeScript 7's native preview: `tsgo`, a node wrapper around a platform binary shipped in an
+# optional dependency (@typescript/native-preview-linux-x64, …) that npm installs with it.
+have tsgo || npm_need+=(@typescript/native-preview)
+have bash-language-server || npm_need+=(bash-language-server)
 if [ ${#npm_need[@]} -gt 0 ]; then
   echo "install-test-deps: npm: ${npm_need[*]}"
   $SUDO npm install -g --no-audit --no-fund --loglevel=error "${npm_need[@]}" >/dev/null

@@ -67,5 +67,9 @@ fn human(row: &PluginStatus) -> String {
             row.reason.as_deref().unwrap_or("")
         ),
     };
-    format!("{name:<24} {what}\n    {}", row.path.display())
+    let mut text = format!("{name:<24} {what}\n    {}", row.path.display());
+    for note in row.capabilities.iter().flat_map(|c| &c.notes) {
+        text.push_str(&format!("\n    note: {note}"));
+    }
+    text
 }

@@ -247,11 +247,27 @@ pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
                         .join(",")
                 })
                 .unwrap_or_default();
-            check(
-                S,
-                Level::Ok,
-                format!("{name}: loaded by {whose} (files: {exts}) from {path}"),
-            )
+            let notes: Vec<&str> = row
+                .pointer("/capabilities/notes")
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|n| n.as_str()).collect())
+                .unwrap_or_default();
+            if notes.is_empty() {
+                check(
+                    S,
+                    Level::Ok,
+                    format!("{name}: loaded by {whose} (files: {exts}) from {path}"),
+                )
+            } else {
+                check(
+                    S,
+                    Level::Warn,
+                    format!(
+                        "{name}: loaded by {whose} (files: {exts}) from {path}; {}",
+                        notes.join("; ")
+                    ),
+                )
+            }
         }
         "disabled" => check(
             S,

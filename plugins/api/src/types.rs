@@ -43,6 +43,10 @@ pub struct Capabilities {
     /// one run per project in flight and queues one follow-up.
     #[serde(default)]
     pub project_wide: bool,
+    /// Things the user should know about this plugin's setup (a tool it fell back from, a
+    /// setting it could not honour), shown by `openfiles plugins` and `openfiles doctor`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One check: a batch of files of one workspace.

@@ -42,6 +42,7 @@ impl Plugin for Echo {
             Capabilities {
                 extensions: vec!["txt".into()],
                 project_wide: false,
+                notes: Vec::new(),
                 ..Capabilities::default()
             },
         ))

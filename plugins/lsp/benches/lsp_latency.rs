@@ -8,7 +8,8 @@
 //! servers the plugin does not push-wait on, the raw push figure (didChange →
 //! publishDiagnostics for that version, the shared tool's measure) is printed too. Both
 //! edit the file the same way (append one or two newlines, alternately). Goals (issue 4): ruff p50 ≤ 50 ms,
-//! pyright and typescript-language-server p50 ≤ 500 ms, overhead ≤ 10 ms.
+//! pyright and typescript-language-server p50 ≤ 500 ms, overhead ≤ 10 ms. Issue 19 adds
+//! tsgo (opt-in, enabled here), bash-language-server and gopls.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use openfiles_plugin_api::{CheckRequest, Init, Plugin};
@@ -59,6 +60,33 @@ const CASES: &[Case] = &[
         raw_mode: "tsserver",
     },
     Case {
+        server: "tsgo",
+        file: "m.ts",
+        lang: "typescript",
+        text: "const a: number = \"s\";\n\nfunction f(x: number): string {\n  return x;\n}\n\nconsole.log(a, missing, f(1));\n",
+        extra: &[("tsconfig.json", r#"{"compilerOptions":{"strict":true,"noEmit":true},"include":["*.ts"]}"#)],
+        raw_cmd: &["tsgo", "--lsp", "--stdio"],
+        raw_mode: "pull",
+    },
+    Case {
+        server: "bash-language-server",
+        file: "deploy.sh",
+        lang: "shellscript",
+        text: "#!/usr/bin/env bash\ntarget=$1\nunused=1\ncd $target\nfor f in $(ls *.tar.gz); do tar xzf $f; done\n",
+        extra: &[],
+        raw_cmd: &["bash-language-server", "start"],
+        raw_mode: "push",
+    },
+    Case {
+        server: "gopls",
+        file: "main.go",
+        lang: "go",
+        text: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tvar n int = \"s\"\n\tfmt.Printf(\"%d\\n\", \"x\", n)\n}\n",
+        extra: &[("go.mod", "module example.com/bench\n\ngo 1.19\n")],
+        raw_cmd: &["gopls"],
+        raw_mode: "push",
+    },
+    Case {
         server: "clangd",
         file: "main.c",
         lang: "c",
@@ -100,6 +128,7 @@ fn main() {
         "pyright",
         "basedpyright",
         "typescript-language-server",
+        "tsgo",
         "clangd",
         "rust-analyzer",
         "gopls",
@@ -119,7 +148,7 @@ fn main() {
         std::fs::write(&file, case.text).expect("write");
         let disable: Vec<_> = everything.iter().filter(|s| **s != case.server).collect();
         let init = Init {
-            config: json!({"disable": disable}),
+            config: json!({"disable": disable, "enable": ["tsgo"]}),
             state_dir: ws.join(".state"),
             host_version: "bench".into(),
         };

@@ -3,6 +3,9 @@
 //! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
 //! table, finding a server's executable (workspace `node_modules/.bin`, then `PATH`) and a
 //! file's project root (nearest ancestor with a root marker, never above the workspace).
+//! Some built-in servers are opt-in (`tsgo --lsp`, TypeScript 7's preview server): they are
+//! only used when named in `enable`. rust-analyzer is experimental: no test has started a
+//! real one (see the README).
 //! Nothing here starts a process except the optional `probe` (a quick `--version` run used
 //! for rustup's `rust-analyzer` proxy, which exists even when the component does not).
 
@@ -21,6 +24,8 @@ pub struct Config {
     pub servers: BTreeMap<String, ServerOverride>,
     /// Names of servers not to use.
     pub disable: Vec<String>,
+    /// Names of opt-in built-in servers to use (`tsgo`).
+    pub enable: Vec<String>,
     /// A server unused for this long is shut down (milliseconds).
     pub idle_timeout_ms: u64,
     /// After a push accepted as fresh, wait this long for a further push before answering.
@@ -38,6 +43,7 @@ impl Default for Config {
         Config {
             servers: BTreeMap::new(),
             disable: Vec::new(),
+            enable: Vec::new(),
             idle_timeout_ms: 600_000,
             quiet_ms: 100,
             startup_timeout_ms: 60_000,
@@ -95,6 +101,8 @@ pub struct ServerSpec {
     pub probe: Option<Vec<String>>,
     /// Distributed through npm: may be found in a workspace's `node_modules/.bin` only.
     pub node_package: bool,
+    /// Used only when named in `[plugin.lsp] enable` (a preview server).
+    pub opt_in: bool,
 }
 
 fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str]) -> ServerSpec {
@@ -112,6 +120,7 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         diagnostics: DiagnosticsMode::Auto,
         probe: None,
         node_package: false,
+        opt_in: false,
     }
 }
 
@@ -128,6 +137,16 @@ pub fn builtin() -> Vec<ServerSpec> {
         &["tsconfig.json", "jsconfig.json", "package.json"],
     );
     tsls.diagnostics = DiagnosticsMode::Tsserver;
+    // TypeScript 7's native server (npm @typescript/native-preview): pull diagnostics for
+    // the text sent. Opt-in while it is a preview.
+    let mut tsgo = spec(
+        "tsgo",
+        "tsgo",
+        &["--lsp", "--stdio"],
+        &ts,
+        &["tsconfig.json", "jsconfig.json", "package.json"],
+    );
+    tsgo.opt_in = true;
     let mut ra = spec(
         "rust-analyzer",
         "rust-analyzer",
@@ -160,6 +179,7 @@ pub fn builtin() -> Vec<ServerSpec> {
             &["pyrightconfig.json", "pyproject.toml"],
         ),
         tsls,
+        tsgo,
         spec(
             "clangd",
             "clangd",
@@ -180,7 +200,11 @@ pub fn builtin() -> Vec<ServerSpec> {
     for s in &mut all {
         s.node_package = matches!(
             s.name.as_str(),
-            "pyright" | "basedpyright" | "typescript-language-server" | "bash-language-server"
+            "pyright"
+                | "basedpyright"
+                | "typescript-language-server"
+                | "tsgo"
+                | "bash-language-server"
         );
     }
     all
@@ -244,7 +268,16 @@ impl Config {
                 s.diagnostics = d;
             }
         }
-        out.retain(|s| !self.disable.contains(&s.name));
+        for name in &self.enable {
+            if !out.iter().any(|s| &s.name == name) {
+                return Err(format!(
+                    "[plugin.lsp] enable: no server named {name:?} (built-in or under servers)"
+                ));
+            }
+        }
+        out.retain(|s| {
+            !self.disable.contains(&s.name) && (!s.opt_in || self.enable.contains(&s.name))
+        });
         Ok(out)
     }
 
@@ -379,6 +412,27 @@ mod tests {
         assert!(s.iter().all(|s| s.name != "pyright"));
         let mine = s.iter().find(|s| s.name == "mine").unwrap();
         assert_eq!(mine.extensions, ["foo"]);
+    }
+
+    #[test]
+    fn opt_in_servers_only_when_enabled() {
+        let names = |c: &Config| -> Vec<String> {
+            c.servers().unwrap().into_iter().map(|s| s.name).collect()
+        };
+        let off = parse(&json!({})).unwrap();
+        assert!(!names(&off).contains(&"tsgo".to_owned()));
+        let on = parse(&json!({"enable": ["tsgo"]})).unwrap();
+        let tsgo = on
+            .servers()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == "tsgo")
+            .unwrap();
+        assert_eq!(tsgo.args, ["--lsp", "--stdio"]);
+        assert!(tsgo.node_package);
+        assert!(names(&on).contains(&"typescript-language-server".to_owned()));
+        let typo = parse(&json!({"enable": ["tsgoo"]})).unwrap();
+        assert!(typo.servers().unwrap_err().contains("tsgoo"));
     }
 
     #[test]

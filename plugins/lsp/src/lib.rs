@@ -100,6 +100,7 @@ impl Plugin for LspPlugin {
             file_names: Vec::new(),
             project_markers,
             project_wide: false,
+            notes: Vec::new(),
         };
         let inner = Inner {
             config,

@@ -1,18 +1,21 @@
 //! `tsc`: an openfiles plugin that type-checks TypeScript projects with the TypeScript
-//! compiler itself (`tsc --noEmit --pretty false -p <tsconfig>`).
+//! compiler itself (`tsc --noEmit --pretty false -p <tsconfig>`), or with its native port
+//! `tsgo` (TypeScript 7 preview), which takes the same arguments and prints the same lines.
 //!
-//! Files are grouped by their nearest `tsconfig.json`; one tsc run per project, incremental
-//! with its `.tsbuildinfo` in the plugin state dir (the project tree is never written).
-//! `tsc` comes from the nearest `node_modules/.bin` above the project, else `PATH` (or the
-//! `tsc` setting). Every requested and `also_report` file of the project gets a result:
-//! tsc's items for it, or none. Problems with the project itself (tsconfig errors, global
-//! errors) are put on every file of the project, so they are never silently dropped.
-//! A file with no tsconfig above it is checked alone with tsc's defaults.
-//! Columns are converted from tsc's UTF-16 units to characters.
+//! Files are grouped by their nearest `tsconfig.json`; one compiler run per project,
+//! incremental with its `.tsbuildinfo` in the plugin state dir (the project tree is never
+//! written; tsc and tsgo keep separate ones). Which compiler runs, and the fallback from a
+//! failing `tsgo` to `tsc`, is [`compiler`]'s business. Every requested and `also_report`
+//! file of the project gets a result: the compiler's items for it, or none. Problems with
+//! the project itself (tsconfig errors, global errors) are put on every file of the project,
+//! so they are never silently dropped. A file with no tsconfig above it is checked alone
+//! with the compiler's defaults. Columns are converted from UTF-16 units to characters.
 //!
-//! Config (`[plugin.tsc]`): `tsc = "path/to/tsc"`, `extra_args = [..]`,
-//! `check_js = false` (also claim `.js/.jsx/.mjs/.cjs`, for projects with `checkJs`).
+//! Config (`[plugin.tsc]`): `compiler = "auto" | "tsc" | "tsgo"`, `tsc = "path/to/tsc"`,
+//! `tsgo = "path/to/tsgo"`, `extra_args = [..]`, `check_js = false` (also claim
+//! `.js/.jsx/.mjs/.cjs`, for projects with `checkJs`).
 
+pub mod compiler;
 pub mod parse;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -26,6 +29,8 @@ use openfiles_plugin_api::{
 };
 use serde::Deserialize;
 
+use compiler::{Compiler, CompilerSetting, Failure, Fallbacks, Kind};
+
 const SOURCE: &str = "ts";
 const TS_EXTENSIONS: &[&str] = &["ts", "tsx", "mts", "cts"];
 const JS_EXTENSIONS: &[&str] = &["js", "jsx", "mjs", "cjs"];
@@ -34,7 +39,9 @@ const JS_EXTENSIONS: &[&str] = &["js", "jsx", "mjs", "cjs"];
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
+    pub compiler: CompilerSetting,
     pub tsc: Option<PathBuf>,
+    pub tsgo: Option<PathBuf>,
     pub extra_args: Vec<String>,
     pub check_js: bool,
 }
@@ -44,6 +51,14 @@ pub struct Tsc {
     extensions: Vec<String>,
     state_dir: PathBuf,
     runs: ToolRuns,
+    fallbacks: Fallbacks,
+}
+
+/// What one compiler run printed.
+struct Output {
+    stdout: String,
+    stderr: String,
+    status: std::process::ExitStatus,
 }
 
 impl Plugin for Tsc {
@@ -60,11 +75,17 @@ impl Plugin for Tsc {
         if settings.check_js {
             extensions.extend(JS_EXTENSIONS.iter().map(|s| s.to_string()));
         }
+        let fallbacks = Fallbacks::load(&init.state_dir);
+        let mut notes = fallbacks.notes();
+        if let Some(note) = tsgo_setup_note(&settings, &fallbacks) {
+            notes.push(note);
+        }
         let caps = Capabilities {
             extensions: extensions.clone(),
             file_names: Vec::new(),
             project_markers: vec!["tsconfig.json".into()],
             project_wide: true,
+            notes,
         };
         Ok((
             Tsc {
@@ -72,6 +93,7 @@ impl Plugin for Tsc {
                 extensions,
                 state_dir: init.state_dir,
                 runs: ToolRuns::new(),
+                fallbacks,
             },
             caps,
         ))
@@ -120,22 +142,164 @@ pub fn nearest_tsconfig(file: &Path, workspace: &Path) -> Option<PathBuf> {
     None
 }
 
-/// `node_modules/.bin/tsc` in `start` or above (up to the filesystem root), else `tsc`.
-pub fn find_tsc(start: &Path) -> PathBuf {
-    start
-        .ancestors()
-        .map(|d| d.join("node_modules/.bin/tsc"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("tsc"))
+pub use compiler::find_tsc;
+
+/// With `compiler = "tsgo"`: a note when the `tsgo` used outside projects with their own is
+/// missing or does not start (`tsgo --version`); it is then remembered as failed.
+fn tsgo_setup_note(settings: &Settings, fallbacks: &Fallbacks) -> Option<String> {
+    if settings.compiler != CompilerSetting::Tsgo {
+        return None;
+    }
+    let Some(exe) = compiler::configured_tsgo(settings.tsgo.as_deref()) else {
+        return Some("compiler = \"tsgo\" but no tsgo is configured or on PATH: projects without @typescript/native-preview in their node_modules are checked with tsc".into());
+    };
+    if fallbacks.reason(&exe).is_some() {
+        return None; // already among the notes
+    }
+    let probe = Command::new(&exe)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    let reason = match probe {
+        Ok(out) if out.status.success() => return None,
+        Ok(out) => compiler::crash(&out.status, &String::from_utf8_lossy(&out.stderr), false)
+            .map(|f| f.to_string())
+            .unwrap_or_else(|| format!("`--version` exited with {}", out.status)),
+        Err(e) => Failure::CannotStart(e).to_string(),
+    };
+    fallbacks.record(&exe, &reason);
+    Some(format!(
+        "tsgo {} failed ({reason}): tsc is used instead until it changes",
+        exe.display()
+    ))
 }
 
 impl Tsc {
-    fn build_info(&self, tsconfig: &Path) -> PathBuf {
+    fn build_info(&self, tsconfig: &Path, kind: Kind) -> PathBuf {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         tsconfig.hash(&mut h);
+        // tsc's and tsgo's build info formats differ: never share one file.
+        let suffix = match kind {
+            Kind::Tsc => "",
+            Kind::Tsgo => ".tsgo",
+        };
         self.state_dir
-            .join(format!("{:016x}.tsbuildinfo", h.finish()))
+            .join(format!("{:016x}{suffix}.tsbuildinfo", h.finish()))
+    }
+
+    /// Start `compiler` for one project and collect what it prints.
+    fn run_once(
+        &self,
+        id: u64,
+        compiler: &Compiler,
+        tsconfig: Option<&Path>,
+        wanted: &[PathBuf],
+        cwd: &Path,
+    ) -> std::io::Result<Output> {
+        let mut cmd = Command::new(&compiler.exe);
+        // `--listFiles` names every file of the program, so a requested file that the
+        // tsconfig leaves out is reported as unchecked instead of looking clean.
+        cmd.args(["--noEmit", "--pretty", "false", "--listFiles"]);
+        match tsconfig {
+            Some(cfg) => {
+                cmd.arg("-p")
+                    .arg(cfg)
+                    .arg("--incremental")
+                    .arg("--tsBuildInfoFile")
+                    .arg(self.build_info(cfg, compiler.kind));
+            }
+            None => {
+                cmd.args(wanted);
+            }
+        }
+        cmd.args(&self.settings.extra_args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.runs.spawn(id, &mut cmd)?;
+        let mut stderr = child.stderr.take();
+        let err_thread = std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_string(&mut text);
+            }
+            text
+        });
+        let mut stdout = String::new();
+        if let Some(mut s) = child.stdout.take() {
+            let _ = s.read_to_string(&mut stdout);
+        }
+        let status = child.wait();
+        self.runs.finished(id);
+        let stderr = err_thread.join().unwrap_or_default();
+        Ok(Output {
+            stdout,
+            stderr,
+            status: status?,
+        })
+    }
+
+    /// Run the chosen compiler; a `tsgo` that does not start or crashes is replaced by
+    /// `tsc` (and remembered). Returns the output, the compiler that produced it, and a
+    /// note when a fallback happened in this run.
+    fn run_compiler(
+        &self,
+        id: u64,
+        tsconfig: Option<&Path>,
+        wanted: &[PathBuf],
+        cwd: &Path,
+    ) -> Result<(Output, Compiler, Option<String>), String> {
+        let s = &self.settings;
+        let chosen = compiler::choose(s.compiler, s.tsgo.as_deref(), s.tsc.as_deref(), cwd);
+        let tsc = || Compiler {
+            kind: Kind::Tsc,
+            exe: s.tsc.clone().unwrap_or_else(|| compiler::find_tsc(cwd)),
+        };
+        let cannot_run = |c: &Compiler, e: std::io::Error| {
+            format!(
+                "cannot run {} ({e}); install TypeScript in the project (npm i -D typescript) or on PATH",
+                c.exe.display()
+            )
+        };
+        if chosen.kind == Kind::Tsc || self.fallbacks.reason(&chosen.exe).is_some() {
+            let c = tsc();
+            let out = self
+                .run_once(id, &c, tsconfig, wanted, cwd)
+                .map_err(|e| cannot_run(&c, e))?;
+            return Ok((out, c, None));
+        }
+        let failure = match self.run_once(id, &chosen, tsconfig, wanted, cwd) {
+            Ok(out) => {
+                let parsed = !parse::parse(&out.stdout).is_empty()
+                    || out.stdout.lines().any(|l| Path::new(l).is_absolute());
+                match compiler::crash(&out.status, &out.stderr, parsed) {
+                    None => return Ok((out, chosen, None)),
+                    Some(why) => why,
+                }
+            }
+            Err(e) => Failure::CannotStart(e),
+        };
+        if self.runs.is_cancelled(id) {
+            return Err("cancelled".into());
+        }
+        eprintln!(
+            "openfiles-plugin-tsc: tsgo {} failed ({failure}); falling back to tsc",
+            chosen.exe.display()
+        );
+        self.fallbacks.record(&chosen.exe, &failure.to_string());
+        let c = tsc();
+        let out = self
+            .run_once(id, &c, tsconfig, wanted, cwd)
+            .map_err(|e| cannot_run(&c, e))?;
+        let note = format!(
+            "tsgo {} failed ({failure}): these results are from tsc, which replaces it until it changes (see `openfiles plugins`)",
+            chosen.exe.display()
+        );
+        Ok((out, c, Some(note)))
     }
 
     /// Run tsc for one project; items per absolute file, `None` = project-wide items.
@@ -151,49 +315,12 @@ impl Tsc {
             .or_else(|| wanted.first().and_then(|f| f.parent()))
             .unwrap_or(workspace)
             .to_owned();
-        let tsc = self.settings.tsc.clone().unwrap_or_else(|| find_tsc(&cwd));
-        let mut cmd = Command::new(&tsc);
-        // `--listFiles` names every file of the program, so a requested file that the
-        // tsconfig leaves out is reported as unchecked instead of looking clean.
-        cmd.args(["--noEmit", "--pretty", "false", "--listFiles"]);
-        match tsconfig {
-            Some(cfg) => {
-                cmd.arg("-p")
-                    .arg(cfg)
-                    .arg("--incremental")
-                    .arg("--tsBuildInfoFile")
-                    .arg(self.build_info(cfg));
-            }
-            None => {
-                cmd.args(wanted);
-            }
-        }
-        cmd.args(&self.settings.extra_args)
-            .current_dir(&cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = self.runs.spawn(id, &mut cmd).map_err(|e| {
-            format!(
-                "cannot run {} ({e}); install TypeScript in the project (npm i -D typescript) or on PATH",
-                tsc.display()
-            )
-        })?;
-        let mut stderr = child.stderr.take();
-        let err_thread = std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_string(&mut text);
-            }
-            text
-        });
-        let mut stdout = String::new();
-        if let Some(mut s) = child.stdout.take() {
-            let _ = s.read_to_string(&mut stdout);
-        }
-        let status = child.wait().map_err(|e| e.to_string())?;
-        self.runs.finished(id);
-        let stderr = err_thread.join().unwrap_or_default();
+        let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd)?;
+        let Output {
+            stdout,
+            stderr,
+            status,
+        } = out;
         let diags = parse::parse(&stdout);
         if diags.is_empty() && !status.success() {
             let text = if stderr.trim().is_empty() {
@@ -203,7 +330,8 @@ impl Tsc {
             };
             let tail: Vec<&str> = text.lines().take(12).collect();
             return Err(format!(
-                "tsc failed ({status}) in {}:\n{}",
+                "{} failed ({status}) in {}:\n{}",
+                used.kind.name(),
                 cwd.display(),
                 tail.join("\n")
             ));
@@ -273,8 +401,12 @@ impl Tsc {
                 }
             }
         }
+        let mut shared = found.remove(&None).unwrap_or_default();
+        if let Some(note) = fallback_note {
+            shared.push(Item::note(Severity::Info, SOURCE, note));
+        }
         Ok(Findings {
-            shared: found.remove(&None).unwrap_or_default(),
+            shared,
             per_file: found
                 .into_iter()
                 .filter_map(|(path, items)| Some((path?, items)))

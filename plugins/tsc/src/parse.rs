@@ -181,4 +181,36 @@ mod tests {
         assert_eq!(utf16_to_char_column("abc", 2), 2);
         assert_eq!(utf16_to_char_column("abc", 6), 6);
     }
+
+    /// tsgo (TypeScript 7) prints the same shapes; its outputs are fuzz seeds too.
+    #[test]
+    fn tsgo_output_from_the_fuzz_corpus() {
+        let corpus = |name: &str| {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/tsc_output/");
+            std::fs::read_to_string(format!("{dir}{name}")).unwrap()
+        };
+        let d = parse(&corpus("seed-tsgo-project-listfiles"));
+        assert_eq!(d.len(), 9, "{d:#?}");
+        let elaborated = d.iter().find(|d| d.message.contains('\n')).unwrap();
+        assert_eq!(elaborated.message.lines().count(), 3, "{elaborated:?}");
+        // The --listFiles lines are not diagnostics.
+        assert!(d
+            .iter()
+            .all(|d| !d.file.as_deref().unwrap_or("").contains("lib.es")));
+        let d = parse(&corpus("seed-tsgo-tsconfig-error"));
+        assert_eq!(
+            (d[0].file.as_deref(), d[0].code.as_str()),
+            (Some("tsconfig.json"), "5023")
+        );
+        let d = parse(&corpus("seed-tsgo-missing-project"));
+        assert_eq!((d[0].file.as_deref(), d[0].code.as_str()), (None, "5058"));
+        // A Go panic trace around a diagnostic: only the diagnostic is taken, and the
+        // tab-indented trace lines after the panic are not glued to anything.
+        let d = parse(&corpus("seed-tsgo-go-panic"));
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(
+            d[0].message,
+            "Type 'string' is not assignable to type 'number'."
+        );
+    }
 }
