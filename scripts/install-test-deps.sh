@@ -45,7 +45,7 @@ have tsc || npm_need+=(typescript@5)
 have typescript-language-server || npm_need+=(typescript-language-server)
 # TypeScript 7's native preview: `tsgo`, a node wrapper around a platform binary shipped in an
 # optional dependency (@typescript/native-preview-linux-x64, …) that npm installs with it.
-have tsgo || npm_need+=(@typescript/native-preview)
+have tsgo || npm_need+=(@typescript/native-preview@7.0.0-dev.20260707.2)   # the preview the tests were written against
 have bash-language-server || npm_need+=(bash-language-server)
 if [ ${#npm_need[@]} -gt 0 ]; then
   echo "install-test-deps: npm: ${npm_need[*]}"

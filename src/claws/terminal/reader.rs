@@ -189,7 +189,9 @@ pub enum LogWrite {
     /// Not written: the log is failing and the next retry is not due.
     Skipped,
     /// Written after a failure; `lost` bytes were skipped meanwhile.
-    Resumed { lost: u64 },
+    Resumed {
+        lost: u64,
+    },
 }
 
 impl LogFile {
@@ -299,7 +301,10 @@ mod tests {
             LogWrite::Resumed { lost } => assert_eq!(lost, 6),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(log.write_or_skip(b"i", t0 + LOG_RETRY), LogWrite::Written));
+        assert!(matches!(
+            log.write_or_skip(b"i", t0 + LOG_RETRY),
+            LogWrite::Written
+        ));
         assert_eq!(std::fs::read(&path).unwrap(), b"ghi");
     }
 
