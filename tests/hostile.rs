@@ -121,6 +121,7 @@ fn planted_config_files_neither_hang_nor_flood_the_service() {
     assert!(log.contains("symlink"), "{log}");
     assert!(log.contains("not a regular file"), "{log}");
     let rss = rss_kib(svc.pid());
+    eprintln!("service RSS with planted config files: {rss} KiB");
     assert!(rss < 100 * 1024, "service RSS {rss} KiB");
 }
 
