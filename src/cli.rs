@@ -237,9 +237,10 @@ pub struct HooksArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// The program agents should run.
-    #[arg(long, value_name = "PATH", default_value = "openfiles")]
-    pub bin: String,
+    /// The program agents should run [default: `openfiles` when that is this program on
+    /// PATH, else this program's absolute path]. Refused when it does not resolve.
+    #[arg(long, value_name = "PATH")]
+    pub bin: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -312,7 +313,9 @@ fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
         agents: args.agents,
         scope: install::scope(args.workspace.as_deref(), args.user)?,
         dry_run: args.dry_run,
-        bin: args.bin,
+        bin: install::resolve_bin(args.bin.as_deref(), || {
+            Ok(crate::setup::install::chosen_exe()?.path)
+        })?,
     };
     let mut out = std::io::stdout().lock();
     match action {

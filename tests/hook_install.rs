@@ -273,6 +273,11 @@ fn a_changed_entry_of_ours_is_replaced_not_duplicated() {
         )
         .0
     );
+    // A program path with a space (it must be quoted) that really exists.
+    let spaced = tmp.path().join("of bin");
+    fs::create_dir_all(&spaced).unwrap();
+    std::os::unix::fs::symlink(BIN, spaced.join("openfiles")).unwrap();
+    let bin = spaced.join("openfiles");
     let (ok, out, _) = hooks(
         tmp.path(),
         &[
@@ -282,7 +287,7 @@ fn a_changed_entry_of_ours_is_replaced_not_duplicated() {
             "--workspace",
             w,
             "--bin",
-            "/opt/of bin/openfiles",
+            bin.to_str().unwrap(),
         ],
     );
     assert!(ok);
@@ -292,7 +297,10 @@ fn a_changed_entry_of_ours_is_replaced_not_duplicated() {
     assert_eq!(list.len(), 1);
     assert_eq!(
         list[0]["command"],
-        "'/opt/of bin/openfiles' hook --agent windsurf --no-feedback --tag openfiles-hook"
+        format!(
+            "'{}' hook --agent windsurf --no-feedback --tag openfiles-hook",
+            bin.display()
+        )
     );
 }
 
@@ -339,5 +347,65 @@ fn user_scope_writes_under_home() {
     assert!(
         read_json(&home.join(".codeium/windsurf/hooks.json"))["hooks"]["post_write_code"]
             .is_array()
+    );
+}
+
+/// `hooks install` wrote a bare `openfiles hook …` even when `openfiles` was not on PATH
+/// (the agent then got `sh: openfiles: not found`, exit 127, on every edit). Now it writes
+/// this program's absolute path, and a `--bin` that does not resolve is refused.
+#[test]
+fn the_installed_command_resolves_even_when_openfiles_is_not_on_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let out = openfiles(
+        tmp.path(),
+        &[
+            "hooks",
+            "install",
+            "--agent",
+            "claude",
+            "--workspace",
+            ws.to_str().unwrap(),
+        ],
+    )
+    .env("PATH", "/usr/bin:/bin")
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = fs::read_to_string(ws.join(".claude/settings.local.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let cmd = v["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let program = cmd.split_whitespace().next().unwrap();
+    assert!(program.starts_with('/'), "{cmd}");
+    // The written command really runs: the program answers --version.
+    let v = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{cmd}");
+
+    let out = openfiles(
+        tmp.path(),
+        &[
+            "hooks",
+            "install",
+            "--agent",
+            "claude",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--bin",
+            "no-such-openfiles",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found on PATH"),
+        "{out:?}"
     );
 }

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_openfiles");
 
-/// A command for `openfiles <args>` with a private runtime dir and no service.
+/// A command for `openfiles <args>` with a private runtime dir and no service; the built
+/// binary is first on `PATH`, as after an install (so `hooks install` writes `openfiles`).
 pub fn openfiles(tmp: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
+        .env("PATH", path_with_bin())
         .env("XDG_RUNTIME_DIR", tmp.join("run"))
         .env("OPENFILES_SOCKET", tmp.join("run/nobody.sock"))
         .env("HOME", tmp.join("home"))
@@ -97,4 +99,14 @@ pub fn wait_for_file(path: &Path, pred: impl Fn(&str) -> bool) -> String {
 
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `PATH` with the built binary's folder first.
+pub fn path_with_bin() -> std::ffi::OsString {
+    let dir = Path::new(BIN)
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&rest))).unwrap_or(rest)
 }

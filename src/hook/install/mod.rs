@@ -40,6 +40,51 @@ pub struct Options {
     pub bin: String,
 }
 
+/// The command agents will run. `--bin` is kept as given when it resolves (a path to an
+/// executable file, or a name found on `PATH`) and refused otherwise: an agent running a
+/// command that is not there gets `sh: openfiles: not found` on every edit. By default:
+/// `openfiles` when that name on `PATH` is this very program (portable across machines),
+/// else this program's absolute path (`this_exe`: the stable one for Nix profiles).
+pub fn resolve_bin(
+    explicit: Option<&str>,
+    this_exe: impl FnOnce() -> anyhow::Result<PathBuf>,
+) -> anyhow::Result<String> {
+    if let Some(bin) = explicit {
+        if bin.contains('/') {
+            if !is_executable(Path::new(bin)) {
+                anyhow::bail!("--bin {bin}: not an executable file");
+            }
+        } else if on_path(bin).is_none() {
+            anyhow::bail!(
+                "--bin {bin}: not found on PATH ({}); give an absolute path",
+                std::env::var("PATH").unwrap_or_default()
+            );
+        }
+        return Ok(bin.to_owned());
+    }
+    let exe = this_exe()?;
+    let same = |p: &Path| {
+        p.canonicalize()
+            .ok()
+            .is_some_and(|c| exe.canonicalize().map(|e| e == c).unwrap_or(false))
+    };
+    match on_path("openfiles") {
+        Some(found) if same(&found) => Ok("openfiles".to_owned()),
+        _ => Ok(exe.to_string_lossy().into_owned()),
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `name` as the shell would find it on `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
 /// Resolve `--workspace DIR | --user` (default: the current directory).
 pub fn scope(workspace: Option<&Path>, user: bool) -> anyhow::Result<Scope> {
     if user {
