@@ -124,3 +124,94 @@ fn sighup_applies_the_new_configuration_to_running_workspaces() {
     assert_eq!(main.watches, 0, "watch mode switched off");
     assert_eq!(svc.terminate(), Some(0));
 }
+
+/// Every process below `pid` (children, grandchildren, …).
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        if let Some(ppid) = rest.split(' ').nth(1).and_then(|x| x.parse::<i32>().ok()) {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(q) = todo.pop() {
+        for (c, _) in parent_of.iter().filter(|(_, pp)| *pp == q) {
+            out.push(*c);
+            todo.push(*c);
+        }
+    }
+    out
+}
+
+/// `systemctl --user kill -s HUP openfiles.service`, as the docs once said, signals every
+/// process of the unit: both Claws terminals died (`exited, 129`) and every plugin host
+/// restarted. Reload is `ExecReload` now (the service alone), and a stray HUP to the whole
+/// process tree leaves the terminals and plugin hosts running: the same terminal still
+/// runs commands and the plugin host keeps its pid.
+#[test]
+fn a_hup_to_the_whole_process_tree_reloads_and_kills_no_child() {
+    let mut env = Env::new();
+    let ws = env.workspace("ws");
+    let home = env.workspace("home");
+    env.extra_env.push(("HOME".into(), home.into_os_string()));
+    env.plugin_path = Some(common::plugins::path_list(&[common::plugins::fixture(
+        "instant",
+    )]));
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let sock = ws.join(".claws/claws.sock");
+    let mut ids = Vec::new();
+    for shell in ["/bin/bash", "/usr/bin/zsh", "/usr/bin/fish"] {
+        let v = json_call(
+            &sock,
+            &format!(r#"{{"id":1,"cmd":"create","name":"t","shellPath":"{shell}"}}"#),
+        );
+        assert_eq!(v["ok"], true, "{v}");
+        ids.push(v["id"].as_str().unwrap().to_owned());
+    }
+    // Each shell is ready once an exec answers.
+    for id in &ids {
+        let v = json_call(
+            &sock,
+            &format!(r#"{{"id":2,"cmd":"exec","id":"{id}","command":"true","timeoutMs":60000}}"#),
+        );
+        assert_eq!(v["event"]["exitCode"], 0, "{v}");
+    }
+    let host_pid = || {
+        env.status()
+            .plugins
+            .iter()
+            .find(|p| p["name"] == "instant")
+            .and_then(|p| p["pid"].as_u64())
+    };
+    wait_until("the plugin host runs", || host_pid().is_some());
+    let host = host_pid();
+
+    let tree = descendants(svc.pid());
+    assert!(tree.len() >= 4, "{tree:?}");
+    for p in tree.iter().chain(std::iter::once(&svc.pid())) {
+        signal(*p, libc::SIGHUP);
+    }
+    wait_until("the service reloaded", || {
+        svc.log_text().contains("SIGHUP: configuration reloaded")
+    });
+    for id in &ids {
+        let v = json_call(
+            &sock,
+            &format!(
+                r#"{{"id":3,"cmd":"exec","id":"{id}","command":"echo alive","timeoutMs":60000}}"#
+            ),
+        );
+        assert_eq!(v["event"]["output"], "alive\n", "terminal {id}: {v}");
+    }
+    assert_eq!(host_pid(), host, "the plugin host was restarted");
+}

@@ -15,6 +15,10 @@ end
 set -e CLAWS_SI_NONCE_FILE
 set -e CLAWS_SI_SCRIPT
 set -g __claws_running 0
+# A stray SIGHUP to the service's cgroup must not end the session: fish exits on SIGHUP
+# unless a handler takes it (see bashrc).
+function __claws_on_hup --on-signal HUP
+end
 set -g __claws_tag 0
 set -g __claws_at 0
 

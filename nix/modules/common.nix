@@ -61,6 +61,7 @@ rec {
         Type = "notify";
         NotifyAccess = "main";
         ExecStart = "${lib.getExe package} serve";
+        ExecReload = "/bin/kill -HUP $MAINPID";
         WatchdogSec = 30;
         Restart = "on-failure";
         RestartSec = 2;

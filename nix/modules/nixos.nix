@@ -45,6 +45,7 @@ in
         Type = "notify";
         NotifyAccess = "main";
         ExecStart = "${lib.getExe cfg.package} serve";
+        ExecReload = "/bin/kill -HUP $MAINPID";
         WatchdogSec = 30;
         Restart = "on-failure";
         RestartSec = 2;

@@ -63,6 +63,13 @@ fn take_stdio() -> anyhow::Result<(std::fs::File, std::fs::File)> {
 
 /// Run the host; returns the process exit status.
 pub fn run(library: &Path) -> anyhow::Result<u8> {
+    // A stray SIGHUP to the service's whole cgroup (`systemctl kill -s HUP`) is the
+    // service's reload signal, not a reason for the host (and the servers and tools it
+    // starts, which inherit this) to die. It ends when its stdin closes or it is killed.
+    // SAFETY: setting a signal to be ignored has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
     let (input, output) = take_stdio()?;
     let out = Arc::new(Output(Mutex::new(output)));
     // Checked again here (the file may have been swapped since discovery): loading runs
