@@ -330,4 +330,20 @@ fn socket_activation_under_a_real_systemd_user_manager() {
     assert_eq!(m.property("openfiles.socket", "ActiveState"), "active");
     assert_eq!(m.property("openfiles.service", "ActiveState"), "inactive");
     assert!(sock.exists());
+
+    // Uninstall without --now while the socket is enabled and listening used to remove the
+    // unit files first, then advise a `disable --now` that could no longer work. It stops
+    // and disables first, removes, then reloads the manager.
+    let out = ok(m.openfiles().args(["service", "uninstall"]));
+    assert!(
+        out.contains("running systemctl --user disable --now openfiles.socket"),
+        "{out}"
+    );
+    assert!(
+        out.contains("running systemctl --user daemon-reload"),
+        "{out}"
+    );
+    assert_eq!(m.property("openfiles.socket", "LoadState"), "not-found");
+    assert_ne!(m.property("openfiles.socket", "ActiveState"), "active");
+    assert!(!sock.exists());
 }

@@ -156,6 +156,25 @@ fn run_command(cmd: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the user's systemd manager has the socket or the service enabled or running
+/// (false when there is no user manager to ask).
+fn systemd_unit_in_use() -> bool {
+    let ask = |verb: &str| {
+        Command::new("systemctl")
+            .args(["--user", verb, SOCKET_UNIT, SERVICE_UNIT])
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    ask("is-enabled")
+        .lines()
+        .any(|l| matches!(l.trim(), "enabled" | "enabled-runtime" | "linked"))
+        || ask("is-active")
+            .lines()
+            .any(|l| matches!(l.trim(), "active" | "activating" | "reloading"))
+}
+
 fn carries_marker(path: &Path) -> bool {
     std::fs::read_to_string(path)
         .map(|t| t.contains(MARKER))
@@ -277,8 +296,11 @@ fn uninstall(opts: &Options) -> anyhow::Result<u8> {
     }
     let commands = manager_commands(opts.platform, Action::Uninstall)?;
     // Stop and disable while the unit files still exist: the manager reads them to know
-    // which links to remove.
-    if opts.now && !opts.dry_run {
+    // which links to remove, and `disable` fails once they are gone. A unit that is enabled
+    // or running is always stopped first, `--now` or not: removing its files under it would
+    // leave the socket and service running with no way to stop them by name.
+    let stop_first = opts.now || (opts.platform == Platform::Systemd && systemd_unit_in_use());
+    if stop_first && !opts.dry_run {
         if let Some(first) = commands.first() {
             println!("running {}", shell_line(first));
             if let Err(e) = run_command(first) {
@@ -306,12 +328,28 @@ fn uninstall(opts: &Options) -> anyhow::Result<u8> {
             println!("removed {}", p.display());
         }
     }
-    let rest: Vec<Vec<String>> = if opts.now {
+    // systemd: the stop/disable either ran above or had nothing to stop (the manager does
+    // not have the units enabled or running); what is left is `daemon-reload`.
+    let rest: Vec<Vec<String>> = if stop_first || opts.platform == Platform::Systemd {
         commands.into_iter().skip(1).collect()
     } else {
         commands
     };
-    finish(opts, &rest, "to stop what is running, run")
+    if stop_first && !opts.now && !opts.dry_run {
+        // The stop above already ran; finish the job rather than print half of it.
+        for cmd in &rest {
+            println!("running {}", shell_line(cmd));
+            if let Err(e) = run_command(cmd) {
+                eprintln!("warning: {e:#}");
+            }
+        }
+        return Ok(0);
+    }
+    let advice = match opts.platform {
+        Platform::Systemd => "to make systemd forget the removed units, run",
+        Platform::Launchd => "to stop what is running, run",
+    };
+    finish(opts, &rest, advice)
 }
 
 /// Links in `dir/*.wants/` and `dir/*.requires/` that point at one of `targets`.
