@@ -63,7 +63,7 @@ fn claude_merge_keeps_user_settings_and_order_is_idempotent_and_uninstalls_exact
     assert!(out.contains("claude: install in"), "{out}");
     assert!(
         out.lines()
-            .any(|l| l.starts_with("+++ ") && l.ends_with("settings.local.json (new)")),
+            .any(|l| l.starts_with("+++ ") && l.ends_with("settings.local.json")),
         "{out}"
     );
     assert!(
@@ -408,4 +408,51 @@ fn the_installed_command_resolves_even_when_openfiles_is_not_on_path() {
         String::from_utf8_lossy(&out.stderr).contains("not found on PATH"),
         "{out:?}"
     );
+}
+
+/// Install then uninstall gives back the file byte for byte (compact JSON stays compact, an
+/// indented one keeps its indent), the diff of an existing file is not labelled "(new)",
+/// a folder created for an agent (`.codex/`) goes with its file, and a reader that stops
+/// early (`| head -1`) does not cancel the write.
+#[test]
+fn install_then_uninstall_restores_bytes_and_output_errors_never_cancel_a_write() {
+    let (tmp, ws) = setup();
+    let w = ws.to_str().unwrap();
+    for original in [
+        r#"{"permissions":{"allow":["Bash(ls)"]}}"#.to_owned(),
+        "{\n    \"permissions\": {\n        \"allow\": [\n            \"Bash(ls)\"\n        ]\n    }\n}\n"
+            .to_owned(),
+    ] {
+        let file = ws.join(".claude/settings.local.json");
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, &original).unwrap();
+        let (ok, out, err) = hooks(tmp.path(), &["install", "--agent", "claude", "--workspace", w]);
+        assert!(ok, "{err}");
+        assert!(!out.contains("(new)"), "{out}");
+        assert_ne!(fs::read_to_string(&file).unwrap(), original);
+        let (ok, _, err) = hooks(tmp.path(), &["uninstall", "--agent", "claude", "--workspace", w]);
+        assert!(ok, "{err}");
+        assert_eq!(fs::read_to_string(&file).unwrap(), original);
+    }
+
+    // Output into a pipe closed after one byte: the file is written all the same.
+    let bin = common::hook::BIN;
+    let script =
+        format!("'{bin}' hooks install --agent codex --workspace '{w}' | head -c 1 >/dev/null");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("PATH", common::hook::path_with_bin())
+        .env("HOME", tmp.path().join("home"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let codex = ws.join(".codex");
+    assert!(codex.is_dir() && fs::read_dir(&codex).unwrap().count() > 0);
+    let (ok, _, err) = hooks(
+        tmp.path(),
+        &["uninstall", "--agent", "codex", "--workspace", w],
+    );
+    assert!(ok, "{err}");
+    assert!(!codex.exists(), "an empty .codex/ was left behind");
 }

@@ -132,6 +132,9 @@ fn targets(opts: &Options, require: bool) -> anyhow::Result<Vec<Target>> {
 /// `hooks install` / `hooks uninstall`: print each change as a diff, then write it
 /// (unless `dry_run`). Returns the exit code.
 pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+    // What is printed is a report: a reader that went away (`… | head -1`) must not cancel
+    // the writes.
+    let out = &mut Report(out);
     let targets = targets(opts, action == Action::Install)?;
     for target in &targets {
         let old = match fs::read_to_string(&target.path) {
@@ -164,7 +167,8 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
         match &new {
             Some(text) => write_file(&target.path, text)?,
             None => {
-                fs::remove_file(&target.path).with_context(|| format!("cannot remove {path}"))?
+                fs::remove_file(&target.path).with_context(|| format!("cannot remove {path}"))?;
+                remove_empty_parents(&target.path, &opts.scope);
             }
         }
     }
@@ -172,6 +176,89 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
         writeln!(out, "(dry run: nothing written)")?;
     }
     Ok(0)
+}
+
+/// A writer that never fails: output errors (a closed pipe) are dropped, so printing can
+/// never stop a change half way.
+struct Report<'a>(&'a mut dyn Write);
+
+impl Write for Report<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
+}
+
+/// After deleting a file we wrote, remove the folders above it that are now empty (an
+/// agent's `.codex/` created for it), up to the scope's root.
+fn remove_empty_parents(file: &Path, scope: &Scope) {
+    let root = match scope {
+        Scope::Workspace(d) | Scope::User(d) => d,
+    };
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d == root.as_path() || !d.starts_with(root) || fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// How an existing JSON file is laid out, so a change keeps its look (and uninstall gives
+/// back the very bytes install found): compact or indented (with its indent), and whether
+/// it ends with a newline. A new file is indented by two spaces.
+struct JsonStyle {
+    indent: Option<String>,
+    newline: bool,
+}
+
+impl JsonStyle {
+    fn of(old: Option<&str>) -> JsonStyle {
+        let Some(text) = old.filter(|t| !t.trim().is_empty()) else {
+            return JsonStyle {
+                indent: Some("  ".into()),
+                newline: true,
+            };
+        };
+        let body = text.trim_end();
+        let indent = if body.contains('\n') {
+            let first = body
+                .lines()
+                .skip(1)
+                .map(|l| &l[..l.len() - l.trim_start().len()])
+                .find(|w| !w.is_empty())
+                .unwrap_or("  ");
+            Some(first.to_owned())
+        } else {
+            None
+        };
+        JsonStyle {
+            indent,
+            newline: text.ends_with('\n'),
+        }
+    }
+
+    fn render(&self, doc: &Value) -> anyhow::Result<String> {
+        let mut text = match &self.indent {
+            None => serde_json::to_string(doc)?,
+            Some(indent) => {
+                use serde::Serialize;
+                let mut buf = Vec::new();
+                let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+                let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+                doc.serialize(&mut ser)?;
+                String::from_utf8(buf)?
+            }
+        };
+        if self.newline {
+            text.push('\n');
+        }
+        Ok(text)
+    }
 }
 
 /// The file's new text (`None`: delete it) for `action`, from its current text.
@@ -211,9 +298,7 @@ pub fn planned(
             if action == Action::Uninstall && merge::is_empty(&doc) {
                 return Ok(None);
             }
-            let mut text = serde_json::to_string_pretty(&doc)?;
-            text.push('\n');
-            Ok(Some(text))
+            Ok(Some(JsonStyle::of(old).render(&doc)?))
         }
     }
 }
@@ -231,10 +316,10 @@ fn write_diff(
     } else {
         "/dev/null".into()
     };
-    let after = if new.is_some() {
-        format!("{name} (new)")
-    } else {
-        "/dev/null".into()
+    let after = match (old, new) {
+        (_, None) => "/dev/null".into(),
+        (Some(_), Some(_)) => name.clone(),
+        (None, Some(_)) => format!("{name} (new)"),
     };
     let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""));
     let text = diff
