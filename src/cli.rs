@@ -383,8 +383,46 @@ pub fn run() -> std::process::ExitCode {
     match result {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            eprintln!("openfiles: {err:#}");
+            eprintln!("openfiles: {}", error_line(&err));
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+/// One line for an error and its causes, each said once: a cause whose text the message
+/// above it already includes (a `thiserror` message that quotes its `#[source]`) is not
+/// repeated.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::error_line;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file (os error 2)");
+        let err = anyhow::Error::new(crate::config::ConfigError::Read {
+            path: "/x/config.toml".into(),
+            source: io,
+        });
+        assert_eq!(
+            error_line(&err),
+            "cannot read /x/config.toml: No such file (os error 2)"
+        );
+        let err = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_line(&err), "outer: inner");
     }
 }
