@@ -45,6 +45,10 @@ pub enum Command {
     /// Example: openfiles status --json
     Status(StatusArgs),
 
+    /// Show what the service logged (its `serve.log` without journald, else the journal).
+    ///
+    /// Example: openfiles logs -f
+    Logs(LogsArgs),
     /// Register a workspace folder with the running service (remembered across restarts).
     ///
     /// Example: openfiles add ~/src/app
@@ -131,6 +135,16 @@ pub struct StatusArgs {
     /// Print the raw status as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Keep printing new lines as they are logged.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// How many of the last lines to print first.
+    #[arg(long, short = 'n', default_value_t = 50, value_name = "LINES")]
+    pub lines: usize,
 }
 
 #[derive(Debug, Args)]
@@ -353,6 +367,7 @@ pub fn run() -> std::process::ExitCode {
             socket: cli.socket,
         })),
         Command::Hooks(cmd) => hooks(cmd),
+        Command::Logs(args) => crate::logs::run(args.follow, args.lines),
         Command::Check(args) => crate::check::run(
             cli.socket.as_deref(),
             cli.config.as_deref(),

@@ -14,6 +14,7 @@ pub mod fsutil;
 pub mod fswatch;
 pub mod hook;
 pub mod intake;
+pub mod logs;
 pub mod memory;
 pub mod paths;
 pub mod plugin_host;

@@ -60,3 +60,13 @@ pub fn state_dir() -> PathBuf {
     }
     std::env::temp_dir().join(format!("openfiles-state-{}", nix::unistd::getuid()))
 }
+
+/// The service's own log file when it runs without journald (rotated once, to `.1`).
+pub const SERVICE_LOG: &str = "serve.log";
+
+/// `<file>` → `<file>.1`, the one older generation of a rotated log.
+pub fn rotated(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".1");
+    PathBuf::from(s)
+}

@@ -20,6 +20,7 @@ const RANKS: &[(&str, u8)] = &[
     ("admin", 1),
     ("setup", 1),
     ("hook", 1),
+    ("logs", 1),
     ("mcp", 1),
     ("review", 1),
     ("control", 2),

@@ -215,3 +215,31 @@ fn a_hup_to_the_whole_process_tree_reloads_and_kills_no_child() {
     }
     assert_eq!(host_pid(), host, "the plugin host was restarted");
 }
+
+/// Without journald (this test's service logs to stderr), a config typo applied by a
+/// reload was visible nowhere. The service keeps `serve.log` in its state dir, `openfiles
+/// logs` prints it, and `status` shows the last reload error until a good reload.
+#[test]
+fn without_journald_the_log_file_and_status_show_a_failed_reload() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    std::fs::write(&env.config, "[service]\nheartbeat_secondz = 3\n").unwrap();
+    hup(&svc);
+    wait_until("status shows the reload error", || {
+        env.status()
+            .last_reload_error
+            .is_some_and(|e| e.contains("heartbeat_secondz"))
+    });
+    let out = env.command(&["logs", "-n", "200"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("heartbeat_secondz"), "{text}");
+    let human = env.command(&["status"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&human.stdout).contains("last config reload failed"));
+    std::fs::write(&env.config, "").unwrap();
+    hup(&svc);
+    wait_until("a good reload clears it", || {
+        env.status().last_reload_error.is_none()
+    });
+}

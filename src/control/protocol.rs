@@ -193,6 +193,9 @@ pub struct StatusReply {
     /// Per-plugin state, filled by the plugin host supervisor.
     #[serde(default)]
     pub plugins: Vec<Value>,
+    /// The last config reload's error, until a reload succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reload_error: Option<String>,
 }
 
 /// Why a request line could not be turned into a [`Request`].

@@ -24,6 +24,8 @@ use crate::workspace::{RegistryHandle, Source};
 
 /// What the handlers need from the service.
 pub struct Context {
+    /// The last config reload's error (cleared by a good reload), for `status`.
+    pub reload_error: Arc<std::sync::Mutex<Option<String>>>,
     pub registry: RegistryHandle,
     pub shutdown: CancellationToken,
     pub started: Instant,
@@ -199,6 +201,11 @@ async fn status(ctx: &Context) -> StatusReply {
         terminals: workspaces.iter().map(|w| w.terminals).sum(),
         workspaces,
         plugins: (ctx.plugins)(),
+        last_reload_error: ctx
+            .reload_error
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default(),
     }
 }
 

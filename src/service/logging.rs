@@ -1,6 +1,9 @@
 //! Logging setup: journald when we run under systemd and journald answers, otherwise
-//! human-readable lines on stderr. The level comes from `RUST_LOG` if set, else from the
-//! config's `service.log_level`; a config reload can change the latter ([`set_level`]).
+//! human-readable lines on stderr (colours only on a terminal and without `NO_COLOR`) and in
+//! the state dir's bounded `serve.log` (`super::logfile`, read by `openfiles logs`), so a
+//! machine without journald still keeps what the service said. The level comes from
+//! `RUST_LOG` if set, else from the config's `service.log_level`; a config reload can change
+//! the latter ([`set_level`]).
 
 use std::sync::OnceLock;
 
@@ -12,7 +15,8 @@ use tracing_subscriber::{
 static LEVEL: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
 /// Install the global subscriber. Safe to call once per process; later calls are ignored.
-pub fn init(level: &str) {
+/// `state_dir` is where `serve.log` goes when journald is not used.
+pub fn init(level: &str, state_dir: &std::path::Path) {
     let (filter, from_env) = match EnvFilter::try_from_default_env() {
         Ok(f) => (f, true),
         Err(_) => (
@@ -35,14 +39,31 @@ pub fn init(level: &str) {
             return;
         }
     }
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let file = super::logfile::LogFile::open(state_dir)
+        .map_err(|e| {
+            eprintln!(
+                "openfiles: cannot open the log file in {}: {e}",
+                state_dir.display()
+            )
+        })
+        .ok()
+        .map(|f| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(f)
+                .with_ansi(false)
+                .with_target(false)
+        });
     let _ = tracing_subscriber::registry()
         .with(filter)
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .with_ansi(colour)
                 .with_target(false),
         )
+        .with(file)
         .try_init();
 }
 

@@ -7,6 +7,7 @@
 //! SIGHUP reloads the config.
 
 pub mod activation;
+pub mod logfile;
 pub mod logging;
 pub mod notify;
 
@@ -41,7 +42,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
     if opts.check_config {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
-    logging::init(&config.service.log_level);
+    logging::init(&config.service.log_level, &crate::paths::state_dir());
     crate::memory::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -94,7 +95,9 @@ async fn serve(
     let config = Arc::new(config);
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 
+    let reload_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     let ctx = Arc::new(Context {
+        reload_error: reload_error.clone(),
         registry: registry.clone(),
         shutdown: shutdown.clone(),
         started,
@@ -127,6 +130,7 @@ async fn serve(
         opts.config.clone(),
         config_path,
         config.clone(),
+        &reload_error,
     )
     .await?;
 
@@ -166,7 +170,11 @@ async fn signals(
     explicit: Option<PathBuf>,
     mut config_path: Option<PathBuf>,
     mut running: Arc<Config>,
+    reload_error: &std::sync::Mutex<Option<String>>,
 ) -> anyhow::Result<()> {
+    let set_error = |e: Option<String>| {
+        *reload_error.lock().unwrap_or_else(|p| p.into_inner()) = e;
+    };
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
@@ -177,6 +185,7 @@ async fn signals(
             _ = int.recv() => { tracing::info!("SIGINT"); shutdown.cancel(); }
             _ = hup.recv() => match Config::load(explicit.as_deref()) {
                 Ok((cfg, path)) => {
+                    set_error(None);
                     tracing::info!("SIGHUP: configuration reloaded{}", path.as_ref().map(|p| format!(" from {}", p.display())).unwrap_or_default());
                     config_path = path;
                     logging::set_level(&cfg.service.log_level);
@@ -186,7 +195,10 @@ async fn signals(
                     running = Arc::new(cfg);
                     registry.reload(running.clone()).await;
                 }
-                Err(e) => tracing::error!("SIGHUP: {e}; keeping the running configuration{}", config_path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default()),
+                Err(e) => {
+                    tracing::error!("SIGHUP: {e}; keeping the running configuration{}", config_path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default());
+                    set_error(Some(e.to_string()));
+                }
             },
         }
     }
