@@ -1,8 +1,10 @@
 //! Which workspace a path belongs to, and whether a folder may become one.
 //!
 //! For an edited file that no registered workspace contains, the workspace is the nearest
-//! ancestor holding `.openfiles/`, else the nearest VCS root (`.git`, `.hg`, `.jj`, `.svn`),
-//! else the nearest project root (`Cargo.toml`, `package.json`, `pyproject.toml`, …).
+//! ancestor holding `.openfiles/` or a VCS root (`.git`, `.hg`, `.jj`, `.svn`), else the
+//! nearest project root (`Cargo.toml`, `package.json`, `pyproject.toml`, …). Such a folder
+//! is still refused when it is `/`, a system or temporary folder, or the home folder
+//! ([`workspace_dir`]).
 //! A folder becomes a workspace only if it is a real directory owned by the service's user.
 
 use std::os::unix::fs::MetadataExt;
@@ -127,13 +129,15 @@ pub fn root_for(path: &Path) -> Result<PathBuf, ResolveError> {
         path.parent().unwrap_or(path)
     };
     let ancestors = || start.ancestors().filter(|a| a.parent().is_some());
-    if let Some(dir) = ancestors().find(|a| a.join(spec::DIR).is_dir()) {
+    // The nearest folder with `.openfiles/` or a VCS root: a stray `.openfiles/` in a distant
+    // parent (the temporary folder, home) never swallows a project's own checkout.
+    let own =
+        |a: &Path| a.join(spec::DIR).is_dir() || VCS_MARKERS.iter().any(|m| a.join(m).exists());
+    if let Some(dir) = ancestors().find(|a| own(a)) {
         return Ok(dir.to_owned());
     }
-    for markers in [VCS_MARKERS, PROJECT_MARKERS] {
-        if let Some(dir) = ancestors().find(|a| markers.iter().any(|m| a.join(m).exists())) {
-            return Ok(dir.to_owned());
-        }
+    if let Some(dir) = ancestors().find(|a| PROJECT_MARKERS.iter().any(|m| a.join(m).exists())) {
+        return Ok(dir.to_owned());
     }
     Err(ResolveError::NoWorkspace(path.to_owned()))
 }
@@ -184,6 +188,21 @@ mod tests {
         );
         std::fs::create_dir_all(root.join("other")).unwrap();
         assert_eq!(root_for(&root.join("other/b.rs")).unwrap(), root);
+    }
+
+    /// A stray `.openfiles/` in a parent (the temporary folder) made every project created
+    /// below it resolve to that parent; the project's own VCS root wins now.
+    #[test]
+    fn a_projects_own_vcs_root_wins_over_a_distant_openfiles_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".openfiles")).unwrap();
+        std::fs::create_dir_all(root.join("proj/.git")).unwrap();
+        std::fs::create_dir_all(root.join("proj/src")).unwrap();
+        assert_eq!(
+            root_for(&root.join("proj/src/a.rs")).unwrap(),
+            root.join("proj")
+        );
     }
 
     #[test]
