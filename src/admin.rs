@@ -32,6 +32,9 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         st.activation,
         st.socket.display()
     );
+    if let Some(advice) = st.outdated() {
+        println!("warning: {advice}");
+    }
     if let Some(e) = &st.last_reload_error {
         println!("last config reload failed (the running settings are kept): {e}");
     }

@@ -419,3 +419,49 @@ fn workspaces_are_discovered_under_roots_at_start_and_later() {
     assert!(!list(&env).contains(&root.join("plain")));
     svc.terminate();
 }
+
+/// After an upgrade a running (socket-activated) old service kept answering new clients and
+/// nothing said so. `status` now says the service is older than its binary, and `openfiles
+/// service restart` stops it (no service manager here: over the control socket) so the next
+/// start runs the new binary.
+#[test]
+fn an_upgraded_binary_is_noticed_and_service_restart_stops_the_old_service() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    let copy = env.dir.path().join("bin/openfiles");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(bin(), &copy).unwrap();
+    // The service runs from the copy: the environment of `env.command`, another program.
+    let template = env.command(&[]);
+    let mut cmd = std::process::Command::new(&copy);
+    cmd.args(["serve", "-w", ws.to_str().unwrap()]);
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut svc = env.serve_command(cmd);
+    let out = env.command(&["status"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("older than its binary"),
+        "{out:?}"
+    );
+    // The upgrade: a new file at the same path (a running executable is replaced, not
+    // rewritten).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let fresh = env.dir.path().join("bin/openfiles.new");
+    std::fs::copy(bin(), &fresh).unwrap();
+    std::fs::rename(&fresh, &copy).unwrap();
+    let out = env.command(&["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("older than its binary"), "{text}");
+
+    let out = env.command(&["service", "restart"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let start = std::time::Instant::now();
+    while svc.child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < PATIENCE, "the old service did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -196,6 +196,28 @@ pub struct StatusReply {
     /// The last config reload's error, until a reload succeeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reload_error: Option<String>,
+    /// The binary the service runs, and its modification time (ms) when the service
+    /// started: a client seeing a newer file there knows the service is older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_mtime_ms: Option<u64>,
+}
+
+impl StatusReply {
+    /// When the binary on disk is not the one the service started from (an upgrade
+    /// replaced it), the advice to restart; `None` when they match or cannot be compared.
+    pub fn outdated(&self) -> Option<String> {
+        let (path, started) = (self.binary.as_ref()?, self.binary_mtime_ms?);
+        let now = crate::spec::mtime_ms(path)?;
+        (now != started).then(|| {
+            format!(
+                "the service is older than its binary ({} changed since it started): restart it \
+                 with `openfiles service restart`",
+                path.display()
+            )
+        })
+    }
 }
 
 /// Why a request line could not be turned into a [`Request`].

@@ -24,6 +24,8 @@ use crate::workspace::{RegistryHandle, Source};
 
 /// What the handlers need from the service.
 pub struct Context {
+    /// The binary this service runs and its mtime at start (see `StatusReply::outdated`).
+    pub binary: Option<(PathBuf, u64)>,
     /// The last config reload's error (cleared by a good reload), for `status`.
     pub reload_error: Arc<std::sync::Mutex<Option<String>>>,
     pub registry: RegistryHandle,
@@ -201,6 +203,8 @@ async fn status(ctx: &Context) -> StatusReply {
         terminals: workspaces.iter().map(|w| w.terminals).sum(),
         workspaces,
         plugins: (ctx.plugins)(),
+        binary: ctx.binary.as_ref().map(|b| b.0.clone()),
+        binary_mtime_ms: ctx.binary.as_ref().map(|b| b.1),
         last_reload_error: ctx
             .reload_error
             .lock()

@@ -96,7 +96,12 @@ async fn serve(
     let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
 
     let reload_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| Some((p.clone(), crate::spec::mtime_ms(&p)?)));
     let ctx = Arc::new(Context {
+        binary,
         reload_error: reload_error.clone(),
         registry: registry.clone(),
         shutdown: shutdown.clone(),

@@ -156,6 +156,49 @@ fn run_command(cmd: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `openfiles service restart`: make the service run the binary now on disk (after an
+/// upgrade). Under a service manager that has it, the manager restarts it; otherwise the
+/// running service is asked to stop over the control socket, and socket activation (or
+/// the user) starts the new binary on the next connection.
+pub fn restart(platform: Platform, socket: Option<&Path>) -> anyhow::Result<u8> {
+    let managed = match platform {
+        Platform::Systemd if systemd_unit_in_use() => Some(vec![
+            "systemctl".to_owned(),
+            "--user".into(),
+            "restart".into(),
+            SERVICE_UNIT.into(),
+        ]),
+        Platform::Launchd if launchd_plist_path().is_ok_and(|p| p.exists()) => Some(vec![
+            "launchctl".to_owned(),
+            "kickstart".into(),
+            "-k".into(),
+            format!("{}/{LAUNCHD_LABEL}", gui_domain()),
+        ]),
+        _ => None,
+    };
+    if let Some(cmd) = managed {
+        println!("running {}", shell_line(&cmd));
+        run_command(&cmd)?;
+        return Ok(0);
+    }
+    let path = crate::paths::control_socket(socket);
+    let mut client =
+        crate::control::client::Client::connect(&path, Some(std::time::Duration::from_secs(5)))
+            .with_context(|| {
+                format!(
+                    "no service answers at {}; nothing to restart",
+                    path.display()
+                )
+            })?;
+    let _: serde_json::Value = client.call_as(&crate::control::protocol::Request::Shutdown)?;
+    println!(
+        "stopped the service at {}; the next client starts the new binary (socket \
+         activation), or start it with `openfiles serve`",
+        path.display()
+    );
+    Ok(0)
+}
+
 /// Whether the user's systemd manager has the socket or the service enabled or running
 /// (false when there is no user manager to ask).
 fn systemd_unit_in_use() -> bool {

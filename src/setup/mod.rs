@@ -29,6 +29,10 @@ pub enum ServiceAction {
     Uninstall(ServiceChange),
     /// Show where the units are and whether they are enabled.
     Status(ServiceCommon),
+    /// Restart the service so it runs the binary now on disk (after an upgrade).
+    ///
+    /// Example: openfiles service restart
+    Restart(ServiceCommon),
 }
 
 #[derive(Debug, Args)]
@@ -78,6 +82,10 @@ pub fn run_service(args: ServiceArgs, socket: Option<PathBuf>) -> anyhow::Result
             c.common,
         ),
         ServiceAction::Status(c) => (install::Action::Status, None, c),
+        ServiceAction::Restart(c) => {
+            let platform = c.platform.unwrap_or_else(places::Platform::native);
+            return install::restart(platform, socket.as_deref());
+        }
     };
     let (dry_run, now, force) = change.unwrap_or_default();
     install::run(install::Options {
