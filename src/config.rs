@@ -277,6 +277,23 @@ impl Config {
                 message: "[service] cannot be set per workspace; put it in the user config".into(),
             });
         }
+        // Plugin hosts and their language servers are shared by every workspace and start
+        // once: a per-workspace plugin setting would be accepted and silently not applied.
+        let mut plugin_keys: Vec<String> =
+            own.plugin.keys().map(|k| format!("[plugin.{k}]")).collect();
+        if own.plugins != PluginsConfig::default() {
+            plugin_keys.insert(0, "[plugins]".into());
+        }
+        if !plugin_keys.is_empty() {
+            return Err(ConfigError::Invalid {
+                path,
+                message: format!(
+                    "{} cannot be set per workspace (plugins are shared by all workspaces and \
+                     would ignore it); put it in the user config",
+                    plugin_keys.join(", ")
+                ),
+            });
+        }
         let overrides: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
             path: path.clone(),
             message: e.to_string(),
@@ -404,5 +421,26 @@ mod tests {
         )
         .unwrap();
         assert!(Config::default().for_workspace(dir.path()).is_err());
+    }
+
+    /// `[plugin.lsp] disable = ["pyright"]` in a workspace file was accepted and silently
+    /// ignored (pyright still started); it is an error naming the key now.
+    #[test]
+    fn workspace_file_may_not_set_plugin_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".openfiles")).unwrap();
+        std::fs::write(
+            dir.path().join(".openfiles/config.toml"),
+            "[plugin.lsp]\ndisable = [\"pyright\"]\n",
+        )
+        .unwrap();
+        let err = Config::default()
+            .for_workspace(dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("[plugin.lsp]") && err.contains("user config"),
+            "{err}"
+        );
     }
 }

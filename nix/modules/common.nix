@@ -35,6 +35,19 @@ rec {
     if settings == { } then null else (pkgs.formats.toml { }).generate "openfiles-config.toml" settings;
 
   servicePath = extraPackages: lib.makeBinPath extraPackages;
+  # extraPackages extend the service's PATH, never replace it: the user's own profile (where
+  # their language servers usually are), the system's, and the setuid wrappers stay on it.
+  userPath = lib.concatStringsSep ":" [
+    "%h/.nix-profile/bin"
+    "%h/.local/state/nix/profile/bin"
+    "/etc/profiles/per-user/%u/bin"
+    "/run/wrappers/bin"
+    "/run/current-system/sw/bin"
+    "/nix/var/nix/profiles/default/bin"
+    "/usr/local/bin"
+    "/usr/bin"
+    "/bin"
+  ];
 
   # home-manager's INI-style units.
   hmUnits = { package, configFile, extraPackages, socket ? runtimeSocket }: {
@@ -67,7 +80,7 @@ rec {
         RestartSec = 2;
         TimeoutStopSec = 20;
         Environment =
-          lib.optional (extraPackages != [ ]) "PATH=${servicePath extraPackages}:/run/current-system/sw/bin:/usr/bin:/bin"
+          lib.optional (extraPackages != [ ]) "PATH=${servicePath extraPackages}:${userPath}"
           ++ lib.optional (configFile != null) "OPENFILES_CONFIG=${configFile}";
       };
       Install.Also = [ "openfiles.socket" ];
@@ -86,7 +99,9 @@ rec {
     EnvironmentVariables = {
       OPENFILES_SOCKET = socket;
     } // lib.optionalAttrs (extraPackages != [ ]) {
-      PATH = "${servicePath extraPackages}:/run/current-system/sw/bin:/usr/bin:/bin";
+      # launchd expands no specifiers (no %h): the extra packages, then the system-wide
+      # profiles and system folders.
+      PATH = "${servicePath extraPackages}:/run/current-system/sw/bin:/nix/var/nix/profiles/default/bin:/usr/local/bin:/usr/bin:/bin";
     } // lib.optionalAttrs (configFile != null) {
       OPENFILES_CONFIG = "${configFile}";
     };
