@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Run openfiles in the foreground with the current directory registered as a workspace.
 #
-# Builds the binary and the plugins (release), lays them out as an installed package does
-# (target/dist/bin/openfiles + target/dist/lib/openfiles/plugins/*.so, so the service finds its
+# Builds the binary and the plugins (release; honours CARGO_TARGET_DIR), lays them out as an
+# installed package does (target/dist/bin/openfiles + target/dist/lib/openfiles/plugins/*.so, so the service finds its
 # plugins without configuration), and starts `openfiles serve -w "$PWD"`. Extra arguments go
 # to `openfiles serve` (e.g. --socket PATH). Stop it with Ctrl-C.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-cargo build --release --quiet --manifest-path "$here/Cargo.toml" --workspace --exclude openfiles-test-fixtures
-dist="$here/target/dist"
+target="${CARGO_TARGET_DIR:-$here/target}"
+# Cargo's own progress shows (a cold release build takes minutes).
+echo "serve.sh: building (release) into $target …" >&2
+cargo build --release --manifest-path "$here/Cargo.toml" --workspace --exclude openfiles-test-fixtures
+dist="$target/dist"
 mkdir -p "$dist/bin" "$dist/lib/openfiles/plugins"
-install -m 0755 "$here/target/release/openfiles" "$dist/bin/openfiles"
-for lib in "$here"/target/release/libopenfiles_*.so "$here"/target/release/libopenfiles_*.dylib; do
+install -m 0755 "$target/release/openfiles" "$dist/bin/openfiles"
+for lib in "$target"/release/libopenfiles_*.so "$target"/release/libopenfiles_*.dylib; do
   [ -e "$lib" ] && install -m 0644 "$lib" "$dist/lib/openfiles/plugins/"
 done
 exec "$dist/bin/openfiles" serve --workspace "$PWD" "$@"
