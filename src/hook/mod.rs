@@ -72,7 +72,16 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
     let agent = Agent::from_id(opts.agent.as_deref());
     let event = opts.event.as_deref().or(parsed.event.as_deref());
     if parsed.paths.is_empty() {
-        say(opts, format_args!("no edited paths in the payload"));
+        match &parsed.invalid {
+            Some(why) => say(opts, format_args!("{why}; nothing to report")),
+            None => say(
+                opts,
+                format_args!(
+                    "no edited paths in the payload (tool {:?}: not a file-writing tool, or no path field)",
+                    parsed.tool.as_deref().unwrap_or("unknown")
+                ),
+            ),
+        }
         return None;
     }
     let process_cwd = std::env::current_dir().ok();

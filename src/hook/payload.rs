@@ -57,6 +57,8 @@ pub struct Parsed {
     pub tool: Option<String>,
     /// `hook_event_name`, if any.
     pub event: Option<String>,
+    /// Why the input was not a payload at all (not JSON, not an object), for `--verbose`.
+    pub invalid: Option<String>,
 }
 
 /// Parse raw stdin bytes. Empty input means `{}`; anything that is not a JSON object
@@ -68,7 +70,17 @@ pub fn parse_bytes(input: &[u8]) -> Parsed {
     }
     match serde_json::from_slice::<Value>(trimmed) {
         Ok(Value::Object(map)) => parse(&map),
-        _ => Parsed::default(),
+        Ok(other) => Parsed {
+            invalid: Some(format!(
+                "the payload is JSON but not an object (it starts with {})",
+                other.to_string().chars().take(20).collect::<String>()
+            )),
+            ..Parsed::default()
+        },
+        Err(e) => Parsed {
+            invalid: Some(format!("the payload on stdin is not JSON ({e})")),
+            ..Parsed::default()
+        },
     }
 }
 
@@ -85,6 +97,7 @@ pub fn parse(payload: &Map<String, Value>) -> Parsed {
         cwd,
         tool,
         event,
+        invalid: None,
     };
     if let Some(tool) = &parsed.tool {
         if !looks_like_write(tool) {
@@ -233,6 +246,14 @@ fn resolve(path: &Path, cwd: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_that_is_no_payload_says_why() {
+        assert!(parse_bytes(b"{oops").invalid.unwrap().contains("not JSON"));
+        assert!(parse_bytes(b"[1]").invalid.unwrap().contains("not an object"));
+        assert!(parse_bytes(b"").invalid.is_none());
+        assert!(parse_bytes(br#"{"tool_name":"Edit"}"#).invalid.is_none());
+    }
 
     #[test]
     fn patch_text_with_neither_marker_is_ignored() {
