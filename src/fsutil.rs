@@ -135,6 +135,33 @@ pub fn write_atomic_in(
     written
 }
 
+/// Check that `dir` and the `levels - 1` folders above it are real directories (not
+/// symlinks) owned by us: called before creating, renaming or replacing files in a folder
+/// the service made inside a workspace (`.claws/terminals`, `.claws/events`), so one
+/// swapped for a symlink while the service runs is refused instead of written through.
+pub fn verify_own_dirs(dir: &Path, levels: usize) -> io::Result<()> {
+    let uid = nix::unistd::getuid().as_raw();
+    for d in dir.ancestors().take(levels) {
+        let meta = fs::symlink_metadata(d)?;
+        if meta.file_type().is_symlink() || !meta.is_dir() {
+            return Err(io::Error::other(format!(
+                "{} is a symlink or not a directory; refusing to write through it",
+                d.display()
+            )));
+        }
+        if meta.uid() != uid {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not owned by uid {uid}; refusing to write in it",
+                    d.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The mode for files others read in a workspace (`diagnostics.json`, heartbeats): 0644
 /// when the workspace is ours and no one else can write in it, else 0600 (a shared or
 /// world-writable folder must not expose what the checkers said about our files).

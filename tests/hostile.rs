@@ -492,3 +492,33 @@ fn system_folders_are_refused_as_workspaces() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
 }
+
+/// `.claws/` swapped for a symlink to another folder while the service serves the
+/// workspace: a new terminal's log and the id counter are refused, never written through
+/// the link; the other folder stays as it was.
+#[test]
+fn a_claws_dir_swapped_for_a_symlink_while_serving_is_never_written_through() {
+    let mut env = Env::new();
+    let ws = env.workspace("ws");
+    let home = env.workspace("home");
+    env.extra_env.push(("HOME".into(), home.into_os_string()));
+    let other = env.workspace("other");
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    // The listening socket keeps working after the swap (it is bound already).
+    std::fs::rename(ws.join(".claws"), ws.join(".claws-old")).unwrap();
+    std::os::unix::fs::symlink(&other, ws.join(".claws")).unwrap();
+    let v = common::json_call(
+        &ws.join(".claws-old/claws.sock"),
+        r#"{"id":1,"cmd":"create","name":"t"}"#,
+    );
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains("refusing"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&other).unwrap().count(),
+        0,
+        "written through the link"
+    );
+}

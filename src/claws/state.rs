@@ -71,6 +71,9 @@ impl IdCounter {
             next_terminal_id: id + 1,
         })
         .map_err(io::Error::other)?;
+        if let Some(dir) = self.path.parent() {
+            crate::fsutil::verify_own_dirs(dir, 1)?; // `.claws/`, swapped for a symlink?
+        }
         crate::fsutil::write_atomic(&self.path, &text, 0o600)?;
         *next = id + 1;
         Ok(id)

@@ -147,6 +147,8 @@ impl Terminal {
         } else {
             let dir = shared.claws_dir.join("terminals");
             crate::fsutil::ensure_own_dir(&dir, 0o700)?;
+            // `.claws/` itself may have been swapped for a symlink since the server started.
+            crate::fsutil::verify_own_dirs(&dir, 2)?;
             let path = dir.join(format!("{id}.log"));
             let file = reader::LogFile::create(path.clone(), shared.cfg.terminal_log_bytes)?;
             (Some(path), Some(file))

@@ -250,7 +250,10 @@ mod tests {
     #[test]
     fn input_that_is_no_payload_says_why() {
         assert!(parse_bytes(b"{oops").invalid.unwrap().contains("not JSON"));
-        assert!(parse_bytes(b"[1]").invalid.unwrap().contains("not an object"));
+        assert!(parse_bytes(b"[1]")
+            .invalid
+            .unwrap()
+            .contains("not an object"));
         assert!(parse_bytes(b"").invalid.is_none());
         assert!(parse_bytes(br#"{"tool_name":"Edit"}"#).invalid.is_none());
     }

@@ -138,6 +138,8 @@ impl EventLog {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
+        // `.claws/events`, `.claws`: never a new segment (or a prune) through a symlink.
+        crate::fsutil::verify_own_dirs(&self.dir, 2)?;
         self.segment += 1;
         self.file = open_segment(&self.dir, self.segment)?;
         self.size = 0;

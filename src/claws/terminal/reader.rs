@@ -242,6 +242,9 @@ impl LogFile {
     pub fn write(&mut self, mut data: &[u8]) -> std::io::Result<()> {
         while !data.is_empty() {
             if self.cap > 0 && self.len >= self.cap {
+                if let Some(dir) = self.path.parent() {
+                    crate::fsutil::verify_own_dirs(dir, 2)?; // `.claws/terminals`, `.claws`
+                }
                 std::fs::rename(&self.path, rotated(&self.path))?;
                 self.file = open_fresh(&self.path)?;
                 self.len = 0;
