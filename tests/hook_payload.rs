@@ -226,13 +226,17 @@ fn garbage_null_and_string_stdin_yield_nothing() {
         "42",
         "\u{0}\u{1}",
     ] {
+        // Nothing to report; only the reason (for `--verbose`) may be set.
+        let p = parse_bytes(input.as_bytes());
         assert_eq!(
-            parse_bytes(input.as_bytes()),
+            Parsed { invalid: None, ..p },
             Parsed::default(),
             "{input:?}"
         );
     }
-    assert_eq!(parse_bytes(&[0xff, 0xfe, 0x00]), Parsed::default());
+    let p = parse_bytes(&[0xff, 0xfe, 0x00]);
+    assert!(p.invalid.is_some());
+    assert_eq!(Parsed { invalid: None, ..p }, Parsed::default());
 }
 
 #[test]
