@@ -64,6 +64,11 @@ pub struct ServerCaps {
 pub struct Doc {
     pub version: i32,
     pub text: Arc<str>,
+    /// [`State::seq`] just before this version was sent: a push received after it (or
+    /// carrying this version) is fresh for `text`.
+    pub seq_mark: u64,
+    /// [`State::waited_begun`] just before this version was sent.
+    pub progress_mark: u64,
 }
 
 /// A running, initialized server for one project root.

@@ -166,6 +166,9 @@ fn refresh_others(client: &Client, except: &Path) {
         match read_text(&client.root, path) {
             Ok(text) if *text == *doc.text => {}
             Ok(text) => {
+                let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+                (doc.seq_mark, doc.progress_mark) = (s.seq, s.waited_begun);
+                drop(s);
                 doc.version += 1;
                 doc.text = Arc::from(text);
                 client.transport.notify(
@@ -266,6 +269,17 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
         (s.seq, s.waited_begun)
     };
+    // The server already has exactly this text: it may publish nothing for a change that
+    // changes nothing (clangd does not), and the last fresh result for this text is still
+    // fresh. Nothing is sent; the waits below accept what answered the earlier send.
+    if let Some(d) = docs.get(path).filter(|d| *d.text == *text) {
+        return Ok(Sent {
+            text: d.text.clone(),
+            version: d.version,
+            seq_mark: d.seq_mark,
+            progress_mark: d.progress_mark,
+        });
+    }
     let version = match docs.get(path) {
         None => {
             t.notify(
@@ -295,6 +309,8 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
         crate::client::Doc {
             version,
             text: text.clone(),
+            seq_mark,
+            progress_mark,
         },
     );
     Ok(Sent {
