@@ -146,6 +146,7 @@ impl Env {
                 paths: paths.iter().map(|p| p.to_path_buf()).collect(),
                 since,
                 timeout_ms: Some(timeout_ms),
+                partial: false,
             }))
             .unwrap()
     }
