@@ -69,10 +69,8 @@ fn main() {
         let payload =
             json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": file}}).to_string();
         let start = Instant::now();
-        let out = common::hook::run_hook(
-            &mut env.command(&["hook", "--agent", "claude"]),
-            &payload,
-        );
+        let out =
+            common::hook::run_hook(&mut env.command(&["hook", "--agent", "claude"]), &payload);
         let ms = start.elapsed().as_secs_f64() * 1000.0;
         let text = String::from_utf8_lossy(&out.stdout);
         let found = text.contains(&format!("src/m{i}.ts:8:14 error 2322"));
@@ -100,5 +98,7 @@ fn main() {
     println!("  warm-up (both sources, all files): {warm_ms:.0} ms");
     println!("  hook feedback with the new error:  p50 {p50:.0} ms, p90 {p90:.0} ms, max {max:.0} ms ({edits} edits)");
     println!("  hook calls with no feedback although the error existed: {empty} of {edits}");
-    println!("  of which answered before tsc finished (\"Still checking: tsc\"): {partial} of {edits}");
+    println!(
+        "  of which answered before tsc finished (\"Still checking: tsc\"): {partial} of {edits}"
+    );
 }

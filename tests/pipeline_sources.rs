@@ -92,7 +92,10 @@ fn a_file_refreshed_by_tsc_is_rechecked_by_the_language_server() {
         before.items.iter().any(|i| i.source == "typescript"),
         "the language server reported it: {before:?}"
     );
-    assert_eq!(before.errors, 1, "identical items of both sources once: {before:?}");
+    assert_eq!(
+        before.errors, 1,
+        "identical items of both sources once: {before:?}"
+    );
 
     std::fs::write(
         &p.util,
@@ -257,7 +260,6 @@ fn hook_deadline_prints_finished_sources_not_nothing() {
     assert!(text.contains("Still checking: tsc"), "{text}");
 }
 
-
 /// Issue 14.3: `openfiles check` without a service goes through the same pipeline: one tsc
 /// run for the project (not one per file), and an item both sources report identically once.
 #[test]
@@ -278,7 +280,11 @@ fn check_in_process_merges_sources_and_runs_tsc_once_per_project() {
     let out = env.command(&args).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(out.status.code(), Some(1), "the pre-existing error fails it");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the pre-existing error fails it"
+    );
     let files = v["files"].as_object().unwrap();
     assert_eq!(files.len(), 6, "{v:#}");
     let legacy = files
@@ -286,7 +292,10 @@ fn check_in_process_merges_sources_and_runs_tsc_once_per_project() {
         .find(|(k, _)| k.ends_with("legacy.ts"))
         .map(|(_, e)| e)
         .unwrap();
-    assert_eq!(legacy["errors"], 1, "one item, not one per source: {legacy:#}");
+    assert_eq!(
+        legacy["errors"], 1,
+        "one item, not one per source: {legacy:#}"
+    );
     assert_eq!(legacy["items"][0]["code"], "2322");
     assert_eq!(tsc_runs(env.dir.path()), 1, "one tsc run for the project");
 }
@@ -299,10 +308,18 @@ fn check_with_the_service_expands_directories_and_refuses_unchecked_paths() {
     let ws = env.workspace("web");
     let p = ts_project(&ws, 2);
     std::fs::create_dir_all(ws.join("node_modules/dep")).unwrap();
-    std::fs::write(ws.join("node_modules/dep/index.ts"), "export const x = 1;\n").unwrap();
+    std::fs::write(
+        ws.join("node_modules/dep/index.ts"),
+        "export const x = 1;\n",
+    )
+    .unwrap();
     std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
     std::fs::create_dir_all(ws.join("build")).unwrap();
-    std::fs::write(ws.join("build/out.ts"), "export const y: number = \"no\";\n").unwrap();
+    std::fs::write(
+        ws.join("build/out.ts"),
+        "export const y: number = \"no\";\n",
+    )
+    .unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
 
     let out = env
@@ -325,13 +342,17 @@ fn check_with_the_service_expands_directories_and_refuses_unchecked_paths() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let keys: Vec<&String> = v["files"].as_object().unwrap().keys().collect();
     assert!(
-        keys.iter().all(|k| !k.contains("node_modules") && !k.contains("build/")),
+        keys.iter()
+            .all(|k| !k.contains("node_modules") && !k.contains("build/")),
         "{keys:?}"
     );
 
     // A named ignored file, and a file outside every workspace: exit 2, with the reason.
     let out = env
-        .command(&["check", ws.join("node_modules/dep/index.ts").to_str().unwrap()])
+        .command(&[
+            "check",
+            ws.join("node_modules/dep/index.ts").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

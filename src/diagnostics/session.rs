@@ -99,8 +99,7 @@ impl FileState {
         let gen = self.gen;
         let fresh = self.sources.values().filter(|s| s.answered == gen);
         let items = merge(fresh.flat_map(|s| s.items.iter()));
-        let complete =
-            self.dispatched && self.sources.values().all(|s| s.answered == gen);
+        let complete = self.dispatched && self.sources.values().all(|s| s.answered == gen);
         let path = std::mem::take(&mut self.entry.path);
         let mut entry = FileEntry::checked(path, if complete { now.max(1) } else { 0 }, items);
         entry.sources = self
@@ -405,7 +404,11 @@ mod tests {
         let st = s.get(p).unwrap();
         assert_eq!(st.entry.checked_at, 0);
         assert!(st.partial_ready());
-        assert_eq!(st.entry.items.len(), 1, "the fast source's items show at once");
+        assert_eq!(
+            st.entry.items.len(),
+            1,
+            "the fast source's items show at once"
+        );
         assert_eq!(st.entry.running().collect::<Vec<_>>(), vec!["s1"]);
         assert!(s.answered(p, g, 1, vec![item("x"), item("y")], 6));
         assert_eq!(s.get(p).unwrap().entry.items.len(), 2);

@@ -74,9 +74,9 @@ impl Waiters {
             });
             let partial = !complete
                 && w.partial_at.is_some_and(|at| now >= at)
-                && w.paths.iter().all(|p| {
-                    session.get(p).is_none_or(|s| s.partial_ready())
-                });
+                && w.paths
+                    .iter()
+                    .all(|p| session.get(p).is_none_or(|s| s.partial_ready()));
             if complete || partial || all || now >= w.deadline || w.reply.is_closed() {
                 let _ = w.reply.send(WaitOutcome {
                     complete,

@@ -102,7 +102,12 @@ pub fn report(
             .workspaces
             .iter()
             .all(|w| w.hook.feedback == crate::spec::Feedback::Off);
-        if waited.complete || waited.partial || silent || now + 50 >= end || rounds >= MAX_WAIT_ROUNDS {
+        if waited.complete
+            || waited.partial
+            || silent
+            || now + 50 >= end
+            || rounds >= MAX_WAIT_ROUNDS
+        {
             break;
         }
         timeout_ms = Some(end - now);

@@ -23,7 +23,11 @@ pub fn module_text(i: usize, extra: &str) -> String {
     if i > 0 {
         t.push_str(&format!("import {{ v{} }} from \"./m{}\";\n", i - 1, i - 1));
     }
-    let prev = if i > 0 { format!(" + v{}", i - 1) } else { String::new() };
+    let prev = if i > 0 {
+        format!(" + v{}", i - 1)
+    } else {
+        String::new()
+    };
     t.push_str(&format!(
         "export interface Shape{i} {{ id: number; name: string; tags: string[] }}\n\
          export function make{i}(id: number): Shape{i} {{\n  return {{ id, name: `s${{id}}`, tags: [] }};\n}}\n\

@@ -82,11 +82,18 @@ fn unchanged_text_checked_again_settles_with_the_same_items() {
     // The same bytes written again (the watcher's event, then the hook's report).
     env.write("main.c", BAD);
     let again = env.check(&file, 1_000);
-    assert_eq!(again, first, "unchanged text must settle with the same items");
+    assert_eq!(
+        again, first,
+        "unchanged text must settle with the same items"
+    );
     // An edit and its revert before the next check: the server last saw this very text.
     env.write("main.c", GOOD);
     env.write("main.c", BAD);
-    assert_eq!(env.check(&file, 1_000), first, "a reverted edit settles too");
+    assert_eq!(
+        env.check(&file, 1_000),
+        first,
+        "a reverted edit settles too"
+    );
     // A real change still gets a new result.
     env.write("main.c", GOOD);
     assert_eq!(errors(&env.check(&file, 60_000)), vec![]);

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::super::schedule::Checked;
-use super::super::waiters::WaitOutcome;
-use super::super::writer::Cursor;
-use super::super::{Rejected, WorkspaceEntries};
 use crate::config::Config;
+use crate::diagnostics::schedule::Checked;
+use crate::diagnostics::waiters::WaitOutcome;
+use crate::diagnostics::writer::Cursor;
+use crate::diagnostics::{Rejected, WorkspaceEntries};
 use crate::spec;
 
 /// One line taken from `queue.jsonl`: parsed, or why it was skipped (with an excerpt).

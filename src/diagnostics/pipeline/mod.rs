@@ -21,8 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 
 mod handle;
 
-pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
 use handle::Msg;
+pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
 
 use super::schedule::{Checked, Scheduler};
 use super::session::Session;
@@ -34,7 +34,6 @@ use super::{Rejected, WorkspaceEntries};
 use crate::config::Config;
 use crate::policy::{Policy, Verdict};
 use crate::spec::{self, HookSettings};
-
 
 /// The actor's state.
 pub struct Pipeline {
