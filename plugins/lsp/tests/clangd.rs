@@ -94,6 +94,18 @@ fn unchanged_text_checked_again_settles_with_the_same_items() {
         first,
         "a reverted edit settles too"
     );
+    // Something else changed on the server meanwhile (another file opened): the same text
+    // is sent again asking for a rebuild, which clangd answers.
+    let other = env.write("other.c", "int other(void) { return nope; }\n");
+    assert_eq!(
+        errors(&env.check(&other, 60_000)),
+        e(&[(1, "undeclared_var_use")])
+    );
+    assert_eq!(
+        env.check(&file, 1_000),
+        first,
+        "unchanged after another file"
+    );
     // A real change still gets a new result.
     env.write("main.c", GOOD);
     assert_eq!(errors(&env.check(&file, 60_000)), vec![]);
