@@ -145,6 +145,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                         hook: HookSettings::default(),
                                         files,
                                     }],
+                                    ..Default::default()
                                 },
                             )
                         }

@@ -163,6 +163,7 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
                 paths: vec![file.clone()],
                 since: r.ts,
                 timeout_ms: Some(10_000),
+                partial: false,
             }))
             .unwrap();
         assert!(w.complete);
@@ -216,6 +217,7 @@ fn rss_10k_session(env: &Env, ws: &Path, pid: u32) -> u64 {
             paths: files,
             since: r.ts,
             timeout_ms: Some(120_000),
+            partial: false,
         }))
         .unwrap();
     assert!(w.complete);

@@ -2,25 +2,34 @@
 //!
 //! With a running service the paths go through its pipeline (`check` on the control socket),
 //! so warm language servers answer. Without one, the plugins are started in-process for this
-//! run only. Output is either JSON (the `diagnostics.json` entries) or, for people, each
+//! run only and the paths go through the same pipeline actor (`Pipeline::start_ephemeral`,
+//! nothing persisted): the same scheduling (one project-wide run per project) and merging
+//! (an item two sources report identically once), so both give the same answer.
+//!
+//! A directory means its files (walked with `.gitignore` rules; files the path policy skips
+//! are left out). A path named on the command line that is not checked (outside every
+//! workspace, ignored, missing) is an error naming why: exit status 2. Output is either JSON (the `diagnostics.json` entries) or, for people, each
 //! problem with its source line and a caret under the column (codespan-reporting), in colour
 //! on a terminal, with a spinner while checkers start.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, termcolor};
-use openfiles_plugin_api::{CheckRequest, Item, Severity};
+use openfiles_plugin_api::Severity;
 
 use crate::control::client::Client;
 use crate::control::protocol::{Check, Request, WaitReply};
+use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
+use crate::diagnostics::{Checker, Rejected};
 use crate::plugin_host::PluginManager;
-use crate::policy::{Policy, Verdict};
 use crate::spec::{self, FileEntry};
 
 /// When `check` exits with status 1.
@@ -40,15 +49,21 @@ pub struct Options {
 
 /// Run the command; returns the exit code.
 pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
+    let mut named = BTreeSet::new();
     let mut paths = Vec::new();
     for p in &opts.paths {
-        paths.push(
-            p.canonicalize()
-                .with_context(|| format!("{}: no such file", p.display()))?,
-        );
+        let path = p
+            .canonicalize()
+            .with_context(|| format!("{}: no such file", p.display()))?;
+        if path.is_dir() {
+            paths.extend(files_under(&path));
+        } else {
+            named.insert(path.clone());
+            paths.push(path);
+        }
     }
     let spinner = Spinner::new(!opts.json);
-    let entries = match Client::connect(
+    let (entries, rejected) = match Client::connect(
         &crate::paths::control_socket(socket),
         Some(Duration::from_secs(5)),
     ) {
@@ -65,6 +80,16 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
         }
     };
     spinner.finish();
+    // Files found under a named directory that the policy skips are simply not part of it;
+    // a file named on the command line that is not checked is an error.
+    let refused: Vec<String> = rejected
+        .iter()
+        .filter(|r| named.contains(&r.path) || r.reason != "ignored")
+        .map(|r| format!("{}: {}", display_path(&r.path), r.reason))
+        .collect();
+    if entries.is_empty() && !refused.is_empty() {
+        anyhow::bail!("not checked: {}", refused.join("; "));
+    }
     let (errors, warnings) = entries
         .iter()
         .fold((0, 0), |(e, w), (_, f)| (e + f.errors, w + f.warnings));
@@ -98,6 +123,9 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
             return Err(e);
         }
     }
+    if !refused.is_empty() {
+        anyhow::bail!("not checked: {}", refused.join("; "));
+    }
     let failed = match opts.fail_on {
         FailOn::Error => errors > 0,
         FailOn::Warning => errors + warnings > 0,
@@ -107,21 +135,35 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
 
 type Entries = Vec<(String, FileEntry)>;
 
+/// The files under `dir`, walked with `.gitignore` rules (hidden files and ignored folders
+/// left out), sorted.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = ignore::WalkBuilder::new(dir)
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|e| e.path().canonicalize().ok())
+        .collect();
+    out.sort();
+    out
+}
+
 fn through_service(
     mut client: Client,
     paths: Vec<PathBuf>,
     timeout: Duration,
-) -> anyhow::Result<Entries> {
+) -> anyhow::Result<(Entries, Vec<Rejected>)> {
     client.set_read_timeout(Some(timeout + Duration::from_secs(10)))?;
     let reply: WaitReply = client.call_as(&Request::Check(Check {
         paths,
         timeout_ms: Some(timeout.as_millis() as u64),
     }))?;
-    Ok(reply
+    let entries = reply
         .workspaces
         .into_iter()
         .flat_map(|w| w.files.into_values().map(|e| (display_path(&e.path), e)))
-        .collect())
+        .collect();
+    Ok((entries, reply.rejected))
 }
 
 fn in_process(
@@ -129,8 +171,10 @@ fn in_process(
     paths: Vec<PathBuf>,
     timeout: Duration,
     spinner: &Spinner,
-) -> anyhow::Result<Entries> {
-    let (config, _) = crate::config::Config::load(config)?;
+) -> anyhow::Result<(Entries, Vec<Rejected>)> {
+    let (mut config, _) = crate::config::Config::load(config)?;
+    config.diagnostics.check_timeout_ms = timeout.as_millis() as u64;
+    let config = Arc::new(config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -139,77 +183,40 @@ fn in_process(
         let shutdown = tokio_util::sync::CancellationToken::new();
         let state = crate::paths::state_dir();
         let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
+        let checker: Arc<dyn Checker> = Arc::new(manager.clone());
         spinner.say(&format!("checking {} file(s)…", paths.len()));
-        let mut checks = Vec::new();
-        let mut out: Vec<(PathBuf, Vec<Item>)> = Vec::new();
+        let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         for path in paths {
             let root = crate::workspace::resolve::root_for(&path)
                 .unwrap_or_else(|_| path.parent().unwrap_or(&path).to_owned());
-            let policy = Policy::new(&root, &config.diagnostics)?;
-            let items = match policy.judge(&path) {
-                Verdict::Check(p)
-                    if crate::policy::checkable(&p, config.diagnostics.max_file_bytes).is_err() =>
-                {
-                    let why = crate::policy::checkable(&p, config.diagnostics.max_file_bytes)
-                        .err()
-                        .unwrap_or_default();
-                    vec![crate::diagnostics::session::refused_item(&why)]
-                }
-                Verdict::Check(p) => {
-                    let ids = manager.plugins_for(&p);
-                    if ids.is_empty() {
-                        vec![crate::diagnostics::session::unhandled_item(&p)]
-                    } else {
-                        for id in ids {
-                            let m = manager.clone();
-                            let req = CheckRequest {
-                                id: 0,
-                                workspace: root.clone(),
-                                files: vec![p.clone()],
-                                also_report: Vec::new(),
-                                timeout_ms: timeout.as_millis() as u64,
-                            };
-                            let file = p.clone();
-                            checks.push(tokio::spawn(async move {
-                                let items = match m.check(id, req).await {
-                                    Ok(resp) => {
-                                        resp.files.into_iter().flat_map(|f| f.items).collect()
-                                    }
-                                    Err(e) => vec![e.item()],
-                                };
-                                (file, items)
-                            }));
-                        }
-                        Vec::new()
-                    }
-                }
-                Verdict::Sensitive(_) => vec![crate::diagnostics::session::sensitive_item()],
-                Verdict::Deleted(p)
-                | Verdict::Skip { path: p, .. }
-                | Verdict::Outside { path: p, .. } => {
-                    vec![Item::note(
-                        Severity::Info,
-                        "openfiles",
-                        format!("not checked: {}", p.display()),
-                    )]
-                }
-            };
-            out.push((path, items));
+            by_root.entry(root).or_default().push(path);
         }
-        for c in checks {
-            if let Ok((file, items)) = c.await {
-                if let Some(slot) = out.iter_mut().find(|(p, _)| *p == file) {
-                    slot.1.extend(items);
-                }
-            }
+        let since = spec::now_ms();
+        let mut rejected = Vec::new();
+        let mut pipelines = Vec::new();
+        for (root, paths) in by_root {
+            let handle = Pipeline::start_ephemeral(&root, config.clone(), checker.clone())?;
+            let out = handle.edited(paths, EditOrigin::Control).await;
+            rejected.extend(out.rejected);
+            pipelines.push((handle, out.accepted));
+        }
+        // Each check is bounded by `timeout` in its plugin host; this only guards a host bug.
+        let deadline = Instant::now() + timeout + Duration::from_secs(10);
+        let waits = pipelines
+            .iter()
+            .map(|(h, paths)| h.wait(paths.clone(), since, Some(deadline), false));
+        let outcomes = futures_util::future::join_all(waits).await;
+        for (h, _) in &pipelines {
+            h.stop().await;
         }
         shutdown.cancel();
         manager.wait_stopped().await;
-        let now = spec::now_ms();
-        Ok(out
+        let entries = outcomes
             .into_iter()
-            .map(|(p, items)| (display_path(&p), FileEntry::checked(p, now, items)))
-            .collect())
+            .flat_map(|o| o.entries.files.into_values())
+            .map(|e| (display_path(&e.path), e))
+            .collect();
+        Ok((entries, rejected))
     })
 }
 

@@ -75,6 +75,9 @@ fn heartbeat_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     Ok(v)
 }
 
+/// Default of `[hooks] partial_after_ms`.
+pub const DEFAULT_PARTIAL_AFTER_MS: u64 = 100;
+
 /// What agents get back, written to `diagnostics.json`'s `hook` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -82,6 +85,10 @@ pub struct HooksConfig {
     pub feedback: Feedback,
     #[serde(deserialize_with = "timeout_range")]
     pub timeout_ms: u64,
+    /// When the fast sources (language servers) have answered for every edited file and only
+    /// project-wide ones (`tsc`, `cargo check`) still run, the hook gets what was found this
+    /// long after the edit instead of waiting for them (naming them as still running).
+    pub partial_after_ms: u64,
 }
 
 impl Default for HooksConfig {
@@ -89,6 +96,7 @@ impl Default for HooksConfig {
         HooksConfig {
             feedback: Feedback::ErrorsAndWarnings,
             timeout_ms: crate::spec::DEFAULT_HOOK_TIMEOUT_MS,
+            partial_after_ms: DEFAULT_PARTIAL_AFTER_MS,
         }
     }
 }

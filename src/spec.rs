@@ -80,6 +80,40 @@ pub struct FileEntry {
     pub errors: u32,
     pub warnings: u32,
     pub items: Vec<Item>,
+    /// Per diagnostic source (by plugin name): whether it has answered for the file's current
+    /// content. An extra field (absent in the seed's files): `checkedAt` is non-zero only
+    /// when every source has answered, and `items` hold only the answers for the current
+    /// content, so a reader can show what the finished sources found while the others run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, SourceStatus>,
+}
+
+/// One source's state for a file's current content.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceStatus {
+    /// Epoch ms when the source answered for the file's current content; 0 = still running.
+    pub answered_at: u64,
+}
+
+impl FileEntry {
+    /// The sources that have not answered for the current content yet, by name.
+    pub fn running(&self) -> impl Iterator<Item = &str> {
+        self.sources
+            .iter()
+            .filter(|(_, s)| s.answered_at == 0)
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// True when the entry holds results for content edited at or before `since`: every
+    /// source answered (`checkedAt ≥ since`), or at least one source answered at or after it.
+    pub fn answered_since(&self, since: u64) -> bool {
+        (self.checked_at != 0 && self.checked_at >= since)
+            || self
+                .sources
+                .values()
+                .any(|s| s.answered_at != 0 && s.answered_at >= since)
+    }
 }
 
 impl FileEntry {
@@ -91,6 +125,7 @@ impl FileEntry {
             errors: 0,
             warnings: 0,
             items: Vec::new(),
+            sources: BTreeMap::new(),
         }
     }
 
@@ -103,6 +138,7 @@ impl FileEntry {
             path,
             checked_at,
             items,
+            sources: BTreeMap::new(),
         }
     }
 }

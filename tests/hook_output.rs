@@ -29,6 +29,7 @@ fn view(display: &str, items: Vec<Item>) -> FileView {
         warnings: count(Severity::Warning),
         items,
         with_warnings: true,
+        running: Vec::new(),
     }
 }
 

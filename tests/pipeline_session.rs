@@ -278,6 +278,7 @@ fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
             paths: vec![slow.clone()],
             since: long_ago,
             timeout_ms: None,
+            partial: false,
         }))
         .unwrap();
     assert!(!w.complete);

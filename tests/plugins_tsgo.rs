@@ -35,7 +35,14 @@ fn check_json(env: &common::Env, files: &[PathBuf]) -> Value {
     let mut v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     let files = v["files"].as_object_mut().unwrap();
     for entry in files.values_mut() {
-        entry.as_object_mut().unwrap().remove("checkedAt");
+        let entry = entry.as_object_mut().unwrap();
+        entry.remove("checkedAt");
+        // Per source, whether it answered (not when).
+        if let Some(sources) = entry.get_mut("sources").and_then(Value::as_object_mut) {
+            for s in sources.values_mut() {
+                s["answeredAt"] = Value::Bool(s["answeredAt"].as_u64().unwrap_or(0) != 0);
+            }
+        }
     }
     v["files"].take()
 }

@@ -225,6 +225,7 @@ fn a_plugin_host_killed_mid_check_through_the_service() {
                         paths: vec![slow, main],
                         since: r.ts,
                         timeout_ms: Some(240_000),
+                        partial: false,
                     },
                 ))
                 .unwrap()

@@ -115,6 +115,10 @@ pub struct Wait {
     /// `hook.timeoutMs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// Answer early (`partial` in the reply) once the grace `hooks.partial_after_ms` after
+    /// `since` has passed and only project-wide sources still run. The hook asks for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -160,7 +164,14 @@ pub struct WorkspacePaths {
 pub struct WaitReply {
     /// True when every path was checked at or after `since`; false at the deadline.
     pub complete: bool,
+    /// True when answered early without being complete: the fast sources answered, the
+    /// entries' `sources` name those still running.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
     pub workspaces: Vec<WorkspaceEntries>,
+    /// For `check`: the paths that will not be checked, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
 }
 
 /// Reply to `sessionClear`.

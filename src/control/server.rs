@@ -283,11 +283,14 @@ async fn wait(ctx: &Context, w: Wait) -> WaitReply {
         .map(|t| Instant::now() + Duration::from_millis(t.min(600_000)));
     let waits = groups
         .into_iter()
-        .map(|(h, paths)| async move { h.wait(paths, w.since, deadline).await });
+        .map(|(h, paths)| async move { h.wait(paths, w.since, deadline, w.partial).await });
     let results = futures_util::future::join_all(waits).await;
+    let complete = results.iter().all(|r| r.complete);
     WaitReply {
-        complete: results.iter().all(|(c, _)| *c),
-        workspaces: results.into_iter().map(|(_, e)| e).collect(),
+        complete,
+        partial: !complete && results.iter().all(|r| r.complete || r.partial),
+        workspaces: results.into_iter().map(|r| r.entries).collect(),
+        rejected: Vec::new(),
     }
 }
 
@@ -302,13 +305,16 @@ async fn check(ctx: &Context, c: Check) -> WaitReply {
     .await;
     let paths = reply.workspaces.into_iter().flat_map(|w| w.paths).collect();
     let timeout_ms = c.timeout_ms.or(Some(120_000));
-    wait(
+    let mut answer = wait(
         ctx,
         Wait {
             paths,
             since: reply.ts,
             timeout_ms,
+            partial: false,
         },
     )
-    .await
+    .await;
+    answer.rejected = reply.rejected;
+    answer
 }

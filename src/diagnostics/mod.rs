@@ -3,8 +3,9 @@
 //!
 //! Data flow: intakes (control socket `edited`, `queue.jsonl`, the file watcher) hand paths to
 //! the workspace's [`pipeline`] actor after the path policy (`policy`). The actor keeps
-//! the [`session`] (every file changed this session, with its entry), dispatches batches to the
-//! diagnostic sources through a [`Checker`], merges their answers, wakes `wait`ers, and hands
+//! the [`session`] (every file changed this session, with its entry and, per source, the
+//! generation it answered for), dispatches batches to the diagnostic sources through a
+//! [`Checker`] ([`schedule`]), merges their answers, wakes [`waiters`], and hands
 //! snapshots to the [`writer`], which rewrites `diagnostics.json` atomically and persists the
 //! session (with the queue cursor) in the state dir.
 //!
@@ -12,7 +13,9 @@
 //! generation never marks the file checked.
 
 pub mod pipeline;
+pub mod schedule;
 pub mod session;
+pub mod waiters;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -1,31 +1,55 @@
 //! The session of one workspace: every file changed since the session began, with what each
-//! diagnostic source last said about it and whether the current content has been checked.
+//! diagnostic source last said about it and for which content.
 //!
-//! Generations: each edit of a file bumps its `gen`. A check is dispatched for a generation;
-//! its result counts only if the file is still at that generation. A file is settled when
-//! every source that handles it has answered for its current generation; only then does its
-//! entry get `checkedAt`.
+//! Generations: each edit of a file bumps its `gen`. Per file and per source the session
+//! records the generation the source last answered for ([`SourceState::answered`]); a result
+//! counts only if the file is still at the generation it was computed for. The entry's
+//! `items` are always the merge of the answers for the current generation (never an older
+//! answer beside a fresh one); `checkedAt` is set only when every source that handles the
+//! file has answered for it (DESIGN §9, per-source settling). Partial feedback is a reading
+//! of this state ([`FileState::partial_ready`], the entry's `sources`), not a second pipeline.
+//!
+//! A project-wide source may report on a file it was not asked about (another file's edit
+//! changed it). When that changes what the source says, the file's generation moves on too:
+//! the reporting source is fresh for it, the others are asked again ([`Session::refreshed`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{Item, Severity};
 
-use super::SourceId;
-use crate::spec::FileEntry;
+use super::{SourceId, SourceInfo};
+use crate::spec::{FileEntry, SourceStatus};
+
+/// The pseudo-source of explanatory items (sensitive or unhandled files).
+const NOTE_SOURCE: SourceId = usize::MAX;
+
+/// What one source said about one file, and for which generation. Carries everything a
+/// later classification (baseline: new / pre-existing / affected) needs per source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceState {
+    /// The plugin's name (the key in the entry's `sources`).
+    pub name: String,
+    /// A project-wide source (one run checks a project; usually the slow one).
+    pub project_wide: bool,
+    /// The generation this source last answered for; 0 = never.
+    pub answered: u64,
+    /// Epoch ms of that answer.
+    pub at: u64,
+    /// Its items for that generation.
+    pub items: Vec<Item>,
+}
 
 /// One session file.
 #[derive(Debug, Clone)]
 pub struct FileState {
     pub entry: FileEntry,
-    /// Bumped on every edit.
+    /// Bumped on every edit (and when a source saw the file change through another file).
     pub gen: u64,
-    /// The generation a check has been dispatched for, if any.
-    pub dispatched: Option<u64>,
-    /// Sources that still owe a result for `dispatched`.
-    pub waiting_on: BTreeSet<SourceId>,
-    /// The latest items of each source.
-    pub by_source: BTreeMap<SourceId, Vec<Item>>,
+    /// Whether checks were dispatched for `gen` (then `sources` is the set that handles it).
+    pub dispatched: bool,
+    /// Every source that handles the file, with its last answer.
+    pub sources: BTreeMap<SourceId, SourceState>,
     /// When the last edit was reported (epoch ms), to recognise the watcher's echo of it.
     pub edited_at: u64,
 }
@@ -35,16 +59,59 @@ impl FileState {
         FileState {
             entry: FileEntry::pending(path),
             gen: 0,
-            dispatched: None,
-            waiting_on: BTreeSet::new(),
-            by_source: BTreeMap::new(),
+            dispatched: false,
+            sources: BTreeMap::new(),
             edited_at: 0,
         }
     }
 
-    /// True when the file's current content has been checked.
+    /// True when the file's current content has been checked by every source.
     pub fn settled(&self) -> bool {
-        self.entry.checked_at != 0 && self.dispatched.is_none()
+        self.entry.checked_at != 0
+    }
+
+    /// Whether `source` has answered for the current generation.
+    pub fn fresh(&self, source: SourceId) -> bool {
+        self.sources
+            .get(&source)
+            .is_some_and(|s| s.answered == self.gen)
+    }
+
+    /// Whether `source` still owes an answer for the dispatched generation.
+    pub fn owes(&self, source: SourceId) -> bool {
+        self.dispatched && self.sources.contains_key(&source) && !self.fresh(source)
+    }
+
+    /// Settled, or every source that is not project-wide has answered for the current
+    /// content (and at least one source has): what the fast sources found is known.
+    pub fn partial_ready(&self) -> bool {
+        self.settled()
+            || (self.dispatched
+                && self.sources.values().any(|s| s.answered == self.gen)
+                && self
+                    .sources
+                    .values()
+                    .all(|s| s.project_wide || s.answered == self.gen))
+    }
+
+    /// Rebuild the entry from the answers for the current generation.
+    fn rebuild(&mut self, now: u64) {
+        let gen = self.gen;
+        let fresh = self.sources.values().filter(|s| s.answered == gen);
+        let items = merge(fresh.flat_map(|s| s.items.iter()));
+        let complete = self.dispatched && self.sources.values().all(|s| s.answered == gen);
+        let path = std::mem::take(&mut self.entry.path);
+        let mut entry = FileEntry::checked(path, if complete { now.max(1) } else { 0 }, items);
+        entry.sources = self
+            .sources
+            .iter()
+            .filter(|(id, _)| **id != NOTE_SOURCE)
+            .map(|(_, s)| {
+                let answered_at = if s.answered == gen { s.at.max(1) } else { 0 };
+                (s.name.clone(), SourceStatus { answered_at })
+            })
+            .collect();
+        self.entry = entry;
     }
 }
 
@@ -66,6 +133,9 @@ impl Session {
                 unchecked.push(path.clone());
             }
             let mut st = FileState::new(path.clone());
+            // A checked entry stands as it was written; its sources are learnt again at
+            // the next check (source ids do not outlive the service).
+            st.dispatched = entry.checked_at != 0;
             st.entry = entry;
             s.files.insert(path, st);
         }
@@ -84,16 +154,12 @@ impl Session {
         self.files.get(path)
     }
 
-    pub fn get_mut(&mut self, path: &Path) -> Option<&mut FileState> {
-        self.files.get_mut(path)
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = (&PathBuf, &FileState)> {
         self.files.iter()
     }
 
     /// Record an edit: the file joins the session (if new), its generation moves on and its
-    /// entry goes back to "not checked yet" (old items kept until new ones arrive).
+    /// entry goes back to "not checked yet" with no items (none is for the new content).
     pub fn edited(&mut self, path: &Path, now: u64) -> u64 {
         let st = self
             .files
@@ -101,9 +167,8 @@ impl Session {
             .or_insert_with(|| FileState::new(path.to_owned()));
         st.edited_at = now;
         st.gen += 1;
-        st.entry.checked_at = 0;
-        st.dispatched = None;
-        st.waiting_on.clear();
+        st.dispatched = false;
+        st.rebuild(now);
         st.gen
     }
 
@@ -117,17 +182,41 @@ impl Session {
         self.files.clear();
     }
 
-    /// Mark that a check for the current generation was sent to `sources`.
-    pub fn dispatched(&mut self, path: &Path, sources: BTreeSet<SourceId>) -> Option<u64> {
-        let st = self.files.get_mut(path)?;
-        st.dispatched = Some(st.gen);
-        st.by_source.retain(|k, _| sources.contains(k));
-        st.waiting_on = sources;
-        Some(st.gen)
+    /// Checks for the current generation go to `sources` (every source that handles the
+    /// file). Returns the sources to ask: those that have not answered for this generation
+    /// (all of them after an edit; the others after a [`Session::refreshed`]). When none is
+    /// left to ask, the file settles now.
+    pub fn dispatched(&mut self, path: &Path, sources: &[SourceInfo], now: u64) -> Vec<SourceId> {
+        let Some(st) = self.files.get_mut(path) else {
+            return Vec::new();
+        };
+        st.dispatched = true;
+        let handling: BTreeSet<SourceId> = sources.iter().map(|s| s.id).collect();
+        st.sources.retain(|id, _| handling.contains(id));
+        for s in sources {
+            let state = st.sources.entry(s.id).or_insert_with(|| SourceState {
+                name: s.name.clone(),
+                project_wide: s.project_wide,
+                answered: 0,
+                at: 0,
+                items: Vec::new(),
+            });
+            state.name.clone_from(&s.name);
+            state.project_wide = s.project_wide;
+        }
+        let gen = st.gen;
+        let ask: Vec<SourceId> = st
+            .sources
+            .iter()
+            .filter(|(_, s)| s.answered != gen)
+            .map(|(id, _)| *id)
+            .collect();
+        st.rebuild(now);
+        ask
     }
 
     /// A source answered for `path` at generation `gen`. Returns true if the file's entry
-    /// changed (it settled, or its items were refreshed).
+    /// changed (the answer is for the current content).
     pub fn answered(
         &mut self,
         path: &Path,
@@ -139,50 +228,86 @@ impl Session {
         let Some(st) = self.files.get_mut(path) else {
             return false;
         };
-        if st.gen != gen || st.dispatched != Some(gen) {
+        if st.gen != gen || !st.dispatched {
             return false; // stale: a newer edit is on its way
         }
-        st.by_source.insert(source, items);
-        st.waiting_on.remove(&source);
-        if st.waiting_on.is_empty() {
-            st.dispatched = None;
-            settle(st, now);
-            return true;
-        }
-        false
+        let Some(state) = st.sources.get_mut(&source) else {
+            return false; // the source no longer handles the file
+        };
+        state.answered = gen;
+        state.at = now;
+        state.items = items;
+        st.rebuild(now);
+        true
     }
 
-    /// A project-wide source reported on a file it was not asked about. The result counts
-    /// only for a settled file (nothing newer in flight).
-    pub fn refreshed(&mut self, path: &Path, source: SourceId, items: Vec<Item>, now: u64) -> bool {
+    /// A project-wide source reported on a file it was not asked about. When that changes
+    /// what it says about a file whose current content it has already answered for (or that
+    /// is settled), the file moves to a new generation: the source is fresh for it with these
+    /// items, every other source must answer again. Returns true when the file needs that
+    /// re-check. While the source still owes an answer for the file, its own answer decides.
+    pub fn refreshed(
+        &mut self,
+        path: &Path,
+        source: SourceId,
+        name: &str,
+        items: Vec<Item>,
+        now: u64,
+    ) -> bool {
         let Some(st) = self.files.get_mut(path) else {
             return false;
         };
-        if !st.settled() || st.by_source.get(&source) == Some(&items) {
+        if !st.dispatched || st.owes(source) {
             return false;
         }
-        st.by_source.insert(source, items);
-        settle(st, now);
+        if st.fresh(source) && st.sources.get(&source).is_some_and(|s| s.items == items) {
+            return false;
+        }
+        if !st.settled() && !st.fresh(source) {
+            return false;
+        }
+        st.gen += 1;
+        st.dispatched = false;
+        let state = st.sources.entry(source).or_insert_with(|| SourceState {
+            name: name.to_owned(),
+            project_wide: true,
+            answered: 0,
+            at: 0,
+            items: Vec::new(),
+        });
+        state.answered = st.gen;
+        state.at = now;
+        state.items = items;
+        st.rebuild(now);
         true
     }
 
     /// Settle a file with exactly these items (no source handles it, or it is sensitive).
     pub fn settle_with(&mut self, path: &Path, items: Vec<Item>, now: u64) {
         if let Some(st) = self.files.get_mut(path) {
-            st.dispatched = None;
-            st.waiting_on.clear();
-            st.by_source.clear();
-            st.by_source.insert(usize::MAX, items);
-            settle(st, now);
+            st.dispatched = true;
+            st.sources.clear();
+            st.sources.insert(
+                NOTE_SOURCE,
+                SourceState {
+                    name: "openfiles".into(),
+                    project_wide: false,
+                    answered: st.gen,
+                    at: now,
+                    items,
+                },
+            );
+            st.rebuild(now);
         }
     }
 }
 
-/// Merge the sources' items into the entry (identical items once), counts, `checkedAt`.
-fn settle(st: &mut FileState, now: u64) {
+/// Merge the sources' items (identical items once: same line, column, severity, code and
+/// message, whichever source said it), sorted by position.
+pub fn merge<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<Item> {
     let mut seen = BTreeSet::new();
-    let mut items: Vec<Item> = Vec::new();
-    for it in st.by_source.values().flatten() {
+    let mut out: Vec<Item> = Vec::new();
+    for it in items {
         let key = (
             it.line,
             it.column,
@@ -191,12 +316,11 @@ fn settle(st: &mut FileState, now: u64) {
             it.message.clone(),
         );
         if seen.insert(key) {
-            items.push(it.clone());
+            out.push(it.clone());
         }
     }
-    items.sort_by_key(|a| (a.line, a.column, a.severity));
-    let path = std::mem::take(&mut st.entry.path);
-    st.entry = FileEntry::checked(path, now.max(1), items);
+    out.sort_by_key(|a| (a.line, a.column, a.severity));
+    out
 }
 
 /// The explanatory item for a file no checker may read.
@@ -245,16 +369,25 @@ mod tests {
         }
     }
 
+    fn src(id: SourceId, project_wide: bool) -> SourceInfo {
+        SourceInfo {
+            id,
+            name: format!("s{id}"),
+            project_wide,
+            project_markers: Vec::new(),
+        }
+    }
+
     #[test]
     fn stale_result_never_settles_a_newer_edit() {
         let mut s = Session::default();
         let p = Path::new("/w/a.rs");
-        s.edited(p, 1);
-        let g1 = s.dispatched(p, [0].into()).unwrap();
+        let g1 = s.edited(p, 1);
+        assert_eq!(s.dispatched(p, &[src(0, false)], 1), vec![0]);
         let g2 = s.edited(p, 1);
         assert!(!s.answered(p, g1, 0, vec![item("old")], 10));
         assert_eq!(s.get(p).unwrap().entry.checked_at, 0);
-        s.dispatched(p, [0].into());
+        s.dispatched(p, &[src(0, false)], 1);
         assert!(s.answered(p, g2, 0, vec![item("new")], 20));
         let e = &s.get(p).unwrap().entry;
         assert_eq!((e.checked_at, e.errors), (20, 1));
@@ -265,11 +398,57 @@ mod tests {
     fn settles_only_when_every_source_answered_and_dedups() {
         let mut s = Session::default();
         let p = Path::new("/w/a.py");
-        s.edited(p, 1);
-        let g = s.dispatched(p, [0, 1].into()).unwrap();
-        assert!(!s.answered(p, g, 0, vec![item("x")], 5));
-        assert_eq!(s.get(p).unwrap().entry.checked_at, 0);
+        let g = s.edited(p, 1);
+        s.dispatched(p, &[src(0, false), src(1, true)], 1);
+        assert!(s.answered(p, g, 0, vec![item("x")], 5));
+        let st = s.get(p).unwrap();
+        assert_eq!(st.entry.checked_at, 0);
+        assert!(st.partial_ready());
+        assert_eq!(
+            st.entry.items.len(),
+            1,
+            "the fast source's items show at once"
+        );
+        assert_eq!(st.entry.running().collect::<Vec<_>>(), vec!["s1"]);
         assert!(s.answered(p, g, 1, vec![item("x"), item("y")], 6));
         assert_eq!(s.get(p).unwrap().entry.items.len(), 2);
+        assert_eq!(s.get(p).unwrap().entry.checked_at, 6);
+    }
+
+    #[test]
+    fn an_edit_drops_every_older_answer() {
+        let mut s = Session::default();
+        let p = Path::new("/w/a.ts");
+        let g = s.edited(p, 1);
+        s.dispatched(p, &[src(0, false), src(1, true)], 1);
+        s.answered(p, g, 0, vec![item("old lsp")], 2);
+        s.answered(p, g, 1, vec![item("old tsc")], 3);
+        let g2 = s.edited(p, 4);
+        s.dispatched(p, &[src(0, false), src(1, true)], 4);
+        s.answered(p, g2, 1, vec![item("new tsc")], 5);
+        let e = &s.get(p).unwrap().entry;
+        assert_eq!(e.checked_at, 0);
+        let msgs: Vec<_> = e.items.iter().map(|i| i.message.as_str()).collect();
+        assert_eq!(msgs, vec!["new tsc"], "no item for older content");
+    }
+
+    #[test]
+    fn a_refresh_by_one_source_asks_the_others_again() {
+        let mut s = Session::default();
+        let p = Path::new("/w/b.ts");
+        let g = s.edited(p, 1);
+        s.dispatched(p, &[src(0, false), src(1, true)], 1);
+        s.answered(p, g, 0, vec![item("Expected 1 arguments, but got 2")], 2);
+        s.answered(p, g, 1, vec![item("Expected 1 arguments, but got 2")], 3);
+        assert!(!s.refreshed(p, 1, "s1", vec![item("Expected 1 arguments, but got 2")], 4));
+        assert!(s.refreshed(p, 1, "s1", vec![item("Expected 2 arguments")], 5));
+        let st = s.get(p).unwrap();
+        assert_eq!(st.entry.checked_at, 0);
+        let msgs: Vec<_> = st.entry.items.iter().map(|i| i.message.as_str()).collect();
+        assert_eq!(msgs, vec!["Expected 2 arguments"], "the stale item is gone");
+        assert_eq!(s.dispatched(p, &[src(0, false), src(1, true)], 6), vec![0]);
+        let g2 = s.get(p).unwrap().gen;
+        assert!(s.answered(p, g2, 0, vec![item("Expected 2 arguments")], 7));
+        assert_eq!(s.get(p).unwrap().entry.checked_at, 7);
     }
 }

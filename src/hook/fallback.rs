@@ -140,6 +140,10 @@ fn lenient_entry(v: &Value) -> Option<FileEntry> {
         errors: num("errors") as u32,
         warnings: num("warnings") as u32,
         items,
+        sources: v
+            .get("sources")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default(),
     })
 }
 

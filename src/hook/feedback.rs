@@ -8,6 +8,9 @@
 //! Fix these before you report the task as done.
 //! ```
 //!
+//! When some sources had not answered yet (partial feedback), a line before the closing one
+//! names them: `Still checking: tsc (more problems may follow).`
+//!
 //! Totals come from the files' `errors`/`warnings` counts, over files that have a listed
 //! item; at most [`MAX_ITEMS_PER_FILE`] items per file; the whole text stays under
 //! [`MAX_CHARS`] characters (cut with `… (truncated)`, keeping the closing line). Nothing
@@ -39,6 +42,8 @@ pub struct FileView {
     pub items: Vec<Item>,
     /// Whether the level lists warnings (then they count in the header).
     pub with_warnings: bool,
+    /// Sources that had not answered for the file's current content (partial feedback).
+    pub running: Vec<String>,
 }
 
 /// Build the feedback text, or `None` when there is nothing to list.
@@ -67,7 +72,25 @@ pub fn format(files: &[FileView]) -> Option<String> {
             ));
         }
     }
-    Some(assemble(&header(errors, warnings), &body))
+    let mut running: Vec<&str> = files
+        .iter()
+        .flat_map(|f| f.running.iter().map(String::as_str))
+        .collect();
+    running.sort_unstable();
+    running.dedup();
+    let closing = match running.as_slice() {
+        [] => CLOSING.to_owned(),
+        names => format!("{}\n{CLOSING}", still_checking(names)),
+    };
+    Some(assemble(&header(errors, warnings), &body, &closing))
+}
+
+/// `Still checking: tsc (more problems may follow).`
+pub fn still_checking(names: &[&str]) -> String {
+    format!(
+        "Still checking: {} (more problems may follow).",
+        names.join(", ")
+    )
 }
 
 /// `OpenFiles found 2 errors and 1 warning in files you edited:`.
@@ -122,22 +145,22 @@ fn severity_word(s: Severity) -> &'static str {
 }
 
 /// Header, body lines and the closing line, cut to stay under [`MAX_CHARS`].
-fn assemble(header: &str, body: &[String]) -> String {
+fn assemble(header: &str, body: &[String], closing: &str) -> String {
     let chars = |s: &str| s.chars().count();
     let full: usize = chars(header) + 1 + body.iter().map(|l| chars(l) + 1).sum::<usize>();
-    if full + chars(CLOSING) < MAX_CHARS {
-        let mut text = String::with_capacity(full + CLOSING.len() + 8);
+    if full + chars(closing) < MAX_CHARS {
+        let mut text = String::with_capacity(full + closing.len() + 8);
         text.push_str(header);
         text.push('\n');
         for line in body {
             text.push_str(line);
             text.push('\n');
         }
-        text.push_str(CLOSING);
+        text.push_str(closing);
         return text;
     }
     // Room left for body lines once the header, the marker and the closing line are in.
-    let reserve = chars(header) + 1 + chars(TRUNCATED) + 1 + chars(CLOSING);
+    let reserve = chars(header) + 1 + chars(TRUNCATED) + 1 + chars(closing);
     let mut budget = (MAX_CHARS - 1).saturating_sub(reserve);
     let mut text = String::with_capacity(MAX_CHARS * 2);
     text.push_str(header);
@@ -159,7 +182,7 @@ fn assemble(header: &str, body: &[String]) -> String {
     }
     text.push_str(TRUNCATED);
     text.push('\n');
-    text.push_str(CLOSING);
+    text.push_str(closing);
     text
 }
 

@@ -2,7 +2,9 @@
 //! runtime): `edited` (connecting is what wakes a socket-activated service, so the first
 //! reply may take as long as a service start), then, when feedback is wanted, `wait` with
 //! the reply's `ts` as `since`; the service answers when every path is checked or at its
-//! deadline. The hook's deadline is the edit's `ts` plus the workspace's `hook.timeoutMs`
+//! deadline, or — asked with `partial` — once the fast sources answered and only project-wide
+//! ones still run after the grace `hooks.partial_after_ms` (the feedback then names them).
+//! The hook's deadline is the edit's `ts` plus the workspace's `hook.timeoutMs`
 //! (from the reply): when the service answered incomplete before that, the hook asks again
 //! with an explicit `timeoutMs` for the rest (a few rounds at most).
 
@@ -87,6 +89,7 @@ pub fn report(
                 paths: accepted.clone(),
                 since: reply.ts,
                 timeout_ms,
+                partial: true,
             }))
             .map_err(ServiceError::WaitFailed)?;
         rounds += 1;
@@ -99,7 +102,12 @@ pub fn report(
             .workspaces
             .iter()
             .all(|w| w.hook.feedback == crate::spec::Feedback::Off);
-        if waited.complete || silent || now + 50 >= end || rounds >= MAX_WAIT_ROUNDS {
+        if waited.complete
+            || waited.partial
+            || silent
+            || now + 50 >= end
+            || rounds >= MAX_WAIT_ROUNDS
+        {
             break;
         }
         timeout_ms = Some(end - now);

@@ -1,6 +1,7 @@
 //! Picking, from a workspace's diagnostics entries, what the feedback shows for the
 //! edited paths: the entry of each path (matched by its absolute `path`, or by its key
-//! joined to the root), only when checked at or after the edit, with the items the
+//! joined to the root), only when checked at or after the edit — by every source, or by
+//! some while others still run (partial: the view names them) — with the items the
 //! workspace's `hook.feedback` level lists (errors, or errors and warnings; never info or
 //! hints). Shared by the service path (entries from a `wait` reply) and the fallback
 //! (entries read from `diagnostics.json`). Pure: no I/O.
@@ -39,8 +40,9 @@ impl<'a> Entries<'a> {
             .all(|p| self.find(p).is_some_and(|e| e.checked_at >= since))
     }
 
-    /// The views of `paths` (in their order) that were checked at or after `since`, with
-    /// the items the level lists. Empty when the level is `off`.
+    /// The views of `paths` (in their order) that were checked at or after `since` by every
+    /// source or by some (then naming the sources still running), with the items the level
+    /// lists. Empty when the level is `off`.
     pub fn views(&self, paths: &[PathBuf], since: u64) -> Vec<FileView> {
         let with_warnings = match self.hook.feedback {
             Feedback::Off => return Vec::new(),
@@ -52,9 +54,14 @@ impl<'a> Entries<'a> {
             let Some(entry) = self.find(path) else {
                 continue;
             };
-            if entry.checked_at < since || entry.checked_at == 0 {
+            if !entry.answered_since(since) {
                 continue;
             }
+            let running = if entry.checked_at != 0 && entry.checked_at >= since {
+                Vec::new()
+            } else {
+                entry.running().map(str::to_owned).collect()
+            };
             let items = entry
                 .items
                 .iter()
@@ -70,6 +77,7 @@ impl<'a> Entries<'a> {
                 warnings: entry.warnings,
                 items,
                 with_warnings,
+                running,
             });
         }
         out

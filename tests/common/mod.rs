@@ -10,13 +10,15 @@
 //! - [`claws`]: an in-process Claws server and async clients of its socket;
 //! - [`hook`]: running the built `openfiles hook` with a payload;
 //! - [`packaging`]: commands, a throw-away Nix store, unit verification;
-//! - [`plugins`]: building and finding the plugin cdylibs.
+//! - [`plugins`]: building and finding the plugin cdylibs;
+//! - [`typescript`]: a generated multi-file TypeScript project and a slow, counting `tsc`.
 #![allow(dead_code)]
 
 pub mod claws;
 pub mod hook;
 pub mod packaging;
 pub mod plugins;
+pub mod typescript;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixDatagram, UnixStream};
@@ -146,6 +148,7 @@ impl Env {
                 paths: paths.iter().map(|p| p.to_path_buf()).collect(),
                 since,
                 timeout_ms: Some(timeout_ms),
+                partial: false,
             }))
             .unwrap()
     }

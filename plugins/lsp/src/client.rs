@@ -64,6 +64,13 @@ pub struct ServerCaps {
 pub struct Doc {
     pub version: i32,
     pub text: Arc<str>,
+    /// [`State::seq`] just before this version was sent: a push received after it (or
+    /// carrying this version) is fresh for `text`.
+    pub seq_mark: u64,
+    /// [`State::waited_begun`] just before this version was sent.
+    pub progress_mark: u64,
+    /// [`Client::world`] once this version was sent.
+    pub world: u64,
 }
 
 /// A running, initialized server for one project root.
@@ -76,6 +83,10 @@ pub struct Client {
     pub state: Arc<Mutex<State>>,
     pub changed: watch::Receiver<u64>,
     pub docs: Mutex<HashMap<PathBuf, Doc>>,
+    /// Bumped whenever what the server knows changes: a document opened, changed or closed,
+    /// watched files reported. A file's last result is still fresh only if its text is
+    /// unchanged and nothing else changed since it was sent.
+    pub world: std::sync::atomic::AtomicU64,
     /// Modification times of unopened files last reported by `didChangeWatchedFiles`.
     pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
 }
@@ -152,6 +163,7 @@ impl Client {
             state,
             changed: rx,
             docs: Mutex::default(),
+            world: Default::default(),
             watched: Mutex::default(),
         }))
     }

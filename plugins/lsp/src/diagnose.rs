@@ -26,6 +26,7 @@ use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
 use openfiles_plugin_api::{confine, Item};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -166,6 +167,10 @@ fn refresh_others(client: &Client, except: &Path) {
         match read_text(&client.root, path) {
             Ok(text) if *text == *doc.text => {}
             Ok(text) => {
+                let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+                (doc.seq_mark, doc.progress_mark) = (s.seq, s.waited_begun);
+                drop(s);
+                doc.world = bump_world(client);
                 doc.version += 1;
                 doc.text = Arc::from(text);
                 client.transport.notify(
@@ -178,6 +183,7 @@ fn refresh_others(client: &Client, except: &Path) {
                     "textDocument/didClose",
                     json!({"textDocument": {"uri": uri}}),
                 );
+                bump_world(client);
                 gone.push(path.clone());
             }
         }
@@ -227,6 +233,7 @@ fn report_watched(client: &Client, also: &[PathBuf]) {
             "workspace/didChangeWatchedFiles",
             json!({"changes": changes}),
         );
+        bump_world(client);
     }
 }
 
@@ -258,6 +265,7 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
                     "textDocument/didClose",
                     json!({"textDocument": {"uri": uri}}),
                 );
+                bump_world(client);
             }
             return Err(CheckError::Read(e.to_string()));
         }
@@ -266,6 +274,23 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
         (s.seq, s.waited_begun)
     };
+    // The server already has exactly this text: it may publish nothing for a change that
+    // changes nothing (clangd does not). When nothing else changed since (no other document,
+    // no watched file), the last fresh result for this text is still fresh: nothing is sent
+    // and the waits below accept what answered the earlier send. When something else
+    // changed, the text is sent again as a new version asking for a rebuild (clangd's
+    // `forceRebuild`/`wantDiagnostics`; other servers ignore the fields).
+    let world = client.world.load(Ordering::SeqCst);
+    let unchanged = docs.get(path).filter(|d| *d.text == *text);
+    if let Some(d) = unchanged.filter(|d| d.world == world) {
+        return Ok(Sent {
+            text: d.text.clone(),
+            version: d.version,
+            seq_mark: d.seq_mark,
+            progress_mark: d.progress_mark,
+        });
+    }
+    let force = unchanged.is_some();
     let version = match docs.get(path) {
         None => {
             t.notify(
@@ -276,13 +301,17 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
         }
         Some(d) => {
             let v = d.version + 1;
-            t.notify(
-                "textDocument/didChange",
-                json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": &*text}]}),
-            );
+            let mut p = json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": &*text}]});
+            if force {
+                p["forceRebuild"] = Value::Bool(true);
+                p["wantDiagnostics"] = Value::Bool(true);
+            }
+            t.notify("textDocument/didChange", p);
             v
         }
     };
+    // A resend of the same text changes nothing the server knows.
+    let world = if force { world } else { bump_world(client) };
     if client.caps.save {
         let mut p = json!({"textDocument": {"uri": uri}});
         if client.caps.save_include_text {
@@ -295,6 +324,9 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
         crate::client::Doc {
             version,
             text: text.clone(),
+            seq_mark,
+            progress_mark,
+            world,
         },
     );
     Ok(Sent {
@@ -303,6 +335,11 @@ fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Se
         seq_mark,
         progress_mark,
     })
+}
+
+/// Record that what the server knows changed; returns the new value.
+fn bump_world(client: &Client) -> u64 {
+    client.world.fetch_add(1, Ordering::SeqCst) + 1
 }
 
 fn pull_identifiers(client: &Client) -> Vec<Option<String>> {

@@ -2,223 +2,53 @@
 //!
 //! Everything that touches the session goes through its channel: edits (control socket,
 //! queue lines, watcher), check results, waiters, status, config changes, stand-back. After
-//! each burst of messages it dispatches what became dirty (one batch per source, project-wide
-//! sources at most once in flight per project with one follow-up), answers satisfied waiters,
-//! and starts a write when none is in flight — so the first change is written at once and
-//! later ones coalesce, without ever delaying a waiter (waiters are answered from memory).
+//! each burst of messages it dispatches what became dirty ([`schedule`](super::schedule)),
+//! answers satisfied waiters ([`waiters`](super::waiters)), and starts a write when none is in
+//! flight — so the first change is written at once and later ones coalesce, without ever
+//! delaying a waiter (waiters are answered from memory).
+//!
+//! The same actor serves `openfiles check` without a service ([`Pipeline::start_ephemeral`]:
+//! nothing persisted), so both give the same answer: the same scheduling (one project-wide
+//! run per project) and the same merging.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openfiles_plugin_api::{CheckRequest, CheckResponse, Item, Severity};
+use openfiles_plugin_api::{Item, Severity};
 use tokio::sync::{mpsc, oneshot};
 
-use super::session::{self, Session};
+mod handle;
+
+use handle::Msg;
+pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
+
+use super::schedule::{Checked, Scheduler};
+use super::session::Session;
+use super::waiters::{Waiter, Waiters};
 use super::writer::Cursor;
 use super::writer::{self, QueueState, Snapshot};
-use super::{project_root, CheckError, Checker, SourceId, SourceInfo, StartError};
+use super::{Checker, StartError};
 use super::{Rejected, WorkspaceEntries};
 use crate::config::Config;
 use crate::policy::{Policy, Verdict};
 use crate::spec::{self, HookSettings};
-
-/// One line taken from `queue.jsonl`: parsed, or why it was skipped (with an excerpt).
-pub type QueueEntry = Result<spec::QueueLine, String>;
-
-/// Where an edit came from (for logs and de-duplication with the watcher).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EditOrigin {
-    Control,
-    Queue,
-    Watch,
-}
-
-/// What became of an `edited` request's paths.
-#[derive(Debug, Default)]
-pub struct EditOutcome {
-    pub accepted: Vec<PathBuf>,
-    pub rejected: Vec<Rejected>,
-}
-
-/// Counters and state for `status`.
-#[derive(Debug, Clone, Default)]
-pub struct PipelineStatus {
-    pub session_files: usize,
-    pub pending: usize,
-    pub queue_lines: u64,
-    pub malformed_queue_lines: u64,
-    pub standing_back: bool,
-}
-
-enum Msg {
-    Edited {
-        paths: Vec<PathBuf>,
-        origin: EditOrigin,
-        reply: Option<oneshot::Sender<EditOutcome>>,
-    },
-    Queue {
-        lines: Vec<QueueEntry>,
-        cursor: Cursor,
-    },
-    Wait {
-        paths: Vec<PathBuf>,
-        since: u64,
-        /// `None`: the edit's time plus the workspace's `hooks.timeout_ms`.
-        deadline: Option<Instant>,
-        reply: oneshot::Sender<(bool, WorkspaceEntries)>,
-    },
-    Checked {
-        source: SourceId,
-        project: Option<PathBuf>,
-        files: Vec<(PathBuf, u64)>,
-        result: Result<CheckResponse, CheckError>,
-    },
-    Written {
-        cursor: Cursor,
-        result: std::io::Result<()>,
-    },
-    Status {
-        reply: oneshot::Sender<PipelineStatus>,
-    },
-    Clear {
-        reply: oneshot::Sender<usize>,
-    },
-    Config(Arc<Config>),
-    StandBack(bool),
-    AttachIntake(AckSender),
-    Stop {
-        reply: oneshot::Sender<()>,
-    },
-}
-
-/// A cloneable handle to one workspace's pipeline.
-#[derive(Clone)]
-pub struct PipelineHandle {
-    pub root: Arc<PathBuf>,
-    tx: mpsc::UnboundedSender<Msg>,
-}
-
-impl PipelineHandle {
-    fn send(&self, msg: Msg) {
-        let _ = self.tx.send(msg);
-    }
-
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Msg) -> Option<T> {
-        let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).ok()?;
-        rx.await.ok()
-    }
-
-    /// Report edited paths; they pass the path policy and get scheduled.
-    pub async fn edited(&self, paths: Vec<PathBuf>, origin: EditOrigin) -> EditOutcome {
-        self.ask(|reply| Msg::Edited {
-            paths,
-            origin,
-            reply: Some(reply),
-        })
-        .await
-        .unwrap_or_default()
-    }
-
-    /// Report edits without waiting for the verdict.
-    pub fn edited_nowait(&self, paths: Vec<PathBuf>, origin: EditOrigin) {
-        self.send(Msg::Edited {
-            paths,
-            origin,
-            reply: None,
-        });
-    }
-
-    /// Wait until every path has `checkedAt >= since` or `deadline` (`None`: `since` plus the
-    /// workspace's `hooks.timeout_ms`); returns whether it was complete and the entries.
-    pub async fn wait(
-        &self,
-        paths: Vec<PathBuf>,
-        since: u64,
-        deadline: Option<Instant>,
-    ) -> (bool, WorkspaceEntries) {
-        let root = self.root.clone();
-        self.ask(|reply| Msg::Wait {
-            paths,
-            since,
-            deadline,
-            reply,
-        })
-        .await
-        .unwrap_or_else(|| {
-            (
-                false,
-                WorkspaceEntries {
-                    root: (*root).clone(),
-                    ..Default::default()
-                },
-            )
-        })
-    }
-
-    pub async fn status(&self) -> PipelineStatus {
-        self.ask(|reply| Msg::Status { reply })
-            .await
-            .unwrap_or_default()
-    }
-
-    /// Forget every session file; returns how many there were.
-    pub async fn clear(&self) -> usize {
-        self.ask(|reply| Msg::Clear { reply }).await.unwrap_or(0)
-    }
-
-    pub fn reload(&self, config: Arc<Config>) {
-        self.send(Msg::Config(config));
-    }
-
-    /// Lines taken from `queue.jsonl` (parsed by the intake) and the cursor past them; the
-    /// pipeline persists their effect and the cursor in one write, then acknowledges it.
-    pub fn queue_lines(&self, lines: Vec<QueueEntry>, cursor: Cursor) {
-        self.send(Msg::Queue { lines, cursor });
-    }
-
-    /// Connect the queue intake: persisted cursors are acknowledged on `ack`.
-    pub(crate) fn attach_intake(&self, ack: AckSender) {
-        self.send(Msg::AttachIntake(ack));
-    }
-
-    pub fn stand_back(&self, yes: bool) {
-        self.send(Msg::StandBack(yes));
-    }
-
-    /// Flush pending writes and stop.
-    pub async fn stop(&self) {
-        let _ = self.ask(|reply| Msg::Stop { reply }).await;
-    }
-}
-
-struct Waiter {
-    paths: Vec<PathBuf>,
-    since: u64,
-    deadline: Instant,
-    reply: oneshot::Sender<(bool, WorkspaceEntries)>,
-}
-
-/// Notified when the queue cursor is persisted.
-pub type AckSender = mpsc::UnboundedSender<Cursor>;
 
 /// The actor's state.
 pub struct Pipeline {
     root: PathBuf,
     config: Arc<Config>,
     policy: Policy,
-    checker: Arc<dyn Checker>,
+    scheduler: Scheduler,
     session: Session,
     sensitive: BTreeSet<PathBuf>,
     dirty: BTreeSet<PathBuf>,
-    waiters: Vec<Waiter>,
+    waiters: Waiters,
     queue: QueueState,
     ack: Option<AckSender>,
-    in_flight: BTreeSet<(SourceId, PathBuf)>,
-    follow_up: BTreeMap<(SourceId, PathBuf), BTreeSet<PathBuf>>,
-    next_check: u64,
+    /// False for `openfiles check` without a service: nothing is written.
+    persist: bool,
     needs_write: bool,
     writing: bool,
     write_retry_at: Option<Instant>,
@@ -236,32 +66,56 @@ impl Pipeline {
         checker: Arc<dyn Checker>,
         state_dir: &Path,
     ) -> Result<(PipelineHandle, Cursor), StartError> {
-        let policy = Policy::new(root, &config.diagnostics)?;
         let state_path = writer::state_file(state_dir, root);
         let state = writer::load_state(&state_path);
+        Self::spawn(root, config, checker, state, Some(state_path))
+    }
+
+    /// Start an actor for `root` that persists nothing and starts from an empty session:
+    /// `openfiles check` without a service, through the same scheduling and merging.
+    pub fn start_ephemeral(
+        root: &Path,
+        config: Arc<Config>,
+        checker: Arc<dyn Checker>,
+    ) -> Result<PipelineHandle, StartError> {
+        let state = writer::SessionState::default();
+        Ok(Self::spawn(root, config, checker, state, None)?.0)
+    }
+
+    fn spawn(
+        root: &Path,
+        config: Arc<Config>,
+        checker: Arc<dyn Checker>,
+        state: writer::SessionState,
+        state_path: Option<PathBuf>,
+    ) -> Result<(PipelineHandle, Cursor), StartError> {
+        let policy = Policy::new(root, &config.diagnostics)?;
         let queue = state.queue.clone();
         let (session, unchecked) = Session::restore(state.into_entries());
         let (tx, rx) = mpsc::unbounded_channel();
         let cursor = queue.cursor;
+        let done_tx = tx.clone();
+        let done = Arc::new(move |c: Checked| {
+            let _ = done_tx.send(Msg::Checked(c));
+        });
+        let persist = state_path.is_some();
         let mut p = Pipeline {
             root: root.to_owned(),
             config,
             policy,
-            checker,
+            scheduler: Scheduler::new(root, checker, done),
             session,
             sensitive: BTreeSet::new(),
             dirty: unchecked.into_iter().collect(),
-            waiters: Vec::new(),
+            waiters: Waiters::default(),
             queue,
             ack: None,
-            in_flight: BTreeSet::new(),
-            follow_up: BTreeMap::new(),
-            next_check: 1,
-            needs_write: true,
+            persist,
+            needs_write: persist,
             writing: false,
             write_retry_at: None,
             standing_back: false,
-            state_path,
+            state_path: state_path.unwrap_or_default(),
             tx: tx.clone(),
         };
         for path in p.dirty.clone() {
@@ -305,7 +159,7 @@ impl Pipeline {
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        let w = self.waiters.iter().map(|w| w.deadline).min();
+        let w = self.waiters.next_timer();
         match (w, self.write_retry_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -330,29 +184,28 @@ impl Pipeline {
                 paths,
                 since,
                 deadline,
+                partial,
                 reply,
             } => {
                 let paths = paths
                     .into_iter()
                     .map(|p| p.canonicalize().unwrap_or(p))
                     .collect();
-                let deadline = deadline.unwrap_or_else(|| {
-                    let end = since.saturating_add(self.config.hooks.timeout_ms);
+                let after = |ms: u64| {
+                    let end = since.saturating_add(ms);
                     Instant::now() + Duration::from_millis(end.saturating_sub(spec::now_ms()))
-                });
+                };
+                let deadline = deadline.unwrap_or_else(|| after(self.config.hooks.timeout_ms));
+                let partial_at = partial.then(|| after(self.config.hooks.partial_after_ms));
                 self.waiters.push(Waiter {
                     paths,
                     since,
                     deadline,
+                    partial_at,
                     reply,
                 });
             }
-            Msg::Checked {
-                source,
-                project,
-                files,
-                result,
-            } => self.checked(source, project, files, result),
+            Msg::Checked(c) => self.checked(c),
             Msg::Written { cursor, result } => {
                 self.writing = false;
                 match result {
@@ -506,123 +359,30 @@ impl Pipeline {
         if self.dirty.is_empty() {
             return;
         }
-        let now = spec::now_ms();
-        let mut per_source: BTreeMap<SourceId, (SourceInfo, Vec<PathBuf>)> = BTreeMap::new();
-        for path in std::mem::take(&mut self.dirty) {
-            if self.session.get(&path).is_none() {
-                continue;
-            }
-            if self.sensitive.contains(&path) {
-                self.session
-                    .settle_with(&path, vec![session::sensitive_item()], now);
-                continue;
-            }
-            if let Err(why) =
-                crate::policy::checkable(&path, self.config.diagnostics.max_file_bytes)
-            {
-                self.session
-                    .settle_with(&path, vec![session::refused_item(&why)], now);
-                continue;
-            }
-            let sources = self.checker.sources_for(&path);
-            if sources.is_empty() {
-                self.session
-                    .settle_with(&path, vec![session::unhandled_item(&path)], now);
-                continue;
-            }
-            self.session
-                .dispatched(&path, sources.iter().map(|s| s.id).collect());
-            for s in sources {
-                per_source
-                    .entry(s.id)
-                    .or_insert_with(|| (s, Vec::new()))
-                    .1
-                    .push(path.clone());
-            }
-        }
-        self.needs_write = true;
-        for (id, (info, files)) in per_source {
-            if !info.project_wide {
-                self.launch(&info, None, files);
-                continue;
-            }
-            let mut by_project: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-            for f in files {
-                let proj = project_root(&f, &self.root, &info.project_markers);
-                by_project.entry(proj).or_default().push(f);
-            }
-            for (proj, files) in by_project {
-                if self.in_flight.contains(&(id, proj.clone())) {
-                    self.follow_up.entry((id, proj)).or_default().extend(files);
-                } else {
-                    self.launch(&info, Some(proj), files);
-                }
-            }
-        }
-    }
-
-    fn launch(&mut self, info: &SourceInfo, project: Option<PathBuf>, files: Vec<PathBuf>) {
-        let with_gen: Vec<(PathBuf, u64)> = files
-            .iter()
-            .filter_map(|f| self.session.get(f).map(|s| (f.clone(), s.gen)))
-            .collect();
-        if with_gen.is_empty() {
-            return;
-        }
-        let also_report = match &project {
-            Some(proj) => self
-                .session
-                .iter()
-                .map(|(p, _)| p)
-                .filter(|p| p.starts_with(proj) && !files.contains(p))
-                .filter(|p| self.checker.sources_for(p).iter().any(|s| s.id == info.id))
-                .cloned()
-                .collect(),
-            None => Vec::new(),
-        };
-        if let Some(proj) = &project {
-            self.in_flight.insert((info.id, proj.clone()));
-        }
+        let dirty = std::mem::take(&mut self.dirty);
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
-        let request = CheckRequest {
-            id: self.next_check,
-            workspace: self.root.clone(),
-            files: with_gen.iter().map(|(p, _)| p.clone()).collect(),
-            also_report,
+        let max_file_bytes = self.config.diagnostics.max_file_bytes;
+        self.scheduler.dispatch(
+            &mut self.session,
+            dirty,
+            &self.sensitive,
             timeout_ms,
-        };
-        self.next_check += 1;
-        let fut = self.checker.check(info.id, request);
-        let tx = self.tx.clone();
-        let (source, name) = (info.id, info.name.clone());
-        tokio::spawn(async move {
-            // The plugin host enforces the deadline; this bound only guards against a host bug.
-            let limit = Duration::from_millis(timeout_ms + 10_000);
-            let result = match tokio::time::timeout(limit, fut).await {
-                Ok(r) => r,
-                Err(_) => Err(CheckError::NoAnswer {
-                    source_name: name,
-                    after_ms: limit.as_millis() as u64,
-                }),
-            };
-
-            let _ = tx.send(Msg::Checked {
-                source,
-                project,
-                files: with_gen,
-                result,
-            });
-        });
+            max_file_bytes,
+        );
+        self.needs_write = true;
     }
 
-    fn checked(
-        &mut self,
-        source: SourceId,
-        project: Option<PathBuf>,
-        files: Vec<(PathBuf, u64)>,
-        result: Result<CheckResponse, CheckError>,
-    ) {
+    /// Merge a finished check into the session. A project-wide source's report on files it
+    /// was not asked about refreshes them; a file whose items that changed is asked of its
+    /// other sources again (no stale item beside a fresh one).
+    fn checked(&mut self, c: Checked) {
         let now = spec::now_ms();
+        let Checked {
+            source,
+            project,
+            files,
+            result,
+        } = c;
         match result {
             Ok(resp) => {
                 let mut by_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
@@ -633,8 +393,11 @@ impl Pipeline {
                     let items = by_file.remove(path).unwrap_or_default();
                     self.session.answered(path, *gen, source, items, now);
                 }
+                let name = self.source_name(source, by_file.keys());
                 for (path, items) in by_file {
-                    self.session.refreshed(&path, source, items, now);
+                    if self.session.refreshed(&path, source, &name, items, now) {
+                        self.dirty.insert(path);
+                    }
                 }
             }
             Err(why) => {
@@ -652,27 +415,27 @@ impl Pipeline {
         }
         self.needs_write = true;
         if let Some(proj) = project {
-            self.in_flight.remove(&(source, proj.clone()));
-            if let Some(next) = self.follow_up.remove(&(source, proj.clone())) {
-                let files: Vec<PathBuf> = next
-                    .into_iter()
-                    .filter(|p| {
-                        self.session
-                            .get(p)
-                            .is_some_and(|s| s.waiting_on.contains(&source))
-                    })
-                    .collect();
-                let info = files.first().and_then(|f| {
-                    self.checker
-                        .sources_for(f)
-                        .into_iter()
-                        .find(|s| s.id == source)
-                });
-                if let Some(info) = info {
-                    self.launch(&info, Some(proj), files);
-                }
-            }
+            let timeout_ms = self.config.diagnostics.check_timeout_ms;
+            self.scheduler
+                .finished(&self.session, source, proj, timeout_ms);
         }
+    }
+
+    /// The name of `source`, from a file it handles.
+    fn source_name<'a>(
+        &self,
+        source: super::SourceId,
+        mut files: impl Iterator<Item = &'a PathBuf>,
+    ) -> String {
+        files
+            .find_map(|f| {
+                self.scheduler
+                    .sources_for(f)
+                    .into_iter()
+                    .find(|s| s.id == source)
+            })
+            .map(|s| s.name)
+            .unwrap_or_default()
     }
 
     fn hook(&self) -> HookSettings {
@@ -682,37 +445,20 @@ impl Pipeline {
         }
     }
 
-    fn entries(&self, paths: &[PathBuf]) -> WorkspaceEntries {
-        WorkspaceEntries {
-            root: self.root.clone(),
-            hook: self.hook(),
+    fn answer_waiters(&mut self, all: bool) {
+        let (session, root, hook) = (&self.session, &self.root, self.hook());
+        self.waiters.answer(session, all, |paths| WorkspaceEntries {
+            root: root.clone(),
+            hook: hook.clone(),
             files: paths
                 .iter()
                 .filter_map(|p| {
-                    self.session
+                    session
                         .get(p)
-                        .map(|s| (writer::key(&self.root, p), s.entry.clone()))
+                        .map(|s| (writer::key(root, p), s.entry.clone()))
                 })
                 .collect(),
-        }
-    }
-
-    fn answer_waiters(&mut self, all: bool) {
-        let now = Instant::now();
-        let mut keep = Vec::new();
-        for w in std::mem::take(&mut self.waiters) {
-            let complete = w.paths.iter().all(|p| {
-                self.session
-                    .get(p)
-                    .is_none_or(|s| s.entry.checked_at >= w.since && s.settled())
-            });
-            if complete || all || now >= w.deadline || w.reply.is_closed() {
-                let _ = w.reply.send((complete, self.entries(&w.paths)));
-            } else {
-                keep.push(w);
-            }
-        }
-        self.waiters = keep;
+        });
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -728,7 +474,7 @@ impl Pipeline {
     }
 
     fn maybe_write(&mut self) {
-        if !self.needs_write || self.writing {
+        if !self.persist || !self.needs_write || self.writing {
             return;
         }
         if let Some(at) = self.write_retry_at {
@@ -754,6 +500,9 @@ impl Pipeline {
     }
 
     async fn flush_now(&mut self) {
+        if !self.persist {
+            return;
+        }
         let snap = self.snapshot();
         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || snap.write()).await {
             tracing::error!(root = %self.root.display(), "final write failed: {e}");

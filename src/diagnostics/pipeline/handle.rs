@@ -1,0 +1,189 @@
+//! The pipeline's handle and messages: what other rooms (control, workspace, intake, the
+//! in-process `check`) send a workspace's pipeline actor, and the answers they get. The
+//! handle is cheap to clone; every request is one message on the actor's channel, so
+//! requests from one sender are handled in order.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Config;
+use crate::diagnostics::schedule::Checked;
+use crate::diagnostics::waiters::WaitOutcome;
+use crate::diagnostics::writer::Cursor;
+use crate::diagnostics::{Rejected, WorkspaceEntries};
+use crate::spec;
+
+/// One line taken from `queue.jsonl`: parsed, or why it was skipped (with an excerpt).
+pub type QueueEntry = Result<spec::QueueLine, String>;
+
+/// Where an edit came from (for logs and de-duplication with the watcher).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditOrigin {
+    Control,
+    Queue,
+    Watch,
+}
+
+/// What became of an `edited` request's paths.
+#[derive(Debug, Default)]
+pub struct EditOutcome {
+    pub accepted: Vec<PathBuf>,
+    pub rejected: Vec<Rejected>,
+}
+
+/// Counters and state for `status`.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineStatus {
+    pub session_files: usize,
+    pub pending: usize,
+    pub queue_lines: u64,
+    pub malformed_queue_lines: u64,
+    pub standing_back: bool,
+}
+
+pub(super) enum Msg {
+    Edited {
+        paths: Vec<PathBuf>,
+        origin: EditOrigin,
+        reply: Option<oneshot::Sender<EditOutcome>>,
+    },
+    Queue {
+        lines: Vec<QueueEntry>,
+        cursor: Cursor,
+    },
+    Wait {
+        paths: Vec<PathBuf>,
+        since: u64,
+        /// `None`: the edit's time plus the workspace's `hooks.timeout_ms`.
+        deadline: Option<Instant>,
+        /// Answer early once the fast sources answered (after `hooks.partial_after_ms`).
+        partial: bool,
+        reply: oneshot::Sender<WaitOutcome>,
+    },
+    Checked(Checked),
+    Written {
+        cursor: Cursor,
+        result: std::io::Result<()>,
+    },
+    Status {
+        reply: oneshot::Sender<PipelineStatus>,
+    },
+    Clear {
+        reply: oneshot::Sender<usize>,
+    },
+    Config(Arc<Config>),
+    StandBack(bool),
+    AttachIntake(AckSender),
+    Stop {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// A cloneable handle to one workspace's pipeline.
+#[derive(Clone)]
+pub struct PipelineHandle {
+    pub root: Arc<PathBuf>,
+    pub(super) tx: mpsc::UnboundedSender<Msg>,
+}
+
+impl PipelineHandle {
+    fn send(&self, msg: Msg) {
+        let _ = self.tx.send(msg);
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Msg) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).ok()?;
+        rx.await.ok()
+    }
+
+    /// Report edited paths; they pass the path policy and get scheduled.
+    pub async fn edited(&self, paths: Vec<PathBuf>, origin: EditOrigin) -> EditOutcome {
+        self.ask(|reply| Msg::Edited {
+            paths,
+            origin,
+            reply: Some(reply),
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Report edits without waiting for the verdict.
+    pub fn edited_nowait(&self, paths: Vec<PathBuf>, origin: EditOrigin) {
+        self.send(Msg::Edited {
+            paths,
+            origin,
+            reply: None,
+        });
+    }
+
+    /// Wait until every path has `checkedAt >= since` or `deadline` (`None`: `since` plus the
+    /// workspace's `hooks.timeout_ms`); with `partial`, also answer once the grace
+    /// `hooks.partial_after_ms` after `since` has passed and only project-wide sources still
+    /// run (see [`waiters`](super::waiters)).
+    pub async fn wait(
+        &self,
+        paths: Vec<PathBuf>,
+        since: u64,
+        deadline: Option<Instant>,
+        partial: bool,
+    ) -> WaitOutcome {
+        let root = self.root.clone();
+        self.ask(|reply| Msg::Wait {
+            paths,
+            since,
+            deadline,
+            partial,
+            reply,
+        })
+        .await
+        .unwrap_or_else(|| WaitOutcome {
+            entries: WorkspaceEntries {
+                root: (*root).clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    pub async fn status(&self) -> PipelineStatus {
+        self.ask(|reply| Msg::Status { reply })
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Forget every session file; returns how many there were.
+    pub async fn clear(&self) -> usize {
+        self.ask(|reply| Msg::Clear { reply }).await.unwrap_or(0)
+    }
+
+    pub fn reload(&self, config: Arc<Config>) {
+        self.send(Msg::Config(config));
+    }
+
+    /// Lines taken from `queue.jsonl` (parsed by the intake) and the cursor past them; the
+    /// pipeline persists their effect and the cursor in one write, then acknowledges it.
+    pub fn queue_lines(&self, lines: Vec<QueueEntry>, cursor: Cursor) {
+        self.send(Msg::Queue { lines, cursor });
+    }
+
+    /// Connect the queue intake: persisted cursors are acknowledged on `ack`.
+    pub(crate) fn attach_intake(&self, ack: AckSender) {
+        self.send(Msg::AttachIntake(ack));
+    }
+
+    pub fn stand_back(&self, yes: bool) {
+        self.send(Msg::StandBack(yes));
+    }
+
+    /// Flush pending writes and stop.
+    pub async fn stop(&self) {
+        let _ = self.ask(|reply| Msg::Stop { reply }).await;
+    }
+}
+
+/// Notified when the queue cursor is persisted.
+pub type AckSender = mpsc::UnboundedSender<Cursor>;

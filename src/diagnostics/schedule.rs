@@ -1,0 +1,204 @@
+//! Scheduling: which checks run when (DESIGN §4.3).
+//!
+//! The pipeline hands over the files that became dirty after a burst; the scheduler asks the
+//! [`Session`] which sources owe an answer for each, batches them per source (one request
+//! per source, or per source and project for project-wide sources) and starts the checks.
+//! Project-wide sources have at most one run per project in flight, with one follow-up that
+//! collects every file dirtied meanwhile. A finished check comes back to the pipeline as a
+//! [`Checked`] through the `done` callback; the pipeline merges it into the session and calls
+//! [`Scheduler::finished`] to start the follow-up.
+//!
+//! The scheduler owns no session state: it reads and marks the session the pipeline lends it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openfiles_plugin_api::{CheckRequest, CheckResponse};
+
+use super::session::{self, Session};
+use super::{project_root, CheckError, Checker, SourceId, SourceInfo};
+
+/// A finished check: which source, for which project, for which files at which generation.
+pub struct Checked {
+    pub source: SourceId,
+    pub project: Option<PathBuf>,
+    pub files: Vec<(PathBuf, u64)>,
+    pub result: Result<CheckResponse, CheckError>,
+}
+
+/// Where finished checks go (the pipeline's channel).
+pub type Done = Arc<dyn Fn(Checked) + Send + Sync>;
+
+/// Checks in flight and follow-ups of one workspace.
+pub struct Scheduler {
+    root: PathBuf,
+    checker: Arc<dyn Checker>,
+    done: Done,
+    in_flight: BTreeSet<(SourceId, PathBuf)>,
+    follow_up: BTreeMap<(SourceId, PathBuf), BTreeSet<PathBuf>>,
+    next_check: u64,
+}
+
+impl Scheduler {
+    pub fn new(root: &Path, checker: Arc<dyn Checker>, done: Done) -> Scheduler {
+        Scheduler {
+            root: root.to_owned(),
+            checker,
+            done,
+            in_flight: BTreeSet::new(),
+            follow_up: BTreeMap::new(),
+            next_check: 1,
+        }
+    }
+
+    /// The sources that handle `path`.
+    pub fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
+        self.checker.sources_for(path)
+    }
+
+    /// Dispatch the dirty files: sensitive ones, those refused at dispatch (swapped, special
+    /// or larger than `max_file_bytes`) and those no source handles settle at once with an
+    /// explanatory item; the others go to every source that owes them an answer.
+    pub fn dispatch(
+        &mut self,
+        session: &mut Session,
+        dirty: BTreeSet<PathBuf>,
+        sensitive: &BTreeSet<PathBuf>,
+        timeout_ms: u64,
+        max_file_bytes: u64,
+    ) {
+        let now = crate::spec::now_ms();
+        let mut per_source: BTreeMap<SourceId, (SourceInfo, Vec<PathBuf>)> = BTreeMap::new();
+        for path in dirty {
+            if session.get(&path).is_none() {
+                continue;
+            }
+            if sensitive.contains(&path) {
+                session.settle_with(&path, vec![session::sensitive_item()], now);
+                continue;
+            }
+            if let Err(why) = crate::policy::checkable(&path, max_file_bytes) {
+                session.settle_with(&path, vec![session::refused_item(&why)], now);
+                continue;
+            }
+            let sources = self.checker.sources_for(&path);
+            if sources.is_empty() {
+                session.settle_with(&path, vec![session::unhandled_item(&path)], now);
+                continue;
+            }
+            let ask = session.dispatched(&path, &sources, now);
+            for s in sources.into_iter().filter(|s| ask.contains(&s.id)) {
+                per_source
+                    .entry(s.id)
+                    .or_insert_with(|| (s, Vec::new()))
+                    .1
+                    .push(path.clone());
+            }
+        }
+        for (id, (info, files)) in per_source {
+            if !info.project_wide {
+                self.launch(session, &info, None, files, timeout_ms);
+                continue;
+            }
+            let mut by_project: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+            for f in files {
+                let proj = project_root(&f, &self.root, &info.project_markers);
+                by_project.entry(proj).or_default().push(f);
+            }
+            for (proj, files) in by_project {
+                if self.in_flight.contains(&(id, proj.clone())) {
+                    self.follow_up.entry((id, proj)).or_default().extend(files);
+                } else {
+                    self.launch(session, &info, Some(proj), files, timeout_ms);
+                }
+            }
+        }
+    }
+
+    /// A project-wide run ended: start its follow-up with the files that still owe it.
+    pub fn finished(
+        &mut self,
+        session: &Session,
+        source: SourceId,
+        project: PathBuf,
+        timeout_ms: u64,
+    ) {
+        self.in_flight.remove(&(source, project.clone()));
+        let Some(next) = self.follow_up.remove(&(source, project.clone())) else {
+            return;
+        };
+        let files: Vec<PathBuf> = next
+            .into_iter()
+            .filter(|p| session.get(p).is_some_and(|s| s.owes(source)))
+            .collect();
+        let info = files.first().and_then(|f| {
+            self.checker
+                .sources_for(f)
+                .into_iter()
+                .find(|s| s.id == source)
+        });
+        if let Some(info) = info {
+            self.launch(session, &info, Some(project), files, timeout_ms);
+        }
+    }
+
+    fn launch(
+        &mut self,
+        session: &Session,
+        info: &SourceInfo,
+        project: Option<PathBuf>,
+        files: Vec<PathBuf>,
+        timeout_ms: u64,
+    ) {
+        let with_gen: Vec<(PathBuf, u64)> = files
+            .iter()
+            .filter_map(|f| session.get(f).map(|s| (f.clone(), s.gen)))
+            .collect();
+        if with_gen.is_empty() {
+            return;
+        }
+        let also_report = match &project {
+            Some(proj) => session
+                .iter()
+                .map(|(p, _)| p)
+                .filter(|p| p.starts_with(proj) && !files.contains(p))
+                .filter(|p| self.checker.sources_for(p).iter().any(|s| s.id == info.id))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        if let Some(proj) = &project {
+            self.in_flight.insert((info.id, proj.clone()));
+        }
+        let request = CheckRequest {
+            id: self.next_check,
+            workspace: self.root.clone(),
+            files: with_gen.iter().map(|(p, _)| p.clone()).collect(),
+            also_report,
+            timeout_ms,
+        };
+        self.next_check += 1;
+        let fut = self.checker.check(info.id, request);
+        let done = self.done.clone();
+        let (source, name) = (info.id, info.name.clone());
+        tokio::spawn(async move {
+            // The plugin host enforces the deadline; this bound only guards against a host bug.
+            let limit = Duration::from_millis(timeout_ms + 10_000);
+            let result = match tokio::time::timeout(limit, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(CheckError::NoAnswer {
+                    source_name: name,
+                    after_ms: limit.as_millis() as u64,
+                }),
+            };
+            done(Checked {
+                source,
+                project,
+                files: with_gen,
+                result,
+            });
+        });
+    }
+}

@@ -1,0 +1,92 @@
+//! Waiters: `wait` requests parked until their files are checked.
+//!
+//! A waiter is answered from the session in memory (never from the written file): when every
+//! path has `checkedAt ≥ since` (complete); when it asked for partial answers, once its grace
+//! (`hooks.partial_after_ms` after `since`) has passed and every path is
+//! [`partial_ready`](super::session::FileState::partial_ready) — the fast sources have
+//! answered, only project-wide ones still run; at its deadline; or when the asker is gone.
+//! The entries it gets carry, per source, whether it answered for the current content, so the
+//! asker can say which sources are still running.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::session::Session;
+use super::WorkspaceEntries;
+
+/// The answer to a `wait`.
+#[derive(Debug, Clone, Default)]
+pub struct WaitOutcome {
+    /// Every path was checked (by every source) at or after `since`.
+    pub complete: bool,
+    /// Answered before the deadline without being complete: the fast sources answered for
+    /// every path, project-wide ones still run (named in the entries' `sources`).
+    pub partial: bool,
+    pub entries: WorkspaceEntries,
+}
+
+/// One parked `wait`.
+pub struct Waiter {
+    pub paths: Vec<PathBuf>,
+    pub since: u64,
+    pub deadline: Instant,
+    /// When a partial answer may be given; `None`: only complete answers (or the deadline).
+    pub partial_at: Option<Instant>,
+    pub reply: oneshot::Sender<WaitOutcome>,
+}
+
+/// Every parked `wait` of one workspace.
+#[derive(Default)]
+pub struct Waiters(Vec<Waiter>);
+
+impl Waiters {
+    pub fn push(&mut self, w: Waiter) {
+        self.0.push(w);
+    }
+
+    /// The next instant at which a waiter must be looked at again without any news.
+    pub fn next_timer(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.0
+            .iter()
+            .flat_map(|w| [Some(w.deadline), w.partial_at.filter(|at| *at > now)])
+            .flatten()
+            .min()
+    }
+
+    /// Answer every waiter that can be answered (all of them with `all`); `entries` builds
+    /// the reply's entries for a waiter's paths.
+    pub fn answer(
+        &mut self,
+        session: &Session,
+        all: bool,
+        entries: impl Fn(&[PathBuf]) -> WorkspaceEntries,
+    ) {
+        let now = Instant::now();
+        let mut keep = Vec::new();
+        for w in std::mem::take(&mut self.0) {
+            let complete = w.paths.iter().all(|p| {
+                session
+                    .get(p)
+                    .is_none_or(|s| s.entry.checked_at >= w.since && s.settled())
+            });
+            let partial = !complete
+                && w.partial_at.is_some_and(|at| now >= at)
+                && w.paths
+                    .iter()
+                    .all(|p| session.get(p).is_none_or(|s| s.partial_ready()));
+            if complete || partial || all || now >= w.deadline || w.reply.is_closed() {
+                let _ = w.reply.send(WaitOutcome {
+                    complete,
+                    partial,
+                    entries: entries(&w.paths),
+                });
+            } else {
+                keep.push(w);
+            }
+        }
+        self.0 = keep;
+    }
+}
