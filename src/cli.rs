@@ -113,6 +113,11 @@ pub enum Command {
     /// Example: openfiles claws exec 1 'cargo test'
     Claws(crate::claws::client::ClawsArgs),
 
+    /// Serve MCP on stdio: diagnostics and Claws tools for an agent (started by the agent).
+    ///
+    /// Example (in an agent's MCP configuration): openfiles mcp --workspace ~/src/app
+    Mcp(McpArgs),
+
     /// Print shell completions.
     ///
     /// Example: openfiles completions bash > ~/.local/share/bash-completion/completions/openfiles
@@ -297,6 +302,13 @@ pub struct PluginHostArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The workspace folder [default: the one holding the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
@@ -384,6 +396,10 @@ pub fn run() -> std::process::ExitCode {
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),
+        Command::Mcp(args) => crate::mcp::run(crate::mcp::Options {
+            workspace: args.workspace,
+            socket: cli.socket,
+        }),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(

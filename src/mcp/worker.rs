@@ -1,0 +1,904 @@
+//! Workers: `claws_worker`, `claws_fleet`, `claws_workers_wait`, `claws_dispatch_subworker`.
+//!
+//! A worker is a captured terminal (`CLAWS_WORKER=1`) that runs either a shell command or
+//! an agent CLI (`<bin> --dangerously-skip-permissions --model M`, the binary from
+//! `.claws/claude-bin`, `CLAWS_CLAUDE_BIN` or `claude`) given a mission as a bracketed
+//! paste once it booted (its boot marker, or its prompt and cost line, seen on three polls
+//! in a row; not booted in time → `system.worker.boot_failed`, and the mission is sent
+//! anyway). The watcher reads the terminal's output incrementally by raw offset and
+//! decides completion in Claws's order: a `worker.<id>.complete` bus message, the
+//! complete marker (or `__CLAWS_DONE__`), an error marker, a `[CLAWS_PUB]
+//! topic=worker.<id>.complete` line, the terminal going away; markers count only alone
+//! on a line (optionally after `⏺`/`⎿`), so a mission that mentions one does not end
+//! itself. `[CLAWS_PUB] topic=T k=v …` lines are published for the worker. At the end:
+//! `system.worker.completed`, the harvest (last lines), close (unless told not to).
+//!
+//! By default a worker returns once started and a background watcher (a thread with a
+//! stop flag, ended by `claws_close`) finishes the job; `detach=false`/`wait=true` blocks,
+//! with progress notifications, until completion. Finished results are kept for
+//! `claws_workers_wait`.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::claws_tools::{best_effort, monitor_command, one};
+use super::server::{Call, Ctx, Fail};
+use super::{error_text, ok, pretty};
+
+/// The completion marker that always counts.
+pub const DONE_MARKER: &str = "__CLAWS_DONE__";
+const QUICK: Duration = Duration::from_secs(30);
+/// Output kept in memory for detection.
+const KEEP: usize = 1 << 20;
+
+/// The agent CLI workers start, and where that choice comes from.
+pub fn agent_bin(root: &Path) -> (String, &'static str) {
+    let from_file = std::fs::read_to_string(root.join(".claws").join("claude-bin"))
+        .ok()
+        .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
+        .filter(|l| !l.is_empty());
+    if let Some(b) = from_file {
+        return (b, "file");
+    }
+    match std::env::var("CLAWS_CLAUDE_BIN")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        Some(b) => (b, "env"),
+        None => ("claude".into(), "default"),
+    }
+}
+
+/// One worker's settings, after defaults.
+#[derive(Debug, Clone)]
+struct Opts {
+    name: String,
+    mission: Option<String>,
+    command: Option<String>,
+    launch: bool,
+    detach: bool,
+    cwd: String,
+    model: String,
+    timeout_ms: u64,
+    boot_wait_ms: u64,
+    boot_marker: Option<String>,
+    complete_marker: String,
+    error_markers: Vec<String>,
+    poll_ms: u64,
+    harvest_lines: usize,
+    close: bool,
+    /// Extra fields of `system.worker.*` payloads (wave, role).
+    extra: Value,
+}
+
+fn opts(args: &Value, shared: &Value, root: &Path, detach_default: bool) -> Result<Opts, Fail> {
+    let get = |k: &str| {
+        args.get(k)
+            .filter(|v| !v.is_null())
+            .or_else(|| shared.get(k).filter(|v| !v.is_null()))
+    };
+    let st = |k: &str| {
+        get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let num = |k: &str, d: u64| {
+        get(k)
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0)
+            .unwrap_or(d)
+    };
+    let flag = |k: &str| get(k).and_then(Value::as_bool);
+    let mission = st("mission");
+    let command = st("command");
+    if mission.is_none() && command.is_none() {
+        return Err(Fail::Invalid("give a `mission` or a `command`".into()));
+    }
+    let model = st("model").unwrap_or_else(|| "claude-sonnet-4-6".into());
+    if !model
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(Fail::Invalid(format!("invalid model name {model:?}")));
+    }
+    let launch = flag("launch_claude").unwrap_or(mission.is_some());
+    let detach = if flag("wait") == Some(true) {
+        false
+    } else {
+        flag("detach").unwrap_or(detach_default)
+    };
+    Ok(Opts {
+        name: st("name").unwrap_or_else(|| "claws-worker".into()),
+        mission,
+        command,
+        launch,
+        detach,
+        cwd: st("cwd").unwrap_or_else(|| root.display().to_string()),
+        model,
+        timeout_ms: num("timeout_ms", 300_000),
+        boot_wait_ms: num("boot_wait_ms", if detach { 25_000 } else { 8_000 }),
+        boot_marker: st("boot_marker"),
+        complete_marker: st("complete_marker").unwrap_or_else(|| "MISSION_COMPLETE".into()),
+        error_markers: match get("error_markers").and_then(Value::as_array) {
+            Some(a) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            None => vec!["MISSION_FAILED".into()],
+        },
+        poll_ms: num("poll_interval_ms", 1500).max(50),
+        harvest_lines: num("harvest_lines", 200) as usize,
+        close: flag("close_on_complete").unwrap_or(true),
+        extra: json!({}),
+    })
+}
+
+/// A started worker.
+struct Started {
+    id: String,
+    corr: String,
+    started: Instant,
+    booted: bool,
+    /// Raw log offset from which markers count.
+    scan_from: u64,
+}
+
+pub fn call(ctx: &Arc<Ctx>, call: &Call, name: &str, args: &Value) -> Result<String, Fail> {
+    let root = ctx.place.root.clone();
+    match name {
+        "claws_worker" => {
+            let o = opts(args, &json!({}), &root, true)?;
+            let w = start(ctx, call, &o)?;
+            if o.detach {
+                watch_in_background(
+                    ctx,
+                    &o,
+                    w.id.clone(),
+                    w.corr.clone(),
+                    w.started,
+                    w.booted,
+                    w.scan_from,
+                );
+                return Ok(pretty(&json!({
+                    "ok": true, "terminal_id": w.id, "name": o.name, "correlation_id": w.corr,
+                    "run_token": &super::uuid()[..12],
+                    "hint": "use claws_workers_wait to poll completion",
+                    "monitor_arm_required": true,
+                    "monitor_arm_command": monitor_command(&root, &w.corr),
+                    "events_log_path": root.join(".claws").join("events"),
+                })));
+            }
+            let r = finish(ctx, call, &o, &w)?;
+            Ok(blocking_text(&o.name, &r))
+        }
+        "claws_fleet" => fleet(ctx, call, args),
+        "claws_workers_wait" => workers_wait(ctx, call, args),
+        "claws_dispatch_subworker" => subworker(ctx, call, args),
+        other => Err(Fail::Tool(format!("ERROR: unknown tool: {other}"))),
+    }
+}
+
+fn blocking_text(name: &str, r: &Value) -> String {
+    let mut lines = vec![
+        format!(
+            "worker '{name}' {}",
+            r["status"].as_str().unwrap_or("").to_uppercase()
+        ),
+        format!("  terminal:   {}", r["terminal_id"].as_str().unwrap_or("")),
+        format!(
+            "  duration:   {:.1}s",
+            r["duration_ms"].as_u64().unwrap_or(0) as f64 / 1000.0
+        ),
+        format!("  booted:     {}", r["booted"]),
+        format!("  cleaned_up: {}", r["cleaned_up"]),
+    ];
+    if let Some(m) = r["marker_line"].as_str() {
+        lines.push(format!("  marker:     {m}"));
+    }
+    format!(
+        "{}\n\n── harvest (last lines) ──\n{}",
+        lines.join("\n"),
+        r["harvest"].as_str().unwrap_or("")
+    )
+}
+
+/// Open the worker's terminal and announce it.
+fn create(ctx: &Ctx, call: &Call, o: &Opts) -> Result<(String, String, Instant), Fail> {
+    let r = one(
+        ctx,
+        call,
+        json!({"cmd": "create", "name": o.name, "wrapped": true, "show": true, "cwd": o.cwd,
+               "env": {"CLAWS_WORKER": "1"}}),
+        QUICK,
+    )?;
+    if r.get("ok") != Some(&Value::Bool(true)) {
+        return Err(Fail::Tool(format!(
+            "ERROR: create failed: {}",
+            error_text(&r).trim_start_matches("ERROR: ")
+        )));
+    }
+    let id = r["id"].as_str().unwrap_or_default().to_owned();
+    let corr = super::uuid();
+    ctx.forget_finished(&id);
+    let mut payload = json!({"terminal_id": id, "name": o.name, "wrapped": true,
+                             "started_at": iso_now(), "correlation_id": corr});
+    merge(&mut payload, &o.extra);
+    if let Some(bus) = ctx.bus_if_any(Some(call)) {
+        bus.publish("system.worker.spawned", payload);
+    }
+    best_effort(
+        ctx,
+        call,
+        json!({"cmd": "lifecycle.register-spawn", "terminalId": id, "correlationId": corr, "name": o.name}),
+    );
+    Ok((id, corr, Instant::now()))
+}
+
+fn merge(into: &mut Value, extra: &Value) {
+    if let (Some(a), Some(b)) = (into.as_object_mut(), extra.as_object()) {
+        for (k, v) in b {
+            a.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Create the terminal, boot the agent if asked, send the mission or command.
+fn start(ctx: &Ctx, call: &Call, o: &Opts) -> Result<Started, Fail> {
+    let (id, corr, started) = create(ctx, call, o)?;
+    boot_and_send(ctx, call, o, id, corr, started)
+}
+
+fn log_tail(ctx: &Ctx, call: &Call, id: &str, limit: u64) -> Result<(String, u64), Fail> {
+    let r = one(
+        ctx,
+        call,
+        json!({"cmd": "readLog", "id": id, "strip": true, "limit": limit}),
+        QUICK,
+    )?;
+    Ok((
+        r["bytes"].as_str().unwrap_or("").to_owned(),
+        r["totalSize"].as_u64().unwrap_or(0),
+    ))
+}
+
+fn boot_and_send(
+    ctx: &Ctx,
+    call: &Call,
+    o: &Opts,
+    id: String,
+    corr: String,
+    started: Instant,
+) -> Result<Started, Fail> {
+    let mut booted = !o.launch;
+    if o.launch {
+        let (bin, _) = agent_bin(&ctx.place.root);
+        ok(one(
+            ctx,
+            call,
+            json!({"cmd": "send", "id": id, "newline": true,
+                   "text": format!("{bin} --dangerously-skip-permissions --model {}", o.model)}),
+            QUICK,
+        )?)?;
+        let deadline = Instant::now() + Duration::from_millis(o.boot_wait_ms);
+        let mut stable = 0;
+        let mut tail = String::new();
+        while Instant::now() < deadline {
+            tail = log_tail(ctx, call, &id, 32 * 1024)?.0;
+            let ready = match &o.boot_marker {
+                Some(m) => tail.contains(m.as_str()),
+                None => tail.contains('❯') && (tail.contains("cost:$") || tail.contains("cost: $")),
+            };
+            stable = if ready { stable + 1 } else { 0 };
+            if stable >= 3 {
+                booted = true;
+                break;
+            }
+            call.progress("waiting for the agent to boot");
+            call.sleep(Duration::from_millis(300))?;
+        }
+        if booted {
+            call.sleep(Duration::from_secs(5))?; // the agent's input settles after its prompt shows
+        } else if let Some(bus) = ctx.bus_if_any(Some(call)) {
+            let cut = tail.char_indices().rev().nth(1999).map_or(0, |(i, _)| i);
+            bus.publish(
+                "system.worker.boot_failed",
+                json!({"correlation_id": corr, "terminal_id": id,
+                       "cause": "boot marker not seen in time", "pty_tail": &tail[cut..],
+                       "timeout_ms": o.boot_wait_ms}),
+            );
+        }
+    }
+    let before = log_tail(ctx, call, &id, 4)?.1;
+    let mut scan_from = before;
+    if let Some(mission) = &o.mission {
+        let text = format!(
+            "Your terminal_id is {id}. When the mission is complete, call claws_done (or print {} alone on a line).\n\n{mission}",
+            o.complete_marker
+        )
+        .replace("\u{1b}[200~", "")
+        .replace("\u{1b}[201~", "");
+        let payload = if o.launch { text } else { mission.clone() };
+        ok(one(
+            ctx,
+            call,
+            json!({"cmd": "send", "id": id, "text": payload, "newline": false, "paste": true}),
+            QUICK,
+        )?)?;
+        call.sleep(Duration::from_millis(300))?;
+        ok(one(
+            ctx,
+            call,
+            json!({"cmd": "send", "id": id, "text": "\r", "newline": false}),
+            QUICK,
+        )?)?;
+        if o.launch {
+            // Markers count only after the echo of the mission itself.
+            call.sleep(Duration::from_secs(1))?;
+            scan_from = log_tail(ctx, call, &id, 4)?.1;
+        }
+    } else if let Some(cmd) = &o.command {
+        ok(one(
+            ctx,
+            call,
+            json!({"cmd": "send", "id": id, "text": cmd, "newline": true}),
+            QUICK,
+        )?)?;
+    }
+    Ok(Started {
+        id,
+        corr,
+        started,
+        booted,
+        scan_from,
+    })
+}
+
+/// A marker alone on its line (after optional blanks and a `⏺`/`⎿`): that line.
+pub fn standalone(text: &str, marker: &str) -> Option<String> {
+    if marker.is_empty() {
+        return None;
+    }
+    text.split(['\n', '\r']).find_map(|line| {
+        let l = line.trim_start_matches([' ', '\t']);
+        let l = l
+            .strip_prefix(['⏺', '⎿'])
+            .unwrap_or(l)
+            .trim_start_matches([' ', '\t']);
+        let rest = l.strip_prefix(marker)?;
+        (rest.is_empty() || rest.starts_with([' ', '\t'])).then(|| line.trim().to_owned())
+    })
+}
+
+/// `[CLAWS_PUB] topic=T k=v k2="quoted v" …` → (topic, payload).
+pub fn claws_pub(line: &str) -> Option<(String, Value)> {
+    let rest = line.trim().strip_prefix("[CLAWS_PUB]")?.trim_start();
+    let rest = rest.strip_prefix("topic=")?;
+    let (topic, mut rest) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let mut payload = serde_json::Map::new();
+    loop {
+        rest = rest.trim_start();
+        let Some((key, after)) = rest.split_once('=') else {
+            break;
+        };
+        let (raw, tail) = if let Some(q) = after.strip_prefix('"') {
+            q.split_once('"').map(|(v, t)| (v, t)).unwrap_or((q, ""))
+        } else {
+            after.split_once(char::is_whitespace).unwrap_or((after, ""))
+        };
+        let quoted = after.starts_with('"');
+        let v = match raw {
+            "true" if !quoted => json!(true),
+            "false" if !quoted => json!(false),
+            n if !quoted && n.parse::<f64>().is_ok() => serde_json::from_str(n).unwrap_or(json!(n)),
+            s => json!(s),
+        };
+        if !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            payload.insert(key.to_owned(), v);
+        }
+        rest = tail;
+    }
+    (!topic.is_empty()).then(|| (topic.to_owned(), Value::Object(payload)))
+}
+
+/// What ended a worker: (status, marker line, signal).
+fn detect(
+    ctx: &Ctx,
+    text: &str,
+    id: &str,
+    complete: &str,
+    errors: &[String],
+) -> Option<(String, Option<String>, String)> {
+    if let Some(bus) = ctx.bus_if_any(None) {
+        let ev = bus.events.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = ev.completed.get(id) {
+            let status = if p["status"] == "failed" {
+                "failed"
+            } else {
+                "completed"
+            };
+            return Some((
+                status.into(),
+                p["summary"].as_str().map(str::to_owned),
+                "pub_complete_v2".into(),
+            ));
+        }
+    }
+    for m in [complete, DONE_MARKER] {
+        if let Some(l) = standalone(text, m) {
+            return Some(("completed".into(), Some(l), "marker".into()));
+        }
+    }
+    for m in errors {
+        if let Some(l) = standalone(text, m) {
+            return Some(("failed".into(), Some(l), "error".into()));
+        }
+    }
+    if let Some(l) = standalone(text, &format!("[CLAWS_PUB] topic=worker.{id}.complete")) {
+        return Some(("completed".into(), Some(l), "pub_complete".into()));
+    }
+    if let Some(bus) = ctx.bus_if_any(None) {
+        if bus
+            .events
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .terminated
+            .contains(id)
+        {
+            return Some(("terminated".into(), None, "terminated".into()));
+        }
+    }
+    None
+}
+
+/// Watch until completion or timeout, then announce, harvest and close.
+fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> {
+    let deadline = w.started + Duration::from_millis(o.timeout_ms);
+    let mut pos = w.scan_from;
+    let mut text = String::new();
+    let mut outcome = None;
+    while outcome.is_none() && Instant::now() < deadline {
+        let r = one(
+            ctx,
+            call,
+            json!({"cmd": "readLog", "id": w.id, "offset": pos, "limit": 524_288, "strip": true}),
+            QUICK,
+        )?;
+        if r.get("ok") != Some(&Value::Bool(true)) {
+            if r["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("unknown terminal"))
+            {
+                outcome = Some(("terminated".to_owned(), None, "terminated".to_owned()));
+                break;
+            }
+        } else {
+            let new = r["bytes"].as_str().unwrap_or("");
+            pos = r["nextOffset"].as_u64().unwrap_or(pos);
+            publish_pub_lines(ctx, &text, new);
+            text.push_str(new);
+            if text.len() > KEEP {
+                let cut = text.len() - KEEP / 2;
+                let cut = (cut..text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(0);
+                text.drain(..cut);
+            }
+        }
+        outcome = detect(ctx, &text, &w.id, &o.complete_marker, &o.error_markers);
+        if outcome.is_none() {
+            call.progress(&format!("worker {} running", w.id));
+            call.sleep(Duration::from_millis(o.poll_ms))?;
+        }
+    }
+    let (status, marker_line, signal) = outcome
+        .map_or(("timeout".to_owned(), None, Value::Null), |(s, m, g)| {
+            (s, m, json!(g))
+        });
+    let duration_ms = w.started.elapsed().as_millis() as u64;
+    let mut payload = json!({"terminal_id": w.id, "status": status, "duration_ms": duration_ms,
+        "marker_line": marker_line, "booted": w.booted, "correlation_id": w.corr,
+        "completion_signal": signal});
+    if o.detach {
+        payload["detach"] = json!(true);
+    }
+    merge(&mut payload, &o.extra);
+    if let Some(bus) = ctx.bus_if_any(Some(call)) {
+        bus.publish("system.worker.completed", payload);
+    }
+    best_effort(
+        ctx,
+        call,
+        json!({"cmd": "lifecycle.mark-worker-status", "terminalId": w.id, "status": status}),
+    );
+    let (tail, _) = log_tail(ctx, call, &w.id, 256 * 1024).unwrap_or_default();
+    let lines: Vec<&str> = tail.split('\n').collect();
+    let harvest = lines[lines.len().saturating_sub(o.harvest_lines)..].join("\n");
+    let mut cleaned_up = false;
+    if o.close {
+        let origin = match status.as_str() {
+            "completed" => "marker",
+            "failed" => "error",
+            "timeout" => "timeout",
+            _ => "orchestrator",
+        };
+        let r = one(
+            ctx,
+            call,
+            json!({"cmd": "close", "id": w.id, "close_origin": origin}),
+            QUICK,
+        )?;
+        cleaned_up = r["ok"] == Value::Bool(true);
+        best_effort(
+            ctx,
+            call,
+            json!({"cmd": "lifecycle.mark-worker-status", "terminalId": w.id, "status": "closed"}),
+        );
+    }
+    let result = json!({"status": status, "terminal_id": w.id, "booted": w.booted,
+        "duration_ms": duration_ms, "marker_line": marker_line, "cleaned_up": cleaned_up,
+        "harvest": harvest, "correlation_id": w.corr, "completion_signal": signal});
+    ctx.record_finished(&w.id, &result);
+    Ok(result)
+}
+
+fn publish_pub_lines(ctx: &Ctx, before: &str, new: &str) {
+    if !new.contains("[CLAWS_PUB]") {
+        return;
+    }
+    // Complete lines only: the part of the last old line plus the new text.
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let joined = format!("{}{new}", &before[start..]);
+    let Some(bus) = ctx.bus_if_any(None) else {
+        return;
+    };
+    let complete = joined.rfind('\n').map_or("", |i| &joined[..i]);
+    for line in complete.split('\n') {
+        if let Some((topic, payload)) = claws_pub(line) {
+            bus.publish(&topic, payload);
+        }
+    }
+}
+
+fn watch_in_background(
+    ctx: &Arc<Ctx>,
+    o: &Opts,
+    id: String,
+    corr: String,
+    started: Instant,
+    booted: bool,
+    scan_from: u64,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Ok(mut w) = ctx.watchers.lock() {
+        w.insert(id.clone(), stop.clone());
+    }
+    let (ctx, o) = (ctx.clone(), o.clone());
+    let _ = std::thread::Builder::new()
+        .name("mcp-worker".into())
+        .spawn(move || {
+            let call = Call::detached(stop);
+            let w = Started {
+                id,
+                corr,
+                started,
+                booted,
+                scan_from,
+            };
+            let _ = finish(&ctx, &call, &o, &w);
+            if let Ok(mut ws) = ctx.watchers.lock() {
+                ws.remove(&w.id);
+            }
+        });
+}
+
+fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
+    let root = ctx.place.root.clone();
+    let specs = args["workers"].as_array().cloned().unwrap_or_default();
+    if specs.is_empty() {
+        return Err(Fail::Tool(
+            "ERROR: workers must be a non-empty array of worker configs".into(),
+        ));
+    }
+    let detach = args.get("detach").and_then(Value::as_bool).unwrap_or(true);
+    let mut shared = args.clone();
+    if let Some(o) = shared.as_object_mut() {
+        o.remove("workers");
+        o.insert("detach".into(), json!(detach));
+        o.remove("wait");
+    }
+    let all: Vec<Opts> = specs
+        .iter()
+        .map(|w| {
+            let mut w = w.clone();
+            if let Some(o) = w.as_object_mut() {
+                o.remove("detach");
+                o.remove("wait");
+            }
+            opts(&w, &shared, &root, detach)
+        })
+        .collect::<Result<_, _>>()?;
+    let began = Instant::now();
+    let results: Vec<Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = all
+            .iter()
+            .map(|o| {
+                s.spawn(move || -> Result<Value, Fail> {
+                    let w = start(ctx, call, o)?;
+                    if o.detach {
+                        watch_in_background(ctx, o, w.id.clone(), w.corr.clone(), w.started, w.booted, w.scan_from);
+                        return Ok(json!({"status": "spawned", "terminal_id": w.id, "booted": w.booted,
+                            "duration_ms": w.started.elapsed().as_millis() as u64, "correlation_id": w.corr}));
+                    }
+                    finish(ctx, call, o, &w)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(Ok(v)) => v,
+                Ok(Err(Fail::Cancelled)) => json!({"status": "error", "error": "cancelled"}),
+                Ok(Err(e)) => json!({"status": "error", "error": e.to_string()}),
+                Err(_) => json!({"status": "error", "error": "internal error"}),
+            })
+            .collect()
+    });
+    if call.cancelled() {
+        return Err(Fail::Cancelled);
+    }
+    let ms = |r: &Value| r["duration_ms"].as_u64().unwrap_or(0);
+    let workers: Vec<Value> = results
+        .iter()
+        .zip(&all)
+        .map(|(r, o)| {
+            let corr = r["correlation_id"].as_str();
+            json!({"name": o.name, "status": r["status"], "terminal_id": r["terminal_id"],
+                   "correlation_id": r["correlation_id"], "duration_ms": r["duration_ms"],
+                   "marker_line": r["marker_line"],
+                   "monitor_arm_command": corr.map(|c| monitor_command(&root, c))})
+        })
+        .collect();
+    Ok(pretty(&json!({
+        "fleet_size": results.len(),
+        "detach": detach,
+        "wall_clock_ms": began.elapsed().as_millis() as u64,
+        "max_individual_ms": results.iter().map(ms).max().unwrap_or(0),
+        "sum_individual_ms": results.iter().map(ms).sum::<u64>(),
+        "workers": workers,
+        "monitor_arm_required": true,
+        "monitor_arm_command": "arm one monitor_arm_command per worker entry above",
+        "events_log_path": root.join(".claws").join("events"),
+    })))
+}
+
+fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let ids: Vec<String> = args["terminal_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    if ids.is_empty() {
+        return Err(Fail::Tool(
+            "ERROR: terminal_ids must be a non-empty array".into(),
+        ));
+    }
+    let complete = args["complete_marker"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .unwrap_or("MISSION_COMPLETE");
+    let errors: Vec<String> = match args["error_markers"].as_array() {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        None => vec!["MISSION_FAILED".into()],
+    };
+    let timeout = Duration::from_millis(
+        args["timeout_ms"]
+            .as_u64()
+            .filter(|&t| t > 0)
+            .unwrap_or(300_000),
+    );
+    let poll = Duration::from_millis(
+        args["poll_interval_ms"]
+            .as_u64()
+            .filter(|&t| t > 0)
+            .unwrap_or(1500),
+    );
+    let target = args["min_complete"]
+        .as_u64()
+        .filter(|&n| n > 0)
+        .map_or(ids.len(), |n| (n as usize).min(ids.len()));
+    let began = Instant::now();
+    // (status, signal, marker line, duration, scan offset, text)
+    let mut state: Vec<(String, Value, Value, Value, u64, String)> = Vec::new();
+    for id in &ids {
+        let from = log_tail(ctx, call, id, 4).map(|t| t.1).unwrap_or(0);
+        state.push((
+            "pending".into(),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            from,
+            String::new(),
+        ));
+    }
+    loop {
+        for (id, st) in ids.iter().zip(state.iter_mut()) {
+            if st.0 != "pending" {
+                continue;
+            }
+            if let Some(r) = ctx.finished(id) {
+                *st = (
+                    r["status"].as_str().unwrap_or("completed").to_owned(),
+                    r["completion_signal"].clone(),
+                    r["marker_line"].clone(),
+                    json!(began.elapsed().as_millis() as u64),
+                    st.4,
+                    String::new(),
+                );
+                continue;
+            }
+            let r = one(
+                ctx,
+                call,
+                json!({"cmd": "readLog", "id": id, "offset": st.4, "limit": 524_288, "strip": true}),
+                QUICK,
+            )?;
+            if r["ok"] == Value::Bool(true) {
+                st.4 = r["nextOffset"].as_u64().unwrap_or(st.4);
+                st.5.push_str(r["bytes"].as_str().unwrap_or(""));
+            }
+            if let Some((s, m, g)) = detect(ctx, &st.5, id, complete, &errors) {
+                *st = (
+                    s,
+                    json!(g),
+                    json!(m),
+                    json!(began.elapsed().as_millis() as u64),
+                    st.4,
+                    String::new(),
+                );
+            }
+        }
+        let done = state.iter().filter(|s| s.0 != "pending").count();
+        if done >= target || began.elapsed() >= timeout {
+            break;
+        }
+        call.progress(&format!("{done} of {} workers done", ids.len()));
+        call.sleep(poll.min(timeout.saturating_sub(began.elapsed())))?;
+    }
+    let mut pending = Vec::new();
+    let results: Vec<Value> = ids
+        .iter()
+        .zip(state.iter_mut())
+        .map(|(id, st)| {
+            if st.0 == "pending" {
+                st.0 = "timeout".into();
+                st.3 = json!(began.elapsed().as_millis() as u64);
+                pending.push(id.clone());
+            }
+            json!({"terminal_id": id, "status": st.0, "signal": st.1, "marker_line": st.2, "duration_ms": st.3})
+        })
+        .collect();
+    Ok(pretty(&json!({
+        "ok": true,
+        "complete": ids.len() - pending.len(),
+        "target": target,
+        "total": ids.len(),
+        "wall_clock_ms": began.elapsed().as_millis() as u64,
+        "pending": pending,
+        "results": results,
+    })))
+}
+
+fn subworker(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
+    let root = ctx.place.root.clone();
+    let wave = args["waveId"].as_str().unwrap_or("");
+    let role = args["role"].as_str().unwrap_or("");
+    let check = one(
+        ctx,
+        call,
+        json!({"cmd": "wave.status", "waveId": wave}),
+        QUICK,
+    )?;
+    if check["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("not-found"))
+    {
+        return Err(Fail::Tool(format!(
+            "SPAWN REFUSED: wave.not-registered — call claws_wave_create({{waveId:'{wave}', manifest:[...]}}) first"
+        )));
+    }
+    let mut spec = args.clone();
+    spec["name"] = json!(format!("wave-{wave}-{role}"));
+    spec["launch_claude"] = json!(true);
+    let mut o = opts(&spec, &json!({}), &root, true)?;
+    o.extra = json!({"waveId": wave, "role": role});
+    let (id, corr, started) = create(ctx, call, &o)?;
+    let (bg, o2, id2, corr2) = (ctx.clone(), o.clone(), id.clone(), corr.clone());
+    let _ = std::thread::Builder::new()
+        .name("mcp-subworker".into())
+        .spawn(move || {
+            let quiet = Call::detached(Arc::new(AtomicBool::new(false)));
+            if let Ok(w) = boot_and_send(&bg, &quiet, &o2, id2, corr2, started) {
+                watch_in_background(&bg, &o2, w.id, w.corr, w.started, w.booted, w.scan_from);
+            }
+        });
+    Ok(pretty(&json!({
+        "terminal_id": id, "waveId": wave, "role": role, "name": o.name, "correlation_id": corr,
+        "monitor_arm_required": true,
+        "monitor_arm_command": monitor_command(&root, &corr),
+        "events_log_path": root.join(".claws").join("events"),
+    })))
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn iso_now() -> String {
+    let ms = crate::spec::now_ms();
+    let (secs, milli) = (ms / 1000, ms % 1000);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_count_only_alone_on_a_line() {
+        assert_eq!(
+            standalone("a\nMISSION_COMPLETE\n", "MISSION_COMPLETE").as_deref(),
+            Some("MISSION_COMPLETE")
+        );
+        assert_eq!(
+            standalone("x\r\n  ⏺ DONE  \r\n", "DONE").as_deref(),
+            Some("⏺ DONE")
+        );
+        assert!(standalone("$ echo MISSION_COMPLETE\n", "MISSION_COMPLETE").is_none());
+        assert!(standalone("MISSION_COMPLETED\n", "MISSION_COMPLETE").is_none());
+        assert!(standalone("anything", "").is_none());
+    }
+
+    #[test]
+    fn claws_pub_lines_parse() {
+        let (t, p) =
+            claws_pub(r#"[CLAWS_PUB] topic=worker.3.progress pct=40 ok=true note="half way" x"#)
+                .expect("parses");
+        assert_eq!(t, "worker.3.progress");
+        assert_eq!(p, json!({"pct": 40, "ok": true, "note": "half way"}));
+        assert!(claws_pub("[CLAWS_PUB] nothing").is_none());
+    }
+
+    #[test]
+    fn iso_dates() {
+        let s = iso_now();
+        assert_eq!(s.len(), 24, "{s}");
+        assert!(s.starts_with("20") && s.ends_with('Z'), "{s}");
+    }
+}

@@ -1,0 +1,196 @@
+"""Drive `openfiles mcp` with the official MCP Python SDK (PyPI `mcp`), over stdio.
+
+Run by tests/mcp_sdk.rs against a real `openfiles serve`. Arguments come from the
+environment: OPENFILES_BIN, WORKSPACE, BROKEN_FILE (a file with a type error, or empty),
+and the OPENFILES_* variables the server needs. Every step asserts; the last line printed
+is a JSON report the Rust test checks again.
+"""
+
+import json
+import os
+import socket
+import sys
+import threading
+
+import anyio
+import jsonschema
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+try:
+    from mcp.shared.exceptions import MCPError as McpError  # SDK 2.x
+except ImportError:  # SDK 1.x
+    from mcp.shared.exceptions import McpError
+
+
+def text_of(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+class Observer:
+    """A plain claws/2 peer on the workspace's socket, collecting what the bus carries."""
+
+    def __init__(self, sock_path, topics):
+        self.frames = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(sock_path)
+        self.file = self.sock.makefile("rwb")
+        self._send({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "observer", "peerName": "sdk-test"})
+        for i, t in enumerate(topics):
+            self._send({"id": 10 + i, "cmd": "subscribe", "protocol": "claws/2", "topic": t})
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _send(self, obj):
+        self.file.write((json.dumps(obj) + "\n").encode())
+        self.file.flush()
+
+    def _read(self):
+        for line in self.file:
+            msg = json.loads(line)
+            if msg.get("push") == "message":
+                self.frames.append(msg)
+
+    def topics(self):
+        return [f["topic"] for f in self.frames]
+
+
+async def main():
+    ws = os.environ["WORKSPACE"]
+    broken = os.environ.get("BROKEN_FILE", "")
+    params = StdioServerParameters(
+        command=os.environ["OPENFILES_BIN"],
+        args=["mcp", "--workspace", ws],
+        env=dict(os.environ),
+    )
+    report = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            report["protocolVersion"] = init.protocol_version
+            report["serverName"] = init.server_info.name
+            assert init.capabilities.tools is not None
+
+            tools = (await session.list_tools()).tools
+            names = [t.name for t in tools]
+            for t in tools:
+                jsonschema.Draft202012Validator.check_schema(t.input_schema)
+                jsonschema.Draft7Validator.check_schema(t.input_schema)
+            report["tools"] = len(tools)
+            for must in ["claws_create", "claws_exec", "claws_read_log", "claws_worker", "claws_fleet",
+                         "claws_workers_wait", "claws_lifecycle_plan", "claws_task_assign", "claws_rpc_call",
+                         "openfiles_diagnostics", "openfiles_check", "openfiles_status"]:
+                assert must in names, must
+
+            sock = os.path.join(ws, ".claws", "claws.sock")
+            observer = Observer(sock, ["tool.**", "system.worker.**"])
+
+            # A terminal, a command with an exit code, its output read back.
+            created = json.loads(text_of(await session.call_tool("claws_create", {"name": "sdk"})))
+            term = created["terminal_id"]
+            assert created["ok"] is True and created["correlation_id"], created
+            out = text_of(await session.call_tool("claws_exec", {"id": term, "command": "echo from-exec; (exit 3)"}))
+            assert out.startswith("exit 3\n") and "from-exec" in out, out
+            report["exec"] = out
+            log = text_of(await session.call_tool("claws_read_log", {"id": term, "lines": 20}))
+            assert log.startswith(f"[term {term} · ") and "from-exec" in log, log
+
+            # A blocking worker: a command that prints the marker; progress while it runs.
+            progress = []
+
+            async def on_progress(p, total, message):
+                progress.append(p)
+
+            res = await session.call_tool(
+                "claws_worker",
+                {"name": "w1", "command": "sleep 1; printf 'DONE_%s\\n' XYZ", "complete_marker": "DONE_XYZ",
+                 "detach": False, "poll_interval_ms": 200},
+                progress_callback=on_progress,
+            )
+            wtext = text_of(res)
+            assert not res.is_error, wtext
+            assert wtext.startswith("worker 'w1' COMPLETED"), wtext
+            assert "marker:     DONE_XYZ" in wtext and "cleaned_up: true" in wtext, wtext
+            report["worker"] = wtext.splitlines()[0]
+            report["progress"] = len(progress)
+            assert progress, "no progress notification during a blocking worker"
+
+            # A detached worker, then claws_workers_wait.
+            spawned = json.loads(text_of(await session.call_tool(
+                "claws_worker", {"name": "w2", "command": "printf 'MISSION_%s\\n' COMPLETE", "poll_interval_ms": 200})))
+            waited = json.loads(text_of(await session.call_tool(
+                "claws_workers_wait", {"terminal_ids": [spawned["terminal_id"]], "timeout_ms": 60000,
+                                       "poll_interval_ms": 200})))
+            assert waited["complete"] == 1 and waited["results"][0]["status"] == "completed", waited
+            report["workers_wait"] = waited["results"][0]["status"]
+
+            # An orchestration tool the socket does not serve yet: a tool error, not a crash.
+            plan = await session.call_tool("claws_lifecycle_plan", {"plan": "test the forwarding"})
+            report["lifecycle_plan_error"] = plan.is_error
+            assert plan.is_error and "lifecycle.plan" in text_of(plan), text_of(plan)
+
+            # Bad arguments: MCP errors, never a crash.
+            errors = 0
+            for name, args in [("claws_exec", {"id": 5, "command": "ls"}), ("claws_exec", {"id": "1"}),
+                               ("no_such_tool", {}), ("claws_send", {"id": "1", "text": "x", "bogus": 1})]:
+                try:
+                    r = await session.call_tool(name, args)
+                    assert r.is_error, (name, args, text_of(r))
+                except McpError as e:
+                    assert e.error.code == -32602, e.error
+                errors += 1
+            report["bad_arguments_rejected"] = errors
+
+            # Cancellation: the SDK gives up after 1.5 s and sends notifications/cancelled;
+            # the server interrupts the command, so the terminal answers the next exec.
+            try:
+                await session.call_tool("claws_exec", {"id": term, "command": "sleep 60; echo late"},
+                                        read_timeout_seconds=1.5)
+                raise AssertionError("a 60 s command finished within 1.5 s")
+            except (McpError, TimeoutError) as e:
+                report["cancelled"] = type(e).__name__
+            after = text_of(await session.call_tool(
+                "claws_exec", {"id": term, "command": "echo after-cancel", "timeout_ms": 20000}))
+            assert after.startswith("exit 0") and "after-cancel" in after, after
+            await session.send_ping()
+
+            # Diagnostics of a file with a type error, fresh.
+            if broken:
+                diag = text_of(await session.call_tool("openfiles_diagnostics",
+                                                       {"paths": [broken], "timeout_ms": 240000}))
+                assert diag.startswith("OpenFiles found 1 error"), diag
+                assert "E0308" in diag and "Fix these before you report the task as done." in diag, diag
+                report["diagnostics"] = diag.splitlines()[1]
+                session_diag = text_of(await session.call_tool("openfiles_diagnostics", {"timeout_ms": 240000}))
+                assert "E0308" in session_diag, session_diag
+                checked = text_of(await session.call_tool("openfiles_check",
+                                                          {"paths": [broken], "timeout_ms": 240000}))
+                assert "E0308" in checked and "1 file(s) checked: 1 error(s)" in checked, checked
+            status = json.loads(text_of(await session.call_tool("openfiles_status", {})))
+            assert status["served"] is True, status
+            report["status_served"] = status["served"]
+
+            closed = text_of(await session.call_tool("claws_close", {"id": term}))
+            assert closed == f"closed terminal {term}", closed
+
+            # Bus events the tools emit (as Claws's MCP server does).
+            for _ in range(50):
+                if "system.worker.completed" in observer.topics():
+                    break
+                await anyio.sleep(0.1)
+            topics = observer.topics()
+            for must in ["tool.claws_create.invoked", "tool.claws_exec.invoked",
+                         "system.worker.spawned", "system.worker.completed"]:
+                assert must in topics, (must, topics)
+            done = [f for f in observer.frames if f["topic"] == "system.worker.completed"]
+            assert any(f["payload"].get("status") == "completed" and f["payload"].get("completion_signal") == "marker"
+                       for f in done), done
+            report["events"] = sorted(set(t for t in topics if t.startswith("system.worker")))
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    try:
+        anyio.run(main)
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        sys.exit(1)
