@@ -117,6 +117,7 @@ pub struct Ctx {
     pub place: Place,
     service_ok: Mutex<bool>,
     claws_enabled: Mutex<Option<bool>>,
+    claws_seen: AtomicBool,
     bus: Mutex<Option<Arc<Bus>>>,
     identity: Mutex<Value>,
     /// Stop flags of detached worker watchers, by terminal id.
@@ -135,6 +136,7 @@ impl Ctx {
             place,
             service_ok: Mutex::new(false),
             claws_enabled: Mutex::new(None),
+            claws_seen: AtomicBool::new(false),
             bus: Mutex::new(None),
             identity: Mutex::new(json!({"role": "orchestrator", "peerName": "openfiles-mcp"})),
             watchers: Mutex::default(),
@@ -182,7 +184,9 @@ impl Ctx {
     /// The Claws socket of the workspace, once the service serves it.
     pub fn claws(&self, call: Option<&Call>) -> Result<&std::path::Path, Fail> {
         let sock = self.place.claws.as_path();
-        if sock.exists() {
+        // Once seen, trust it: a vanished socket shows as a connection error anyway.
+        if self.claws_seen.load(Ordering::Relaxed) || sock.exists() {
+            self.claws_seen.store(true, Ordering::Relaxed);
             return Ok(sock);
         }
         self.service(call)?;
@@ -334,11 +338,12 @@ fn handle(
             let spawned = std::thread::Builder::new()
                 .name("mcp-call".into())
                 .spawn(move || {
-                    let answer = run_call(&ctx2, &call, &id, &params);
-                    lock(&inflight2).remove(&key);
-                    if let Some(answer) = answer.filter(|_| !call.cancelled()) {
-                        out2.send(&answer);
-                    }
+                    run_call(&ctx2, &call, &id, &params, &|answer| {
+                        lock(&inflight2).remove(&key);
+                        if !call.cancelled() {
+                            out2.send(answer);
+                        }
+                    });
                 });
             if spawned.is_err() {
                 lock(inflight).remove(&msg["id"].to_string());
@@ -353,32 +358,41 @@ fn handle(
     }
 }
 
-/// Run one `tools/call`; `None` when it was cancelled.
-fn run_call(ctx: &Arc<Ctx>, call: &Call, id: &Value, params: &Value) -> Option<Value> {
+/// Run one `tools/call` and hand its answer to `answer` (not called when cancelled); the
+/// `tool.<name>.completed|failed` event goes out after the answer, off the caller's path.
+fn run_call(ctx: &Arc<Ctx>, call: &Call, id: &Value, params: &Value, answer: &dyn Fn(&Value)) {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let Some(tool) = catalog().get(name) else {
-        return Some(error(id, -32602, &format!("unknown tool: {name}")));
+        return answer(&error(id, -32602, &format!("unknown tool: {name}")));
     };
     let args = match params.get("arguments") {
         None | Some(Value::Null) => json!({}),
         Some(a) => a.clone(),
     };
     if let Err(e) = catalog::validate(&tool.input_schema, &args) {
-        return Some(error(id, -32602, &format!("{name}: {e}")));
+        return answer(&error(id, -32602, &format!("{name}: {e}")));
     }
     let bus = name
         .starts_with("claws_")
         .then(|| ctx.bus_if_any(Some(call)))
         .flatten();
-    let keys: Vec<&String> = args
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    if let Some(b) = &bus {
-        b.publish(
-            &format!("tool.{name}.invoked"),
-            json!({"peerId": b.peer_id, "toolName": name, "args_keys": keys}),
-        );
+    // Long calls announce themselves first; short ones after their answer (off the
+    // caller's path), the two events in order.
+    let announce = || {
+        if let Some(b) = &bus {
+            let keys: Vec<&String> = args
+                .as_object()
+                .map(|o| o.keys().collect())
+                .unwrap_or_default();
+            b.publish(
+                &format!("tool.{name}.invoked"),
+                json!({"peerId": b.peer_id, "toolName": name, "args_keys": keys}),
+            );
+        }
+    };
+    let long = LONG_TOOLS.contains(&name);
+    if long {
+        announce();
     }
     let started = std::time::Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -386,23 +400,42 @@ fn run_call(ctx: &Arc<Ctx>, call: &Call, id: &Value, params: &Value) -> Option<V
     }))
     .unwrap_or_else(|_| Err(Fail::Tool("ERROR: internal error in the tool".into())));
     let ms = started.elapsed().as_millis() as u64;
-    let (topic, answer) = match outcome {
-        Err(Fail::Cancelled) => return None,
-        Err(Fail::Invalid(e)) => ("failed", error(id, -32602, &format!("{name}: {e}"))),
-        Err(Fail::Tool(text)) => (
-            "failed",
-            result(
+    let topic = match outcome {
+        Err(Fail::Cancelled) => return,
+        Err(Fail::Invalid(e)) => {
+            answer(&error(id, -32602, &format!("{name}: {e}")));
+            "failed"
+        }
+        Err(Fail::Tool(text)) => {
+            answer(&result(
                 id,
                 json!({"content": [{"type": "text", "text": text}], "isError": true}),
-            ),
-        ),
-        Ok(text) => (
-            "completed",
-            result(id, json!({"content": [{"type": "text", "text": text}]})),
-        ),
+            ));
+            "failed"
+        }
+        Ok(text) => {
+            answer(&result(
+                id,
+                json!({"content": [{"type": "text", "text": text}]}),
+            ));
+            "completed"
+        }
     };
+    if !long {
+        announce();
+    }
     if let Some(b) = &bus {
         b.publish(&format!("tool.{name}.{topic}"), json!({"duration_ms": ms}));
     }
-    Some(answer)
 }
+
+/// Tools that may run for seconds or more: their `invoked` event goes out before they run.
+const LONG_TOOLS: &[&str] = &[
+    "claws_exec",
+    "claws_worker",
+    "claws_fleet",
+    "claws_workers_wait",
+    "claws_dispatch_subworker",
+    "claws_drain_events",
+    "claws_rpc_call",
+];
