@@ -14,6 +14,7 @@
 
 pub mod catalog;
 mod claws_tools;
+pub mod install;
 pub mod link;
 mod openfiles_tools;
 pub mod server;

@@ -173,6 +173,7 @@ impl Ctx {
             &self.place.control,
             &Request::Add(PathArg {
                 path: self.place.root.clone(),
+                force: false,
             }),
             Duration::from_secs(15),
             call,

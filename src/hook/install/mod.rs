@@ -304,7 +304,7 @@ pub fn planned(
 }
 
 /// A unified diff of the file's change; a missing side is `/dev/null`.
-fn write_diff(
+pub fn write_diff(
     out: &mut dyn Write,
     path: &Path,
     old: Option<&str>,
@@ -330,7 +330,8 @@ fn write_diff(
     out.write_all(text.as_bytes())
 }
 
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+/// Write `text` to `path` atomically, keeping the file's mode.
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
