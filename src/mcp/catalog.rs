@@ -219,7 +219,7 @@ mod tests {
             walk_types(&t.name, s);
             if let Some(f) = &t.forward {
                 assert!(!f.cmd.is_empty());
-                for (from, _) in &f.rename {
+                for from in f.rename.keys() {
                     assert!(props.contains_key(from), "{}: rename of {from}", t.name);
                 }
             }
