@@ -6,6 +6,7 @@
 //!   the Claws socket on a fresh connection (what the tool does), p50 of 500 each (ms).
 //!
 //! Run: `cargo bench --bench mcp`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "../tests/common/mod.rs"]
 mod common;

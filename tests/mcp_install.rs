@@ -1,6 +1,7 @@
 //! `openfiles hooks install|uninstall|status --mcp` on real files: every agent's MCP
 //! configuration gets an absolute command, others' servers and settings survive (TOML
 //! comments too), a second install changes nothing, uninstall gives the files back.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,9 +3,9 @@
 //! workers, bus events, bad arguments, cancellation, fresh diagnostics from real
 //! `cargo check`), and the JSON-RPC edge cases spoken raw over stdio.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
+
 mod common;
-#[path = "plugins_support/mod.rs"]
-mod plugins_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -44,7 +44,7 @@ fn python_with_sdk() -> &'static str {
 fn the_python_sdk_drives_terminals_workers_and_diagnostics() {
     let python = python_with_sdk();
     let mut env = Env::new();
-    env.plugin_path = Some(plugins_support::plugin("cargo_check").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("cargo_check").into_os_string());
     let home = env.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     env.extra_env.push(("HOME".into(), home.into_os_string()));

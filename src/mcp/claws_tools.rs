@@ -15,9 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use super::agent::{agent_bin, DONE_MARKER};
+use super::call::{Call, Fail};
 use super::catalog::{Forward, ResultRule};
 use super::link;
-use super::server::{Call, Ctx, Fail};
+use super::server::Ctx;
 use super::{error_text, ok, pretty};
 
 /// Bound on a one-shot request that should answer at once.
@@ -141,15 +143,13 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
         "claws_drain_events" => drain(ctx, call, args),
         "claws_done" => done(ctx, call),
         "claws_get_bin" => {
-            let (bin, source) = worker::agent_bin(&ctx.place.root);
+            let (bin, source) = agent_bin(&ctx.place.root);
             Ok(pretty(&json!({"bin": bin, "source": source})))
         }
         "claws_set_bin" => set_bin(ctx, args),
         other => Err(Fail::Tool(format!("ERROR: unknown tool: {other}"))),
     }
 }
-
-use super::worker;
 
 fn list(ctx: &Ctx, call: &Call) -> Result<String, Fail> {
     let r = ok(one(ctx, call, json!({"cmd": "list"}), QUICK)?)?;
@@ -421,13 +421,13 @@ fn done(ctx: &Ctx, call: &Call) -> Result<String, Fail> {
     let bus = ctx.bus(Some(call))?;
     let r = bus.request(
         json!({"cmd": "publish", "protocol": "claws/2", "topic": format!("worker.{id}.complete"),
-               "payload": {"status": "completed", "terminal_id": id, "marker": worker::DONE_MARKER}}),
+               "payload": {"status": "completed", "terminal_id": id, "marker": DONE_MARKER}}),
         QUICK,
         Some(call),
     )?;
     ok(r)?;
     Ok(pretty(
-        &json!({"ok": true, "terminal_id": id, "marker": worker::DONE_MARKER}),
+        &json!({"ok": true, "terminal_id": id, "marker": DONE_MARKER}),
     ))
 }
 
@@ -452,7 +452,7 @@ fn set_bin(ctx: &Ctx, args: &Value) -> Result<String, Fail> {
         }
         None => {
             let _ = std::fs::remove_file(&file);
-            let (bin, source) = worker::agent_bin(&ctx.place.root);
+            let (bin, source) = agent_bin(&ctx.place.root);
             Ok(pretty(&json!({"ok": true, "bin": bin, "source": source,
                               "message": format!("workers start {bin} ({source})")})))
         }

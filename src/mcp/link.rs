@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::server::{Call, Fail};
+use super::call::{Call, Fail};
 use crate::control::protocol::{encode_request, Reply, Request};
 
 /// How long one poll of a blocking read lasts before the cancellation flag is checked.

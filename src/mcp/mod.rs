@@ -2,16 +2,20 @@
 //! Claws terminals, started by the agent. A client process like `hook` and `claws`: it
 //! speaks the control and Claws sockets only and imports no service internals.
 //!
-//! - `server.rs`: JSON-RPC over stdio, lifecycle, cancellation, progress, the shared context;
+//! - `server.rs`: JSON-RPC over stdio, lifecycle, the shared context; `call.rs`: one call's
+//!   cancellation flag and progress;
 //! - `catalog.rs` + `tools.json`: the tool table (schemas and forwarding rules are data);
 //! - `link.rs`: the sockets (one-shot control and Claws requests, the claws/2 bus);
 //! - `claws_tools.rs`: terminal, bus and forwarded orchestration tools;
-//! - `worker.rs`: `claws_worker`, `claws_fleet`, `claws_workers_wait`, sub-workers;
+//! - `worker.rs`: `claws_worker`, `claws_fleet`, `claws_workers_wait`, sub-workers; `agent.rs`:
+//!   which agent CLI workers start and the marker that always ends one;
 //! - `openfiles_tools.rs`: `openfiles_diagnostics`, `openfiles_check`, `openfiles_status`;
 //!
 //! The tool names, argument schemas, defaults, result shapes and bus events of the Claws
 //! tools follow Claws's own MCP server, so prompts written for it work unchanged.
 
+pub mod agent;
+pub mod call;
 pub mod catalog;
 mod claws_tools;
 pub mod install;
@@ -25,8 +29,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use call::{Call, Fail, Out};
 use catalog::Tool;
-use server::{Call, Ctx, Fail, Out};
+use server::Ctx;
 
 /// `openfiles mcp` options.
 pub struct Options {

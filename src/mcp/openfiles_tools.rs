@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::call::{Call, Fail};
 use super::link::control_as;
 use super::pretty;
-use super::server::{Call, Ctx, Fail};
+use super::server::Ctx;
 use crate::control::protocol::{Check, Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
 use crate::hook::feedback::{self, item_line};
 use crate::hook::report::{display_path, Entries};

@@ -31,33 +31,15 @@ mod signals;
 use signals::iso_now;
 use signals::{detect, publish_pub_lines};
 
+use super::agent::agent_bin;
+use super::call::{Call, Fail};
 use super::claws_tools::{best_effort, monitor_command, one};
-use super::server::{Call, Ctx, Fail};
+use super::server::Ctx;
 use super::{error_text, ok, pretty};
 
-/// The completion marker that always counts.
-pub const DONE_MARKER: &str = "__CLAWS_DONE__";
 const QUICK: Duration = Duration::from_secs(30);
 /// Output kept in memory for detection.
 const KEEP: usize = 1 << 20;
-
-/// The agent CLI workers start, and where that choice comes from.
-pub fn agent_bin(root: &Path) -> (String, &'static str) {
-    let from_file = std::fs::read_to_string(root.join(".claws").join("claude-bin"))
-        .ok()
-        .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
-        .filter(|l| !l.is_empty());
-    if let Some(b) = from_file {
-        return (b, "file");
-    }
-    match std::env::var("CLAWS_CLAUDE_BIN")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(b) => (b, "env"),
-        None => ("claude".into(), "default"),
-    }
-}
 
 /// One worker's settings, after defaults.
 #[derive(Debug, Clone)]

@@ -12,9 +12,10 @@ use super::signals::detect;
 use super::{
     boot_and_send, create, finish, log_tail, opts, start, watch_in_background, Opts, QUICK,
 };
+use crate::mcp::call::{Call, Fail};
 use crate::mcp::claws_tools::{monitor_command, one};
 use crate::mcp::pretty;
-use crate::mcp::server::{Call, Ctx, Fail};
+use crate::mcp::server::Ctx;
 
 pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
     let root = ctx.place.root.clone();

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::DONE_MARKER;
+use crate::mcp::agent::DONE_MARKER;
 use crate::mcp::server::Ctx;
 
 /// A marker alone on its line (after optional blanks and a `⏺`/`⎿`): that line.
