@@ -59,6 +59,7 @@ fn the_python_sdk_drives_terminals_workers_and_diagnostics() {
         .env("OPENFILES_BIN", bin())
         .env("WORKSPACE", &ws)
         .env("BROKEN_FILE", &broken)
+        .env("AGENT_DIR", env.dir.path())
         .env("OPENFILES_SOCKET", &env.socket)
         .env("OPENFILES_STATE_DIR", &env.state)
         .env("OPENFILES_CONFIG", &env.config)
@@ -82,6 +83,9 @@ fn the_python_sdk_drives_terminals_workers_and_diagnostics() {
     assert_eq!(report["worker"], "worker 'w1' COMPLETED");
     assert!(report["progress"].as_u64().unwrap() >= 1);
     assert_eq!(report["workers_wait"], "completed");
+    assert_eq!(report["fleet_complete"], 2);
+    assert_eq!(report["agent_worker"], "worker 'agent' COMPLETED");
+    assert_eq!(report["drained_pings"], 1);
     assert_eq!(report["lifecycle_plan_error"], true);
     assert_eq!(report["bad_arguments_rejected"], 4);
     let diag = report["diagnostics"].as_str().unwrap();

@@ -38,6 +38,8 @@ use super::server::Ctx;
 use super::{error_text, ok, pretty};
 
 const QUICK: Duration = Duration::from_secs(30);
+/// How often a running worker's liveness goes on the bus (`worker.<id>.heartbeat`).
+const HEARTBEAT: Duration = Duration::from_secs(30);
 /// Output kept in memory for detection.
 const KEEP: usize = 1 << 20;
 
@@ -135,6 +137,8 @@ struct Started {
     booted: bool,
     /// Raw log offset from which markers count.
     scan_from: u64,
+    /// The mission as typed (its echo does not count as a marker).
+    echo: String,
 }
 
 pub fn call(ctx: &Arc<Ctx>, call: &Call, name: &str, args: &Value) -> Result<String, Fail> {
@@ -144,21 +148,14 @@ pub fn call(ctx: &Arc<Ctx>, call: &Call, name: &str, args: &Value) -> Result<Str
             let o = opts(args, &json!({}), &root, true)?;
             let w = start(ctx, call, &o)?;
             if o.detach {
-                watch_in_background(
-                    ctx,
-                    &o,
-                    w.id.clone(),
-                    w.corr.clone(),
-                    w.started,
-                    w.booted,
-                    w.scan_from,
-                );
+                let (id, corr) = (w.id.clone(), w.corr.clone());
+                watch_in_background(ctx, &o, w);
                 return Ok(pretty(&json!({
-                    "ok": true, "terminal_id": w.id, "name": o.name, "correlation_id": w.corr,
+                    "ok": true, "terminal_id": id, "name": o.name, "correlation_id": corr,
                     "run_token": &super::uuid()[..12],
                     "hint": "use claws_workers_wait to poll completion",
                     "monitor_arm_required": true,
-                    "monitor_arm_command": monitor_command(&root, &w.corr),
+                    "monitor_arm_command": monitor_command(&root, &corr),
                     "events_log_path": root.join(".claws").join("events"),
                 })));
             }
@@ -302,8 +299,9 @@ fn boot_and_send(
             );
         }
     }
-    let before = log_tail(ctx, call, &id, 4)?.1;
-    let mut scan_from = before;
+    // Markers count from here; the echo of a typed mission is discounted by `detect`.
+    let scan_from = log_tail(ctx, call, &id, 4)?.1;
+    let mut echo = String::new();
     if let Some(mission) = &o.mission {
         let text = format!(
             "Your terminal_id is {id}. When the mission is complete, call claws_done (or print {} alone on a line).\n\n{mission}",
@@ -312,6 +310,7 @@ fn boot_and_send(
         .replace("\u{1b}[200~", "")
         .replace("\u{1b}[201~", "");
         let payload = if o.launch { text } else { mission.clone() };
+        echo.clone_from(&payload);
         ok(one(
             ctx,
             call,
@@ -325,11 +324,6 @@ fn boot_and_send(
             json!({"cmd": "send", "id": id, "text": "\r", "newline": false}),
             QUICK,
         )?)?;
-        if o.launch {
-            // Markers count only after the echo of the mission itself.
-            call.sleep(Duration::from_secs(1))?;
-            scan_from = log_tail(ctx, call, &id, 4)?.1;
-        }
     } else if let Some(cmd) = &o.command {
         ok(one(
             ctx,
@@ -344,6 +338,7 @@ fn boot_and_send(
         started,
         booted,
         scan_from,
+        echo,
     })
 }
 
@@ -352,6 +347,7 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
     let deadline = w.started + Duration::from_millis(o.timeout_ms);
     let mut pos = w.scan_from;
     let mut text = String::new();
+    let mut beat = Instant::now();
     let mut outcome = None;
     while outcome.is_none() && Instant::now() < deadline {
         let r = one(
@@ -381,7 +377,26 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
                 text.drain(..cut);
             }
         }
-        outcome = detect(ctx, &text, &w.id, &o.complete_marker, &o.error_markers);
+        outcome = detect(
+            ctx,
+            &text,
+            &w.id,
+            &o.complete_marker,
+            &o.error_markers,
+            &w.echo,
+        );
+        if outcome.is_none() && beat.elapsed() >= HEARTBEAT {
+            beat = Instant::now();
+            if let Some(bus) = ctx.bus_if_any(None) {
+                let secs = w.started.elapsed().as_secs();
+                bus.publish(
+                    &format!("worker.{}.heartbeat", w.id),
+                    json!({"kind": "heartbeat", "summary": format!("still active · {secs}s elapsed"),
+                           "duration_ms": w.started.elapsed().as_millis() as u64,
+                           "captured_at": iso_now(), "correlation_id": w.corr}),
+                );
+            }
+        }
         if outcome.is_none() {
             call.progress(&format!("worker {} running", w.id));
             call.sleep(Duration::from_millis(o.poll_ms))?;
@@ -392,6 +407,12 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
             (s, m, json!(g))
         });
     let duration_ms = w.started.elapsed().as_millis() as u64;
+    // Known before the terminal closes (closing announces `system.terminal.closed`, which a
+    // waiter would otherwise read as "terminated").
+    ctx.record_finished(
+        &w.id,
+        &json!({"status": status, "marker_line": marker_line, "completion_signal": signal}),
+    );
     let mut payload = json!({"terminal_id": w.id, "status": status, "duration_ms": duration_ms,
         "marker_line": marker_line, "booted": w.booted, "correlation_id": w.corr,
         "completion_signal": signal});
@@ -438,31 +459,16 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
     Ok(result)
 }
 
-fn watch_in_background(
-    ctx: &Arc<Ctx>,
-    o: &Opts,
-    id: String,
-    corr: String,
-    started: Instant,
-    booted: bool,
-    scan_from: u64,
-) {
+fn watch_in_background(ctx: &Arc<Ctx>, o: &Opts, w: Started) {
     let stop = Arc::new(AtomicBool::new(false));
-    if let Ok(mut w) = ctx.watchers.lock() {
-        w.insert(id.clone(), stop.clone());
+    if let Ok(mut ws) = ctx.watchers.lock() {
+        ws.insert(w.id.clone(), stop.clone());
     }
     let (ctx, o) = (ctx.clone(), o.clone());
     let _ = std::thread::Builder::new()
         .name("mcp-worker".into())
         .spawn(move || {
             let call = Call::detached(stop);
-            let w = Started {
-                id,
-                corr,
-                started,
-                booted,
-                scan_from,
-            };
             let _ = finish(&ctx, &call, &o, &w);
             if let Ok(mut ws) = ctx.watchers.lock() {
                 ws.remove(&w.id);

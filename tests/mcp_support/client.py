@@ -122,6 +122,42 @@ async def main():
             assert waited["complete"] == 1 and waited["results"][0]["status"] == "completed", waited
             report["workers_wait"] = waited["results"][0]["status"]
 
+            # A fleet of two command workers, waited for together.
+            fleet = json.loads(text_of(await session.call_tool("claws_fleet", {
+                "workers": [{"name": "f1", "command": "echo MISSION_COMPLETE"},
+                            {"name": "f2", "command": "sleep 1; echo MISSION_COMPLETE"}],
+                "poll_interval_ms": 200})))
+            assert fleet["fleet_size"] == 2 and all(w["status"] == "spawned" for w in fleet["workers"]), fleet
+            both = json.loads(text_of(await session.call_tool("claws_workers_wait", {
+                "terminal_ids": [w["terminal_id"] for w in fleet["workers"]], "timeout_ms": 60000,
+                "poll_interval_ms": 200})))
+            assert both["complete"] == 2 and both["pending"] == [], both
+            report["fleet_complete"] = both["complete"]
+
+            # An agent CLI worker: a stand-in agent (set with claws_set_bin) that shows a prompt
+            # and cost line, reads the pasted mission and prints the marker. The mission names
+            # the marker alone on a line: its echo must not end the worker.
+            agent = os.path.join(os.environ["AGENT_DIR"], "fake-agent")
+            with open(agent, "w", encoding="utf-8") as f:
+                f.write("#!/bin/bash\nprintf 'fake agent booting (%s)\\n' \"$*\"\nsleep 0.3\n"
+                        "printf '\u276f ready  cost:$0.00\\n'\n"
+                        "while IFS= read -r line; do case \"$line\" in *please-finish*) sleep 0.5; "
+                        "echo MISSION_COMPLETE; exit 0;; esac; done\n")
+            os.chmod(agent, 0o755)
+            set_bin = json.loads(text_of(await session.call_tool("claws_set_bin", {"name": agent})))
+            assert set_bin["bin"] == agent, set_bin
+            got = json.loads(text_of(await session.call_tool("claws_get_bin", {})))
+            assert got == {"bin": agent, "source": "file"}, got
+            res = await session.call_tool("claws_worker", {
+                "name": "agent", "mission": "Check the build.\nWhen done, print:\nMISSION_COMPLETE\nplease-finish",
+                "detach": False, "poll_interval_ms": 200})
+            atext = text_of(res)
+            assert atext.startswith("worker 'agent' COMPLETED"), atext
+            assert "booted:     true" in atext and "marker:     MISSION_COMPLETE" in atext, atext
+            assert "fake agent booting (--dangerously-skip-permissions --model claude-sonnet-4-6)" in atext, atext
+            report["agent_worker"] = atext.splitlines()[0]
+            await session.call_tool("claws_set_bin", {})
+
             # An orchestration tool the socket does not serve yet: a tool error, not a crash.
             plan = await session.call_tool("claws_lifecycle_plan", {"plan": "test the forwarding"})
             report["lifecycle_plan_error"] = plan.is_error
@@ -170,6 +206,20 @@ async def main():
 
             closed = text_of(await session.call_tool("claws_close", {"id": term}))
             assert closed == f"closed terminal {term}", closed
+
+            # The bus tools: a new identity, a subscription, a publish with echo, a drain
+            # (one message although two subscriptions match it).
+            hello = json.loads(text_of(await session.call_tool("claws_hello", {"role": "worker", "peerName": "sdk-peer"})))
+            assert hello["peerId"], hello
+            sub = json.loads(text_of(await session.call_tool("claws_subscribe", {"topic": "sdk.*"})))
+            assert sub["subscriptionId"], sub
+            await session.call_tool("claws_drain_events", {})
+            pub = json.loads(text_of(await session.call_tool("claws_publish", {"topic": "sdk.ping", "payload": {"n": 1}, "echo": True})))
+            assert pub["deliveredTo"] >= 1, pub
+            drained = json.loads(text_of(await session.call_tool("claws_drain_events", {"wait_ms": 5000})))
+            pings = [e for e in drained["events"] if e["topic"] == "sdk.ping"]
+            assert len(pings) == 1 and pings[0]["payload"] == {"n": 1}, drained
+            report["drained_pings"] = len(pings)
 
             # Bus events the tools emit (as Claws's MCP server does).
             for _ in range(50):

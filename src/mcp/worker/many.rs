@@ -51,9 +51,10 @@ pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> 
                 s.spawn(move || -> Result<Value, Fail> {
                     let w = start(ctx, call, o)?;
                     if o.detach {
-                        watch_in_background(ctx, o, w.id.clone(), w.corr.clone(), w.started, w.booted, w.scan_from);
-                        return Ok(json!({"status": "spawned", "terminal_id": w.id, "booted": w.booted,
-                            "duration_ms": w.started.elapsed().as_millis() as u64, "correlation_id": w.corr}));
+                        let spawned = json!({"status": "spawned", "terminal_id": w.id, "booted": w.booted,
+                            "duration_ms": w.started.elapsed().as_millis() as u64, "correlation_id": w.corr});
+                        watch_in_background(ctx, o, w);
+                        return Ok(spawned);
                     }
                     finish(ctx, call, o, &w)
                 })
@@ -178,7 +179,7 @@ pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail
                 st.4 = r["nextOffset"].as_u64().unwrap_or(st.4);
                 st.5.push_str(r["bytes"].as_str().unwrap_or(""));
             }
-            if let Some((s, m, g)) = detect(ctx, &st.5, id, complete, &errors) {
+            if let Some((s, m, g)) = detect(ctx, &st.5, id, complete, &errors, "") {
                 *st = (
                     s,
                     json!(g),
@@ -250,7 +251,7 @@ pub fn subworker(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fa
         .spawn(move || {
             let quiet = Call::detached(Arc::new(AtomicBool::new(false)));
             if let Ok(w) = boot_and_send(&bg, &quiet, &o2, id2, corr2, started) {
-                watch_in_background(&bg, &o2, w.id, w.corr, w.started, w.booted, w.scan_from);
+                watch_in_background(&bg, &o2, w);
             }
         });
     Ok(pretty(&json!({

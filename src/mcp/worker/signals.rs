@@ -8,10 +8,15 @@ use crate::mcp::server::Ctx;
 
 /// A marker alone on its line (after optional blanks and a `⏺`/`⎿`): that line.
 pub fn standalone(text: &str, marker: &str) -> Option<String> {
-    if marker.is_empty() {
-        return None;
-    }
-    text.split(['\n', '\r']).find_map(|line| {
+    standalone_lines(text, marker).next()
+}
+
+/// Every line holding `marker` alone, in order.
+fn standalone_lines<'a>(text: &'a str, marker: &'a str) -> impl Iterator<Item = String> + 'a {
+    text.split(['\n', '\r']).filter_map(move |line| {
+        if marker.is_empty() {
+            return None;
+        }
         let l = line.trim_start_matches([' ', '\t']);
         let l = l
             .strip_prefix(['⏺', '⎿'])
@@ -20,6 +25,13 @@ pub fn standalone(text: &str, marker: &str) -> Option<String> {
         let rest = l.strip_prefix(marker)?;
         (rest.is_empty() || rest.starts_with([' ', '\t'])).then(|| line.trim().to_owned())
     })
+}
+
+/// The marker's line in `text`, not counting the times the typed `echoed` text itself holds
+/// it alone on a line (the terminal echoes what was typed).
+fn after_echo(text: &str, marker: &str, echoed: &str) -> Option<String> {
+    let skip = standalone_lines(echoed, marker).count();
+    standalone_lines(text, marker).nth(skip)
 }
 
 /// `[CLAWS_PUB] topic=T k=v k2="quoted v" …` → (topic, payload).
@@ -60,6 +72,7 @@ pub fn detect(
     id: &str,
     complete: &str,
     errors: &[String],
+    echoed: &str,
 ) -> Option<(String, Option<String>, String)> {
     if let Some(bus) = ctx.bus_if_any(None) {
         let ev = bus.events.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -77,12 +90,12 @@ pub fn detect(
         }
     }
     for m in [complete, DONE_MARKER] {
-        if let Some(l) = standalone(text, m) {
+        if let Some(l) = after_echo(text, m, echoed) {
             return Some(("completed".into(), Some(l), "marker".into()));
         }
     }
     for m in errors {
-        if let Some(l) = standalone(text, m) {
+        if let Some(l) = after_echo(text, m, echoed) {
             return Some(("failed".into(), Some(l), "error".into()));
         }
     }
@@ -163,6 +176,14 @@ mod tests {
         assert!(standalone("$ echo MISSION_COMPLETE\n", "MISSION_COMPLETE").is_none());
         assert!(standalone("MISSION_COMPLETED\n", "MISSION_COMPLETE").is_none());
         assert!(standalone("anything", "").is_none());
+        // The echo of a mission that names the marker alone on a line does not count.
+        let mission = "do it, then print:\nDONE\n";
+        let out = format!("{mission}working\n");
+        assert!(after_echo(&out, "DONE", mission).is_none());
+        assert_eq!(
+            after_echo(&format!("{out}DONE\n"), "DONE", mission).as_deref(),
+            Some("DONE")
+        );
     }
 
     #[test]
