@@ -12,7 +12,10 @@
 //! write half under a mutex, one whole line per write.
 //!
 //! Every blocking read here polls a [`Call`]'s cancellation flag every 100 ms, so a
-//! cancelled tool call gives its thread back promptly.
+//! cancelled tool call gives its thread back promptly, and reports progress each second it
+//! waits. That is why these are not the CLI's `control::client` / `claws::client` (whose
+//! reads block until the answer): the wire format is shared instead (`control::protocol`'s
+//! `encode_request` and `Reply`; the Claws envelope is plain JSON lines).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{ErrorKind, Read, Write};
@@ -46,13 +49,20 @@ fn read_line(
     call: Option<&Call>,
 ) -> Result<Option<Vec<u8>>, Fail> {
     let mut chunk = [0u8; 64 * 1024];
+    let mut told = Instant::now();
     loop {
         if let Some(pos) = buf.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = buf.drain(..=pos).collect();
             return Ok(Some(line));
         }
-        if call.is_some_and(Call::cancelled) {
-            return Err(Fail::Cancelled);
+        if let Some(c) = call {
+            if c.cancelled() {
+                return Err(Fail::Cancelled);
+            }
+            if told.elapsed() >= Duration::from_secs(1) {
+                told = Instant::now();
+                c.progress("waiting for the service's answer");
+            }
         }
         let now = Instant::now();
         if now >= deadline {

@@ -125,6 +125,17 @@ impl Ctx {
                 .is_some();
             *lock(&self.claws_enabled) = Some(served);
         }
+        // A workspace just added may bind its socket a moment after `add` answered.
+        if *lock(&self.claws_enabled) == Some(true) {
+            let until = std::time::Instant::now() + Duration::from_secs(3);
+            while !sock.exists() && std::time::Instant::now() < until {
+                if let Some(c) = call {
+                    c.sleep(Duration::from_millis(20))?;
+                } else {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
         if sock.exists() {
             return Ok(sock);
         }
