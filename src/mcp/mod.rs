@@ -21,6 +21,7 @@ mod claws_tools;
 pub mod install;
 pub mod link;
 mod openfiles_tools;
+mod pool;
 pub mod server;
 mod worker;
 
@@ -49,19 +50,24 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
     };
     let control = crate::paths::control_socket(opts.socket.as_deref());
     let ctx = Arc::new(Ctx::new(link::Place::find(&dir, control)));
+    let stdin = std::io::stdin();
     // Wake the service and join the bus while the agent is still initializing.
-    {
-        let ctx = ctx.clone();
+    let warm = ctx.clone();
+    let warmup = move || {
         let _ = std::thread::Builder::new()
             .name("mcp-warmup".into())
             .spawn(move || {
-                if ctx.bus(None).is_err() {
-                    let _ = ctx.service(None);
+                if warm.bus(None).is_err() {
+                    let _ = warm.service(None);
                 }
             });
-    }
-    let stdin = std::io::stdin();
-    server::serve(ctx, stdin.lock(), Out::new(Box::new(std::io::stdout())));
+    };
+    server::serve(
+        ctx,
+        stdin.lock(),
+        Out::new(Box::new(std::io::stdout())),
+        warmup,
+    );
     Ok(0)
 }
 

@@ -5,7 +5,7 @@
 //!
 //! Threads, not a runtime: the main thread reads stdin and answers the cheap requests
 //! inline (so `initialize` is answered within a few milliseconds of the process start);
-//! each `tools/call` runs on its own thread with a cancellation flag, so a long call
+//! each `tools/call` runs on its own thread (reused, `pool.rs`) with a cancellation flag, so a long call
 //! (`claws_exec`, a blocking worker, a diagnostics wait) never holds up the others and a
 //! `notifications/cancelled` for it is seen at once by the reader and, within 100 ms, by
 //! the call (every blocking read and sleep of a handler polls the flag). A cancelled call
@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use super::call::{Call, Fail, Out};
 use super::catalog::{self, catalog};
 use super::link::{self, Bus, Place};
+use super::pool::Pool;
 use crate::control::protocol::{PathArg, Request, StatusReply};
 
 /// Protocol versions we speak, oldest first; the last is what we offer by default.
@@ -186,8 +187,11 @@ impl Ctx {
 }
 
 /// Serve MCP on `input`/`out` until `input` ends.
-pub fn serve(ctx: Arc<Ctx>, input: impl BufRead, out: Out) {
+/// `warmup` runs once the first message is answered (so it never delays `initialize`).
+pub fn serve(ctx: Arc<Ctx>, input: impl BufRead, out: Out, warmup: impl FnOnce()) {
+    let mut warmup = Some(warmup);
     let inflight: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
+    let pool = Pool::default();
     for line in input.lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
@@ -196,11 +200,14 @@ pub fn serve(ctx: Arc<Ctx>, input: impl BufRead, out: Out) {
         match serde_json::from_str::<Value>(&line) {
             Ok(Value::Array(batch)) => {
                 for msg in batch {
-                    handle(&ctx, &out, &inflight, msg);
+                    handle(&ctx, &out, &inflight, &pool, msg);
                 }
             }
-            Ok(msg) => handle(&ctx, &out, &inflight, msg),
+            Ok(msg) => handle(&ctx, &out, &inflight, &pool, msg),
             Err(e) => out.send(&error(&Value::Null, -32700, &format!("parse error: {e}"))),
+        }
+        if let Some(w) = warmup.take() {
+            w();
         }
     }
 }
@@ -217,6 +224,7 @@ fn handle(
     ctx: &Arc<Ctx>,
     out: &Out,
     inflight: &Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>,
+    pool: &Pool,
     msg: Value,
 ) {
     let Some(method) = msg.get("method").and_then(Value::as_str) else {
@@ -261,16 +269,14 @@ fn handle(
                 .cloned();
             let call = Call::new(cancel, token, out.clone());
             let (ctx2, out2, inflight2) = (ctx.clone(), out.clone(), inflight.clone());
-            let spawned = std::thread::Builder::new()
-                .name("mcp-call".into())
-                .spawn(move || {
-                    run_call(&ctx2, &call, &id, &params, &|answer| {
-                        lock(&inflight2).remove(&key);
-                        if !call.cancelled() {
-                            out2.send(answer);
-                        }
-                    });
+            let spawned = pool.run(Box::new(move || {
+                run_call(&ctx2, &call, &id, &params, &|answer| {
+                    lock(&inflight2).remove(&key);
+                    if !call.cancelled() {
+                        out2.send(answer);
+                    }
                 });
+            }));
             if spawned.is_err() {
                 lock(inflight).remove(&msg["id"].to_string());
                 out.send(&error(
