@@ -370,14 +370,12 @@ fn drain(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         let mut sub = bus.subscribed_all.lock().unwrap_or_else(|e| e.into_inner());
         if sub.is_none() {
             let req = json!({"cmd": "subscribe", "protocol": "claws/2", "topic": "**"});
-            let r = bus.request(req.clone(), QUICK, Some(call))?;
+            let r = bus.request(req, QUICK, Some(call))?;
             if r.get("ok") == Some(&Value::Bool(true)) {
-                *sub = Some(req);
+                *sub = Some(r.get("resumeCursor").cloned().unwrap_or(Value::Null));
             }
-            r.get("resumeCursor").cloned()
-        } else {
-            None
         }
+        sub.clone().unwrap_or(Value::Null)
     };
     let (lock, cond) = &*bus.events;
     let end = Instant::now() + wait;
@@ -405,7 +403,7 @@ fn drain(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         "events": events,
         "total_received": ev.total,
         "dropped": dropped,
-        "subscribe_cursor": cursor.unwrap_or(Value::Null),
+        "subscribe_cursor": cursor,
     })))
 }
 

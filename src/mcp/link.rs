@@ -232,6 +232,7 @@ pub struct Bus {
     pub hello: Value,
     pub events: Arc<(Mutex<Events>, Condvar)>,
     alive: Arc<AtomicBool>,
+    /// Set once subscribed to `**` for `claws_drain_events`: the resume cursor it got.
     pub subscribed_all: Mutex<Option<Value>>,
 }
 
@@ -343,6 +344,14 @@ impl Bus {
     /// Send without waiting for the answer (best-effort events such as `tool.*.invoked`).
     pub fn send(&self, req: Value) {
         let _ = self.write(&req);
+    }
+
+    /// Take over `old`'s subscription to everything (a reconnect or a new identity).
+    pub fn inherit(&self, old: &Bus) {
+        if let Some(cursor) = lock(&old.subscribed_all).clone() {
+            self.send(json!({"cmd": "subscribe", "protocol": "claws/2", "topic": "**"}));
+            *lock(&self.subscribed_all) = Some(cursor);
+        }
     }
 
     /// Publish `payload` on `topic`, best effort.

@@ -157,9 +157,7 @@ impl Ctx {
         let identity = lock(&self.identity).clone();
         let bus = Arc::new(Bus::connect(&sock, &identity, events)?);
         if let Some(old) = slot.as_ref() {
-            if let Some(topic) = lock(&old.subscribed_all).clone() {
-                bus.send(topic);
-            }
+            bus.inherit(old);
         }
         *slot = Some(bus.clone());
         Ok(bus)
@@ -174,6 +172,7 @@ impl Ctx {
             let sock = self.claws(call)?.to_owned();
             let identity = lock(&self.identity).clone();
             let bus = Arc::new(Bus::connect(&sock, &identity, Some(old.events.clone()))?);
+            bus.inherit(&old);
             *lock(&self.bus) = Some(bus.clone());
             return Ok(bus);
         }
