@@ -438,3 +438,43 @@ impl Place {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_kept_once_and_worker_signals_remembered() {
+        let mut ev = Events::default();
+        let frame = |seq: u64, topic: &str, payload: Value| json!({"push": "message", "topic": topic, "from": "server", "payload": payload, "sentAt": 1, "sequence": seq});
+        ev.push(&frame(
+            1,
+            "worker.7.complete",
+            json!({"status": "completed"}),
+        ));
+        ev.push(&frame(
+            1,
+            "worker.7.complete",
+            json!({"status": "completed"}),
+        )); // second subscription
+        ev.push(&frame(
+            2,
+            "system.terminal.closed",
+            json!({"terminal_id": "8"}),
+        ));
+        ev.push(&frame(
+            3,
+            "system.worker.terminated",
+            json!({"terminal_id": 9}),
+        ));
+        assert_eq!(ev.total, 3);
+        assert_eq!(ev.ring.len(), 3);
+        assert_eq!(ev.ring[0]["absoluteIndex"], 1);
+        assert_eq!(ev.completed["7"]["status"], "completed");
+        assert!(ev.terminated.contains("8") && ev.terminated.contains("9"));
+        for seq in 10..(10 + RING as u64 + 5) {
+            ev.push(&frame(seq, "x.y", Value::Null));
+        }
+        assert_eq!(ev.ring.len(), RING, "the ring is bounded");
+    }
+}

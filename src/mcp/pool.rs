@@ -53,3 +53,45 @@ impl Pool {
             .map(drop)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::time::Duration;
+
+    /// Calls never wait for each other: two jobs that each wait for the other both finish,
+    /// and a later job reuses an idle thread.
+    #[test]
+    fn jobs_run_side_by_side_and_threads_are_reused() {
+        let pool = Pool::default();
+        let barrier = Arc::new(Barrier::new(2));
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..2 {
+            let (b, tx) = (barrier.clone(), tx.clone());
+            pool.run(Box::new(move || {
+                b.wait();
+                let _ = tx.send(std::thread::current().id());
+            }))
+            .expect("start a thread");
+        }
+        let bound = Duration::from_secs(30);
+        let first = rx.recv_timeout(bound).expect("job 1 finished");
+        let second = rx.recv_timeout(bound).expect("job 2 finished");
+        assert_ne!(first, second);
+        // Both threads park as idle; the next job runs on one of them.
+        let deadline = std::time::Instant::now() + bound;
+        while lock(&pool.idle).len() < 2 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        pool.run(Box::new(move || {
+            let _ = tx.send(std::thread::current().id());
+        }))
+        .expect("run");
+        let third = rx.recv_timeout(bound).expect("job 3 finished");
+        assert!(
+            third == first || third == second,
+            "a new thread was started"
+        );
+    }
+}
