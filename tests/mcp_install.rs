@@ -119,7 +119,8 @@ fn install_merges_is_idempotent_and_uninstall_restores() {
     assert_eq!(snapshot, after, "a second install changed a file");
 
     let status = openfiles(&ws, &["hooks", "status", "--mcp"]);
-    assert_eq!(status.matches("configured").count(), 6, "{status}");
+    let in_ws = status.split("user:").next().unwrap();
+    assert_eq!(in_ws.matches(" configured ").count(), 6, "{status}");
 
     openfiles(&ws, &["hooks", "uninstall", "--mcp"]);
     assert!(!ws.join(".mcp.json").exists());

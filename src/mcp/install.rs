@@ -358,16 +358,26 @@ pub fn apply(
     Ok(0)
 }
 
-/// Which agents have our MCP server configured in `scope`.
+/// Which agents have our MCP server configured, in the workspace and for the user.
 pub fn status(agents: &[String], scope: &Scope, out: &mut dyn Write) -> anyhow::Result<u8> {
-    for t in targets(agents, scope, Path::new("openfiles"), false)? {
-        let state = match fs::read_to_string(&t.path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => "no file".to_owned(),
-            Err(e) => format!("unreadable: {e}"),
-            Ok(text) if text.contains(TAG) => "configured".to_owned(),
-            Ok(_) => "not configured".to_owned(),
-        };
-        writeln!(out, "  {:<9} {:<16} {}", t.agent, state, t.path.display())?;
+    let mut scopes = vec![scope.clone()];
+    if let (Scope::Workspace(_), Some(home)) = (scope, crate::hook::install::agents::home()) {
+        scopes.push(Scope::User(home));
+    }
+    for scope in &scopes {
+        match scope {
+            Scope::Workspace(d) => writeln!(out, "workspace {}:", d.display())?,
+            Scope::User(_) => writeln!(out, "user:")?,
+        }
+        for t in targets(agents, scope, Path::new("openfiles"), false)? {
+            let state = match fs::read_to_string(&t.path) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => "no file".to_owned(),
+                Err(e) => format!("unreadable: {e}"),
+                Ok(text) if text.contains(TAG) => "configured".to_owned(),
+                Ok(_) => "not configured".to_owned(),
+            };
+            writeln!(out, "  {:<9} {:<16} {}", t.agent, state, t.path.display())?;
+        }
     }
     Ok(0)
 }
