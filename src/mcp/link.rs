@@ -410,16 +410,20 @@ pub struct Place {
 }
 
 impl Place {
-    /// The workspace holding `dir`: the nearest ancestor with `.openfiles/` or
-    /// `.claws/`, else the service's own root rule (VCS or project markers), else `dir`.
+    /// The workspace holding `dir`: the nearer of the service's own rule (the nearest
+    /// `.openfiles/` or VCS root, else a project root) and the nearest served Claws socket
+    /// (`.claws/claws.sock`, where Claws's clients look); else `dir` itself.
     pub fn find(dir: &Path, control: PathBuf) -> Place {
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
-        let marked = dir
+        let by_rule = crate::workspace::resolve::root_for(&dir).ok();
+        let by_socket = dir
             .ancestors()
-            .find(|d| d.join(".openfiles").is_dir() || d.join(".claws").is_dir())
+            .find(|d| d.join(".claws").join("claws.sock").exists())
             .map(Path::to_owned);
-        let root = marked
-            .or_else(|| crate::workspace::resolve::root_for(&dir).ok())
+        let root = [by_rule, by_socket]
+            .into_iter()
+            .flatten()
+            .max_by_key(|r| r.components().count())
             .unwrap_or(dir);
         Place {
             claws: root.join(".claws").join("claws.sock"),
