@@ -12,8 +12,8 @@
 //!
 //! The command is an absolute path (`--bin` as the hooks resolve it, a bare name looked up
 //! on `PATH`), with `mcp --tag openfiles-mcp`: the tag is how uninstall and status
-//! recognise our entry. Other servers and settings keep their values and order (TOML keeps
-//! its comments too, through `toml_edit`); every change is shown as a diff before it is
+//! recognise our entry. Other servers and settings keep their values and order, JSON files
+//! their layout (the hooks' `JsonStyle`), TOML its comments (`toml_edit`); every change is shown as a diff before it is
 //! written; installing twice changes nothing; uninstall removes only our entry (and the
 //! file, when nothing else is left). A file that does not parse is never touched.
 
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use crate::hook::install::{write_diff, write_file, Action, Scope};
+use crate::hook::install::{write_diff, write_file, Action, JsonStyle, Scope};
 
 /// In the arguments of every server entry we write; `openfiles mcp` ignores it.
 pub const TAG: &str = "openfiles-mcp";
@@ -232,9 +232,8 @@ fn planned(action: Action, t: &Target, old: Option<&str>) -> anyhow::Result<Opti
                     }
                 }
             }
-            let mut text = serde_json::to_string_pretty(&doc)?;
-            text.push('\n');
-            Ok(Some(text))
+            // The file keeps its layout, so uninstall gives back the bytes install found.
+            Ok(Some(JsonStyle::of(old).render(&doc)?))
         }
         Format::Toml { bin } => toml_planned(action, t, bin, old),
     }
