@@ -39,6 +39,11 @@ if ! have ruff; then
   python3 -m pip install -q --disable-pip-version-check ruff
 fi
 
+if ! python3 -c 'import mcp, jsonschema' >/dev/null 2>&1; then
+  echo "install-test-deps: pip: mcp (the MCP Python SDK, for tests/mcp_sdk.rs)"
+  python3 -m pip install -q --disable-pip-version-check mcp jsonschema
+fi
+
 npm_need=()
 have pyright-langserver || npm_need+=(pyright)
 have tsc || npm_need+=(typescript@5)

@@ -77,7 +77,7 @@ pub enum Command {
     /// Example: echo '{"tool_name":"Edit","tool_input":{"file_path":"/w/a.rs"}}' | openfiles hook --agent claude
     Hook(HookArgs),
 
-    /// Install, remove or show agents' hook configurations.
+    /// Install, remove or show agents' hook configurations (or, with --mcp, their MCP server).
     ///
     /// Example: openfiles hooks install --agent claude --agent codex --dry-run
     #[command(subcommand)]
@@ -112,6 +112,11 @@ pub enum Command {
     ///
     /// Example: openfiles claws exec 1 'cargo test'
     Claws(crate::claws::client::ClawsArgs),
+
+    /// Serve MCP on stdio: diagnostics and Claws tools for an agent (started by the agent).
+    ///
+    /// Example (in an agent's MCP configuration): openfiles mcp --workspace ~/src/app
+    Mcp(McpArgs),
 
     /// Print shell completions.
     ///
@@ -255,6 +260,10 @@ pub struct HooksArgs {
     /// PATH, else this program's absolute path]. Refused when it does not resolve.
     #[arg(long, value_name = "PATH")]
     pub bin: Option<String>,
+
+    /// Configure the agents' MCP server (`openfiles mcp`) instead of their hooks.
+    #[arg(long)]
+    pub mcp: bool,
 }
 
 #[derive(Debug, Args)]
@@ -297,6 +306,17 @@ pub struct PluginHostArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The workspace folder [default: the one holding the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Marker added by `openfiles hooks install --mcp`; ignored.
+    #[arg(long, hide = true, value_name = "TAG")]
+    pub tag: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
@@ -323,6 +343,23 @@ fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
         HooksCommand::Uninstall(a) => (Some(install::Action::Uninstall), a),
         HooksCommand::Status(a) => (None, a),
     };
+    if args.mcp {
+        let scope = install::scope(args.workspace.as_deref(), args.user)?;
+        let mut out = std::io::stdout().lock();
+        return match action {
+            Some(action) => crate::mcp::install::apply(
+                action,
+                &args.agents,
+                &scope,
+                &install::resolve_bin(args.bin.as_deref(), || {
+                    Ok(crate::setup::install::chosen_exe()?.path)
+                })?,
+                args.dry_run,
+                &mut out,
+            ),
+            None => crate::mcp::install::status(&args.agents, &scope, &mut out),
+        };
+    }
     let opts = install::Options {
         agents: args.agents,
         scope: install::scope(args.workspace.as_deref(), args.user)?,
@@ -384,6 +421,10 @@ pub fn run() -> std::process::ExitCode {
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),
+        Command::Mcp(args) => crate::mcp::run(crate::mcp::Options {
+            workspace: args.workspace,
+            socket: cli.socket,
+        }),
         Command::Completions(args) => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -15,6 +15,7 @@ pub mod fswatch;
 pub mod hook;
 pub mod intake;
 pub mod logs;
+pub mod mcp;
 pub mod memory;
 pub mod paths;
 pub mod plugin_host;

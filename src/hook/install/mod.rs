@@ -211,13 +211,13 @@ fn remove_empty_parents(file: &Path, scope: &Scope) {
 /// How an existing JSON file is laid out, so a change keeps its look (and uninstall gives
 /// back the very bytes install found): compact or indented (with its indent), and whether
 /// it ends with a newline. A new file is indented by two spaces.
-struct JsonStyle {
+pub struct JsonStyle {
     indent: Option<String>,
     newline: bool,
 }
 
 impl JsonStyle {
-    fn of(old: Option<&str>) -> JsonStyle {
+    pub fn of(old: Option<&str>) -> JsonStyle {
         let Some(text) = old.filter(|t| !t.trim().is_empty()) else {
             return JsonStyle {
                 indent: Some("  ".into()),
@@ -242,7 +242,7 @@ impl JsonStyle {
         }
     }
 
-    fn render(&self, doc: &Value) -> anyhow::Result<String> {
+    pub fn render(&self, doc: &Value) -> anyhow::Result<String> {
         let mut text = match &self.indent {
             None => serde_json::to_string(doc)?,
             Some(indent) => {
@@ -304,7 +304,7 @@ pub fn planned(
 }
 
 /// A unified diff of the file's change; a missing side is `/dev/null`.
-fn write_diff(
+pub fn write_diff(
     out: &mut dyn Write,
     path: &Path,
     old: Option<&str>,
@@ -330,7 +330,8 @@ fn write_diff(
     out.write_all(text.as_bytes())
 }
 
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+/// Write `text` to `path` atomically, keeping the file's mode.
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

@@ -1,0 +1,263 @@
+//! Several workers at once: `claws_fleet` (parallel starts, shared defaults),
+//! `claws_workers_wait` (finished results first, then markers in new output),
+//! `claws_dispatch_subworker` (a wave role's agent, booted in the background).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::signals::detect;
+use super::{
+    boot_and_send, create, finish, log_tail, opts, start, watch_in_background, Opts, QUICK,
+};
+use crate::mcp::call::{Call, Fail};
+use crate::mcp::claws_tools::{monitor_command, one};
+use crate::mcp::pretty;
+use crate::mcp::server::Ctx;
+
+pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
+    let root = ctx.place.root.clone();
+    let specs = args["workers"].as_array().cloned().unwrap_or_default();
+    if specs.is_empty() {
+        return Err(Fail::Tool(
+            "ERROR: workers must be a non-empty array of worker configs".into(),
+        ));
+    }
+    let detach = args.get("detach").and_then(Value::as_bool).unwrap_or(true);
+    let mut shared = args.clone();
+    if let Some(o) = shared.as_object_mut() {
+        o.remove("workers");
+        o.insert("detach".into(), json!(detach));
+        o.remove("wait");
+    }
+    let all: Vec<Opts> = specs
+        .iter()
+        .map(|w| {
+            let mut w = w.clone();
+            if let Some(o) = w.as_object_mut() {
+                o.remove("detach");
+                o.remove("wait");
+            }
+            opts(&w, &shared, &root, detach)
+        })
+        .collect::<Result<_, _>>()?;
+    let began = Instant::now();
+    let results: Vec<Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = all
+            .iter()
+            .map(|o| {
+                s.spawn(move || -> Result<Value, Fail> {
+                    let w = start(ctx, call, o)?;
+                    if o.detach {
+                        let spawned = json!({"status": "spawned", "terminal_id": w.id, "booted": w.booted,
+                            "duration_ms": w.started.elapsed().as_millis() as u64, "correlation_id": w.corr});
+                        watch_in_background(ctx, o, w);
+                        return Ok(spawned);
+                    }
+                    finish(ctx, call, o, &w)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(Ok(v)) => v,
+                Ok(Err(Fail::Cancelled)) => json!({"status": "error", "error": "cancelled"}),
+                Ok(Err(e)) => json!({"status": "error", "error": e.to_string()}),
+                Err(_) => json!({"status": "error", "error": "internal error"}),
+            })
+            .collect()
+    });
+    if call.cancelled() {
+        return Err(Fail::Cancelled);
+    }
+    let ms = |r: &Value| r["duration_ms"].as_u64().unwrap_or(0);
+    let workers: Vec<Value> = results
+        .iter()
+        .zip(&all)
+        .map(|(r, o)| {
+            let corr = r["correlation_id"].as_str();
+            json!({"name": o.name, "status": r["status"], "terminal_id": r["terminal_id"],
+                   "correlation_id": r["correlation_id"], "duration_ms": r["duration_ms"],
+                   "marker_line": r["marker_line"],
+                   "monitor_arm_command": corr.map(|c| monitor_command(&root, c))})
+        })
+        .collect();
+    Ok(pretty(&json!({
+        "fleet_size": results.len(),
+        "detach": detach,
+        "wall_clock_ms": began.elapsed().as_millis() as u64,
+        "max_individual_ms": results.iter().map(ms).max().unwrap_or(0),
+        "sum_individual_ms": results.iter().map(ms).sum::<u64>(),
+        "workers": workers,
+        "monitor_arm_required": true,
+        "monitor_arm_command": "arm one monitor_arm_command per worker entry above",
+        "events_log_path": root.join(".claws").join("events"),
+    })))
+}
+
+pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let ids: Vec<String> = args["terminal_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    if ids.is_empty() {
+        return Err(Fail::Tool(
+            "ERROR: terminal_ids must be a non-empty array".into(),
+        ));
+    }
+    let complete = args["complete_marker"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .unwrap_or("MISSION_COMPLETE");
+    let errors: Vec<String> = match args["error_markers"].as_array() {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        None => vec!["MISSION_FAILED".into()],
+    };
+    let timeout = Duration::from_millis(
+        args["timeout_ms"]
+            .as_u64()
+            .filter(|&t| t > 0)
+            .unwrap_or(300_000),
+    );
+    let poll = Duration::from_millis(
+        args["poll_interval_ms"]
+            .as_u64()
+            .filter(|&t| t > 0)
+            .unwrap_or(1500),
+    );
+    let target = args["min_complete"]
+        .as_u64()
+        .filter(|&n| n > 0)
+        .map_or(ids.len(), |n| (n as usize).min(ids.len()));
+    let began = Instant::now();
+    // (status, signal, marker line, duration, scan offset, text)
+    let mut state: Vec<(String, Value, Value, Value, u64, String)> = Vec::new();
+    for id in &ids {
+        let from = log_tail(ctx, call, id, 4).map(|t| t.1).unwrap_or(0);
+        state.push((
+            "pending".into(),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            from,
+            String::new(),
+        ));
+    }
+    loop {
+        for (id, st) in ids.iter().zip(state.iter_mut()) {
+            if st.0 != "pending" {
+                continue;
+            }
+            if let Some(r) = ctx.finished(id) {
+                *st = (
+                    r["status"].as_str().unwrap_or("completed").to_owned(),
+                    r["completion_signal"].clone(),
+                    r["marker_line"].clone(),
+                    json!(began.elapsed().as_millis() as u64),
+                    st.4,
+                    String::new(),
+                );
+                continue;
+            }
+            let r = one(
+                ctx,
+                call,
+                json!({"cmd": "readLog", "id": id, "offset": st.4, "limit": 524_288, "strip": true}),
+                QUICK,
+            )?;
+            if r["ok"] == Value::Bool(true) {
+                st.4 = r["nextOffset"].as_u64().unwrap_or(st.4);
+                st.5.push_str(r["bytes"].as_str().unwrap_or(""));
+            }
+            if let Some((s, m, g)) = detect(ctx, &st.5, id, complete, &errors, "") {
+                *st = (
+                    s,
+                    json!(g),
+                    json!(m),
+                    json!(began.elapsed().as_millis() as u64),
+                    st.4,
+                    String::new(),
+                );
+            }
+        }
+        let done = state.iter().filter(|s| s.0 != "pending").count();
+        if done >= target || began.elapsed() >= timeout {
+            break;
+        }
+        call.progress(&format!("{done} of {} workers done", ids.len()));
+        call.sleep(poll.min(timeout.saturating_sub(began.elapsed())))?;
+    }
+    let mut pending = Vec::new();
+    let results: Vec<Value> = ids
+        .iter()
+        .zip(state.iter_mut())
+        .map(|(id, st)| {
+            if st.0 == "pending" {
+                st.0 = "timeout".into();
+                st.3 = json!(began.elapsed().as_millis() as u64);
+                pending.push(id.clone());
+            }
+            json!({"terminal_id": id, "status": st.0, "signal": st.1, "marker_line": st.2, "duration_ms": st.3})
+        })
+        .collect();
+    Ok(pretty(&json!({
+        "ok": true,
+        "complete": ids.len() - pending.len(),
+        "target": target,
+        "total": ids.len(),
+        "wall_clock_ms": began.elapsed().as_millis() as u64,
+        "pending": pending,
+        "results": results,
+    })))
+}
+
+pub fn subworker(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
+    let root = ctx.place.root.clone();
+    let wave = args["waveId"].as_str().unwrap_or("");
+    let role = args["role"].as_str().unwrap_or("");
+    let check = one(
+        ctx,
+        call,
+        json!({"cmd": "wave.status", "waveId": wave}),
+        QUICK,
+    )?;
+    if check["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("not-found"))
+    {
+        return Err(Fail::Tool(format!(
+            "SPAWN REFUSED: wave.not-registered — call claws_wave_create({{waveId:'{wave}', manifest:[...]}}) first"
+        )));
+    }
+    let mut spec = args.clone();
+    spec["name"] = json!(format!("wave-{wave}-{role}"));
+    spec["launch_claude"] = json!(true);
+    let mut o = opts(&spec, &json!({}), &root, true)?;
+    o.extra = json!({"waveId": wave, "role": role});
+    let (id, corr, started) = create(ctx, call, &o)?;
+    let (bg, o2, id2, corr2) = (ctx.clone(), o.clone(), id.clone(), corr.clone());
+    let _ = std::thread::Builder::new()
+        .name("mcp-subworker".into())
+        .spawn(move || {
+            let quiet = Call::detached(Arc::new(AtomicBool::new(false)));
+            if let Ok(w) = boot_and_send(&bg, &quiet, &o2, id2, corr2, started) {
+                watch_in_background(&bg, &o2, w);
+            }
+        });
+    Ok(pretty(&json!({
+        "terminal_id": id, "waveId": wave, "role": role, "name": o.name, "correlation_id": corr,
+        "monitor_arm_required": true,
+        "monitor_arm_command": monitor_command(&root, &corr),
+        "events_log_path": root.join(".claws").join("events"),
+    })))
+}
