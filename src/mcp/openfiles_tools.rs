@@ -95,6 +95,8 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
             paths: paths.clone(),
             since,
             timeout_ms: Some(timeout_ms),
+            // A tool call waits for every source: the model asked for fresh problems.
+            partial: false,
         }),
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),
