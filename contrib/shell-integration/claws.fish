@@ -8,16 +8,22 @@
 # cleared instead of executed).
 # The nonce comes in a private file (never the environment), read and deleted at once.
 set -g __claws_nonce ""
+set -g __claws_hup ""
 if set -q CLAWS_SI_NONCE_FILE
     read -g __claws_nonce < $CLAWS_SI_NONCE_FILE
     command rm -f -- $CLAWS_SI_NONCE_FILE
+    set -g __claws_hup "$CLAWS_SI_NONCE_FILE.hup"
 end
 set -e CLAWS_SI_NONCE_FILE
 set -e CLAWS_SI_SCRIPT
 set -g __claws_running 0
 # A stray SIGHUP to the service's cgroup must not end the session: fish exits on SIGHUP
-# unless a handler takes it (see bashrc).
+# unless a handler takes it; the service's own hang-up creates the marker first (see bashrc).
 function __claws_on_hup --on-signal HUP
+    if test -n "$__claws_hup"; and test -e "$__claws_hup"
+        command rm -f -- $__claws_hup
+        exit 129
+    end
 end
 set -g __claws_tag 0
 set -g __claws_at 0

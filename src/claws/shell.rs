@@ -105,6 +105,13 @@ fn nonce_file(
     Ok(())
 }
 
+/// The hang-up marker of a terminal whose integration got `env` (see `Terminal::hang_up`):
+/// the nonce file's path plus `.hup`, in the private scripts folder.
+pub fn hangup_marker(env: &BTreeMap<String, String>) -> Option<std::path::PathBuf> {
+    env.get("CLAWS_SI_NONCE_FILE")
+        .map(|f| std::path::PathBuf::from(format!("{f}.hup")))
+}
+
 /// Arguments for `program`, and extra environment for the integration.
 pub fn args_for(
     program: &Path,

@@ -118,6 +118,9 @@ pub struct Terminal {
     /// typed ahead into, and echoed in, another exec's output.
     exec_turn: tokio::sync::Semaphore,
     closed: CancellationToken,
+    /// The file whose presence tells the integration that a SIGHUP is the real hang-up
+    /// (`close`, shutdown), not a stray one to the service's cgroup (which it survives).
+    hangup_marker: Option<PathBuf>,
 }
 
 /// How an `exec` ended.
@@ -189,6 +192,7 @@ impl Terminal {
             prompts: watch::channel(0).0,
             exec_turn: tokio::sync::Semaphore::new(1),
             closed: CancellationToken::new(),
+            hangup_marker: shell::hangup_marker(&env),
         });
         tokio::spawn(writer(shared.clone(), term.clone(), rx));
         tokio::spawn(reaper(shared.clone(), term.clone(), child.child));
@@ -344,6 +348,10 @@ impl Terminal {
         let pg = nix::unistd::Pid::from_raw(self.pid as i32);
         let mut rx = self.phase.subscribe();
         if *rx.borrow() != Phase::Exited {
+            if let Some(m) = &self.hangup_marker {
+                // The integration exits on a SIGHUP only when this file is there.
+                let _ = crate::fsutil::write_atomic(m, b"", 0o600);
+            }
             let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGHUP);
             let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGCONT);
             let gone = tokio::time::timeout(grace, rx.wait_for(|p| *p == Phase::Exited))
@@ -353,6 +361,9 @@ impl Terminal {
                 let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
                 let _ = tokio::time::timeout(grace, rx.wait_for(|p| *p == Phase::Exited)).await;
             }
+        }
+        if let Some(m) = &self.hangup_marker {
+            let _ = std::fs::remove_file(m);
         }
         self.closed.cancel();
     }
