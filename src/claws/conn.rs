@@ -132,7 +132,7 @@ async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: Cancellat
         };
         buf.extend_from_slice(&chunk[..n]);
     }
-    shared.bus.disconnect(&conn);
+    super::orch::disconnected(&shared, &conn);
     drop(resp_tx);
     drop(conn);
     let _ = writer.await;
