@@ -641,3 +641,244 @@ async fn monitors_intent_claim_and_release() {
     assert_eq!(v["ok"], false);
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn waves_boot_status_and_harvest() {
+    let s = TestServer::start().await;
+    let (mut lead, lead_id) = s.peer("worker", json!({"peerName": "lead-1"})).await;
+    let (mut o, _) = s.peer("observer", json!({})).await;
+    o.subscribe("wave.**").await;
+    assert_eq!(
+        lead.err(json!({"id": 1, "cmd": "wave.create", "waveId": "w1"}))
+            .await,
+        "wave.create:missing-manifest"
+    );
+    let v = lead
+        .ok(json!({"id": 2, "cmd": "wave.create", "waveId": "w1", "layers": ["L1"], "manifest": ["tester", "doc"]}))
+        .await;
+    assert!(v["createdAt"].as_u64().unwrap() > 0);
+    let boot = o.until("wave.w1.lead.boot").await;
+    assert_eq!(
+        (
+            boot["payload"]["peerName"].as_str(),
+            boot["payload"]["manifest"].clone()
+        ),
+        (Some("lead-1"), json!(["tester", "doc"]))
+    );
+    // A sub-worker of the wave says hello and creates a terminal: the wave tracks it.
+    let (mut tester, tid) = s
+        .peer("worker", json!({"waveId": "w1", "subWorkerRole": "tester"}))
+        .await;
+    let term = tester
+        .ok(json!({"id": 3, "cmd": "create", "wrapped": true, "shellPath": "/bin/bash", "env": s.env()}))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let st = lead
+        .ok(json!({"id": 4, "cmd": "wave.status", "waveId": "w1"}))
+        .await;
+    assert_eq!(
+        (st["leadPeerId"].as_str(), st["complete"].as_bool()),
+        (Some(lead_id.as_str()), Some(false))
+    );
+    assert_eq!(st["subWorkerTerminals"], json!([term]));
+    let sub = st["subWorkers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["role"] == "tester")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (sub["peerId"].as_str(), sub["terminalId"].as_str()),
+        (Some(tid.as_str()), Some(term.as_str()))
+    );
+    assert_eq!(
+        tester
+            .err(json!({"id": 5, "cmd": "wave.complete", "waveId": "w1"}))
+            .await,
+        "wave.complete:not-lead — only the LEAD peer may complete a wave"
+    );
+    let v = lead
+        .ok(json!({"id": 6, "cmd": "wave.complete", "waveId": "w1", "summary": "done", "commits": ["abc"], "regressionClean": true}))
+        .await;
+    assert_eq!(v["harvested"], 1);
+    let c = o.until("wave.w1.complete").await;
+    assert_eq!(
+        (
+            c["payload"]["commits"].clone(),
+            c["payload"]["regression_clean"].clone()
+        ),
+        (json!(["abc"]), json!(true))
+    );
+    let h = o.until("wave.w1.harvested").await;
+    assert_eq!(h["payload"]["closed_terminals"], json!([term]));
+    let list = s.ok(json!({"id": 7, "cmd": "list"})).await;
+    assert!(
+        list["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["id"] != term.as_str()),
+        "harvest closed it"
+    );
+    assert_eq!(
+        lead.err(json!({"id": 8, "cmd": "wave.complete", "waveId": "w1"}))
+            .await,
+        "wave.complete:already-complete:w1"
+    );
+    assert_eq!(
+        lead.err(json!({"id": 9, "cmd": "wave.status", "waveId": "nope"}))
+            .await,
+        "wave.status:not-found:nope"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pipelines_route_source_output_into_the_sink_terminal() {
+    let s = TestServer::start().await;
+    let src = s.create(json!({"shellPath": "/bin/bash"})).await;
+    let sink = s.create(json!({"shellPath": "/bin/bash"})).await;
+    let (mut orch, _) = s.peer("orchestrator", json!({})).await;
+    let (mut w, _) = s.peer("worker", json!({})).await;
+    orch.subscribe("pipeline.**").await;
+    assert_eq!(
+        orch.err(json!({"id": 1, "cmd": "pipeline.create", "steps": [{"role": "source", "terminalId": src}]})).await,
+        "pipeline.create:steps-required (min 2 steps)"
+    );
+    assert_eq!(
+        w.err(json!({"id": 1, "cmd": "pipeline.create", "steps": []}))
+            .await,
+        "requires role: orchestrator"
+    );
+    let v = orch
+        .ok(json!({"id": 2, "cmd": "pipeline.create", "name": "p", "steps": [{"role": "source", "terminalId": src}, {"role": "sink", "terminalId": sink}]}))
+        .await;
+    let pid = v["pipelineId"].as_str().unwrap().to_owned();
+    assert_eq!(pid, "pipe_0001");
+    assert_eq!(v["pipeline"]["steps"][1]["stepId"], "pipe_0001_step_1");
+    orch.until(&format!("pipeline.{pid}.created")).await;
+    w.ok(json!({"id": 3, "cmd": "publish", "topic": format!("output.{src}.line"), "payload": {"text": "echo PIPED_$((40+2))"}}))
+        .await;
+    s.wait_log(&sink, "PIPED_42").await;
+    let step = orch
+        .until(&format!("pipeline.{pid}.step.pipe_0001_step_0"))
+        .await;
+    assert_eq!(
+        (
+            step["payload"]["role"].as_str(),
+            step["payload"]["state"].as_str()
+        ),
+        (Some("source"), Some("active"))
+    );
+    orch.ok(json!({"id": 4, "cmd": "pipeline.close", "pipelineId": pid}))
+        .await;
+    let c = orch.until(&format!("pipeline.{pid}.closed")).await;
+    assert_eq!(c["payload"]["state"], "closed");
+    let l = orch.ok(json!({"id": 5, "cmd": "pipeline.list"})).await;
+    assert_eq!(l["pipelines"][0]["state"], "closed");
+    assert_eq!(
+        orch.err(json!({"id": 6, "cmd": "pipeline.close", "pipelineId": "pipe_9"}))
+            .await,
+        "pipeline.close:not-found:pipe_9"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rpc_call_is_answered_by_the_target_or_times_out() {
+    let s = TestServer::start().await;
+    let (mut caller, cid) = s.peer("observer", json!({})).await;
+    let (mut target, tid) = s.peer("worker", json!({})).await;
+    let req = json!({"id": 1, "cmd": "rpc.call", "targetPeerId": tid, "method": "sum", "params": {"a": 2, "b": 3}});
+    let pending = tokio::spawn(async move {
+        let v = caller.call(req).await;
+        (caller, v)
+    });
+    let f = target.until(&format!("rpc.{tid}.request")).await;
+    let p = &f["payload"];
+    assert_eq!(
+        (
+            p["method"].as_str(),
+            p["params"].clone(),
+            p["callerPeerId"].as_str()
+        ),
+        (Some("sum"), json!({"a": 2, "b": 3}), Some(cid.as_str()))
+    );
+    let rid = p["requestId"].as_str().unwrap().to_owned();
+    target
+        .ok(json!({"id": 2, "cmd": "publish", "topic": format!("rpc.response.{cid}.{rid}"), "payload": {"sum": 5}}))
+        .await;
+    let (mut caller, v) = pending.await.unwrap();
+    assert_eq!(
+        (
+            v["ok"].clone(),
+            v["requestId"].as_str(),
+            v["result"].clone()
+        ),
+        (json!(true), Some(rid.as_str()), json!({"sum": 5}))
+    );
+    let v = caller
+        .call(json!({"id": 3, "cmd": "rpc.call", "targetPeerId": tid, "method": "slow", "timeoutMs": 50}))
+        .await;
+    assert_eq!(
+        (v["ok"].clone(), v["error"].clone()),
+        (json!(false), json!("rpc.call:timeout"))
+    );
+    assert!(v["requestId"].is_string());
+    assert_eq!(
+        caller
+            .err(json!({"id": 4, "cmd": "rpc.call", "targetPeerId": "p_no", "method": "m"}))
+            .await,
+        "rpc.call:target-not-found:p_no"
+    );
+    assert_eq!(
+        caller
+            .err(json!({"id": 5, "cmd": "rpc.call", "targetPeerId": tid}))
+            .await,
+        "rpc.call:missing-method"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn schema_registry_lists_and_renders() {
+    let s = TestServer::start().await;
+    let v = s.ok(json!({"id": 1, "cmd": "schema.list"})).await;
+    let names: Vec<&str> = v["schemas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"worker-boot-v1")
+            && names.contains(&"cmd-ack-v1")
+            && names.contains(&"rpc-response-v1")
+    );
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    let v = s
+        .ok(json!({"id": 2, "cmd": "schema.get", "name": "cmd-ack-v1"}))
+        .await;
+    assert_eq!(
+        v["schema"],
+        json!({"type": "object", "fields": {
+            "seq": {"type": "number"},
+            "status": {"type": "enum", "values": ["executed", "rejected", "duplicate"]},
+            "correlation_id": {"type": "string", "optional": true}}})
+    );
+    assert_eq!(
+        s.call(json!({"id": 3, "cmd": "schema.get", "name": "x"}))
+            .await["error"],
+        "schema.get:not-found:x"
+    );
+    assert_eq!(
+        s.call(json!({"id": 4, "cmd": "schema.get"})).await["error"],
+        "schema.get:missing-name"
+    );
+    s.stop().await;
+}
