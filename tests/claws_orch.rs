@@ -882,3 +882,172 @@ async fn schema_registry_lists_and_renders() {
     );
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn terminal_facts_on_the_bus() {
+    let s = TestServer::with(ClawsConfig {
+        heartbeat_interval_ms: 200,
+        ..Default::default()
+    })
+    .await;
+    let (mut o, _) = s.peer("observer", json!({})).await;
+    for t in [
+        "system.terminal.*.alive",
+        "vehicle.*.content",
+        "command.*.*",
+        "system.metrics",
+        "system.heartbeat",
+    ] {
+        o.subscribe(t).await;
+    }
+    let t = s.create(json!({"shellPath": "/bin/bash"})).await;
+    let alive = o.until(&format!("system.terminal.{t}.alive")).await;
+    assert_eq!(
+        (
+            alive["payload"]["terminalId"].as_str(),
+            alive["payload"]["alive"].as_bool()
+        ),
+        (Some(t.as_str()), Some(true))
+    );
+    let pid = alive["payload"]["pid"].as_i64().unwrap();
+    // The shell's prompt: content from the shell itself.
+    let c = o.until(&format!("vehicle.{t}.content")).await;
+    let p = &c["payload"];
+    assert_eq!(
+        (
+            p["terminalId"].as_str(),
+            p["contentType"].as_str(),
+            p["foregroundPid"].as_i64()
+        ),
+        (Some(t.as_str()), Some("shell"), Some(pid))
+    );
+    assert!(
+        p["detectedAt"].as_str().unwrap().ends_with('Z')
+            && p["termId"] == t.as_str()
+            && p["size"].is_u64(),
+        "{c}"
+    );
+    let ev = s.exec(&t, "sh -c 'exit 3'").await;
+    assert_eq!(ev["exitCode"], 3);
+    let end = o.until(&format!("command.{t}.end")).await;
+    assert_eq!(
+        (
+            end["payload"]["command"].as_str(),
+            end["payload"]["exitCode"].as_i64()
+        ),
+        (Some("sh -c 'exit 3'"), Some(3))
+    );
+    assert!(end["payload"]["durationMs"].is_u64());
+    // A foreground program is seen as what it is.
+    s.ok(json!({"cmd": "send", "id": t, "text": "python3 -c 'import time; print(\"PY_UP\"); time.sleep(60)'"}))
+        .await;
+    loop {
+        let c = o.until(&format!("vehicle.{t}.content")).await;
+        if c["payload"]["contentType"] == "python" {
+            assert_ne!(c["payload"]["foregroundPid"].as_i64(), Some(pid));
+            break;
+        }
+    }
+    let m = o.until("system.metrics").await;
+    for k in [
+        "publishRate_per_sec",
+        "queueDepth",
+        "peerCount",
+        "eventLogLastSeq",
+        "uptimeMs",
+    ] {
+        assert!(m["payload"][k].is_number(), "{k}: {m}");
+    }
+    let h = o.until("system.heartbeat").await;
+    assert_eq!(h["payload"]["terminals"], 1);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn publish_rate_limit_spares_the_orchestrator() {
+    let s = TestServer::with(ClawsConfig {
+        max_publish_rate_hz: 5,
+        ..Default::default()
+    })
+    .await;
+    let (mut w, _) = s.peer("worker", json!({})).await;
+    let (mut orch, _) = s.peer("orchestrator", json!({})).await;
+    let t0 = std::time::Instant::now();
+    let (mut ok, mut limited) = (0u64, 0u64);
+    for i in 0..200 {
+        let v = w
+            .call(json!({"id": i, "cmd": "publish", "topic": "load.x", "payload": {}}))
+            .await;
+        match v["error"].as_str() {
+            None => ok += 1,
+            Some("rate-limit-exceeded") => limited += 1,
+            Some(e) => panic!("{e}"),
+        }
+    }
+    let windows = t0.elapsed().as_secs() + 1;
+    assert!(
+        limited > 0 && ok <= 5 * windows,
+        "ok {ok}, limited {limited} in {windows} window(s)"
+    );
+    for i in 0..200 {
+        orch.ok(json!({"id": i, "cmd": "publish", "topic": "load.x", "payload": {}}))
+            .await;
+    }
+    s.stop().await;
+}
+
+/// A token with its first hex digit changed.
+fn flip_first(mut t: String) -> String {
+    let first = if t.starts_with('0') { "1" } else { "0" };
+    t.replace_range(0..1, first);
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hmac_auth_on_hello() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("auth.token");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let cfg = ClawsConfig {
+        auth: openfiles::config::ClawsAuthConfig {
+            enabled: true,
+            token_path: secret.clone(),
+        },
+        ..Default::default()
+    };
+    let s = TestServer::with(cfg).await;
+    let hello = |nonce: &str, ts: u64, token: String| {
+        json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker", "peerName": "w",
+               "nonce": nonce, "timestamp": ts, "token": token})
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let tok = |nonce: &str, ts: u64| {
+        openfiles::claws::client::hello_token("s3cret", "w", "worker", nonce, ts)
+    };
+    let v = s
+        .call(json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker"}))
+        .await;
+    assert_eq!(v["error"], "auth:required");
+    let mut c = s.conn().await;
+    let v = c.ok(hello("n1", now, tok("n1", now))).await;
+    assert!(v["peerId"].is_string());
+    // The same nonce again, a stale or future timestamp, a wrong token: refused.
+    for (n, ts, token) in [
+        ("n1", now, tok("n1", now)),
+        ("n2", now - 6 * 60 * 1000, tok("n2", now - 6 * 60 * 1000)),
+        ("n3", now + 60_000, tok("n3", now + 60_000)),
+        ("n4", now, flip_first(tok("n4", now))),
+        ("n5", now, "zz".to_owned()),
+    ] {
+        let v = s.call(hello(n, ts, token)).await;
+        assert_eq!(v["error"], "auth:invalid", "{n}");
+    }
+    // Rotating the secret needs no restart.
+    std::fs::write(&secret, "other").unwrap();
+    let v = s.call(hello("n6", now, tok("n6", now))).await;
+    assert_eq!(v["error"], "auth:invalid");
+    s.stop().await;
+}
