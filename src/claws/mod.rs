@@ -29,6 +29,7 @@ mod shell;
 mod state;
 mod strip;
 mod terminal;
+mod ws;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -54,6 +55,8 @@ pub enum ClawsError {
     AlreadyServed(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotASocket(PathBuf),
+    #[error(transparent)]
+    WebSocket(#[from] ws::WsError),
 }
 
 /// Every folder served in this process, for `introspect`.
@@ -222,6 +225,8 @@ impl ServerState {
 pub struct ClawsServer {
     shared: Arc<ServerState>,
     socket: PathBuf,
+    /// Where the WebSocket listener listens, when `[claws.web_socket]` is on.
+    ws_addr: Option<std::net::SocketAddr>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -279,6 +284,8 @@ impl ClawsServer {
             tracing::warn!("[claws] socket_path and log_directory are fixed (.claws/claws.sock, .claws/terminals); other values are ignored");
         }
         let claws_dir_for_orch = claws_dir.clone();
+        let ws_listener = ws::bind(cfg).await?;
+        let ws_addr = ws_listener.as_ref().map(|l| l.addr);
         let listener = conn::bind(&socket).await?;
         let shared = Arc::new(ServerState {
             root: root.clone(),
@@ -303,10 +310,18 @@ impl ClawsServer {
         ))];
         tasks.push(tokio::spawn(heartbeat(shared.clone(), stop.clone())));
         tasks.push(tokio::spawn(watch(shared.clone(), stop.clone())));
+        if let Some(l) = ws_listener {
+            tasks.push(tokio::spawn(ws::accept_loop(
+                l,
+                shared.clone(),
+                stop.clone(),
+            )));
+        }
         tracing::info!(socket = %socket.display(), "claws socket ready");
         Ok(ClawsServer {
             shared,
             socket,
+            ws_addr,
             stop,
             tasks,
         })
@@ -314,6 +329,10 @@ impl ClawsServer {
 
     pub fn socket_path(&self) -> &Path {
         &self.socket
+    }
+
+    pub fn web_socket_addr(&self) -> Option<std::net::SocketAddr> {
+        self.ws_addr
     }
 
     pub fn terminal_count(&self) -> usize {
