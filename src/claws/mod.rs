@@ -418,13 +418,18 @@ async fn heartbeat(shared: Arc<ServerState>, stop: CancellationToken) {
     }
 }
 
-/// Once a second: wave violation checks and terminal facts (`vehicle.<id>.*`).
+/// Once a second: wave violation checks; every 30 s the lifecycle TTL watchdog.
 async fn watch(shared: Arc<ServerState>, stop: CancellationToken) {
+    let mut n: u64 = 0;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
+        n += 1;
         shared.orch.waves.scan(&shared);
+        if n % 30 == 0 {
+            shared.orch.lifecycle.watchdog(&shared);
+        }
     }
 }

@@ -11,8 +11,9 @@
 //! `lifecycle.phase-changed`. At start, workers recorded as spawned are marked closed (no
 //! terminal survives a restart of this server).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -22,7 +23,7 @@ use crate::claws::request::{
     LifecycleAdvance, LifecyclePlan, LifecycleReflect, MarkWorkerStatus, RegisterMonitor,
     RegisterSpawn,
 };
-use crate::claws::{iso_now, ServerState};
+use crate::claws::{iso_now, now_ms, ServerState};
 
 const DEFAULT_IDLE_MS: u64 = 600_000;
 const DEFAULT_MAX_MS: u64 = 14_400_000;
@@ -177,6 +178,27 @@ pub struct Lifecycle {
     path: PathBuf,
     session_started_at: String,
     st: Mutex<Option<State>>,
+    /// TTL bookkeeping of spawned workers by terminal id (this run only).
+    ttl: Mutex<HashMap<String, Ttl>>,
+}
+
+/// When a worker was spawned, when its terminal last printed, how much it had printed.
+#[derive(Debug, Clone, Copy)]
+struct Ttl {
+    spawned_ms: u64,
+    active_ms: u64,
+    seen_bytes: u64,
+}
+
+/// Why a worker expired, if it did: past its hard ceiling, or idle past its window.
+fn expired(t: &Ttl, now: u64, idle_ms: u64, max_ms: u64) -> Option<&'static str> {
+    if now.saturating_sub(t.spawned_ms) > max_ms {
+        Some("ttl_max")
+    } else if now.saturating_sub(t.active_ms) > idle_ms {
+        Some("idle_timeout")
+    } else {
+        None
+    }
 }
 
 impl Lifecycle {
@@ -191,6 +213,7 @@ impl Lifecycle {
             path,
             session_started_at: iso_now(),
             st: Mutex::new(None),
+            ttl: Mutex::new(HashMap::new()),
         };
         if let Some(s) = state.as_mut() {
             let now = iso_now();
@@ -266,6 +289,46 @@ impl Lifecycle {
             mission_started_at: String::new(),
             reflect: None,
             failure_cause: Value::Null,
+        }
+    }
+
+    /// The TTL watchdog (every 30 s): a spawned worker whose terminal printed since the last
+    /// scan is active; one idle past `idle_ms` (10 min) or alive past `max_ms` (4 h) has its
+    /// terminal closed (origin `idle_timeout` / `ttl_max`), which marks it closed.
+    pub fn watchdog(&self, shared: &Arc<ServerState>) {
+        let now = now_ms();
+        let workers: Vec<(String, u64, u64)> = self.lock().as_ref().map_or_else(Vec::new, |s| {
+            s.spawned_workers
+                .iter()
+                .filter(|w| w.status == "spawned")
+                .map(|w| {
+                    let idle = w.idle_ms.unwrap_or(DEFAULT_IDLE_MS);
+                    (w.id.clone(), idle, w.max_ms.unwrap_or(DEFAULT_MAX_MS))
+                })
+                .collect()
+        });
+        let mut due = Vec::new();
+        {
+            let mut ttl = self.ttl.lock().unwrap_or_else(|e| e.into_inner());
+            for (id, idle, max) in workers {
+                let Some(t) = ttl.get_mut(&id) else { continue };
+                let term = id.parse::<u64>().ok().and_then(|n| shared.terminal(n));
+                if let Some(end) = term.map(|t| t.extent().1) {
+                    if end != t.seen_bytes {
+                        t.seen_bytes = end;
+                        t.active_ms = now;
+                    }
+                }
+                if let Some(reason) = expired(t, now, idle, max) {
+                    due.push((id, reason));
+                }
+            }
+        }
+        for (id, reason) in due {
+            tracing::info!(terminal = %id, reason, "lifecycle worker expired; closing");
+            if let Ok(n) = id.parse::<u64>() {
+                shared.close_terminal(n, reason);
+            }
         }
     }
 
@@ -447,6 +510,7 @@ pub fn register_spawn(shared: &ServerState, req: RegisterSpawn) -> Body {
     if l.lock().is_none() {
         return refuse("lifecycle:no-state", "lifecycle:no-state");
     }
+    let now = now_ms();
     let (r, changes) = l.change(
         |s| {
             if let Some(w) = s.spawned_workers.iter().find(|w| w.id == tid) {
@@ -487,6 +551,17 @@ pub fn register_spawn(shared: &ServerState, req: RegisterSpawn) -> Body {
         "register-spawn",
     );
     announce(shared, changes);
+    if r.is_ok() {
+        l.ttl
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(tid.clone())
+            .or_insert(Ttl {
+                spawned_ms: now,
+                active_ms: now,
+                seen_bytes: 0,
+            });
+    }
     match r {
         Ok(w) => Ok(obj(json!({ "worker": w }))),
         Err(m) => refuse("lifecycle:correlation-id-conflict", &m),
@@ -540,6 +615,28 @@ pub fn mark_worker_status(shared: &ServerState, req: MarkWorkerStatus) -> Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ttl_expiry() {
+        let t = Ttl {
+            spawned_ms: 0,
+            active_ms: 1_000,
+            seen_bytes: 0,
+        };
+        assert_eq!(expired(&t, 500_000, DEFAULT_IDLE_MS, DEFAULT_MAX_MS), None);
+        assert_eq!(
+            expired(&t, 700_000, DEFAULT_IDLE_MS, DEFAULT_MAX_MS),
+            Some("idle_timeout")
+        );
+        let busy = Ttl {
+            active_ms: 14_400_000,
+            ..t
+        };
+        assert_eq!(
+            expired(&busy, 14_400_001, DEFAULT_IDLE_MS, DEFAULT_MAX_MS),
+            Some("ttl_max")
+        );
+    }
 
     #[test]
     fn transition_table_and_explanations() {
