@@ -118,19 +118,29 @@ async fn commands_and_error_strings() {
         .call(json!({"id": 8, "cmd": "publish", "topic": "a.d", "payload": {}, "echo": true}))
         .await;
     assert_eq!(v["deliveredTo"], 1);
-    // Broadcast from an orchestrator reaches every other peer, subscribed or not.
+    // One orchestrator per server (the extension's rule); broadcast reaches one role
+    // (default: workers), subscribed or not, or every other peer with `targetRole: "all"`.
     let (mut orch, oid) = peer(&s, "orchestrator", json!({})).await;
-    let (mut orch2, _) = peer(&s, "orchestrator", json!({})).await; // several may coexist
+    let v = s
+        .call(json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "orchestrator"}))
+        .await;
+    assert_eq!(v["error"], "orchestrator already registered");
     let v = orch
         .call(json!({"id": 9, "cmd": "broadcast", "text": "stop now"}))
         .await;
-    assert_eq!(v["deliveredTo"], 3, "{v}");
-    for p in [&mut c, &mut o, &mut orch2] {
+    assert_eq!(v["deliveredTo"], 1, "the one worker: {v}");
+    let f = until(&mut c, "system.broadcast").await;
+    assert_eq!(
+        (f["from"].as_str(), f["payload"]["text"].as_str()),
+        (Some(oid.as_str()), Some("stop now"))
+    );
+    let v = orch
+        .call(json!({"id": 9, "cmd": "broadcast", "text": "all hands", "targetRole": "all"}))
+        .await;
+    assert_eq!(v["deliveredTo"], 2, "{v}");
+    for p in [&mut c, &mut o] {
         let f = until(p, "system.broadcast").await;
-        assert_eq!(
-            (f["from"].as_str(), f["payload"]["text"].as_str()),
-            (Some(oid.as_str()), Some("stop now"))
-        );
+        assert_eq!(f["payload"]["text"], "all hands");
     }
     let v = c
         .call(json!({"id": 10, "cmd": "publish", "topic": "bad topic"}))

@@ -304,3 +304,20 @@ fn serve(dir: &Path, config: Option<&Path>) -> anyhow::Result<u8> {
         anyhow::Ok(0)
     })
 }
+
+/// The `token` of a `hello` when the server has `[claws.auth]` on: hex
+/// HMAC-SHA256(secret, "<peerName>:<role>:<nonce>:<timestamp>") — what a client sends with
+/// `nonce` (single use) and `timestamp` (its clock, ms since the epoch).
+pub fn hello_token(
+    secret: &str,
+    peer_name: &str,
+    role: &str,
+    nonce: &str,
+    timestamp: u64,
+) -> String {
+    let msg = format!("{peer_name}:{role}:{nonce}:{timestamp}");
+    super::orch::peers::hex(&super::orch::peers::hmac_sha256(
+        secret.trim().as_bytes(),
+        msg.as_bytes(),
+    ))
+}

@@ -12,11 +12,12 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::bus::Replay;
+use super::orch;
 use super::proto::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
 use super::request::{self, Command, Target};
-use super::terminal::{CreateOpts, ExecOutcome, Terminal, CLOSE_GRACE};
+use super::terminal::{CreateOpts, ExecOutcome, Terminal};
 use super::Connection;
-use super::{now_ms, ServerState};
+use super::{iso_now, now_ms, ServerState};
 
 /// `readLog`'s cap on one page.
 pub const READ_LIMIT: u64 = 512 << 10;
@@ -57,7 +58,7 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
     match cmd {
         Command::Ping => Ok(body(json!({"serverTime": now_ms()}))).into(),
         Command::List => Ok(list(shared)).into(),
-        Command::Create(c) => create(shared, c).into(),
+        Command::Create(c) => create(shared, conn, c).into(),
         Command::Show(t) => find(shared, &t).map(|_| Map::new()).into(),
         Command::Send(c) => send(shared, c).into(),
         Command::Exec(c) => exec(shared, c).await.into(),
@@ -68,7 +69,7 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
         Command::Introspect => Ok(introspect(shared)).into(),
         Command::Hello(c) => Answer {
             protocol: PROTOCOL_2,
-            body: shared.bus.hello(conn, c),
+            body: orch::hello(shared, conn, c),
             replay: None,
         },
         Command::Subscribe(c) => match shared.bus.subscribe(conn, c) {
@@ -80,8 +81,35 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
             Err(e) => Err(e).into(),
         },
         Command::Unsubscribe(c) => shared.bus.unsubscribe(conn, c).into(),
-        Command::Publish(c) => shared.bus.publish(conn, c).into(),
-        Command::Broadcast(c) => shared.bus.broadcast(conn, c).into(),
+        Command::Publish(c) => orch::publish(shared, conn, c).into(),
+        Command::Broadcast(c) => orch::cmdchan::broadcast(shared, conn, c).into(),
+        Command::DeliverCmd(c) => orch::cmdchan::deliver(shared, conn, c).into(),
+        Command::CmdAck(c) => orch::cmdchan::ack(shared, conn, c).into(),
+        Command::TaskAssign(c) => orch::tasks::assign(shared, conn, c).into(),
+        Command::TaskUpdate(c) => orch::tasks::update(shared, conn, c).into(),
+        Command::TaskComplete(c) => orch::tasks::complete(shared, conn, c).into(),
+        Command::TaskCancel(c) => orch::tasks::cancel(shared, conn, c).into(),
+        Command::TaskList(c) => orch::tasks::list(shared, c).into(),
+        Command::LifecyclePlan(c) => orch::lifecycle::plan(shared, c).into(),
+        Command::LifecycleAdvance(c) => orch::lifecycle::advance(shared, c).into(),
+        Command::LifecycleSnapshot => orch::lifecycle::snapshot(shared).into(),
+        Command::LifecycleReflect(c) => orch::lifecycle::reflect(shared, c).into(),
+        Command::LifecycleRegisterSpawn(c) => orch::lifecycle::register_spawn(shared, c).into(),
+        Command::LifecycleRegisterMonitor(c) => orch::lifecycle::register_monitor(shared, c).into(),
+        Command::LifecycleMarkWorkerStatus(c) => {
+            orch::lifecycle::mark_worker_status(shared, c).into()
+        }
+        Command::MonitorsRegisterIntent(c) => orch::monitors::register_intent(shared, c).into(),
+        Command::MonitorsIsCorrArmed(c) => orch::monitors::is_armed(shared, c).into(),
+        Command::WaveCreate(c) => orch::waves::create(shared, conn, c).into(),
+        Command::WaveStatus(c) => orch::waves::status(shared, c).into(),
+        Command::WaveComplete(c) => orch::waves::complete(shared, conn, c).into(),
+        Command::PipelineCreate(c) => orch::pipelines::create(shared, conn, c).into(),
+        Command::PipelineList => orch::pipelines::list(shared).into(),
+        Command::PipelineClose(c) => orch::pipelines::close(shared, conn, c).into(),
+        Command::RpcCall(c) => orch::rpc::call(shared, conn, c).await.into(),
+        Command::SchemaList => orch::schemas::list().into(),
+        Command::SchemaGet(c) => orch::schemas::get(c).into(),
     }
 }
 
@@ -117,7 +145,13 @@ fn list(shared: &ServerState) -> Map<String, Value> {
     body(json!({ "terminals": terms }))
 }
 
-fn create(shared: &Arc<ServerState>, req: request::Create) -> Body {
+fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) -> Body {
+    if shared.cfg.lifecycle.require_plan && !shared.orch.lifecycle.has_plan() {
+        return orch::refuse(
+            "lifecycle:plan-required",
+            "[LIFECYCLE GATE] No PLAN logged. Call mcp__claws__claws_lifecycle_plan first.",
+        );
+    }
     let live = shared.live_count();
     if live >= shared.cfg.max_terminals {
         return Err(format!(
@@ -155,7 +189,7 @@ fn create(shared: &Arc<ServerState>, req: request::Create) -> Body {
     let opts = CreateOpts {
         name: req.name.unwrap_or_else(|| "claws".to_owned()),
         cwd,
-        wrapped: req.wrapped.unwrap_or(false),
+        wrapped: req.wrapped.unwrap_or(shared.cfg.default_wrapped),
         shell,
         env,
         cols: dimension(req.cols, 80),
@@ -168,6 +202,18 @@ fn create(shared: &Arc<ServerState>, req: request::Create) -> Body {
         Terminal::spawn(shared, id, opts).map_err(|e| format!("cannot start the shell: {e}"))?;
     let (log_path, pid) = (term.log_path.clone(), term.pid);
     shared.insert_terminal(term);
+    if let Some(p) = shared.bus.peer(conn) {
+        if let Some(w) = &p.wave_id {
+            shared
+                .orch
+                .waves
+                .track(w, &id.to_string(), p.sub_worker_role.as_deref());
+        }
+    }
+    shared.bus.publish_server(
+        &format!("system.terminal.{id}.alive"),
+        json!({"terminalId": id.to_string(), "pid": pid, "alive": true, "ts": iso_now()}),
+    );
     Ok(body(json!({
         "id": id.to_string(),
         "wrapped": wrapped,
@@ -195,7 +241,8 @@ async fn exec(shared: &ServerState, req: request::Exec) -> Body {
         return Err("exec needs a command".into());
     };
     let ms = req.timeout_ms.unwrap_or(shared.cfg.exec_timeout_ms);
-    match t.exec(&command, Duration::from_millis(ms)).await {
+    let outcome = t.exec(&command, Duration::from_millis(ms)).await;
+    match outcome {
         ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
         ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
         ExecOutcome::NotRun(said) => Err(format!(
@@ -251,12 +298,8 @@ fn close(shared: &Arc<ServerState>, target: &Target) -> Body {
         .0
         .as_deref()
         .and_then(|s| s.trim().parse::<u64>().ok());
-    let Some(t) = id.and_then(|id| shared.remove_terminal(id)) else {
-        return Ok(body(json!({"alreadyClosed": true})));
-    };
-    shared.announce_closed(&t, "client");
-    tokio::spawn(async move { t.hang_up(CLOSE_GRACE).await });
-    Ok(body(json!({"alreadyClosed": false})))
+    let closed = id.is_some_and(|id| shared.close_terminal(id, "client"));
+    Ok(body(json!({"alreadyClosed": !closed})))
 }
 
 fn resize(shared: &ServerState, req: request::Resize) -> Body {
@@ -281,7 +324,9 @@ fn introspect(shared: &ServerState) -> Map<String, Value> {
     body(json!({
         "extensionVersion": COMPATIBLE_EXTENSION_VERSION,
         "openfilesVersion": env!("CARGO_PKG_VERSION"),
-        "nodeVersion": Value::Null,
+        "protocol": PROTOCOL,
+        // No Node.js runs here: the string names what does.
+        "nodeVersion": format!("none (openfiles {} native Rust server)", env!("CARGO_PKG_VERSION")),
         "electronAbi": Value::Null,
         "platform": format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
         "nodePty": {"loaded": true, "loadedFrom": "openfiles (native openpty)", "error": Value::Null},

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -88,7 +88,17 @@ async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: Cancellat
             return;
         }
     }
-    let (mut rd, wr) = stream.into_split();
+    let (rd, wr) = stream.into_split();
+    serve_io(rd, wr, shared, stop).await;
+}
+
+/// Serve one connection over any byte stream (the Unix socket, the WebSocket bridge): one
+/// JSON request per line in, answers and push frames out, one line each.
+pub async fn serve_io<R, W>(mut rd: R, wr: W, shared: Arc<ServerState>, stop: CancellationToken)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     // Few answers in flight: a replay streams through here, so this bounds its memory too.
     let (resp_tx, resp_rx) = mpsc::channel::<String>(8);
     let (push_tx, push_rx) = mpsc::channel(shared.cfg.peer_queue_frames.max(1));
@@ -132,7 +142,7 @@ async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: Cancellat
         };
         buf.extend_from_slice(&chunk[..n]);
     }
-    shared.bus.disconnect(&conn);
+    super::orch::disconnected(&shared, &conn);
     drop(resp_tx);
     drop(conn);
     let _ = writer.await;
@@ -166,8 +176,8 @@ async fn handle_line(
     true
 }
 
-async fn write_loop(
-    mut wr: tokio::net::unix::OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut resp: mpsc::Receiver<String>,
     mut push: mpsc::Receiver<Arc<str>>,
     outbox: Arc<Outbox>,

@@ -20,6 +20,7 @@ mod commands;
 mod conn;
 mod exec;
 mod history;
+mod orch;
 mod proto;
 mod pty;
 mod request;
@@ -28,6 +29,7 @@ mod shell;
 mod state;
 mod strip;
 mod terminal;
+mod ws;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -53,6 +55,8 @@ pub enum ClawsError {
     AlreadyServed(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotASocket(PathBuf),
+    #[error(transparent)]
+    WebSocket(#[from] ws::WsError),
 }
 
 /// Every folder served in this process, for `introspect`.
@@ -98,6 +102,50 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// RFC 3339 UTC with milliseconds (`2026-04-27T12:00:00.123Z`), as JavaScript's
+/// `toISOString` writes it.
+pub(crate) fn iso(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+pub(crate) fn iso_now() -> String {
+    iso(now_ms())
+}
+
+/// A random (version 4) UUID.
+pub(crate) fn uuid() -> String {
+    let h = format!("{}{}", shell::nonce(), shell::nonce());
+    let b = h.as_bytes();
+    let s = |r: std::ops::Range<usize>| String::from_utf8_lossy(&b[r]).into_owned();
+    let variant = ["8", "9", "a", "b"][usize::from(b[16] % 4)];
+    format!(
+        "{}-{}-4{}-{variant}{}-{}",
+        s(0..8),
+        s(8..12),
+        s(13..16),
+        s(17..20),
+        s(20..32)
+    )
+}
+
 /// One connected client, as every handler sees it: the connection's id (the bus keys its
 /// peer by it) and its push queue.
 pub struct Connection {
@@ -119,6 +167,8 @@ pub(crate) struct ServerState {
     bus: bus::Bus,
     /// The one-shot `clientVersion` drift warning (proto.rs).
     drift: proto::DriftWarning,
+    /// The orchestration sub-rooms (orch/).
+    orch: orch::Orchestra,
 }
 
 impl ServerState {
@@ -146,7 +196,19 @@ impl ServerState {
         self.terms().remove(&id)
     }
 
+    /// Close a terminal (as `close` does): announce, mark its lifecycle worker closed, hang
+    /// it up in the background. False when no such terminal is open.
+    fn close_terminal(self: &Arc<Self>, id: u64, origin: &str) -> bool {
+        let Some(t) = self.remove_terminal(id) else {
+            return false;
+        };
+        self.announce_closed(&t, origin);
+        tokio::spawn(async move { t.hang_up(CLOSE_GRACE).await });
+        true
+    }
+
     fn announce_closed(&self, t: &Terminal, origin: &str) {
+        self.orch.lifecycle.mark(self, &t.id.to_string(), "closed");
         let id = t.id.to_string();
         self.bus.publish_server(
             "system.terminal.closed",
@@ -163,6 +225,8 @@ impl ServerState {
 pub struct ClawsServer {
     shared: Arc<ServerState>,
     socket: PathBuf,
+    /// Where the WebSocket listener listens, when `[claws.web_socket]` is on.
+    ws_addr: Option<std::net::SocketAddr>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -186,6 +250,7 @@ impl ClawsServer {
         registry: Arc<ClawsRegistry>,
         shutdown: CancellationToken,
     ) -> Result<ClawsServer, ClawsError> {
+        let cfg = &cfg.effective();
         let root = std::fs::canonicalize(root).map_err(|source| ClawsError::Io {
             path: root.to_owned(),
             source,
@@ -210,7 +275,17 @@ impl ClawsServer {
             },
         )
         .map_err(io_at(&events_dir))?;
+        let mut log = log;
+        if cfg.event_log.compact {
+            log.0.compact();
+        }
         let socket = claws_dir.join("claws.sock");
+        if cfg.socket_path != ".claws/claws.sock" || cfg.log_directory != ".claws/terminals" {
+            tracing::warn!("[claws] socket_path and log_directory are fixed (.claws/claws.sock, .claws/terminals); other values are ignored");
+        }
+        let claws_dir_for_orch = claws_dir.clone();
+        let ws_listener = ws::bind(cfg).await?;
+        let ws_addr = ws_listener.as_ref().map(|l| l.addr);
         let listener = conn::bind(&socket).await?;
         let shared = Arc::new(ServerState {
             root: root.clone(),
@@ -224,6 +299,7 @@ impl ClawsServer {
             history: history::History::new(cfg.history_events, cfg.history_output_bytes),
             bus: bus::Bus::new(Some(log)),
             drift: proto::DriftWarning::default(),
+            orch: orch::Orchestra::new(&root, &claws_dir_for_orch, cfg),
         });
         registry.add(&root, &socket);
         let stop = shutdown.child_token();
@@ -233,10 +309,19 @@ impl ClawsServer {
             stop.clone(),
         ))];
         tasks.push(tokio::spawn(heartbeat(shared.clone(), stop.clone())));
+        tasks.push(tokio::spawn(watch(shared.clone(), stop.clone())));
+        if let Some(l) = ws_listener {
+            tasks.push(tokio::spawn(ws::accept_loop(
+                l,
+                shared.clone(),
+                stop.clone(),
+            )));
+        }
         tracing::info!(socket = %socket.display(), "claws socket ready");
         Ok(ClawsServer {
             shared,
             socket,
+            ws_addr,
             stop,
             tasks,
         })
@@ -244,6 +329,10 @@ impl ClawsServer {
 
     pub fn socket_path(&self) -> &Path {
         &self.socket
+    }
+
+    pub fn web_socket_addr(&self) -> Option<std::net::SocketAddr> {
+        self.ws_addr
     }
 
     pub fn terminal_count(&self) -> usize {
@@ -290,16 +379,57 @@ fn gitignore(dir: &Path) -> io::Result<()> {
 }
 
 async fn heartbeat(shared: Arc<ServerState>, stop: CancellationToken) {
-    let every = Duration::from_secs(shared.cfg.heartbeat_seconds.max(1));
+    let ms = shared.cfg.heartbeat_interval_ms;
+    if ms == 0 {
+        return;
+    }
+    let every = Duration::from_millis(ms.max(100));
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
+        let uptime = shared.started.elapsed().as_millis() as u64;
+        let peers = shared.bus.peer_count();
         shared.bus.publish_server(
             "system.heartbeat",
-            json!({"uptimeMs": shared.started.elapsed().as_millis() as u64,
-                   "peers": shared.bus.peer_count(), "terminals": shared.terms().len()}),
+            json!({"uptimeMs": uptime, "peers": peers, "terminals": shared.terms().len()}),
         );
+        let (published, per_peer) = shared.bus.take_metrics();
+        let secs = (ms as f64 / 1000.0).max(1.0);
+        shared.bus.publish_server(
+            "system.metrics",
+            json!({"publishRate_per_sec": published as f64 / secs,
+                   "queueDepth": shared.orch.in_flight.load(std::sync::atomic::Ordering::Relaxed),
+                   "peerCount": peers, "eventLogLastSeq": shared.bus.last_sequence(),
+                   "uptimeMs": uptime, "ts": iso_now()}),
+        );
+        for (p, dropped, hits, count) in per_peer {
+            shared.bus.publish_server(
+                &format!("system.peer.metrics.{}", p.peer_id),
+                json!({"peerId": p.peer_id, "peerName": p.name, "droppedFrames": dropped,
+                       "rateLimitHits": hits, "publishCount": count, "ts": iso_now()}),
+            );
+        }
+        let days = shared.cfg.event_log.retention_days;
+        if days > 0 {
+            shared.bus.retain(Duration::from_secs(days * 86_400));
+        }
+    }
+}
+
+/// Once a second: wave violation checks; every 30 s the lifecycle TTL watchdog.
+async fn watch(shared: Arc<ServerState>, stop: CancellationToken) {
+    let mut n: u64 = 0;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        n += 1;
+        shared.orch.waves.scan(&shared);
+        if n % 30 == 0 {
+            shared.orch.lifecycle.watchdog(&shared);
+        }
     }
 }

@@ -449,7 +449,8 @@ impl Terminal {
                 self.set_phase(shared, Phase::Running);
                 shared.bus.publish_server(
                     &format!("command.{}.start", self.id),
-                    json!({"terminalId": self.id.to_string(), "commandLine": command_line, "startedAt": now_ms()}),
+                    json!({"terminalId": self.id.to_string(), "commandLine": command_line,
+                           "command": command_line, "startedAt": now_ms()}),
                 );
             }
             MarkKind::End(code) => {
@@ -483,7 +484,9 @@ impl Terminal {
                 shared.bus.publish_server(
                     &format!("command.{}.end", self.id),
                     json!({"terminalId": ev.terminal_id, "seq": ev.seq, "commandLine": ev.command_line,
-                           "exitCode": ev.exit_code, "startedAt": ev.started_at, "endedAt": ev.ended_at}),
+                           "command": ev.command_line, "exitCode": ev.exit_code,
+                           "durationMs": ev.ended_at.saturating_sub(ev.started_at),
+                           "startedAt": ev.started_at, "endedAt": ev.ended_at}),
                 );
                 if let Some(w) = waiter {
                     let _ = w.tx.send(Ok(ev));

@@ -188,3 +188,51 @@ impl Conn {
         }
     }
 }
+
+impl TestServer {
+    /// A claws/2 peer on its own connection: `hello` with `role` and `extra` fields.
+    pub async fn peer(&self, role: &str, extra: Value) -> (Conn, String) {
+        let mut c = self.conn().await;
+        let mut req = json!({"id": "h", "cmd": "hello", "protocol": "claws/2", "role": role});
+        if let Value::Object(m) = extra {
+            for (k, v) in m {
+                req[k] = v;
+            }
+        }
+        let v = c.call(req).await;
+        assert_eq!(v["ok"], true, "{v}");
+        let id = v["peerId"].as_str().unwrap().to_owned();
+        (c, id)
+    }
+}
+
+impl Conn {
+    /// A request that must succeed.
+    pub async fn ok(&mut self, req: Value) -> Value {
+        let v = self.call(req.clone()).await;
+        assert_eq!(v["ok"], true, "{req} -> {v}");
+        v
+    }
+
+    /// The error string of a request that must fail.
+    pub async fn err(&mut self, req: Value) -> String {
+        let v = self.call(req.clone()).await;
+        assert_eq!(v["ok"], false, "{req} -> {v}");
+        v["error"].as_str().unwrap_or_default().to_owned()
+    }
+
+    pub async fn subscribe(&mut self, topic: &str) {
+        self.ok(json!({"id": "s", "cmd": "subscribe", "topic": topic}))
+            .await;
+    }
+
+    /// Push frames until one on `topic`.
+    pub async fn until(&mut self, topic: &str) -> Value {
+        loop {
+            let f = self.push().await;
+            if f["topic"] == topic {
+                return f;
+            }
+        }
+    }
+}

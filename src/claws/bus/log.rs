@@ -148,6 +148,36 @@ impl EventLog {
         Ok(())
     }
 
+    /// Delete segments (never the current one) last written more than `age` ago: the
+    /// `retention_days` setting. Cursors into deleted segments replay from the next one.
+    pub fn retain(&mut self, age: Duration) {
+        for n in segments(&self.dir) {
+            if n == self.segment {
+                continue;
+            }
+            let old = std::fs::metadata(seg_path(&self.dir, n))
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|e| e > age);
+            if old {
+                let _ = std::fs::remove_file(seg_path(&self.dir, n));
+            }
+        }
+    }
+
+    /// Remove empty segments left by earlier runs (each start opens a fresh one). Segments
+    /// with events are never merged: a cursor names a byte in its segment, and merging would
+    /// move it.
+    pub fn compact(&mut self) {
+        for n in segments(&self.dir) {
+            let p = seg_path(&self.dir, n);
+            if n != self.segment && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+
     /// Delete the oldest segments (never the current one) while over the total bound.
     fn prune(&mut self) {
         let segs = segments(&self.dir);

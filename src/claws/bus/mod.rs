@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -107,6 +108,11 @@ impl Outbox {
     }
 
     /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
+    /// Frames dropped and not yet announced.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
     pub fn take_dropped_notice(&self) -> Option<String> {
         let n = self.dropped.swap(0, Ordering::Relaxed);
         (n > 0).then(|| {
@@ -131,15 +137,33 @@ struct Sub {
 }
 
 struct Peer {
-    peer_id: String,
-    role: String,
-    stable: bool,
+    info: PeerInfo,
     outbox: Arc<Outbox>,
     subs: Vec<Sub>,
+    /// Publishes in the current one-second window, and when it began.
+    window: (u64, Instant),
+    /// Publishes refused by the rate limit since the last heartbeat.
+    rate_hits: u64,
+}
+
+/// Who a peer is, as `hello` declared it.
+#[derive(Debug, Clone, Default)]
+pub struct PeerInfo {
+    pub peer_id: String,
+    pub role: String,
+    pub name: String,
+    pub stable: bool,
+    pub terminal_id: Option<String>,
+    pub capabilities: Vec<String>,
+    pub wave_id: Option<String>,
+    pub sub_worker_role: Option<String>,
+    pub monitor_correlation_id: Option<String>,
 }
 
 struct State {
     peers: HashMap<u64, Peer>,
+    /// Publishes accepted since the last heartbeat (`system.metrics`).
+    published: u64,
     saved: HashMap<String, Vec<Sub>>,
     seq: u64,
     next_sub: u64,
@@ -215,7 +239,14 @@ impl Replay {
     }
 }
 
-const CAPABILITIES: &[&str] = &["push", "replay", "wildcards", "broadcast", "backpressure"];
+const CAPABILITIES: &[&str] = &[
+    "push",
+    "broadcast",
+    "tasks",
+    "replay",
+    "wildcards",
+    "backpressure",
+];
 
 fn ephemeral(topic: &str) -> bool {
     topic == "system.heartbeat" || (topic.starts_with("vehicle.") && topic.ends_with(".content"))
@@ -232,6 +263,7 @@ impl Bus {
         Bus {
             st: Mutex::new(State {
                 peers: HashMap::new(),
+                published: 0,
                 saved: HashMap::new(),
                 seq,
                 next_sub: 0,
@@ -245,6 +277,18 @@ impl Bus {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The last sequence number given out.
+    pub fn last_sequence(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Delete event log segments older than `age`.
+    pub fn retain(&self, age: Duration) {
+        if let Some(log) = self.lock().log.as_mut() {
+            log.retain(age);
+        }
+    }
+
     pub fn peer_count(&self) -> usize {
         self.lock().peers.len()
     }
@@ -255,18 +299,42 @@ impl Bus {
         deliver(&mut st, "server", topic, payload, None, !ephemeral(topic));
     }
 
-    pub fn hello(&self, conn: &Connection, req: request::Hello) -> Body {
-        if req.protocol.as_deref() != Some(PROTOCOL_2) {
-            return Err(format!("hello requires protocol {PROTOCOL_2}"));
-        }
+    /// Register the connection as a peer (`hello`, after the caller checked the protocol and
+    /// any auth token). One orchestrator per server; workers are subscribed to their command
+    /// channel `cmd.<peerId>.**`. A second `hello` on the same connection updates the
+    /// capabilities, wave and sub-worker role and answers `idempotent: true`.
+    pub fn hello(
+        &self,
+        conn: &Connection,
+        req: request::Hello,
+    ) -> Result<(Map<String, Value>, PeerInfo), String> {
         let mut st = self.lock();
-        if let Some(p) = st.peers.get(&conn.conn_id) {
-            return Ok(body(
-                json!({"peerId": p.peer_id, "serverCapabilities": CAPABILITIES,
-                                  "idempotent": true}),
+        let orchestrator_present =
+            |st: &State| st.peers.values().any(|p| p.info.role == "orchestrator");
+        if let Some(p) = st.peers.get_mut(&conn.conn_id) {
+            if let Some(caps) = req.capabilities {
+                p.info.capabilities = with_push(caps);
+            }
+            if req.wave_id.is_some() {
+                p.info.wave_id = req.wave_id;
+            }
+            if req.sub_worker_role.is_some() {
+                p.info.sub_worker_role = req.sub_worker_role;
+            }
+            let info = p.info.clone();
+            let present = orchestrator_present(&st);
+            return Ok((
+                body(
+                    json!({"peerId": info.peer_id, "serverCapabilities": CAPABILITIES,
+                            "orchestratorPresent": present, "restored": false, "idempotent": true}),
+                ),
+                info,
             ));
         }
         let role = req.role.unwrap_or_else(|| "observer".to_owned());
+        if role == "orchestrator" && orchestrator_present(&st) {
+            return Err("orchestrator already registered".into());
+        }
         let name = req.peer_name.unwrap_or_else(|| "unnamed".to_owned());
         let nonce = req.instance_nonce.as_deref().filter(|n| !n.is_empty());
         let peer_id = match nonce {
@@ -283,14 +351,17 @@ impl Bus {
             None => format!("p_{}", &super::shell::nonce()[..6]),
         };
         let mut subs = Vec::new();
+        let mut restored_any = false;
         if nonce.is_some() {
             if let Some(s) = st.saved.remove(&peer_id) {
                 subs = s;
+                restored_any = true;
             }
             // A reconnect while the old connection lingers takes its subscriptions over.
             for p in st.peers.values_mut() {
-                if p.peer_id == peer_id {
+                if p.info.peer_id == peer_id {
                     subs.append(&mut p.subs);
+                    restored_any = true;
                 }
             }
         }
@@ -298,19 +369,42 @@ impl Bus {
             .iter()
             .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
             .collect();
-        let reply = body(
-            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
-                                "restoredSubscriptions": restored}),
-        );
+        if role == "worker" {
+            let own = format!("cmd.{peer_id}.**");
+            if !subs.iter().any(|s| s.pattern == own) {
+                st.next_sub += 1;
+                subs.push(Sub {
+                    id: format!("s_{:04}", st.next_sub),
+                    segs: topic::segments(&own),
+                    pattern: own,
+                });
+            }
+        }
+        let info = PeerInfo {
+            peer_id: peer_id.clone(),
+            role: role.clone(),
+            name: name.clone(),
+            stable: nonce.is_some(),
+            terminal_id: req.terminal_id.as_ref().and_then(id_text),
+            capabilities: with_push(req.capabilities.unwrap_or_default()),
+            wave_id: req.wave_id,
+            sub_worker_role: req.sub_worker_role,
+            monitor_correlation_id: req.monitor_correlation_id,
+        };
         st.peers.insert(
             conn.conn_id,
             Peer {
-                peer_id: peer_id.clone(),
-                role: role.clone(),
-                stable: nonce.is_some(),
+                info: info.clone(),
                 outbox: conn.outbox.clone(),
                 subs,
+                window: (0, Instant::now()),
+                rate_hits: 0,
             },
+        );
+        let reply = body(
+            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
+                                "orchestratorPresent": orchestrator_present(&st),
+                                "restored": restored_any, "restoredSubscriptions": restored}),
         );
         let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
                              "correlationId": req.correlation_id,
@@ -323,7 +417,115 @@ impl Bus {
             None,
             true,
         );
-        Ok(reply)
+        let joined =
+            json!({"peerId": peer_id, "role": role, "peerName": name, "ts": super::iso_now()});
+        deliver(&mut st, "server", "system.peer.joined", joined, None, true);
+        Ok((reply, info))
+    }
+
+    /// The peer of a connection, if it said `hello`.
+    pub fn peer(&self, conn: &Connection) -> Option<PeerInfo> {
+        self.lock().peers.get(&conn.conn_id).map(|p| p.info.clone())
+    }
+
+    /// A connected peer by id.
+    pub fn peer_by_id(&self, peer_id: &str) -> Option<PeerInfo> {
+        self.lock()
+            .peers
+            .values()
+            .find(|p| p.info.peer_id == peer_id)
+            .map(|p| p.info.clone())
+    }
+
+    /// Count one publish of this connection's peer against `max_hz` per second; false (and a
+    /// counted hit) when over. Orchestrators are exempt.
+    pub fn rate_check(&self, conn: &Connection, max_hz: u64) -> bool {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get_mut(&conn.conn_id) else {
+            return true;
+        };
+        if p.info.role == "orchestrator" {
+            return true;
+        }
+        let now = Instant::now();
+        if now.duration_since(p.window.1) >= Duration::from_secs(1) {
+            p.window = (0, now);
+        }
+        p.window.0 += 1;
+        if p.window.0 > max_hz {
+            p.rate_hits += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Per-peer figures for `system.peer.metrics.<peerId>` (peers with drops or rate-limit
+    /// hits since the last call), and the publish count since the last call.
+    pub fn take_metrics(&self) -> (u64, Vec<(PeerInfo, u64, u64, u64)>) {
+        let mut st = self.lock();
+        let published = std::mem::take(&mut st.published);
+        let mut out = Vec::new();
+        for p in st.peers.values_mut() {
+            let dropped = p.outbox.dropped();
+            let hits = std::mem::take(&mut p.rate_hits);
+            if dropped > 0 || hits > 0 {
+                out.push((p.info.clone(), dropped, hits, p.window.0));
+            }
+        }
+        (published, out)
+    }
+
+    /// Push one frame straight to a peer, outside its subscriptions (`deliver-cmd`,
+    /// `rpc.call`): `{push:"message", topic, from, payload, sentAt, sequence?}`.
+    pub fn push_to(
+        &self,
+        peer_id: &str,
+        topic: &str,
+        from: &str,
+        payload: &Value,
+        sequence: Option<u64>,
+    ) -> bool {
+        let st = self.lock();
+        let Some(p) = st.peers.values().find(|p| p.info.peer_id == peer_id) else {
+            return false;
+        };
+        let mut f = json!({"push": "message", "protocol": PROTOCOL_2, "topic": topic, "from": from,
+                           "payload": payload, "sentAt": now_ms()});
+        if let Some(seq) = sequence {
+            f["sequence"] = json!(seq);
+        }
+        let mut line = f.to_string();
+        line.push('\n');
+        p.outbox.push(line.into())
+    }
+
+    /// Append an event to the log without fanning it out; its bus sequence number.
+    pub fn persist(&self, topic: &str, from: &str, payload: Value, schema: &str) -> u64 {
+        let mut st = self.lock();
+        st.seq += 1;
+        let seq = st.seq;
+        let ev = json!({"sequence": seq, "topic": topic, "from": from, "schema": schema,
+                        "payload": payload, "sentAt": now_ms()})
+        .to_string();
+        if let Some(log) = st.log.as_mut() {
+            if let Err(e) = log.append(ev.as_bytes()) {
+                tracing::warn!(error = %e, "claws event log append failed");
+            }
+        }
+        seq
+    }
+
+    /// Persist and fan out an event on behalf of `from` (a peer id or `server`), skipping the
+    /// connection `skip`; (deliveries, sequence).
+    pub fn publish_from(
+        &self,
+        from: &str,
+        topic: &str,
+        payload: Value,
+        skip: Option<u64>,
+    ) -> (usize, u64) {
+        let mut st = self.lock();
+        deliver(&mut st, from, topic, payload, skip, true)
     }
 
     pub fn subscribe(
@@ -390,32 +592,39 @@ impl Bus {
         Ok(body(json!({"subscriptionId": id})))
     }
 
-    pub fn publish(&self, conn: &Connection, req: request::Publish) -> Body {
+    /// Publish `payload` (already checked and stamped by the caller) from this connection's
+    /// peer; `echo` also delivers to the publisher's own subscriptions.
+    pub fn publish(&self, conn: &Connection, topic: &str, payload: Value, echo: bool) -> Body {
         let mut st = self.lock();
         let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
-        let from = p.peer_id.clone();
-        let topic = req.topic.as_deref().unwrap_or("");
+        let from = p.info.peer_id.clone();
         if !topic::valid_topic(topic) {
             return Err(format!("invalid topic: {topic:?}"));
         }
-        let payload = req.payload.unwrap_or_else(|| json!({}));
-        let skip = (!req.echo.unwrap_or(false)).then_some(conn.conn_id);
+        st.published += 1;
+        let skip = (!echo).then_some(conn.conn_id);
         let (n, seq) = deliver(&mut st, &from, topic, payload, skip, true);
         Ok(body(json!({"deliveredTo": n, "sequence": seq})))
     }
 
-    pub fn broadcast(&self, conn: &Connection, req: request::Broadcast) -> Body {
+    /// `broadcast`: a `system.broadcast` frame to every peer of `target_role` (`all`: every
+    /// peer but the sender). Orchestrators only. Returns the answer and the peers reached.
+    pub fn broadcast(
+        &self,
+        conn: &Connection,
+        text: &str,
+        target_role: &str,
+    ) -> Result<(Map<String, Value>, Vec<PeerInfo>), String> {
         let mut st = self.lock();
         let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
-        if p.role != "orchestrator" {
+        if p.info.role != "orchestrator" {
             return Err("requires role: orchestrator".into());
         }
-        let from = p.peer_id.clone();
-        let text = req.text.unwrap_or_default();
+        let from = p.info.peer_id.clone();
         st.seq += 1;
         let mut frame =
             json!({"push": "message", "protocol": PROTOCOL_2, "topic": "system.broadcast",
@@ -424,32 +633,64 @@ impl Bus {
             .to_string();
         frame.push('\n');
         let frame: Arc<str> = frame.into();
-        let n = st
+        let reached: Vec<PeerInfo> = st
             .peers
             .iter()
-            .filter(|(cid, _)| **cid != conn.conn_id)
+            .filter(|(cid, p)| {
+                if target_role == "all" {
+                    **cid != conn.conn_id
+                } else {
+                    p.info.role == target_role
+                }
+            })
             .filter(|(_, p)| p.outbox.push(frame.clone()))
-            .count();
-        Ok(body(json!({"deliveredTo": n})))
+            .map(|(_, p)| p.info.clone())
+            .collect();
+        Ok((body(json!({"deliveredTo": reached.len()})), reached))
     }
 
-    /// The connection ended: forget the peer (a stable one keeps its subscriptions).
-    pub fn disconnect(&self, conn: &Connection) {
+    /// The connection ended: forget the peer (a stable one keeps its subscriptions); who it
+    /// was, if it said `hello`.
+    pub fn disconnect(&self, conn: &Connection) -> Option<PeerInfo> {
         let mut st = self.lock();
-        let Some(p) = st.peers.remove(&conn.conn_id) else {
-            return;
-        };
-        if p.stable && !p.subs.is_empty() {
-            st.saved.insert(p.peer_id.clone(), p.subs);
+        let p = st.peers.remove(&conn.conn_id)?;
+        if p.info.stable && !p.subs.is_empty() {
+            st.saved.insert(p.info.peer_id.clone(), p.subs);
         }
         deliver(
             &mut st,
             "server",
             "system.peer.disconnected",
-            json!({"peerId": p.peer_id}),
+            json!({"peerId": p.info.peer_id}),
             None,
             true,
         );
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.left",
+            json!({"peerId": p.info.peer_id, "role": p.info.role, "reason": "clean"}),
+            None,
+            true,
+        );
+        Some(p.info)
+    }
+}
+
+/// The capabilities a peer declared, with `push` always granted.
+fn with_push(mut caps: Vec<String>) -> Vec<String> {
+    if !caps.iter().any(|c| c == "push") {
+        caps.push("push".to_owned());
+    }
+    caps
+}
+
+/// A terminal id given as a string or a number.
+fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 

@@ -155,12 +155,60 @@ fn run(
     }
 }
 
+/// `vehicle.<id>.content`: the spec's `{termId, size, ts}` and the extension's
+/// `{terminalId, contentType, foregroundPid, basename, detectedAt, confidence}`, the content
+/// type read from the terminal's foreground process.
 fn publish_content(shared: &ServerState, term: &Terminal) {
     let size = term.lock().ring.end();
+    let (pid, name) = foreground(term);
     shared.bus.publish_server(
         &format!("vehicle.{}.content", term.id),
-        json!({"termId": term.id.to_string(), "size": size, "ts": now_ms()}),
+        json!({"termId": term.id.to_string(), "size": size, "ts": now_ms(),
+               "terminalId": term.id.to_string(), "contentType": content_type(name.as_deref()),
+               "foregroundPid": pid, "basename": name,
+               "detectedAt": crate::claws::iso_now(),
+               "confidence": if pid.is_some() { "high" } else { "low" }}),
     );
+}
+
+/// The foreground process group of the terminal (its leader's pid) and that process's
+/// name (`/proc/<pid>/comm`).
+fn foreground(term: &Terminal) -> (Option<i32>, Option<String>) {
+    let Ok(pg) = nix::unistd::tcgetpgrp(term.master.get_ref()) else {
+        return (None, None);
+    };
+    let pid = pg.as_raw();
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    (Some(pid), name)
+}
+
+/// The extension's content classes: shell, python, node, vim, htop, claude, else unknown.
+pub fn content_type(name: Option<&str>) -> &'static str {
+    let Some(n) = name else { return "unknown" };
+    let n = n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
+    let n = n.trim_start_matches('-');
+    if ["bash", "zsh", "fish", "sh", "dash", "tcsh", "csh", "ksh"].contains(&n)
+        || n.starts_with("bash")
+        || n.starts_with("zsh")
+        || n.starts_with("sh")
+    {
+        "shell"
+    } else if n.starts_with("python") {
+        "python"
+    } else if n == "node" || n == "nodejs" {
+        "node"
+    } else if n == "vim" || n == "nvim" || n == "vi" {
+        "vim"
+    } else if n == "htop" || n == "top" {
+        "htop"
+    } else if n.contains("claude") {
+        "claude"
+    } else {
+        "unknown"
+    }
 }
 
 /// The output file of an unwrapped terminal, `<id>.log`, capped at `cap` bytes (0: no cap).

@@ -9,10 +9,13 @@
 //! [`Command::parse`] is the one exhaustive mapping from names to types; the dispatch in
 //! `commands.rs` is the one exhaustive `match` over [`Command`].
 
+mod orch;
+
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::proto::Request;
+pub use orch::*;
 
 /// A decoded request.
 #[derive(Debug)]
@@ -33,6 +36,31 @@ pub enum Command {
     Unsubscribe(Unsubscribe),
     Publish(Publish),
     Broadcast(Broadcast),
+    DeliverCmd(DeliverCmd),
+    CmdAck(CmdAck),
+    TaskAssign(TaskAssign),
+    TaskUpdate(TaskUpdate),
+    TaskComplete(TaskComplete),
+    TaskCancel(TaskCancel),
+    TaskList(TaskList),
+    LifecyclePlan(LifecyclePlan),
+    LifecycleAdvance(LifecycleAdvance),
+    LifecycleSnapshot,
+    LifecycleReflect(LifecycleReflect),
+    LifecycleRegisterSpawn(RegisterSpawn),
+    LifecycleRegisterMonitor(RegisterMonitor),
+    LifecycleMarkWorkerStatus(MarkWorkerStatus),
+    MonitorsRegisterIntent(Correlation),
+    MonitorsIsCorrArmed(Correlation),
+    WaveCreate(WaveCreate),
+    WaveStatus(WaveRef),
+    WaveComplete(WaveComplete),
+    PipelineCreate(PipelineCreate),
+    PipelineList,
+    PipelineClose(PipelineClose),
+    RpcCall(RpcCall),
+    SchemaList,
+    SchemaGet(SchemaGet),
 }
 
 impl Command {
@@ -72,6 +100,31 @@ impl Command {
             "unsubscribe" => Command::Unsubscribe(decode(req)),
             "publish" => Command::Publish(decode(req)),
             "broadcast" => Command::Broadcast(decode(req)),
+            "deliver-cmd" => Command::DeliverCmd(decode(req)),
+            "cmd.ack" => Command::CmdAck(decode(req)),
+            "task.assign" => Command::TaskAssign(decode(req)),
+            "task.update" => Command::TaskUpdate(decode(req)),
+            "task.complete" => Command::TaskComplete(decode(req)),
+            "task.cancel" => Command::TaskCancel(decode(req)),
+            "task.list" => Command::TaskList(decode(req)),
+            "lifecycle.plan" => Command::LifecyclePlan(decode(req)),
+            "lifecycle.advance" => Command::LifecycleAdvance(decode(req)),
+            "lifecycle.snapshot" => Command::LifecycleSnapshot,
+            "lifecycle.reflect" => Command::LifecycleReflect(decode(req)),
+            "lifecycle.register-spawn" => Command::LifecycleRegisterSpawn(decode(req)),
+            "lifecycle.register-monitor" => Command::LifecycleRegisterMonitor(decode(req)),
+            "lifecycle.mark-worker-status" => Command::LifecycleMarkWorkerStatus(decode(req)),
+            "monitors.register-intent" => Command::MonitorsRegisterIntent(decode(req)),
+            "monitors.is-corr-armed" => Command::MonitorsIsCorrArmed(decode(req)),
+            "wave.create" => Command::WaveCreate(decode(req)),
+            "wave.status" => Command::WaveStatus(decode(req)),
+            "wave.complete" => Command::WaveComplete(decode(req)),
+            "pipeline.create" => Command::PipelineCreate(decode(req)),
+            "pipeline.list" => Command::PipelineList,
+            "pipeline.close" => Command::PipelineClose(decode(req)),
+            "rpc.call" => Command::RpcCall(decode(req)),
+            "schema.list" => Command::SchemaList,
+            "schema.get" => Command::SchemaGet(decode(req)),
             other => return Err(format!("unknown cmd: {other}")),
         })
     }
@@ -192,8 +245,23 @@ pub struct Hello {
     pub instance_nonce: Option<String>,
     /// Echoed as given in `system.peer.connected`.
     pub correlation_id: Option<Value>,
-    /// Echoed as given in `system.peer.connected`.
+    /// Echoed as given in `system.peer.connected`; the peer's terminal (broadcast `inject`).
     pub terminal_id: Option<Value>,
+    #[serde(deserialize_with = "strings")]
+    pub capabilities: Option<Vec<String>>,
+    #[serde(deserialize_with = "string")]
+    pub wave_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub sub_worker_role: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub monitor_correlation_id: Option<String>,
+    /// HMAC auth (`[claws.auth]`): hex token, single-use nonce, client clock in ms.
+    #[serde(deserialize_with = "string")]
+    pub token: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub nonce: Option<String>,
+    #[serde(deserialize_with = "number")]
+    pub timestamp: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -227,6 +295,34 @@ pub struct Publish {
 pub struct Broadcast {
     #[serde(deserialize_with = "string")]
     pub text: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub target_role: Option<String>,
+    #[serde(deserialize_with = "boolean")]
+    pub inject: Option<bool>,
+}
+
+/// An array of strings (other items skipped), else absent.
+fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(a) => Some(
+            a.into_iter()
+                .filter_map(|v| match v {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+/// A string, or a number written out, else absent (terminal ids).
+fn id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
 }
 
 /// A string, else absent.
@@ -256,6 +352,29 @@ fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orchestration_commands_parse() {
+        let Ok(Command::DeliverCmd(d)) = parse(
+            r#"{"cmd":"deliver-cmd","targetPeerId":"p_1","cmdTopic":"cmd.p_1.x","idempotencyKey":"k","payload":{"a":1}}"#,
+        ) else {
+            panic!("not a deliver-cmd")
+        };
+        assert_eq!(d.target_peer_id.as_deref(), Some("p_1"));
+        assert_eq!(d.payload, Some(serde_json::json!({"a":1})));
+        let Ok(Command::CmdAck(a)) =
+            parse(r#"{"cmd":"cmd.ack","seq":"3","status":"executed","correlation_id":"c"}"#)
+        else {
+            panic!("not a cmd.ack")
+        };
+        assert_eq!((a.seq, a.correlation_id.as_deref()), (Some(3), Some("c")));
+        let Ok(Command::LifecycleRegisterSpawn(r)) = parse(
+            r#"{"cmd":"lifecycle.register-spawn","terminalId":7,"correlationId":"c","name":"w"}"#,
+        ) else {
+            panic!("not a register-spawn")
+        };
+        assert_eq!(r.terminal_id.as_deref(), Some("7"));
+    }
 
     fn parse(line: &str) -> Result<Command, String> {
         Command::parse(&Request::parse(line.as_bytes()).expect("json object"))

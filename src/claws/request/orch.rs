@@ -1,0 +1,225 @@
+//! Typed requests of the claws/2 orchestration layer (command channel, tasks, lifecycle,
+//! monitors, waves, pipelines, RPC, schemas), decoded as leniently as the claws/1 ones: a
+//! field of the wrong type reads as absent, numbers may come as strings. Field names are the
+//! editor extension's (camelCase; `correlation_id` is snake_case where the extension's
+//! clients send it so).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{boolean, id, number, string, strings};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DeliverCmd {
+    #[serde(deserialize_with = "string")]
+    pub target_peer_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub cmd_topic: Option<String>,
+    pub payload: Option<Value>,
+    #[serde(deserialize_with = "string")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CmdAck {
+    #[serde(deserialize_with = "number")]
+    pub seq: Option<u64>,
+    #[serde(deserialize_with = "string")]
+    pub status: Option<String>,
+    #[serde(rename = "correlation_id", deserialize_with = "string")]
+    pub correlation_id: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskAssign {
+    #[serde(deserialize_with = "string")]
+    pub title: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub assignee: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub prompt: Option<String>,
+    #[serde(deserialize_with = "number")]
+    pub timeout_ms: Option<u64>,
+    #[serde(deserialize_with = "string")]
+    pub deliver: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskUpdate {
+    #[serde(deserialize_with = "string")]
+    pub task_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub status: Option<String>,
+    /// Kept as sent (a number).
+    pub progress_pct: Option<Value>,
+    #[serde(deserialize_with = "string")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskComplete {
+    #[serde(deserialize_with = "string")]
+    pub task_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub status: Option<String>,
+    pub result: Option<Value>,
+    pub artifacts: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskCancel {
+    #[serde(deserialize_with = "string")]
+    pub task_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TaskList {
+    #[serde(deserialize_with = "string")]
+    pub assignee: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub status: Option<String>,
+    #[serde(deserialize_with = "number")]
+    pub since: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LifecyclePlan {
+    #[serde(deserialize_with = "string")]
+    pub plan: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub worker_mode: Option<String>,
+    /// Checked by the handler: a positive integer (a string does not count, as in the
+    /// extension).
+    pub expected_workers: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LifecycleAdvance {
+    #[serde(deserialize_with = "string")]
+    pub to: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LifecycleReflect {
+    #[serde(deserialize_with = "string")]
+    pub reflect: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RegisterSpawn {
+    #[serde(deserialize_with = "id")]
+    pub terminal_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub correlation_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RegisterMonitor {
+    #[serde(deserialize_with = "id")]
+    pub terminal_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub correlation_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MarkWorkerStatus {
+    #[serde(deserialize_with = "id")]
+    pub terminal_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub status: Option<String>,
+}
+
+/// `monitors.*`: the correlation id (`correlation_id`, as the extension's monitors send it).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Correlation {
+    #[serde(deserialize_with = "string")]
+    pub correlation_id: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WaveCreate {
+    #[serde(deserialize_with = "string")]
+    pub wave_id: Option<String>,
+    #[serde(deserialize_with = "strings")]
+    pub layers: Option<Vec<String>>,
+    #[serde(deserialize_with = "strings")]
+    pub manifest: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WaveRef {
+    #[serde(deserialize_with = "string")]
+    pub wave_id: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct WaveComplete {
+    #[serde(deserialize_with = "string")]
+    pub wave_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub summary: Option<String>,
+    #[serde(deserialize_with = "strings")]
+    pub commits: Option<Vec<String>>,
+    #[serde(deserialize_with = "boolean")]
+    pub regression_clean: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PipelineCreate {
+    #[serde(deserialize_with = "string")]
+    pub name: Option<String>,
+    /// Checked by the handler: `[{role: "source"|"sink", terminalId}]`.
+    pub steps: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PipelineClose {
+    #[serde(deserialize_with = "string")]
+    pub pipeline_id: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RpcCall {
+    #[serde(deserialize_with = "string")]
+    pub target_peer_id: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub method: Option<String>,
+    pub params: Option<Value>,
+    #[serde(deserialize_with = "number")]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SchemaGet {
+    #[serde(deserialize_with = "string")]
+    pub name: Option<String>,
+}
