@@ -86,7 +86,7 @@ fn the_python_sdk_drives_terminals_workers_and_diagnostics() {
     assert_eq!(report["fleet_complete"], 2);
     assert_eq!(report["agent_worker"], "worker 'agent' COMPLETED");
     assert_eq!(report["drained_pings"], 1);
-    assert_eq!(report["lifecycle_plan_error"], true);
+    assert_eq!(report["lifecycle_plan_phase"], "PLAN");
     assert_eq!(report["bad_arguments_rejected"], 4);
     let diag = report["diagnostics"].as_str().unwrap();
     assert!(
