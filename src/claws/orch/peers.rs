@@ -127,8 +127,10 @@ fn constant_time_eq_hex(token: &str, expected: &[u8; 32]) -> bool {
 }
 
 /// Whether a peer may publish on `topic` (event-protocol §10); the refusal otherwise.
-/// `system.*` is the server's; `cmd.*` the orchestrator's; `worker.<id>.*` belongs to the
-/// worker `<id>`; `task.<taskId>.*` to the task's assignee and the orchestrator.
+/// `system.*` is the server's, except `system.worker.*`, which the orchestrator's MCP server
+/// announces (Claws's `mcp_server.js` emits `system.worker.spawned/completed/boot_failed`);
+/// `cmd.*` the orchestrator's; `worker.<id>.*` belongs to the worker `<id>`;
+/// `task.<taskId>.*` to the task's assignee and the orchestrator.
 pub fn may_publish(
     peer_id: &str,
     role: &str,
@@ -138,6 +140,7 @@ pub fn may_publish(
     let mut seg = topic.split('.');
     let (first, second) = (seg.next().unwrap_or(""), seg.next());
     match (first, second) {
+        ("system", Some("worker")) if role == "orchestrator" => Ok(()),
         ("system", _) => Err("publish forbidden — system.* is server-only".into()),
         ("cmd", _) if role != "orchestrator" => {
             Err("publish forbidden — cmd.* is orchestrator-only".into())
@@ -206,6 +209,8 @@ mod tests {
         assert!(may_publish("p_1", "worker", "cmd.p_1.x", none).is_err());
         assert!(may_publish("o", "orchestrator", "cmd.p_1.x", none).is_ok());
         assert!(may_publish("o", "orchestrator", "system.peer.joined", none).is_err());
+        assert!(may_publish("o", "orchestrator", "system.worker.completed", none).is_ok());
+        assert!(may_publish("w", "worker", "system.worker.completed", none).is_err());
         let owner = |_: &str| Some("p_2".to_owned());
         assert!(may_publish("p_1", "worker", "task.t_001.note", owner).is_err());
         assert!(may_publish("p_2", "worker", "task.t_001.note", owner).is_ok());
