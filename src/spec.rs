@@ -187,3 +187,44 @@ pub fn mtime_ms(path: &std::path::Path) -> Option<u64> {
     let t = std::fs::metadata(path).ok()?.modified().ok()?;
     Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64)
 }
+
+/// RFC 3339 UTC with milliseconds (`2026-04-27T12:00:00.123Z`), as JavaScript's
+/// `toISOString` writes it.
+pub fn iso_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// The current UTC time, as [`iso_ms`] writes it.
+pub fn iso_now() -> String {
+    iso_ms(now_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso_ms;
+
+    #[test]
+    fn iso_dates_match_javascripts_to_iso_string() {
+        assert_eq!(iso_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_ms(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(iso_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}
