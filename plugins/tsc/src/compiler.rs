@@ -300,20 +300,7 @@ impl Fallbacks {
     }
 }
 
-/// `name` found in `PATH`.
-pub fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+pub use openfiles_plugin_api::tools::{is_executable, on_path};
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use openfiles_plugin_api::tools::{is_executable, on_path};
 use serde_json::Value;
 
 use agents::{Content, Target, MARKER};
@@ -72,17 +73,6 @@ pub fn resolve_bin(
         Some(found) if same(&found) => Ok("openfiles".to_owned()),
         _ => Ok(exe.to_string_lossy().into_owned()),
     }
-}
-
-fn is_executable(p: &Path) -> bool {
-    fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// `name` as the shell would find it on `PATH`.
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
 }
 
 /// Resolve `--workspace DIR | --user` (default: the current directory).
