@@ -1,5 +1,5 @@
 //! Fuzz target: one Claws request line through the envelope parser and the typed command
-//! decoder (`claws/proto.rs` and `claws/request.rs`, private modules compiled in from
+//! decoder (`claws/proto.rs` and `claws/request/`, private modules compiled in from
 //! their source): the protocol check, then `Command::parse` of whatever `cmd` says.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 #[path = "../../src/claws/proto.rs"]
 mod proto;
 #[allow(dead_code)]
-#[path = "../../src/claws/request.rs"]
+#[path = "../../src/claws/request/mod.rs"]
 mod request;
 
 fuzz_target!(|data: &[u8]| {
