@@ -70,6 +70,17 @@ impl State {
         let n = id.strip_prefix("t_")?.parse::<u64>().ok()?;
         self.tasks.get_mut(&n)
     }
+
+    /// Task `id`, which must exist and be assigned to `peer` (update and complete).
+    fn own(&mut self, id: &str, peer: &str) -> Result<&mut Task, String> {
+        let t = self
+            .find(id)
+            .ok_or_else(|| format!("task not found: {id}"))?;
+        if t.assignee != peer {
+            return Err("not your task".into());
+        }
+        Ok(t)
+    }
 }
 
 impl Tasks {
@@ -169,12 +180,7 @@ pub fn update(shared: &ServerState, conn: &Connection, req: TaskUpdate) -> Body 
     let id = req.task_id.unwrap_or_default();
     let event = {
         let mut st = shared.orch.tasks.lock();
-        let Some(t) = st.find(&id) else {
-            return Err(format!("task not found: {id}"));
-        };
-        if t.assignee != me.peer_id {
-            return Err("not your task".into());
-        }
+        let t = st.own(&id, &me.peer_id)?;
         if t.finished() {
             return Err("task already completed".into());
         }
@@ -200,12 +206,7 @@ pub fn complete(shared: &ServerState, conn: &Connection, req: TaskComplete) -> B
     let id = req.task_id.unwrap_or_default();
     let event = {
         let mut st = shared.orch.tasks.lock();
-        let Some(t) = st.find(&id) else {
-            return Err(format!("task not found: {id}"));
-        };
-        if t.assignee != me.peer_id {
-            return Err("not your task".into());
-        }
+        let t = st.own(&id, &me.peer_id)?;
         if t.finished() {
             return Ok(obj(json!({})));
         }
