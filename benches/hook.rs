@@ -126,6 +126,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                     let key =
                                         p.strip_prefix(&root).unwrap_or(p).display().to_string();
                                     let item = Item {
+                                        introduced: None,
                                         line: 2,
                                         column: 13,
                                         severity: Severity::Error,
@@ -144,6 +145,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                         root: root.clone(),
                                         hook: HookSettings::default(),
                                         files,
+                                        baseline: None,
                                     }],
                                     ..Default::default()
                                 },

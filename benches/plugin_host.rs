@@ -51,6 +51,7 @@ fn main() {
             files: vec![file.clone()],
             also_report: Vec::new(),
             timeout_ms: 10_000,
+            ..Default::default()
         };
         for _ in 0..200 {
             m.check(id, req()).await.expect("warm-up check");

@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use openfiles_plugin_api::confine::{self, Last};
 
-use crate::spec::Feedback;
+use crate::spec::{Feedback, FeedbackScope};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -89,11 +89,15 @@ pub struct HooksConfig {
     /// project-wide ones (`tsc`, `cargo check`) still run, the hook gets what was found this
     /// long after the edit instead of waiting for them (naming them as still running).
     pub partial_after_ms: u64,
+    /// `introduced` (default): the feedback lists the problems the session's edits introduced
+    /// and only counts those that were already there; `all`: every problem of the edited files.
+    pub feedback_scope: FeedbackScope,
 }
 
 impl Default for HooksConfig {
     fn default() -> Self {
         HooksConfig {
+            feedback_scope: FeedbackScope::Introduced,
             feedback: Feedback::ErrorsAndWarnings,
             timeout_ms: crate::spec::DEFAULT_HOOK_TIMEOUT_MS,
             partial_after_ms: DEFAULT_PARTIAL_AFTER_MS,

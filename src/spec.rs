@@ -40,6 +40,9 @@ pub struct DiagnosticsFile {
     /// Keyed by workspace-relative path with `/` separators.
     #[serde(default)]
     pub files: BTreeMap<String, FileEntry>,
+    /// An extra field: where the session's baseline came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineInfo>,
 }
 
 /// The `hook` object of `diagnostics.json`.
@@ -48,6 +51,10 @@ pub struct DiagnosticsFile {
 pub struct HookSettings {
     pub feedback: Feedback,
     pub timeout_ms: u64,
+    /// An extra field: which problems of the edited files the feedback lists
+    /// (`[hooks] feedback_scope`). Absent in the seed's files: then `introduced`.
+    #[serde(default)]
+    pub feedback_scope: FeedbackScope,
 }
 
 impl Default for HookSettings {
@@ -55,8 +62,39 @@ impl Default for HookSettings {
         HookSettings {
             feedback: Feedback::ErrorsAndWarnings,
             timeout_ms: DEFAULT_HOOK_TIMEOUT_MS,
+            feedback_scope: FeedbackScope::Introduced,
         }
     }
+}
+
+/// Which problems of the edited files the feedback lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum FeedbackScope {
+    /// What the session's edits introduced (items marked `introduced: false` are only
+    /// counted); items that cannot be classified (no baseline) are listed.
+    #[default]
+    Introduced,
+    /// Every problem, old and new.
+    All,
+}
+
+/// An extra top-level field of `diagnostics.json` and of a `wait` reply: what the session's
+/// baseline (the problems before its edits, see `docs/baseline.md`) was taken from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineInfo {
+    /// `head` (the committed tree of `commit`), `none` (`why` says why: items are then not
+    /// classified and no file the session did not edit is reported), `pending` (the session
+    /// has no edit yet) or `off`.
+    pub from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Sources whose baseline could not be taken, and why (their items are not classified).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
 }
 
 /// Which items the hook reports back to the agent.
@@ -86,6 +124,11 @@ pub struct FileEntry {
     /// content, so a reader can show what the finished sources found while the others run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, SourceStatus>,
+    /// An extra field, on files the session did not edit: its edits broke this file (new
+    /// errors a project-wide source found here), and these are the edited files (keys) of the
+    /// check that found them. The entry leaves when the errors are gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub affected_by: Vec<String>,
 }
 
 /// One source's state for a file's current content.
@@ -126,6 +169,7 @@ impl FileEntry {
             warnings: 0,
             items: Vec::new(),
             sources: BTreeMap::new(),
+            affected_by: Vec::new(),
         }
     }
 
@@ -139,6 +183,7 @@ impl FileEntry {
             checked_at,
             items,
             sources: BTreeMap::new(),
+            affected_by: Vec::new(),
         }
     }
 }

@@ -12,6 +12,7 @@ use openfiles::spec::{Feedback, FileEntry, HookSettings, Item, Severity};
 
 fn item(line: u32, severity: Severity, code: Option<&str>, message: &str) -> Item {
     Item {
+        introduced: None,
         line,
         column: 5,
         severity,
@@ -24,6 +25,7 @@ fn item(line: u32, severity: Severity, code: Option<&str>, message: &str) -> Ite
 fn view(display: &str, items: Vec<Item>) -> FileView {
     let count = |s| items.iter().filter(|i| i.severity == s).count() as u32;
     FileView {
+        already: 0,
         display: display.into(),
         errors: count(Severity::Error),
         warnings: count(Severity::Warning),
@@ -227,6 +229,7 @@ fn entries_are_matched_by_path_filtered_by_time_and_level() {
         root: "/w".as_ref(),
         hook: &hook,
         files: &files,
+        baseline: None,
     };
     assert!(!ws.all_checked(&paths, 100));
     assert!(ws.all_checked(&paths[..1], 100));
@@ -240,6 +243,7 @@ fn entries_are_matched_by_path_filtered_by_time_and_level() {
         root: "/w".as_ref(),
         hook: &hook,
         files: &files,
+        baseline: None,
     };
     let text = feedback::format(&ws.views(&paths, 100)).unwrap();
     assert_eq!(
@@ -252,6 +256,7 @@ fn entries_are_matched_by_path_filtered_by_time_and_level() {
         root: "/w".as_ref(),
         hook: &hook,
         files: &files,
+        baseline: None,
     };
     assert!(ws.views(&paths, 100).is_empty());
 }

@@ -65,6 +65,7 @@ fn req(ws: &Path, files: &[&Path], timeout_ms: u64) -> CheckRequest {
         files: files.iter().map(|p| p.to_path_buf()).collect(),
         also_report: Vec::new(),
         timeout_ms,
+        ..Default::default()
     }
 }
 

@@ -30,6 +30,7 @@ fn request(ws: &Path, file: &Path) -> CheckRequest {
         files: vec![file.to_owned()],
         also_report: Vec::new(),
         timeout_ms: 300_000,
+        ..Default::default()
     }
 }
 

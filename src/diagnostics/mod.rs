@@ -9,9 +9,14 @@
 //! snapshots to the [`writer`], which rewrites `diagnostics.json` atomically and persists the
 //! session (with the queue cursor) in the state dir.
 //!
+//! The [`baseline`] (the problems before the session's edits) classifies every item as
+//! introduced or already there, and lets a project-wide source's report on files nobody
+//! edited name the files an edit broke (entries with `affectedBy`).
+//!
 //! Freshness invariant: every edit bumps the file's generation; a result computed for an older
 //! generation never marks the file checked.
 
+pub mod baseline;
 pub mod pipeline;
 pub mod schedule;
 pub mod session;
@@ -24,7 +29,7 @@ use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{FileEntry, HookSettings};
+use crate::spec::{BaselineInfo, FileEntry, HookSettings};
 
 /// A path an intake refused, and why (answered to `edited`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +45,9 @@ pub struct WorkspaceEntries {
     pub root: PathBuf,
     pub hook: HookSettings,
     pub files: std::collections::BTreeMap<String, FileEntry>,
+    /// Where the session's baseline came from (absent from older services).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineInfo>,
 }
 
 /// Identifies a diagnostic source (a plugin) for the lifetime of the service.
@@ -54,6 +62,8 @@ pub struct SourceInfo {
     pub project_wide: bool,
     /// Files marking a project root, for grouping project-wide runs.
     pub project_markers: Vec<String>,
+    /// Checks a given text (`CheckRequest::texts`): its baseline can come from a committed text.
+    pub checks_texts: bool,
 }
 
 /// Why a source gave no answer for a check. Every variant becomes an explanatory item on

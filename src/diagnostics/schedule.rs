@@ -58,6 +58,11 @@ impl Scheduler {
         self.checker.sources_for(path)
     }
 
+    /// The checker, for checks outside the session (the baseline's).
+    pub fn checker(&self) -> Arc<dyn Checker> {
+        self.checker.clone()
+    }
+
     /// Dispatch the dirty files: sensitive ones, those refused at dispatch (swapped, special
     /// or larger than `max_file_bytes`) and those no source handles settle at once with an
     /// explanatory item; the others go to every source that owes them an answer.
@@ -178,6 +183,9 @@ impl Scheduler {
             files: with_gen.iter().map(|(p, _)| p.clone()).collect(),
             also_report,
             timeout_ms,
+            // Every file of the project with a problem: what the edits broke elsewhere.
+            report_all: project.is_some(),
+            ..Default::default()
         };
         self.next_check += 1;
         let fut = self.checker.check(info.id, request);

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{Item, Severity};
 
+use super::baseline::{self, BaseView};
 use super::{SourceId, SourceInfo};
 use crate::spec::{FileEntry, SourceStatus};
 
@@ -52,6 +53,12 @@ pub struct FileState {
     pub sources: BTreeMap<SourceId, SourceState>,
     /// When the last edit was reported (epoch ms), to recognise the watcher's echo of it.
     pub edited_at: u64,
+    /// The file's baseline and the text its items are for: how items are classified
+    /// (introduced or already there). `None`: not classified.
+    pub view: Option<BaseView>,
+    /// A baseline this file's classification needs is still being taken: the file does not
+    /// settle before it is in (the feedback would otherwise miss what the edit broke).
+    pub base_pending: bool,
 }
 
 impl FileState {
@@ -62,6 +69,8 @@ impl FileState {
             dispatched: false,
             sources: BTreeMap::new(),
             edited_at: 0,
+            view: None,
+            base_pending: false,
         }
     }
 
@@ -83,10 +92,12 @@ impl FileState {
     }
 
     /// Settled, or every source that is not project-wide has answered for the current
-    /// content (and at least one source has): what the fast sources found is known.
+    /// content (and at least one source has) and the baseline is in: what the fast sources
+    /// found is known, and what it broke elsewhere would be.
     pub fn partial_ready(&self) -> bool {
         self.settled()
             || (self.dispatched
+                && !self.base_pending
                 && self.sources.values().any(|s| s.answered == self.gen)
                 && self
                     .sources
@@ -94,14 +105,31 @@ impl FileState {
                     .all(|s| s.project_wide || s.answered == self.gen))
     }
 
-    /// Rebuild the entry from the answers for the current generation.
+    /// Rebuild the entry from the answers for the current generation, each source's items
+    /// classified against the file's baseline where it is known.
     fn rebuild(&mut self, now: u64) {
         let gen = self.gen;
-        let fresh = self.sources.values().filter(|s| s.answered == gen);
-        let items = merge(fresh.flat_map(|s| s.items.iter()));
-        let complete = self.dispatched && self.sources.values().all(|s| s.answered == gen);
+        let view = self.view.as_ref();
+        let classified: Vec<Vec<Item>> = self
+            .sources
+            .values()
+            .filter(|s| s.answered == gen)
+            .map(|s| {
+                let mut items = s.items.clone();
+                if let Some(v) = view.filter(|v| v.known.contains(&s.name)) {
+                    baseline::classify(Some(&v.file), v.now_lines.as_deref(), &s.name, &mut items);
+                }
+                items
+            })
+            .collect();
+        let items = merge(classified.iter().flatten());
+        let complete = self.dispatched
+            && !self.base_pending
+            && self.sources.values().all(|s| s.answered == gen);
         let path = std::mem::take(&mut self.entry.path);
+        let affected_by = std::mem::take(&mut self.entry.affected_by);
         let mut entry = FileEntry::checked(path, if complete { now.max(1) } else { 0 }, items);
+        entry.affected_by = affected_by;
         entry.sources = self
             .sources
             .iter()
@@ -168,8 +196,77 @@ impl Session {
         st.edited_at = now;
         st.gen += 1;
         st.dispatched = false;
+        // Edited now: no longer only a file the session broke.
+        st.entry.affected_by.clear();
         st.rebuild(now);
         st.gen
+    }
+
+    /// The file's baseline view changed (its baseline came in, or the text its items are for
+    /// was read): classify again; `pending` says whether a baseline it needs is still coming.
+    pub fn set_view(&mut self, path: &Path, view: Option<BaseView>, pending: bool, now: u64) {
+        if let Some(st) = self.files.get_mut(path) {
+            if st.view != view || st.base_pending != pending {
+                st.view = view;
+                st.base_pending = pending;
+                st.rebuild(now);
+            }
+        }
+    }
+
+    /// A file the session did not edit where a project-wide source found problems the
+    /// baseline did not have: it joins (or stays in) the session as affected, settled with
+    /// what the source says, `by` naming the edited files (keys) of the check that found them.
+    /// An edited file is left alone (its own checks decide).
+    #[allow(clippy::too_many_arguments)]
+    pub fn affected(
+        &mut self,
+        path: &Path,
+        source: SourceId,
+        name: &str,
+        items: Vec<Item>,
+        view: BaseView,
+        by: Vec<String>,
+        now: u64,
+    ) {
+        if self
+            .files
+            .get(path)
+            .is_some_and(|s| s.entry.affected_by.is_empty())
+        {
+            return;
+        }
+        let st = self
+            .files
+            .entry(path.to_owned())
+            .or_insert_with(|| FileState::new(path.to_owned()));
+        st.gen = st.gen.max(1);
+        st.dispatched = true;
+        st.sources.clear();
+        st.sources.insert(
+            source,
+            SourceState {
+                name: name.to_owned(),
+                project_wide: true,
+                answered: st.gen,
+                at: now,
+                items,
+            },
+        );
+        st.view = Some(view);
+        st.base_pending = false;
+        let mut by = by;
+        by.sort();
+        by.dedup();
+        st.entry.affected_by = by;
+        st.rebuild(now);
+    }
+
+    /// Whether `path` is in the session only because an edit broke it.
+    pub fn is_affected(&self, path: &Path) -> bool {
+        self.files
+            .get(path)
+            .is_some_and(|s| !s.entry.affected_by.is_empty())
     }
 
     /// A deleted file leaves the session. Returns true if it was there.
@@ -360,6 +457,7 @@ mod tests {
 
     fn item(msg: &str) -> Item {
         Item {
+            introduced: None,
             line: 1,
             column: 1,
             severity: Severity::Error,
@@ -375,6 +473,7 @@ mod tests {
             name: format!("s{id}"),
             project_wide,
             project_markers: Vec::new(),
+            checks_texts: false,
         }
     }
 

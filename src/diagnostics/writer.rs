@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::baseline::{Baseline, Coverage};
 use super::session::Session;
 use crate::fsutil;
-use crate::spec::{self, DiagnosticsFile, FileEntry, HookSettings};
+use crate::spec::{self, BaselineInfo, DiagnosticsFile, FileEntry, HookSettings};
 
 /// Position in one queue file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +56,8 @@ struct DocumentView<'a> {
     updated_at: u64,
     hook: &'a HookSettings,
     files: FilesView<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<&'a BaselineInfo>,
 }
 
 struct FilesView<'a> {
@@ -123,6 +126,27 @@ pub fn state_file(state_dir: &Path, root: &Path) -> PathBuf {
         .join("session.json")
 }
 
+/// Where a workspace's baseline lives (beside its session state).
+pub fn baseline_file(state_path: &Path) -> PathBuf {
+    state_path.with_file_name("baseline.json")
+}
+
+/// Load a session's baseline; missing or corrupt means none yet (taken again). Runs that were
+/// in flight when the service stopped are forgotten, so they run again.
+pub fn load_baseline(path: &Path) -> Baseline {
+    let mut b: Baseline = std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    for projects in b.projects.values_mut() {
+        projects.retain(|_, c| *c != Coverage::Running);
+    }
+    for f in b.files.values_mut() {
+        f.covered.retain(|_, c| *c != Coverage::Running);
+    }
+    b
+}
+
 /// Load a workspace's session state; missing or corrupt means a fresh session (logged).
 pub fn load_state(path: &Path) -> SessionState {
     match std::fs::read(path) {
@@ -144,6 +168,8 @@ pub struct Snapshot {
     pub diagnostics: Vec<u8>,
     pub state_path: PathBuf,
     pub state: Vec<u8>,
+    /// The baseline's bytes, when it changed since the last write.
+    pub baseline: Option<Vec<u8>>,
 }
 
 impl Snapshot {
@@ -156,12 +182,14 @@ impl Snapshot {
         queue: &QueueState,
         diagnostics_root: Option<PathBuf>,
         state_path: PathBuf,
+        baseline: (&BaselineInfo, Option<&Baseline>),
     ) -> Snapshot {
         let view = DocumentView {
             version: 1,
             updated_at: spec::now_ms(),
             hook,
             files: FilesView { root, session },
+            baseline: Some(baseline.0),
         };
         let mut diagnostics = serde_json::to_vec_pretty(&view).unwrap_or_default();
         diagnostics.push(b'\n');
@@ -176,6 +204,7 @@ impl Snapshot {
             diagnostics,
             state_path,
             state,
+            baseline: baseline.1.and_then(|b| serde_json::to_vec(b).ok()),
         }
     }
 
@@ -189,7 +218,11 @@ impl Snapshot {
             Some(dir) => fsutil::ensure_private_dir(dir, 0o700),
             None => Ok(()),
         }
-        .and_then(|()| fsutil::write_atomic(&self.state_path, &self.state, 0o600));
+        .and_then(|()| fsutil::write_atomic(&self.state_path, &self.state, 0o600))
+        .and_then(|()| match &self.baseline {
+            Some(bytes) => fsutil::write_atomic(&baseline_file(&self.state_path), bytes, 0o600),
+            None => Ok(()),
+        });
         if let Some(root) = &self.diagnostics_root {
             let rel = Path::new(spec::DIR).join(spec::DIAGNOSTICS_FILE);
             let mode = fsutil::reader_mode(root);
@@ -200,6 +233,6 @@ impl Snapshot {
 
     /// Size of the serialized state, to decide whether freeing it is worth a trim.
     pub fn size(&self) -> usize {
-        self.diagnostics.len() + self.state.len()
+        self.diagnostics.len() + self.state.len() + self.baseline.as_ref().map_or(0, Vec::len)
     }
 }

@@ -34,6 +34,7 @@ use crate::spec::{
 pub struct Diagnostics {
     pub hook: HookSettings,
     pub files: BTreeMap<String, FileEntry>,
+    pub baseline: Option<crate::spec::BaselineInfo>,
 }
 
 /// The nearest folder at or above one of `starts` (tried in order) with a fresh heartbeat.
@@ -115,7 +116,13 @@ pub fn read_diagnostics(root: &Path) -> Option<Diagnostics> {
         if let Some(t) = hook.get("timeoutMs").and_then(Value::as_u64) {
             out.hook.timeout_ms = t;
         }
+        if hook.get("feedbackScope").and_then(Value::as_str) == Some("all") {
+            out.hook.feedback_scope = crate::spec::FeedbackScope::All;
+        }
     }
+    out.baseline = map
+        .get("baseline")
+        .and_then(|b| serde_json::from_value(b.clone()).ok());
     if let Some(Value::Object(files)) = map.get("files") {
         for (key, entry) in files {
             if let Some(entry) = lenient_entry(entry) {
@@ -144,6 +151,10 @@ fn lenient_entry(v: &Value) -> Option<FileEntry> {
             .get("sources")
             .and_then(|s| serde_json::from_value(s.clone()).ok())
             .unwrap_or_default(),
+        affected_by: v
+            .get("affectedBy")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -161,6 +172,7 @@ fn lenient_item(v: &Value) -> Option<Item> {
     };
     let pos = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(1).max(1) as u32;
     Some(Item {
+        introduced: v.get("introduced").and_then(Value::as_bool),
         line: pos("line"),
         column: pos("column"),
         severity,
@@ -199,6 +211,7 @@ pub fn wait(
                 root,
                 hook: &d.hook,
                 files: &d.files,
+                baseline: d.baseline.as_ref(),
             };
             if entries.all_checked(&forms, since) {
                 return diag.map(|d| (d, forms));
@@ -237,6 +250,7 @@ fn matching_forms(
         root,
         hook: &d.hook,
         files: &d.files,
+        baseline: d.baseline.as_ref(),
     };
     paths
         .iter()

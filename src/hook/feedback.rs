@@ -44,12 +44,57 @@ pub struct FileView {
     pub with_warnings: bool,
     /// Sources that had not answered for the file's current content (partial feedback).
     pub running: Vec<String>,
+    /// Problems at the level that were already there before the session (not listed under
+    /// `feedbackScope = introduced`, only counted).
+    pub already: u32,
 }
 
-/// Build the feedback text, or `None` when there is nothing to list.
+/// An error the session's edits caused in a file it did not edit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Broken {
+    pub display: String,
+    pub item: Item,
+}
+
+/// Everything one feedback text says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub files: Vec<FileView>,
+    pub broken: Vec<Broken>,
+    /// Lines the reader should know (no baseline, …).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub fn extend(&mut self, other: Report) {
+        self.files.extend(other.files);
+        self.broken.extend(other.broken);
+        for n in other.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+    }
+}
+
+/// Errors in files the session did not edit listed before `… and N more`.
+pub const MAX_BROKEN: usize = 10;
+
+/// Build the feedback text for the edited files' views alone, or `None` when there is
+/// nothing to list.
 pub fn format(files: &[FileView]) -> Option<String> {
+    format_report(&Report {
+        files: files.to_vec(),
+        ..Report::default()
+    })
+}
+
+/// Build the feedback text, or `None` when there is nothing to list (neither a problem the
+/// edits introduced in the edited files nor one they caused elsewhere).
+pub fn format_report(report: &Report) -> Option<String> {
+    let files = &report.files;
     let listed: Vec<&FileView> = files.iter().filter(|f| !f.items.is_empty()).collect();
-    if listed.is_empty() {
+    if listed.is_empty() && report.broken.is_empty() {
         return None;
     }
     let errors: u64 = listed.iter().map(|f| u64::from(f.errors)).sum();
@@ -72,17 +117,65 @@ pub fn format(files: &[FileView]) -> Option<String> {
             ));
         }
     }
+    let already: u64 = files.iter().map(|f| u64::from(f.already)).sum();
+    if already > 0 && !listed.is_empty() {
+        body.push(format!(
+            "- and {already} {} that {} already there before your edits",
+            if already == 1 { "problem" } else { "problems" },
+            if already == 1 { "was" } else { "were" }
+        ));
+    }
+    if !report.broken.is_empty() {
+        if !listed.is_empty() {
+            body.push(BROKEN_TITLE.to_owned());
+        }
+        body.extend(broken_lines(&report.broken));
+    }
     let mut running: Vec<&str> = files
         .iter()
         .flat_map(|f| f.running.iter().map(String::as_str))
         .collect();
     running.sort_unstable();
     running.dedup();
-    let closing = match running.as_slice() {
-        [] => CLOSING.to_owned(),
-        names => format!("{}\n{CLOSING}", still_checking(names)),
+    let mut tail: Vec<String> = report.notes.clone();
+    if !running.is_empty() {
+        tail.push(still_checking(&running));
+    }
+    tail.push(CLOSING.to_owned());
+    let head = if listed.is_empty() {
+        BROKEN_ONLY_HEADER.to_owned()
+    } else {
+        header(errors, warnings)
     };
-    Some(assemble(&header(errors, warnings), &body, &closing))
+    Some(assemble(&head, &body, &tail.join("\n")))
+}
+
+/// The header when the edited files have nothing to list but the edits broke other files.
+pub const BROKEN_ONLY_HEADER: &str =
+    "OpenFiles found no new problem in the files you edited, but your edits caused errors in files you did not edit:";
+
+/// The line before the errors in files the session did not edit, after the edited files'.
+pub const BROKEN_TITLE: &str = "Your edits also caused errors in files you did not edit:";
+
+/// At most [`MAX_BROKEN`] item lines, then `… and N more in M files`.
+fn broken_lines(broken: &[Broken]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in broken.iter().take(MAX_BROKEN) {
+        out.push(item_line(&b.display, &b.item));
+    }
+    if broken.len() > MAX_BROKEN {
+        let rest = &broken[MAX_BROKEN..];
+        let mut files: Vec<&str> = rest.iter().map(|b| b.display.as_str()).collect();
+        files.sort_unstable();
+        files.dedup();
+        out.push(format!(
+            "- … and {} more in {} {}",
+            rest.len(),
+            files.len(),
+            if files.len() == 1 { "file" } else { "files" }
+        ));
+    }
+    out
 }
 
 /// `Still checking: tsc (more problems may follow).`
@@ -190,6 +283,71 @@ fn assemble(header: &str, body: &[String], closing: &str) -> String {
 mod tests {
     use super::*;
 
+    fn err(line: u32, msg: &str) -> Item {
+        Item {
+            introduced: Some(true),
+            line,
+            column: 1,
+            severity: Severity::Error,
+            source: "rustc".into(),
+            code: None,
+            message: msg.into(),
+        }
+    }
+
+    #[test]
+    fn broken_files_are_capped_and_old_problems_counted() {
+        let edited = FileView {
+            display: "src/lib.rs".into(),
+            errors: 1,
+            warnings: 0,
+            items: vec![err(1, "new")],
+            with_warnings: true,
+            running: Vec::new(),
+            already: 3,
+        };
+        let broken: Vec<Broken> = (1..=12)
+            .map(|i| Broken {
+                display: if i <= 11 {
+                    "a.rs".into()
+                } else {
+                    "b.rs".into()
+                },
+                item: err(i, "E0061"),
+            })
+            .collect();
+        let text = format_report(&Report {
+            files: vec![edited.clone()],
+            broken: broken.clone(),
+            notes: Vec::new(),
+        })
+        .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "OpenFiles found 1 error in files you edited:");
+        assert_eq!(
+            lines[2],
+            "- and 3 problems that were already there before your edits"
+        );
+        assert_eq!(lines[3], BROKEN_TITLE);
+        assert_eq!(
+            lines.iter().filter(|l| l.contains("E0061")).count(),
+            MAX_BROKEN
+        );
+        assert!(text.contains("\n- … and 2 more in 2 files\n"), "{text}");
+        // Only broken files: their own header; only old problems: nothing at all.
+        let text = format_report(&Report {
+            broken: broken[..1].to_vec(),
+            ..Report::default()
+        })
+        .unwrap();
+        assert!(text.starts_with(BROKEN_ONLY_HEADER), "{text}");
+        let quiet = FileView {
+            items: Vec::new(),
+            ..edited
+        };
+        assert_eq!(format(&[quiet]), None);
+    }
+
     #[test]
     fn header_is_singular_for_exactly_one() {
         assert_eq!(header(1, 0), "OpenFiles found 1 error in files you edited:");
@@ -206,6 +364,7 @@ mod tests {
     #[test]
     fn item_line_collapses_whitespace_and_omits_empty_parts() {
         let item = Item {
+            introduced: None,
             line: 3,
             column: 18,
             severity: Severity::Error,

@@ -181,6 +181,7 @@ fn without_service(
         root: &root,
         hook: &diag.hook,
         files: &diag.files,
+        baseline: diag.baseline.as_ref(),
     };
-    feedback::format(&entries.views(&forms, edit.ts))
+    feedback::format_report(&entries.report(&forms, edit.ts))
 }

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::feedback::{self, FileView};
+use super::feedback::{self, Report};
 use super::report::Entries;
 use crate::control::client::{Client, ClientError};
 use crate::control::protocol::{Edited, EditedReply, Request, Wait, WaitReply};
@@ -117,14 +117,15 @@ pub fn report(
 
 /// The feedback for `paths` from a `wait` reply.
 pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option<String> {
-    let mut views: Vec<FileView> = Vec::new();
+    let mut report = Report::default();
     for ws in &reply.workspaces {
         let entries = Entries {
             root: &ws.root,
             hook: &ws.hook,
             files: &ws.files,
+            baseline: ws.baseline.as_ref(),
         };
-        views.extend(entries.views(paths, since));
+        report.extend(entries.report(paths, since));
     }
-    feedback::format(&views)
+    feedback::format_report(&report)
 }

@@ -3,14 +3,17 @@
 //! joined to the root), only when checked at or after the edit — by every source, or by
 //! some while others still run (partial: the view names them) — with the items the
 //! workspace's `hook.feedback` level lists (errors, or errors and warnings; never info or
-//! hints). Shared by the service path (entries from a `wait` reply) and the fallback
-//! (entries read from `diagnostics.json`). Pure: no I/O.
+//! hints). Under `hook.feedbackScope = introduced` only the items the session introduced
+//! are listed (those marked `introduced: false` are counted), and the entries of files the
+//! edits broke (`affectedBy`) give the "broken elsewhere" section. Shared by the service path
+//! (entries from a `wait` reply) and the fallback (entries read from `diagnostics.json`).
+//! Pure: no I/O.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use super::feedback::FileView;
-use crate::spec::{Feedback, FileEntry, HookSettings, Severity};
+use super::feedback::{Broken, FileView, Report};
+use crate::spec::{BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Severity};
 
 /// One workspace's entries, as a `wait` reply or `diagnostics.json` holds them.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +21,8 @@ pub struct Entries<'a> {
     pub root: &'a Path,
     pub hook: &'a HookSettings,
     pub files: &'a BTreeMap<String, FileEntry>,
+    /// Where the session's baseline came from (absent: an older writer, nothing said).
+    pub baseline: Option<&'a BaselineInfo>,
 }
 
 impl<'a> Entries<'a> {
@@ -60,27 +65,85 @@ impl<'a> Entries<'a> {
             let running = if entry.checked_at != 0 && entry.checked_at >= since {
                 Vec::new()
             } else {
-                entry.running().map(str::to_owned).collect()
+                let mut r: Vec<String> = entry.running().map(str::to_owned).collect();
+                if r.is_empty() {
+                    // Every source answered; the baseline that says what they broke elsewhere
+                    // had not come in yet.
+                    r.push("the baseline".to_owned());
+                }
+                r
             };
-            let items = entry
+            let at_level: Vec<_> = entry
                 .items
                 .iter()
                 .filter(|i| {
                     i.severity == Severity::Error
                         || (with_warnings && i.severity == Severity::Warning)
                 })
-                .cloned()
                 .collect();
+            let (items, already, errors, warnings) = match self.hook.feedback_scope {
+                FeedbackScope::All => (
+                    at_level.into_iter().cloned().collect(),
+                    0,
+                    entry.errors,
+                    entry.warnings,
+                ),
+                FeedbackScope::Introduced => {
+                    let (old, new): (Vec<_>, Vec<_>) = at_level
+                        .into_iter()
+                        .partition(|i| i.introduced == Some(false));
+                    let count = |s: Severity| new.iter().filter(|i| i.severity == s).count() as u32;
+                    let (e, w) = (count(Severity::Error), count(Severity::Warning));
+                    (new.into_iter().cloned().collect(), old.len() as u32, e, w)
+                }
+            };
             out.push(FileView {
                 display: display_path(self.root, &entry.path),
-                errors: entry.errors,
-                warnings: entry.warnings,
+                errors,
+                warnings,
                 items,
                 with_warnings,
                 running,
+                already,
             });
         }
         out
+    }
+
+    /// What the feedback says for `paths`: their views, the errors the session caused in
+    /// files it did not edit, and what the reader should know about the baseline.
+    pub fn report(&self, paths: &[PathBuf], since: u64) -> Report {
+        let mut report = Report {
+            files: self.views(paths, since),
+            ..Report::default()
+        };
+        if self.hook.feedback == Feedback::Off {
+            return report;
+        }
+        for entry in self.files.values().filter(|e| !e.affected_by.is_empty()) {
+            let display = display_path(self.root, &entry.path);
+            for item in entry
+                .items
+                .iter()
+                .filter(|i| i.introduced == Some(true) && i.severity == Severity::Error)
+            {
+                report.broken.push(Broken {
+                    display: display.clone(),
+                    item: item.clone(),
+                });
+            }
+        }
+        if self.hook.feedback_scope == FeedbackScope::Introduced {
+            if let Some(b) = self.baseline {
+                if b.from == "none" {
+                    report.notes.push(format!(
+                        "No baseline ({}): problems that were already there are listed too, and files you did not edit were not checked for new errors.",
+                        b.why.as_deref().unwrap_or("unknown reason")
+                    ));
+                }
+            }
+        }
+        report
     }
 }
 

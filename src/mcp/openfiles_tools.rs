@@ -101,22 +101,23 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),
     )?;
-    let mut views = Vec::new();
+    let mut report = feedback::Report::default();
     let mut pending = Vec::new();
     for ws in &waited.workspaces {
         let entries = Entries {
             root: &ws.root,
             hook: &ws.hook,
             files: &ws.files,
+            baseline: ws.baseline.as_ref(),
         };
-        views.extend(entries.views(&paths, since));
+        report.extend(entries.report(&paths, since));
         for p in &paths {
             if entries.find(p).is_some() && !entries.all_checked(std::slice::from_ref(p), since) {
                 pending.push(display_path(&ws.root, p));
             }
         }
     }
-    let mut text = feedback::format(&views).unwrap_or_else(|| {
+    let mut text = feedback::format_report(&report).unwrap_or_else(|| {
         format!(
             "OpenFiles found no problems in {} file(s).",
             paths.len() - pending.len()

@@ -231,7 +231,8 @@ impl PluginManager {
     }
 
     /// Run one check. The request's `id` is replaced by a fresh one. Files in the answer
-    /// that were neither requested nor in `also_report` are dropped.
+    /// that were neither requested nor in `also_report` are dropped (with `report_all`, those
+    /// inside the workspace are kept).
     pub async fn check(
         &self,
         id: PluginId,
@@ -253,6 +254,7 @@ impl PluginManager {
             0 => DEFAULT_TIMEOUT,
             ms => Duration::from_millis(ms),
         };
+        let (report_all, workspace) = (request.report_all, request.workspace.clone());
         let wanted: HashSet<PathBuf> = request
             .files
             .iter()
@@ -290,7 +292,9 @@ impl PluginManager {
         };
         drop(guard);
         result.map(|mut resp| {
-            resp.files.retain(|f| wanted.contains(&f.path));
+            resp.files.retain(|f| {
+                wanted.contains(&f.path) || (report_all && f.path.starts_with(&workspace))
+            });
             resp
         })
     }

@@ -114,12 +114,15 @@ impl ToolRuns {
 
     /// For check `id`, run the tool once per group (a project and the files wanted from
     /// it) with `run`, and give every wanted file its findings; a run that fails gives each
-    /// of its files an error item from `source` with the message. Stops with
-    /// `Err("cancelled")` as soon as the check is cancelled.
+    /// of its files an error item from `source` with the message. With `report_all` (see
+    /// [`CheckRequest::report_all`](crate::CheckRequest::report_all)), the files a run found
+    /// problems in that were not wanted are reported too. Stops with `Err("cancelled")` as
+    /// soon as the check is cancelled.
     pub fn run_groups<G>(
         &self,
         id: u64,
         source: &str,
+        report_all: bool,
         groups: impl IntoIterator<Item = (G, Vec<PathBuf>)>,
         mut run: impl FnMut(&G, &[PathBuf]) -> Result<Findings, String>,
     ) -> Result<Vec<FileResult>, String> {
@@ -133,11 +136,23 @@ impl ToolRuns {
                 return Err("cancelled".into());
             }
             match outcome {
-                Ok(mut found) => files.extend(wanted.into_iter().map(|path| {
-                    let mut items = found.shared.clone();
-                    items.extend(found.per_file.remove(&path).unwrap_or_default());
-                    FileResult { path, items }
-                })),
+                Ok(mut found) => {
+                    files.extend(wanted.into_iter().map(|path| {
+                        let mut items = found.shared.clone();
+                        items.extend(found.per_file.remove(&path).unwrap_or_default());
+                        FileResult { path, items }
+                    }));
+                    if report_all {
+                        let mut rest: Vec<FileResult> = found
+                            .per_file
+                            .into_iter()
+                            .filter(|(_, items)| !items.is_empty())
+                            .map(|(path, items)| FileResult { path, items })
+                            .collect();
+                        rest.sort_by(|a, b| a.path.cmp(&b.path));
+                        files.extend(rest);
+                    }
+                }
                 Err(message) => files.extend(wanted.into_iter().map(|path| FileResult {
                     path,
                     items: vec![Item::note(Severity::Error, source, message.clone())],
@@ -177,7 +192,7 @@ mod tests {
         );
         let groups = vec![("p", vec![a.clone(), b.clone()]), ("q", vec![c.clone()])];
         let files = runs
-            .run_groups(3, "tool", groups, |group, _| match *group {
+            .run_groups(3, "tool", false, groups, |group, _| match *group {
                 "p" => Ok(Findings {
                     per_file: HashMap::from([(
                         a.clone(),
@@ -201,9 +216,13 @@ mod tests {
             ]
         );
         runs.cancel(4);
-        let r = runs.run_groups(4, "tool", vec![((), vec![PathBuf::from("/x")])], |_, _| {
-            panic!("a cancelled check runs no tool")
-        });
+        let r = runs.run_groups(
+            4,
+            "tool",
+            false,
+            vec![((), vec![PathBuf::from("/x")])],
+            |_, _| panic!("a cancelled check runs no tool"),
+        );
         assert_eq!(r.unwrap_err(), "cancelled");
     }
 

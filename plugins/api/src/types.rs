@@ -9,6 +9,7 @@
 //! renamed or removed, without bumping [`crate::ABI_MAJOR`].
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Sent once to `create`: everything a plugin instance needs to start.
@@ -47,6 +48,11 @@ pub struct Capabilities {
     /// setting it could not honour), shown by `openfiles plugins` and `openfiles doctor`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// True when the plugin honours [`CheckRequest::texts`] (checks a given text instead of
+    /// the file on disk): the service then takes a per-file source's baseline from the
+    /// committed text. Without it, that source's items are not classified.
+    #[serde(default)]
+    pub checks_texts: bool,
 }
 
 /// One check: a batch of files of one workspace.
@@ -66,6 +72,21 @@ pub struct CheckRequest {
     /// Milliseconds the host will wait for this check before giving up on it.
     #[serde(default)]
     pub timeout_ms: u64,
+    /// A project-wide source reports every file of the projects it ran on that has a
+    /// problem, not only `files` and `also_report`: how the service learns what an edit broke
+    /// in files nobody edited (and a project's baseline). Per-file sources ignore it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_all: bool,
+    /// Check these files as if they held this text instead of what is on disk (their
+    /// committed content, for the baseline). Sources that cannot check a text (project-wide
+    /// tools) are never sent one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub texts: BTreeMap<PathBuf, String>,
+    /// Set when `workspace` is a snapshot of this workspace (its committed tree, for the
+    /// baseline): share caches such as a build directory with it, so the snapshot's run
+    /// rebuilds only what differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_of: Option<PathBuf>,
 }
 
 /// The answer to one check.
@@ -100,6 +121,10 @@ pub struct Item {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     pub message: String,
+    /// Set by the service, never by a source: `true` when the session's edits introduced the
+    /// problem, `false` when the project had it before (its baseline); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introduced: Option<bool>,
 }
 
 /// Severity levels as `diagnostics.json` spells them.
@@ -116,6 +141,7 @@ impl Item {
     /// An item that explains why a file has no real results (checker failed, timed out…).
     pub fn note(severity: Severity, source: impl Into<String>, message: impl Into<String>) -> Self {
         Item {
+            introduced: None,
             line: 1,
             column: 1,
             severity,

@@ -61,6 +61,7 @@ impl Plugin for Echo {
                 .into_iter()
                 .map(|path| FileResult {
                     items: vec![Item {
+                        introduced: None,
                         line: 3,
                         column: 5,
                         severity: Severity::Warning,
@@ -147,6 +148,7 @@ fn create_check_cancel_destroy_round_trip() {
         files: vec!["/w/a.txt".into(), "/w/é.txt".into()],
         also_report: vec![],
         timeout_ms: 1000,
+        ..Default::default()
     })
     .unwrap();
     let (status, text) = check(instance, &req);

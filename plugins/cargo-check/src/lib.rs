@@ -85,6 +85,7 @@ impl Plugin for CargoCheck {
             project_markers: vec!["Cargo.toml".into()],
             project_wide: true,
             notes: Vec::new(),
+            checks_texts: false,
         };
         Ok((
             CargoCheck {
@@ -125,15 +126,23 @@ impl Plugin for CargoCheck {
                 }),
             }
         }
-        files.extend(
-            self.runs
-                .run_groups(request.id, SOURCE, by_root, |root, _| {
-                    self.run_cargo(request.id, root).map(|per_file| Findings {
+        files.extend(self.runs.run_groups(
+            request.id,
+            SOURCE,
+            request.report_all,
+            by_root,
+            |root, _| {
+                let target = match cache_root(root, &request) {
+                    Some(real) => self.target_dir(&real, "-baseline"),
+                    None => self.target_dir(root, ""),
+                };
+                self.run_cargo(request.id, root, &target)
+                    .map(|per_file| Findings {
                         per_file,
                         shared: Vec::new(),
                     })
-                })?,
-        );
+            },
+        )?);
         Ok(CheckResponse { files })
     }
 
@@ -160,7 +169,8 @@ impl CargoCheck {
             .unwrap_or_else(|| package.to_owned())
     }
 
-    fn target_dir(&self, root: &Path) -> PathBuf {
+    /// The target directory of the project at `root` (`suffix` names a second one).
+    fn target_dir(&self, root: &Path, suffix: &str) -> PathBuf {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         root.hash(&mut h);
@@ -170,17 +180,22 @@ impl CargoCheck {
             .unwrap_or_default();
         self.state_dir
             .join("target")
-            .join(format!("{name}-{:016x}", h.finish()))
+            .join(format!("{name}-{:016x}{suffix}", h.finish()))
     }
 
-    /// Run cargo at `root`; messages per absolute file.
-    fn run_cargo(&self, id: u64, root: &Path) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
+    /// Run cargo at `root`, building in `target`; messages per absolute file.
+    fn run_cargo(
+        &self,
+        id: u64,
+        root: &Path,
+        target: &Path,
+    ) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
         let mut cmd = Command::new(&self.cargo);
         cmd.arg(&self.settings.command)
             .arg("--message-format=json")
             .arg("--workspace")
             .arg("--target-dir")
-            .arg(self.target_dir(root));
+            .arg(target);
         if self.settings.all_targets {
             cmd.arg("--all-targets");
         }
@@ -256,6 +271,18 @@ pub fn resolve_cargo(setting: &str) -> PathBuf {
         .map(|h| h.join("bin").join(setting))
         .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from(setting))
+}
+
+/// For a run over a snapshot of a workspace (`cache_of`: its committed tree, for the
+/// baseline), the same project in the real workspace. Snapshots of every commit build in
+/// one target directory of their own beside the real project's, so dependencies are built
+/// once and each commit rebuilds only the workspace's crates. Never in the real project's
+/// target directory: cargo's unit hashes do not include a package's path, so the
+/// snapshot's older sources would pass for the real tree's build.
+fn cache_root(root: &Path, request: &CheckRequest) -> Option<PathBuf> {
+    let real = request.cache_of.as_ref()?;
+    let rel = root.strip_prefix(&request.workspace).ok()?;
+    Some(real.join(rel))
 }
 
 /// The nearest folder above `file` holding a `Cargo.toml`.

@@ -89,6 +89,7 @@ pub fn parse_line(line: &str, root: &Path) -> Option<Located> {
             root.join(file)
         },
         item: Item {
+            introduced: None,
             line: span.line_start.max(1),
             column: span.column_start.max(1),
             severity,

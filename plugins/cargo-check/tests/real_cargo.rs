@@ -37,6 +37,7 @@ fn request(id: u64, ws: &Path, files: Vec<PathBuf>, also: Vec<PathBuf>) -> Check
         files,
         also_report: also,
         timeout_ms: 300_000,
+        ..Default::default()
     }
 }
 

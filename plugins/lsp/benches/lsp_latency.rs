@@ -162,6 +162,7 @@ fn main() {
                 files: vec![file.clone()],
                 also_report: vec![],
                 timeout_ms: 120_000,
+                ..Default::default()
             };
             let t = Instant::now();
             let resp = plugin.check(req).expect("check");

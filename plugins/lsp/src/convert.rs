@@ -100,6 +100,7 @@ pub fn to_item(d: &Diagnostic, text: &str, enc: Encoding, server: &str) -> Item 
         NumberOrString::String(s) => s.clone(),
     });
     Item {
+        introduced: None,
         line,
         column,
         severity,

@@ -31,7 +31,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Fresh diagnostics of `path` from `client`. The file is read when its text is sent.
+/// Fresh diagnostics of `path` from `client`. The file is read when its text is sent, unless
+/// `given` is the text to check (`CheckRequest::texts`: its committed content, for the
+/// service's baseline); the next check sends the file's real text as a newer version.
 pub async fn diagnose(
     client: &Client,
     path: &Path,
@@ -39,6 +41,7 @@ pub async fn diagnose(
     language_id: &str,
     deadline: Instant,
     quiet: Duration,
+    given: Option<Arc<str>>,
 ) -> Result<Vec<Item>, CheckError> {
     let closed = client.closed();
     let crashed = || CheckError::Crashed {
@@ -49,7 +52,7 @@ pub async fn diagnose(
         },
     };
     tokio::select! {
-        r = run(client, path, also, language_id, deadline, quiet) => match r {
+        r = run(client, path, also, language_id, deadline, quiet, given) => match r {
             Err(CheckError::Rpc(Error::StreamClosed)) => Err(crashed()),
             r => r,
         },
@@ -64,11 +67,12 @@ async fn run(
     language_id: &str,
     deadline: Instant,
     quiet: Duration,
+    given: Option<Arc<str>>,
 ) -> Result<Vec<Item>, CheckError> {
     let uri = path_to_uri(path);
     refresh_others(client, path);
     report_watched(client, also);
-    let sent = sync(client, path, &uri, language_id)?;
+    let sent = sync(client, path, &uri, language_id, given)?;
     let enc = client.caps.encoding;
     // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
     let to_items = |ds: &[Diagnostic]| {
@@ -252,13 +256,23 @@ fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
-/// Read the file and send its text, under the documents lock: the order of versions is the
-/// order of reads, so the server always ends up with the newest text.
-fn sync(client: &Client, path: &Path, uri: &str, language_id: &str) -> Result<Sent, CheckError> {
+/// Read the file (or take the `given` text) and send it, under the documents lock: the order
+/// of versions is the order of reads, so the server always ends up with the newest text.
+fn sync(
+    client: &Client,
+    path: &Path,
+    uri: &str,
+    language_id: &str,
+    given: Option<Arc<str>>,
+) -> Result<Sent, CheckError> {
     let t = &client.transport;
     let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
-    let text: Arc<str> = match read_text(&client.root, path) {
-        Ok(s) => Arc::from(s),
+    let read = match given {
+        Some(text) => Ok(text),
+        None => read_text(&client.root, path).map(Arc::from),
+    };
+    let text: Arc<str> = match read {
+        Ok(s) => s,
         Err(e) => {
             if docs.remove(path).is_some() {
                 t.notify(

@@ -101,6 +101,7 @@ impl Plugin for LspPlugin {
             project_markers,
             project_wide: false,
             notes: Vec::new(),
+            checks_texts: true,
         };
         let inner = Inner {
             config,
@@ -297,9 +298,10 @@ impl Inner {
                 .collect();
             let me = self.clone();
             let cancel = cancel.clone();
+            let given = req.texts.get(&path).map(|t| Arc::<str>::from(t.as_str()));
             set.spawn(async move {
                 let items = tokio::select! {
-                    items = me.check_one(&job, &path, &also, deadline) => items,
+                    items = me.check_one(&job, &path, &also, deadline, given) => items,
                     _ = cancel.cancelled() => Vec::new(),
                 };
                 (job.file, items)
@@ -331,6 +333,7 @@ impl Inner {
         path: &Path,
         also: &[PathBuf],
         deadline: Instant,
+        given: Option<Arc<str>>,
     ) -> Vec<Item> {
         let slot = self.slot(job);
         let lang = config::language_id(
@@ -355,7 +358,8 @@ impl Inner {
             };
             let started = Instant::now();
             let quiet = self.config.quiet();
-            match diagnose::diagnose(&client, path, also, &lang, deadline, quiet).await {
+            let text = given.clone();
+            match diagnose::diagnose(&client, path, also, &lang, deadline, quiet, text).await {
                 Ok(items) => {
                     let ms = started.elapsed().as_millis() as u64;
                     tracing::debug!(server = %name, path = %path.display(), n = items.len(), ms, "checked");

@@ -87,6 +87,7 @@ fn to_item(d: &Value, text: &str) -> Option<Item> {
         other => other.to_string(),
     });
     Some(Item {
+        introduced: None,
         line,
         column,
         severity,

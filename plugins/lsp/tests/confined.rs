@@ -48,6 +48,7 @@ fn a_file_swapped_for_a_symlink_is_never_read_through_it() {
             files: vec![b.clone()],
             also_report: vec![a.clone()],
             timeout_ms: 30_000,
+            ..Default::default()
         })
         .unwrap();
     for f in &resp.files {

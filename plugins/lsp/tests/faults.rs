@@ -174,6 +174,7 @@ fn cancel_ends_a_check_waiting_on_a_silent_server() {
         files: vec![file],
         also_report: vec![],
         timeout_ms: 120_000,
+        ..Default::default()
     };
     let started = std::time::Instant::now();
     let result = std::thread::scope(|s| {

@@ -86,6 +86,7 @@ impl Plugin for Tsc {
             project_markers: vec!["tsconfig.json".into()],
             project_wide: true,
             notes,
+            checks_texts: false,
         };
         Ok((
             Tsc {
@@ -115,11 +116,22 @@ impl Plugin for Tsc {
                     .push(file.clone());
             }
         }
-        let files = self
-            .runs
-            .run_groups(request.id, SOURCE, projects, |tsconfig, wanted| {
-                self.run_tsc(request.id, tsconfig.as_deref(), wanted, &request.workspace)
-            })?;
+        let files = self.runs.run_groups(
+            request.id,
+            SOURCE,
+            request.report_all,
+            projects,
+            |tsconfig, wanted| {
+                let all = request.report_all;
+                self.run_tsc(
+                    request.id,
+                    tsconfig.as_deref(),
+                    wanted,
+                    &request.workspace,
+                    all,
+                )
+            },
+        )?;
         Ok(CheckResponse { files })
     }
 
@@ -302,13 +314,15 @@ impl Tsc {
         Ok((out, c, Some(note)))
     }
 
-    /// Run tsc for one project; items per absolute file, `None` = project-wide items.
+    /// Run tsc for one project; items per absolute file, `None` = project-wide items. With
+    /// `report_all`, every file of the workspace tsc found a problem in, else only `wanted`.
     fn run_tsc(
         &self,
         id: u64,
         tsconfig: Option<&Path>,
         wanted: &[PathBuf],
         workspace: &Path,
+        report_all: bool,
     ) -> Result<Findings, String> {
         let cwd = tsconfig
             .and_then(Path::parent)
@@ -346,7 +360,7 @@ impl Tsc {
                 std::fs::canonicalize(&p).unwrap_or(p)
             });
             let (key, line, column, message) = match path {
-                Some(p) if wanted.contains(&p) => {
+                Some(p) if wanted.contains(&p) || (report_all && p.starts_with(workspace)) => {
                     let text = lines_cache.entry(p.clone()).or_insert_with(|| {
                         std::fs::read_to_string(&p)
                             .map(|t| t.lines().map(str::to_owned).collect())
@@ -370,6 +384,7 @@ impl Tsc {
                 Some(_) => continue,
             };
             let item = Item {
+                introduced: None,
                 line,
                 column,
                 severity: d.severity,

@@ -28,6 +28,7 @@ fn request(id: u64, ws: &Path, files: Vec<PathBuf>, also: Vec<PathBuf>) -> Check
         files,
         also_report: also,
         timeout_ms: 120_000,
+        ..Default::default()
     }
 }
 

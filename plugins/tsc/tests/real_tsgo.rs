@@ -42,6 +42,7 @@ fn check_all(p: &Tsc, id: u64, project: &TsProject) -> BTreeMap<PathBuf, Vec<Ite
             files: project.files.clone(),
             also_report: Vec::new(),
             timeout_ms: 120_000,
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(resp.files.len(), project.files.len());

@@ -14,7 +14,7 @@ use crate::diagnostics::schedule::Checked;
 use crate::diagnostics::waiters::WaitOutcome;
 use crate::diagnostics::writer::Cursor;
 use crate::diagnostics::{Rejected, WorkspaceEntries};
-use crate::spec;
+use crate::spec::{self, Item};
 
 /// One line taken from `queue.jsonl`: parsed, or why it was skipped (with an excerpt).
 pub type QueueEntry = Result<spec::QueueLine, String>;
@@ -44,6 +44,33 @@ pub struct PipelineStatus {
     pub standing_back: bool,
 }
 
+/// A file's committed text as line hashes, and what a source said about it.
+pub(super) type Committed = (Vec<u64>, Vec<Item>);
+
+/// Per file a project-wide run over a committed tree found problems in: the file, its line
+/// hashes (when the snapshot has it) and the items.
+pub(super) type CommittedFiles = Vec<(PathBuf, Option<Vec<u64>>, Vec<Item>)>;
+
+/// A baseline job's result (see `base.rs`).
+pub(super) enum BaseMsg {
+    /// The commit `HEAD` named when the session's first edit arrived, or why there is none.
+    Commit(Result<String, String>),
+    /// A per-file source's answer for a file's committed text (`None`: the commit does not
+    /// have the file), as (line hashes, items).
+    File {
+        path: PathBuf,
+        source: String,
+        result: Result<Option<Committed>, String>,
+    },
+    /// A project-wide source's run over the committed tree: per file with problems, its
+    /// line hashes and items.
+    Project {
+        source: String,
+        project: PathBuf,
+        result: Result<CommittedFiles, String>,
+    },
+}
+
 pub(super) enum Msg {
     Edited {
         paths: Vec<PathBuf>,
@@ -64,6 +91,7 @@ pub(super) enum Msg {
         reply: oneshot::Sender<WaitOutcome>,
     },
     Checked(Checked),
+    Base(BaseMsg),
     Written {
         cursor: Cursor,
         result: std::io::Result<()>,

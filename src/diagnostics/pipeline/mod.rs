@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 use openfiles_plugin_api::{Item, Severity};
 use tokio::sync::{mpsc, oneshot};
 
+mod base;
 mod handle;
 
+use base::BaseState;
 use handle::Msg;
 pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
 
@@ -54,6 +56,8 @@ pub struct Pipeline {
     write_retry_at: Option<Instant>,
     standing_back: bool,
     state_path: PathBuf,
+    /// The session's baseline and the jobs taking it.
+    base: BaseState,
     tx: mpsc::UnboundedSender<Msg>,
 }
 
@@ -99,6 +103,7 @@ impl Pipeline {
             let _ = done_tx.send(Msg::Checked(c));
         });
         let persist = state_path.is_some();
+        let base = BaseState::load(state_path.as_deref());
         let mut p = Pipeline {
             root: root.to_owned(),
             config,
@@ -116,6 +121,7 @@ impl Pipeline {
             write_retry_at: None,
             standing_back: false,
             state_path: state_path.unwrap_or_default(),
+            base,
             tx: tx.clone(),
         };
         for path in p.dirty.clone() {
@@ -206,6 +212,7 @@ impl Pipeline {
                 });
             }
             Msg::Checked(c) => self.checked(c),
+            Msg::Base(m) => self.base_msg(m),
             Msg::Written { cursor, result } => {
                 self.writing = false;
                 match result {
@@ -236,6 +243,7 @@ impl Pipeline {
                 self.session.clear();
                 self.sensitive.clear();
                 self.dirty.clear();
+                self.base.clear();
                 self.needs_write = true;
                 let _ = reply.send(n);
             }
@@ -360,6 +368,7 @@ impl Pipeline {
             return;
         }
         let dirty = std::mem::take(&mut self.dirty);
+        let dirty = self.base_prepare(dirty);
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
         let max_file_bytes = self.config.diagnostics.max_file_bytes;
         self.scheduler.dispatch(
@@ -394,9 +403,25 @@ impl Pipeline {
                     self.session.answered(path, *gen, source, items, now);
                 }
                 let name = self.source_name(source, by_file.keys());
+                let by: Vec<String> = files
+                    .iter()
+                    .map(|(p, _)| writer::key(&self.root, p))
+                    .collect();
+                let reported: BTreeSet<PathBuf> = by_file.keys().cloned().collect();
                 for (path, items) in by_file {
-                    if self.session.refreshed(&path, source, &name, items, now) {
-                        self.dirty.insert(path);
+                    let edited =
+                        self.session.get(&path).is_some() && !self.session.is_affected(&path);
+                    if edited {
+                        if self.session.refreshed(&path, source, &name, items, now) {
+                            self.dirty.insert(path);
+                        }
+                    } else if let Some(proj) = &project {
+                        self.knock_on_report(source, &name, proj, path, items, by.clone());
+                    }
+                }
+                if let Some(proj) = &project {
+                    if !name.is_empty() {
+                        self.knock_on_cleared(&name, proj, &reported);
                     }
                 }
             }
@@ -442,27 +467,43 @@ impl Pipeline {
         HookSettings {
             feedback: self.config.hooks.feedback,
             timeout_ms: self.config.hooks.timeout_ms,
+            feedback_scope: self.config.hooks.feedback_scope,
         }
     }
 
+    /// Answer the waiters that can be: each gets its paths' entries and, so the feedback can
+    /// name what the edits broke elsewhere, every entry of a file the session broke.
     fn answer_waiters(&mut self, all: bool) {
         let (session, root, hook) = (&self.session, &self.root, self.hook());
-        self.waiters.answer(session, all, |paths| WorkspaceEntries {
-            root: root.clone(),
-            hook: hook.clone(),
-            files: paths
+        let baseline = self.base.info();
+        self.waiters.answer(session, all, |paths| {
+            let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
                 .iter()
                 .filter_map(|p| {
                     session
                         .get(p)
                         .map(|s| (writer::key(root, p), s.entry.clone()))
                 })
-                .collect(),
+                .collect();
+            for (p, s) in session.iter() {
+                if !s.entry.affected_by.is_empty() {
+                    files.insert(writer::key(root, p), s.entry.clone());
+                }
+            }
+            WorkspaceEntries {
+                root: root.clone(),
+                hook: hook.clone(),
+                files,
+                baseline: Some(baseline.clone()),
+            }
         });
     }
 
-    fn snapshot(&self) -> Snapshot {
+    /// What to write now; the baseline goes along when it changed since the last write.
+    fn snapshot(&mut self) -> Snapshot {
         let diag = (!self.standing_back).then(|| self.root.clone());
+        let info = self.base.info();
+        let baseline = std::mem::take(&mut self.base.changed).then_some(&self.base.baseline);
         Snapshot::new(
             &self.root,
             &self.hook(),
@@ -470,6 +511,7 @@ impl Pipeline {
             &self.queue,
             diag,
             self.state_path.clone(),
+            (&info, baseline),
         )
     }
 

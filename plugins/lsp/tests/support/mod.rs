@@ -68,6 +68,7 @@ impl Env {
             files: vec![file.to_path_buf()],
             also_report: also.to_vec(),
             timeout_ms,
+            ..Default::default()
         };
         let resp = self.plugin.check(req).expect("check");
         resp.files

@@ -1,0 +1,584 @@
+//! The pipeline's side of the baseline (see [`crate::diagnostics::baseline`]): asking for it
+//! when the session's first edit arrives, taking it (git and checks through the `Checker`,
+//! off the actor), and what it changes in the session: each file's classification view, the
+//! files held back until a per-file source checked their committed text (a language server
+//! must get the committed text before the current one), and the entries of files an edit
+//! broke (`affectedBy`), added when a project-wide run finds new errors in them and removed
+//! when those are gone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use openfiles_plugin_api::{confine, CheckRequest, Item, Severity};
+
+use super::handle::{BaseMsg, Committed, CommittedFiles, Msg};
+use super::Pipeline;
+use crate::diagnostics::baseline::{self, git, BaseView, Baseline, Coverage, Taken};
+use crate::diagnostics::{project_root, writer, Checker, SourceId, SourceInfo};
+use crate::policy::Verdict;
+use crate::spec::BaselineInfo;
+
+/// Largest file read to map an item's line through the edit's diff.
+const MAX_DIFF_BYTES: u64 = 4 << 20;
+
+/// The baseline's state in the actor.
+pub(super) struct BaseState {
+    pub baseline: Baseline,
+    /// Where snapshots and their runs are kept; `None` when no baseline is taken.
+    dir: Option<PathBuf>,
+    /// The baseline changed since it was last written.
+    pub changed: bool,
+    asking_commit: bool,
+    /// Files that wait for the commit to be known.
+    awaiting_commit: BTreeSet<PathBuf>,
+    /// Files held until their per-file baseline checks answered (count outstanding).
+    held: BTreeMap<PathBuf, usize>,
+    /// Reports on unedited files that wait for their project's baseline.
+    knocks: Vec<Knock>,
+}
+
+/// A project-wide source's report on a file nobody edited, to judge against the baseline.
+struct Knock {
+    source: SourceId,
+    name: String,
+    project: PathBuf,
+    path: PathBuf,
+    items: Vec<Item>,
+    by: Vec<String>,
+}
+
+impl BaseState {
+    /// For a workspace whose session state lives at `state_path` (`None`: none is taken).
+    pub fn load(state_path: Option<&Path>) -> BaseState {
+        let (baseline, dir) = match state_path {
+            Some(p) => (
+                writer::load_baseline(&writer::baseline_file(p)),
+                p.parent().map(|d| d.join("baseline")),
+            ),
+            None => (Baseline::off(), None),
+        };
+        BaseState {
+            baseline,
+            dir,
+            changed: false,
+            asking_commit: false,
+            awaiting_commit: BTreeSet::new(),
+            held: BTreeMap::new(),
+            knocks: Vec::new(),
+        }
+    }
+
+    /// A new session: a new baseline at its first edit.
+    pub fn clear(&mut self) {
+        if self.baseline.taken != Taken::Off {
+            self.baseline = Baseline::default();
+            self.changed = true;
+        }
+        self.awaiting_commit.clear();
+        self.held.clear();
+        self.knocks.clear();
+    }
+
+    /// What `diagnostics.json` and `wait` replies say about it.
+    pub fn info(&self) -> BaselineInfo {
+        let (from, commit, why) = match &self.baseline.taken {
+            Taken::Pending => ("pending", None, None),
+            Taken::Head { commit } => ("head", Some(commit.clone()), None),
+            Taken::None { why } => ("none", None, Some(why.clone())),
+            Taken::Off => ("off", None, None),
+        };
+        BaselineInfo {
+            from: from.into(),
+            commit,
+            why,
+            failed: self.baseline.failures(),
+        }
+    }
+}
+
+impl Pipeline {
+    /// Before dirty files are dispatched: ask for what their classification needs. Returns
+    /// the files that may be dispatched now; the others are held until their baseline
+    /// checks answered.
+    pub(super) fn base_prepare(&mut self, dirty: BTreeSet<PathBuf>) -> BTreeSet<PathBuf> {
+        match &self.base.baseline.taken {
+            Taken::Off | Taken::None { .. } => return dirty,
+            Taken::Pending => {
+                self.base.awaiting_commit.extend(dirty);
+                self.ask_commit();
+                return BTreeSet::new();
+            }
+            Taken::Head { .. } => {}
+        }
+        let mut ready = BTreeSet::new();
+        for path in dirty {
+            if self.base.held.contains_key(&path) {
+                continue; // dispatched when its baseline checks answer
+            }
+            if self.session.get(&path).is_none() || self.sensitive.contains(&path) {
+                ready.insert(path);
+                continue;
+            }
+            let mut waiting = 0;
+            for source in self.scheduler.sources_for(&path) {
+                waiting += usize::from(self.start_baseline_for(&path, &source));
+            }
+            if waiting > 0 {
+                self.base.held.insert(path.clone(), waiting);
+            } else {
+                ready.insert(path.clone());
+            }
+            self.refresh_view(&path);
+        }
+        ready
+    }
+
+    fn ask_commit(&mut self) {
+        if self.base.asking_commit {
+            return;
+        }
+        self.base.asking_commit = true;
+        let (root, tx) = (self.root.clone(), self.tx.clone());
+        tokio::task::spawn_blocking(move || {
+            let r = git::head_commit(&root).map_err(|e| e.to_string());
+            let _ = tx.send(Msg::Base(BaseMsg::Commit(r)));
+        });
+    }
+
+    /// Start what `source`'s baseline for `path` needs, if it is not in or on its way.
+    /// Returns true when the file must wait for it before being dispatched (a per-file
+    /// source checks the committed text first).
+    fn start_baseline_for(&mut self, path: &Path, source: &SourceInfo) -> bool {
+        let (Some(dir), Some(commit)) = (
+            self.base.dir.clone(),
+            self.base.baseline.commit().map(str::to_owned),
+        ) else {
+            return false;
+        };
+        let timeout_ms = self.config.diagnostics.check_timeout_ms;
+        let checker = self.scheduler.checker();
+        let (root, tx) = (self.root.clone(), self.tx.clone());
+        if source.project_wide {
+            let project = project_root(path, &self.root, &source.project_markers);
+            if self.base.baseline.project(&source.name, &project).is_some() {
+                return false;
+            }
+            self.base
+                .baseline
+                .set_project(&source.name, &project, Coverage::Running);
+            let job = ProjectJob {
+                checker,
+                root,
+                commit,
+                dir,
+                source: source.clone(),
+                project: project.clone(),
+                file: path.to_owned(),
+                timeout_ms,
+            };
+            let name = source.name.clone();
+            tokio::spawn(async move {
+                let result = job.run().await;
+                let _ = tx.send(Msg::Base(BaseMsg::Project {
+                    source: name,
+                    project,
+                    result,
+                }));
+            });
+            return false;
+        }
+        if self
+            .base
+            .baseline
+            .file_coverage(&source.name, path)
+            .is_some()
+        {
+            return false;
+        }
+        if !source.checks_texts {
+            self.base.baseline.set_file_coverage(
+                &source.name,
+                path,
+                Coverage::Failed {
+                    why: "this source cannot check a committed text".into(),
+                },
+            );
+            self.base.changed = true;
+            return false;
+        }
+        self.base
+            .baseline
+            .set_file_coverage(&source.name, path, Coverage::Running);
+        let (path, source) = (path.to_owned(), source.clone());
+        tokio::spawn(async move {
+            let result = file_job(checker, &root, &commit, &source, &path, timeout_ms).await;
+            let _ = tx.send(Msg::Base(BaseMsg::File {
+                path,
+                source: source.name,
+                result,
+            }));
+        });
+        true
+    }
+
+    /// A baseline job ended.
+    pub(super) fn base_msg(&mut self, m: BaseMsg) {
+        self.base.changed = true;
+        self.needs_write = true;
+        match m {
+            BaseMsg::Commit(r) => {
+                self.base.asking_commit = false;
+                self.base.baseline.taken = match r {
+                    Ok(commit) => Taken::Head { commit },
+                    Err(why) => {
+                        tracing::info!(root = %self.root.display(), "no baseline for this session: {why}");
+                        Taken::None { why }
+                    }
+                };
+                let waiting = std::mem::take(&mut self.base.awaiting_commit);
+                self.dirty.extend(waiting);
+            }
+            BaseMsg::File {
+                path,
+                source,
+                result,
+            } => {
+                let coverage = match result {
+                    Ok(found) => {
+                        let (lines, items) = match found {
+                            Some((lines, items)) => (Some(lines), items),
+                            None => (None, Vec::new()),
+                        };
+                        self.base.baseline.record(&source, &path, lines, items);
+                        Coverage::Ready
+                    }
+                    Err(why) => {
+                        tracing::warn!(root = %self.root.display(), path = %path.display(), "baseline of {source} failed: {why}");
+                        Coverage::Failed { why }
+                    }
+                };
+                self.base
+                    .baseline
+                    .set_file_coverage(&source, &path, coverage);
+                if let Some(n) = self.base.held.get_mut(&path) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        self.base.held.remove(&path);
+                        self.dirty.insert(path.clone());
+                    }
+                }
+                self.refresh_view(&path);
+            }
+            BaseMsg::Project {
+                source,
+                project,
+                result,
+            } => {
+                let coverage = match result {
+                    Ok(files) => {
+                        for (path, lines, items) in files {
+                            self.base.baseline.record(&source, &path, lines, items);
+                        }
+                        Coverage::Ready
+                    }
+                    Err(why) => {
+                        tracing::warn!(root = %self.root.display(), project = %project.display(), "baseline of {source} failed: {why}");
+                        Coverage::Failed { why }
+                    }
+                };
+                self.base.baseline.set_project(&source, &project, coverage);
+                let paths: Vec<PathBuf> = self
+                    .session
+                    .iter()
+                    .filter(|(p, s)| p.starts_with(&project) && s.entry.affected_by.is_empty())
+                    .map(|(p, _)| p.clone())
+                    .collect();
+                for p in paths {
+                    self.refresh_view(&p);
+                }
+                let (now, later): (Vec<Knock>, Vec<Knock>) = std::mem::take(&mut self.base.knocks)
+                    .into_iter()
+                    .partition(|k| k.name == source && k.project == project);
+                self.base.knocks = later;
+                for k in now {
+                    self.knock_on(k);
+                }
+            }
+        }
+    }
+
+    /// Compute `path`'s classification view from the baseline and the file's current text.
+    pub(super) fn refresh_view(&mut self, path: &Path) {
+        let Some(st) = self.session.get(path) else {
+            return;
+        };
+        if !st.entry.affected_by.is_empty() {
+            return;
+        }
+        let b = &self.base.baseline;
+        if !b.usable() {
+            let pending = b.taken == Taken::Pending && self.base.dir.is_some();
+            self.session
+                .set_view(path, None, pending, crate::spec::now_ms());
+            return;
+        }
+        let mut known = BTreeSet::new();
+        let mut pending = false;
+        for s in self.scheduler.sources_for(path) {
+            let project = project_root(path, &self.root, &s.project_markers);
+            match b.known(&s.name, s.project_wide, path, &project) {
+                Some(true) => {
+                    known.insert(s.name);
+                }
+                Some(false) => {}
+                None => pending = true,
+            }
+        }
+        let file = b.file(path).cloned().unwrap_or_default();
+        let now_lines = if file.items.is_empty() {
+            None
+        } else {
+            current_lines(&self.root, path)
+        };
+        let view = BaseView {
+            file,
+            known,
+            now_lines,
+        };
+        self.session
+            .set_view(path, Some(view), pending, crate::spec::now_ms());
+    }
+
+    /// A project-wide source reported on `path`, which the session did not edit: if the
+    /// baseline shows new errors there, the file joins the session as affected by the edited
+    /// files `by`; if it shows none, an affected entry leaves.
+    pub(super) fn knock_on_report(
+        &mut self,
+        source: SourceId,
+        name: &str,
+        project: &Path,
+        path: PathBuf,
+        items: Vec<Item>,
+        by: Vec<String>,
+    ) {
+        self.knock_on(Knock {
+            source,
+            name: name.to_owned(),
+            project: project.to_owned(),
+            path,
+            items,
+            by,
+        });
+    }
+
+    fn knock_on(&mut self, k: Knock) {
+        if !self.base.baseline.usable() {
+            return; // never blame an unedited file without a baseline
+        }
+        if !matches!(self.policy.judge(&k.path), Verdict::Check(_)) {
+            return;
+        }
+        match self.base.baseline.known(&k.name, true, &k.path, &k.project) {
+            None => {
+                self.base
+                    .knocks
+                    .retain(|o| !(o.name == k.name && o.path == k.path));
+                self.base.knocks.push(k);
+                return;
+            }
+            Some(false) => return,
+            Some(true) => {}
+        }
+        let file = self
+            .base
+            .baseline
+            .file(&k.path)
+            .cloned()
+            .unwrap_or_default();
+        let now_lines = current_lines(&self.root, &k.path);
+        let mut items = k.items.clone();
+        baseline::classify(Some(&file), now_lines.as_deref(), &k.name, &mut items);
+        let broke = items
+            .iter()
+            .any(|i| i.introduced == Some(true) && i.severity == Severity::Error);
+        let now = crate::spec::now_ms();
+        if broke {
+            let view = BaseView {
+                file,
+                known: BTreeSet::from([k.name.clone()]),
+                now_lines,
+            };
+            self.session
+                .affected(&k.path, k.source, &k.name, k.items, view, k.by, now);
+        } else if self.session.is_affected(&k.path) {
+            self.session.remove(&k.path);
+        }
+        self.needs_write = true;
+    }
+
+    /// After a successful project-wide run of `name` over `project`: affected entries it
+    /// found by that source and no longer reported are fixed (or reverted): they leave.
+    pub(super) fn knock_on_cleared(
+        &mut self,
+        name: &str,
+        project: &Path,
+        reported: &BTreeSet<PathBuf>,
+    ) {
+        let gone: Vec<PathBuf> = self
+            .session
+            .iter()
+            .filter(|(p, s)| {
+                !s.entry.affected_by.is_empty()
+                    && p.starts_with(project)
+                    && !reported.contains(*p)
+                    && s.sources.values().any(|src| src.name == name)
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in gone {
+            self.session.remove(&p);
+            self.needs_write = true;
+        }
+    }
+}
+
+/// The hashes of `path`'s current lines, read the confined way.
+fn current_lines(root: &Path, path: &Path) -> Option<Vec<u64>> {
+    let bytes = confine::read_workspace_file(root, path, MAX_DIFF_BYTES).ok()?;
+    Some(baseline::line_hashes(&String::from_utf8_lossy(&bytes)))
+}
+
+/// A per-file source's answer for `path`'s committed text.
+async fn file_job(
+    checker: Arc<dyn Checker>,
+    root: &Path,
+    commit: &str,
+    source: &SourceInfo,
+    path: &Path,
+    timeout_ms: u64,
+) -> Result<Option<Committed>, String> {
+    let (r, c, p) = (root.to_owned(), commit.to_owned(), path.to_owned());
+    let text = tokio::task::spawn_blocking(move || git::committed_text(&r, &c, &p))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let lines = baseline::line_hashes(&text);
+    let request = CheckRequest {
+        workspace: root.to_owned(),
+        files: vec![path.to_owned()],
+        texts: BTreeMap::from([(path.to_owned(), text)]),
+        timeout_ms,
+        ..Default::default()
+    };
+    let resp = checker
+        .check(source.id, request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let items = resp
+        .files
+        .into_iter()
+        .filter(|f| f.path == path)
+        .flat_map(|f| f.items)
+        .collect();
+    Ok(Some((lines, items)))
+}
+
+/// A project-wide source's run over the committed tree of one project.
+struct ProjectJob {
+    checker: Arc<dyn Checker>,
+    root: PathBuf,
+    commit: String,
+    dir: PathBuf,
+    source: SourceInfo,
+    project: PathBuf,
+    /// A file of the project (the run is asked about it; it need not exist in the commit).
+    file: PathBuf,
+    timeout_ms: u64,
+}
+
+/// A cached run: per workspace-relative file, its items.
+type Cached = Vec<(PathBuf, Vec<Item>)>;
+
+impl ProjectJob {
+    async fn run(self) -> Result<CommittedFiles, String> {
+        let commit_dir = self.dir.join(&self.commit);
+        let (root, commit, dir, cd) = (
+            self.root.clone(),
+            self.commit.clone(),
+            self.dir.clone(),
+            commit_dir.clone(),
+        );
+        let snap = tokio::task::spawn_blocking(move || {
+            prune(&dir, &commit);
+            git::snapshot(&root, &commit, &cd)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+        let rel_project = self
+            .project
+            .strip_prefix(&self.root)
+            .unwrap_or(Path::new(""));
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        rel_project.hash(&mut h);
+        let cache = commit_dir.join(format!("{}-{:016x}.json", self.source.name, h.finish()));
+        let cached: Option<Cached> = std::fs::read(&cache)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let found = match cached {
+            Some(c) => c,
+            None => {
+                let rel_file = self.file.strip_prefix(&self.root).unwrap_or(&self.file);
+                let request = CheckRequest {
+                    workspace: snap.clone(),
+                    files: vec![snap.join(rel_file)],
+                    report_all: true,
+                    cache_of: Some(self.root.clone()),
+                    timeout_ms: self.timeout_ms,
+                    ..Default::default()
+                };
+                let resp = self
+                    .checker
+                    .check(self.source.id, request)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let found: Cached = resp
+                    .files
+                    .into_iter()
+                    .filter(|f| !f.items.is_empty())
+                    .filter_map(|f| Some((f.path.strip_prefix(&snap).ok()?.to_owned(), f.items)))
+                    .collect();
+                if let Ok(bytes) = serde_json::to_vec(&found) {
+                    let _ = crate::fsutil::write_atomic(&cache, &bytes, 0o600);
+                }
+                found
+            }
+        };
+        Ok(found
+            .into_iter()
+            .map(|(rel, items)| {
+                let lines = std::fs::read(snap.join(&rel))
+                    .ok()
+                    .map(|b| baseline::line_hashes(&String::from_utf8_lossy(&b)));
+                (self.root.join(rel), lines, items)
+            })
+            .collect())
+    }
+}
+
+/// Keep the snapshots of `dir` to the one of `commit` (one commit's tree per workspace).
+fn prune(dir: &Path, commit: &str) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_name().to_string_lossy() != commit {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
