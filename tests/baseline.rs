@@ -6,11 +6,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::plugins::{path_list, plugin};
 use common::typescript::install_test_deps;
-use common::{bin, diagnostics, signal, wait_until, Env};
+use common::{diagnostics, signal, wait_until, Env};
 use serde_json::{json, Value};
 
 /// `git ARGS` in `dir`, which must succeed.
@@ -104,25 +104,7 @@ fn a_caller_broken_by_the_first_edit_of_a_socket_activated_service_is_reported_a
     let env = env_with(&["cargo_check"], "[hooks]\ntimeout_ms = 240000\n");
     let ws = env.workspace("calc");
     caller_crate(&ws);
-    std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
-    let mut activator = Command::new("systemd-socket-activate")
-        .arg("-l")
-        .arg(&env.socket)
-        .arg("--fdname=control")
-        .args(["-E", "OPENFILES_STATE_DIR", "-E", "OPENFILES_CONFIG"])
-        .args(["-E", "OPENFILES_PLUGIN_PATH"])
-        .arg(bin())
-        .args(["serve", "-w"])
-        .arg(&ws)
-        .env("OPENFILES_STATE_DIR", &env.state)
-        .env("OPENFILES_CONFIG", &env.config)
-        .env("OPENFILES_PLUGIN_PATH", env.plugin_path.as_ref().unwrap())
-        .env_remove("NOTIFY_SOCKET")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("systemd-socket-activate (install the systemd package)");
-    common::wait_listening(&mut activator);
+    let mut activator = env.socket_activated(&ws);
 
     // The session's first edit, and the service is started by its hook.
     let lib = ws.join("src/lib.rs");

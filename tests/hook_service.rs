@@ -9,9 +9,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use common::{bin, signal, Env};
+use common::{signal, Env};
 use serde_json::{json, Value};
 
 fn hook(env: &Env, ws: &Path, main: &Path) -> std::process::Output {
@@ -79,25 +78,7 @@ fn first_hook_call_starts_a_socket_activated_service() {
     let env = cargo_env();
     let ws = env.workspace("ws");
     let main = common::rust_crate_with_type_error(&ws);
-    std::fs::create_dir_all(env.socket.parent().unwrap()).unwrap();
-    let mut activator = Command::new("systemd-socket-activate")
-        .arg("-l")
-        .arg(&env.socket)
-        .arg("--fdname=control")
-        .args(["-E", "OPENFILES_STATE_DIR", "-E", "OPENFILES_CONFIG"])
-        .args(["-E", "OPENFILES_PLUGIN_PATH"])
-        .arg(bin())
-        .args(["serve", "-w"])
-        .arg(&ws)
-        .env("OPENFILES_STATE_DIR", &env.state)
-        .env("OPENFILES_CONFIG", &env.config)
-        .env("OPENFILES_PLUGIN_PATH", env.plugin_path.as_ref().unwrap())
-        .env_remove("NOTIFY_SOCKET")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("systemd-socket-activate (install the systemd package)");
-    common::wait_listening(&mut activator);
+    let mut activator = env.socket_activated(&ws);
     // Nothing runs the service yet: no heartbeat in the workspace.
     assert!(!ws.join(".openfiles/vscode").exists());
 

@@ -126,6 +126,35 @@ impl Env {
         svc
     }
 
+    /// `systemd-socket-activate` holding this environment's control socket, ready to start
+    /// `openfiles serve -w WS` (with the state dir, config and plugin path) on the first
+    /// connection; returned once it listens.
+    pub fn socket_activated(&self, ws: &Path) -> Child {
+        std::fs::create_dir_all(self.socket.parent().unwrap()).unwrap();
+        let mut cmd = Command::new("systemd-socket-activate");
+        cmd.arg("-l")
+            .arg(&self.socket)
+            .arg("--fdname=control")
+            .args(["-E", "OPENFILES_STATE_DIR", "-E", "OPENFILES_CONFIG"])
+            .env("OPENFILES_STATE_DIR", &self.state)
+            .env("OPENFILES_CONFIG", &self.config)
+            .env_remove("NOTIFY_SOCKET");
+        if let Some(p) = &self.plugin_path {
+            cmd.args(["-E", "OPENFILES_PLUGIN_PATH"])
+                .env("OPENFILES_PLUGIN_PATH", p);
+        }
+        let mut activator = cmd
+            .arg(bin())
+            .args(["serve", "-w"])
+            .arg(ws)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("systemd-socket-activate (install the systemd package)");
+        wait_listening(&mut activator);
+        activator
+    }
+
     pub fn client(&self) -> Client {
         Client::connect(&self.socket, Some(PATIENCE)).unwrap()
     }
