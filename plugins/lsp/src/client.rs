@@ -6,6 +6,12 @@
 //! registrations (pull diagnostics, watched files), and work-done progress. Waiters in
 //! [`crate::diagnose`] read that state under a short lock and sleep on a `watch` channel
 //! that the dispatcher bumps after each change; no lock is held across an `.await`.
+//!
+//! A client serves one or more project roots as workspace folders: the folder list is
+//! shared with the dispatcher (it answers `workspace/workspaceFolders`) and changed only by
+//! [`Client::add_folder`] / [`Client::remove_folder`], which send
+//! `workspace/didChangeWorkspaceFolders`; that is used only when the server said it supports
+//! several folders and their change notifications ([`ServerCaps::folders`]).
 
 use crate::config::ServerSpec;
 use crate::convert::{path_to_uri, uri_to_path, Encoding};
@@ -57,6 +63,8 @@ pub struct ServerCaps {
     pub save_include_text: bool,
     /// `executeCommandProvider.commands`.
     pub commands: Vec<String>,
+    /// `workspace.workspaceFolders`: several folders supported, and changes to them.
+    pub folders: bool,
 }
 
 /// An open document as the server knows it.
@@ -73,11 +81,15 @@ pub struct Doc {
     pub world: u64,
 }
 
-/// A running, initialized server for one project root.
+/// A running, initialized server for one or more project roots.
 pub struct Client {
     pub name: String,
     pub spec: ServerSpec,
+    /// The folder the server runs in and files are read under: the project root, or the
+    /// workspace when the server is shared by the workspace's project roots.
     pub root: PathBuf,
+    /// The workspace folders the server knows (project roots), in the order they were added.
+    folders: Arc<Mutex<Vec<PathBuf>>>,
     pub transport: Arc<Transport>,
     pub caps: ServerCaps,
     pub state: Arc<Mutex<State>>,
@@ -92,25 +104,33 @@ pub struct Client {
 }
 
 impl Client {
-    /// Spawn `exe`, run `initialize`/`initialized`, push settings.
+    /// Spawn `exe` in `root`, run `initialize`/`initialized` with `folders` as the workspace
+    /// folders (the first is also `rootUri`), push settings.
     pub async fn start(
         spec: &ServerSpec,
         exe: &Path,
         root: &Path,
+        folders: &[PathBuf],
         startup: Duration,
     ) -> Result<Arc<Client>, Error> {
         let (transport, inbox) = Transport::spawn(&spec.name, exe, &spec.args, root)?;
         let state = Arc::new(Mutex::new(State::default()));
         let (tx, rx) = watch::channel(0u64);
+        let folders = Arc::new(Mutex::new(if folders.is_empty() {
+            vec![root.to_path_buf()]
+        } else {
+            folders.to_vec()
+        }));
         tokio::spawn(dispatch(
             transport.clone(),
             inbox,
             state.clone(),
             tx,
             spec.clone(),
-            root.to_path_buf(),
+            folders.clone(),
         ));
-        let init = match initialize(&transport, spec, root, startup).await {
+        let listed = folders.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let init = match initialize(&transport, spec, &listed, startup).await {
             Ok(r) => r,
             Err(e) => {
                 transport.kill().await;
@@ -147,11 +167,23 @@ impl Client {
             .as_ref()
             .map(|e| e.commands.clone())
             .unwrap_or_default();
-        tracing::info!(server = %spec.name, root = %root.display(), ?encoding, pull = pull.is_some(), "server initialized");
+        let folder_support = c
+            .workspace
+            .as_ref()
+            .and_then(|w| w.workspace_folders.as_ref())
+            .is_some_and(|f| {
+                f.supported == Some(true)
+                    && matches!(
+                        f.change_notifications,
+                        Some(lsp_types::OneOf::Left(true) | lsp_types::OneOf::Right(_))
+                    )
+            });
+        tracing::info!(server = %spec.name, root = %root.display(), folders = listed.len(), folder_support, ?encoding, pull = pull.is_some(), "server initialized");
         Ok(Arc::new(Client {
             name: spec.name.clone(),
             spec: spec.clone(),
             root: root.to_path_buf(),
+            folders,
             transport,
             caps: ServerCaps {
                 encoding,
@@ -159,6 +191,7 @@ impl Client {
                 save,
                 save_include_text,
                 commands,
+                folders: folder_support,
             },
             state,
             changed: rx,
@@ -175,6 +208,72 @@ impl Client {
         timeout: Duration,
     ) -> Result<R::Result, Error> {
         call::<R>(&self.transport, params, timeout).await
+    }
+
+    /// The workspace folders the server knows.
+    pub fn folders(&self) -> Vec<PathBuf> {
+        self.folders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Add a project root as a workspace folder (no-op if known). Only for servers with
+    /// [`ServerCaps::folders`].
+    pub fn add_folder(&self, folder: &Path) {
+        let mut f = self.folders.lock().unwrap_or_else(|e| e.into_inner());
+        if f.iter().any(|x| x == folder) {
+            return;
+        }
+        f.push(folder.to_path_buf());
+        drop(f);
+        tracing::info!(server = %self.name, folder = %folder.display(), "workspace folder added");
+        self.transport.notify(
+            "workspace/didChangeWorkspaceFolders",
+            json!({"event": {"added": [folder_json(folder)], "removed": []}}),
+        );
+    }
+
+    /// Remove a workspace folder: close the documents it owns (those under it and not under
+    /// a deeper folder still present), then tell the server.
+    pub fn remove_folder(&self, folder: &Path) {
+        let mut f = self.folders.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(i) = f.iter().position(|x| x == folder) else {
+            return;
+        };
+        f.remove(i);
+        let deeper: Vec<PathBuf> = f
+            .iter()
+            .filter(|x| x.starts_with(folder))
+            .cloned()
+            .collect();
+        drop(f);
+        let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        let owned: Vec<PathBuf> = docs
+            .keys()
+            .filter(|p| p.starts_with(folder) && !deeper.iter().any(|d| p.starts_with(d)))
+            .cloned()
+            .collect();
+        for p in &owned {
+            docs.remove(p);
+            self.transport.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": path_to_uri(p)}}),
+            );
+        }
+        if !owned.is_empty() {
+            self.world.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        drop(docs);
+        self.watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p, _| !p.starts_with(folder) || deeper.iter().any(|d| p.starts_with(d)));
+        tracing::info!(server = %self.name, folder = %folder.display(), closed = owned.len(), "workspace folder removed");
+        self.transport.notify(
+            "workspace/didChangeWorkspaceFolders",
+            json!({"event": {"added": [], "removed": [folder_json(folder)]}}),
+        );
     }
 
     /// Fires when the server process is gone.
@@ -224,23 +323,31 @@ fn save_caps(sync: Option<&lsp_types::TextDocumentSyncCapability>) -> (bool, boo
     }
 }
 
-async fn initialize(
-    t: &Transport,
-    spec: &ServerSpec,
-    root: &Path,
-    timeout: Duration,
-) -> Result<InitializeResult, Error> {
-    let uri = path_to_uri(root);
-    let name = root
+/// A workspace folder as the protocol writes it (`{uri, name}`).
+fn folder_json(folder: &Path) -> Value {
+    let name = folder
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    json!({"uri": path_to_uri(folder), "name": name})
+}
+
+async fn initialize(
+    t: &Transport,
+    spec: &ServerSpec,
+    folders: &[PathBuf],
+    timeout: Duration,
+) -> Result<InitializeResult, Error> {
+    let root = folders
+        .first()
+        .map(PathBuf::as_path)
+        .unwrap_or(Path::new("/"));
     let params = json!({
         "processId": std::process::id(),
         "clientInfo": {"name": "openfiles", "version": env!("CARGO_PKG_VERSION")},
-        "rootUri": uri,
+        "rootUri": path_to_uri(root),
         "rootPath": root,
-        "workspaceFolders": [{"uri": uri, "name": name}],
+        "workspaceFolders": folders.iter().map(|f| folder_json(f)).collect::<Vec<_>>(),
         "initializationOptions": spec.initialization_options,
         "capabilities": {
             "general": {"positionEncodings": ["utf-8", "utf-32", "utf-16"]},
@@ -299,13 +406,13 @@ async fn dispatch(
     state: Arc<Mutex<State>>,
     changed: watch::Sender<u64>,
     spec: ServerSpec,
-    root: PathBuf,
+    folders: Arc<Mutex<Vec<PathBuf>>>,
 ) {
     let bump = || changed.send_modify(|n| *n += 1);
     while let Some(msg) = inbox.recv().await {
         match msg {
             Incoming::Request { id, method, params } => {
-                let answer = answer_request(&method, &params, &state, &spec, &root);
+                let answer = answer_request(&method, &params, &state, &spec, &folders);
                 t.respond(id, answer);
                 bump();
             }
@@ -323,7 +430,7 @@ fn answer_request(
     params: &Value,
     state: &Mutex<State>,
     spec: &ServerSpec,
-    root: &Path,
+    folders: &Mutex<Vec<PathBuf>>,
 ) -> Result<Value, (i64, String)> {
     let st = || state.lock().unwrap_or_else(|e| e.into_inner());
     match method {
@@ -396,11 +503,8 @@ fn answer_request(
         | "workspace/foldingRange/refresh"
         | "window/showMessageRequest" => Ok(Value::Null),
         "workspace/workspaceFolders" => {
-            let name = root
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Ok(json!([{"uri": path_to_uri(root), "name": name}]))
+            let f = folders.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(Value::Array(f.iter().map(|p| folder_json(p)).collect()))
         }
         "workspace/applyEdit" => {
             Ok(json!({"applied": false, "failureReason": "openfiles does not edit files"}))

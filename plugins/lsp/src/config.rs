@@ -36,6 +36,14 @@ pub struct Config {
     pub default_timeout_ms: u64,
     /// First restart delay after a crash; doubles per restart.
     pub restart_backoff_ms: u64,
+    /// One instance per (workspace, server) with the project roots as workspace folders,
+    /// for servers that support several folders; `false`: one per (project root, server).
+    pub share_servers: bool,
+    /// Most server instances running at once (0: no limit); least recently used stop first.
+    pub max_servers: usize,
+    /// Most memory (MiB of RSS, summed over each server's process tree) the running servers
+    /// may hold after a check (0: no limit); least recently used stop first.
+    pub max_memory_mib: u64,
 }
 
 impl Default for Config {
@@ -49,6 +57,9 @@ impl Default for Config {
             startup_timeout_ms: 60_000,
             default_timeout_ms: 30_000,
             restart_backoff_ms: 250,
+            share_servers: true,
+            max_servers: 16,
+            max_memory_mib: 2048,
         }
     }
 }

@@ -3,7 +3,11 @@
 //! Three layers, like helix-lsp: [`transport`] (framing, pending requests, timeouts with
 //! `$/cancelRequest`), [`client`] + [`diagnose`] (capabilities, server requests, fresh
 //! diagnostics per DESIGN §4) and this registry, which maps each file to the servers that
-//! handle its extension and keeps one [`server::Slot`] per (project root, server).
+//! handle its extension and keeps one [`server::Slot`] per (workspace, server, executable)
+//! serving the project roots as workspace folders — or, for servers that take a single
+//! folder (learned at their first start) and with `share_servers = false`, one per (project
+//! root, server, executable). It also keeps the running instances within `max_servers` and
+//! `max_memory_mib` ([`limits`]): before an instance starts, and after each check.
 //!
 //! The host calls [`Plugin::check`] on its own threads; the plugin owns a small tokio runtime
 //! and blocks on it. Dropping the plugin stops every server (`shutdown` + `exit`).
@@ -15,6 +19,7 @@ pub mod config;
 pub mod convert;
 pub mod diagnose;
 pub mod error;
+pub mod limits;
 pub mod server;
 pub mod transport;
 pub mod tsserver;
@@ -23,8 +28,8 @@ use config::{Config, Resolver, ServerSpec};
 use openfiles_plugin_api::{
     Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin, Severity,
 };
-use server::{Slot, Timing};
-use std::collections::HashMap;
+use server::{Slot, SlotError, Timing};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,7 +50,9 @@ struct Inner {
     config: Config,
     servers: Vec<ServerSpec>,
     resolver: Resolver,
-    slots: Mutex<HashMap<(PathBuf, String), Slot>>,
+    slots: Mutex<HashMap<SlotKey, Slot>>,
+    /// (server, executable) pairs that take a single workspace folder: one slot per root.
+    single_folder: Mutex<HashSet<(String, PathBuf)>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     stop: CancellationToken,
     checks: Mutex<HashMap<u64, CancellationToken>>,
@@ -57,6 +64,16 @@ struct Job {
     spec: ServerSpec,
     exe: PathBuf,
     root: PathBuf,
+    workspace: PathBuf,
+}
+
+/// Which instance serves a job: `base` is the workspace when `shared`, else the project root.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SlotKey {
+    base: PathBuf,
+    server: String,
+    exe: PathBuf,
+    shared: bool,
 }
 
 impl Plugin for LspPlugin {
@@ -108,6 +125,7 @@ impl Plugin for LspPlugin {
             servers,
             resolver,
             slots: Mutex::default(),
+            single_folder: Mutex::default(),
             tasks: Mutex::default(),
             stop: CancellationToken::new(),
             checks: Mutex::default(),
@@ -170,21 +188,32 @@ fn init_logging() {
 impl LspPlugin {
     /// Process ids of the running servers, by server name (for tests and status output).
     pub fn server_pids(&self) -> Vec<(String, u32)> {
-        let slots: Vec<_> = self
-            .inner
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|((_, n), s)| (n.clone(), s.clone()))
-            .collect();
+        let slots = self.inner.all_slots();
         self.rt.block_on(async {
             let mut out = Vec::new();
-            for (name, slot) in slots {
+            for (key, slot) in slots {
                 if let Some(pid) = slot.pid().await {
-                    out.push((name, pid));
+                    out.push((key.server, pid));
                 }
             }
+            out
+        })
+    }
+
+    /// The workspace folders of each running server, by server name (for tests and status
+    /// output); a server per project root has that root only.
+    pub fn server_folders(&self) -> Vec<(String, Vec<PathBuf>)> {
+        let slots = self.inner.all_slots();
+        self.rt.block_on(async {
+            let mut out = Vec::new();
+            for (key, slot) in slots {
+                let mut folders = slot.folders().await;
+                if !folders.is_empty() {
+                    folders.sort();
+                    out.push((key.server, folders));
+                }
+            }
+            out.sort();
             out
         })
     }
@@ -204,11 +233,38 @@ impl Drop for LspPlugin {
 }
 
 impl Inner {
-    fn slot(&self, job: &Job) -> Slot {
-        let key = (job.root.clone(), job.spec.name.clone());
+    fn all_slots(&self) -> Vec<(SlotKey, Slot)> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect()
+    }
+
+    fn key(&self, job: &Job) -> SlotKey {
+        let shared = self.config.share_servers
+            && !self
+                .single_folder
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&(job.spec.name.clone(), job.exe.clone()));
+        SlotKey {
+            base: if shared {
+                job.workspace.clone()
+            } else {
+                job.root.clone()
+            },
+            server: job.spec.name.clone(),
+            exe: job.exe.clone(),
+            shared,
+        }
+    }
+
+    fn slot(&self, job: &Job, key: &SlotKey) -> Slot {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots
-            .entry(key)
+            .entry(key.clone())
             .or_insert_with(|| {
                 let timing = Timing {
                     idle: Duration::from_millis(self.config.idle_timeout_ms),
@@ -218,7 +274,8 @@ impl Inner {
                 let (slot, task) = Slot::spawn(
                     job.spec.clone(),
                     job.exe.clone(),
-                    job.root.clone(),
+                    key.base.clone(),
+                    key.shared,
                     timing,
                     self.stop.child_token(),
                 );
@@ -256,6 +313,7 @@ impl Inner {
                         spec: spec.clone(),
                         exe,
                         root,
+                        workspace: workspace.to_path_buf(),
                     });
                 }
             }
@@ -312,6 +370,11 @@ impl Inner {
             let (file, items) = r.map_err(|e| format!("lsp check task failed: {e}"))?;
             per_file.entry(file).or_default().extend(items);
         }
+        // Memory is measured once the check's servers are idle again, off the answer's path.
+        if self.config.max_memory_mib > 0 {
+            let me = self.clone();
+            tokio::spawn(async move { me.enforce_memory().await });
+        }
         if cancel.is_cancelled() {
             return Err("check cancelled".into());
         }
@@ -326,6 +389,94 @@ impl Inner {
         Ok(CheckResponse { files })
     }
 
+    /// Running instances other than `except`, as the limits see them.
+    async fn running(&self, except: Option<&SlotKey>) -> Vec<(SlotKey, Slot, server::Status)> {
+        let mut out = Vec::new();
+        for (key, slot) in self.all_slots() {
+            if Some(&key) == except {
+                continue;
+            }
+            if let Some(status) = slot.status().await {
+                out.push((key, slot, status));
+            }
+        }
+        out
+    }
+
+    /// Stop least recently used instances so that `key`'s can start within `max_servers`.
+    async fn make_room(&self, key: &SlotKey, slot: &Slot) {
+        let max = self.config.max_servers;
+        if max == 0 || slot.status().await.is_some() {
+            return;
+        }
+        let running = self.running(Some(key)).await;
+        let view: Vec<limits::Running<usize>> = running
+            .iter()
+            .enumerate()
+            .map(|(i, (_, _, s))| limits::Running {
+                key: i,
+                last_used: s.last_used,
+                busy: s.busy,
+                rss: 0,
+            })
+            .collect();
+        for i in limits::over_count(&view, max, 1) {
+            let (k, victim, _) = &running[i];
+            if victim.stop().await {
+                tracing::info!(server = %k.server, base = %k.base.display(), max_servers = max, "least recently used server stopped");
+            }
+        }
+    }
+
+    /// Stop least recently used instances until the servers' RSS is within `max_memory_mib`.
+    async fn enforce_memory(&self) {
+        let max = self.config.max_memory_mib << 20;
+        let running = self.running(None).await;
+        let pids: Vec<u32> = running.iter().map(|(_, _, s)| s.pid.unwrap_or(0)).collect();
+        let rss = tokio::task::spawn_blocking(move || limits::tree_rss(&pids))
+            .await
+            .unwrap_or_default();
+        let view: Vec<limits::Running<usize>> = running
+            .iter()
+            .zip(rss)
+            .enumerate()
+            .map(|(i, ((_, _, s), rss))| limits::Running {
+                key: i,
+                last_used: s.last_used,
+                busy: s.busy,
+                rss,
+            })
+            .collect();
+        for i in limits::over_memory(&view, max) {
+            let (k, victim, _) = &running[i];
+            if victim.stop().await {
+                tracing::info!(server = %k.server, base = %k.base.display(), rss_mib = view[i].rss >> 20, max_memory_mib = self.config.max_memory_mib, "least recently used server stopped to free memory");
+            }
+        }
+    }
+
+    /// A running client for `job`; a server that turns out to take a single workspace folder
+    /// is remembered, and the job goes to a slot of its own project root.
+    async fn client(&self, job: &Job) -> Result<Arc<client::Client>, SlotError> {
+        loop {
+            let key = self.key(job);
+            let slot = self.slot(job, &key);
+            self.make_room(&key, &slot).await;
+            match slot.get(job.root.clone()).await {
+                Err(SlotError::SingleFolder { .. }) if key.shared => {
+                    tracing::info!(server = %job.spec.name, "takes a single workspace folder: one server per project root");
+                    self.single_folder
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert((job.spec.name.clone(), job.exe.clone()));
+                    // The shared instance serves one root no check will send it again.
+                    slot.stop().await;
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// One server's items for one file; a crash mid-check restarts the server and tries again.
     async fn check_one(
         &self,
@@ -335,7 +486,6 @@ impl Inner {
         deadline: Instant,
         given: Option<Arc<str>>,
     ) -> Vec<Item> {
-        let slot = self.slot(job);
         let lang = config::language_id(
             &job.spec,
             path.extension()
@@ -351,7 +501,7 @@ impl Inner {
             )]
         };
         for attempt in 0..3 {
-            let client = match tokio::time::timeout_at(deadline, slot.get()).await {
+            let client = match tokio::time::timeout_at(deadline, self.client(job)).await {
                 Err(_) => return timed_out(),
                 Ok(Err(e)) => return vec![Item::note(Severity::Warning, SOURCE, e.to_string())],
                 Ok(Ok(c)) => c,

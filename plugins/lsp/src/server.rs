@@ -1,15 +1,24 @@
-//! The lifecycle of one server for one project root: a small actor.
+//! The lifecycle of one server instance: a small actor.
 //!
-//! A [`Slot`] owns at most one [`Client`]. It starts it lazily on the first `get`, keeps it
-//! warm, shuts it down (`shutdown` + `exit`) after `idle_timeout_ms` without use or when the
-//! plugin stops, and restarts it after a crash with exponential backoff
-//! (`restart_backoff_ms`, doubling). More than [`MAX_RESTARTS`] crashes within
-//! [`RESTART_WINDOW`] mark the slot broken: `get` then answers with an explanation until the
-//! window has passed. A failed start counts as a crash.
+//! A [`Slot`] owns at most one [`Client`], for a base folder: a project root, or — when the
+//! server is shared — the workspace, whose project roots the client serves as workspace
+//! folders. [`Slot::get`] names the project root a check is for; a shared slot adds it with
+//! `workspace/didChangeWorkspaceFolders` when the server supports several folders, and
+//! answers [`SlotError::SingleFolder`] when it does not (the registry then falls back to one
+//! slot per project root). A root unused for `idle_timeout_ms`, or no longer a project (its
+//! markers gone, the package removed), is removed from the server's folders.
+//!
+//! The slot starts its client lazily on the first `get`, keeps it warm, shuts it down
+//! (`shutdown` + `exit`) after `idle_timeout_ms` without use, on [`Slot::stop`] (the
+//! registry's limits) or when the plugin stops, and restarts it after a crash with
+//! exponential backoff (`restart_backoff_ms`, doubling), with every folder it served. More
+//! than [`MAX_RESTARTS`] crashes within [`RESTART_WINDOW`] mark the slot broken: `get` then
+//! answers with an explanation until the window has passed. A failed start counts as a crash.
+//! A client held by a running check is never stopped (not for idleness, not for a limit).
 
 use crate::client::Client;
 use crate::config::ServerSpec;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,13 +41,28 @@ pub enum SlotError {
     },
     #[error("{server} failed to start: {message}")]
     Start { server: String, message: String },
+    #[error("{server} does not support several workspace folders")]
+    SingleFolder { server: String },
     #[error("the lsp plugin is stopping")]
     Stopping,
 }
 
+/// A running instance, as the registry's limits see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Status {
+    pub pid: Option<u32>,
+    pub last_used: Instant,
+    /// Held by a running check.
+    pub busy: bool,
+}
+
+type Reply<T> = oneshot::Sender<T>;
+
 enum Cmd {
-    Get(oneshot::Sender<Result<Arc<Client>, SlotError>>),
-    Pid(oneshot::Sender<Option<u32>>),
+    Get(PathBuf, Reply<Result<Arc<Client>, SlotError>>),
+    Status(Reply<Option<Status>>),
+    Folders(Reply<Vec<PathBuf>>),
+    Stop(Reply<bool>),
 }
 
 /// Cloneable handle to a slot actor.
@@ -56,11 +80,13 @@ pub struct Timing {
 }
 
 impl Slot {
-    /// Spawn the actor; it stops (shutting its server down) when `stop` fires.
+    /// Spawn the actor for `base` (a project root, or the workspace when `shared`); it stops
+    /// (shutting its server down) when `stop` fires.
     pub fn spawn(
         spec: ServerSpec,
         exe: PathBuf,
-        root: PathBuf,
+        base: PathBuf,
+        shared: bool,
         timing: Timing,
         stop: CancellationToken,
     ) -> (Slot, tokio::task::JoinHandle<()>) {
@@ -68,9 +94,12 @@ impl Slot {
         let actor = Actor {
             spec,
             exe,
-            root,
+            base,
+            shared,
+            multi: None,
             timing,
             client: None,
+            folders: BTreeMap::new(),
             crashes: VecDeque::new(),
             last_error: String::new(),
             last_used: Instant::now(),
@@ -78,29 +107,52 @@ impl Slot {
         (Slot { tx }, tokio::spawn(actor.run(rx, stop)))
     }
 
-    /// A running client, started if needed.
-    pub async fn get(&self) -> Result<Arc<Client>, SlotError> {
+    async fn ask<T>(&self, cmd: impl FnOnce(Reply<T>) -> Cmd) -> Option<T> {
         let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(Cmd::Get(tx))
-            .map_err(|_| SlotError::Stopping)?;
-        rx.await.map_err(|_| SlotError::Stopping)?
+        self.tx.send(cmd(tx)).ok()?;
+        rx.await.ok()
+    }
+
+    /// A running client serving the project root `root`, started if needed.
+    pub async fn get(&self, root: PathBuf) -> Result<Arc<Client>, SlotError> {
+        self.ask(|r| Cmd::Get(root, r))
+            .await
+            .unwrap_or(Err(SlotError::Stopping))
+    }
+
+    /// The running instance, if any.
+    pub async fn status(&self) -> Option<Status> {
+        self.ask(Cmd::Status).await.flatten()
     }
 
     /// The server's process id, if running (for tests and `openfiles plugins`).
     pub async fn pid(&self) -> Option<u32> {
-        let (tx, rx) = oneshot::channel();
-        self.tx.send(Cmd::Pid(tx)).ok()?;
-        rx.await.ok().flatten()
+        self.status().await.and_then(|s| s.pid)
+    }
+
+    /// The workspace folders of the running server (empty when none runs).
+    pub async fn folders(&self) -> Vec<PathBuf> {
+        self.ask(Cmd::Folders).await.unwrap_or_default()
+    }
+
+    /// Stop the server unless a check holds it; `true` if it was running and is stopping.
+    pub async fn stop(&self) -> bool {
+        self.ask(Cmd::Stop).await.unwrap_or(false)
     }
 }
 
 struct Actor {
     spec: ServerSpec,
     exe: PathBuf,
-    root: PathBuf,
+    base: PathBuf,
+    /// Serve several project roots as workspace folders, when the server supports it.
+    shared: bool,
+    /// Whether the server supports several folders, once a start told.
+    multi: Option<bool>,
     timing: Timing,
     client: Option<Arc<Client>>,
+    /// Project roots served, with their last use.
+    folders: BTreeMap<PathBuf, Instant>,
     crashes: VecDeque<Instant>,
     last_error: String,
     last_used: Instant,
@@ -110,21 +162,39 @@ impl Actor {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>, stop: CancellationToken) {
         loop {
             let closed = self.client.as_ref().map(|c| c.closed());
-            let idle_at = self.last_used + self.timing.idle;
+            let idle_at = self.next_idle();
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     None => break,
-                    Some(Cmd::Pid(reply)) => {
-                        let _ = reply.send(self.client.as_ref().and_then(|c| c.transport.pid()));
+                    Some(Cmd::Status(reply)) => {
+                        let _ = reply.send(self.client.as_ref().map(|c| Status {
+                            pid: c.transport.pid(),
+                            last_used: self.last_used,
+                            busy: Arc::strong_count(c) > 1,
+                        }));
                     }
-                    Some(Cmd::Get(reply)) => {
+                    Some(Cmd::Folders(reply)) => {
+                        let _ = reply.send(self.client.as_ref().map(|c| c.folders()).unwrap_or_default());
+                    }
+                    Some(Cmd::Stop(reply)) => {
+                        let idle = self.client.as_ref().is_some_and(|c| Arc::strong_count(c) == 1);
+                        let _ = reply.send(idle);
+                        if idle {
+                            tracing::info!(server = %self.spec.name, base = %self.base.display(), "stopped to keep within the limits");
+                            self.shut_down().await;
+                        }
+                    }
+                    Some(Cmd::Get(root, reply)) => {
                         self.last_used = Instant::now();
                         let r = tokio::select! {
-                            r = self.ensure() => r,
+                            r = self.get(root.clone()) => r,
                             _ = stop.cancelled() => Err(SlotError::Stopping),
                         };
                         let _ = reply.send(r);
                         self.last_used = Instant::now();
+                        if let Some(t) = self.folders.get_mut(&root) {
+                            *t = self.last_used;
+                        }
                     }
                 },
                 _ = async {
@@ -136,15 +206,7 @@ impl Actor {
                     self.crashed();
                 }
                 _ = tokio::time::sleep_until(idle_at), if self.client.is_some() => {
-                    // A check still holding the client keeps it (the actor holds the other reference).
-                    if self.client.as_ref().is_some_and(|c| Arc::strong_count(c) > 1) {
-                        self.last_used = Instant::now();
-                        continue;
-                    }
-                    tracing::info!(server = %self.spec.name, root = %self.root.display(), "idle; shutting down");
-                    if let Some(c) = self.client.take() {
-                        c.shutdown().await;
-                    }
+                    self.idle_tick().await;
                 }
                 _ = stop.cancelled() => break,
             }
@@ -154,10 +216,105 @@ impl Actor {
         }
     }
 
+    /// When the server, or one of its folders, becomes idle.
+    fn next_idle(&self) -> Instant {
+        let mut at = self.last_used + self.timing.idle;
+        if self.client.as_ref().is_some_and(|c| c.caps.folders) {
+            if let Some(t) = self.folders.values().min() {
+                at = at.min(*t + self.timing.idle);
+            }
+        }
+        at
+    }
+
+    async fn idle_tick(&mut self) {
+        let now = Instant::now();
+        let idle = self.timing.idle;
+        let expired: Vec<PathBuf> = self
+            .folders
+            .iter()
+            .filter(|(_, t)| **t + idle <= now)
+            .map(|(f, _)| f.clone())
+            .collect();
+        let Some(c) = self.client.as_ref() else {
+            return;
+        };
+        if self.last_used + idle <= now || expired.len() >= self.folders.len() {
+            // A check still holding the client keeps it (the actor holds the other reference).
+            if Arc::strong_count(c) > 1 {
+                self.last_used = now;
+                self.folders.values_mut().for_each(|t| *t = now);
+                return;
+            }
+            tracing::info!(server = %self.spec.name, base = %self.base.display(), "idle; shutting down");
+            self.shut_down().await;
+        } else if c.caps.folders {
+            for f in expired {
+                self.folders.remove(&f);
+                c.remove_folder(&f);
+            }
+        }
+    }
+
+    async fn shut_down(&mut self) {
+        self.folders.clear();
+        if let Some(c) = self.client.take() {
+            c.shutdown().await;
+        }
+    }
+
+    /// Folders that are no longer projects (markers gone, folder removed) leave the server.
+    fn prune(&mut self) {
+        if !self.shared {
+            return;
+        }
+        let gone: Vec<PathBuf> = self
+            .folders
+            .keys()
+            .filter(|f| {
+                **f != self.base && !self.spec.root_markers.iter().any(|m| f.join(m).exists())
+            })
+            .cloned()
+            .collect();
+        for f in gone {
+            self.folders.remove(&f);
+            if let Some(c) = &self.client {
+                tracing::info!(server = %self.spec.name, folder = %f.display(), "no longer a project");
+                c.remove_folder(&f);
+            }
+        }
+    }
+
+    async fn get(&mut self, root: PathBuf) -> Result<Arc<Client>, SlotError> {
+        self.prune();
+        let running = self
+            .client
+            .as_ref()
+            .filter(|c| !c.closed().is_cancelled())
+            .cloned();
+        let c = match running {
+            Some(c) => c,
+            None => {
+                self.folders.insert(root.clone(), Instant::now());
+                self.ensure(&root).await?
+            }
+        };
+        if !c.folders().contains(&root) {
+            if !(self.shared && c.caps.folders) {
+                return Err(SlotError::SingleFolder {
+                    server: self.spec.name.clone(),
+                });
+            }
+            c.add_folder(&root);
+        }
+        self.folders.insert(root, Instant::now());
+        Ok(c)
+    }
+
     fn crashed(&mut self) {
         if let Some(c) = self.client.take() {
             let tail = c.transport.stderr_tail();
-            tracing::warn!(server = %self.spec.name, root = %self.root.display(), stderr = %tail, "server exited unexpectedly");
+            tracing::warn!(server = %self.spec.name, base = %self.base.display(), stderr = %tail, "server exited unexpectedly");
             self.last_error = if tail.is_empty() {
                 "exited".into()
             } else {
@@ -167,7 +324,7 @@ impl Actor {
         }
     }
 
-    async fn ensure(&mut self) -> Result<Arc<Client>, SlotError> {
+    async fn ensure(&mut self, root: &std::path::Path) -> Result<Arc<Client>, SlotError> {
         if let Some(c) = &self.client {
             if !c.closed().is_cancelled() {
                 return Ok(c.clone());
@@ -198,8 +355,28 @@ impl Actor {
             let n = self.crashes.len().min(8) as u32;
             tokio::time::sleep_until(last + self.timing.backoff * 2u32.pow(n - 1)).await;
         }
-        match Client::start(&self.spec, &self.exe, &self.root, self.timing.startup).await {
+        // A shared server known to take several folders starts with every folder it serves
+        // (after a crash or an idle stop of some, all of them); otherwise with the root asked for.
+        let folders: Vec<PathBuf> = if self.shared && self.multi == Some(true) {
+            self.folders.keys().cloned().collect()
+        } else {
+            vec![root.to_path_buf()]
+        };
+        match Client::start(
+            &self.spec,
+            &self.exe,
+            &self.base,
+            &folders,
+            self.timing.startup,
+        )
+        .await
+        {
             Ok(c) => {
+                self.multi = Some(c.caps.folders);
+                if !c.caps.folders {
+                    let kept = c.folders();
+                    self.folders.retain(|f, _| kept.contains(f));
+                }
                 self.client = Some(c.clone());
                 Ok(c)
             }

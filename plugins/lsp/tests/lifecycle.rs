@@ -1,4 +1,4 @@
-//! Server lifecycle: one warm server per (project root, server), idle shutdown, shutdown
+//! Server lifecycle: one warm server per (project root, server) when not shared, idle shutdown, shutdown
 //! on destroy, and several servers merged on one file.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
@@ -27,7 +27,8 @@ fn is_zombie(pid: u32) -> bool {
 
 #[test]
 fn one_server_per_project_root_and_all_stop_on_destroy() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"]}));
+    // Per-root mode (`share_servers = false`); shared servers are tested in monorepo.rs.
+    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "share_servers": false}));
     env.write("a/pyproject.toml", "[project]\nname = \"a\"\n");
     let a1 = env.write("a/one.py", "import os\n");
     let a2 = env.write("a/two.py", "import sys\n");

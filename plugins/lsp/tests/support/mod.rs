@@ -127,3 +127,53 @@ pub fn signal(pid: u32, sig: &str) {
         .expect("kill");
     assert!(ok.success(), "kill {sig} {pid}");
 }
+
+/// Live child processes of this test process whose command line contains `needle` and
+/// that run in `under` or below it (server processes the plugin spawned for one test's
+/// workspace: `ruff server`, `node …/pyright-langserver`).
+pub fn children_running(needle: &str, under: &Path) -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next());
+        if ppid != Some(me.as_str()) || state == Some("Z") {
+            continue;
+        }
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) && cwd.starts_with(under) {
+            out.push(pid);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Wait (bounded, 30 s) until `done` holds; whether it did.
+pub fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < end {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
+/// Whether process `pid` is gone (or a zombie).
+pub fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.contains(") Z "))
+        .unwrap_or(true)
+}
