@@ -432,6 +432,9 @@ impl Inner {
     async fn enforce_memory(&self) {
         let max = self.config.max_memory_mib << 20;
         let running = self.running(None).await;
+        if running.len() < 2 {
+            return; // the most recently used instance is always kept: nothing to measure
+        }
         let pids: Vec<u32> = running.iter().map(|(_, _, s)| s.pid.unwrap_or(0)).collect();
         let rss = tokio::task::spawn_blocking(move || limits::tree_rss(&pids))
             .await

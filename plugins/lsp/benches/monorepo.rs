@@ -1,0 +1,153 @@
+//! Monorepos (issue 22): a workspace of N small Python packages (each its own
+//! `pyproject.toml`), one edited file in each, checked by ruff and pyright through the plugin.
+//! Prints, per N and mode, the server processes started, their total RSS (summed over each
+//! server's process tree, read from /proc once every file is checked) and the time from the
+//! check request until every file has its results.
+//!
+//! Modes: "per root" (`share_servers = false`, limits off: the behaviour before issue 22,
+//! one ruff and one pyright per package) and "shared" (the defaults: one ruff and one
+//! pyright per workspace with the packages as workspace folders, `max_servers` and
+//! `max_memory_mib` at their defaults). Goal: 12 packages ≤ 400 MiB and ≤ 5 s.
+//!
+//! Run: `cargo bench -p openfiles-plugin-lsp --bench monorepo` (needs ruff and
+//! pyright-langserver; `scripts/install-test-deps.sh`). `OPENFILES_BENCH_PACKAGES=12` limits
+//! the sizes run (comma-separated; default `12,50`). Each case runs alone, in a fresh temp
+//! workspace, with servers started cold.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
+
+use openfiles_plugin_api::{CheckRequest, Init, Plugin, Severity};
+use openfiles_plugin_lsp::{config, limits, LspPlugin, SOURCE};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One module per package: an unused import (ruff F401), an undefined name (ruff F821,
+/// pyright reportUndefinedVariable) and a wrong return type (pyright).
+fn module(i: usize) -> String {
+    format!(
+        "import os\n\n\ndef f{i}(x: int) -> str:\n    return x + undefined_{i}\n\n\nVALUE: int = f{i}(1)\n"
+    )
+}
+
+fn build(ws: &Path, n: usize) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let pkg = ws.join(format!("packages/pkg{i}"));
+            std::fs::create_dir_all(pkg.join(format!("src/pkg{i}"))).unwrap();
+            std::fs::write(
+                pkg.join("pyproject.toml"),
+                format!("[project]\nname = \"pkg{i}\"\nversion = \"0.1.0\"\n[tool.ruff]\nline-length = 100\n"),
+            )
+            .unwrap();
+            std::fs::write(pkg.join(format!("src/pkg{i}/__init__.py")), "").unwrap();
+            let file = pkg.join(format!("src/pkg{i}/core.py"));
+            std::fs::write(&file, "def untouched() -> None:\n    pass\n").unwrap();
+            file
+        })
+        .collect()
+}
+
+struct Figures {
+    servers: usize,
+    rss_mib: f64,
+    seconds: f64,
+    complete: usize,
+}
+
+fn run(n: usize, shared: bool) -> Figures {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let files = build(&ws, n);
+    let config = if shared {
+        json!({"disable": ["basedpyright"]})
+    } else {
+        json!({"disable": ["basedpyright"], "share_servers": false, "max_servers": 0, "max_memory_mib": 0})
+    };
+    let (plugin, _) = LspPlugin::create(Init {
+        config,
+        state_dir: state,
+        host_version: "bench".into(),
+    })
+    .unwrap();
+    // The agent edits one file in each package, then the service asks for all of them.
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(f, module(i)).unwrap();
+    }
+    let started = Instant::now();
+    let resp = plugin
+        .check(CheckRequest {
+            id: 1,
+            workspace: ws.clone(),
+            files: files.clone(),
+            also_report: Vec::new(),
+            timeout_ms: 600_000,
+            ..Default::default()
+        })
+        .unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    // Complete: both servers answered (no timeout or error note) with the expected errors.
+    let complete = resp
+        .files
+        .iter()
+        .filter(|f| {
+            let from = |s: &str| {
+                f.items
+                    .iter()
+                    .any(|i| i.source == s && i.severity == Severity::Error)
+            };
+            f.items.iter().all(|i| i.source != SOURCE) && from("Ruff") && from("Pyright")
+        })
+        .count();
+    let pids: Vec<u32> = plugin.server_pids().into_iter().map(|(_, p)| p).collect();
+    let rss: u64 = limits::tree_rss(&pids).iter().sum();
+    let figures = Figures {
+        servers: pids.len(),
+        rss_mib: rss as f64 / (1 << 20) as f64,
+        seconds,
+        complete,
+    };
+    drop(plugin);
+    figures
+}
+
+fn main() {
+    let have = |s: &str| {
+        config::builtin()
+            .into_iter()
+            .find(|x| x.name == s)
+            .is_some_and(|spec| config::on_path(&spec.command).is_some())
+    };
+    if !have("ruff") || !have("pyright") {
+        println!("monorepo: ruff and pyright-langserver are needed (scripts/install-test-deps.sh)");
+        return;
+    }
+    let sizes: Vec<usize> = std::env::var("OPENFILES_BENCH_PACKAGES")
+        .unwrap_or_else(|_| "12,50".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    println!("monorepo: N Python packages, one edited file each, ruff + pyright through the lsp plugin");
+    println!(
+        "{:>8}  {:<9} {:>8} {:>14} {:>18} {:>9}",
+        "packages", "mode", "servers", "server RSS", "all files checked", "complete"
+    );
+    for &n in &sizes {
+        for shared in [false, true] {
+            let f = run(n, shared);
+            println!(
+                "{:>8}  {:<9} {:>8} {:>10.0} MiB {:>16.2} s {:>5}/{n}",
+                n,
+                if shared { "shared" } else { "per root" },
+                f.servers,
+                f.rss_mib,
+                f.seconds,
+                f.complete
+            );
+            // Let the stopped servers' memory and CPU return before the next case.
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+    println!("goal (issue 22): 12 packages shared ≤ 400 MiB and ≤ 5 s");
+}
