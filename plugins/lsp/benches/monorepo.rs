@@ -128,7 +128,9 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    println!("monorepo: N Python packages, one edited file each, ruff + pyright through the lsp plugin");
+    println!(
+        "monorepo: N Python packages, one edited file each, ruff + pyright through the lsp plugin"
+    );
     println!(
         "{:>8}  {:<9} {:>8} {:>14} {:>18} {:>9}",
         "packages", "mode", "servers", "server RSS", "all files checked", "complete"
