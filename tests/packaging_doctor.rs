@@ -14,6 +14,14 @@ fn doctor(env: &common::Env, ws: &Path, extra: &[&str]) -> (Option<i32>, Value, 
     doctor_with(env, ws, extra, None)
 }
 
+/// An executable shell script `dir/name`.
+fn script(dir: &Path, name: &str, body: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 fn doctor_with(
     env: &common::Env,
     ws: &Path,
@@ -110,7 +118,22 @@ fn doctor_reports_tools_hooks_and_plugins_and_fails_without_a_service() {
             .all(|c| !c["message"].as_str().unwrap().contains("Rust")),
         "no Rust in this workspace: {report:#}"
     );
-    assert!(has(&report, "hooks", "ok", "claude: "), "{report:#}");
+    // Without a service, the lookups are this shell's, and each line says so.
+    assert!(
+        has(
+            &report,
+            "languages",
+            "info",
+            "no service running: looked up on this shell's PATH"
+        ),
+        "{report:#}"
+    );
+    assert!(
+        has(&report, "languages", "ok", "(this shell's PATH)"),
+        "{report:#}"
+    );
+    // The installed hook runs a bare `openfiles`, which is on no PATH here: running it fails.
+    assert!(has(&report, "hooks", "fail", "claude: "), "{report:#}");
     assert!(has(&report, "hooks", "warn", "gemini: "), "{report:#}");
     assert_eq!(checks(&report, "inotify").len(), 2, "{report:#}");
 }
@@ -185,4 +208,104 @@ fn doctor_counts_hooks_installed_for_the_user() {
         !has(&report, "hooks", "warn", "no agent hooks"),
         "{report:#}"
     );
+}
+
+/// The service's PATH is not the shell's: `doctor` reports what the service finds (ruff on
+/// its PATH only; a rust-analyzer there that fails its probe, as rustup's proxy does without
+/// the component), and runs each installed hook command (one that does not resolve fails).
+#[test]
+fn doctor_asks_the_service_for_its_tools_and_runs_the_installed_hooks() {
+    let env = common::Env::new();
+    let ws = env.workspace("proj");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join("app.py"), "x = 1\n").unwrap();
+    std::fs::write(ws.join("lib.rs"), "").unwrap();
+
+    let svc_bin = env.dir.path().join("service-bin");
+    script(&svc_bin, "ruff", "exit 0");
+    script(
+        &svc_bin,
+        "rust-analyzer",
+        "echo \"error: Unknown binary 'rust-analyzer' in official toolchain\" >&2; exit 1",
+    );
+    let shell_bin = env.dir.path().join("shell-bin");
+    script(&shell_bin, "rust-analyzer", "exit 0");
+
+    let svc = env.serve_command({
+        let mut cmd = env.command(&["serve", "--workspace", ws.to_str().unwrap()]);
+        cmd.env("PATH", format!("{}:/usr/bin", svc_bin.display()));
+        cmd
+    });
+
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        r#"{"hooks":{"PostToolUse":[{"hooks":[{"type":"command","command":"openfiles hook --agent claude"}]}]}}"#,
+    )
+    .unwrap();
+    common::packaging::ok(
+        env.command(&[
+            "hooks",
+            "install",
+            "--agent",
+            "codex",
+            "--bin",
+            common::bin(),
+            "--workspace",
+        ])
+        .arg(&ws)
+        .env("HOME", env.dir.path()),
+    );
+
+    let out = common::packaging::output(
+        env.command(&["doctor", "--json", "--workspace"])
+            .arg(&ws)
+            .env("HOME", env.dir.path())
+            .env("XDG_CONFIG_HOME", env.dir.path().join("config-home"))
+            .env("PATH", format!("{}:/usr/bin", shell_bin.display())),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+
+    let ruff = format!(
+        "Python: ruff at {}/ruff (found by the service)",
+        svc_bin.display()
+    );
+    assert!(has(&report, "languages", "ok", &ruff), "{report:#}");
+    let ra = format!(
+        "Rust: the service does not use rust-analyzer at {}/rust-analyzer",
+        svc_bin.display()
+    );
+    assert!(has(&report, "languages", "warn", &ra), "{report:#}");
+    assert!(
+        has(
+            &report,
+            "languages",
+            "warn",
+            "Unknown binary 'rust-analyzer'"
+        ),
+        "the probe's own words: {report:#}"
+    );
+    assert!(
+        !has(&report, "languages", "ok", "shell-bin"),
+        "nothing from the shell's PATH while the service answers: {report:#}"
+    );
+
+    let claude = checks(&report, "hooks")
+        .into_iter()
+        .find(|c| c["message"].as_str().unwrap().starts_with("claude: "))
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(claude["level"], "fail", "{report:#}");
+    let msg = claude["message"].as_str().unwrap();
+    assert!(msg.contains("127") && msg.contains("not found"), "{msg}");
+    assert!(
+        has(&report, "hooks", "ok", "runs"),
+        "the codex hook with an absolute path runs: {report:#}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a hook that cannot run is broken"
+    );
+    svc.terminate();
 }

@@ -53,6 +53,9 @@ pub enum Request {
     Check(Check),
     /// Forget the session files of the workspace holding `path`.
     SessionClear(PathArg),
+    /// Look executables up the way the service and its plugins would: on the service's own
+    /// `PATH` (and a workspace's `node_modules/.bin`), running each one's probe.
+    Tools(ToolsQuery),
 }
 
 impl Request {
@@ -69,6 +72,7 @@ impl Request {
             Request::Wait(_) => "wait",
             Request::Check(_) => "check",
             Request::SessionClear(_) => "sessionClear",
+            Request::Tools(_) => "tools",
         }
     }
 }
@@ -127,6 +131,53 @@ pub struct Check {
     pub paths: Vec<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+/// Most tools one `tools` request may name.
+pub const MAX_TOOLS: usize = 64;
+
+/// Arguments of `tools`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsQuery {
+    pub tools: Vec<ToolQuery>,
+    /// A workspace folder whose `node_modules/.bin` is searched before `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<PathBuf>,
+}
+
+/// One executable to look up: a plain file name, and the arguments of a quick run that must
+/// succeed for the tool to count (the lsp plugin's probe, e.g. `rust-analyzer --version`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolQuery {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe: Vec<String>,
+}
+
+/// Reply to `tools`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsReply {
+    /// The service's `PATH` (what its plugins and language servers inherit).
+    #[serde(default)]
+    pub path: Option<String>,
+    pub tools: Vec<ToolFound>,
+}
+
+/// Where the service found one tool, and whether its probe passed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFound {
+    pub name: String,
+    /// `None`: not found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Why the probe failed (the service does not use the tool); `None` when it passed or
+    /// there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_error: Option<String>,
 }
 
 /// Reply to `hello`.
@@ -266,6 +317,7 @@ const COMMANDS: &[&str] = &[
     "wait",
     "check",
     "sessionClear",
+    "tools",
 ];
 
 /// Decode one request line (without its newline).

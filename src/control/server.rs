@@ -189,6 +189,10 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             }
             Err(e) => protocol::error_reply(id, e),
         },
+        Request::Tools(q) => match super::tools::answer(q).await {
+            Ok(reply) => protocol::ok_reply(id, reply),
+            Err(e) => protocol::error_reply(id, format!("invalid tools request: {e}")),
+        },
     }
 }
 

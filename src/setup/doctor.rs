@@ -2,6 +2,13 @@
 //! (reachable, socket-activated), the units, plugins, language tools for the current
 //! workspace, agent hooks, inotify limits and the control socket's permissions.
 //!
+//! What the service uses is asked of the service: the plugins it loaded or refused
+//! (`status`) and the language tools it finds on its own `PATH`, probes included (`tools`).
+//! Without a running service (or with one too old to answer `tools`) the same things are
+//! looked up here, and each such line says so: the shell's `PATH` may not be the service's.
+//! Every installed agent hook is run once, as the agent would run it, with an empty payload:
+//! a command that does not resolve (`sh: openfiles: not found`) fails here, not in the agent.
+//!
 //! Each finding is a [`Check`] with a [`Level`]; the exit status is 1 when any check
 //! fails (the service cannot work as installed), warnings are advice. Colour only when
 //! stdout is a terminal and `NO_COLOR` is unset; `--json` prints the checks for scripts.
@@ -17,7 +24,10 @@ use super::installed::units_report;
 use super::places::Platform;
 use super::probe::{self, HookState};
 use crate::control::client::{Client, ClientError};
-use crate::control::protocol::{Request, StatusReply};
+use crate::control::protocol::{Request, StatusReply, ToolQuery, ToolsQuery, ToolsReply};
+
+/// How long one installed hook command may take when `doctor` runs it.
+pub const HOOK_RUN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How a finding counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -87,7 +97,8 @@ pub fn collect(opts: &Options) -> Vec<Check> {
     plugin_checks(opts.config.as_deref(), status.as_ref(), &mut out);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let root = probe::workspace_root(opts.workspace.as_deref().unwrap_or(&cwd));
-    tool_checks(&root, &mut out);
+    let service_tools = status.as_ref().map(|_| ask_tools(&socket, &root));
+    tool_checks(&root, service_tools, &mut out);
     hook_checks(&root, &mut out);
     if cfg!(target_os = "linux") {
         inotify_checks(Path::new("/proc/sys/fs/inotify"), &mut out);
@@ -297,7 +308,33 @@ pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
     }
 }
 
-fn tool_checks(root: &Path, out: &mut Vec<Check>) {
+/// The tools the workspace's languages need, asked of the running service.
+fn ask_tools(socket: &Path, root: &Path) -> Result<ToolsReply, ClientError> {
+    let tools = probe::languages(root)
+        .into_iter()
+        .flat_map(|l| l.tools())
+        .map(|t| ToolQuery {
+            name: (*t).to_owned(),
+            probe: probe::probe_args(t)
+                .iter()
+                .map(|a| (*a).to_owned())
+                .collect(),
+        })
+        .collect();
+    let mut client = Client::connect(socket, Some(Duration::from_secs(30)))?;
+    client.call_as(&Request::Tools(ToolsQuery {
+        tools,
+        root: Some(root.to_owned()),
+    }))
+}
+
+/// The language tools: the service's view (`service`: its answer to `tools`, `None` when no
+/// service runs), else this shell's, labelled as such.
+fn tool_checks(
+    root: &Path,
+    service: Option<Result<ToolsReply, ClientError>>,
+    out: &mut Vec<Check>,
+) {
     const S: &str = "languages";
     let langs = probe::languages(root);
     if langs.is_empty() {
@@ -308,6 +345,86 @@ fn tool_checks(root: &Path, out: &mut Vec<Check>) {
         ));
         return;
     }
+    let reply = match service {
+        Some(Ok(reply)) => Some(reply),
+        Some(Err(e)) => {
+            let why = match &e {
+                ClientError::Server(m) if m.contains("unknown cmd") => {
+                    "the service is older than this binary and cannot say which tools it finds \
+                     (restart it with `openfiles service restart`)"
+                        .to_owned()
+                }
+                other => format!("the service did not say which tools it finds ({other})"),
+            };
+            out.push(check(
+                S,
+                Level::Info,
+                format!("{why}: looked up on this shell's PATH instead, which may differ from the service's"),
+            ));
+            None
+        }
+        None => {
+            out.push(check(
+                S,
+                Level::Info,
+                "no service running: looked up on this shell's PATH, which may differ from the service's",
+            ));
+            None
+        }
+    };
+    let Some(reply) = reply else {
+        local_tool_checks(root, &langs, out);
+        return;
+    };
+    let service_path = reply.path.clone().unwrap_or_default();
+    for lang in langs {
+        for tool in lang.tools() {
+            let found = reply.tools.iter().find(|t| t.name == *tool);
+            match found.and_then(|f| f.path.as_ref().map(|p| (p, &f.probe_error))) {
+                Some((p, None)) => out.push(check(
+                    S,
+                    Level::Ok,
+                    format!("{}: {tool} at {} (found by the service)", lang.name(), p.display()),
+                )),
+                Some((p, Some(err))) => out.push(
+                    check(
+                        S,
+                        Level::Warn,
+                        format!(
+                            "{}: the service does not use {tool} at {}: {err}",
+                            lang.name(),
+                            p.display()
+                        ),
+                    )
+                    .hint(if *tool == "rust-analyzer" {
+                        "rustup component add rust-analyzer (or put a working rust-analyzer on the service's PATH)".to_owned()
+                    } else {
+                        format!("repair or replace {tool} on the service's PATH")
+                    }),
+                ),
+                None => out.push(
+                    check(
+                        S,
+                        Level::Warn,
+                        format!("{}: {tool} not found on the service's PATH", lang.name()),
+                    )
+                    .hint(format!(
+                        "install {tool} where the service looks (its PATH: {service_path}); \
+                         with the Nix modules, add it to extraPackages"
+                    )),
+                ),
+            }
+        }
+    }
+}
+
+/// The language tools looked up on this shell's `PATH` (no service to ask).
+fn local_tool_checks(
+    root: &Path,
+    langs: &std::collections::BTreeSet<probe::Language>,
+    out: &mut Vec<Check>,
+) {
+    const S: &str = "languages";
     let path = std::env::var_os("PATH");
     let extra = [root.join("node_modules/.bin")];
     for lang in langs {
@@ -316,13 +433,17 @@ fn tool_checks(root: &Path, out: &mut Vec<Check>) {
                 Some(p) => out.push(check(
                     S,
                     Level::Ok,
-                    format!("{}: {tool} at {}", lang.name(), p.display()),
+                    format!(
+                        "{}: {tool} at {} (this shell's PATH)",
+                        lang.name(),
+                        p.display()
+                    ),
                 )),
                 None => out.push(
                     check(
                         S,
                         Level::Warn,
-                        format!("{}: {tool} not found on PATH", lang.name()),
+                        format!("{}: {tool} not found on this shell's PATH", lang.name()),
                     )
                     .hint(format!("install {tool} for {} diagnostics", lang.name())),
                 ),
@@ -338,7 +459,7 @@ fn hook_checks(root: &Path, out: &mut Vec<Check>) {
         match state {
             HookState::Installed(p) => {
                 any = true;
-                out.push(check(S, Level::Ok, format!("{agent}: {}", p.display())));
+                out.extend(run_hooks_of(agent, agent, &p, root));
             }
             HookState::ConfigWithoutHook(p) => out.push(
                 check(
@@ -354,11 +475,8 @@ fn hook_checks(root: &Path, out: &mut Vec<Check>) {
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         for (agent, path) in probe::user_hooks(Path::new(&home)) {
             any = true;
-            out.push(check(
-                S,
-                Level::Ok,
-                format!("{agent} (all workspaces): {}", path.display()),
-            ));
+            let who = format!("{agent} (all workspaces)");
+            out.extend(run_hooks_of(agent, &who, &path, root));
         }
     }
     if !any {
@@ -374,6 +492,90 @@ fn hook_checks(root: &Path, out: &mut Vec<Check>) {
             .hint("openfiles hooks install --agent <id> (or --user)"),
         );
     }
+}
+
+/// Run each openfiles hook command of `agent`'s configuration `file` once, from `root`;
+/// `who` starts each line.
+fn run_hooks_of(agent: &str, who: &str, file: &Path, root: &Path) -> Vec<Check> {
+    const S: &str = "hooks";
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let commands = probe::hook_commands(&text);
+    let label = file.display();
+    if commands.is_empty() {
+        // The marker is there but no command we can run (a hand-written config).
+        return vec![check(S, Level::Ok, format!("{who}: {label}"))];
+    }
+    commands
+        .iter()
+        .map(|cmd| match run_hook_command(cmd, root) {
+            Ok(()) => check(S, Level::Ok, format!("{who}: {label}: `{cmd}` runs")),
+            Err(why) => check(
+                S,
+                Level::Fail,
+                format!("{who}: {label}: the installed command `{cmd}` {why}"),
+            )
+            .hint(format!(
+                "openfiles hooks install --agent {agent} again: it writes a command that resolves"
+            )),
+        })
+        .collect()
+}
+
+/// Run one hook command line as an agent would (`sh -c`, in the workspace) with an empty
+/// payload, which the hook answers with nothing; `Err` says how it failed.
+pub fn run_hook_command(cmd: &str, cwd: &Path) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot be started with /bin/sh: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A hook that never reads its input is not an error here.
+        let _ = stdin.write_all(b"{}");
+    }
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(HOOK_RUN_TIMEOUT) {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => return Err(format!("failed: {e}")),
+        Err(_) => {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            return Err(format!(
+                "did not finish within {} s",
+                HOOK_RUN_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .last()
+        .map(|l| format!(": {l}"))
+        .unwrap_or_default();
+    let how = match out.status.code() {
+        Some(code) => format!("fails with status {code}"),
+        None => format!("was killed ({})", out.status),
+    };
+    Err(format!("{how}{said}"))
 }
 
 /// Inotify limits from `dir` (normally `/proc/sys/fs/inotify`).

@@ -121,6 +121,16 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Arguments of the quick run a tool must pass before the service uses it, as the lsp
+/// plugin's built-in servers declare them (`plugins/lsp/src/config.rs`): rustup installs a
+/// `rust-analyzer` proxy that fails when the component is missing.
+pub fn probe_args(tool: &str) -> &'static [&'static str] {
+    match tool {
+        "rust-analyzer" => &["--version"],
+        _ => &[],
+    }
+}
+
 /// The first `name` on `search_path`, or in `extra` folders (e.g. `node_modules/.bin`).
 pub fn find_tool(name: &str, search_path: Option<&OsStr>, extra: &[PathBuf]) -> Option<PathBuf> {
     let dirs = search_path
@@ -224,6 +234,51 @@ pub fn user_hooks(home: &Path) -> Vec<(&'static str, PathBuf)> {
         .collect()
 }
 
+/// The command lines of openfiles hooks in an agent's configuration text: the `command` or
+/// `bash` strings of a JSON configuration that run `openfiles hook`, or the program OpenCode's
+/// plugin spawns (as a shell command line, run the way the plugin runs it).
+pub fn hook_commands(text: &str) -> Vec<String> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    match v.as_str() {
+                        Some(cmd) if (k == "command" || k == "bash") && runs_hook(cmd) => {
+                            out.push(cmd.to_owned())
+                        }
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(list) => list.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    fn runs_hook(cmd: &str) -> bool {
+        cmd.contains(HOOK_MARKER) || cmd.contains(crate::hook::install::agents::MARKER)
+    }
+    let mut out = Vec::new();
+    if let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) {
+        walk(&doc, &mut out);
+        return out;
+    }
+    // OpenCode's plugin: `Bun.spawn([<program as a JSON string>, "hook", …`.
+    if let Some(at) = text.find("Bun.spawn([") {
+        let rest = &text[at + "Bun.spawn([".len()..];
+        if let Some(Ok(bin)) = serde_json::Deserializer::from_str(rest)
+            .into_iter::<String>()
+            .next()
+        {
+            out.push(crate::hook::install::agents::command(
+                &bin,
+                "opencode",
+                "--no-feedback",
+            ));
+        }
+    }
+    out
+}
+
 /// Read a number from a `/proc/sys` file.
 pub fn read_sysctl(path: &Path) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -263,5 +318,30 @@ mod tests {
         assert!(matches!(get("claude"), HookState::Installed(_)));
         assert!(matches!(get("gemini"), HookState::ConfigWithoutHook(_)));
         assert_eq!(get("codex"), HookState::Absent);
+    }
+
+    #[test]
+    fn hook_commands_are_found_in_every_agent_format() {
+        use crate::hook::install::agents::{target, Content, Scope, SUPPORTED};
+        let scope = Scope::Workspace("/w".into());
+        for agent in SUPPORTED {
+            let t = target(agent, &scope, "/opt/of bin/openfiles").unwrap();
+            let text = match t.content {
+                Content::OwnFile(text) => text,
+                Content::Json { hooks, .. } => serde_json::json!({
+                    "hooks": { "x": hooks.iter().map(|h| h.entry.clone()).collect::<Vec<_>>() },
+                    "other": { "command": "echo unrelated" },
+                })
+                .to_string(),
+            };
+            let cmds = hook_commands(&text);
+            assert!(!cmds.is_empty(), "{agent}: {text}");
+            for c in cmds {
+                assert!(
+                    c.starts_with("'/opt/of bin/openfiles' hook --agent"),
+                    "{agent}: {c}"
+                );
+            }
+        }
     }
 }
