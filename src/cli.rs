@@ -173,7 +173,8 @@ pub struct PathArgs {
 pub struct HookArgs {
     /// The agent: claude codex copilot vscode gemini qwen kimi cursor windsurf kiro cline droid
     /// goose opencode unknown (anything else counts as unknown).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", value_parser = Suggest(crate::hook::output::AGENT_IDS),
+          hide_possible_values = true)]
     pub agent: Option<String>,
 
     /// The hook event, when the agent has several (e.g. afterFileEdit, postToolUse).
@@ -233,15 +234,59 @@ pub enum HooksCommand {
     Uninstall(HooksArgs),
     /// Show which agents have the hook installed, in the workspace and for the user.
     ///
-    /// Example: openfiles hooks status
-    Status(HooksArgs),
+    /// Example: openfiles hooks status --json
+    Status(HooksStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksStatusArgs {
+    #[command(flatten)]
+    pub hooks: HooksArgs,
+    /// Print the states as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A value parser that takes any text but offers `ids` to shell completions (an unknown
+/// agent id is meaningful: it counts as `unknown`, or is refused with a list by `hooks`).
+#[derive(Debug, Clone, Copy)]
+pub struct Suggest(pub &'static [&'static str]);
+
+impl clap::builder::TypedValueParser for Suggest {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::TypedValueParser::parse_ref(
+            &clap::builder::StringValueParser::new(),
+            cmd,
+            arg,
+            value,
+        )
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0
+                .iter()
+                .map(|id| clap::builder::PossibleValue::new(*id)),
+        ))
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct HooksArgs {
     /// Agent id (repeatable or comma-separated): claude codex copilot gemini cursor windsurf
     /// opencode. Uninstall and status default to all.
-    #[arg(long = "agent", value_name = "ID")]
+    #[arg(long = "agent", value_name = "ID",
+          value_parser = Suggest(crate::hook::install::agents::SUPPORTED),
+          hide_possible_values = true)]
     pub agents: Vec<String>,
 
     /// The workspace folder whose configuration to change [default: the current directory].
@@ -338,10 +383,10 @@ fn is_hook_call() -> bool {
 
 fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
     use crate::hook::install;
-    let (action, args) = match cmd {
-        HooksCommand::Install(a) => (Some(install::Action::Install), a),
-        HooksCommand::Uninstall(a) => (Some(install::Action::Uninstall), a),
-        HooksCommand::Status(a) => (None, a),
+    let (action, args, json) = match cmd {
+        HooksCommand::Install(a) => (Some(install::Action::Install), a, false),
+        HooksCommand::Uninstall(a) => (Some(install::Action::Uninstall), a, false),
+        HooksCommand::Status(a) => (None, a.hooks, a.json),
     };
     if args.mcp {
         let scope = install::scope(args.workspace.as_deref(), args.user)?;
@@ -357,6 +402,7 @@ fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
                 args.dry_run,
                 &mut out,
             ),
+            None if json => anyhow::bail!("`hooks status --mcp` has no --json form yet"),
             None => crate::mcp::install::status(&args.agents, &scope, &mut out),
         };
     }
@@ -371,6 +417,7 @@ fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
     let mut out = std::io::stdout().lock();
     match action {
         Some(action) => install::apply(action, &opts, &mut out),
+        None if json => install::status_json(&opts, &mut out),
         None => install::status(&opts, &mut out),
     }
 }
@@ -461,6 +508,60 @@ pub fn error_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+#[cfg(test)]
+mod completion_tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::Cli;
+
+    fn fish() -> String {
+        let mut buf = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Fish,
+            &mut Cli::command(),
+            "openfiles",
+            &mut buf,
+        );
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn completions_offer_agent_ids_for_every_agent_option() {
+        let text = fish();
+        let agent_lines: Vec<&str> = text.lines().filter(|l| l.contains("-l agent")).collect();
+        // hook, hooks install, hooks uninstall, hooks status
+        assert_eq!(agent_lines.len(), 4, "{text}");
+        for line in &agent_lines {
+            assert!(
+                line.contains("claude") && line.contains("codex") && line.contains("opencode"),
+                "{line}"
+            );
+        }
+        assert!(
+            agent_lines.iter().any(|l| l.contains("vscode")),
+            "the hook's own ids: {text}"
+        );
+    }
+
+    #[test]
+    fn any_agent_id_is_still_accepted() {
+        let cli = Cli::try_parse_from(["openfiles", "hook", "--agent", "someday-agent"]).unwrap();
+        match cli.command {
+            super::Command::Hook(h) => assert_eq!(h.agent.as_deref(), Some("someday-agent")),
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from([
+            "openfiles",
+            "hooks",
+            "status",
+            "--agent",
+            "claude,codex",
+            "--json",
+        ]);
+        assert!(cli.is_ok());
+    }
 }
 
 #[cfg(test)]

@@ -80,8 +80,19 @@ fn client_commands_through_the_binary() {
     // From a sub-folder the client finds the socket by walking up.
     let sub = root.join("deep/er");
     std::fs::create_dir_all(&sub).unwrap();
-    let o = claws(&sub, &["list"]);
+    let o = claws(&sub, &["list", "--json"]);
     assert!(text(&o).contains("\"name\":\"cli\""), "{o:?}");
+    // For a person: a table, no JSON.
+    let o = claws(&sub, &["list"]);
+    let table = text(&o);
+    assert!(table.starts_with("ID "), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&format!("{id} ")) && l.contains("cli")),
+        "{table}"
+    );
+    assert!(!table.contains('{'), "{table}");
 
     let o = claws(root, &["publish", "job.done", "{\"ok\":true}"]);
     assert!(text(&o).contains("\"ok\":true"), "{o:?}");
@@ -102,11 +113,25 @@ fn client_commands_through_the_binary() {
     let o = claws(root, &["publish", "job.done", "not json"]);
     assert!(!o.status.success());
 
+    // The command's own exit code 125 passes through too; openfiles' errors are told apart
+    // by the `openfiles:` line on stderr.
+    let o = claws(root, &["exec", &id, "sh -c 'exit 2'"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(o.stderr.is_empty(), "{o:?}");
+
     let o = claws(root, &["close", &id]);
-    assert!(text(&o).contains("\"alreadyClosed\":false"), "{o:?}");
+    assert_eq!(text(&o), format!("closed terminal {id}\n"), "{o:?}");
+    let o = claws(root, &["close", &id, "--json"]);
+    assert!(text(&o).contains("\"alreadyClosed\":true"), "{o:?}");
     let o = claws(root, &["exec", &id, "true"]);
+    assert_eq!(
+        o.status.code(),
+        Some(125),
+        "openfiles' own error, not a command's exit code: {o:?}"
+    );
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains(&format!("unknown terminal id {id}")),
+        String::from_utf8_lossy(&o.stderr)
+            .starts_with(&format!("openfiles: unknown terminal id {id}")),
         "{o:?}"
     );
 
@@ -117,4 +142,12 @@ fn client_commands_through_the_binary() {
     .unwrap();
     assert!(server.wait().unwrap().success());
     assert!(!sock.exists(), "the socket is removed on shutdown");
+
+    // No server at all: still openfiles' own error.
+    let o = claws(root, &["exec", "1", "true"]);
+    assert_eq!(o.status.code(), Some(125), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("openfiles: "),
+        "{o:?}"
+    );
 }

@@ -213,6 +213,19 @@ fn every_agent_installs_its_own_format_and_uninstall_removes_the_files_it_create
         );
     }
 
+    let (ok, out, _) = hooks(tmp.path(), &["status", "--workspace", w, "--json"]);
+    assert!(ok);
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    for a in all {
+        let row = rows
+            .iter()
+            .find(|r| r["scope"] == "workspace" && r["agent"] == a)
+            .unwrap_or_else(|| panic!("{a}: {out}"));
+        assert_eq!(row["installed"], true, "{row}");
+        assert!(row["path"].as_str().unwrap().starts_with(w), "{row}");
+    }
+    assert!(rows.iter().any(|r| r["scope"] == "user"), "{out}");
+
     let (ok, _, err) = hooks(tmp.path(), &["uninstall", "--workspace", w]);
     assert!(ok, "{err}");
     for f in [

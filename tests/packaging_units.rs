@@ -164,6 +164,14 @@ fn uninstall_removes_exactly_what_install_wrote() {
     assert!(status.status.success());
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(text.contains("enabled: yes"), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(service(home.path()).args(["status", "--json"]))).unwrap();
+    assert_eq!(report["installed"], true, "{report}");
+    assert_eq!(report["enabled"], true, "{report}");
+    assert!(
+        report["problems"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
 
     let out = ok(service(home.path()).arg("uninstall"));
     assert!(out.contains("removed"), "{out}");

@@ -1,8 +1,11 @@
 //! `openfiles claws …`: a small blocking client for people and scripts. It finds the socket
 //! (`--claws-socket`, else `<workspace>/.claws/claws.sock` walking up from `--workspace` or
 //! the current directory), sends one request per call on its own connection as real clients
-//! do, and prints the answer (JSON) or the useful part of it (`exec` output with the
-//! command's exit code, `log` text). `subscribe` stays connected and prints push frames.
+//! do, and prints the useful part of the answer for a person (`list` as a table, `exec`
+//! output with the command's exit code, `log` text) or, with `--json`, the raw answer.
+//! `exec` keeps its own failures apart from the command's: the command's exit code passes
+//! through, [`EXEC_TIMEOUT`] and [`EXEC_OWN_ERROR`] (with `openfiles: …` on stderr) are
+//! openfiles'. `subscribe` stays connected and prints push frames.
 //! The hidden `serve` runs one Claws server in the foreground (for development and tests).
 
 use std::io::{BufRead, BufReader, Write};
@@ -15,6 +18,13 @@ use serde_json::{json, Value};
 
 use super::proto::PROTOCOL_2;
 
+/// `claws exec`'s exit status when the command did not finish within the timeout (as
+/// `timeout(1)`).
+pub const EXEC_TIMEOUT: u8 = 124;
+/// `claws exec`'s exit status when openfiles could not run the command or learn its exit
+/// code (no socket, unknown terminal, no shell integration), as `env(1)` and `docker run`.
+pub const EXEC_OWN_ERROR: u8 = 125;
+
 #[derive(Debug, Args)]
 pub struct ClawsArgs {
     /// Workspace folder whose `.claws/claws.sock` to use [default: nearest from the cwd up]
@@ -23,13 +33,16 @@ pub struct ClawsArgs {
     /// Talk to this socket directly.
     #[arg(long, value_name = "PATH")]
     pub claws_socket: Option<PathBuf>,
+    /// Print the server's raw answers (JSON) instead of tables and text.
+    #[arg(long, global = true)]
+    pub json: bool,
     #[command(subcommand)]
     pub cmd: ClawsCmd,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ClawsCmd {
-    /// List terminals. Example: openfiles claws list
+    /// List terminals (a table; `--json` for the raw answer). Example: openfiles claws list
     List,
     /// Open a terminal and print its id. Example: openfiles claws create --name build --wrapped
     Create {
@@ -53,6 +66,10 @@ pub enum ClawsCmd {
         paste: bool,
     },
     /// Run a command, print its output, exit with its exit code. Example: openfiles claws exec 3 'cargo test'
+    ///
+    /// Exit status: the command's own; 124 when it did not finish within the timeout; 125
+    /// when openfiles could not run it or learn its exit code (no socket, unknown terminal, a
+    /// shell without integration), with `openfiles: …` on stderr.
     Exec {
         id: String,
         command: String,
@@ -176,9 +193,23 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
     if let ClawsCmd::Serve { dir } = &args.cmd {
         return serve(dir, config);
     }
-    let sock = socket_for(&args)?;
+    let sock = match socket_for(&args) {
+        Ok(sock) => sock,
+        Err(e) if matches!(args.cmd, ClawsCmd::Exec { .. }) => {
+            eprintln!("openfiles: {e:#}");
+            return Ok(EXEC_OWN_ERROR);
+        }
+        Err(e) => return Err(e),
+    };
     match args.cmd {
-        ClawsCmd::List => println!("{}", one(&sock, json!({"id": 1, "cmd": "list"}))?),
+        ClawsCmd::List => {
+            let v = one(&sock, json!({"id": 1, "cmd": "list"}))?;
+            if args.json {
+                println!("{v}");
+            } else {
+                print!("{}", terminal_table(&v));
+            }
+        }
         ClawsCmd::Create {
             name,
             cwd,
@@ -209,19 +240,28 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             command,
             timeout_ms,
         } => {
-            let v = one(
-                &sock,
-                json!({"cmd": "exec", "id": id, "command": command,
-                                      "timeoutMs": timeout_ms}),
-            )?;
-            if v.get("degraded") == Some(&Value::Bool(true)) {
-                eprintln!("openfiles: terminal {id} has no shell integration; output not captured");
-                return Ok(3);
-            }
-            let ev = &v["event"];
-            print!("{}", ev["output"].as_str().unwrap_or_default());
-            let code = ev["exitCode"].as_i64().unwrap_or(1);
-            return Ok(u8::try_from(code).unwrap_or(1));
+            let req = json!({"cmd": "exec", "id": id, "command": command, "timeoutMs": timeout_ms});
+            let answer = Client::connect(&sock).and_then(|mut c| c.call(&req));
+            return Ok(match answer {
+                Ok(v) if args.json => {
+                    println!("{v}");
+                    exec_status(&v).unwrap_or_else(|(code, _)| code)
+                }
+                Ok(v) => match exec_status(&v) {
+                    Ok(code) => {
+                        print!("{}", v["event"]["output"].as_str().unwrap_or_default());
+                        code
+                    }
+                    Err((code, why)) => {
+                        eprintln!("openfiles: {why}");
+                        code
+                    }
+                },
+                Err(e) => {
+                    eprintln!("openfiles: {e:#}");
+                    EXEC_OWN_ERROR
+                }
+            });
         }
         ClawsCmd::Log {
             id,
@@ -236,7 +276,16 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             )?;
             print!("{}", v["bytes"].as_str().unwrap_or_default());
         }
-        ClawsCmd::Close { id } => println!("{}", one(&sock, json!({"cmd": "close", "id": id}))?),
+        ClawsCmd::Close { id } => {
+            let v = one(&sock, json!({"cmd": "close", "id": id}))?;
+            if args.json {
+                println!("{v}");
+            } else if v["alreadyClosed"] == Value::Bool(true) {
+                println!("terminal {id} was already closed (or never existed)");
+            } else {
+                println!("closed terminal {id}");
+            }
+        }
         ClawsCmd::Subscribe {
             topic,
             from_cursor,
@@ -288,6 +337,97 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The exit status `claws exec` gives for an `exec` answer: the command's exit code, or
+/// openfiles' own code with the reason.
+pub fn exec_status(v: &Value) -> Result<u8, (u8, String)> {
+    if v.get("ok") != Some(&Value::Bool(true)) {
+        let error = v
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("exec failed");
+        let code = if error.starts_with("exec timeout") {
+            EXEC_TIMEOUT
+        } else {
+            EXEC_OWN_ERROR
+        };
+        return Err((code, error.to_owned()));
+    }
+    if v.get("degraded") == Some(&Value::Bool(true)) {
+        return Err((
+            EXEC_OWN_ERROR,
+            "the terminal has no shell integration: neither output nor exit code was captured"
+                .to_owned(),
+        ));
+    }
+    match v["event"]["exitCode"].as_i64() {
+        Some(code) => u8::try_from(code)
+            .map_err(|_| (EXEC_OWN_ERROR, format!("exit code {code} is out of range"))),
+        None => Err((
+            EXEC_OWN_ERROR,
+            "the server's answer carries no exit code".to_owned(),
+        )),
+    }
+}
+
+/// `list`'s answer as a table: one row per terminal.
+pub fn terminal_table(v: &Value) -> String {
+    let empty = Vec::new();
+    let terms = v["terminals"].as_array().unwrap_or(&empty);
+    if terms.is_empty() {
+        return "no terminals\n".to_owned();
+    }
+    let text = |t: &Value, k: &str| match &t[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    let rows: Vec<[String; 6]> = terms
+        .iter()
+        .map(|t| {
+            let status = match (&t["status"], &t["exitCode"]) {
+                (Value::String(s), Value::Number(n)) if s == "exited" => format!("exited {n}"),
+                _ => text(t, "status"),
+            };
+            [
+                text(t, "id"),
+                text(t, "name"),
+                text(t, "pid"),
+                status,
+                text(t, "shellState"),
+                match (t["wrapped"].as_bool(), t["hasShellIntegration"].as_bool()) {
+                    (Some(true), Some(true)) => "wrapped, integrated".to_owned(),
+                    (Some(true), _) => "wrapped".to_owned(),
+                    (_, Some(true)) => "integrated".to_owned(),
+                    _ => "-".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    let head = ["ID", "NAME", "PID", "STATUS", "SHELL", "CAPTURE"];
+    let mut widths = head.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        l.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&head.map(str::to_owned));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
 fn serve(dir: &Path, config: Option<&Path>) -> anyhow::Result<u8> {
     let (cfg, _) = crate::config::Config::load(config)?;
     let rt = tokio::runtime::Runtime::new()?;
@@ -320,4 +460,40 @@ pub fn hello_token(
         secret.trim().as_bytes(),
         msg.as_bytes(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_status_keeps_openfiles_errors_apart_from_the_command() {
+        let ran = json!({"ok": true, "event": {"exitCode": 2, "output": "x"}});
+        assert_eq!(exec_status(&ran), Ok(2));
+        let unknown = json!({"ok": false, "error": "unknown terminal id 9"});
+        assert_eq!(exec_status(&unknown).unwrap_err().0, EXEC_OWN_ERROR);
+        let slow = json!({"ok": false, "error": "exec timeout after 100ms"});
+        assert_eq!(exec_status(&slow).unwrap_err().0, EXEC_TIMEOUT);
+        let degraded = json!({"ok": true, "degraded": true});
+        assert_eq!(exec_status(&degraded).unwrap_err().0, EXEC_OWN_ERROR);
+        let no_code = json!({"ok": true, "event": {}});
+        assert_eq!(exec_status(&no_code).unwrap_err().0, EXEC_OWN_ERROR);
+    }
+
+    #[test]
+    fn list_prints_a_table() {
+        let v = json!({"ok": true, "terminals": [
+            {"id": "1", "name": "build", "pid": 42, "status": "running", "exitCode": null,
+             "shellState": "idle", "wrapped": true, "hasShellIntegration": true},
+            {"id": "12", "name": null, "pid": 7, "status": "exited", "exitCode": 1,
+             "shellState": "exited", "wrapped": false, "hasShellIntegration": false},
+        ]});
+        let t = terminal_table(&v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(lines[0].starts_with("ID  NAME   PID  STATUS"), "{t}");
+        assert!(lines[1].starts_with("1   build  42   running"), "{t}");
+        assert!(lines[2].contains("exited 1"), "{t}");
+        assert_eq!(terminal_table(&json!({"terminals": []})), "no terminals\n");
+    }
 }

@@ -38,6 +38,8 @@ pub struct Options {
     pub platform: Platform,
     /// The control socket (`--socket`); launchd needs its absolute path in the plist.
     pub socket: Option<PathBuf>,
+    /// `status`: print the report as JSON.
+    pub json: bool,
 }
 
 /// A file `install` writes.
@@ -429,6 +431,10 @@ fn wants_links(dir: &Path, targets: &[&PathBuf]) -> Vec<PathBuf> {
 
 fn status(opts: &Options) -> anyhow::Result<u8> {
     let report = super::installed::units_report(opts.platform);
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(u8::from(!(report.installed && report.problems.is_empty())));
+    }
     for line in &report.lines {
         println!("{line}");
     }

@@ -10,7 +10,7 @@ use super::places::{self, Platform};
 use super::units::{LAUNCHD_LABEL, SERVICE_UNIT, SOCKET_UNIT};
 
 /// What `service status` and `doctor` say about the installed units.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct UnitsReport {
     pub installed: bool,
     pub enabled: bool,

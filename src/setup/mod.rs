@@ -28,7 +28,10 @@ pub enum ServiceAction {
     /// Remove what `service install` wrote.
     Uninstall(ServiceChange),
     /// Show where the units are and whether they are enabled.
-    Status(ServiceCommon),
+    ///
+    /// Exit status 1 when they are not installed or something is wrong with them.
+    /// Example: openfiles service status --json
+    Status(ServiceStatusArgs),
     /// Restart the service so it runs the binary now on disk (after an upgrade).
     ///
     /// Example: openfiles service restart
@@ -57,6 +60,15 @@ pub struct ServiceCommon {
     pub platform: Option<places::Platform>,
 }
 
+#[derive(Debug, Args)]
+pub struct ServiceStatusArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub common: ServiceCommon,
+}
+
 /// `openfiles doctor` arguments.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -70,6 +82,7 @@ pub struct DoctorArgs {
 
 /// Run `openfiles service …` (`socket` is the global `--socket`).
 pub fn run_service(args: ServiceArgs, socket: Option<PathBuf>) -> anyhow::Result<u8> {
+    let mut json = false;
     let (action, change, common) = match args.action {
         ServiceAction::Install(c) => (
             install::Action::Install,
@@ -81,7 +94,10 @@ pub fn run_service(args: ServiceArgs, socket: Option<PathBuf>) -> anyhow::Result
             Some(c.dry_run_now_force()),
             c.common,
         ),
-        ServiceAction::Status(c) => (install::Action::Status, None, c),
+        ServiceAction::Status(c) => {
+            json = c.json;
+            (install::Action::Status, None, c.common)
+        }
         ServiceAction::Restart(c) => {
             let platform = c.platform.unwrap_or_else(places::Platform::native);
             return install::restart(platform, socket.as_deref());
@@ -95,6 +111,7 @@ pub fn run_service(args: ServiceArgs, socket: Option<PathBuf>) -> anyhow::Result
         force,
         platform: common.platform.unwrap_or_else(places::Platform::native),
         socket,
+        json,
     })
 }
 

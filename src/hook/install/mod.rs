@@ -373,13 +373,45 @@ pub fn status_lines(opts: &Options) -> anyhow::Result<Vec<StatusLine>> {
     Ok(lines)
 }
 
-/// `hooks status`: the workspace's and the user's configurations.
-pub fn status(opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+/// The scopes `hooks status` shows: the chosen one, and the user's beside a workspace.
+fn status_scopes(opts: &Options) -> Vec<Scope> {
     let mut scopes = vec![opts.scope.clone()];
     if let (Scope::Workspace(_), Some(home)) = (&opts.scope, agents::home()) {
         scopes.push(Scope::User(home));
     }
-    for scope in scopes {
+    scopes
+}
+
+/// `hooks status --json`: `[{scope, folder, agent, path, state, installed}]`.
+pub fn status_json(opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+    let mut rows = Vec::new();
+    for scope in status_scopes(opts) {
+        let (kind, folder) = match &scope {
+            Scope::Workspace(d) => ("workspace", d.clone()),
+            Scope::User(h) => ("user", h.clone()),
+        };
+        let o = Options {
+            scope,
+            ..opts.clone()
+        };
+        for line in status_lines(&o)? {
+            rows.push(serde_json::json!({
+                "scope": kind,
+                "folder": folder,
+                "agent": line.agent,
+                "path": line.path,
+                "state": line.state,
+                "installed": line.state.starts_with("installed"),
+            }));
+        }
+    }
+    writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+    Ok(0)
+}
+
+/// `hooks status`: the workspace's and the user's configurations.
+pub fn status(opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
+    for scope in status_scopes(opts) {
         let label = match &scope {
             Scope::Workspace(d) => format!("workspace {}", d.display()),
             Scope::User(_) => "user".to_owned(),
