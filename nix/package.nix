@@ -1,6 +1,7 @@
 # The openfiles package: the binary, the plugin libraries under lib/openfiles/plugins, the
-# systemd user units (lib/systemd/user and share/systemd/user) and the LaunchAgent template
-# with this build's path substituted, and shell completions.
+# systemd user units (lib/systemd/user and share/systemd/user) and shell completions. There
+# is no LaunchAgent plist: its socket and log paths live in the user's home, so
+# `openfiles service install` (or the home-manager / nix-darwin module) writes it per user.
 { lib, stdenv, rustPlatform, installShellFiles }:
 
 let
@@ -11,12 +12,18 @@ rustPlatform.buildRustPackage {
   pname = "openfiles";
   version = cargoToml.workspace.package.version;
 
-  src = lib.cleanSourceWith {
-    src = ../.;
-    # Keep build outputs and editor litter out of the store path.
-    filter = path: type:
-      let base = baseNameOf (toString path); in
-      !(type == "directory" && (base == "target" || base == ".git" || base == "result"));
+  # Only what the build reads: an edit to docs/, nix/, tests/, fuzz/ or benches/ (or a
+  # `result` symlink, `target/`) does not change the source and rebuilds nothing.
+  src = lib.fileset.toSource {
+    root = ../.;
+    fileset = lib.fileset.unions [
+      ../Cargo.toml
+      ../Cargo.lock
+      ../src
+      ../plugins
+      ../packaging
+      ../contrib
+    ];
   };
   cargoLock.lockFile = ../Cargo.lock;
 
@@ -39,11 +46,6 @@ rustPlatform.buildRustPackage {
       --replace-fail /usr/bin/openfiles $out/bin/openfiles
     mkdir -p $out/share/systemd/user
     cp $out/lib/systemd/user/openfiles.socket $out/lib/systemd/user/openfiles.service $out/share/systemd/user/
-
-    install -Dm644 packaging/launchd/org.openfiles.openfiles.plist \
-      $out/share/openfiles/launchd/org.openfiles.openfiles.plist
-    substituteInPlace $out/share/openfiles/launchd/org.openfiles.openfiles.plist \
-      --replace-fail @OPENFILES@ $out/bin/openfiles
   '' + lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''
     installShellCompletion --cmd openfiles \
       --bash <($out/bin/openfiles completions bash) \
@@ -53,6 +55,11 @@ rustPlatform.buildRustPackage {
 
   meta = {
     description = "Headless OpenFiles + Claws: diagnostics for AI coding agents and terminals over a socket";
+    longDescription = ''
+      A socket-activated user service that runs language servers and compilers on the files
+      AI coding agents edit, hands the problems back through the agents' hooks, and serves
+      Claws terminals, without an editor.
+    '';
     license = with lib.licenses; [ mit asl20 ];
     mainProgram = "openfiles";
     platforms = lib.platforms.linux ++ lib.platforms.darwin;

@@ -194,6 +194,126 @@ fn darwin_modules_render_a_valid_launch_agent() {
 }
 
 #[test]
+fn nix_darwin_user_defaults_to_the_primary_user_and_mistakes_are_assertions() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    assert_eq!(r["darwinPrimary"]["user"], "alice");
+    assert_eq!(
+        r["darwinPrimary"]["socket"],
+        "/Users/alice/Library/Caches/openfiles/openfiles.sock"
+    );
+    let failed = |name: &str| -> Vec<String> {
+        r["assertions"][name]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: {r:#}"))
+            .iter()
+            .map(|m| m.as_str().unwrap().to_owned())
+            .collect()
+    };
+    for fine in ["nixos", "hmLinux", "hmDarwin", "darwin", "darwinPrimary"] {
+        assert!(failed(fine).is_empty(), "{fine}: {:?}", failed(fine));
+    }
+    let other = failed("darwinOther");
+    assert!(
+        other.len() == 1 && other[0].contains("(bob) differs from system.primaryUser (alice)"),
+        "{other:?}"
+    );
+    let no_home = failed("darwinNoHome");
+    assert!(
+        no_home.len() == 1 && no_home[0].contains("users.users.alice is declared without `home`"),
+        "{no_home:?}"
+    );
+    let nobody = failed("darwinNobody");
+    assert!(
+        nobody.len() == 1 && nobody[0].contains("set system.primaryUser"),
+        "{nobody:?}"
+    );
+    let bad = failed("nixosBadPackages");
+    assert!(
+        bad.len() == 1 && bad[0].contains("extraPackages must be packages"),
+        "{bad:?}"
+    );
+}
+
+#[test]
+fn home_manager_on_macos_names_the_config_file_it_writes() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    assert_eq!(
+        r["hmDarwinSettings"]["file"],
+        serde_json::json!(["openfiles/config.toml"])
+    );
+    // The LaunchAgent reads the file xdg.configFile wrote, whatever the binary's default.
+    assert_eq!(
+        r["hmDarwinSettings"]["config"],
+        "/Users/alice/.config/openfiles/config.toml"
+    );
+}
+
+#[test]
+fn package_option_follows_the_overlay_and_the_package_has_meta() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    let o = &r["packageOption"];
+    assert_eq!(o["overlay"], o["expected"], "pkgs.openfiles wins: {o}");
+    assert!(
+        o["flake"].as_str().unwrap().contains("-openfiles-") && o["flake"] != o["overlay"],
+        "without the overlay, the flake's package: {o}"
+    );
+    let m = &r["packageMeta"];
+    assert_eq!(m["mainProgram"], "openfiles");
+    assert!(!m["description"].as_str().unwrap().is_empty());
+    assert_eq!(m["license"][0]["spdxId"], "MIT");
+    assert_eq!(m["platforms"].as_array().unwrap().len(), 4, "{m}");
+}
+
+/// The package's source: what the build reads and nothing else, so an edit elsewhere
+/// (docs, tests, the Nix files, a `result` symlink) leaves its hash, and the build, alone.
+#[test]
+fn package_source_is_only_what_the_build_reads() {
+    let src = tempfile::tempdir().unwrap();
+    copy_repo(src.path());
+    let store = tempfile::tempdir().unwrap();
+    let source = |dir: &Path| -> String {
+        serde_json::from_str(&ok(nix("nix-instantiate", store.path())
+            .current_dir(dir)
+            .args(["--eval", "--strict", "--json", "--expr"])
+            .arg("(import ./nix/tests/eval.nix {}).packageSource")))
+        .unwrap()
+    };
+    let before = source(src.path());
+    assert!(before.starts_with("/nix/store/"), "{before}");
+    std::fs::write(src.path().join("docs/INSTALL.md"), "changed\n").unwrap();
+    std::fs::write(src.path().join("tests/new_test.rs"), "// new\n").unwrap();
+    std::fs::create_dir_all(src.path().join("fuzz/extra")).unwrap();
+    std::fs::write(src.path().join("fuzz/extra/x"), "x").unwrap();
+    std::fs::write(src.path().join("README.md"), "changed\n").unwrap();
+    std::os::unix::fs::symlink("/nix/store/none-result", src.path().join("result")).unwrap();
+    std::fs::create_dir_all(src.path().join("target/debug")).unwrap();
+    std::fs::write(src.path().join("target/debug/junk"), "x").unwrap();
+    let nix_file = src.path().join("nix/modules/nixos.nix");
+    let text = std::fs::read_to_string(&nix_file).unwrap();
+    std::fs::write(&nix_file, format!("{text}\n# edited\n")).unwrap();
+    assert_eq!(
+        source(src.path()),
+        before,
+        "an edit outside the build's inputs"
+    );
+    for input in [
+        "src/lib.rs",
+        "plugins/lsp/src/lib.rs",
+        "packaging/systemd/openfiles.socket",
+    ] {
+        let f = src.path().join(input);
+        let text = std::fs::read_to_string(&f).unwrap();
+        std::fs::write(&f, format!("{text}\n")).unwrap();
+        let after = source(src.path());
+        assert_ne!(after, before, "{input} is a build input");
+        std::fs::write(&f, text).unwrap();
+    }
+}
+
+#[test]
 fn flake_check_passes_offline_against_the_stub_nixpkgs() {
     let src = tempfile::tempdir().unwrap();
     copy_repo(src.path());
@@ -257,7 +377,7 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
 /// The package's `postInstall`, run against a fake `$out` holding the real binary, with
 /// small stand-ins for the two nixpkgs setup-hook functions it calls.
 #[test]
-fn package_install_script_lays_out_plugins_units_plist_and_completions() {
+fn package_install_script_lays_out_plugins_units_and_completions_without_placeholders() {
     let store = tempfile::tempdir().unwrap();
     let script: String = serde_json::from_str(&ok(nix("nix-instantiate", store.path())
         .current_dir(repo())
@@ -326,14 +446,27 @@ installShellCompletion() {
         units.join("openfiles.service"),
     ]);
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
-    let plist =
-        std::fs::read_to_string(out.join("share/openfiles/launchd/org.openfiles.openfiles.plist"))
-            .unwrap();
-    assert!(plist.contains(&format!("<string>{}</string>", exe.display())));
-    assert!(
-        plist.contains("@SOCKET@"),
-        "the socket stays a placeholder for the modules"
-    );
+    // Nothing installed keeps a template placeholder (the plist's socket and log live in a
+    // user's home: `service install` and the modules write it per user).
+    let mut stack = vec![out.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p != exe {
+                let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+                for placeholder in ["@SOCKET@", "@LOG@", "@OPENFILES@"] {
+                    assert!(
+                        !text.contains(placeholder),
+                        "{} keeps {placeholder}",
+                        p.display()
+                    );
+                }
+            }
+        }
+    }
+    assert!(!out.join("share/openfiles/launchd").exists());
     for f in [
         "share/bash-completion/completions/openfiles",
         "share/zsh/site-functions/_openfiles",

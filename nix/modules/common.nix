@@ -11,11 +11,11 @@ rec {
   runtimeSocket = "%t/openfiles/openfiles.sock";
 
   options = { pkgs, defaultPackage }: {
-    package = mkOption {
-      type = types.package;
-      default = defaultPackage pkgs;
-      defaultText = lib.literalExpression "openfiles.packages.\${pkgs.stdenv.hostPlatform.system}.default";
-      description = "The openfiles package to run.";
+    # The nixpkgs convention (`pkgs.openfiles`, set by this flake's overlay), falling back to
+    # this flake's own build when the overlay is not applied.
+    package = lib.mkPackageOption pkgs "openfiles" { } // {
+      default = pkgs.openfiles or (defaultPackage pkgs);
+      defaultText = lib.literalExpression "pkgs.openfiles (this flake's overlay), else openfiles.packages.\${system}.default";
     };
     settings = mkOption {
       type = (pkgs.formats.toml { }).type;
@@ -30,6 +30,18 @@ rec {
       description = "Language servers and compilers put on the service's PATH.";
     };
   };
+
+  # Assertions every module makes about its own options.
+  assertions = cfg: [
+    {
+      assertion = builtins.all lib.isDerivation cfg.extraPackages;
+      message = "services.openfiles.extraPackages must be packages (e.g. [ pkgs.ruff ]), not paths or strings.";
+    }
+    {
+      assertion = !((cfg.settings.service or { }) ? socket);
+      message = "services.openfiles.settings.service.socket is not a setting: the socket is the module's socketPath option (or OPENFILES_SOCKET).";
+    }
+  ];
 
   configFile = pkgs: settings:
     if settings == { } then null else (pkgs.formats.toml { }).generate "openfiles-config.toml" settings;

@@ -1,15 +1,22 @@
 # nix-darwin module: openfiles as a LaunchAgent for one user, started by launchd on the
 # first connection to its socket.
-#   services.openfiles = { enable = true; user = "alice"; };
-# The socket lives in the user's ~/Library/Caches/openfiles (created 0700 on activation) and
-# OPENFILES_SOCKET points clients at it.
+#   services.openfiles.enable = true;          # for system.primaryUser
+# nix-darwin installs user agents for `system.primaryUser` only, so `user` defaults to it and
+# must match it when both are set. The socket lives in the user's
+# ~/Library/Caches/openfiles (created 0700 on activation), where the binary looks by default
+# on macOS; OPENFILES_SOCKET points clients at it too.
 { defaultPackage }:
 { config, lib, pkgs, ... }:
 
 let
   common = import ./common.nix { inherit lib; };
   cfg = config.services.openfiles;
-  home = config.users.users.${cfg.user}.home or "/Users/${cfg.user}";
+  primaryUser = config.system.primaryUser or null;
+  user = if cfg.user != null then cfg.user else "primary-user-unset";
+  declared = config.users.users.${user} or null;
+  declaredHome = if declared == null then null else declared.home or null;
+  # A user nix-darwin does not manage lives in /Users; a declared one must say where.
+  home = if declaredHome != null then declaredHome else "/Users/${user}";
   socket = if cfg.socketPath != null then cfg.socketPath else "${home}/Library/Caches/openfiles/openfiles.sock";
   configFile = common.configFile pkgs cfg.settings;
 in
@@ -17,9 +24,14 @@ in
   options.services.openfiles = {
     enable = lib.mkEnableOption "openfiles, diagnostics and terminals for AI coding agents";
     user = lib.mkOption {
-      type = lib.types.str;
+      type = lib.types.nullOr lib.types.str;
+      default = primaryUser;
+      defaultText = lib.literalExpression "config.system.primaryUser";
       example = "alice";
-      description = "The user whose agents openfiles serves (owns the socket folder).";
+      description = ''
+        The user whose agents openfiles serves (owns the socket folder). nix-darwin runs user
+        LaunchAgents for `system.primaryUser` only, so this defaults to it and must equal it.
+      '';
     };
     socketPath = lib.mkOption {
       type = lib.types.nullOr lib.types.str;
@@ -29,6 +41,25 @@ in
   } // common.options { inherit pkgs defaultPackage; };
 
   config = lib.mkIf cfg.enable {
+    assertions = common.assertions cfg ++ [
+      {
+        assertion = cfg.user != null;
+        message = "services.openfiles.user is not set and neither is system.primaryUser: set system.primaryUser (nix-darwin runs user LaunchAgents for that user).";
+      }
+      {
+        assertion = cfg.user == null || primaryUser == null || cfg.user == primaryUser;
+        message = "services.openfiles.user (${toString cfg.user}) differs from system.primaryUser (${toString primaryUser}): nix-darwin installs the LaunchAgent for ${toString primaryUser}, so openfiles would run as that user with ${toString cfg.user}'s socket. Leave services.openfiles.user unset, or make them equal.";
+      }
+      {
+        assertion = declared == null || declaredHome != null;
+        message = "services.openfiles: users.users.${user} is declared without `home`; set users.users.${user}.home (e.g. \"/Users/${user}\") so the socket and log can be placed in it.";
+      }
+      {
+        assertion = cfg.socketPath == null || lib.hasPrefix "/" cfg.socketPath;
+        message = "services.openfiles.socketPath must be an absolute path: launchd expands neither ~ nor variables.";
+      }
+    ];
+
     environment.systemPackages = [ cfg.package ];
     environment.variables.OPENFILES_SOCKET = socket;
     environment.etc = lib.optionalAttrs (configFile != null) {
@@ -37,7 +68,7 @@ in
 
     system.activationScripts.postActivation.text = lib.mkAfter ''
       mkdir -p -m 700 ${lib.escapeShellArg (dirOf socket)}
-      chown ${lib.escapeShellArg cfg.user} ${lib.escapeShellArg (dirOf socket)}
+      chown ${lib.escapeShellArg user} ${lib.escapeShellArg (dirOf socket)}
     '';
 
     launchd.user.agents.openfiles.serviceConfig = common.launchdConfig {

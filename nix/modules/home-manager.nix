@@ -11,6 +11,7 @@ let
   cfg = config.services.openfiles;
   isDarwin = pkgs.stdenv.hostPlatform.isDarwin;
   tomlFile = common.configFile pkgs cfg.settings;
+  xdgConfigHome = config.xdg.configHome or "${config.home.homeDirectory}/.config";
   socket =
     if cfg.socketPath != null then cfg.socketPath
     else if isDarwin then "${config.home.homeDirectory}/Library/Caches/openfiles/openfiles.sock"
@@ -32,6 +33,13 @@ in
 
   config = lib.mkIf cfg.enable (lib.mkMerge [
     {
+      assertions = common.assertions cfg ++ [
+        {
+          # launchd expands nothing; systemd expands its specifiers (%t, %h).
+          assertion = cfg.socketPath == null || lib.hasPrefix "/" cfg.socketPath || (!isDarwin && lib.hasPrefix "%" cfg.socketPath);
+          message = "services.openfiles.socketPath must be an absolute path${lib.optionalString (!isDarwin) " (or start with a systemd specifier such as %t)"}.";
+        }
+      ];
       home.packages = [ cfg.package ];
       # The default location the binary reads, so no OPENFILES_CONFIG is needed.
       xdg.configFile = lib.optionalAttrs (tomlFile != null) {
@@ -61,7 +69,9 @@ in
           inherit (cfg) package extraPackages;
           inherit socket;
           log = "${config.home.homeDirectory}/Library/Logs/openfiles.log";
-          configFile = null;
+          # The file xdg.configFile writes, named explicitly: a LaunchAgent does not get the
+          # session's XDG_CONFIG_HOME (the binary also reads ~/.config on macOS).
+          configFile = if tomlFile != null then "${xdgConfigHome}/openfiles/config.toml" else null;
         };
       };
     })

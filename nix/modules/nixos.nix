@@ -16,6 +16,7 @@ in
   } // common.options { inherit pkgs defaultPackage; };
 
   config = lib.mkIf cfg.enable {
+    assertions = common.assertions cfg;
     environment.systemPackages = [ cfg.package ];
     environment.etc = lib.optionalAttrs (configFile != null) {
       "openfiles/config.toml".source = configFile;

@@ -173,6 +173,25 @@ let
         attrs) + "\n";
   };
 
+  # lib.fileset, the part the package uses: a file set is a list of paths; `toSource` copies
+  # `root` keeping those paths, everything below them and the folders leading to them. Like
+  # the real one, it refuses a path that does not exist or lies outside `root`.
+  fileset = rec {
+    unions = sets: { _type = "fileset"; paths = concatMap (s: if isType "fileset" s then s.paths else [ s ]) sets; };
+    toSource = { root, fileset }:
+      let
+        set = if isType "fileset" fileset then fileset.paths else [ fileset ];
+        paths = b.map toString set;
+        r = toString root;
+        bad = b.filter (p: !(b.pathExists p) || !(p == r || hasPrefix (r + "/") p)) paths;
+        keep = p: type:
+          let s = toString p; in
+          b.any (f: s == f || hasPrefix (f + "/") s || (type == "directory" && hasPrefix (s + "/") f)) paths;
+      in
+      if bad != [ ] then throw "lib.fileset.toSource: missing or outside the root: ${b.toJSON bad}"
+      else b.path { path = root; name = "source"; filter = keep; };
+  };
+
   systems.flakeExposed = [ "x86_64-linux" "aarch64-linux" "x86_64-darwin" "aarch64-darwin" ];
 
   # home-manager adds `lib.hm`; the stub carries the part the module uses.
@@ -188,7 +207,7 @@ let
     cleanSource = src: src;
     cleanSourceWith = { src, filter ? (_: _: true), name ? "source" }:
       b.path { path = src; inherit filter name; };
-    fileset = { };
+    inherit fileset;
     platforms = { linux = [ "x86_64-linux" "aarch64-linux" ]; darwin = [ "x86_64-darwin" "aarch64-darwin" ]; unix = systems.flakeExposed; };
     licenses = { mit = { spdxId = "MIT"; }; asl20 = { spdxId = "Apache-2.0"; }; };
     maintainers = { };

@@ -33,7 +33,10 @@ let
         home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; };
         xdg.configFile = any;
         launchd = { agents = any; user.agents = any; };
-        system.activationScripts = any;
+        system = {
+          activationScripts = any;
+          primaryUser = lib.mkOption { type = lib.types.nullOr lib.types.str; default = null; };
+        };
         users.users = any;
       };
     };
@@ -57,6 +60,9 @@ let
       in "${key}=${value'}";
   };
 
+  # The messages of the assertions that fail.
+  failed = config: map (a: a.message) (builtins.filter (a: !a.assertion) config.assertions);
+
   textOf = f: if f == null then null else f.passthru.text or null;
 
   nixos = eval pkgs [
@@ -77,9 +83,45 @@ let
     (modules darwinPackage).darwin
     { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; }; }
   ];
+  # nix-darwin variants: user from system.primaryUser; a different user; a declared user
+  # without a home; neither set.
+  darwinPrimary = eval darwinPkgs [
+    (modules darwinPackage).darwin
+    { system.primaryUser = "alice"; services.openfiles.enable = true; }
+  ];
+  darwinOther = eval darwinPkgs [
+    (modules darwinPackage).darwin
+    { system.primaryUser = "alice"; services.openfiles = { enable = true; user = "bob"; }; }
+  ];
+  darwinNoHome = eval darwinPkgs [
+    (modules darwinPackage).darwin
+    { system.primaryUser = "alice"; users.users.alice = { }; services.openfiles.enable = true; }
+  ];
+  darwinNobody = eval darwinPkgs [
+    (modules darwinPackage).darwin
+    { services.openfiles.enable = true; }
+  ];
+  hmDarwinSettings = eval darwinPkgs [
+    (modules darwinPackage).hm
+    { home.homeDirectory = "/Users/alice"; services.openfiles = { enable = true; inherit settings; }; }
+  ];
+  # With the overlay applied, the package option's default is pkgs.openfiles.
+  overlaid = pkgs // { openfiles = pkgs.writeText "openfiles-from-overlay" ""; };
+  nixosOverlaid = eval overlaid [ (modules package).nixos { services.openfiles.enable = true; } ];
+  nixosBadPackages = eval pkgs [
+    (modules package).nixos
+    { services.openfiles = { enable = true; extraPackages = [ "/usr/bin/ruff" ]; }; }
+  ];
 in
 {
   packageBin = lib.getExe package;
+  packageSource = "${package.src}";
+  packageMeta = { inherit (package.meta) description license mainProgram platforms; };
+  packageOption = {
+    overlay = toString nixosOverlaid.services.openfiles.package;
+    expected = toString overlaid.openfiles;
+    flake = toString nixos.services.openfiles.package;
+  };
   darwinPackageBin = lib.getExe darwinPackage;
   settings = settings;
 
@@ -104,6 +146,28 @@ in
     sessionVariables = hmDarwin.home.sessionVariables;
     activation = hmDarwin.home.activation.openfilesSocketDir.data;
     hasSystemd = hmDarwin.systemd.user.services != { };
+  };
+
+  assertions = {
+    nixos = failed nixos;
+    hmLinux = failed hmLinux;
+    hmDarwin = failed hmDarwin;
+    darwin = failed darwin;
+    darwinPrimary = failed darwinPrimary;
+    darwinOther = failed darwinOther;
+    darwinNoHome = failed darwinNoHome;
+    darwinNobody = failed darwinNobody;
+    nixosBadPackages = failed nixosBadPackages;
+  };
+
+  darwinPrimary = {
+    user = darwinPrimary.services.openfiles.user;
+    socket = darwinPrimary.launchd.user.agents.openfiles.serviceConfig.Sockets.Listeners.SockPathName;
+  };
+
+  hmDarwinSettings = {
+    config = hmDarwinSettings.launchd.agents.openfiles.config.EnvironmentVariables.OPENFILES_CONFIG;
+    file = builtins.attrNames hmDarwinSettings.xdg.configFile;
   };
 
   darwin = {
