@@ -566,9 +566,9 @@ pub fn run_hook_command(cmd: &str, cwd: &Path) -> Result<(), String> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let said = stderr
         .lines()
+        .rev()
         .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .last()
+        .find(|l| !l.is_empty())
         .map(|l| format!(": {l}"))
         .unwrap_or_default();
     let how = match out.status.code() {
@@ -730,6 +730,28 @@ mod tests {
             out[0].message.contains("0666") && out[0].message.contains("0755"),
             "{}",
             out[0].message
+        );
+    }
+
+    #[test]
+    fn an_older_service_without_tools_falls_back_to_labelled_local_lookups() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("go.mod"), "module x\n").unwrap();
+        let mut out = Vec::new();
+        let old = ClientError::Server("unknown cmd: tools".into());
+        tool_checks(dir.path(), Some(Err(old)), &mut out);
+        assert_eq!(out[0].level, Level::Info);
+        assert!(
+            out[0].message.contains("older than this binary")
+                && out[0].message.contains("this shell's PATH"),
+            "{}",
+            out[0].message
+        );
+        assert!(
+            out[1..]
+                .iter()
+                .all(|c| c.message.contains("this shell's PATH")),
+            "{out:?}"
         );
     }
 
