@@ -66,8 +66,9 @@ async fn one(t: ToolQuery, path: Option<&std::ffi::OsStr>, root: Option<&Path>) 
     }
 }
 
-/// `name` in `<root>/node_modules/.bin`, else on `path`.
-fn lookup(name: &str, path: Option<&std::ffi::OsStr>, root: Option<&Path>) -> Option<PathBuf> {
+/// `name` in `<root>/node_modules/.bin`, else on `path` (`doctor` uses it too when no service
+/// answers).
+pub fn lookup(name: &str, path: Option<&std::ffi::OsStr>, root: Option<&Path>) -> Option<PathBuf> {
     let local = root
         .filter(|r| r.is_absolute())
         .map(|r| r.join("node_modules/.bin"));

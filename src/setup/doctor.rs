@@ -426,10 +426,10 @@ fn local_tool_checks(
 ) {
     const S: &str = "languages";
     let path = std::env::var_os("PATH");
-    let extra = [root.join("node_modules/.bin")];
     for lang in langs {
         for tool in lang.tools() {
-            match probe::find_tool(tool, path.as_deref(), &extra) {
+            // The same lookup the service makes for `tools`, in this process's environment.
+            match crate::control::tools::lookup(tool, path.as_deref(), Some(root)) {
                 Some(p) => out.push(check(
                     S,
                     Level::Ok,

@@ -18,10 +18,9 @@ pub enum Platform {
 impl Platform {
     /// The service manager of the platform we were built for.
     pub fn native() -> Platform {
-        if cfg!(target_os = "macos") {
-            Platform::Launchd
-        } else {
-            Platform::Systemd
+        match crate::paths::Os::native() {
+            crate::paths::Os::MacOs => Platform::Launchd,
+            crate::paths::Os::Unix => Platform::Systemd,
         }
     }
 }

@@ -1,13 +1,13 @@
 //! What `openfiles doctor` looks at in the current workspace and on this machine, without the
-//! service: which languages the workspace holds, which tools for them are on `PATH`, which
-//! agents have the openfiles hook configured, and the kernel's inotify limits.
+//! service: which languages the workspace holds and which tools they need (with the probe
+//! the service runs before using one), which agents have the openfiles hook configured and
+//! the command lines they run, and the kernel's inotify limits.
 //!
 //! Everything here is read-only and bounded: the language scan honours `.gitignore` and stops
 //! after [`SCAN_LIMIT`] files, so `doctor` stays quick in a huge tree.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Files looked at when guessing the workspace's languages.
@@ -115,12 +115,6 @@ pub fn languages(root: &Path) -> BTreeSet<Language> {
     found
 }
 
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 /// Arguments of the quick run a tool must pass before the service uses it, as the lsp
 /// plugin's built-in servers declare them (`plugins/lsp/src/config.rs`): rustup installs a
 /// `rust-analyzer` proxy that fails when the component is missing.
@@ -129,17 +123,6 @@ pub fn probe_args(tool: &str) -> &'static [&'static str] {
         "rust-analyzer" => &["--version"],
         _ => &[],
     }
-}
-
-/// The first `name` on `search_path`, or in `extra` folders (e.g. `node_modules/.bin`).
-pub fn find_tool(name: &str, search_path: Option<&OsStr>, extra: &[PathBuf]) -> Option<PathBuf> {
-    let dirs = search_path
-        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    dirs.iter()
-        .chain(extra)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
 }
 
 /// One agent's hook configuration file, as `agent-hooks.md` lists them.
