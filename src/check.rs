@@ -157,6 +157,7 @@ fn through_service(
     let reply: WaitReply = client.call_as(&Request::Check(Check {
         paths,
         timeout_ms: Some(timeout.as_millis() as u64),
+        agent: None,
     }))?;
     let entries = reply
         .workspaces

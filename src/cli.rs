@@ -40,10 +40,43 @@ pub enum Command {
     /// Example: openfiles serve --workspace .
     Serve(ServeArgs),
 
-    /// Show what the running service is doing.
+    /// Show what the running service is doing (or, with --short, one line for a prompt).
     ///
-    /// Example: openfiles status --json
+    /// Examples: openfiles status --json; openfiles status --short (in a shell prompt or a
+    /// tmux status line: unreviewed files, errors, warnings, last agent, paused)
     Status(StatusArgs),
+
+    /// Review what the agents changed: the session's files by agent, errors first.
+    ///
+    /// An interactive view in a terminal: space marks a file reviewed, n jumps to the next
+    /// unreviewed one, e opens $EDITOR at the first problem, d shows the diff against HEAD.
+    /// Marks are kept by the service; a new edit of a file clears its mark. Without a
+    /// terminal, use --list or --json.
+    ///
+    /// Example: openfiles review ~/src/app
+    Review(ReviewArgs),
+
+    /// Stop noticing edits in a workspace (watcher, queue, hooks); the session is kept.
+    ///
+    /// Agents' hooks are told the workspace is paused. `openfiles check` still works.
+    ///
+    /// Example: openfiles pause ~/src/app
+    Pause(OptPathArgs),
+
+    /// Notice edits in a paused workspace again.
+    ///
+    /// Example: openfiles resume ~/src/app
+    Resume(OptPathArgs),
+
+    /// Print a prompt for a model, made from the current session.
+    ///
+    /// fix: the current problems with file:line:col; agents-md: the instructions section for
+    /// AGENTS.md / CLAUDE.md / GEMINI.md (--install puts it there between markers, --uninstall
+    /// removes exactly it); small-steps: work in small checked steps; pr-description: a
+    /// pull-request description of the session's changes.
+    ///
+    /// Example: openfiles prompt fix --copy
+    Prompt(PromptArgs),
 
     /// Show what the service logged (its `serve.log` without journald, else the journal).
     ///
@@ -137,9 +170,63 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Print the raw status as JSON.
+    /// Print the raw status as JSON (with --short: the summary as one JSON line).
     #[arg(long)]
     pub json: bool,
+    /// One line for a shell prompt or tmux, read from the files the service writes (it never
+    /// starts the service); nothing outside a session.
+    #[arg(long)]
+    pub short: bool,
+    /// With --short: the folder whose workspace to describe [default: the current one].
+    #[arg(value_name = "DIR", requires = "short")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// A folder of the workspace [default: the current one].
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print the session with its review data as JSON (no terminal needed).
+    #[arg(long, conflicts_with = "list")]
+    pub json: bool,
+    /// Print one line per file, grouped by agent (no terminal needed).
+    #[arg(long)]
+    pub list: bool,
+    /// Draw the first frame and exit (for benchmarks).
+    #[arg(long, hide = true)]
+    pub first_frame: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct OptPathArgs {
+    /// A folder of the workspace [default: the current one].
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// Which prompt.
+    #[arg(value_enum)]
+    pub kind: crate::review::prompt::Kind,
+    /// A folder of the workspace [default: the current one].
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Copy to the clipboard instead of printing (OSC 52 through the terminal, and wl-copy,
+    /// xclip, xsel or pbcopy when present); says which were used.
+    #[arg(long)]
+    pub copy: bool,
+    /// agents-md: put the section in AGENTS.md, CLAUDE.md and GEMINI.md (those that exist;
+    /// else a new AGENTS.md) between markers; again: update it.
+    #[arg(long, conflicts_with_all = ["uninstall", "copy"])]
+    pub install: bool,
+    /// agents-md: remove exactly the section --install added.
+    #[arg(long, conflicts_with = "copy")]
+    pub uninstall: bool,
+    /// With --install/--uninstall: this file (relative to DIR) instead (repeatable).
+    #[arg(long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -334,6 +421,17 @@ pub enum SessionCommand {
         #[arg(value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Add the uncommitted changes and untracked files (ignores respected) under DIR to the
+    /// session and check them: the files changed before openfiles was watching.
+    ///
+    /// Example: openfiles session add-git ~/src/app
+    AddGit {
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Give up waiting for the checkers after this many seconds.
+        #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+        timeout: u64,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -438,7 +536,36 @@ pub fn run() -> std::process::ExitCode {
             workspaces: args.workspaces,
             check_config: args.check_config,
         }),
+        Command::Status(args) if args.short => {
+            crate::review::short::run(args.dir.as_deref(), args.json)
+        }
         Command::Status(args) => crate::admin::status(cli.socket.as_deref(), args.json),
+        Command::Review(args) => crate::review::run(
+            cli.socket.as_deref(),
+            &crate::review::Options {
+                dir: args.dir,
+                json: args.json,
+                list: args.list,
+                first_frame_only: args.first_frame,
+            },
+        ),
+        Command::Pause(args) => {
+            crate::review::pause(cli.socket.as_deref(), args.dir.as_deref(), true)
+        }
+        Command::Resume(args) => {
+            crate::review::pause(cli.socket.as_deref(), args.dir.as_deref(), false)
+        }
+        Command::Prompt(args) => crate::review::prompt::run(
+            cli.socket.as_deref(),
+            args.kind,
+            &crate::review::prompt::Options {
+                dir: args.dir,
+                copy: args.copy,
+                install: args.install,
+                uninstall: args.uninstall,
+                files: args.files,
+            },
+        ),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir, args.force),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
         Command::Service(args) => crate::setup::run_service(args, cli.socket),
@@ -465,6 +592,11 @@ pub fn run() -> std::process::ExitCode {
         Command::Session(SessionCommand::Clear { dir }) => {
             crate::admin::session_clear(cli.socket.as_deref(), dir.as_deref())
         }
+        Command::Session(SessionCommand::AddGit { dir, timeout }) => crate::review::git::run(
+            cli.socket.as_deref(),
+            dir.as_deref(),
+            std::time::Duration::from_secs(timeout),
+        ),
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
         Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),

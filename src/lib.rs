@@ -20,6 +20,7 @@ pub mod memory;
 pub mod paths;
 pub mod plugin_host;
 pub mod policy;
+pub mod review;
 pub mod service;
 pub mod setup;
 pub mod spec;

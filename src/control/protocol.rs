@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 // Types built by the rooms that make them, re-exported here so both sides of the protocol
 // name them in one place.
+pub use crate::diagnostics::review::{ReviewFile, WorkspaceReview};
 pub use crate::diagnostics::{Rejected, WorkspaceEntries};
 pub use crate::workspace::{WorkspaceInfo, WorkspaceStatus};
 
@@ -56,6 +57,14 @@ pub enum Request {
     /// Look executables up the way the service and its plugins would: on the service's own
     /// `PATH` (and a workspace's `node_modules/.bin`), running each one's probe.
     Tools(ToolsQuery),
+    /// The session of the workspace holding `path`, with agents and reviewed marks.
+    Review(PathArg),
+    /// Mark session files reviewed (or not, with `reviewed: false`).
+    ReviewMark(ReviewMark),
+    /// Stop noticing edits in the workspace holding `path` (the session is kept).
+    Pause(PathArg),
+    /// Notice edits in the workspace holding `path` again.
+    Resume(PathArg),
 }
 
 impl Request {
@@ -73,6 +82,10 @@ impl Request {
             Request::Check(_) => "check",
             Request::SessionClear(_) => "sessionClear",
             Request::Tools(_) => "tools",
+            Request::Review(_) => "review",
+            Request::ReviewMark(_) => "reviewMark",
+            Request::Pause(_) => "pause",
+            Request::Resume(_) => "resume",
         }
     }
 }
@@ -131,6 +144,45 @@ pub struct Check {
     pub paths: Vec<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// Who changed the files, recorded for review (`session add-git` says `git`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewMark {
+    /// Absolute paths of session files.
+    pub paths: Vec<PathBuf>,
+    /// `false` clears the mark.
+    #[serde(default = "yes")]
+    pub reviewed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Reply to `reviewMark`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewMarked {
+    /// The session files whose mark was set (canonical).
+    pub marked: Vec<PathBuf>,
+    /// Paths not in any session, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
+}
+
+/// Reply to `pause` and `resume`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseReply {
+    pub root: PathBuf,
+    /// The state now.
+    pub paused: bool,
+    /// The state before the request.
+    pub was_paused: bool,
 }
 
 /// Most tools one `tools` request may name.
@@ -200,6 +252,9 @@ pub struct EditedReply {
     /// Paths that will not be checked, and why.
     #[serde(default)]
     pub rejected: Vec<Rejected>,
+    /// Workspaces that are paused (`openfiles pause`): their paths were not taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -318,6 +373,10 @@ const COMMANDS: &[&str] = &[
     "check",
     "sessionClear",
     "tools",
+    "review",
+    "reviewMark",
+    "pause",
+    "resume",
 ];
 
 /// Decode one request line (without its newline).

@@ -15,8 +15,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{
-    self, Check, Edited, EditedReply, HelloReply, Request, StatusReply, Wait, WaitReply,
-    WorkspacePaths, WorkspacesReply, MAX_LINE,
+    self, Check, Edited, EditedReply, HelloReply, PauseReply, Request, ReviewMark, ReviewMarked,
+    StatusReply, Wait, WaitReply, WorkspacePaths, WorkspacesReply, MAX_LINE,
 };
 use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
 use crate::spec;
@@ -173,7 +173,7 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             ctx.shutdown.cancel();
             protocol::ok_reply(id, serde_json::json!({}))
         }
-        Request::Edited(e) => protocol::ok_reply(id, edited(ctx, e).await),
+        Request::Edited(e) => protocol::ok_reply(id, edited(ctx, e, EditOrigin::Control).await),
         Request::Wait(w) => protocol::ok_reply(id, wait(ctx, w).await),
         Request::Check(c) => protocol::ok_reply(id, check(ctx, c).await),
         Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
@@ -193,7 +193,53 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             Ok(reply) => protocol::ok_reply(id, reply),
             Err(e) => protocol::error_reply(id, format!("invalid tools request: {e}")),
         },
+        Request::Review(a) => match ctx.registry.lookup(a.path, false).await {
+            Ok(h) => protocol::ok_reply(id, h.review().await),
+            Err(e) => protocol::error_reply(id, e),
+        },
+        Request::ReviewMark(m) => protocol::ok_reply(id, review_mark(ctx, m).await),
+        Request::Pause(a) => pause(ctx, a.path, true, id).await,
+        Request::Resume(a) => pause(ctx, a.path, false, id).await,
     }
+}
+
+/// `pause` and `resume`.
+async fn pause(
+    ctx: &Context,
+    path: PathBuf,
+    paused: bool,
+    id: Option<&serde_json::Value>,
+) -> Vec<u8> {
+    match ctx.registry.lookup(path, false).await {
+        Ok(h) => protocol::ok_reply(
+            id,
+            PauseReply {
+                root: (*h.root).clone(),
+                paused,
+                was_paused: h.pause(paused).await,
+            },
+        ),
+        Err(e) => protocol::error_reply(id, e),
+    }
+}
+
+async fn review_mark(ctx: &Context, m: ReviewMark) -> ReviewMarked {
+    let (groups, mut rejected) = group(ctx, m.paths, false).await;
+    let mut marked = Vec::new();
+    for (handle, paths) in groups {
+        let done = handle.mark(paths.clone(), m.reviewed).await;
+        for p in paths {
+            let canonical = p.canonicalize().unwrap_or_else(|_| p.clone());
+            if !done.contains(&canonical) {
+                rejected.push(protocol::Rejected {
+                    path: p,
+                    reason: "not a session file".into(),
+                });
+            }
+        }
+        marked.extend(done);
+    }
+    ReviewMarked { marked, rejected }
 }
 
 async fn status(ctx: &Context) -> StatusReply {
@@ -256,12 +302,16 @@ async fn group(
     (groups, rejected)
 }
 
-async fn edited(ctx: &Context, e: Edited) -> EditedReply {
+async fn edited(ctx: &Context, e: Edited, origin: EditOrigin) -> EditedReply {
     let ts = spec::now_ms();
     let (groups, mut rejected) = group(ctx, e.paths, true).await;
     let mut workspaces = Vec::new();
+    let mut paused = Vec::new();
     for (handle, paths) in groups {
-        let out = handle.edited(paths, EditOrigin::Control).await;
+        let out = handle.edited_by(paths, origin, e.agent.clone()).await;
+        if out.paused {
+            paused.push((*handle.root).clone());
+        }
         rejected.extend(out.rejected);
         if !out.accepted.is_empty() {
             workspaces.push(WorkspacePaths {
@@ -275,6 +325,7 @@ async fn edited(ctx: &Context, e: Edited) -> EditedReply {
         ts,
         workspaces,
         rejected,
+        paused,
     }
 }
 
@@ -303,8 +354,10 @@ async fn check(ctx: &Context, c: Check) -> WaitReply {
         ctx,
         Edited {
             paths: c.paths,
+            agent: c.agent,
             ..Default::default()
         },
+        EditOrigin::Request,
     )
     .await;
     let paths = reply.workspaces.into_iter().flat_map(|w| w.paths).collect();

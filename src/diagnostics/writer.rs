@@ -1,5 +1,6 @@
 //! Writing what the pipeline knows: `.openfiles/diagnostics.json` for agents, and the
-//! session state (entries + queue cursor) in the state dir for restarts.
+//! session state (entries + queue cursor + review marks) in the state dir for restarts, with
+//! its one-line summary (`status.json`, read by `openfiles status --short`) beside it.
 //!
 //! Both are replaced atomically (temp file + rename). The session state and the queue cursor
 //! live in one file so that, after a crash, the lines re-read from the queue are exactly those
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::baseline::{Baseline, Coverage};
+use super::review::{Review, Summary, SUMMARY_FILE};
 use super::session::Session;
 use crate::fsutil;
 use crate::spec::{self, BaselineInfo, DiagnosticsFile, FileEntry, HookSettings};
@@ -86,6 +88,9 @@ pub struct SessionState {
     pub queue: QueueState,
     #[serde(default)]
     pub diagnostics: Option<DiagnosticsFile>,
+    /// Agents per file, reviewed marks, paused (absent in states written before review).
+    #[serde(default)]
+    pub review: Review,
 }
 
 impl SessionState {
@@ -147,6 +152,11 @@ pub fn load_baseline(path: &Path) -> Baseline {
     b
 }
 
+/// Where a workspace's one-line summary lives (beside its session state).
+pub fn summary_file(state_dir: &Path, root: &Path) -> PathBuf {
+    state_file(state_dir, root).with_file_name(SUMMARY_FILE)
+}
+
 /// Load a workspace's session state; missing or corrupt means a fresh session (logged).
 pub fn load_state(path: &Path) -> SessionState {
     match std::fs::read(path) {
@@ -170,6 +180,8 @@ pub struct Snapshot {
     pub state: Vec<u8>,
     /// The baseline's bytes, when it changed since the last write.
     pub baseline: Option<Vec<u8>>,
+    /// `status.json`, written beside the state.
+    pub summary: Vec<u8>,
 }
 
 impl Snapshot {
@@ -180,6 +192,7 @@ impl Snapshot {
         hook: &HookSettings,
         session: &Session,
         queue: &QueueState,
+        review: &Review,
         diagnostics_root: Option<PathBuf>,
         state_path: PathBuf,
         baseline: (&BaselineInfo, Option<&Baseline>),
@@ -198,13 +211,17 @@ impl Snapshot {
         state.extend(serde_json::to_vec(queue).unwrap_or_default());
         state.extend_from_slice(br#","diagnostics":"#);
         state.extend_from_slice(&diagnostics);
+        state.extend_from_slice(br#","review":"#);
+        state.extend(serde_json::to_vec(review).unwrap_or_else(|_| b"{}".to_vec()));
         state.push(b'}');
+        let summary = serde_json::to_vec(&summary(root, session, review)).unwrap_or_default();
         Snapshot {
             diagnostics_root,
             diagnostics,
             state_path,
             state,
             baseline: baseline.1.and_then(|b| serde_json::to_vec(b).ok()),
+            summary,
         }
     }
 
@@ -222,6 +239,10 @@ impl Snapshot {
         .and_then(|()| match &self.baseline {
             Some(bytes) => fsutil::write_atomic(&baseline_file(&self.state_path), bytes, 0o600),
             None => Ok(()),
+        })
+        .and_then(|()| {
+            let path = self.state_path.with_file_name(SUMMARY_FILE);
+            fsutil::write_atomic(&path, &self.summary, 0o600)
         });
         if let Some(root) = &self.diagnostics_root {
             let rel = Path::new(spec::DIR).join(spec::DIAGNOSTICS_FILE);
@@ -235,4 +256,28 @@ impl Snapshot {
     pub fn size(&self) -> usize {
         self.diagnostics.len() + self.state.len() + self.baseline.as_ref().map_or(0, Vec::len)
     }
+}
+
+/// The one-line summary of a session and its review marks.
+pub fn summary(root: &Path, session: &Session, review: &Review) -> Summary {
+    let mut s = Summary {
+        version: 1,
+        root: root.to_owned(),
+        files: session.len(),
+        last_agent: review.last_agent.clone(),
+        paused: review.paused,
+        updated_at: spec::now_ms(),
+        ..Default::default()
+    };
+    for (path, st) in session.iter() {
+        s.errors += u64::from(st.entry.errors);
+        s.warnings += u64::from(st.entry.warnings);
+        if !st.settled() {
+            s.pending += 1;
+        }
+        if !review.get(path).is_some_and(|m| m.reviewed()) {
+            s.unreviewed += 1;
+        }
+    }
+    s
 }

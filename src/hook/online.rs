@@ -6,7 +6,8 @@
 //! ones still run after the grace `hooks.partial_after_ms` (the feedback then names them).
 //! The hook's deadline is the edit's `ts` plus the workspace's `hook.timeoutMs`
 //! (from the reply): when the service answered incomplete before that, the hook asks again
-//! with an explicit `timeoutMs` for the rest (a few rounds at most).
+//! with an explicit `timeoutMs` for the rest (a few rounds at most). In a paused workspace
+//! (`openfiles pause`) the edit is not taken and the feedback says so.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -72,7 +73,7 @@ pub fn report(
         .flat_map(|w| w.paths.iter().cloned())
         .collect();
     if accepted.is_empty() {
-        return Ok(None);
+        return Ok(paused_text(&reply.paused));
     }
     let mut timeout_ms = None;
     let mut waited: WaitReply;
@@ -113,6 +114,15 @@ pub fn report(
         timeout_ms = Some(end - now);
     }
     Ok(feedback_text(&waited, &accepted, reply.ts))
+}
+
+/// What the agent is told when its edit landed in a paused workspace (`openfiles pause`).
+pub fn paused_text(roots: &[PathBuf]) -> Option<String> {
+    let root = roots.first()?;
+    Some(format!(
+        "openfiles: checking is paused in {} (`openfiles resume` turns it back on); this edit was not checked.",
+        root.display()
+    ))
 }
 
 /// The feedback for `paths` from a `wait` reply.

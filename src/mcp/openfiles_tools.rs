@@ -153,6 +153,7 @@ fn check(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         &Request::Check(Check {
             paths,
             timeout_ms: Some(timeout_ms),
+            agent: None,
         }),
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),

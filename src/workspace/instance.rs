@@ -181,6 +181,8 @@ impl Instance {
             git_batches_ignored: self.watches.git_batches.load(Ordering::Relaxed),
             terminals: self.claws.as_ref().map_or(0, |c| c.terminal_count()),
             claws_socket: self.claws.as_ref().map(|c| c.socket_path().to_owned()),
+            paused: p.paused,
+            unreviewed: p.unreviewed,
         }
     }
 

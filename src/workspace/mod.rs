@@ -67,6 +67,12 @@ pub struct WorkspaceStatus {
     pub terminals: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claws_socket: Option<PathBuf>,
+    /// Edits are not noticed until `openfiles resume` (the session is kept).
+    #[serde(default)]
+    pub paused: bool,
+    /// Session files not reviewed since their last edit.
+    #[serde(default)]
+    pub unreviewed: usize,
 }
 
 /// How a workspace came to be registered.

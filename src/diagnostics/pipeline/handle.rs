@@ -10,6 +10,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+use crate::diagnostics::review::WorkspaceReview;
 use crate::diagnostics::schedule::Checked;
 use crate::diagnostics::waiters::WaitOutcome;
 use crate::diagnostics::writer::Cursor;
@@ -25,6 +26,8 @@ pub enum EditOrigin {
     Control,
     Queue,
     Watch,
+    /// An explicit request of the user (`check`, `session add-git`): taken even while paused.
+    Request,
 }
 
 /// What became of an `edited` request's paths.
@@ -32,6 +35,8 @@ pub enum EditOrigin {
 pub struct EditOutcome {
     pub accepted: Vec<PathBuf>,
     pub rejected: Vec<Rejected>,
+    /// The workspace is paused: nothing was taken.
+    pub paused: bool,
 }
 
 /// Counters and state for `status`.
@@ -42,6 +47,10 @@ pub struct PipelineStatus {
     pub queue_lines: u64,
     pub malformed_queue_lines: u64,
     pub standing_back: bool,
+    /// Edits are not noticed until `resume`.
+    pub paused: bool,
+    /// Session files not reviewed since their last edit.
+    pub unreviewed: usize,
 }
 
 /// A file's committed text as line hashes, and what a source said about it.
@@ -75,7 +84,20 @@ pub(super) enum Msg {
     Edited {
         paths: Vec<PathBuf>,
         origin: EditOrigin,
+        agent: Option<String>,
         reply: Option<oneshot::Sender<EditOutcome>>,
+    },
+    Review {
+        reply: oneshot::Sender<WorkspaceReview>,
+    },
+    Mark {
+        paths: Vec<PathBuf>,
+        reviewed: bool,
+        reply: oneshot::Sender<Vec<PathBuf>>,
+    },
+    Pause {
+        paused: bool,
+        reply: oneshot::Sender<bool>,
     },
     Queue {
         lines: Vec<QueueEntry>,
@@ -130,13 +152,53 @@ impl PipelineHandle {
 
     /// Report edited paths; they pass the path policy and get scheduled.
     pub async fn edited(&self, paths: Vec<PathBuf>, origin: EditOrigin) -> EditOutcome {
+        self.edited_by(paths, origin, None).await
+    }
+
+    /// Report paths edited by `agent` (recorded for review; `None`: unknown).
+    pub async fn edited_by(
+        &self,
+        paths: Vec<PathBuf>,
+        origin: EditOrigin,
+        agent: Option<String>,
+    ) -> EditOutcome {
         self.ask(|reply| Msg::Edited {
             paths,
             origin,
+            agent,
             reply: Some(reply),
         })
         .await
         .unwrap_or_default()
+    }
+
+    /// The session with its review data (agents, marks), for `openfiles review`.
+    pub async fn review(&self) -> WorkspaceReview {
+        let root = (*self.root).clone();
+        self.ask(|reply| Msg::Review { reply })
+            .await
+            .unwrap_or(WorkspaceReview {
+                root,
+                ..Default::default()
+            })
+    }
+
+    /// Mark session files reviewed (or not); returns those that are in the session.
+    pub async fn mark(&self, paths: Vec<PathBuf>, reviewed: bool) -> Vec<PathBuf> {
+        self.ask(|reply| Msg::Mark {
+            paths,
+            reviewed,
+            reply,
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Pause (or resume) noticing edits; returns whether it was paused before.
+    pub async fn pause(&self, paused: bool) -> bool {
+        self.ask(|reply| Msg::Pause { paused, reply })
+            .await
+            .unwrap_or_default()
     }
 
     /// Report edits without waiting for the verdict.
@@ -144,6 +206,7 @@ impl PipelineHandle {
         self.send(Msg::Edited {
             paths,
             origin,
+            agent: None,
             reply: None,
         });
     }

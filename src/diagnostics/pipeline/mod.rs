@@ -27,6 +27,7 @@ use handle::Msg;
 pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
 
 use super::schedule::{Checked, Scheduler};
+use super::review::{Review, ReviewFile, WorkspaceReview};
 use super::session::Session;
 use super::waiters::{Waiter, Waiters};
 use super::writer::Cursor;
@@ -44,6 +45,8 @@ pub struct Pipeline {
     policy: Policy,
     scheduler: Scheduler,
     session: Session,
+    /// Agents per file, reviewed marks, paused: persisted with the session.
+    review: Review,
     sensitive: BTreeSet<PathBuf>,
     dirty: BTreeSet<PathBuf>,
     waiters: Waiters,
@@ -90,12 +93,14 @@ impl Pipeline {
         root: &Path,
         config: Arc<Config>,
         checker: Arc<dyn Checker>,
-        state: writer::SessionState,
+        mut state: writer::SessionState,
         state_path: Option<PathBuf>,
     ) -> Result<(PipelineHandle, Cursor), StartError> {
         let policy = Policy::new(root, &config.diagnostics)?;
         let queue = state.queue.clone();
+        let mut review = std::mem::take(&mut state.review);
         let (session, unchecked) = Session::restore(state.into_entries());
+        review.retain(|p| session.get(p).is_some());
         let (tx, rx) = mpsc::unbounded_channel();
         let cursor = queue.cursor;
         let done_tx = tx.clone();
@@ -110,6 +115,7 @@ impl Pipeline {
             policy,
             scheduler: Scheduler::new(root, checker, done),
             session,
+            review,
             sensitive: BTreeSet::new(),
             dirty: unchecked.into_iter().collect(),
             waiters: Waiters::default(),
@@ -178,9 +184,10 @@ impl Pipeline {
             Msg::Edited {
                 paths,
                 origin,
+                agent,
                 reply,
             } => {
-                let out = self.edit(paths, origin);
+                let out = self.edit(paths, origin, agent.as_deref());
                 if let Some(r) = reply {
                     let _ = r.send(out);
                 }
@@ -236,11 +243,18 @@ impl Pipeline {
                     queue_lines: self.queue.lines,
                     malformed_queue_lines: self.queue.malformed,
                     standing_back: self.standing_back,
+                    paused: self.review.paused,
+                    unreviewed: self
+                        .session
+                        .iter()
+                        .filter(|(p, _)| !self.review.get(p).is_some_and(|m| m.reviewed()))
+                        .count(),
                 });
             }
             Msg::Clear { reply } => {
                 let n = self.session.len();
                 self.session.clear();
+                self.review.clear();
                 self.sensitive.clear();
                 self.dirty.clear();
                 self.base.clear();
@@ -272,15 +286,50 @@ impl Pipeline {
                     self.needs_write = !yes;
                 }
             }
+            Msg::Review { reply } => {
+                let _ = reply.send(self.review_data());
+            }
+            Msg::Mark {
+                paths,
+                reviewed,
+                reply,
+            } => {
+                let paths: Vec<PathBuf> = paths
+                    .into_iter()
+                    .map(|p| p.canonicalize().unwrap_or(p))
+                    .collect();
+                let done = self.review.mark(&paths, reviewed, spec::now_ms());
+                self.needs_write |= !done.is_empty();
+                let _ = reply.send(done);
+            }
+            Msg::Pause { paused, reply } => {
+                let was = std::mem::replace(&mut self.review.paused, paused);
+                if was != paused {
+                    tracing::info!(root = %self.root.display(), "{}", if paused { "paused: edits are not noticed until `openfiles resume`" } else { "resumed: noticing edits again" });
+                    self.needs_write = true;
+                }
+                let _ = reply.send(was);
+            }
             Msg::AttachIntake(ack) => self.ack = Some(ack),
             Msg::Stop { reply } => return Some(reply),
         }
         None
     }
 
-    fn edit(&mut self, paths: Vec<PathBuf>, origin: EditOrigin) -> EditOutcome {
+    fn edit(&mut self, paths: Vec<PathBuf>, origin: EditOrigin, agent: Option<&str>) -> EditOutcome {
         let now = spec::now_ms();
         let mut out = EditOutcome::default();
+        if self.review.paused && origin != EditOrigin::Request {
+            out.paused = true;
+            out.rejected = paths
+                .into_iter()
+                .map(|path| Rejected {
+                    path,
+                    reason: "paused: edits in this workspace are not noticed until `openfiles resume`".into(),
+                })
+                .collect();
+            return out;
+        }
         for path in paths {
             match self.policy.judge(&path) {
                 Verdict::Check(p) => {
@@ -288,12 +337,14 @@ impl Pipeline {
                         continue;
                     }
                     self.session.edited(&p, now);
+                    self.review.edited(&p, agent, now);
                     self.sensitive.remove(&p);
                     self.dirty.insert(p.clone());
                     out.accepted.push(p);
                 }
                 Verdict::Sensitive(p) => {
                     self.session.edited(&p, now);
+                    self.review.edited(&p, agent, now);
                     self.sensitive.insert(p.clone());
                     self.dirty.insert(p.clone());
                     out.accepted.push(p);
@@ -302,6 +353,7 @@ impl Pipeline {
                     if self.session.remove(&p) {
                         self.needs_write = true;
                     }
+                    self.review.remove(&p);
                     self.dirty.remove(&p);
                     out.rejected.push(Rejected {
                         path: p,
@@ -351,7 +403,7 @@ impl Pipeline {
                             }
                         })
                         .collect();
-                    self.edit(paths, EditOrigin::Queue);
+                    self.edit(paths, EditOrigin::Queue, q.agent.as_deref());
                 }
                 Err(why) => {
                     self.queue.malformed += 1;
@@ -499,6 +551,24 @@ impl Pipeline {
         });
     }
 
+    /// The session with its review data, in `diagnostics.json` order.
+    fn review_data(&self) -> WorkspaceReview {
+        WorkspaceReview {
+            root: self.root.clone(),
+            paused: self.review.paused,
+            last_agent: self.review.last_agent.clone(),
+            files: self
+                .session
+                .iter()
+                .map(|(path, st)| ReviewFile {
+                    key: writer::key(&self.root, path),
+                    mark: self.review.get(path).cloned().unwrap_or_default(),
+                    entry: st.entry.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// What to write now; the baseline goes along when it changed since the last write.
     fn snapshot(&mut self) -> Snapshot {
         let diag = (!self.standing_back).then(|| self.root.clone());
@@ -509,6 +579,7 @@ impl Pipeline {
             &self.hook(),
             &self.session,
             &self.queue,
+            &self.review,
             diag,
             self.state_path.clone(),
             (&info, baseline),

@@ -1,0 +1,191 @@
+//! What a person reviewing the session needs beside the diagnostics: per session file, the
+//! agents that edited it and whether it has been reviewed since its last edit; per workspace,
+//! whether noticing edits is paused and which agent edited last.
+//!
+//! Owned by the pipeline actor next to its [`Session`](super::session::Session) and persisted
+//! with it in the session state (the `review` field), so marks survive a restart and every
+//! client (`openfiles review`, `status --short`, MCP) sees the same ones. Invariant: an edit
+//! of a file clears its mark ([`Review::edited`]); a file that leaves the session leaves here.
+//!
+//! The pipeline also writes a few-hundred-byte [`Summary`] beside the session state after
+//! every change, so `openfiles status --short` (run on every shell prompt) reads one small
+//! file instead of waking the service.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The agent name recorded for edits that carry none (the watcher, `check`).
+pub const NO_AGENT: &str = "unknown";
+
+/// Review data of one session file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mark {
+    /// Every agent that edited the file this session, in order of first edit; the last edit's
+    /// agent is [`Mark::last_agent`].
+    #[serde(default)]
+    pub agents: Vec<String>,
+    #[serde(default)]
+    pub last_agent: String,
+    /// Epoch ms of the last edit.
+    #[serde(default)]
+    pub edited_at: u64,
+    /// Epoch ms when a person marked the file reviewed; 0 = not reviewed since its last edit.
+    #[serde(default)]
+    pub reviewed_at: u64,
+}
+
+impl Mark {
+    pub fn reviewed(&self) -> bool {
+        self.reviewed_at != 0
+    }
+}
+
+/// The review state of one workspace, persisted in its session state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    /// Edits are not noticed (watcher, queue, hook) until `resume`; the session is kept.
+    #[serde(default)]
+    pub paused: bool,
+    /// The agent of the last edit in the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_agent: Option<String>,
+    /// Keyed by absolute path, like the session.
+    #[serde(default)]
+    pub files: BTreeMap<PathBuf, Mark>,
+}
+
+impl Review {
+    /// `path` was edited by `agent` at `now`: the agent is recorded and the mark cleared.
+    pub fn edited(&mut self, path: &Path, agent: Option<&str>, now: u64) {
+        let agent = agent.filter(|a| !a.is_empty()).unwrap_or(NO_AGENT);
+        let mark = self.files.entry(path.to_owned()).or_default();
+        if !mark.agents.iter().any(|a| a == agent) {
+            mark.agents.push(agent.to_owned());
+        }
+        agent.clone_into(&mut mark.last_agent);
+        mark.edited_at = now;
+        mark.reviewed_at = 0;
+        self.last_agent = Some(agent.to_owned());
+    }
+
+    /// Set or clear the reviewed mark of session files; returns the paths that are in the
+    /// session (others are ignored by the caller's report).
+    pub fn mark(&mut self, paths: &[PathBuf], reviewed: bool, now: u64) -> Vec<PathBuf> {
+        let mut done = Vec::new();
+        for p in paths {
+            if let Some(m) = self.files.get_mut(p) {
+                m.reviewed_at = if reviewed { now.max(1) } else { 0 };
+                done.push(p.clone());
+            }
+        }
+        done
+    }
+
+    pub fn get(&self, path: &Path) -> Option<&Mark> {
+        self.files.get(path)
+    }
+
+    pub fn remove(&mut self, path: &Path) {
+        self.files.remove(path);
+    }
+
+    /// Forget every file (the session was cleared); `paused` stays as it is.
+    pub fn clear(&mut self) {
+        self.files.clear();
+        self.last_agent = None;
+    }
+
+    /// Keep only the files still in the session (a restored state may hold marks of files
+    /// that left it before the last write).
+    pub fn retain(&mut self, keep: impl Fn(&Path) -> bool) {
+        self.files.retain(|p, _| keep(p));
+    }
+}
+
+/// One session file as `openfiles review` shows it: its entry and its review data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewFile {
+    /// The key in `diagnostics.json` (workspace-relative, `/`-separated).
+    pub key: String,
+    #[serde(flatten)]
+    pub mark: Mark,
+    pub entry: crate::spec::FileEntry,
+}
+
+/// A workspace's session for review (the reply to the `review` control request).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceReview {
+    pub root: PathBuf,
+    pub paused: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_agent: Option<String>,
+    pub files: Vec<ReviewFile>,
+}
+
+/// The one-line status of a workspace, written beside its session state as `status.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub version: u32,
+    pub root: PathBuf,
+    /// Session files.
+    pub files: usize,
+    /// Session files not reviewed since their last edit.
+    pub unreviewed: usize,
+    /// Problems in the session files' current entries.
+    pub errors: u64,
+    pub warnings: u64,
+    /// Files whose checks have not all answered yet.
+    pub pending: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_agent: Option<String>,
+    pub paused: bool,
+    /// Epoch ms of the write.
+    pub updated_at: u64,
+}
+
+/// The summary's file name, beside `session.json`.
+pub const SUMMARY_FILE: &str = "status.json";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_clears_the_mark_and_records_the_agent_once() {
+        let mut r = Review::default();
+        let p = PathBuf::from("/w/a.rs");
+        r.edited(&p, Some("claude"), 1);
+        assert_eq!(r.mark(std::slice::from_ref(&p), true, 5), vec![p.clone()]);
+        assert!(r.get(&p).unwrap().reviewed());
+        r.edited(&p, Some("codex"), 6);
+        r.edited(&p, Some("claude"), 7);
+        let m = r.get(&p).unwrap();
+        assert!(!m.reviewed(), "a new edit clears the mark");
+        assert_eq!(m.agents, vec!["claude", "codex"]);
+        assert_eq!(m.last_agent, "claude");
+        r.edited(&p, None, 8);
+        assert_eq!(r.get(&p).unwrap().last_agent, NO_AGENT);
+        assert!(r
+            .mark(&[PathBuf::from("/w/not-in-session")], true, 9)
+            .is_empty());
+    }
+
+    #[test]
+    fn round_trips_through_json_with_path_keys() {
+        let mut r = Review {
+            paused: true,
+            ..Default::default()
+        };
+        r.edited(Path::new("/w/x y.py"), Some("gemini"), 3);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: Review = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
+}

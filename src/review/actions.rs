@@ -1,0 +1,100 @@
+//! What the review runs in the terminal it hands over: the user's editor at a file's first
+//! problem, and `git diff` against HEAD through git's own pager rules (`GIT_PAGER`,
+//! `core.pager`, `PAGER`, colour per `color.ui`).
+//!
+//! Editor: `$VISUAL`, else `$EDITOR`, else `vi`, run by `sh -c '<editor> "$@"'` as git runs
+//! it (so `EDITOR="code -w"` works), with `+LINE` before the path when there is a problem
+//! (the convention of vi, vim, neovim, emacs, nano, micro, kakoune).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+
+use super::model;
+use crate::control::protocol::ReviewFile;
+
+/// The editor command line the user asked for.
+pub fn editor() -> String {
+    ["VISUAL", "EDITOR"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".to_owned())
+}
+
+/// The command that opens `f` at its first problem.
+pub fn edit_command(f: &ReviewFile) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!("{} \"$@\"", editor()))
+        .arg("sh");
+    if let Some(item) = model::first_problem(&f.entry.items) {
+        if f.entry.errors + f.entry.warnings > 0 && item.line > 0 {
+            c.arg(format!("+{}", item.line));
+        }
+    }
+    c.arg(&f.entry.path);
+    c
+}
+
+/// Run the editor on `f`; the terminal is the child's until it exits.
+pub fn edit(f: &ReviewFile) -> anyhow::Result<String> {
+    let status = edit_command(f)
+        .status()
+        .with_context(|| format!("cannot start the editor `{}`", editor()))?;
+    Ok(if status.success() {
+        format!("edited {}", f.key)
+    } else {
+        format!("the editor `{}` exited with {status}", editor())
+    })
+}
+
+/// The `git diff` command showing `f` against HEAD (a file git does not track yet, or a
+/// repository without commits, is shown whole, as new). `Err` says why there is no diff.
+pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !git(&["rev-parse", "--is-inside-work-tree"]) {
+        return Err(format!("{} is not in a git repository", root.display()));
+    }
+    let path = f.entry.path.as_os_str();
+    let tracked = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "--error-unmatch", "--"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let has_head = git(&["rev-parse", "--verify", "--quiet", "HEAD"]);
+    let mut c = Command::new("git");
+    c.arg("-C").arg(root);
+    if tracked && has_head {
+        c.args(["diff", "HEAD", "--"]).arg(path);
+    } else {
+        c.args(["diff", "--no-index", "--", "/dev/null"]).arg(path);
+    }
+    Ok(c)
+}
+
+/// Show the diff of `f` in the terminal (git pages it when its output is a terminal).
+pub fn diff(root: &Path, f: &ReviewFile) -> anyhow::Result<Result<(), String>> {
+    let mut cmd = match diff_command(root, f) {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(why)),
+    };
+    cmd.status().context("cannot run git")?;
+    Ok(Ok(()))
+}
