@@ -26,9 +26,7 @@ pub fn editor() -> String {
 /// The command that opens `f` at its first problem.
 pub fn edit_command(f: &ReviewFile) -> Command {
     let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(format!("{} \"$@\"", editor()))
-        .arg("sh");
+    c.arg("-c").arg(format!("{} \"$@\"", editor())).arg("sh");
     if let Some(item) = model::first_problem(&f.entry.items) {
         if f.entry.errors + f.entry.warnings > 0 && item.line > 0 {
             c.arg(format!("+{}", item.line));

@@ -190,7 +190,9 @@ pub fn pause(socket: Option<&Path>, dir: Option<&Path>, paused: bool) -> anyhow:
     let reply: PauseReply = connect(socket)?.call_as(&req)?;
     let root = reply.root.display();
     match (reply.was_paused, reply.paused) {
-        (false, true) => println!("paused {root}: edits are not noticed until `openfiles resume` (the session is kept)"),
+        (false, true) => println!(
+            "paused {root}: edits are not noticed until `openfiles resume` (the session is kept)"
+        ),
         (true, true) => println!("{root} was already paused"),
         (true, false) => println!("resumed {root}: noticing edits again"),
         (false, false) => println!("{root} was not paused"),

@@ -159,7 +159,9 @@ pub fn agent_of(f: &ReviewFile) -> &str {
 /// The first problem of a file (errors before warnings before the rest, then by position):
 /// where the editor opens it.
 pub fn first_problem(items: &[Item]) -> Option<&Item> {
-    items.iter().min_by_key(|i| (rank(i.severity), i.line, i.column))
+    items
+        .iter()
+        .min_by_key(|i| (rank(i.severity), i.line, i.column))
 }
 
 fn rank(s: Severity) -> u8 {

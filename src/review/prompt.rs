@@ -67,11 +67,16 @@ pub fn fix(m: &Model) -> String {
     for &i in &m.order {
         let f = &m.files[i];
         for it in &f.entry.items {
-            if it.source == "openfiles" || !matches!(it.severity, Severity::Error | Severity::Warning)
+            if it.source == "openfiles"
+                || !matches!(it.severity, Severity::Error | Severity::Warning)
             {
                 continue;
             }
-            let code = it.code.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
+            let code = it
+                .code
+                .as_deref()
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
             lines.push(format!(
                 "- {}: {}: {} [{}{code}]",
                 model::location(f, it),
@@ -266,14 +271,18 @@ pub fn install_all(dir: &Path, files: &[PathBuf], install: bool) -> anyhow::Resu
     for t in targets {
         let real = t.canonicalize().unwrap_or_else(|_| t.clone());
         if seen.contains(&real) {
-            report.push(format!("{}: same file as one above, left as it is", t.display()));
+            report.push(format!(
+                "{}: same file as one above, left as it is",
+                t.display()
+            ));
             continue;
         }
         seen.push(real.clone());
         let before = match std::fs::read(&real) {
-            Ok(b) => Some(String::from_utf8(b).with_context(|| {
-                format!("{} is not UTF-8 text; left as it is", t.display())
-            })?),
+            Ok(b) => Some(
+                String::from_utf8(b)
+                    .with_context(|| format!("{} is not UTF-8 text; left as it is", t.display()))?,
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", t.display())),
         };
@@ -296,7 +305,10 @@ pub fn install_all(dir: &Path, files: &[PathBuf], install: bool) -> anyhow::Resu
             Some(Restored::Delete) => {
                 std::fs::remove_file(&real)
                     .with_context(|| format!("cannot remove {}", t.display()))?;
-                report.push(format!("{}: removed (openfiles had created it)", t.display()));
+                report.push(format!(
+                    "{}: removed (openfiles had created it)",
+                    t.display()
+                ));
             }
             Some(Restored::Text(text)) => {
                 let mode = std::fs::metadata(&real)
@@ -390,7 +402,11 @@ mod tests {
         let body = "## Section\n\nDo things.\n";
         let inst = installed(original, body);
         assert!(inst.contains(body));
-        assert_eq!(installed(Some(&inst), body), inst, "installing twice changes nothing");
+        assert_eq!(
+            installed(Some(&inst), body),
+            inst,
+            "installing twice changes nothing"
+        );
         let back = uninstalled(&inst).unwrap();
         match original {
             Some(o) => assert_eq!(back, Restored::Text(o.to_owned()), "from {o:?}"),

@@ -92,7 +92,10 @@ mod tests {
         assert_eq!(line(&s), "3 unreviewed · 2E 1W · claude");
         s.paused = true;
         s.pending = 1;
-        assert_eq!(line(&s), "3 unreviewed · 2E 1W · 1 checking · claude · paused");
+        assert_eq!(
+            line(&s),
+            "3 unreviewed · 2E 1W · 1 checking · claude · paused"
+        );
         let empty = Summary::default();
         assert_eq!(line(&empty), "");
     }

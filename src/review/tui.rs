@@ -60,7 +60,9 @@ pub fn run(
         client: Some(client),
         socket,
         dir,
-        selected: model.next_unreviewed(None).or((!model.order.is_empty()).then_some(0)),
+        selected: model
+            .next_unreviewed(None)
+            .or((!model.order.is_empty()).then_some(0)),
         model,
         message: String::new(),
         color,
@@ -281,7 +283,10 @@ impl App {
                 self.style(Style::new().add_modifier(Modifier::BOLD)),
             ),
             Span::raw(format!("{}  ", self.model.root.display())),
-            Span::raw(format!("{} files · {} unreviewed · ", t.files, t.unreviewed)),
+            Span::raw(format!(
+                "{} files · {} unreviewed · ",
+                t.files, t.unreviewed
+            )),
             Span::styled(
                 format!("{} errors", t.errors),
                 self.style(Style::new().fg(Color::Red)),
@@ -305,10 +310,7 @@ impl App {
 
         let (items, selected_row) = self.rows();
         if items.is_empty() {
-            frame.render_widget(
-                Paragraph::new("No file changed in this session yet."),
-                body,
-            );
+            frame.render_widget(Paragraph::new("No file changed in this session yet."), body);
         } else {
             let mut state = ListState::default().with_selected(selected_row);
             let list = List::new(items)

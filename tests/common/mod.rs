@@ -11,13 +11,15 @@
 //! - [`hook`]: running the built `openfiles hook` with a payload;
 //! - [`packaging`]: commands, a throw-away Nix store, unit verification;
 //! - [`plugins`]: building and finding the plugin cdylibs;
-//! - [`typescript`]: a generated multi-file TypeScript project and a slow, counting `tsc`.
+//! - [`typescript`]: a generated multi-file TypeScript project and a slow, counting `tsc`;
+//! - [`tmux`]: a real terminal (a tmux server of the test's own) for terminal-UI tests.
 #![allow(dead_code)]
 
 pub mod claws;
 pub mod hook;
 pub mod packaging;
 pub mod plugins;
+pub mod tmux;
 pub mod typescript;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,5 +1,7 @@
 //! Fixture `instant`: answers every check at once with one `info` item per file (requested
-//! and `also_report`), for pipeline-overhead benchmarks and host tests.
+//! and `also_report`), for pipeline-overhead benchmarks and host tests. A line of a checked
+//! file that starts with `error: ` or `warning: ` adds an item of that severity at that line
+//! (column 1, the rest of the line as message): problems a test can count on.
 //!
 //! Config (`[plugin.instant]`): `extensions` (default `["txt"]`).
 //! Test hook: a file named `*.slow` makes the check block until cancelled (or 120 s). Before
@@ -63,9 +65,25 @@ impl Plugin for Instant {
             if path.extension().is_some_and(|e| e == "stuck") {
                 std::thread::sleep(std::time::Duration::from_secs(120));
             }
+            let mut items = vec![Item::note(Severity::Info, "instant", "checked")];
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            for (n, line) in text.lines().enumerate() {
+                let found = [
+                    ("error: ", Severity::Error),
+                    ("warning: ", Severity::Warning),
+                ]
+                .into_iter()
+                .find_map(|(p, s)| line.strip_prefix(p).map(|m| (s, m)));
+                if let Some((severity, message)) = found {
+                    let mut item = Item::note(severity, "instant", message);
+                    item.line = n as u32 + 1;
+                    item.column = 1;
+                    items.push(item);
+                }
+            }
             files.push(FileResult {
                 path: path.clone(),
-                items: vec![Item::note(Severity::Info, "instant", "checked")],
+                items,
             });
         }
         Ok(CheckResponse { files })

@@ -26,8 +26,8 @@ use base::BaseState;
 use handle::Msg;
 pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
 
-use super::schedule::{Checked, Scheduler};
 use super::review::{Review, ReviewFile, WorkspaceReview};
+use super::schedule::{Checked, Scheduler};
 use super::session::Session;
 use super::waiters::{Waiter, Waiters};
 use super::writer::Cursor;
@@ -316,7 +316,12 @@ impl Pipeline {
         None
     }
 
-    fn edit(&mut self, paths: Vec<PathBuf>, origin: EditOrigin, agent: Option<&str>) -> EditOutcome {
+    fn edit(
+        &mut self,
+        paths: Vec<PathBuf>,
+        origin: EditOrigin,
+        agent: Option<&str>,
+    ) -> EditOutcome {
         let now = spec::now_ms();
         let mut out = EditOutcome::default();
         if self.review.paused && origin != EditOrigin::Request {
@@ -325,7 +330,9 @@ impl Pipeline {
                 .into_iter()
                 .map(|path| Rejected {
                     path,
-                    reason: "paused: edits in this workspace are not noticed until `openfiles resume`".into(),
+                    reason:
+                        "paused: edits in this workspace are not noticed until `openfiles resume`"
+                            .into(),
                 })
                 .collect();
             return out;
