@@ -116,6 +116,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                     paths: e.paths,
                                 }],
                                 rejected: vec![],
+                                paused: vec![],
                             },
                         ),
                         Ok(Request::Wait(w)) => {

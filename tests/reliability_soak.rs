@@ -139,6 +139,7 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
                     .call(&Request::Check(Check {
                         paths: vec![f],
                         timeout_ms: Some(60_000),
+                        agent: None,
                     }))
                     .is_ok_and(|r| r.ok),
             );

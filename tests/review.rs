@@ -165,7 +165,7 @@ fn the_review_groups_by_agent_keeps_marks_across_a_restart_and_a_new_edit_clears
         "{s}"
     );
     assert!(
-        row(&s, "codex").contains("1 files, 1 unreviewed, 0E 1W"),
+        row(&s, "codex").contains("1 file, 1 unreviewed, 0E 1W"),
         "{s}"
     );
     let lines: Vec<&str> = s.lines().collect();
@@ -213,7 +213,7 @@ fn the_review_groups_by_agent_keeps_marks_across_a_restart_and_a_new_edit_clears
     // A new edit of a.txt clears its mark; the open view shows it on its next reload.
     edited_by(&env, "gemini", &[&ws.join("a.txt")]);
     let s = tmux.wait_text("[ ] a.txt");
-    assert!(row(&s, "gemini").contains("1 files, 1 unreviewed"), "{s}");
+    assert!(row(&s, "gemini").contains("1 file, 1 unreviewed"), "{s}");
 
     // A resize redraws the view at the new size.
     tmux.resize(80, 20);
@@ -265,6 +265,37 @@ fn review_list_json_prompt_fix_and_status_short_show_the_same_session() {
         list.contains("[ ] a.txt  2E 1W  2:1 bad thing one"),
         "{list}"
     );
+
+    // Colours, unless NO_COLOR is set (the selection stays visible, reversed).
+    let script = review_script(&env, &ws, &[]);
+    let tmux = Tmux::start(&script, 100, 30);
+    tmux.wait_text("[ ] a.txt");
+    let coloured = tmux.screen_with_escapes();
+    assert!(
+        coloured.contains("\x1b[38;5;1m"),
+        "errors in red: {coloured:?}"
+    );
+    drop(tmux);
+    let script = review_script(&env, &ws, &[("NO_COLOR", "1")]);
+    std::fs::write(
+        &script,
+        std::fs::read_to_string(&script)
+            .unwrap()
+            .replace("unset NO_COLOR\n", ""),
+    )
+    .unwrap();
+    let tmux = Tmux::start(&script, 100, 30);
+    tmux.wait_text("[ ] a.txt");
+    let plain = tmux.screen_with_escapes();
+    assert!(
+        !plain.contains("\x1b[38;5;"),
+        "no colour with NO_COLOR: {plain:?}"
+    );
+    assert!(
+        plain.contains("\x1b[7m"),
+        "the selection is reversed: {plain:?}"
+    );
+    drop(tmux);
 
     // Without a terminal the view refuses and says what to use instead.
     let out = env

@@ -385,8 +385,9 @@ impl App {
                     self.style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
                 ),
                 Span::raw(format!(
-                    "  {} files, {} unreviewed, {}E {}W",
+                    "  {} file{}, {} unreviewed, {}E {}W",
                     g.files.len(),
+                    if g.files.len() == 1 { "" } else { "s" },
                     g.unreviewed,
                     g.errors,
                     g.warnings

@@ -63,6 +63,11 @@ impl Tmux {
         self.run(&["capture-pane", "-p"])
     }
 
+    /// The visible screen with its colours and attributes (SGR escapes).
+    pub fn screen_with_escapes(&self) -> String {
+        self.run(&["capture-pane", "-p", "-e"])
+    }
+
     /// Type keys (tmux key names: `Space`, `Enter`, `Down`, or literal text).
     pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys"];
