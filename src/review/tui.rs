@@ -3,9 +3,9 @@
 //!
 //! Keys: `j`/`k` or arrows move, `space` marks reviewed (again: unmarks), `n` jumps to the
 //! next unreviewed file (errors first), `e`/Enter opens `$EDITOR` at the first problem, `d`
-//! shows the diff against HEAD, `r` reloads, `q`/Esc quits. The view reloads from the
-//! service every second while idle, so new edits (which clear marks) show up; a resize
-//! redraws. Colours follow `NO_COLOR` (set and not empty: none; the selection stays
+//! shows the diff against HEAD, `r` reloads, `q`/Esc quits. While idle the view looks every
+//! second at the summary file the service rewrites after each change and reloads from the
+//! service when it changed, so new edits (which clear marks) show up; a resize redraws. Colours follow `NO_COLOR` (set and not empty: none; the selection stays
 //! reversed). The terminal is restored on every way out, a panic included, and handed to
 //! the editor or git for their run.
 
@@ -45,6 +45,8 @@ struct App {
     selected: Option<usize>,
     message: String,
     color: bool,
+    /// The summary file's mtime at the last reload (`None`: reload every time).
+    seen: Option<std::time::SystemTime>,
 }
 
 /// Run the view until the user quits.
@@ -66,7 +68,9 @@ pub fn run(
         model,
         message: String::new(),
         color,
+        seen: None,
     };
+    app.seen = app.summary_mtime();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
@@ -99,7 +103,10 @@ impl App {
                 return Ok(());
             }
             if !event::poll(RELOAD_EVERY)? {
-                self.reload();
+                let now = self.summary_mtime();
+                if now.is_none() || now != self.seen {
+                    self.reload();
+                }
                 continue;
             }
             match event::read()? {
@@ -198,7 +205,15 @@ impl App {
         self.reload();
     }
 
+    /// When the service last rewrote the workspace's summary (it does after every change).
+    fn summary_mtime(&self) -> Option<std::time::SystemTime> {
+        let path =
+            crate::diagnostics::writer::summary_file(&crate::paths::state_dir(), &self.model.root);
+        std::fs::metadata(path).and_then(|m| m.modified()).ok()
+    }
+
     fn reload(&mut self) {
+        self.seen = self.summary_mtime();
         let key = self.current().map(|f| f.key.clone());
         let dir = self.dir.clone();
         let fetched = match self.client.as_mut().map(|c| fetch(c, &dir)) {
