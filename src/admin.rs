@@ -2,18 +2,14 @@
 //! socket and prints the answer for a person (or JSON for a script).
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::control::client::Client;
+use crate::control::client::{connect_default, Client, START_HINT};
 use crate::control::protocol::{PathArg, Request, SessionCleared, StatusReply, WorkspacesReply};
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
-    let path = crate::paths::control_socket(socket);
-    Client::connect(&path, Some(Duration::from_secs(10))).with_context(|| {
-        "is the service running? start it with `openfiles serve`, or enable it with `systemctl --user enable --now openfiles.socket`".to_string()
-    })
+    connect_default(socket).context(START_HINT)
 }
 
 /// `openfiles status [--json]`.

@@ -33,6 +33,18 @@ pub enum ClientError {
     Server(String),
 }
 
+/// What a person is told when a command finds no service.
+pub const START_HINT: &str = "is the service running? start it with `openfiles serve`, or enable it with `systemctl --user enable --now openfiles.socket`";
+
+/// Connect to the control socket a command was given (`--socket`, else the default), with
+/// the usual 10 s bound on each read and write.
+pub fn connect_default(socket: Option<&Path>) -> Result<Client, ClientError> {
+    Client::connect(
+        &crate::paths::control_socket(socket),
+        Some(Duration::from_secs(10)),
+    )
+}
+
 /// One connection to the service.
 pub struct Client {
     reader: BufReader<UnixStream>,

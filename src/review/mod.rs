@@ -21,7 +21,6 @@ pub mod tui;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Context as _;
 
@@ -41,10 +40,7 @@ pub struct Options {
 
 /// Connect to the service (socket activation starts it when needed).
 pub fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
-    let path = crate::paths::control_socket(socket);
-    Client::connect(&path, Some(Duration::from_secs(10))).with_context(|| {
-        "is the service running? start it with `openfiles serve`, or enable it with `systemctl --user enable --now openfiles.socket`".to_string()
-    })
+    crate::control::client::connect_default(socket).context(crate::control::client::START_HINT)
 }
 
 /// `DIR` (default: the current folder), absolute and canonical.
