@@ -185,14 +185,14 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Serialize the current state. `diagnostics_root` is `None` while the service stands back
-    /// for an editor (the file is theirs then).
+    /// Serialize the current state: the session, with the queue cursor and the review data
+    /// that go into the state file beside it. `diagnostics_root` is `None` while the service
+    /// stands back for an editor (the file is theirs then).
     pub fn new(
         root: &Path,
         hook: &HookSettings,
         session: &Session,
-        queue: &QueueState,
-        review: &Review,
+        (queue, review): (&QueueState, &Review),
         diagnostics_root: Option<PathBuf>,
         state_path: PathBuf,
         baseline: (&BaselineInfo, Option<&Baseline>),
