@@ -92,6 +92,8 @@ fn first_frame(env: &Env, ws: &Path) -> f64 {
     let status = cmd.status().unwrap();
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     assert!(status.success(), "review --first-frame failed");
+    // The command holds the terminal's other end: closing it ends the drain.
+    drop(cmd);
     let _ = drain.join();
     ms
 }
