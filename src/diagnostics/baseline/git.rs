@@ -100,6 +100,10 @@ pub fn committed_text(root: &Path, commit: &str, file: &Path) -> Result<Option<S
 /// environments) of the real projects are linked in, so the checkers resolve imports as
 /// they do in the real tree.
 pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitError> {
+    // Two sources of one workspace may ask for the same commit's tree at once: one extracts,
+    // the other waits and reuses it.
+    static TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = TAKING.lock().unwrap_or_else(|e| e.into_inner());
     let top = toplevel(root)?;
     let rel = root.strip_prefix(&top).unwrap_or(Path::new("")).to_owned();
     let tree = dir.join("tree");
