@@ -80,7 +80,12 @@ impl Env {
 
     /// A command for `openfiles ARGS` in this environment.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(bin());
+        self.command_of(Path::new(bin()), args)
+    }
+
+    /// [`Env::command`] running another build of `openfiles` (a benchmark's "before").
+    pub fn command_of(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .env("OPENFILES_SOCKET", &self.socket)
             .env("OPENFILES_STATE_DIR", &self.state)
@@ -302,6 +307,12 @@ impl NotifySocket {
         let sock = UnixDatagram::bind(&path).unwrap();
         sock.set_read_timeout(Some(PATIENCE)).unwrap();
         NotifySocket { path, sock }
+    }
+
+    /// Wait up to `limit` for each datagram from now on (a benchmark starting 1 000
+    /// workspaces on an old build may need more than [`PATIENCE`]).
+    pub fn set_patience(&self, limit: Duration) {
+        self.sock.set_read_timeout(Some(limit)).unwrap();
     }
 
     /// Read datagrams until one contains `needle`; returns every message seen.
