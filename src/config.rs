@@ -45,7 +45,9 @@ pub struct Config {
 pub struct ServiceConfig {
     /// `error`, `warn`, `info`, `debug`, `trace`, or a `RUST_LOG`-style filter. `RUST_LOG` wins.
     pub log_level: String,
-    /// Seconds between heartbeat rewrites (2–30).
+    /// Seconds between two heartbeat sweeps (2–30): each refreshes the mtime of every
+    /// workspace's heartbeat (readers count it fresh for 60 s) and looks for a live editor
+    /// there (standing back). Lower notices an editor sooner; higher wakes less.
     #[serde(deserialize_with = "heartbeat_range")]
     pub heartbeat_seconds: u64,
     /// Folders scanned for workspaces (sub-folders holding `.openfiles/` or `.claws/`).
@@ -58,7 +60,7 @@ impl Default for ServiceConfig {
     fn default() -> Self {
         ServiceConfig {
             log_level: "info".into(),
-            heartbeat_seconds: 5,
+            heartbeat_seconds: 30,
             roots: Vec::new(),
             workspaces: Vec::new(),
         }

@@ -37,69 +37,32 @@ pub fn write_atomic_in(
     mode: u32,
     dir_mode: u32,
 ) -> io::Result<()> {
-    let mut names = Vec::new();
-    for c in rel.components() {
-        match c {
-            Component::Normal(n) => names.push(
-                CString::new(n.as_bytes())
-                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?,
-            ),
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{} is not a plain relative path", rel.display()),
-                ))
-            }
-        }
-    }
-    let Some(file) = names.pop() else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty path"));
-    };
-    let root_c = CString::new(root.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
-    let mut dir = open_fd(
-        libc::AT_FDCWD,
-        &root_c,
-        libc::O_RDONLY | libc::O_DIRECTORY,
-        0,
-    )?;
-    let uid = nix::unistd::getuid().as_raw();
-    for name in &names {
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-        let next = match open_fd(dir.as_raw_fd(), name, flags, 0) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // SAFETY: a valid name relative to an open directory descriptor.
-                if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), dir_mode) } != 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::AlreadyExists {
-                        return Err(e);
-                    }
-                }
-                let fd = open_fd(dir.as_raw_fd(), name, flags, 0)?;
-                // SAFETY: fchmod on a descriptor we own (the umask may have narrowed it).
-                unsafe { libc::fchmod(fd.as_raw_fd(), dir_mode) };
-                fd
-            }
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
-                return Err(io::Error::other(format!(
-                    "{} is a symlink or not a directory; refusing to write through it",
-                    root.join(name.to_string_lossy().as_ref()).display()
-                )))
-            }
-            r => r?,
-        };
-        let meta = fs::File::from(next.try_clone()?).metadata()?;
-        if meta.uid() != uid {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} is not owned by uid {uid}; refusing to write in it",
-                    name.to_string_lossy()
-                ),
-            ));
-        }
-        dir = next;
-    }
+    replace_in(root, rel, contents, mode, dir_mode, true)
+}
+
+/// [`write_atomic_in`] without waiting for the disk (no `fsync`): still atomic for readers,
+/// for files whose loss in a crash does not matter (a heartbeat is stale after one anyway).
+/// Starting 1 000 workspaces then costs no 1 000 disk flushes.
+pub fn write_atomic_in_volatile(
+    root: &Path,
+    rel: &Path,
+    contents: &[u8],
+    mode: u32,
+    dir_mode: u32,
+) -> io::Result<()> {
+    replace_in(root, rel, contents, mode, dir_mode, false)
+}
+
+fn replace_in(
+    root: &Path,
+    rel: &Path,
+    contents: &[u8],
+    mode: u32,
+    dir_mode: u32,
+    durable: bool,
+) -> io::Result<()> {
+    let (names, file) = split_relative(rel)?;
+    let dir = open_dir_in(root, &names, Some(dir_mode))?;
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let tmp = CString::new(format!(
         ".tmp-{}-{}",
@@ -113,7 +76,9 @@ pub fn write_atomic_in(
     let written = (|| {
         f.write_all(contents)?;
         f.set_permissions(fs::Permissions::from_mode(mode))?;
-        f.sync_data()?;
+        if durable {
+            f.sync_data()?;
+        }
         // SAFETY: both names are valid and relative to the same open directory.
         if unsafe {
             libc::renameat(
@@ -133,6 +98,105 @@ pub fn write_atomic_in(
         unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
     }
     written
+}
+
+/// Refresh the modification time of the existing file `root/rel` to now without rewriting
+/// it (the heartbeat: readers judge it by mtime). Its folder is reached from `root` by
+/// descriptor as in [`write_atomic_in`] (nothing created), and the file is opened without
+/// following a symlink and must be a regular file owned by us; otherwise the error says
+/// why and the caller rewrites it instead.
+pub fn touch_in(root: &Path, rel: &Path) -> io::Result<()> {
+    let (names, file) = split_relative(rel)?;
+    let dir = open_dir_in(root, &names, None)?;
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    let f = fs::File::from(open_fd(dir.as_raw_fd(), &file, flags, 0)?);
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.uid() != nix::unistd::getuid().as_raw() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file of ours; not touching it",
+            rel.display()
+        )));
+    }
+    // SAFETY: a descriptor we own; null times mean "now" for both.
+    if unsafe { libc::futimens(f.as_raw_fd(), std::ptr::null()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A plain relative path as its folder names and its file name.
+fn split_relative(rel: &Path) -> io::Result<(Vec<CString>, CString)> {
+    let mut names = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => names.push(
+                CString::new(n.as_bytes())
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?,
+            ),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain relative path", rel.display()),
+                ))
+            }
+        }
+    }
+    let Some(file) = names.pop() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty path"));
+    };
+    Ok((names, file))
+}
+
+/// Open the folder `root/names…` by descriptor: every folder below `root` opened without
+/// following symlinks and owned by us; a missing one is created with `create`'s mode, or
+/// is an error without it.
+fn open_dir_in(root: &Path, names: &[CString], create: Option<u32>) -> io::Result<OwnedFd> {
+    let root_c = CString::new(root.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
+    let mut dir = open_fd(
+        libc::AT_FDCWD,
+        &root_c,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        0,
+    )?;
+    let uid = nix::unistd::getuid().as_raw();
+    for name in names {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let next = match (open_fd(dir.as_raw_fd(), name, flags, 0), create) {
+            (Err(e), Some(dir_mode)) if e.kind() == io::ErrorKind::NotFound => {
+                // SAFETY: a valid name relative to an open directory descriptor.
+                if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), dir_mode) } != 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::AlreadyExists {
+                        return Err(e);
+                    }
+                }
+                let fd = open_fd(dir.as_raw_fd(), name, flags, 0)?;
+                // SAFETY: fchmod on a descriptor we own (the umask may have narrowed it).
+                unsafe { libc::fchmod(fd.as_raw_fd(), dir_mode) };
+                fd
+            }
+            (Err(e), _) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+                return Err(io::Error::other(format!(
+                    "{} is a symlink or not a directory; refusing to write through it",
+                    root.join(name.to_string_lossy().as_ref()).display()
+                )))
+            }
+            (r, _) => r?,
+        };
+        let meta = fs::File::from(next.try_clone()?).metadata()?;
+        if meta.uid() != uid {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not owned by uid {uid}; refusing to write in it",
+                    name.to_string_lossy()
+                ),
+            ));
+        }
+        dir = next;
+    }
+    Ok(dir)
 }
 
 /// Check that `dir` and the `levels - 1` folders above it are real directories (not
@@ -257,4 +321,47 @@ use std::os::unix::fs::DirBuilderExt;
 /// The uid that owns `path` (following symlinks).
 pub fn owner_uid(path: &Path) -> io::Result<u32> {
     Ok(fs::metadata(path)?.uid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn touch_moves_the_mtime_and_keeps_the_content() {
+        let t = tempfile::tempdir().unwrap();
+        let rel = Path::new(".openfiles/vscode/beat.json");
+        write_atomic_in(t.path(), rel, b"{}\n", 0o644, 0o755).unwrap();
+        let path = t.path().join(rel);
+        let old = SystemTime::now() - Duration::from_secs(600);
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        touch_in(t.path(), rel).unwrap();
+        let age = SystemTime::now()
+            .duration_since(fs::metadata(&path).unwrap().modified().unwrap())
+            .unwrap_or_default();
+        assert!(
+            age < Duration::from_secs(60),
+            "mtime not refreshed: {age:?}"
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"{}\n");
+    }
+
+    #[test]
+    fn touch_refuses_a_missing_file_and_a_symlink() {
+        let t = tempfile::tempdir().unwrap();
+        let rel = Path::new(".openfiles/vscode/beat.json");
+        assert!(touch_in(t.path(), rel).is_err());
+        assert!(!t.path().join(".openfiles").exists(), "nothing is created");
+        fs::create_dir_all(t.path().join(".openfiles/vscode")).unwrap();
+        let target = t.path().join("target.txt");
+        fs::write(&target, "x").unwrap();
+        std::os::unix::fs::symlink(&target, t.path().join(rel)).unwrap();
+        assert!(touch_in(t.path(), rel).is_err());
+    }
 }

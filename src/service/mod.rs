@@ -124,7 +124,7 @@ async fn serve(
         workspaces = shared.workspace_count(),
         "ready"
     );
-    tokio::spawn(status_line(registry.clone(), shutdown.clone()));
+    tokio::spawn(status_line(shared.clone(), shutdown.clone()));
     if let Some(interval) = notify::watchdog_interval() {
         tokio::spawn(notify::watchdog(interval, shutdown.clone()));
     }
@@ -149,21 +149,23 @@ async fn serve(
     Ok(())
 }
 
-/// Keep `systemctl status` current: workspace and terminal counts, sent when they change.
-async fn status_line(registry: crate::workspace::RegistryHandle, shutdown: CancellationToken) {
+/// Keep `systemctl status` current: workspace and terminal counts, sent when they change
+/// (woken by the registry and the Claws servers, never by a timer).
+async fn status_line(shared: Arc<WorkspaceDeps>, shutdown: CancellationToken) {
     let mut last = String::new();
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
     loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let ws = registry.status().await;
-        let terminals: usize = ws.iter().map(|w| w.terminals).sum();
-        let line = format!("serving {} workspace(s), {terminals} terminal(s)", ws.len());
+        let line = format!(
+            "serving {} workspace(s), {} terminal(s)",
+            shared.workspace_count(),
+            shared.claws_registry.terminal_count()
+        );
         if line != last {
             notify::status(&line);
             last = line;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = shared.counts_changed() => {}
         }
     }
 }

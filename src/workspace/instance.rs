@@ -1,12 +1,13 @@
-//! One served workspace at run time: `.openfiles/` housekeeping, the heartbeat, the
-//! diagnostics pipeline with its queue intake and file watcher, and (when enabled) the Claws
-//! server. Everything it starts hangs off one cancellation token, so `stop` ends it all and
-//! removes what it created (heartbeat, Claws socket).
+//! One served workspace at run time: `.openfiles/` housekeeping, the heartbeat (refreshed by
+//! the service's one [`Sweep`](super::heartbeat::Sweep)), the diagnostics pipeline with its
+//! queue intake and file watcher, and (when enabled) the Claws server. Everything it starts
+//! hangs off one cancellation token, so `stop` ends it all and removes what it created
+//! (heartbeat, Claws socket). Nothing here runs on a timer: an idle workspace is a few
+//! parked tasks waiting for file events, messages or connections.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -31,9 +32,13 @@ pub struct WorkspaceDeps {
     /// Every Claws socket served, for `introspect`.
     pub claws_registry: Arc<crate::claws::ClawsRegistry>,
     workspaces: AtomicUsize,
-    /// Roots whose folder disappeared, reported by their heartbeat loop; the registry
+    /// Woken when `workspaces` changes.
+    workspaces_changed: tokio::sync::Notify,
+    /// Every workspace's heartbeat, refreshed on one timer.
+    pub heartbeats: Arc<super::heartbeat::Sweep>,
+    /// Roots whose folder disappeared, reported by the heartbeat sweep; the registry
     /// takes the receiver ([`WorkspaceDeps::take_gone`]) and forgets them.
-    gone_tx: tokio::sync::mpsc::UnboundedSender<PathBuf>,
+    pub(super) gone_tx: tokio::sync::mpsc::UnboundedSender<PathBuf>,
     gone_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<PathBuf>>>,
 }
 
@@ -49,14 +54,17 @@ impl WorkspaceDeps {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
         let (gone_tx, gone_rx) = tokio::sync::mpsc::unbounded_channel();
+        let session_id = format!("{:x}-{:08x}", std::process::id(), nanos);
         WorkspaceDeps {
             state_dir,
-            session_id: format!("{:x}-{:08x}", std::process::id(), nanos),
+            heartbeats: super::heartbeat::Sweep::new(session_id.clone()),
+            session_id,
             shutdown,
             checker,
             fswatch,
             claws_registry: crate::claws::ClawsRegistry::new(),
             workspaces: AtomicUsize::new(0),
+            workspaces_changed: tokio::sync::Notify::new(),
             gone_tx,
             gone_rx: std::sync::Mutex::new(Some(gone_rx)),
         }
@@ -69,7 +77,17 @@ impl WorkspaceDeps {
 
     /// Called by the registry when the number of workspaces changes.
     pub fn update_status(&self, workspaces: usize) {
-        self.workspaces.store(workspaces, Ordering::Relaxed);
+        if self.workspaces.swap(workspaces, Ordering::Relaxed) != workspaces {
+            self.workspaces_changed.notify_one();
+        }
+    }
+
+    /// Resolves once the workspace or terminal count changed (since it last resolved).
+    pub async fn counts_changed(&self) {
+        tokio::select! {
+            _ = self.workspaces_changed.notified() => {}
+            _ = self.claws_registry.terminals_changed() => {}
+        }
     }
 
     pub fn workspace_count(&self) -> usize {
@@ -90,8 +108,6 @@ pub struct Instance {
     subscriber: crate::fswatch::SubscriberId,
     /// Watch mode, when enabled and running.
     watch_mode: Option<WatchMode>,
-    /// The heartbeat loop's period, changeable by a reload.
-    heartbeat_every: tokio::sync::watch::Sender<Duration>,
     /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
     claws: Option<crate::claws::ClawsServer>,
 }
@@ -113,7 +129,6 @@ impl Instance {
         let cfg = Arc::new(config.for_workspace(root).map_err(|e| e.to_string())?);
         housekeeping(root)
             .map_err(|e| format!("cannot prepare {}: {e}", root.join(spec::DIR).display()))?;
-        heartbeat_once(root, &shared.session_id)?;
         let (pipeline, cursor) =
             Pipeline::start(root, cfg.clone(), shared.checker.clone(), &shared.state_dir)
                 .map_err(|e| e.to_string())?;
@@ -132,23 +147,24 @@ impl Instance {
                 root.join(spec::DIR).display()
             ));
         }
-        let watches = watch::WatchCount::default();
-        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token);
-        let (heartbeat_every, every) = tokio::sync::watch::channel(heartbeat_period(&cfg));
-        tokio::spawn(heartbeat_loop(
-            root.to_owned(),
-            shared.session_id.clone(),
-            every,
-            pipeline.clone(),
-            paused_tx,
-            shared.gone_tx.clone(),
-            token.clone(),
-        ));
+        if let Err(e) = shared.heartbeats.add(root, pipeline.clone(), paused_tx) {
+            shared.fswatch.unwatch_all(subscriber);
+            token.cancel();
+            pipeline.stop().await;
+            return Err(format!(
+                "cannot write the heartbeat in {}: {e}",
+                root.display()
+            ));
+        }
+        // Claws first: its `.claws/` is made before watch mode watches the root, so our own
+        // folder does not come back as a change.
         let claws = if cfg.claws.enabled {
             start_claws(root, &cfg, &shared, &token).await
         } else {
             None
         };
+        let watches = watch::WatchCount::default();
+        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token);
         Ok(Instance {
             pipeline,
             token,
@@ -157,7 +173,6 @@ impl Instance {
             watches,
             subscriber,
             watch_mode,
-            heartbeat_every,
             claws,
         })
     }
@@ -187,7 +202,7 @@ impl Instance {
     }
 
     /// Apply a reloaded configuration (SIGHUP): the pipeline takes `[hooks]` and
-    /// `[diagnostics]` at once, the heartbeat its new period, watch mode restarts when
+    /// `[diagnostics]` at once, watch mode restarts when
     /// `[watch]` or `[diagnostics]` changed, and the Claws server starts or stops when
     /// `[claws] enabled` flips. Other `[claws]` settings would need the server (and its
     /// terminals) restarted, so they wait for the next service start, and the log says so.
@@ -200,7 +215,6 @@ impl Instance {
             }
         };
         self.pipeline.reload(cfg.clone());
-        let _ = self.heartbeat_every.send(heartbeat_period(&cfg));
         if cfg.watch != self.cfg.watch || cfg.diagnostics != self.cfg.diagnostics {
             self.stop_watch();
             self.watch_mode = start_watch(
@@ -246,12 +260,8 @@ impl Instance {
             claws.stop().await;
         }
         self.pipeline.stop().await;
-        super::heartbeat::remove(root, &self.shared.session_id);
+        self.shared.heartbeats.remove(root);
     }
-}
-
-fn heartbeat_period(cfg: &Config) -> Duration {
-    Duration::from_secs(cfg.service.heartbeat_seconds)
 }
 
 /// Start watch mode if the settings ask for it; a failure is logged and leaves it off.
@@ -333,54 +343,5 @@ fn housekeeping(root: &Path) -> std::io::Result<()> {
         Ok(mut f) => std::io::Write::write_all(&mut f, b"*\n"),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
-    }
-}
-
-fn heartbeat_once(root: &Path, session: &str) -> Result<(), String> {
-    super::heartbeat::write(root, session)
-        .map_err(|e| format!("cannot write the heartbeat in {}: {e}", root.display()))
-}
-
-/// Refresh the heartbeat, and stand back while an editor serves the workspace.
-async fn heartbeat_loop(
-    root: PathBuf,
-    session: String,
-    mut every: tokio::sync::watch::Receiver<Duration>,
-    pipeline: PipelineHandle,
-    paused: tokio::sync::watch::Sender<bool>,
-    gone: tokio::sync::mpsc::UnboundedSender<PathBuf>,
-    token: CancellationToken,
-) {
-    let mut tick = tokio::time::interval(*every.borrow_and_update());
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = token.cancelled() => return,
-            _ = tick.tick() => {}
-            Ok(()) = every.changed() => {
-                // Write at once, then keep the new period.
-                tick = tokio::time::interval(*every.borrow_and_update());
-                tick.tick().await;
-            }
-        }
-        let (r, s) = (root.clone(), session.clone());
-        let result = tokio::task::spawn_blocking(move || {
-            let foreign = super::heartbeat::foreign_server_live(&r);
-            (super::heartbeat::write(&r, &s), foreign)
-        })
-        .await;
-        let Ok((written, foreign)) = result else {
-            return;
-        };
-        if let Err(e) = written {
-            if !root.exists() {
-                tracing::warn!(root = %root.display(), "workspace folder disappeared; dropping it");
-                let _ = gone.send(root);
-                return;
-            }
-            tracing::error!(root = %root.display(), "heartbeat write failed: {e}");
-        }
-        pipeline.stand_back(foreign);
-        let _ = paused.send(foreign);
     }
 }

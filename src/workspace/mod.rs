@@ -232,6 +232,8 @@ pub struct Registry {
     handle: RegistryHandle,
     /// Cancels the discovery watcher of the current `roots`.
     discovery: CancellationToken,
+    /// The heartbeat sweep's period (`service.heartbeat_seconds`).
+    heartbeat_every: tokio::sync::watch::Sender<std::time::Duration>,
 }
 
 impl Registry {
@@ -245,12 +247,14 @@ impl Registry {
         let (tx, rx) = mpsc::channel(64);
         let handle = RegistryHandle { tx };
         let discovery = shared.shutdown.child_token();
+        let (heartbeat_every, every) = tokio::sync::watch::channel(heartbeat_period(&config));
         let mut reg = Registry {
             shared,
             config,
             entries: BTreeMap::new(),
             handle: handle.clone(),
             discovery,
+            heartbeat_every,
         };
         for stored in store::load(&reg.shared.state_dir) {
             let source = Source::parse(&stored.source);
@@ -275,6 +279,12 @@ impl Registry {
             }
         }
         reg.persist();
+        tokio::spawn(heartbeat::run(
+            reg.shared.heartbeats.clone(),
+            every,
+            reg.shared.gone_tx.clone(),
+            reg.shared.shutdown.clone(),
+        ));
         discovery::watch(
             reg.config.service.roots.clone(),
             handle.clone(),
@@ -377,6 +387,9 @@ impl Registry {
     /// lists keep running (they are persisted); `openfiles forget` drops one.
     async fn reload(&mut self, config: Arc<Config>) {
         let old = std::mem::replace(&mut self.config, config);
+        let period = heartbeat_period(&self.config);
+        self.heartbeat_every
+            .send_if_modified(|p| std::mem::replace(p, period) != period);
         for (root, e) in self.entries.iter_mut() {
             e.instance.reload(root, &self.config).await;
         }
@@ -469,6 +482,10 @@ impl Registry {
             );
         }
     }
+}
+
+fn heartbeat_period(cfg: &Config) -> std::time::Duration {
+    std::time::Duration::from_secs(cfg.service.heartbeat_seconds)
 }
 
 fn info(root: &Path, source: Source) -> WorkspaceInfo {
