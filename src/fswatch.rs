@@ -12,6 +12,12 @@
 //! `queue.jsonl`) would wake themselves forever. Only changes are routed: creations,
 //! modifications, removals, renames, and closes after a write.
 //!
+//! A subscriber may also name the entries it cares about ([`FsWatch::watch_only`]): the
+//! queue intake watches `.openfiles/` for `queue.jsonl`, and the service's own writes in that
+//! folder (`diagnostics.json` and its temp files) are dropped here, on the watcher's thread,
+//! instead of waking the intake to be ignored. Every delivered event is logged at `trace`
+//! (target `openfiles::fswatch`), which tests use to prove what reaches whom.
+//!
 //! Lock order: the routing table is never held while calling into the watcher, because the
 //! watcher's `watch` waits for its event thread, which may be delivering into the table.
 
@@ -29,7 +35,17 @@ pub type Sink = mpsc::UnboundedSender<notify::Event>;
 /// Identifies a subscriber.
 pub type SubscriberId = u64;
 
-type Routes = HashMap<PathBuf, Vec<(SubscriberId, Sink)>>;
+/// Which entries of a watched folder a subscriber wants (by file name); events about the
+/// folder itself always pass.
+pub type Filter = fn(&std::ffi::OsStr) -> bool;
+
+struct Route {
+    id: SubscriberId,
+    sink: Sink,
+    only: Option<Filter>,
+}
+
+type Routes = HashMap<PathBuf, Vec<Route>>;
 
 /// Whether an event kind reports a change (anything but a read: an open, a read, a close
 /// without writing).
@@ -62,11 +78,15 @@ impl FsWatch {
             let Ok(routes) = table.lock() else { return };
             let mut sent: Vec<SubscriberId> = Vec::new();
             for p in &ev.paths {
-                for dir in [p.parent(), Some(p.as_path())].into_iter().flatten() {
-                    for (id, sink) in routes.get(dir).into_iter().flatten() {
-                        if !sent.contains(id) {
-                            sent.push(*id);
-                            let _ = sink.send(ev.clone());
+                let entry = p.file_name().unwrap_or_default();
+                for (dir, is_entry) in [(p.parent(), true), (Some(p.as_path()), false)] {
+                    let Some(dir) = dir else { continue };
+                    for r in routes.get(dir).into_iter().flatten() {
+                        let wanted = !is_entry || r.only.is_none_or(|only| only(entry));
+                        if wanted && !sent.contains(&r.id) {
+                            sent.push(r.id);
+                            tracing::trace!(subscriber = r.id, path = %p.display(), kind = ?ev.kind, "fswatch event delivered");
+                            let _ = r.sink.send(ev.clone());
                         }
                     }
                 }
@@ -86,12 +106,42 @@ impl FsWatch {
 
     /// Deliver events about `dir`'s entries (and `dir` itself) to `sink`.
     pub fn watch(&self, dir: &Path, id: SubscriberId, sink: Sink) -> notify::Result<()> {
+        self.route(
+            dir,
+            Route {
+                id,
+                sink,
+                only: None,
+            },
+        )
+    }
+
+    /// [`FsWatch::watch`], for the entries of `dir` whose name passes `only` (and `dir`
+    /// itself): other events never leave the watcher's thread.
+    pub fn watch_only(
+        &self,
+        dir: &Path,
+        id: SubscriberId,
+        sink: Sink,
+        only: Filter,
+    ) -> notify::Result<()> {
+        self.route(
+            dir,
+            Route {
+                id,
+                sink,
+                only: Some(only),
+            },
+        )
+    }
+
+    fn route(&self, dir: &Path, route: Route) -> notify::Result<()> {
         let first = {
             let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
             let subs = routes.entry(dir.to_owned()).or_default();
             let first = subs.is_empty();
-            if !subs.iter().any(|(i, _)| *i == id) {
-                subs.push((id, sink));
+            if !subs.iter().any(|r| r.id == route.id) {
+                subs.push(route);
             }
             first
         };
@@ -116,7 +166,7 @@ impl FsWatch {
             let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
             let mut orphans = Vec::new();
             routes.retain(|dir, subs| {
-                subs.retain(|(i, _)| *i != id);
+                subs.retain(|r| r.id != id);
                 if subs.is_empty() {
                     orphans.push(dir.clone());
                     false

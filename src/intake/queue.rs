@@ -78,6 +78,12 @@ impl Reader {
         [spec::QUEUE_FILE, DRAINING]
     }
 
+    /// Whether a name in `.openfiles/` is one of the queue files (the watcher's filter: the
+    /// service's own `diagnostics.json` writes there never wake the intake).
+    pub fn is_watched(name: &std::ffi::OsStr) -> bool {
+        Self::watched_names().iter().any(|n| name == *n)
+    }
+
     /// Read what is new, and rotate or finish files when everything read is persisted.
     pub fn step(&mut self) -> std::io::Result<Step> {
         let mut out = Step::default();
@@ -336,7 +342,7 @@ pub fn spawn(
     let dir = root.join(spec::DIR);
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
     let names = Reader::watched_names();
-    fs.0.watch(&dir, fs.1, ev_tx)?;
+    fs.0.watch_only(&dir, fs.1, ev_tx, Reader::is_watched)?;
     let (ack_tx, mut ack_rx) = tokio::sync::mpsc::unbounded_channel();
     pipeline.attach_intake(ack_tx);
     let mut reader = Some(Reader::new(root, cursor));
