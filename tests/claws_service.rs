@@ -69,3 +69,63 @@ fn claws_can_be_disabled_per_workspace() {
     assert_eq!(st.workspaces[0].claws_socket, None);
     assert!(!ws.join(".claws/claws.sock").exists());
 }
+
+/// A workspace no Claws client has used costs its socket and nothing else under `.claws/`;
+/// the first client gets the full service (terminals, `exec`, the bus's event log), made on
+/// its connection.
+#[test]
+fn claws_state_is_made_for_the_first_client() {
+    let mut env = Env::new();
+    let (used, unused) = (env.workspace("used"), env.workspace("unused"));
+    let home = env.workspace("home");
+    env.extra_env.push(("HOME".into(), home.into_os_string()));
+    env.extra_env.push(("SHELL".into(), "/bin/bash".into()));
+    let svc = env.serve(&["-w", used.to_str().unwrap(), "-w", unused.to_str().unwrap()]);
+    let entries = |ws: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(ws.join(".claws"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(entries(&used), [".gitignore", "claws.sock"]);
+
+    let sock = used.join(".claws/claws.sock");
+    let created = json_call(
+        &sock,
+        r#"{"id":1,"cmd":"create","wrapped":true,"name":"first"}"#,
+    );
+    assert_eq!(created["ok"], true, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let exec = json_call(
+        &sock,
+        &format!(
+            r#"{{"id":2,"cmd":"exec","id":"{id}","command":"echo first-use","timeoutMs":60000}}"#
+        ),
+    );
+    assert_eq!(exec["event"]["exitCode"], 0, "{exec}");
+    assert!(
+        exec["event"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("first-use"),
+        "{exec}"
+    );
+    let names = entries(&used);
+    assert!(names.iter().any(|n| n == "events"), "{names:?}");
+    assert!(names.iter().any(|n| n == "shell"), "{names:?}");
+    assert_eq!(env.status().terminals, 1);
+
+    assert_eq!(
+        entries(&unused),
+        [".gitignore", "claws.sock"],
+        "the other workspace stays lean"
+    );
+    assert_eq!(svc.terminate(), Some(0));
+    assert!(!sock.exists(), "socket removed on stop");
+    assert!(
+        !unused.join(".claws/claws.sock").exists(),
+        "socket removed on stop"
+    );
+}

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::bus::Outbox;
 use super::commands::dispatch;
 use super::proto::{self, Request, MAX_LINE};
-use super::{ClawsError, Connection, ServerState};
+use super::{ClawsError, Connection, Lazy, ServerState};
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 
@@ -45,11 +45,9 @@ pub async fn bind(socket: &Path) -> Result<UnixListener, ClawsError> {
     Ok(listener)
 }
 
-pub async fn accept_loop(
-    listener: UnixListener,
-    shared: Arc<ServerState>,
-    stop: CancellationToken,
-) {
+/// Accept until `stop`; the server's state is made for the first client that passes the
+/// peer check.
+pub async fn accept_loop(listener: UnixListener, lazy: Arc<Lazy>, stop: CancellationToken) {
     loop {
         let stream = tokio::select! {
             _ = stop.cancelled() => return,
@@ -62,11 +60,11 @@ pub async fn accept_loop(
                 }
             },
         };
-        tokio::spawn(serve(stream, shared.clone(), stop.clone()));
+        tokio::spawn(serve(stream, lazy.clone(), stop.clone()));
     }
 }
 
-async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: CancellationToken) {
+async fn serve(mut stream: UnixStream, lazy: Arc<Lazy>, stop: CancellationToken) {
     let me = nix::unistd::getuid().as_raw();
     match stream.peer_cred() {
         Ok(c) if c.uid() == me => {}
@@ -88,8 +86,31 @@ async fn serve(mut stream: UnixStream, shared: Arc<ServerState>, stop: Cancellat
             return;
         }
     }
+    let Some(shared) = state_or_refuse(&lazy, &mut stream).await else {
+        return;
+    };
     let (rd, wr) = stream.into_split();
     serve_io(rd, wr, shared, stop).await;
+}
+
+/// The server's state for a new client; when it cannot be made, the client is told why.
+pub async fn state_or_refuse<W: AsyncWrite + Unpin>(
+    lazy: &Lazy,
+    out: &mut W,
+) -> Option<Arc<ServerState>> {
+    match lazy.get().await {
+        Ok(shared) => Some(shared),
+        Err(e) => {
+            tracing::error!("claws: cannot serve a client: {e}");
+            let msg = proto::answer(
+                None,
+                proto::PROTOCOL,
+                Err(format!("claws unavailable: {e}")),
+            );
+            let _ = out.write_all(msg.as_bytes()).await;
+            None
+        }
+    }
 }
 
 /// Serve one connection over any byte stream (the Unix socket, the WebSocket bridge): one

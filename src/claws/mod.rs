@@ -11,6 +11,12 @@
 //! [`ClawsRegistry`] the caller passes to [`ClawsServer::start_with`] (or a private one with
 //! [`ClawsServer::start`]).
 //!
+//! The socket costs one listening descriptor; everything else is made when the first client
+//! connects ([`Lazy`]): the shell scripts, the id counter, the event log, the orchestration
+//! state and the server's timers (bus heartbeat, wave and lifecycle checks). A workspace no
+//! Claws client ever uses therefore costs no task that wakes, no open log and no files but
+//! `.claws/.gitignore` and the socket.
+//!
 //! Shutdown has one path: the `shutdown` token (or [`ClawsServer::stop`]) stops accepting
 //! and ends every connection; `stop` then hangs up the terminals and removes the socket file.
 
@@ -65,6 +71,10 @@ pub struct ClawsRegistry {
     servers: Mutex<Vec<(PathBuf, PathBuf)>>,
     /// Bytes of push frames queued for every peer of every server (see `bus::Outbox`).
     pub(crate) queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
+    /// Terminals open in every server.
+    terminals: std::sync::atomic::AtomicUsize,
+    /// Woken when `terminals` changes (the service's status line).
+    terminals_changed: tokio::sync::Notify,
 }
 
 impl ClawsRegistry {
@@ -92,6 +102,23 @@ impl ClawsRegistry {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(_, s)| s != sock);
+    }
+
+    /// Terminals open in every server.
+    pub fn terminal_count(&self) -> usize {
+        self.terminals.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Resolves once the terminal count changed (since the last time it resolved).
+    pub async fn terminals_changed(&self) {
+        self.terminals_changed.notified().await
+    }
+
+    fn count_terminals(&self, opened: usize, closed: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.terminals.fetch_add(opened, Relaxed);
+        self.terminals.fetch_sub(closed, Relaxed);
+        self.terminals_changed.notify_one();
     }
 }
 
@@ -163,11 +190,17 @@ impl ServerState {
     }
 
     fn insert_terminal(&self, t: Arc<Terminal>) {
-        self.terms().insert(t.id, t);
+        let replaced = self.terms().insert(t.id, t);
+        self.registry
+            .count_terminals(1, usize::from(replaced.is_some()));
     }
 
     fn remove_terminal(&self, id: u64) -> Option<Arc<Terminal>> {
-        self.terms().remove(&id)
+        let removed = self.terms().remove(&id);
+        if removed.is_some() {
+            self.registry.count_terminals(0, 1);
+        }
+        removed
     }
 
     /// Close a terminal (as `close` does): announce, mark its lifecycle worker closed, hang
@@ -197,12 +230,83 @@ impl ServerState {
 
 /// The Claws socket of one workspace folder.
 pub struct ClawsServer {
-    shared: Arc<ServerState>,
+    lazy: Arc<Lazy>,
     socket: PathBuf,
     /// Where the WebSocket listener listens, when `[claws.web_socket]` is on.
     ws_addr: Option<std::net::SocketAddr>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// A server's state, made when the first client connects (then kept until the server stops).
+pub(crate) struct Lazy {
+    root: PathBuf,
+    claws_dir: PathBuf,
+    cfg: ClawsConfig,
+    registry: Arc<ClawsRegistry>,
+    stop: CancellationToken,
+    state: tokio::sync::OnceCell<Arc<ServerState>>,
+    /// The timers started with the state.
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Lazy {
+    /// The state, made now if no client came before. A failure is returned to this client
+    /// and the next one tries again.
+    pub(crate) async fn get(&self) -> Result<Arc<ServerState>, ClawsError> {
+        self.state
+            .get_or_try_init(|| async { self.make() })
+            .await
+            .cloned()
+    }
+
+    fn made(&self) -> Option<&Arc<ServerState>> {
+        self.state.get()
+    }
+
+    fn make(&self) -> Result<Arc<ServerState>, ClawsError> {
+        let (cfg, claws_dir) = (&self.cfg, &self.claws_dir);
+        let io_at = |p: &Path| {
+            let p = p.to_owned();
+            move |source| ClawsError::Io { path: p, source }
+        };
+        crate::fsutil::verify_own_dirs(claws_dir, 1).map_err(io_at(claws_dir))?;
+        let shell_dir = claws_dir.join("shell");
+        shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
+        let ids = state::IdCounter::load(claws_dir).map_err(io_at(claws_dir))?;
+        let events_dir = claws_dir.join("events");
+        let mut log = bus::log::EventLog::open(
+            &events_dir,
+            bus::log::Limits {
+                segment_bytes: cfg.event_segment_bytes,
+                segment_age: Duration::from_secs(cfg.event_segment_seconds.max(1)),
+                total_bytes: cfg.event_log_bytes,
+            },
+        )
+        .map_err(io_at(&events_dir))?;
+        if cfg.event_log.compact {
+            log.0.compact();
+        }
+        let shared = Arc::new(ServerState {
+            root: self.root.clone(),
+            claws_dir: claws_dir.clone(),
+            shell_dir,
+            cfg: cfg.clone(),
+            registry: self.registry.clone(),
+            started: Instant::now(),
+            terminals: Mutex::new(BTreeMap::new()),
+            ids,
+            history: history::History::new(cfg.history_events, cfg.history_output_bytes),
+            bus: bus::Bus::new(Some(log)),
+            drift: proto::DriftWarning::default(),
+            orch: orch::Orchestra::new(&self.root, claws_dir, cfg),
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        tasks.push(tokio::spawn(heartbeat(shared.clone(), self.stop.clone())));
+        tasks.push(tokio::spawn(watch(shared.clone(), self.stop.clone())));
+        tracing::debug!(root = %self.root.display(), "claws state made for its first client");
+        Ok(shared)
+    }
 }
 
 impl ClawsServer {
@@ -216,8 +320,8 @@ impl ClawsServer {
     }
 
     /// Bind `<root>/.claws/claws.sock` (dir 0700, socket 0600, refusing when a live server
-    /// answers, removing a stale file), restore the terminal id counter, register in
-    /// `registry`, and serve until `shutdown` is cancelled.
+    /// answers, removing a stale file), register in `registry`, and serve until `shutdown`
+    /// is cancelled. The rest (id counter, event log, …) is made for the first client.
     pub async fn start_with(
         root: &Path,
         cfg: &ClawsConfig,
@@ -236,64 +340,35 @@ impl ClawsServer {
         };
         crate::fsutil::ensure_private_dir(&claws_dir, 0o700).map_err(io_at(&claws_dir))?;
         gitignore(&claws_dir).map_err(io_at(&claws_dir))?;
-        let shell_dir = claws_dir.join("shell");
-        shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
-        let ids = state::IdCounter::load(&claws_dir).map_err(io_at(&claws_dir))?;
-        let events_dir = claws_dir.join("events");
-        let log = bus::log::EventLog::open(
-            &events_dir,
-            bus::log::Limits {
-                segment_bytes: cfg.event_segment_bytes,
-                segment_age: Duration::from_secs(cfg.event_segment_seconds.max(1)),
-                total_bytes: cfg.event_log_bytes,
-            },
-        )
-        .map_err(io_at(&events_dir))?;
-        let mut log = log;
-        if cfg.event_log.compact {
-            log.0.compact();
-        }
         let socket = claws_dir.join("claws.sock");
         if cfg.socket_path != ".claws/claws.sock" || cfg.log_directory != ".claws/terminals" {
             tracing::warn!("[claws] socket_path and log_directory are fixed (.claws/claws.sock, .claws/terminals); other values are ignored");
         }
-        let claws_dir_for_orch = claws_dir.clone();
         let ws_listener = ws::bind(cfg).await?;
         let ws_addr = ws_listener.as_ref().map(|l| l.addr);
         let listener = conn::bind(&socket).await?;
-        let shared = Arc::new(ServerState {
-            root: root.clone(),
-            claws_dir,
-            shell_dir,
-            cfg: cfg.clone(),
-            registry: registry.clone(),
-            started: Instant::now(),
-            terminals: Mutex::new(BTreeMap::new()),
-            ids,
-            history: history::History::new(cfg.history_events, cfg.history_output_bytes),
-            bus: bus::Bus::new(Some(log)),
-            drift: proto::DriftWarning::default(),
-            orch: orch::Orchestra::new(&root, &claws_dir_for_orch, cfg),
-        });
         registry.add(&root, &socket);
         let stop = shutdown.child_token();
+        let lazy = Arc::new(Lazy {
+            root,
+            claws_dir,
+            cfg: cfg.clone(),
+            registry,
+            stop: stop.clone(),
+            state: tokio::sync::OnceCell::new(),
+            tasks: Mutex::new(Vec::new()),
+        });
         let mut tasks = vec![tokio::spawn(conn::accept_loop(
             listener,
-            shared.clone(),
+            lazy.clone(),
             stop.clone(),
         ))];
-        tasks.push(tokio::spawn(heartbeat(shared.clone(), stop.clone())));
-        tasks.push(tokio::spawn(watch(shared.clone(), stop.clone())));
         if let Some(l) = ws_listener {
-            tasks.push(tokio::spawn(ws::accept_loop(
-                l,
-                shared.clone(),
-                stop.clone(),
-            )));
+            tasks.push(tokio::spawn(ws::accept_loop(l, lazy.clone(), stop.clone())));
         }
         tracing::info!(socket = %socket.display(), "claws socket ready");
         Ok(ClawsServer {
-            shared,
+            lazy,
             socket,
             ws_addr,
             stop,
@@ -310,24 +385,29 @@ impl ClawsServer {
     }
 
     pub fn terminal_count(&self) -> usize {
-        self.shared.terms().len()
+        self.lazy.made().map_or(0, |s| s.terms().len())
     }
 
     /// Stop: close the socket, hang up every terminal (SIGHUP to its process group, SIGKILL
     /// after the grace period), remove the socket file.
     pub async fn stop(self) {
         self.stop.cancel();
-        for t in self.tasks {
+        let timers =
+            std::mem::take(&mut *self.lazy.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in self.tasks.into_iter().chain(timers) {
             let _ = t.await;
         }
         let _ = std::fs::remove_file(&self.socket);
-        self.shared.registry.remove(&self.socket);
-        let terms: Vec<Arc<Terminal>> = std::mem::take(&mut *self.shared.terms())
-            .into_values()
-            .collect();
+        self.lazy.registry.remove(&self.socket);
+        let Some(shared) = self.lazy.made() else {
+            return; // never used: no terminals
+        };
+        let terms: Vec<Arc<Terminal>> =
+            std::mem::take(&mut *shared.terms()).into_values().collect();
+        shared.registry.count_terminals(0, terms.len());
         let mut hangups = Vec::new();
         for t in terms {
-            self.shared.announce_closed(&t, "shutdown");
+            shared.announce_closed(&t, "shutdown");
             hangups.push(tokio::spawn(async move { t.hang_up(CLOSE_GRACE).await }));
         }
         for h in hangups {

@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::proto::MAX_LINE;
-use super::{conn, ServerState};
+use super::{conn, Lazy};
 use crate::config::ClawsConfig;
 
 /// Why the WebSocket listener did not start.
@@ -92,7 +92,7 @@ fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, WsErro
 }
 
 /// Accept until `stop`; each connection is served by [`conn::serve_io`].
-pub async fn accept_loop(l: Listener, shared: Arc<ServerState>, stop: CancellationToken) {
+pub async fn accept_loop(l: Listener, lazy: Arc<Lazy>, stop: CancellationToken) {
     loop {
         let tcp = tokio::select! {
             _ = stop.cancelled() => return,
@@ -106,21 +106,21 @@ pub async fn accept_loop(l: Listener, shared: Arc<ServerState>, stop: Cancellati
             },
         };
         let _ = tcp.set_nodelay(true);
-        let (shared, stop, tls) = (shared.clone(), stop.clone(), l.tls.clone());
+        let (lazy, stop, tls) = (lazy.clone(), stop.clone(), l.tls.clone());
         tokio::spawn(async move {
             match tls {
                 Some(a) => match a.accept(tcp).await {
-                    Ok(s) => serve(s, shared, stop).await,
+                    Ok(s) => serve(s, lazy, stop).await,
                     Err(e) => tracing::debug!(error = %e, "claws wss handshake failed"),
                 },
-                None => serve(tcp, shared, stop).await,
+                None => serve(tcp, lazy, stop).await,
             }
         });
     }
 }
 
 /// Bridge one WebSocket to the line-based connection handler through an in-memory pipe.
-async fn serve<S>(stream: S, shared: Arc<ServerState>, stop: CancellationToken)
+async fn serve<S>(stream: S, lazy: Arc<Lazy>, stop: CancellationToken)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -136,9 +136,16 @@ where
     };
     let (mut ws_tx, mut ws_rx) = ws.split();
     let (ours, theirs) = tokio::io::duplex(256 << 10);
-    let (rd, wr) = tokio::io::split(theirs);
+    let (rd, mut wr) = tokio::io::split(theirs);
     let (pipe_rd, mut pipe_wr) = tokio::io::split(ours);
-    let handler = tokio::spawn(conn::serve_io(rd, wr, shared, stop.clone()));
+    // Without the state, the client reads why and the bridge closes.
+    let shared = conn::state_or_refuse(&lazy, &mut wr).await;
+    let conn_stop = stop.clone();
+    let handler = tokio::spawn(async move {
+        if let Some(shared) = shared {
+            conn::serve_io(rd, wr, shared, conn_stop).await;
+        }
+    });
     let outgoing = tokio::spawn(async move {
         let mut lines = BufReader::new(pipe_rd).lines();
         while let Ok(Some(line)) = lines.next_line().await {
