@@ -25,6 +25,10 @@ fn clock_ticks_per_second() -> u64 {
     (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) as u64
 }
 
+fn heartbeat_written(ws: &Path) -> bool {
+    std::fs::read_dir(ws.join(".openfiles/vscode")).is_ok_and(|mut d| d.next().is_some())
+}
+
 /// An empty regular `queue.jsonl` (a `touch`, or one the editor extension truncated after
 /// reading) used to keep the intake at ~90 % of a core: its own opens of the file woke it.
 /// The service now stays idle.
@@ -35,10 +39,8 @@ fn an_empty_queue_file_leaves_the_service_idle() {
     std::fs::create_dir_all(ws.join(".openfiles")).unwrap();
     std::fs::write(ws.join(".openfiles/queue.jsonl"), "").unwrap();
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    // Let start-up work finish (first heartbeat, first diagnostics write).
-    wait_until("diagnostics.json is written", || {
-        ws.join(".openfiles/diagnostics.json").exists()
-    });
+    // Let start-up work finish (first heartbeat; diagnostics.json waits for an edit).
+    wait_until("the heartbeat is written", || heartbeat_written(&ws));
     std::thread::sleep(Duration::from_millis(500));
     let before = cpu_ticks(svc.pid());
     std::thread::sleep(Duration::from_secs(3));
@@ -201,9 +203,7 @@ fn an_openfiles_dir_swapped_for_a_symlink_while_serving_is_never_written_through
     std::fs::create_dir_all(&stash).unwrap();
     std::fs::write(stash.join("diagnostics.json"), "theirs\n").unwrap();
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    wait_until("diagnostics.json is written", || {
-        ws.join(".openfiles/diagnostics.json").exists()
-    });
+    wait_until("the heartbeat is written", || heartbeat_written(&ws));
     std::fs::rename(ws.join(".openfiles"), ws.join(".openfiles-old")).unwrap();
     std::os::unix::fs::symlink(&stash, ws.join(".openfiles")).unwrap();
     let f = ws.join("a.txt");
@@ -453,6 +453,9 @@ fn a_deleted_openfiles_dir_is_recreated() {
     let env = Env::new();
     let ws = env.workspace("ws");
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let a = ws.join("a.txt");
+    std::fs::write(&a, "x\n").unwrap();
+    env.edited(&[&a]);
     wait_until("diagnostics.json is written", || {
         ws.join(".openfiles/diagnostics.json").exists()
     });

@@ -99,16 +99,23 @@ fn heartbeat_stays_fresh_and_is_removed_on_sigterm() {
         beat["updatedAt"].as_f64().unwrap() < 1.0e11,
         "seconds, not ms"
     );
-    let first = std::fs::metadata(&beats[0]).unwrap().modified().unwrap();
-    wait_until("the heartbeat is rewritten", || {
+    let content = std::fs::read(&beats[0]).unwrap();
+    let written = std::fs::metadata(&beats[0]).unwrap();
+    let first = written.modified().unwrap();
+    wait_until("the heartbeat is refreshed", || {
         std::fs::metadata(&beats[0])
             .and_then(|m| m.modified())
             .is_ok_and(|m| m > first)
     });
+    let refreshed = std::fs::metadata(&beats[0]).unwrap();
     let age = SystemTime::now()
-        .duration_since(std::fs::metadata(&beats[0]).unwrap().modified().unwrap())
+        .duration_since(refreshed.modified().unwrap())
         .unwrap_or_default();
     assert!(age < Duration::from_secs(60));
+    // A timestamp update, not a rewrite: same file, same content.
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(refreshed.ino(), written.ino(), "the heartbeat was replaced");
+    assert_eq!(std::fs::read(&beats[0]).unwrap(), content);
     assert_eq!(
         std::fs::read_to_string(ws.join(".openfiles/.gitignore")).unwrap(),
         "*\n"
@@ -464,4 +471,57 @@ fn an_upgraded_binary_is_noticed_and_service_restart_stops_the_old_service() {
         assert!(start.elapsed() < PATIENCE, "the old service did not stop");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// The service's own writes (heartbeat refreshes, `diagnostics.json` and its temp files, the
+/// session state, `.claws/`) never come back to it through its file watcher: the watcher's
+/// trace log shows no delivered event about them, while a line appended to `queue.jsonl`
+/// (a real change in the same folder) is delivered.
+#[test]
+fn the_services_own_writes_do_not_reach_its_watcher() {
+    let env = Env::new();
+    std::fs::write(&env.config, "[service]\nheartbeat_seconds = 2\n").unwrap();
+    let ws = env.workspace("ws");
+    let f = ws.join("a.txt");
+    std::fs::write(&f, "x\n").unwrap();
+    let mut cmd = env.command(&["serve", "-w", ws.to_str().unwrap()]);
+    cmd.env("RUST_LOG", "debug,openfiles::fswatch=trace");
+    let svc = env.serve_command(cmd);
+    let beat = heartbeat_files(&ws)[0].clone();
+    let mtime = || std::fs::metadata(&beat).and_then(|m| m.modified()).ok();
+
+    // An edit: the pipeline rewrites diagnostics.json and the session state.
+    let r = env.edited(&[&f]);
+    wait_until("diagnostics.json shows the edit checked", || {
+        diagnostics(&ws).is_some_and(|d| d.files.get("a.txt").is_some_and(|e| e.checked_at >= r.ts))
+    });
+    // Two heartbeat refreshes.
+    for _ in 0..2 {
+        let before = mtime();
+        wait_until("the heartbeat is refreshed", || mtime() > before);
+    }
+    // A real change in the same folder is delivered (the trace log works).
+    std::fs::write(
+        ws.join(".openfiles/queue.jsonl"),
+        format!("{{\"v\":1,\"paths\":[{:?}]}}\n", f.to_str().unwrap()),
+    )
+    .unwrap();
+    let delivered = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("fswatch event delivered"))
+            .map(str::to_owned)
+            .collect()
+    };
+    wait_until("the queue line is delivered", || {
+        delivered(&svc.log_text())
+            .iter()
+            .any(|l| l.contains("queue.jsonl"))
+    });
+    let own: Vec<String> = delivered(&svc.log_text())
+        .into_iter()
+        .filter(|l| {
+            (l.contains("/.openfiles") && !l.contains("queue.jsonl")) || l.contains("/.claws")
+        })
+        .collect();
+    assert!(own.is_empty(), "own writes reached the watcher: {own:#?}");
 }

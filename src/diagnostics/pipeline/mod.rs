@@ -109,6 +109,10 @@ impl Pipeline {
         });
         let persist = state_path.is_some();
         let base = BaseState::load(state_path.as_deref());
+        // A workspace nobody edited yet (no session, no diagnostics.json) writes nothing
+        // until its first edit; an existing diagnostics.json is brought up to date at once.
+        let needs_write = persist
+            && (!session.is_empty() || root.join(spec::DIR).join(spec::DIAGNOSTICS_FILE).exists());
         let mut p = Pipeline {
             root: root.to_owned(),
             config,
@@ -122,7 +126,7 @@ impl Pipeline {
             queue,
             ack: None,
             persist,
-            needs_write: persist,
+            needs_write,
             writing: false,
             write_retry_at: None,
             standing_back: false,
