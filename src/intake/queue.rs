@@ -345,10 +345,17 @@ pub fn spawn(
     fs.0.watch_only(&dir, fs.1, ev_tx, Reader::is_watched)?;
     let (ack_tx, mut ack_rx) = tokio::sync::mpsc::unbounded_channel();
     pipeline.attach_intake(ack_tx);
-    let mut reader = Some(Reader::new(root, cursor));
+    let reader = Reader::new(root, cursor);
+    // Read what is there at start; with no queue file (checked after the watch is set, so
+    // one created now still wakes us) there is nothing to read: no blocking task at all,
+    // which matters when 1 000 workspaces start together.
+    let queued = [&reader.queue, &reader.draining]
+        .iter()
+        .any(|p| std::fs::symlink_metadata(p).is_ok());
+    let mut reader = Some(reader);
     let mut paused = paused;
     tokio::spawn(async move {
-        let mut retry: Option<Duration> = Some(Duration::ZERO); // read what is there at start
+        let mut retry: Option<Duration> = queued.then_some(Duration::ZERO);
         loop {
             let sleep = async {
                 match retry {
