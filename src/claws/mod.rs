@@ -245,6 +245,8 @@ pub(crate) struct Lazy {
     cfg: ClawsConfig,
     registry: Arc<ClawsRegistry>,
     stop: CancellationToken,
+    /// When the socket was bound (`uptimeMs` counts from here, not from the first client).
+    started: Instant,
     state: tokio::sync::OnceCell<Arc<ServerState>>,
     /// The timers started with the state.
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -293,7 +295,7 @@ impl Lazy {
             shell_dir,
             cfg: cfg.clone(),
             registry: self.registry.clone(),
-            started: Instant::now(),
+            started: self.started,
             terminals: Mutex::new(BTreeMap::new()),
             ids,
             history: history::History::new(cfg.history_events, cfg.history_output_bytes),
@@ -355,6 +357,7 @@ impl ClawsServer {
             cfg: cfg.clone(),
             registry,
             stop: stop.clone(),
+            started: Instant::now(),
             state: tokio::sync::OnceCell::new(),
             tasks: Mutex::new(Vec::new()),
         });
