@@ -102,23 +102,45 @@ fn replace_in(
 
 /// Refresh the modification time of the existing file `root/rel` to now without rewriting
 /// it (the heartbeat: readers judge it by mtime). Its folder is reached from `root` by
-/// descriptor as in [`write_atomic_in`] (nothing created), and the file is opened without
-/// following a symlink and must be a regular file owned by us; otherwise the error says
-/// why and the caller rewrites it instead.
+/// descriptor as in [`write_atomic_in`] (nothing created; `O_PATH` descriptors, which
+/// raise no open/close events for anyone watching those folders, the service's own watcher
+/// included), the file is not followed if it is a symlink and must be a regular file owned
+/// by us; otherwise the error says why and the caller rewrites it instead.
 pub fn touch_in(root: &Path, rel: &Path) -> io::Result<()> {
     let (names, file) = split_relative(rel)?;
     let dir = open_dir_in(root, &names, None)?;
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
-    let f = fs::File::from(open_fd(dir.as_raw_fd(), &file, flags, 0)?);
-    let meta = f.metadata()?;
-    if !meta.is_file() || meta.uid() != nix::unistd::getuid().as_raw() {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: a valid name relative to an open directory descriptor; `st` is written on success.
+    let r = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            file.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatat succeeded, so `st` is initialised.
+    let st = unsafe { st.assume_init() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != nix::unistd::getuid().as_raw() {
         return Err(io::Error::other(format!(
             "{} is not a regular file of ours; not touching it",
             rel.display()
         )));
     }
-    // SAFETY: a descriptor we own; null times mean "now" for both.
-    if unsafe { libc::futimens(f.as_raw_fd(), std::ptr::null()) } != 0 {
+    // SAFETY: as above; null times mean "now" for both; a symlink swapped in since the
+    // check would get its own times changed, never its target's.
+    let r = unsafe {
+        libc::utimensat(
+            dir.as_raw_fd(),
+            file.as_ptr(),
+            std::ptr::null(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if r != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -149,19 +171,19 @@ fn split_relative(rel: &Path) -> io::Result<(Vec<CString>, CString)> {
 
 /// Open the folder `root/names…` by descriptor: every folder below `root` opened without
 /// following symlinks and owned by us; a missing one is created with `create`'s mode, or
-/// is an error without it.
+/// is an error without it (and then the descriptors are `O_PATH`: good for `*at` calls
+/// and `fstat`, invisible to file watchers).
 fn open_dir_in(root: &Path, names: &[CString], create: Option<u32>) -> io::Result<OwnedFd> {
     let root_c = CString::new(root.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
-    let mut dir = open_fd(
-        libc::AT_FDCWD,
-        &root_c,
-        libc::O_RDONLY | libc::O_DIRECTORY,
-        0,
-    )?;
+    let access = match create {
+        Some(_) => libc::O_RDONLY,
+        None => libc::O_PATH,
+    };
+    let mut dir = open_fd(libc::AT_FDCWD, &root_c, access | libc::O_DIRECTORY, 0)?;
     let uid = nix::unistd::getuid().as_raw();
     for name in names {
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let flags = access | libc::O_DIRECTORY | libc::O_NOFOLLOW;
         let next = match (open_fd(dir.as_raw_fd(), name, flags, 0), create) {
             (Err(e), Some(dir_mode)) if e.kind() == io::ErrorKind::NotFound => {
                 // SAFETY: a valid name relative to an open directory descriptor.

@@ -90,17 +90,24 @@ pub fn remove(root: &Path, session_id: &str) {
 /// True when a fresh heartbeat of another OpenFiles server (not this service, whose own
 /// file is skipped unread) is present.
 pub fn foreign_server_live(root: &Path, session_id: &str) -> bool {
+    look(root, session_id).0
+}
+
+/// (a fresh foreign heartbeat is present, any heartbeat but ours is present).
+fn look(root: &Path, session_id: &str) -> (bool, bool) {
     let own = file_name(session_id);
     let dir = root.join(spec::DIR).join(spec::HEARTBEAT_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        return false;
+        return (false, false);
     };
     let fresh = Duration::from_secs(spec::HEARTBEAT_FRESH_SECS);
-    entries.flatten().any(|e| {
+    let mut others = false;
+    let live = entries.flatten().any(|e| {
         let p = e.path();
         if p.extension().and_then(|x| x.to_str()) != Some("json") || e.file_name() == *own {
             return false;
         }
+        others = true;
         let is_fresh = e
             .metadata()
             .and_then(|m| m.modified())
@@ -118,7 +125,40 @@ pub fn foreign_server_live(root: &Path, session_id: &str) -> bool {
             Some(v) => v.get("appName").and_then(|a| a.as_str()) != Some(spec::APP_NAME),
             None => true,
         }
-    })
+    });
+    (live, others)
+}
+
+/// The heartbeat folder's mtime (a `stat`: no open, so no event for our own watcher of
+/// `.openfiles/`).
+fn folder_mtime(root: &Path) -> Option<SystemTime> {
+    std::fs::symlink_metadata(root.join(spec::DIR).join(spec::HEARTBEAT_DIR))
+        .and_then(|m| m.modified())
+        .ok()
+}
+
+/// Whether an editor is live at `root`, reading the heartbeat folder only when it may hold
+/// news. `quiet` is the folder's mtime when a previous look found nothing but our own
+/// heartbeat there: while the mtime stays the same, no other heartbeat has appeared (a
+/// new file changes it), so the folder is not read again. Returns the answer and the new
+/// `quiet`. An mtime younger than 2 s is not trusted (a change within the same clock tick).
+fn editor_live(
+    root: &Path,
+    session_id: &str,
+    quiet: Option<SystemTime>,
+) -> (bool, Option<SystemTime>) {
+    let now = folder_mtime(root);
+    if quiet.is_some() && now == quiet {
+        return (false, quiet);
+    }
+    let (live, others) = look(root, session_id);
+    let settled = now.filter(|m| {
+        !others
+            && SystemTime::now()
+                .duration_since(*m)
+                .is_ok_and(|age| age > Duration::from_secs(2))
+    });
+    (live, settled)
 }
 
 /// What the sweep keeps per workspace.
@@ -127,6 +167,16 @@ struct Beat {
     /// The queue intake's "leave the queue to the editor" switch.
     paused: watch::Sender<bool>,
     standing_back: bool,
+    /// See [`editor_live`].
+    quiet: Option<SystemTime>,
+}
+
+/// What a pass found for one workspace.
+struct Looked {
+    root: PathBuf,
+    written: std::io::Result<()>,
+    foreign: bool,
+    quiet: Option<SystemTime>,
 }
 
 /// The heartbeats of every served workspace, refreshed together on one timer ([`run`]).
@@ -167,6 +217,7 @@ impl Sweep {
                 pipeline,
                 paused,
                 standing_back,
+                quiet: None,
             },
         );
         Ok(())
@@ -179,25 +230,35 @@ impl Sweep {
     }
 
     /// One pass over every workspace (blocking: file system calls only).
-    fn pass(&self, roots: &[PathBuf]) -> Vec<(PathBuf, std::io::Result<()>, bool)> {
-        roots
-            .iter()
-            .map(|r| {
-                let written = refresh(r, &self.session_id);
-                let foreign = written.is_ok() && foreign_server_live(r, &self.session_id);
-                (r.clone(), written, foreign)
+    fn pass(&self, beats: Vec<(PathBuf, Option<SystemTime>)>) -> Vec<Looked> {
+        beats
+            .into_iter()
+            .map(|(root, quiet)| {
+                let written = refresh(&root, &self.session_id);
+                let (foreign, quiet) = match written {
+                    Ok(()) => editor_live(&root, &self.session_id, quiet),
+                    Err(_) => (false, None),
+                };
+                Looked {
+                    root,
+                    written,
+                    foreign,
+                    quiet,
+                }
             })
             .collect()
     }
 
     /// Apply a pass: stand back or resume where that changed, report vanished folders.
-    fn apply(
-        &self,
-        results: Vec<(PathBuf, std::io::Result<()>, bool)>,
-        gone: &mpsc::UnboundedSender<PathBuf>,
-    ) {
+    fn apply(&self, results: Vec<Looked>, gone: &mpsc::UnboundedSender<PathBuf>) {
         let mut beats = self.beats();
-        for (root, written, foreign) in results {
+        for Looked {
+            root,
+            written,
+            foreign,
+            quiet,
+        } in results
+        {
             if let Err(e) = written {
                 if !root.exists() {
                     tracing::warn!(root = %root.display(), "workspace folder disappeared; dropping it");
@@ -211,6 +272,7 @@ impl Sweep {
             let Some(beat) = beats.get_mut(&root) else {
                 continue; // forgotten during the pass
             };
+            beat.quiet = quiet;
             if beat.standing_back != foreign {
                 beat.standing_back = foreign;
                 beat.pipeline.stand_back(foreign);
@@ -243,12 +305,16 @@ pub async fn run(
                 tick = start(*every.borrow_and_update());
             }
         }
-        let roots: Vec<PathBuf> = sweep.beats().keys().cloned().collect();
-        if roots.is_empty() {
+        let beats: Vec<(PathBuf, Option<SystemTime>)> = sweep
+            .beats()
+            .iter()
+            .map(|(root, b)| (root.clone(), b.quiet))
+            .collect();
+        if beats.is_empty() {
             continue;
         }
         let s = sweep.clone();
-        let Ok(results) = tokio::task::spawn_blocking(move || s.pass(&roots)).await else {
+        let Ok(results) = tokio::task::spawn_blocking(move || s.pass(beats)).await else {
             return; // the runtime is shutting down
         };
         sweep.apply(results, &gone);
