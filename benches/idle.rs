@@ -8,8 +8,11 @@
 //!   (`/proc/PID/task/*/status`, threads that exit during the period included);
 //! - CPU % of one core (`/proc/PID/stat` utime + stime).
 //!
-//! The idle period starts 3 s after READY (start-up writes settle) and lasts 60 s.
-//! Environment: `OPENFILES_IDLE_SECONDS` (a shorter period for quick runs),
+//! The idle period starts 3 s after READY (start-up writes settle) and lasts 60 s; it
+//! includes the first heartbeat sweep, which reads every heartbeat folder once (later
+//! sweeps only touch the heartbeats). Environment: `OPENFILES_IDLE_SECONDS` (a shorter
+//! period for quick runs), `OPENFILES_IDLE_SETTLE` (seconds from READY to the period;
+//! 35 measures the steady state after the first sweep),
 //! `OPENFILES_IDLE_COUNTS` (e.g. `1,100`), `OPENFILES_IDLE_BIN` (measure another build of
 //! `openfiles`, e.g. one built from `main`, for before/after figures).
 //!
@@ -25,8 +28,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
-
-const SETTLE: Duration = Duration::from_secs(3);
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -91,7 +92,7 @@ struct Figures {
     served: usize,
 }
 
-fn measure(program: &Path, count: usize, idle: Duration) -> Figures {
+fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Figures {
     let env = Env::new();
     let roots = env.dir.path().join("src");
     for i in 0..count {
@@ -117,7 +118,7 @@ fn measure(program: &Path, count: usize, idle: Duration) -> Figures {
     notify.expect("READY=1");
     let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
     let pid = child.id();
-    std::thread::sleep(SETTLE);
+    std::thread::sleep(settle);
 
     // Sample once a second (reading /proc does not wake the service): a thread that exits
     // during the period keeps the last count it was seen with.
@@ -152,6 +153,7 @@ fn measure(program: &Path, count: usize, idle: Duration) -> Figures {
 
 fn main() {
     let idle = Duration::from_secs(env_or("OPENFILES_IDLE_SECONDS", 60u64).max(1));
+    let settle = Duration::from_secs(env_or("OPENFILES_IDLE_SETTLE", 3u64));
     let counts: Vec<usize> = std::env::var("OPENFILES_IDLE_COUNTS")
         .unwrap_or_else(|_| "1,100,1000".into())
         .split(',')
@@ -163,7 +165,7 @@ fn main() {
     println!(
         "idle service, {} s after a {} s settle ({})",
         idle.as_secs(),
-        SETTLE.as_secs(),
+        settle.as_secs(),
         program.display()
     );
     println!(
@@ -171,7 +173,7 @@ fn main() {
         "workspaces", "READY ms", "RSS MiB", "open files", "wakeups/s", "CPU %"
     );
     for n in counts {
-        let f = measure(&program, n, idle);
+        let f = measure(&program, n, settle, idle);
         assert_eq!(
             f.served, n,
             "the service should serve every discovered workspace"
