@@ -358,8 +358,10 @@ fn a_full_disk_never_corrupts_diagnostics_json_and_recovers() {
     let r = env.edited(&[&files[0]]);
     assert!(env.wait(&[&files[0]], r.ts, 60_000).complete);
     let path = ws.join(".openfiles/diagnostics.json");
-    wait_until("diagnostics.json lists the first file", || {
-        diagnostics(&ws).is_some_and(|d| d.files.contains_key("f0.txt"))
+    // The settled file (an earlier write lists the file still unchecked, the baseline pending).
+    wait_until("diagnostics.json shows the first file checked", || {
+        diagnostics(&ws)
+            .is_some_and(|d| d.files.get("f0.txt").is_some_and(|e| e.checked_at >= r.ts))
     });
     let old = std::fs::read(&path).unwrap();
 
