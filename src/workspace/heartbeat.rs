@@ -2,8 +2,9 @@
 //! that someone serves this workspace. Readers judge it by mtime (fresh when < 60 s old) and
 //! never by its content, which does not change while we serve (`updatedAt` says when it
 //! was written). So it is written once, atomically, when the workspace starts, and then only
-//! its timestamp is refreshed ([`refresh`]: `futimens` on the file reached by descriptor;
-//! a rewrite when it is missing or not ours), and it is deleted on clean shutdown.
+//! its timestamp is refreshed ([`refresh`]: `utimensat` relative to `O_PATH` descriptors of
+//! its folders, no symlink followed; a rewrite when it is missing or not ours), and it is
+//! deleted on clean shutdown.
 //!
 //! One [`Sweep`] for the whole service refreshes every workspace's heartbeat on one timer,
 //! every `service.heartbeat_seconds` (default 30: half the readers' 60 s), in one blocking
