@@ -648,6 +648,15 @@ mod completion_tests {
 
     use super::Cli;
 
+    /// Every argument of every subcommand is defined consistently (unique ids: a global flag
+    /// named like a subcommand's argument made `openfiles claws raw` panic).
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+        let raw = Cli::try_parse_from(["openfiles", "claws", "raw", "{}"]);
+        assert!(raw.is_ok(), "{raw:?}");
+    }
+
     fn fish() -> String {
         let mut buf = Vec::new();
         clap_complete::generate(

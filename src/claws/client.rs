@@ -102,7 +102,12 @@ pub enum ClawsCmd {
     /// Publish a JSON payload on TOPIC. Example: openfiles claws publish task.done '{"ok":true}'
     Publish { topic: String, payload: String },
     /// Send one raw JSON request and print the answer.
-    Raw { json: String },
+    /// Example: openfiles claws raw '{"id":1,"cmd":"list"}'
+    Raw {
+        /// The request (one JSON object). Named apart from the global `--json` flag.
+        #[arg(value_name = "JSON")]
+        request: String,
+    },
     /// Serve one folder's Claws socket in the foreground (development).
     #[command(hide = true)]
     Serve { dir: PathBuf },
@@ -328,7 +333,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
                 return Ok(1);
             }
         }
-        ClawsCmd::Raw { json: text } => {
+        ClawsCmd::Raw { request: text } => {
             let req: Value = serde_json::from_str(&text).context("not JSON")?;
             println!("{}", Client::connect(&sock)?.call(&req)?);
         }

@@ -44,6 +44,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
     }
     logging::init(&config.service.log_level, &crate::paths::state_dir());
     crate::memory::limit_arenas();
+    raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("openfiles")
@@ -52,6 +53,39 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
     let result = runtime.block_on(serve(opts, config, config_path, started));
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     result.map(|()| 0)
+}
+
+/// Most open files a service may want: one listening Claws socket per workspace, plus
+/// terminals, watches and plugin pipes (`docs/costs.md`).
+const WANTED_OPEN_FILES: u64 = 65_536;
+
+/// Raise the soft limit on open files towards the hard one: the usual soft default (1 024)
+/// is reached with about a thousand served workspaces, while the hard limit systemd and
+/// launchd give a user service is far higher.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit for the duration of the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let want = lim.rlim_max.min(WANTED_OPEN_FILES as libc::rlim_t);
+    if want > lim.rlim_cur {
+        let new = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `new` is a valid rlimit read by the call; lowering nothing, raising the
+        // soft limit within the hard one is always allowed.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
+            tracing::debug!(
+                "cannot raise the open files limit: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
 }
 
 async fn serve(
