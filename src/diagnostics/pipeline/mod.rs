@@ -622,8 +622,10 @@ impl Pipeline {
         });
     }
 
+    /// The final write at a stop: only when something is not on disk yet (a workspace
+    /// refused or stopped before its first edit leaves nothing behind).
     async fn flush_now(&mut self) {
-        if !self.persist {
+        if !self.persist || !(self.needs_write || self.writing || self.base.changed) {
             return;
         }
         let snap = self.snapshot();
