@@ -147,6 +147,9 @@ async fn serve(
             Box::new(move || plugins.status())
         },
     });
+    // Handlers first: a client that sees the service answer may signal it at once (a reload
+    // right after start must not meet SIGHUP's default action, which ends the process).
+    let handlers = Handlers::install()?;
     let server = tokio::spawn(server::serve(listener, ctx));
 
     notify::ready(&format!(
@@ -164,6 +167,7 @@ async fn serve(
     }
 
     signals(
+        handlers,
         &shutdown,
         &registry,
         opts.config.clone(),
@@ -204,8 +208,26 @@ async fn status_line(shared: Arc<WorkspaceDeps>, shutdown: CancellationToken) {
     }
 }
 
+/// The stop and reload signals, caught from before the service answers anyone.
+struct Handlers {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Handlers {
+    fn install() -> anyhow::Result<Handlers> {
+        Ok(Handlers {
+            term: signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?,
+            hup: signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?,
+        })
+    }
+}
+
 /// Wait for a reason to stop; reload the config on SIGHUP.
 async fn signals(
+    handlers: Handlers,
     shutdown: &CancellationToken,
     registry: &crate::workspace::RegistryHandle,
     explicit: Option<PathBuf>,
@@ -216,9 +238,11 @@ async fn signals(
     let set_error = |e: Option<String>| {
         *reload_error.lock().unwrap_or_else(|p| p.into_inner()) = e;
     };
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
+    let Handlers {
+        mut term,
+        mut int,
+        mut hup,
+    } = handlers;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
