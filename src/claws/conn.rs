@@ -86,24 +86,34 @@ async fn serve(mut stream: UnixStream, lazy: Arc<Lazy>, stop: CancellationToken)
             return;
         }
     }
-    let Some(shared) = state_or_refuse(&lazy, &mut stream).await else {
+    let (mut rd, mut wr) = stream.into_split();
+    let Some(shared) = state_or_refuse(&lazy, &mut rd, &mut wr).await else {
         return;
     };
-    let (rd, wr) = stream.into_split();
     serve_io(rd, wr, shared, stop).await;
 }
 
-/// The server's state for a new client; when it cannot be made, the client is told why.
-pub async fn state_or_refuse<W: AsyncWrite + Unpin>(
+/// The server's state for a new client; when it cannot be made, the client is told why, in
+/// answer to its first request (read first, within a second: a client writing its request
+/// gets the answer with its `id`, not a closed socket under its write).
+pub async fn state_or_refuse<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     lazy: &Lazy,
+    input: &mut R,
     out: &mut W,
 ) -> Option<Arc<ServerState>> {
     match lazy.get().await {
         Ok(shared) => Some(shared),
         Err(e) => {
             tracing::error!("claws: cannot serve a client: {e}");
+            let mut first = Vec::new();
+            let mut line = tokio::io::BufReader::new(input.take(MAX_LINE as u64));
+            let read = tokio::io::AsyncBufReadExt::read_until(&mut line, b'\n', &mut first);
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), read).await;
+            let id = serde_json::from_slice::<serde_json::Value>(&first)
+                .ok()
+                .and_then(|v| v.get("id").cloned());
             let msg = proto::answer(
-                None,
+                id.as_ref(),
                 proto::PROTOCOL,
                 Err(format!("claws unavailable: {e}")),
             );

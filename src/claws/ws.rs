@@ -138,8 +138,9 @@ where
     let (ours, theirs) = tokio::io::duplex(256 << 10);
     let (rd, mut wr) = tokio::io::split(theirs);
     let (pipe_rd, mut pipe_wr) = tokio::io::split(ours);
-    // Without the state, the client reads why and the bridge closes.
-    let shared = conn::state_or_refuse(&lazy, &mut wr).await;
+    // Without the state, the client reads why and the bridge closes (its messages are not
+    // forwarded yet: the refusal answers without waiting for one).
+    let shared = conn::state_or_refuse(&lazy, &mut tokio::io::empty(), &mut wr).await;
     let conn_stop = stop.clone();
     let handler = tokio::spawn(async move {
         if let Some(shared) = shared {

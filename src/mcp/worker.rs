@@ -349,6 +349,7 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
     let mut text = String::new();
     let mut beat = Instant::now();
     let mut outcome = None;
+    let mut end_seen = false;
     while outcome.is_none() && Instant::now() < deadline {
         let r = one(
             ctx,
@@ -385,6 +386,12 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
             &o.error_markers,
             &w.echo,
         );
+        // A terminal's end can be announced before its last output reached the log: read
+        // once more before calling it terminated (its marker may follow).
+        if outcome.as_ref().is_some_and(|o| o.2 == "terminated") && !end_seen {
+            end_seen = true;
+            outcome = None;
+        }
         if outcome.is_none() && beat.elapsed() >= HEARTBEAT {
             beat = Instant::now();
             if let Some(bus) = ctx.bus_if_any(None) {

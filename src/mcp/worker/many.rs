@@ -142,6 +142,7 @@ pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail
     let began = Instant::now();
     // (status, signal, marker line, duration, scan offset, text)
     let mut state: Vec<(String, Value, Value, Value, u64, String)> = Vec::new();
+    let mut ended = vec![false; ids.len()];
     for id in &ids {
         let from = log_tail(ctx, call, id, 4).map(|t| t.1).unwrap_or(0);
         state.push((
@@ -154,7 +155,7 @@ pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail
         ));
     }
     loop {
-        for (id, st) in ids.iter().zip(state.iter_mut()) {
+        for (i, (id, st)) in ids.iter().zip(state.iter_mut()).enumerate() {
             if st.0 != "pending" {
                 continue;
             }
@@ -180,6 +181,12 @@ pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail
                 st.5.push_str(r["bytes"].as_str().unwrap_or(""));
             }
             if let Some((s, m, g)) = detect(ctx, &st.5, id, complete, &errors, "") {
+                // A terminal's end can be announced before its last output reached the log:
+                // read once more before calling it terminated (its marker may follow).
+                if g == "terminated" && !ended[i] {
+                    ended[i] = true;
+                    continue;
+                }
                 *st = (
                     s,
                     json!(g),
