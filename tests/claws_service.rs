@@ -23,18 +23,7 @@ fn the_service_serves_claws_in_every_workspace() {
     let servers = intro["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 2, "{intro}");
 
-    let created = json_call(
-        &sock,
-        r#"{"id":2,"cmd":"create","wrapped":true,"name":"svc"}"#,
-    );
-    assert_eq!(created["ok"], true, "{created}");
-    let id = created["id"].as_str().unwrap().to_owned();
-    let exec = json_call(
-        &sock,
-        &format!(
-            r#"{{"id":3,"cmd":"exec","id":"{id}","command":"sh -c 'echo in-service; exit 7'","timeoutMs":60000}}"#
-        ),
-    );
+    let exec = common::claws_exec_in_new_terminal(&sock, "svc", "sh -c 'echo in-service; exit 7'");
     assert_eq!(exec["event"]["exitCode"], 7, "{exec}");
     assert!(
         exec["event"]["output"]
@@ -92,18 +81,7 @@ fn claws_state_is_made_for_the_first_client() {
     assert_eq!(entries(&used), [".gitignore", "claws.sock"]);
 
     let sock = used.join(".claws/claws.sock");
-    let created = json_call(
-        &sock,
-        r#"{"id":1,"cmd":"create","wrapped":true,"name":"first"}"#,
-    );
-    assert_eq!(created["ok"], true, "{created}");
-    let id = created["id"].as_str().unwrap().to_owned();
-    let exec = json_call(
-        &sock,
-        &format!(
-            r#"{{"id":2,"cmd":"exec","id":"{id}","command":"echo first-use","timeoutMs":60000}}"#
-        ),
-    );
+    let exec = common::claws_exec_in_new_terminal(&sock, "first", "echo first-use");
     assert_eq!(exec["event"]["exitCode"], 0, "{exec}");
     assert!(
         exec["event"]["output"]

@@ -97,16 +97,7 @@ fn modes_are_tight_under_umask_000() {
         .expect("the workspace serves Claws");
     assert_eq!(mode(&claws), 0o600, "claws socket");
     // A terminal with output: its state, logs and events are written too.
-    let created = json_call(
-        &claws,
-        r#"{"id":1,"cmd":"create","wrapped":true,"name":"m"}"#,
-    );
-    assert_eq!(created["ok"], true, "{created}");
-    let id = created["id"].as_str().unwrap().to_owned();
-    let exec = json_call(
-        &claws,
-        &format!(r#"{{"id":2,"cmd":"exec","id":"{id}","command":"echo hi","timeoutMs":60000}}"#),
-    );
+    let exec = common::claws_exec_in_new_terminal(&claws, "m", "echo hi");
     assert_eq!(exec["event"]["exitCode"], 0, "{exec}");
     assert_eq!(mode(claws.parent().unwrap()), 0o700, "claws dir");
     let mut claws_files = Vec::new();
@@ -377,18 +368,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
 
     // A Claws terminal's shell: the same.
     let sock = ws.join(".claws/claws.sock");
-    let created = json_call(
-        &sock,
-        r#"{"id":1,"cmd":"create","wrapped":true,"name":"env"}"#,
-    );
-    assert_eq!(created["ok"], true, "{created}");
-    let id = created["id"].as_str().unwrap().to_owned();
-    let exec = json_call(
-        &sock,
-        &format!(
-            r#"{{"id":2,"cmd":"exec","id":"{id}","command":"env; echo END-OF-ENV","timeoutMs":60000}}"#
-        ),
-    );
+    let exec = common::claws_exec_in_new_terminal(&sock, "env", "env; echo END-OF-ENV");
     let out = exec["event"]["output"].as_str().unwrap_or_default();
     assert!(out.contains("END-OF-ENV"), "{exec}");
     assert!(out.contains("SECRET_MARKER=ordinary"), "{out}");

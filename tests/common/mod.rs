@@ -347,6 +347,18 @@ pub fn wait_listening(activator: &mut Child) {
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
 }
 
+/// Through the Claws socket `sock`: create a wrapped terminal named `name`, run `command`
+/// in it with `exec` (60 s bound) and return the `exec` answer (its `event` has `exitCode`
+/// and `output`).
+pub fn claws_exec_in_new_terminal(sock: &Path, name: &str, command: &str) -> serde_json::Value {
+    let create = serde_json::json!({"id": 1, "cmd": "create", "wrapped": true, "name": name});
+    let created = json_call(sock, &create.to_string());
+    assert_eq!(created["ok"], true, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let exec = serde_json::json!({"id": 2, "cmd": "exec", "id": id, "command": command, "timeoutMs": 60000});
+    json_call(sock, &exec.to_string())
+}
+
 /// One JSON request line (newline added) on a fresh connection; the reply parsed.
 pub fn json_call(socket: &Path, line: &str) -> serde_json::Value {
     let reply = raw_call(socket, format!("{line}\n").as_bytes());
