@@ -104,10 +104,5 @@ pub trait Checker: Send + Sync + 'static {
 /// The project root of `file` for a project-wide source: the nearest ancestor (inside the
 /// workspace) holding one of `markers`, else the workspace root.
 pub fn project_root(file: &Path, workspace: &Path, markers: &[String]) -> PathBuf {
-    file.ancestors()
-        .skip(1)
-        .take_while(|a| a.starts_with(workspace))
-        .find(|a| markers.iter().any(|m| a.join(m).exists()))
-        .unwrap_or(workspace)
-        .to_owned()
+    openfiles_plugin_api::markers::project_root(file, workspace, markers)
 }

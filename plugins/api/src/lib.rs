@@ -12,6 +12,7 @@ pub mod abi;
 pub mod confine;
 #[cfg(feature = "host")]
 pub mod host;
+pub mod markers;
 #[cfg(unix)]
 pub mod tools;
 pub mod types;

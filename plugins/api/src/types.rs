@@ -37,7 +37,8 @@ pub struct Capabilities {
     /// Exact file names handled whatever their extension (`"Cargo.toml"`).
     #[serde(default)]
     pub file_names: Vec<String>,
-    /// Files whose presence in an ancestor marks a project root (`"Cargo.toml"`, `"tsconfig.json"`).
+    /// Files whose presence in an ancestor marks a project root (`"Cargo.toml"`, `"tsconfig.json"`),
+    /// or a file holding a TOML table (`"pyproject.toml[tool.pyright]"`): see [`crate::markers`].
     #[serde(default)]
     pub project_markers: Vec<String>,
     /// True when one run checks a whole project (cargo, tsc): the scheduler then keeps at most

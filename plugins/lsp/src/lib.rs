@@ -308,6 +308,13 @@ impl Inner {
                 let root = config::project_root(spec, f, workspace);
                 if let Some(exe) = self.resolver.find(spec, &root, workspace) {
                     python_checker |= is_pyright;
+                    // A server that finds each file's project itself is rooted at the
+                    // workspace (its executable is still the project's own).
+                    let root = if spec.finds_projects && self.config.share_servers {
+                        workspace.to_path_buf()
+                    } else {
+                        root
+                    };
                     jobs.push(Job {
                         file: i,
                         spec: spec.clone(),

@@ -272,7 +272,12 @@ impl Actor {
             .folders
             .keys()
             .filter(|f| {
-                **f != self.base && !self.spec.root_markers.iter().any(|m| f.join(m).exists())
+                **f != self.base
+                    && !self
+                        .spec
+                        .root_markers
+                        .iter()
+                        .any(|m| openfiles_plugin_api::markers::present(f, m))
             })
             .cloned()
             .collect();

@@ -1,5 +1,6 @@
 //! Monorepos (issue 22): one ruff and one pyright serve every package of a workspace as
-//! workspace folders, each package checked with its own configuration; folders leave with
+//! workspace folders, each package checked with its own configuration (pyright's projects
+//! are the folders with a pyright configuration; other packages share the workspace's); folders leave with
 //! their package or when idle; servers that take a single folder get one instance per
 //! root; `max_servers` and `max_memory_mib` stop the least recently used instance.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
@@ -76,8 +77,13 @@ fn ruff_expected(env: &Env) -> [Vec<(u32, String)>; 3] {
     [a, b, c]
 }
 
+/// The tests that run pyright, one at a time: one of them counts pyright processes, which
+/// cannot be told apart by folder (pyright changes its working directory to its install).
+static PYRIGHT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn one_ruff_and_one_pyright_serve_every_package_each_with_its_own_config() {
+    let _one = PYRIGHT.lock().unwrap_or_else(|e| e.into_inner());
     let env = Env::new(json!({"disable": ["basedpyright"]}));
     let files = three_packages(&env);
     let ruff = ruff_expected(&env);
@@ -119,19 +125,77 @@ fn one_ruff_and_one_pyright_serve_every_package_each_with_its_own_config() {
         "one ruff process"
     );
     // pyright changes its working directory to its own install: count every pyright child
-    // (the other tests of this file disable pyright).
+    // (the other tests of this file disable pyright or hold PYRIGHT).
     assert_eq!(
         children_running("pyright", std::path::Path::new("/")).len(),
         1,
         "one pyright process"
     );
+    // ruff: every package is a project (a pyproject.toml). pyright: only b, whose pyproject
+    // has a [tool.pyright] table; a and c are checked in the workspace's program, as
+    // `pyright` run at the workspace root would check them.
     let packages: Vec<PathBuf> = ["a", "b", "c"].iter().map(|p| env.ws.join(p)).collect();
     assert_eq!(
         env.plugin.server_folders(),
         vec![
-            ("pyright".to_string(), packages.clone()),
+            (
+                "pyright".to_string(),
+                vec![env.ws.clone(), env.ws.join("b")]
+            ),
             ("ruff".to_string(), packages),
         ]
+    );
+}
+
+#[test]
+fn packages_without_a_pyright_table_share_one_program_and_keep_their_imports() {
+    let _one = PYRIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    let env = Env::new(json!({"disable": ["ruff", "basedpyright"]}));
+    // Two src-layout packages importing their own modules (and one the other's, which
+    // pyright cannot resolve from either package's root: same answer either way).
+    let mut files = Vec::new();
+    for (p, other) in [("d", "e"), ("e", "d")] {
+        env.write(
+            &format!("{p}/pyproject.toml"),
+            &format!("[project]\nname = \"{p}\"\n"),
+        );
+        env.write(&format!("{p}/src/{p}/__init__.py"), "");
+        env.write(
+            &format!("{p}/src/{p}/util.py"),
+            "def helper() -> int:\n    return 1\n",
+        );
+        files.push(env.write(
+            &format!("{p}/src/{p}/core.py"),
+            &format!("from {p}.util import helper\nfrom {other}.util import helper as h\n\nS: str = helper()\nprint(undefined_q, h)\n"),
+        ));
+    }
+    for (f, p) in files.iter().zip(["d", "e"]) {
+        let mut got: Vec<(u32, String)> = env
+            .check(f, 90_000)
+            .iter()
+            .filter(|i| {
+                i.source == "Pyright" && i.severity == openfiles_plugin_api::Severity::Error
+            })
+            .map(|i| (i.line, i.code.clone().unwrap_or_default()))
+            .collect();
+        got.sort();
+        // Own import resolved (the str/int mismatch is found), the other's not, as the
+        // pyright CLI says at the package's root.
+        assert!(got.contains(&(4, "reportAssignmentType".into())), "{got:?}");
+        assert!(got.contains(&(2, "reportMissingImports".into())), "{got:?}");
+        assert!(
+            !got.contains(&(1, "reportMissingImports".into())),
+            "{got:?}"
+        );
+        assert_eq!(
+            got,
+            support::pyright_cli(&env.ws.join(p), &format!("src/{p}/core.py"))
+        );
+    }
+    assert_eq!(
+        env.plugin.server_folders(),
+        vec![("pyright".to_string(), vec![env.ws.clone()])],
+        "one folder: the workspace"
     );
 }
 
@@ -280,4 +344,77 @@ fn the_memory_limit_stops_the_least_recently_used_server() {
         env.plugin.server_folders(),
         vec![("ruff".to_string(), vec![env.ws.join("b")])]
     );
+}
+
+#[test]
+fn one_typescript_server_serves_every_tsconfig_project_of_a_workspace() {
+    let env = Env::new(json!({}));
+    // The same file in a strict package and a lax one: only the strict one reports the
+    // implicit `any` (TS7006); both report the wrong assignment (TS2322).
+    let text = "export function f(x) {\n  return x;\n}\nexport const n: number = \"s\";\n";
+    let mut files = Vec::new();
+    for (p, strict) in [("web", true), ("api", false)] {
+        env.write(
+            &format!("{p}/tsconfig.json"),
+            &format!(r#"{{"compilerOptions":{{"strict":{strict},"noEmit":true,"target":"es2020"}},"include":["src/*.ts"]}}"#),
+        );
+        env.write(
+            &format!("{p}/package.json"),
+            &format!(r#"{{"name":"{p}"}}"#),
+        );
+        files.push(env.write(&format!("{p}/src/m.ts"), text));
+    }
+    let (web, api) = (codes(&[(1, "7006"), (4, "2322")]), codes(&[(4, "2322")]));
+    assert_eq!(
+        support::errors(&env.check(&files[0], 90_000)),
+        web,
+        "web (strict)"
+    );
+    let pid = env.pid("typescript-language-server");
+    assert_eq!(
+        support::errors(&env.check(&files[1], 90_000)),
+        api,
+        "api (not strict)"
+    );
+    assert_eq!(
+        support::errors(&env.check(&files[0], 90_000)),
+        web,
+        "web again"
+    );
+    assert_eq!(
+        env.pid("typescript-language-server"),
+        pid,
+        "the same instance throughout"
+    );
+    assert_eq!(
+        children_running("typescript-language-server", &env.ws).len(),
+        1,
+        "one process, in the workspace"
+    );
+}
+
+#[test]
+fn one_clangd_serves_every_compile_database_of_a_workspace() {
+    let env = Env::new(json!({}));
+    // Package a defines FLAG in its compile flags, b does not: only b meets the #error.
+    let text = "#ifndef FLAG\n#error FLAG is not defined\n#endif\nint main(void) { return 0; }\n";
+    env.write("a/compile_flags.txt", "-xc\n-DFLAG\n");
+    env.write("b/compile_flags.txt", "-xc\n");
+    let a = env.write("a/main.c", text);
+    let b = env.write("b/main.c", text);
+    assert_eq!(
+        support::errors(&env.check(&a, 60_000)),
+        vec![],
+        "a has FLAG"
+    );
+    let pid = env.pid("clangd");
+    let hash_error = codes(&[(2, "pp_hash_error")]);
+    assert_eq!(
+        support::errors(&env.check(&b, 60_000)),
+        hash_error,
+        "b has not"
+    );
+    assert_eq!(support::errors(&env.check(&a, 60_000)), vec![], "a again");
+    assert_eq!(env.pid("clangd"), pid, "the same instance throughout");
+    assert_eq!(children_running("clangd", &env.ws).len(), 1, "one clangd");
 }

@@ -4,7 +4,7 @@
 
 mod support;
 use serde_json::json;
-use support::{errors, run, signal, Env};
+use support::{errors, pyright_cli, signal, Env};
 
 const BAD: &str =
     "import os\n\n\ndef f(x: int) -> int:\n    return undefined_name + x\n\n\ny: int = \"text\"\n";
@@ -28,23 +28,7 @@ fn pyright_gives_fresh_results_like_the_cli() {
         (12, "Pyright")
     );
 
-    let cli: serde_json::Value =
-        serde_json::from_str(&run(&env.ws, "pyright", &["--outputjson", "m.py"]))
-            .expect("pyright json");
-    let mut cli: Vec<(u32, String)> = cli["generalDiagnostics"]
-        .as_array()
-        .expect("array")
-        .iter()
-        .filter(|d| d["severity"] == "error")
-        .map(|d| {
-            (
-                d["range"]["start"]["line"].as_u64().unwrap() as u32 + 1,
-                d["rule"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect();
-    cli.sort();
-    assert_eq!(errors(&items), cli);
+    assert_eq!(errors(&items), pyright_cli(&env.ws, "m.py"));
 
     // Columns count characters: pyright speaks UTF-16 ("𝄞" is 2 units).
     env.write("m.py", "x = \"é𝄞\"; y = undefined_q\n");

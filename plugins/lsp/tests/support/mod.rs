@@ -119,6 +119,26 @@ pub fn run(dir: &Path, cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// (line, rule) of the errors `pyright --outputjson FILE` reports, run in `dir`, sorted.
+pub fn pyright_cli(dir: &Path, file: &str) -> Vec<(u32, String)> {
+    let cli: Value =
+        serde_json::from_str(&run(dir, "pyright", &["--outputjson", file])).expect("pyright json");
+    let mut v: Vec<(u32, String)> = cli["generalDiagnostics"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap() as u32 + 1,
+                d["rule"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// Send a signal to a process with the `kill` command.
 pub fn signal(pid: u32, sig: &str) {
     let ok = std::process::Command::new("kill")
