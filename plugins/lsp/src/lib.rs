@@ -309,8 +309,12 @@ impl Inner {
                 if let Some(exe) = self.resolver.find(spec, &root, workspace) {
                     python_checker |= is_pyright;
                     // A server that finds each file's project itself is rooted at the
-                    // workspace (its executable is still the project's own).
-                    let root = if spec.finds_projects && self.config.share_servers {
+                    // workspace, as in an editor window (and so takes the TypeScript the
+                    // workspace resolves) — unless the project brings its own server.
+                    let root = if spec.finds_projects
+                        && self.config.share_servers
+                        && !exe.starts_with(&root)
+                    {
                         workspace.to_path_buf()
                     } else {
                         root
