@@ -11,14 +11,16 @@
 //!   one pyright whose project is the workspace (no package has a `[tool.pyright]` table, so
 //!   none is a pyright project of its own), `max_servers` / `max_memory_mib` at their defaults;
 //! - "configured": as shared, but every package has a `[tool.pyright]` table, so each is a
-//!   workspace folder of the one pyright (pyright makes each folder a whole program).
+//!   workspace folder of the one pyright (pyright makes each folder a whole program);
+//! - "ts-per-root" / "ts-shared": N TypeScript packages (a tsconfig.json each) checked by
+//!   typescript-language-server, one per package (before) or one for the workspace.
 //!
 //! Goal: 12 packages ≤ 400 MiB and ≤ 5 s.
 //!
 //! Run: `cargo bench -p openfiles-plugin-lsp --bench monorepo` (needs ruff and
 //! pyright-langserver; `scripts/install-test-deps.sh`). `OPENFILES_BENCH_PACKAGES=12` limits
 //! the sizes run (comma-separated; default `12,50`), `OPENFILES_BENCH_MODES=shared` the modes
-//! (default `per-root,shared,configured`). Each case runs alone, in a fresh temp workspace,
+//! (default `per-root,shared,configured,ts-per-root,ts-shared`). Each case runs alone, in a fresh temp workspace,
 //! with servers started cold.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
@@ -34,6 +36,30 @@ fn module(i: usize) -> String {
     format!(
         "import os\n\n\ndef f{i}(x: int) -> str:\n    return x + undefined_{i}\n\n\nVALUE: int = f{i}(1)\n"
     )
+}
+
+/// One TypeScript module per package: a wrong return type and an undefined name.
+fn ts_module(i: usize) -> String {
+    format!("export function f{i}(x: number): string {{\n  return x;\n}}\nexport const v{i}: number = missing_{i};\n")
+}
+
+/// N TypeScript packages, each with its own tsconfig.json and package.json.
+fn build_ts(ws: &Path, n: usize) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let pkg = ws.join(format!("packages/pkg{i}"));
+            std::fs::create_dir_all(pkg.join("src")).unwrap();
+            std::fs::write(
+                pkg.join("tsconfig.json"),
+                r#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020"},"include":["src/*.ts"]}"#,
+            )
+            .unwrap();
+            std::fs::write(pkg.join("package.json"), format!(r#"{{"name":"pkg{i}"}}"#)).unwrap();
+            let file = pkg.join("src/core.ts");
+            std::fs::write(&file, "export const untouched = 1;\n").unwrap();
+            file
+        })
+        .collect()
 }
 
 fn build(ws: &Path, n: usize, configured: bool) -> Vec<PathBuf> {
@@ -71,6 +97,10 @@ enum Mode {
     PerRoot,
     Shared,
     Configured,
+    /// TypeScript packages, one typescript-language-server per package (before issue 22).
+    TsPerRoot,
+    /// TypeScript packages, one typescript-language-server for the workspace.
+    TsShared,
 }
 
 impl Mode {
@@ -79,18 +109,30 @@ impl Mode {
             Mode::PerRoot => "per-root",
             Mode::Shared => "shared",
             Mode::Configured => "configured",
+            Mode::TsPerRoot => "ts-per-root",
+            Mode::TsShared => "ts-shared",
         }
+    }
+
+    fn typescript(self) -> bool {
+        matches!(self, Mode::TsPerRoot | Mode::TsShared)
     }
 }
 
 fn run(n: usize, mode: Mode) -> Figures {
-    let shared = mode != Mode::PerRoot;
+    let shared = !matches!(mode, Mode::PerRoot | Mode::TsPerRoot);
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap().join("ws");
     let state = dir.path().join("state");
     std::fs::create_dir_all(&state).unwrap();
-    let files = build(&ws, n, mode == Mode::Configured);
-    let config = if shared {
+    let files = if mode.typescript() {
+        build_ts(&ws, n)
+    } else {
+        build(&ws, n, mode == Mode::Configured)
+    };
+    let config = if mode.typescript() {
+        json!({"share_servers": shared, "max_servers": if shared { 16 } else { 0 }, "max_memory_mib": if shared { 2048 } else { 0 }})
+    } else if shared {
         json!({"disable": ["basedpyright"]})
     } else {
         json!({"disable": ["basedpyright"], "share_servers": false, "max_servers": 0, "max_memory_mib": 0,
@@ -104,7 +146,12 @@ fn run(n: usize, mode: Mode) -> Figures {
     .unwrap();
     // The agent edits one file in each package, then the service asks for all of them.
     for (i, f) in files.iter().enumerate() {
-        std::fs::write(f, module(i)).unwrap();
+        let text = if mode.typescript() {
+            ts_module(i)
+        } else {
+            module(i)
+        };
+        std::fs::write(f, text).unwrap();
     }
     let started = Instant::now();
     let resp = plugin
@@ -128,7 +175,12 @@ fn run(n: usize, mode: Mode) -> Figures {
                     .iter()
                     .any(|i| i.source == s && i.severity == Severity::Error)
             };
-            f.items.iter().all(|i| i.source != SOURCE) && from("Ruff") && from("Pyright")
+            let sources: &[&str] = if mode.typescript() {
+                &["typescript"]
+            } else {
+                &["Ruff", "Pyright"]
+            };
+            f.items.iter().all(|i| i.source != SOURCE) && sources.iter().all(|s| from(s))
         })
         .count();
     let pids: Vec<u32> = plugin.server_pids().into_iter().map(|(_, p)| p).collect();
@@ -150,8 +202,8 @@ fn main() {
             .find(|x| x.name == s)
             .is_some_and(|spec| config::on_path(&spec.command).is_some())
     };
-    if !have("ruff") || !have("pyright") {
-        println!("monorepo: ruff and pyright-langserver are needed (scripts/install-test-deps.sh)");
+    if !have("ruff") || !have("pyright") || !have("typescript-language-server") {
+        println!("monorepo: ruff, pyright-langserver and typescript-language-server are needed (scripts/install-test-deps.sh)");
         return;
     }
     let sizes: Vec<usize> = std::env::var("OPENFILES_BENCH_PACKAGES")
@@ -160,16 +212,22 @@ fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     println!(
-        "monorepo: N Python packages, one edited file each, ruff + pyright through the lsp plugin"
+        "monorepo: N packages, one edited file each, through the lsp plugin (Python: ruff + pyright; ts-*: typescript-language-server)"
     );
     println!(
         "{:>8}  {:<10} {:>8} {:>14} {:>18} {:>9}",
         "packages", "mode", "servers", "server RSS", "all files checked", "complete"
     );
     let modes = std::env::var("OPENFILES_BENCH_MODES")
-        .unwrap_or_else(|_| "per-root,shared,configured".into());
+        .unwrap_or_else(|_| "per-root,shared,configured,ts-per-root,ts-shared".into());
     for &n in &sizes {
-        for mode in [Mode::PerRoot, Mode::Shared, Mode::Configured] {
+        for mode in [
+            Mode::PerRoot,
+            Mode::Shared,
+            Mode::Configured,
+            Mode::TsPerRoot,
+            Mode::TsShared,
+        ] {
             if !modes.split(',').any(|m| m.trim() == mode.name()) {
                 continue;
             }
