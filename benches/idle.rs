@@ -2,7 +2,11 @@
 //! real release binary: for 1, 100 and 1 000 workspaces discovered under `service.roots`
 //! (folders holding `.openfiles/`, in a temp dir),
 //!
-//! - start → `READY=1` on a real `NOTIFY_SOCKET` datagram socket (ms);
+//! - start → `READY=1` on a real `NOTIFY_SOCKET` datagram socket (ms): the control socket
+//!   answers and explicitly named workspaces are served; discovered ones (and restored ones
+//!   past the first 64) are started after READY, in batches;
+//! - start → all served (ms): the answer to a `workspaces` request sent at READY, which
+//!   waits until every pending workspace is started (so READY is not the whole story);
 //! - RSS (MiB) and open files at the end of the idle period;
 //! - wakeups per second: voluntary context switches of every thread
 //!   (`/proc/PID/task/*/status`, threads that exit during the period included);
@@ -28,6 +32,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
+use openfiles::control::protocol::{Request, WorkspacesReply};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -85,6 +90,8 @@ fn open_files(pid: u32) -> usize {
 
 struct Figures {
     ready_ms: f64,
+    all_served_ms: f64,
+    listed: usize,
     rss_mib: f64,
     open_files: usize,
     wakeups_per_s: f64,
@@ -117,6 +124,13 @@ fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Fi
         .unwrap();
     notify.expect("READY=1");
     let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let listed = env
+        .client()
+        .call_as::<WorkspacesReply>(&Request::Workspaces)
+        .unwrap()
+        .workspaces
+        .len();
+    let all_served_ms = start.elapsed().as_secs_f64() * 1000.0;
     let pid = child.id();
     std::thread::sleep(settle);
 
@@ -140,6 +154,8 @@ fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Fi
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     let figures = Figures {
         ready_ms,
+        all_served_ms,
+        listed,
         rss_mib: rss_kib(pid) as f64 / 1024.0,
         open_files: open_files(pid),
         wakeups_per_s: woke as f64 / secs,
@@ -169,19 +185,21 @@ fn main() {
         program.display()
     );
     println!(
-        "{:>10} {:>10} {:>9} {:>10} {:>10} {:>7}",
-        "workspaces", "READY ms", "RSS MiB", "open files", "wakeups/s", "CPU %"
+        "{:>10} {:>10} {:>14} {:>9} {:>10} {:>10} {:>7}",
+        "workspaces", "READY ms", "all served ms", "RSS MiB", "open files", "wakeups/s", "CPU %"
     );
     for n in counts {
         let f = measure(&program, n, settle, idle);
         assert_eq!(
-            f.served, n,
+            (f.listed, f.served),
+            (n, n),
             "the service should serve every discovered workspace"
         );
         println!(
-            "{:>10} {:>10.1} {:>9.1} {:>10} {:>10.2} {:>7.3}",
-            n, f.ready_ms, f.rss_mib, f.open_files, f.wakeups_per_s, f.cpu_pct
+            "{:>10} {:>10.1} {:>14.1} {:>9.1} {:>10} {:>10.2} {:>7.3}",
+            n, f.ready_ms, f.all_served_ms, f.rss_mib, f.open_files, f.wakeups_per_s, f.cpu_pct
         );
     }
     println!("goal at 1 000: READY ≤ 200 ms, RSS ≤ 40 MiB, ≤ 1 wakeup/s, CPU ≤ 0.1 %");
+    println!("all served: start until a `workspaces` request sent at READY is answered (it waits for every pending start)");
 }

@@ -427,6 +427,125 @@ fn workspaces_are_discovered_under_roots_at_start_and_later() {
     svc.terminate();
 }
 
+/// A thousand discovered workspaces made READY wait ~0.8 s: only the first ones start before
+/// it now, the rest in batches after. Right after READY a request for the last one is
+/// answered by it (started first, keeping its `discovered` source), and listings are
+/// complete; after a restart the same holds for workspaces restored past the budget.
+#[test]
+fn workspaces_past_the_start_budget_are_served_when_asked_right_after_ready() {
+    const N: usize = 150; // over the pre-READY budget (64)
+    let env = Env::new();
+    let root = env.workspace("src");
+    let dirs: Vec<_> = (0..N).map(|i| root.join(format!("p{i:03}"))).collect();
+    for d in &dirs {
+        std::fs::create_dir_all(d.join(".openfiles")).unwrap();
+    }
+    std::fs::write(
+        &env.config,
+        format!("[service]\nroots = [{:?}]\n", root.to_str().unwrap()),
+    )
+    .unwrap();
+    for round in ["discovered", "restored"] {
+        let svc = env.serve(&[]);
+        // A request that registers nothing: without the pending one started first it would
+        // find no workspace.
+        let before_last = &dirs[N - 2];
+        let reply = env
+            .client()
+            .call(&Request::Review(PathArg {
+                path: before_last.join("a.txt"),
+                force: false,
+            }))
+            .unwrap();
+        assert!(reply.ok, "{round}: review in {before_last:?}: {reply:?}");
+        // An edit in the last one: served by that workspace, whose heartbeat now exists.
+        let last = &dirs[N - 1];
+        let file = last.join("notes.txt");
+        std::fs::write(&file, "x\n").unwrap();
+        let edited = env.edited(&[&file]);
+        assert!(edited.rejected.is_empty(), "{round}: {edited:?}");
+        assert_eq!(edited.workspaces.len(), 1, "{round}: {edited:?}");
+        assert_eq!(&edited.workspaces[0].root, last, "{round}");
+        assert_eq!(
+            heartbeat_files(last).len(),
+            1,
+            "{round}: heartbeat of {last:?}"
+        );
+
+        // Listings wait for every pending start.
+        let list = env
+            .client()
+            .call_as::<WorkspacesReply>(&Request::Workspaces)
+            .unwrap()
+            .workspaces;
+        assert_eq!(list.len(), N, "{round}");
+        assert!(
+            list.iter().all(|w| w.source == "discovered" && w.persisted),
+            "{round}: {list:?}"
+        );
+        let st = env.status();
+        assert_eq!(st.workspaces.len(), N, "{round}");
+        // Everything settled: each has its heartbeat and its Claws socket (the socket is
+        // bound at start; only Claws state waits for a client, see docs/costs.md).
+        for (d, w) in dirs.iter().zip(&st.workspaces) {
+            assert_eq!(&w.root, d, "{round}: status is sorted by root");
+            assert!(w.heartbeat.exists(), "{round}: heartbeat of {d:?}");
+            assert_eq!(heartbeat_files(d), vec![w.heartbeat.clone()], "{round}");
+            let sock = d.join(".claws/claws.sock");
+            assert_eq!(w.claws_socket.as_ref(), Some(&sock), "{round}: {w:?}");
+            assert!(sock.exists(), "{round}: {sock:?}");
+            assert!(
+                !d.join(".claws/events").exists(),
+                "{round}: no Claws state before a client"
+            );
+        }
+        wait_until("every workspace is saved for the next start", || {
+            std::fs::read_to_string(env.state.join("workspaces.json"))
+                .is_ok_and(|t| dirs.iter().all(|d| t.contains(d.to_str().unwrap())))
+        });
+        assert!(
+            svc.log_text()
+                .contains(&format!("all {N} workspaces served in")),
+            "{round}: {}",
+            svc.log_text()
+        );
+        assert_eq!(svc.terminate(), Some(0), "{round}");
+        assert!(
+            dirs.iter().all(|d| heartbeat_files(d).is_empty()),
+            "{round}: heartbeats removed at stop"
+        );
+    }
+}
+
+/// Stopping while workspaces still wait to be started drops them: the service ends cleanly,
+/// leaves no heartbeat behind, and keeps them registered for the next start.
+#[test]
+fn a_stop_right_after_ready_drops_the_pending_starts_and_keeps_them_registered() {
+    const N: usize = 150;
+    let env = Env::new();
+    let dirs: Vec<_> = (0..N)
+        .map(|i| env.workspace(&format!("ws{i:03}")))
+        .collect();
+    std::fs::create_dir_all(&env.state).unwrap();
+    let stored: Vec<_> = dirs
+        .iter()
+        .map(|d| serde_json::json!({"root": d, "source": "added"}))
+        .collect();
+    std::fs::write(
+        env.state.join("workspaces.json"),
+        serde_json::json!({"version": 1, "workspaces": stored}).to_string(),
+    )
+    .unwrap();
+    let svc = env.serve(&[]);
+    assert_eq!(svc.terminate(), Some(0));
+    assert!(dirs.iter().all(|d| heartbeat_files(d).is_empty()));
+    let saved = std::fs::read_to_string(env.state.join("workspaces.json")).unwrap();
+    assert!(
+        dirs.iter().all(|d| saved.contains(d.to_str().unwrap())),
+        "{saved}"
+    );
+}
+
 /// After an upgrade a running (socket-activated) old service kept answering new clients and
 /// nothing said so. `status` now says the service is older than its binary, and `openfiles
 /// service restart` stops it (no service manager here: over the control socket) so the next

@@ -1,7 +1,12 @@
 //! `openfiles serve`: the service's life from start to the one shutdown path.
 //!
-//! Order at start: config → logging → listener (inherited or bound) → workspaces restored →
-//! control server accepting → `READY=1`. Signals (SIGTERM/SIGINT), a `shutdown` request and
+//! Order at start: config → logging → listener (inherited or bound) → the explicitly named
+//! workspaces (`serve -w`, `service.workspaces`) and the first restored ones (up to
+//! `workspace::pending::PRE_READY_STARTS` in all) → control server accepting → `READY=1`.
+//! So READY means the control socket answers and every workspace named explicitly is
+//! served; the registry then scans `service.roots` and starts the rest (discovered, further
+//! restored) in batches, within about a second per thousand, and any request for one of
+//! them starts it first (`workspace::pending`). Signals (SIGTERM/SIGINT), a `shutdown` request and
 //! fatal errors all cancel the same token; then `STOPPING=1`, workspaces stop (heartbeats and
 //! Claws sockets removed), the control socket is removed if we bound it, and `run` returns.
 //! SIGHUP reloads the config.
@@ -127,7 +132,7 @@ async fn serve(
         fswatch,
     ));
     let config = Arc::new(config);
-    let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces).await;
+    let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces, started).await;
 
     let reload_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     let binary = std::env::current_exe()

@@ -1,7 +1,8 @@
 //! Discovering workspaces under the configured `service.roots`: a folder directly inside a
 //! root (or the root itself) that holds `.openfiles/` or `.claws/` is a workspace. Roots are
-//! scanned at start and watched (non-recursively, the root and its direct children) so a
-//! marker created later registers its folder.
+//! scanned by the registry once `READY=1` is sent (what the scan finds is started in
+//! batches, see `super::pending`) and watched (non-recursively, the root and its direct
+//! children) so a marker created later registers its folder.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,8 @@ fn is_workspace(dir: &Path) -> bool {
     MARKERS.iter().any(|m| dir.join(m).is_dir())
 }
 
+/// The root and its direct sub-folders (hidden ones aside), sorted: the registry starts
+/// discovered workspaces in this order.
 fn candidates(root: &Path) -> Vec<PathBuf> {
     let mut out = vec![root.to_owned()];
     if let Ok(rd) = std::fs::read_dir(root) {
@@ -25,15 +28,18 @@ fn candidates(root: &Path) -> Vec<PathBuf> {
                 .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
                 .map(|e| e.path()),
         );
+        out[1..].sort();
     }
     out
 }
 
-/// Folders under `roots` that carry a workspace marker.
+/// Folders under `roots` that carry a workspace marker, under each root's canonical path
+/// (as the registry serves them: a request naming a file inside one finds it while it is
+/// still waiting to be started).
 pub fn scan(roots: &[PathBuf]) -> Vec<PathBuf> {
     roots
         .iter()
-        .flat_map(|r| candidates(r))
+        .flat_map(|r| candidates(&r.canonicalize().unwrap_or_else(|_| r.clone())))
         .filter(|d| is_workspace(d))
         .collect()
 }

@@ -6,17 +6,22 @@
 //! edit inside a folder nobody registered yet; the last two sources and `add` are persisted
 //! in the state dir so a restart restores them. Each registered folder gets an
 //! [`instance::Instance`]: `.openfiles/` housekeeping, the heartbeat, the diagnostics
-//! pipeline and the Claws server.
+//! pipeline and the Claws server. Only the explicitly named workspaces and the first
+//! restored ones are started before `READY=1`; the actor starts the rest (the scan of
+//! `service.roots` included) in batches afterwards, never letting a request see one missing
+//! ([`pending`]).
 
 pub mod discovery;
 pub mod heartbeat;
 pub mod instance;
+pub mod pending;
 pub mod resolve;
 pub mod store;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::diagnostics::pipeline::PipelineHandle;
 use instance::{Instance, WorkspaceDeps};
+use pending::{Pending, Phase};
 use resolve::ResolveError;
 
 /// A registered workspace, as `workspaces`, `add` and `forget` answer it.
@@ -228,21 +234,28 @@ pub struct Registry {
     shared: Arc<WorkspaceDeps>,
     config: Arc<Config>,
     entries: BTreeMap<PathBuf, Entry>,
+    /// Registered, not started yet (restored past the pre-READY budget, discovered).
+    pending: Pending,
     /// Its own handle, for the discovery watcher it (re)starts.
     handle: RegistryHandle,
     /// Cancels the discovery watcher of the current `roots`.
     discovery: CancellationToken,
+    /// A scan queued workspaces: watch the roots once they are all started.
+    watch_roots: bool,
     /// The heartbeat sweep's period (`service.heartbeat_seconds`).
     heartbeat_every: tokio::sync::watch::Sender<std::time::Duration>,
 }
 
 impl Registry {
-    /// Start the registry: restore persisted workspaces, register `cli` and config ones.
-    /// Returns once all of them are set up, so `READY=1` can follow.
+    /// Start the registry: register the `cli` and config workspaces and, within
+    /// [`pending::PRE_READY_STARTS`], the restored ones. Returns once those are set up, so
+    /// `READY=1` can follow; the actor then scans `service.roots` and starts the rest in
+    /// batches ([`pending`]). `started` is the service's start, for the "all served" line.
     pub async fn start(
         config: Arc<Config>,
         shared: Arc<WorkspaceDeps>,
         cli: &[PathBuf],
+        started: Instant,
     ) -> RegistryHandle {
         let (tx, rx) = mpsc::channel(64);
         let handle = RegistryHandle { tx };
@@ -252,25 +265,28 @@ impl Registry {
             shared,
             config,
             entries: BTreeMap::new(),
+            pending: Pending::default(),
             handle: handle.clone(),
             discovery,
+            watch_roots: false,
             heartbeat_every,
         };
+        let from_config = reg.config.service.workspaces.clone();
+        let mut budget = pending::PRE_READY_STARTS.saturating_sub(from_config.len() + cli.len());
         for stored in store::load(&reg.shared.state_dir) {
             let source = Source::parse(&stored.source);
+            if budget == 0 {
+                reg.pending.push(stored.root, source, Phase::Restored);
+                continue;
+            }
+            budget -= 1;
             if let Err(e) = reg.add(&stored.root, source).await {
                 tracing::warn!("not restoring workspace {}: {e}", stored.root.display());
             }
         }
-        let from_config = reg.config.service.workspaces.clone();
         for dir in &from_config {
             if let Err(e) = reg.add(dir, Source::Config).await {
                 tracing::error!("config workspace {}: {e}", dir.display());
-            }
-        }
-        for dir in discovery::scan(&reg.config.service.roots) {
-            if let Err(e) = reg.add(&dir, Source::Discovered).await {
-                tracing::warn!("discovered workspace {}: {e}", dir.display());
             }
         }
         for dir in cli {
@@ -278,19 +294,18 @@ impl Registry {
                 tracing::error!("workspace {}: {e}", dir.display());
             }
         }
-        reg.persist();
+        let scan = !reg.config.service.roots.is_empty();
+        if scan || !reg.pending.is_empty() {
+            reg.pending.begin(started);
+        } else {
+            reg.persist();
+        }
         tokio::spawn(heartbeat::run(
             reg.shared.heartbeats.clone(),
             every,
             reg.shared.gone_tx.clone(),
             reg.shared.shutdown.clone(),
         ));
-        discovery::watch(
-            reg.config.service.roots.clone(),
-            handle.clone(),
-            &reg.shared.fswatch,
-            reg.discovery.clone(),
-        );
         if let Some(mut gone) = reg.shared.take_gone() {
             let (h, token) = (handle.clone(), reg.shared.shutdown.clone());
             tokio::spawn(async move {
@@ -305,52 +320,88 @@ impl Registry {
                 }
             });
         }
-        tokio::spawn(reg.run(rx));
+        tokio::spawn(reg.run(rx, scan));
         handle
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Cmd>) {
-        while let Some(cmd) = rx.recv().await {
-            match cmd {
-                Cmd::Add { dir, source, reply } => {
-                    let r = self.add(&dir, source).await;
-                    if r.is_ok() {
-                        self.persist();
+    /// The actor: first the scan of `service.roots` (and its watcher), then commands, with
+    /// pending workspaces started [`pending::BATCH`] at a time whenever no command waits.
+    async fn run(mut self, mut rx: mpsc::Receiver<Cmd>, scan: bool) {
+        if scan {
+            self.discover();
+        }
+        loop {
+            let cmd = if self.pending.is_empty() {
+                match rx.recv().await {
+                    Some(cmd) => cmd,
+                    None => return,
+                }
+            } else {
+                match rx.try_recv() {
+                    Ok(cmd) => cmd,
+                    Err(mpsc::error::TryRecvError::Empty) => {
+                        self.start_pending(pending::BATCH).await;
+                        tokio::task::yield_now().await;
+                        continue;
                     }
-                    let _ = reply.send(r);
+                    Err(mpsc::error::TryRecvError::Disconnected) => return,
                 }
-                Cmd::Forget { dir, reply } => {
-                    let _ = reply.send(self.forget(&dir).await);
-                }
-                Cmd::List { reply } => {
-                    let _ = reply.send(self.infos());
-                }
-                Cmd::Status { reply } => {
-                    let mut out = Vec::new();
-                    for (root, e) in &self.entries {
-                        out.push(e.instance.status(root, e.source.as_str()).await);
-                    }
-                    let _ = reply.send(out);
-                }
-                Cmd::Lookup {
-                    path,
-                    register,
-                    reply,
-                } => {
-                    let _ = reply.send(self.lookup(&path, register).await);
-                }
-                Cmd::Reload { config } => self.reload(config).await,
-                Cmd::Stop { reply } => {
-                    let entries = std::mem::take(&mut self.entries);
-                    for (root, e) in entries {
-                        e.instance.stop(&root).await;
-                    }
-                    let _ = reply.send(());
-                    return;
-                }
+            };
+            if !self.handle(cmd).await {
+                return;
             }
             self.shared.update_status(self.entries.len());
         }
+    }
+
+    /// Answer one command; `false` once the registry has stopped.
+    async fn handle(&mut self, cmd: Cmd) -> bool {
+        match cmd {
+            Cmd::Add { dir, source, reply } => {
+                let r = self.add(&dir, source).await;
+                if r.is_ok() {
+                    self.persist();
+                }
+                let _ = reply.send(r);
+            }
+            Cmd::Forget { dir, reply } => {
+                self.start_pending(usize::MAX).await;
+                let _ = reply.send(self.forget(&dir).await);
+            }
+            Cmd::List { reply } => {
+                self.start_pending(usize::MAX).await;
+                let _ = reply.send(self.infos());
+            }
+            Cmd::Status { reply } => {
+                self.start_pending(usize::MAX).await;
+                let mut out = Vec::new();
+                for (root, e) in &self.entries {
+                    out.push(e.instance.status(root, e.source.as_str()).await);
+                }
+                let _ = reply.send(out);
+            }
+            Cmd::Lookup {
+                path,
+                register,
+                reply,
+            } => {
+                let _ = reply.send(self.lookup(&path, register).await);
+            }
+            Cmd::Reload { config } => {
+                self.start_pending(usize::MAX).await;
+                self.reload(config).await;
+            }
+            Cmd::Stop { reply } => {
+                self.pending.clear();
+                let entries = std::mem::take(&mut self.entries);
+                for (root, e) in entries {
+                    e.instance.stop(&root).await;
+                }
+                let _ = reply.send(());
+                return false;
+            }
+        }
+        true
     }
 
     async fn add(&mut self, dir: &Path, source: Source) -> Result<WorkspaceInfo, WorkspaceError> {
@@ -382,8 +433,9 @@ impl Registry {
     }
 
     /// Apply a reloaded configuration: every instance takes its new settings, workspaces
-    /// newly listed in `service.workspaces` or found under new `service.roots` are served,
-    /// and the discovery watcher follows the new roots. Workspaces the new config no longer
+    /// newly listed in `service.workspaces` are served, those found under new
+    /// `service.roots` are queued (started in batches, as at start), and the discovery
+    /// watcher follows the new roots. Workspaces the new config no longer
     /// lists keep running (they are persisted); `openfiles forget` drops one.
     async fn reload(&mut self, config: Arc<Config>) {
         let old = std::mem::replace(&mut self.config, config);
@@ -405,20 +457,11 @@ impl Registry {
             }
         }
         if self.config.service.roots != old.service.roots {
-            for dir in discovery::scan(&self.config.service.roots) {
-                match self.add(&dir, Source::Discovered).await {
-                    Ok(_) => added = true,
-                    Err(e) => tracing::warn!("discovered workspace {}: {e}", dir.display()),
-                }
-            }
+            // Started in batches like at start; saved once all are served.
+            self.pending.begin(Instant::now());
             self.discovery.cancel();
             self.discovery = self.shared.shutdown.child_token();
-            discovery::watch(
-                self.config.service.roots.clone(),
-                self.handle.clone(),
-                &self.shared.fswatch,
-                self.discovery.clone(),
-            );
+            self.discover();
         }
         if added {
             self.persist();
@@ -441,6 +484,7 @@ impl Registry {
         path: &Path,
         register: bool,
     ) -> Result<PipelineHandle, WorkspaceError> {
+        self.start_pending_holding(path).await;
         if let Some(root) = resolve::containing(self.entries.keys(), path) {
             if let Some(e) = self.entries.get(&root) {
                 return Ok(e.instance.handle());
@@ -465,14 +509,22 @@ impl Registry {
             .collect()
     }
 
+    /// Save the persisted workspaces, pending ones included (a restored workspace not
+    /// started yet is still registered).
     fn persist(&self) {
-        let list: Vec<store::StoredWorkspace> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.source.persisted())
-            .map(|(root, e)| store::StoredWorkspace {
-                root: root.clone(),
-                source: e.source.as_str().into(),
+        let mut keep: BTreeMap<&Path, Source> = BTreeMap::new();
+        for (root, e) in &self.entries {
+            keep.insert(root, e.source);
+        }
+        for item in self.pending.iter() {
+            keep.entry(&item.dir).or_insert(item.source);
+        }
+        let list: Vec<store::StoredWorkspace> = keep
+            .into_iter()
+            .filter(|(_, source)| source.persisted())
+            .map(|(root, source)| store::StoredWorkspace {
+                root: root.to_owned(),
+                source: source.as_str().into(),
             })
             .collect();
         if let Err(e) = store::save(&self.shared.state_dir, &list) {
