@@ -6,10 +6,10 @@
 //! So READY means the control socket answers and every workspace named explicitly is
 //! served; the registry then scans `service.roots` and starts the rest (discovered, further
 //! restored) in batches, within about a second per thousand, and any request for one of
-//! them starts it first (`workspace::pending`). Signals (SIGTERM/SIGINT), a `shutdown` request and
-//! fatal errors all cancel the same token; then `STOPPING=1`, workspaces stop (heartbeats and
-//! Claws sockets removed), the control socket is removed if we bound it, and `run` returns.
-//! SIGHUP reloads the config.
+//! them starts it first (`workspace::pending`). Signals (SIGTERM/SIGINT), a `shutdown`
+//! request and fatal errors all cancel the same token; then `STOPPING=1`, workspaces stop
+//! (heartbeats and Claws sockets removed; pending ones are dropped), the control socket is
+//! removed if we bound it, and `run` returns. SIGHUP reloads the config.
 
 pub mod activation;
 pub mod logfile;

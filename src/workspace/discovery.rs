@@ -1,8 +1,8 @@
 //! Discovering workspaces under the configured `service.roots`: a folder directly inside a
 //! root (or the root itself) that holds `.openfiles/` or `.claws/` is a workspace. Roots are
 //! scanned by the registry once `READY=1` is sent (what the scan finds is started in
-//! batches, see `super::pending`) and watched (non-recursively, the root and its direct
-//! children) so a marker created later registers its folder.
+//! batches, see `super::pending`) and, once those are served, watched (non-recursively, the
+//! root and its direct children) so a marker created later registers its folder.
 
 use std::path::{Path, PathBuf};
 

@@ -324,7 +324,7 @@ impl Registry {
         handle
     }
 
-    /// The actor: first the scan of `service.roots` (and its watcher), then commands, with
+    /// The actor: first the scan of `service.roots`, then commands, with
     /// pending workspaces started [`pending::BATCH`] at a time whenever no command waits.
     async fn run(mut self, mut rx: mpsc::Receiver<Cmd>, scan: bool) {
         if scan {
@@ -365,15 +365,15 @@ impl Registry {
                 let _ = reply.send(r);
             }
             Cmd::Forget { dir, reply } => {
-                self.start_pending(usize::MAX).await;
+                self.finish_pending().await;
                 let _ = reply.send(self.forget(&dir).await);
             }
             Cmd::List { reply } => {
-                self.start_pending(usize::MAX).await;
+                self.finish_pending().await;
                 let _ = reply.send(self.infos());
             }
             Cmd::Status { reply } => {
-                self.start_pending(usize::MAX).await;
+                self.finish_pending().await;
                 let mut out = Vec::new();
                 for (root, e) in &self.entries {
                     out.push(e.instance.status(root, e.source.as_str()).await);
@@ -388,7 +388,7 @@ impl Registry {
                 let _ = reply.send(self.lookup(&path, register).await);
             }
             Cmd::Reload { config } => {
-                self.start_pending(usize::MAX).await;
+                self.finish_pending().await;
                 self.reload(config).await;
             }
             Cmd::Stop { reply } => {

@@ -140,6 +140,14 @@ impl Registry {
         self.settle();
     }
 
+    /// Start every pending workspace (those a last scan adds included), for an answer
+    /// that must see them all.
+    pub(super) async fn finish_pending(&mut self) {
+        while !self.pending.is_empty() {
+            self.start_pending(usize::MAX).await;
+        }
+    }
+
     /// Start one pending workspace (or give an already served folder the source the old
     /// start order would have given it).
     async fn start_item(&mut self, item: Item) {
