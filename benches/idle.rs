@@ -124,6 +124,7 @@ fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Fi
         .unwrap();
     notify.expect("READY=1");
     let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
+    notify.drain_in_background();
     let listed = env
         .client()
         .call_as::<WorkspacesReply>(&Request::Workspaces)

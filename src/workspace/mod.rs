@@ -294,6 +294,7 @@ impl Registry {
                 tracing::error!("workspace {}: {e}", dir.display());
             }
         }
+        reg.shared.update_status(reg.entries.len());
         let scan = !reg.config.service.roots.is_empty();
         if scan || !reg.pending.is_empty() {
             reg.pending.begin(started);
@@ -404,6 +405,9 @@ impl Registry {
         true
     }
 
+    /// Register and start one workspace. The count in the status line is published by the
+    /// caller, once per command or batch (not once per workspace: a thousand starting after
+    /// READY would be a thousand status messages to the service manager).
     async fn add(&mut self, dir: &Path, source: Source) -> Result<WorkspaceInfo, WorkspaceError> {
         // The home folder only when the user named it (command line, config, `add --force`).
         let allow_home = matches!(source, Source::Cli | Source::Config | Source::AddedForce);
@@ -428,7 +432,6 @@ impl Registry {
         tracing::info!(root = %root.display(), source = source.as_str(), "serving workspace");
         self.entries
             .insert(root.clone(), Entry { source, instance });
-        self.shared.update_status(self.entries.len());
         Ok(info(&root, source))
     }
 

@@ -137,6 +137,7 @@ impl Registry {
             };
             self.start_item(item).await;
         }
+        self.shared.update_status(self.entries.len());
         self.settle();
     }
 

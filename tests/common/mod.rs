@@ -333,6 +333,16 @@ impl NotifySocket {
             }
         }
     }
+
+    /// From now on read and drop every datagram in a thread, as a service manager does:
+    /// later status lines must not fill the socket's queue (10 datagrams by default on
+    /// Linux) and block the service's sender.
+    pub fn drain_in_background(self) {
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while self.sock.recv(&mut buf).is_ok() {}
+        });
+    }
 }
 
 /// Send raw bytes on a fresh connection and read one reply line.
