@@ -647,3 +647,22 @@ fn the_services_own_writes_do_not_reach_its_watcher() {
         .collect();
     assert!(own.is_empty(), "own writes reached the watcher: {own:#?}");
 }
+
+#[test]
+fn a_service_manager_that_stops_reading_does_not_stall_the_service() {
+    let env = Env::new();
+    let ws = env.workspace("ws");
+    // Bound, never read: after a few datagrams (the kernel queues ~10) a send would wait
+    // forever; watchdog pings every 25 ms fill it at once.
+    let notify = NotifySocket::bind(env.dir.path());
+    let mut cmd = env.command(&["serve", "-w", ws.to_str().unwrap()]);
+    cmd.env("NOTIFY_SOCKET", &notify.path)
+        .env("WATCHDOG_USEC", "50000");
+    let svc = env.serve_command(cmd);
+    wait_until("a notification given up on", || {
+        svc.log_text().contains("sd_notify failed")
+    });
+    // Still answering, and the stop (which sends STOPPING=1) ends the process.
+    assert_eq!(env.status().workspaces.len(), 1);
+    assert_eq!(svc.terminate(), Some(0));
+}
