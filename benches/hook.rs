@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use openfiles::control::protocol::{
+use openfiles_wire::control::{
     decode, ok_reply, EditedReply, Request, WaitReply, WorkspaceEntries, WorkspacePaths,
 };
-use openfiles::spec::{FileEntry, HookSettings, Item, Severity};
+use openfiles_wire::spec::{FileEntry, HookSettings, Item, Severity};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openfiles");
 
@@ -110,7 +110,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                         Ok(Request::Edited(e)) => ok_reply(
                             inc.id.as_ref(),
                             EditedReply {
-                                ts: openfiles::spec::now_ms(),
+                                ts: openfiles_wire::spec::now_ms(),
                                 workspaces: vec![WorkspacePaths {
                                     root: root.clone(),
                                     paths: e.paths,
@@ -153,7 +153,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                             )
                         }
                         _ => {
-                            openfiles::control::protocol::error_reply(inc.id.as_ref(), "unexpected")
+                            openfiles_wire::control::error_reply(inc.id.as_ref(), "unexpected")
                         }
                     };
                     reply.push(b'\n');

@@ -32,7 +32,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
-use openfiles::control::protocol::{Request, WorkspacesReply};
+use openfiles_wire::control::{Request, WorkspacesReply};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)

@@ -21,7 +21,7 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use common::{wait_until, Env};
-use openfiles::control::protocol::{Edited, EditedReply, Request};
+use openfiles_wire::control::{Edited, EditedReply, Request};
 
 const FILES: usize = 1000;
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
 use notify::Watcher;
-use openfiles::control::protocol::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles_wire::control::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -174,7 +174,7 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
             let Ok(bytes) = std::fs::read(&diag) else {
                 continue;
             };
-            let Ok(doc) = serde_json::from_slice::<openfiles::spec::DiagnosticsFile>(&bytes) else {
+            let Ok(doc) = serde_json::from_slice::<openfiles_wire::spec::DiagnosticsFile>(&bytes) else {
                 continue;
             };
             if doc

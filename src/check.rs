@@ -26,11 +26,11 @@ use codespan_reporting::term::{self, termcolor};
 use openfiles_plugin_api::Severity;
 
 use crate::control::client::Client;
-use crate::control::protocol::{Check, Request, WaitReply};
+use openfiles_wire::control::{Check, Request, WaitReply};
 use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
 use crate::diagnostics::{Checker, Rejected};
 use crate::plugin_host::PluginManager;
-use crate::spec::{self, FileEntry};
+use openfiles_wire::spec::{self, FileEntry};
 
 /// When `check` exits with status 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

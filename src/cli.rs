@@ -144,7 +144,7 @@ pub enum Command {
     /// Drive Claws terminals and the bus of a workspace (`.claws/claws.sock`).
     ///
     /// Example: openfiles claws exec 1 'cargo test'
-    Claws(crate::claws::client::ClawsArgs),
+    Claws(crate::claws_client::ClawsArgs),
 
     /// Serve MCP on stdio: diagnostics and Claws tools for an agent (started by the agent).
     ///
@@ -599,7 +599,7 @@ pub fn run() -> std::process::ExitCode {
         ),
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
-        Command::Claws(args) => crate::claws::client::run(args, cli.config.as_deref()),
+        Command::Claws(args) => crate::claws_client::run(args, cli.config.as_deref()),
         Command::Mcp(args) => crate::mcp::run(crate::mcp::Options {
             workspace: args.workspace,
             socket: cli.socket,

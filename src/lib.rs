@@ -4,24 +4,20 @@
 
 pub mod admin;
 pub mod check;
-pub mod child_env;
-pub mod claws;
+pub mod claws_client;
 pub mod cli;
 pub mod config;
 pub mod control;
 pub mod diagnostics;
-pub mod fsutil;
 pub mod fswatch;
 pub mod hook;
 pub mod intake;
 pub mod logs;
 pub mod mcp;
-pub mod memory;
 pub mod paths;
 pub mod plugin_host;
 pub mod policy;
 pub mod review;
 pub mod service;
 pub mod setup;
-pub mod spec;
 pub mod workspace;

@@ -86,7 +86,7 @@ fn no_feedback_appends_one_queue_line_and_prints_nothing() {
         "{\"v\":1,\"ts\":1,\"paths\":[\"/earlier\"]}\n",
     )
     .unwrap();
-    let before = openfiles::spec::now_ms();
+    let before = openfiles_wire::spec::now_ms();
     let out = run_hook(
         &mut openfiles(
             tmp.path(),

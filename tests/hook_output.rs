@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use openfiles::hook::feedback::{self, FileView, CLOSING, MAX_CHARS, TRUNCATED};
 use openfiles::hook::output::{render, Agent, AGENT_IDS};
 use openfiles::hook::report::Entries;
-use openfiles::spec::{Feedback, FileEntry, HookSettings, Item, Severity};
+use openfiles_wire::spec::{Feedback, FileEntry, HookSettings, Item, Severity};
 
 fn item(line: u32, severity: Severity, code: Option<&str>, message: &str) -> Item {
     Item {

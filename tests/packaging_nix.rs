@@ -95,7 +95,7 @@ fn rendered_settings_are_a_valid_openfiles_config() {
         let text = text.as_str().expect("config text");
         let cfg = openfiles::config::Config::parse(text, Path::new("config.toml"))
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
-        assert_eq!(cfg.hooks.feedback, openfiles::spec::Feedback::Errors);
+        assert_eq!(cfg.hooks.feedback, openfiles_wire::spec::Feedback::Errors);
         assert_eq!(cfg.hooks.timeout_ms, 6000);
         assert_eq!(cfg.service.log_level, "debug");
         assert_eq!(cfg.plugins.disabled, vec!["tsc".to_string()]);

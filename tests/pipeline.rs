@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::*;
-use openfiles::control::protocol::{Edited, Request};
-use openfiles::spec::{DiagnosticsFile, Severity};
+use openfiles_wire::control::{Edited, Request};
+use openfiles_wire::spec::{DiagnosticsFile, Severity};
 
 #[test]
 fn real_cargo_check_reports_e0308_and_clears_after_the_fix() {

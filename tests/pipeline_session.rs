@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use common::*;
-use openfiles::control::protocol::{Request, Wait, WaitReply};
+use openfiles_wire::control::{Request, Wait, WaitReply};
 
 fn instant_env() -> Env {
     let mut env = Env::new();
@@ -267,7 +267,7 @@ fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
     env.edited(&[&slow]);
     // An edit made long ago: its deadline (ts + 1 s) has passed, so the answer is immediate.
     // (Counting 4 s from the request instead would exceed the client's 3 s read limit.)
-    let long_ago = openfiles::spec::now_ms() - 60_000;
+    let long_ago = openfiles_wire::spec::now_ms() - 60_000;
     let mut c = openfiles::control::client::Client::connect(
         &env.socket,
         Some(std::time::Duration::from_secs(3)),

@@ -12,7 +12,7 @@ use std::path::Path;
 use common::plugins::{path_list, plugin};
 use common::typescript::{install_test_deps, module_text, ts_project, tsc_runs, tsc_wrapper};
 use common::{diagnostics, wait_until, Env};
-use openfiles::spec::FileEntry;
+use openfiles_wire::spec::FileEntry;
 use serde_json::{json, Value};
 
 /// A service environment with the lsp and tsc plugins and `config` (TOML).

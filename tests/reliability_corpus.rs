@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use openfiles::control::protocol;
+use openfiles_wire::control;
 use openfiles::diagnostics::writer::Cursor;
 use openfiles::hook::payload;
 use openfiles::intake::queue::Reader;

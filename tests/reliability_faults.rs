@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use openfiles::control::protocol::{Edited, Request};
-use openfiles::spec::DiagnosticsFile;
+use openfiles_wire::control::{Edited, Request};
+use openfiles_wire::spec::DiagnosticsFile;
 
 /// Edit `files` round-robin through the control socket until `stop` (or the service goes).
 fn control_storm(
@@ -220,8 +220,8 @@ fn a_plugin_host_killed_mid_check_through_the_service() {
         std::thread::spawn(move || {
             openfiles::control::client::Client::connect(&socket, Some(PATIENCE))
                 .unwrap()
-                .call_as::<openfiles::control::protocol::WaitReply>(&Request::Wait(
-                    openfiles::control::protocol::Wait {
+                .call_as::<openfiles_wire::control::WaitReply>(&Request::Wait(
+                    openfiles_wire::control::Wait {
                         paths: vec![slow, main],
                         since: r.ts,
                         timeout_ms: Some(240_000),

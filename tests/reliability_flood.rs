@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use openfiles::control::client::Client;
-use openfiles::control::protocol::{Request, StatusReply};
+use openfiles_wire::control::{Request, StatusReply};
 
 /// Lines the writer appends.
 const LINES: u64 = 300_000;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::*;
-use openfiles::control::protocol::{PathArg, Request};
+use openfiles_wire::control::{PathArg, Request};
 
 /// Start `openfiles serve ARGS` with umask 000 and wait until it answers.
 fn serve_umask_000(env: &Env, args: &[&str]) -> Service {
@@ -162,7 +162,7 @@ fn symlinked_openfiles_dir_is_refused_and_never_written_through() {
     // An edit in it is refused too, and leaves nothing behind.
     let _ = env
         .client()
-        .call(&Request::Edited(openfiles::control::protocol::Edited {
+        .call(&Request::Edited(openfiles_wire::control::Edited {
             paths: vec![ws.join("a.txt")],
             ..Default::default()
         }));
@@ -357,7 +357,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
         .unwrap();
     assert_eq!(ppid, service, "the plugin host is the service's child");
     let host_env = read_env(host);
-    for var in openfiles::child_env::PRIVATE_ENV {
+    for var in openfiles_os::child_env::PRIVATE_ENV {
         let prefix = format!("{var}=");
         assert!(
             !host_env.iter().any(|v| v.starts_with(&prefix)),
@@ -372,7 +372,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
     let out = exec["event"]["output"].as_str().unwrap_or_default();
     assert!(out.contains("END-OF-ENV"), "{exec}");
     assert!(out.contains("SECRET_MARKER=ordinary"), "{out}");
-    for var in openfiles::child_env::PRIVATE_ENV {
+    for var in openfiles_os::child_env::PRIVATE_ENV {
         assert!(
             !out.lines().any(|l| l.starts_with(&format!("{var}="))),
             "{var} leaked to a terminal: {out}"

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use openfiles::control::client::Client;
-use openfiles::control::protocol::{Check, Edited, Request, Wait};
+use openfiles_wire::control::{Check, Edited, Request, Wait};
 
 const WORKSPACES: usize = 10;
 const FILES: usize = 10;
@@ -113,7 +113,7 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
         let ts = match edited {
             Ok(r) if r.ok => {
                 t.add(true);
-                r.into_body::<openfiles::control::protocol::EditedReply>()
+                r.into_body::<openfiles_wire::control::EditedReply>()
                     .map(|b| b.ts)
                     .unwrap_or(0)
             }

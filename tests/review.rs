@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use common::tmux::Tmux;
 use common::{diagnostics, wait_until, Env};
-use openfiles::control::protocol::{Edited, EditedReply, Request};
+use openfiles_wire::control::{Edited, EditedReply, Request};
 
 fn git(dir: &Path, args: &[&str]) {
     let st = Command::new("git")
@@ -138,7 +138,7 @@ fn the_review_groups_by_agent_keeps_marks_across_a_restart_and_a_new_edit_clears
     writeln!(
         q,
         r#"{{"v":1,"ts":{},"agent":"codex","tool":"Edit","paths":["c.txt"]}}"#,
-        openfiles::spec::now_ms()
+        openfiles_wire::spec::now_ms()
     )
     .unwrap();
     wait_checked(&ws, &["a.txt", "b.txt", "c.txt"]);

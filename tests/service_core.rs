@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use common::*;
-use openfiles::control::protocol::{PathArg, Request, StatusReply, WorkspacesReply};
+use openfiles_wire::control::{PathArg, Request, StatusReply, WorkspacesReply};
 
 fn heartbeat_files(ws: &Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(ws.join(".openfiles/vscode"))

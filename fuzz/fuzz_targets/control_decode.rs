@@ -2,7 +2,7 @@
 //! the error reply built from whatever it decoded (what the server sends back).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use openfiles::control::protocol;
+use openfiles_wire::control;
 
 fuzz_target!(|data: &[u8]| {
     let inc = protocol::decode(data);

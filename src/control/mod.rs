@@ -1,9 +1,8 @@
-//! The control socket: the `openfiles/1` protocol ([`protocol`]), the blocking client the
-//! CLI commands use ([`client`]) and the service side that accepts and dispatches
+//! The control socket: the blocking client the CLI commands use ([`client`]; the
+//! `openfiles/1` protocol itself is `openfiles_wire::control`) and the service side that accepts and dispatches
 //! connections ([`server`]), with its `tools` lookups in the service's environment
 //! ([`tools`]).
 
 pub mod client;
-pub mod protocol;
 pub mod server;
 pub mod tools;

@@ -14,12 +14,12 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{
+use openfiles_wire::control::{
     self, Check, Edited, EditedReply, HelloReply, PauseReply, Request, ReviewMark, ReviewMarked,
     StatusReply, Wait, WaitReply, WorkspacePaths, WorkspacesReply, MAX_LINE,
 };
 use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
-use crate::spec;
+use openfiles_wire::spec;
 use crate::workspace::{RegistryHandle, Source};
 
 /// What the handlers need from the service.
@@ -34,7 +34,7 @@ pub struct Context {
     pub activation: &'static str,
     pub socket: PathBuf,
     /// Plugin state for `status`.
-    pub plugins: Box<dyn Fn() -> Vec<serde_json::Value> + Send + Sync>,
+    pub plugins: Box<dyn Fn() -> Vec<openfiles_wire::control::PluginStatus> + Send + Sync>,
 }
 
 /// Accept connections until `shutdown`.
@@ -69,7 +69,7 @@ pub async fn serve(listener: UnixListener, ctx: Arc<Context>) {
 }
 
 async fn refuse(mut stream: UnixStream) {
-    let mut line = protocol::error_reply(
+    let mut line = control::error_reply(
         None,
         "permission denied: this openfiles service belongs to another user",
     );
@@ -95,7 +95,7 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
         // (A last line without its newline, at EOF, is answered like any other.)
         if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE {
             tracing::warn!("control request over {MAX_LINE} bytes; dropping that connection");
-            let mut line = protocol::error_reply(None, "request too large");
+            let mut line = control::error_reply(None, "request too large");
             line.push(b'\n');
             let _ = wr.write_all(&line).await;
             return;
@@ -104,10 +104,10 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let incoming = protocol::decode(line);
+        let incoming = control::decode(line);
         let mut reply = match incoming.request {
             Ok(req) => handle(req, &ctx, incoming.id.as_ref()).await,
-            Err(e) => protocol::error_reply(incoming.id.as_ref(), e),
+            Err(e) => control::error_reply(incoming.id.as_ref(), e),
         };
         reply.push(b'\n');
         let large = reply.len() > 1 << 20;
@@ -116,7 +116,7 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
         }
         if large {
             drop(reply);
-            crate::memory::trim();
+            openfiles_os::memory::trim();
         }
     }
 }
@@ -124,7 +124,7 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
 async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> Vec<u8> {
     tracing::trace!(cmd = req.name(), "control request");
     match req {
-        Request::Hello(_) => protocol::ok_reply(
+        Request::Hello(_) => control::ok_reply(
             id,
             HelloReply {
                 server: "openfiles".into(),
@@ -132,8 +132,8 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
                 pid: std::process::id(),
             },
         ),
-        Request::Status => protocol::ok_reply(id, status(ctx).await),
-        Request::Workspaces => protocol::ok_reply(
+        Request::Status => control::ok_reply(id, status(ctx).await),
+        Request::Workspaces => control::ok_reply(
             id,
             WorkspacesReply {
                 workspaces: ctx.registry.list().await,
@@ -151,53 +151,53 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             )
             .await
         {
-            Ok(info) => protocol::ok_reply(
+            Ok(info) => control::ok_reply(
                 id,
                 WorkspacesReply {
                     workspaces: vec![info],
                 },
             ),
-            Err(e) => protocol::error_reply(id, e),
+            Err(e) => control::error_reply(id, e),
         },
         Request::Forget(a) => match ctx.registry.forget(a.path).await {
-            Ok(info) => protocol::ok_reply(
+            Ok(info) => control::ok_reply(
                 id,
                 WorkspacesReply {
                     workspaces: vec![info],
                 },
             ),
-            Err(e) => protocol::error_reply(id, e),
+            Err(e) => control::error_reply(id, e),
         },
         Request::Shutdown => {
             tracing::info!("shutdown requested over the control socket");
             ctx.shutdown.cancel();
-            protocol::ok_reply(id, serde_json::json!({}))
+            control::ok_reply(id, serde_json::json!({}))
         }
-        Request::Edited(e) => protocol::ok_reply(id, edited(ctx, e, EditOrigin::Control).await),
-        Request::Wait(w) => protocol::ok_reply(id, wait(ctx, w).await),
-        Request::Check(c) => protocol::ok_reply(id, check(ctx, c).await),
+        Request::Edited(e) => control::ok_reply(id, edited(ctx, e, EditOrigin::Control).await),
+        Request::Wait(w) => control::ok_reply(id, wait(ctx, w).await),
+        Request::Check(c) => control::ok_reply(id, check(ctx, c).await),
         Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
             Ok(h) => {
                 let cleared = h.clear().await;
-                protocol::ok_reply(
+                control::ok_reply(
                     id,
-                    protocol::SessionCleared {
+                    control::SessionCleared {
                         root: (*h.root).clone(),
                         cleared,
                     },
                 )
             }
-            Err(e) => protocol::error_reply(id, e),
+            Err(e) => control::error_reply(id, e),
         },
         Request::Tools(q) => match super::tools::answer(q).await {
-            Ok(reply) => protocol::ok_reply(id, reply),
-            Err(e) => protocol::error_reply(id, format!("invalid tools request: {e}")),
+            Ok(reply) => control::ok_reply(id, reply),
+            Err(e) => control::error_reply(id, format!("invalid tools request: {e}")),
         },
         Request::Review(a) => match ctx.registry.lookup(a.path, false).await {
-            Ok(h) => protocol::ok_reply(id, h.review().await),
-            Err(e) => protocol::error_reply(id, e),
+            Ok(h) => control::ok_reply(id, h.review().await),
+            Err(e) => control::error_reply(id, e),
         },
-        Request::ReviewMark(m) => protocol::ok_reply(id, review_mark(ctx, m).await),
+        Request::ReviewMark(m) => control::ok_reply(id, review_mark(ctx, m).await),
         Request::Pause(a) => pause(ctx, a.path, true, id).await,
         Request::Resume(a) => pause(ctx, a.path, false, id).await,
     }
@@ -211,7 +211,7 @@ async fn pause(
     id: Option<&serde_json::Value>,
 ) -> Vec<u8> {
     match ctx.registry.lookup(path, false).await {
-        Ok(h) => protocol::ok_reply(
+        Ok(h) => control::ok_reply(
             id,
             PauseReply {
                 root: (*h.root).clone(),
@@ -219,7 +219,7 @@ async fn pause(
                 was_paused: h.pause(paused).await,
             },
         ),
-        Err(e) => protocol::error_reply(id, e),
+        Err(e) => control::error_reply(id, e),
     }
 }
 
@@ -231,7 +231,7 @@ async fn review_mark(ctx: &Context, m: ReviewMark) -> ReviewMarked {
         for p in paths {
             let canonical = p.canonicalize().unwrap_or_else(|_| p.clone());
             if !done.contains(&canonical) {
-                rejected.push(protocol::Rejected {
+                rejected.push(control::Rejected {
                     path: p,
                     reason: "not a session file".into(),
                 });
@@ -268,12 +268,12 @@ async fn group(
     ctx: &Context,
     paths: Vec<PathBuf>,
     register: bool,
-) -> (Vec<(PipelineHandle, Vec<PathBuf>)>, Vec<protocol::Rejected>) {
+) -> (Vec<(PipelineHandle, Vec<PathBuf>)>, Vec<control::Rejected>) {
     let mut groups: Vec<(PipelineHandle, Vec<PathBuf>)> = Vec::new();
     let mut rejected = Vec::new();
     for path in paths {
         if !path.is_absolute() {
-            rejected.push(protocol::Rejected {
+            rejected.push(control::Rejected {
                 path,
                 reason: "not an absolute path".into(),
             });
@@ -293,7 +293,7 @@ async fn group(
                 Some((_, v)) => v.push(path),
                 None => groups.push((h, vec![path])),
             },
-            Err(e) => rejected.push(protocol::Rejected {
+            Err(e) => rejected.push(control::Rejected {
                 path,
                 reason: e.to_string(),
             }),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use openfiles_plugin_api::tools::is_executable;
 
-use super::protocol::{ToolFound, ToolQuery, ToolsQuery, ToolsReply, MAX_TOOLS};
+use openfiles_wire::control::{ToolFound, ToolQuery, ToolsQuery, ToolsReply, MAX_TOOLS};
 
 /// How long one probe may run.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -86,7 +86,7 @@ async fn probe(exe: &Path, args: &[String]) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    for var in crate::child_env::PRIVATE_ENV {
+    for var in openfiles_os::child_env::PRIVATE_ENV {
         cmd.env_remove(var);
     }
     let shown = format!("`{} {}`", exe.display(), args.join(" "));

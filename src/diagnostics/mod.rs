@@ -29,28 +29,9 @@ use std::path::{Path, PathBuf};
 
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
-use serde::{Deserialize, Serialize};
 
-use crate::spec::{BaselineInfo, FileEntry, HookSettings};
 
-/// A path an intake refused, and why (answered to `edited`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rejected {
-    pub path: PathBuf,
-    pub reason: String,
-}
-
-/// The entries of one workspace, keyed as in its `diagnostics.json`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceEntries {
-    pub root: PathBuf,
-    pub hook: HookSettings,
-    pub files: std::collections::BTreeMap<String, FileEntry>,
-    /// Where the session's baseline came from (absent from older services).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<BaselineInfo>,
-}
+pub use openfiles_wire::control::{Rejected, WorkspaceEntries};
 
 /// Identifies a diagnostic source (a plugin) for the lifetime of the service.
 pub type SourceId = usize;

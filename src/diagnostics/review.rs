@@ -16,32 +16,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use openfiles_wire::control::{Mark, ReviewFile, WorkspaceReview};
+
 /// The agent name recorded for edits that carry none (the watcher, `check`).
 pub const NO_AGENT: &str = "unknown";
-
-/// Review data of one session file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Mark {
-    /// Every agent that edited the file this session, in order of first edit; the last edit's
-    /// agent is [`Mark::last_agent`].
-    #[serde(default)]
-    pub agents: Vec<String>,
-    #[serde(default)]
-    pub last_agent: String,
-    /// Epoch ms of the last edit.
-    #[serde(default)]
-    pub edited_at: u64,
-    /// Epoch ms when a person marked the file reviewed; 0 = not reviewed since its last edit.
-    #[serde(default)]
-    pub reviewed_at: u64,
-}
-
-impl Mark {
-    pub fn reviewed(&self) -> bool {
-        self.reviewed_at != 0
-    }
-}
 
 /// The review state of one workspace, persisted in its session state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -104,28 +82,6 @@ impl Review {
     pub fn retain(&mut self, keep: impl Fn(&Path) -> bool) {
         self.files.retain(|p, _| keep(p));
     }
-}
-
-/// One session file as `openfiles review` shows it: its entry and its review data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewFile {
-    /// The key in `diagnostics.json` (workspace-relative, `/`-separated).
-    pub key: String,
-    #[serde(flatten)]
-    pub mark: Mark,
-    pub entry: crate::spec::FileEntry,
-}
-
-/// A workspace's session for review (the reply to the `review` control request).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceReview {
-    pub root: PathBuf,
-    pub paused: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_agent: Option<String>,
-    pub files: Vec<ReviewFile>,
 }
 
 /// The one-line status of a workspace, written beside its session state as `status.json`.

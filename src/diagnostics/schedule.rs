@@ -74,7 +74,7 @@ impl Scheduler {
         timeout_ms: u64,
         max_file_bytes: u64,
     ) {
-        let now = crate::spec::now_ms();
+        let now = openfiles_wire::spec::now_ms();
         let mut per_source: BTreeMap<SourceId, (SourceInfo, Vec<PathBuf>)> = BTreeMap::new();
         for path in dirty {
             if session.get(&path).is_none() {

@@ -20,7 +20,7 @@ use openfiles_plugin_api::{Item, Severity};
 
 use super::baseline::{self, BaseView};
 use super::{SourceId, SourceInfo};
-use crate::spec::{FileEntry, SourceStatus};
+use openfiles_wire::spec::{FileEntry, SourceStatus};
 
 /// The pseudo-source of explanatory items (sensitive or unhandled files).
 const NOTE_SOURCE: SourceId = usize::MAX;

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::baseline::{Baseline, Coverage};
 use super::review::{Review, Summary, SUMMARY_FILE};
 use super::session::Session;
-use crate::fsutil;
-use crate::spec::{self, BaselineInfo, DiagnosticsFile, FileEntry, HookSettings};
+use openfiles_os::fsutil;
+use openfiles_wire::spec::{self, BaselineInfo, DiagnosticsFile, FileEntry, HookSettings};
 
 /// Position in one queue file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

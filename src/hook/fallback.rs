@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::report::Entries;
 use super::watch::Watcher;
-use crate::spec::{
+use openfiles_wire::spec::{
     Feedback, FileEntry, HookSettings, Item, QueueLine, Severity, DIAGNOSTICS_FILE, DIR,
     HEARTBEAT_DIR, HEARTBEAT_FRESH_SECS, QUEUE_FILE,
 };
@@ -34,7 +34,7 @@ use crate::spec::{
 pub struct Diagnostics {
     pub hook: HookSettings,
     pub files: BTreeMap<String, FileEntry>,
-    pub baseline: Option<crate::spec::BaselineInfo>,
+    pub baseline: Option<openfiles_wire::spec::BaselineInfo>,
 }
 
 /// The nearest folder at or above one of `starts` (tried in order) with a fresh heartbeat.
@@ -98,7 +98,7 @@ pub fn read_diagnostics(root: &Path) -> Option<Diagnostics> {
     let bytes = openfiles_plugin_api::confine::read_regular(
         &root.join(DIR).join(DIAGNOSTICS_FILE),
         openfiles_plugin_api::confine::Last::NoFollow,
-        crate::spec::MAX_DIAGNOSTICS_BYTES,
+        openfiles_wire::spec::MAX_DIAGNOSTICS_BYTES,
     )
     .ok()?;
     let Value::Object(map) = serde_json::from_slice::<Value>(&bytes).ok()? else {
@@ -117,7 +117,7 @@ pub fn read_diagnostics(root: &Path) -> Option<Diagnostics> {
             out.hook.timeout_ms = t;
         }
         if hook.get("feedbackScope").and_then(Value::as_str) == Some("all") {
-            out.hook.feedback_scope = crate::spec::FeedbackScope::All;
+            out.hook.feedback_scope = openfiles_wire::spec::FeedbackScope::All;
         }
     }
     out.baseline = map
@@ -199,10 +199,10 @@ pub fn wait(
     let timeout_ms = diag
         .as_ref()
         .map(|d| d.hook.timeout_ms)
-        .unwrap_or(crate::spec::DEFAULT_HOOK_TIMEOUT_MS);
+        .unwrap_or(openfiles_wire::spec::DEFAULT_HOOK_TIMEOUT_MS);
     let end_ms = since.saturating_add(timeout_ms);
     let deadline =
-        Instant::now() + Duration::from_millis(end_ms.saturating_sub(crate::spec::now_ms()));
+        Instant::now() + Duration::from_millis(end_ms.saturating_sub(openfiles_wire::spec::now_ms()));
     let canonical: Vec<Option<PathBuf>> = paths.iter().map(|p| fs::canonicalize(p).ok()).collect();
     loop {
         if let Some(d) = &diag {

@@ -18,7 +18,7 @@
 
 use std::fmt::Write as _;
 
-use crate::spec::{Item, Severity};
+use openfiles_wire::spec::{Item, Severity};
 
 /// Items listed per file before `N more not shown`.
 pub const MAX_ITEMS_PER_FILE: usize = 20;

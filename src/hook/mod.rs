@@ -94,7 +94,7 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
         })
         .collect();
     let feedback = !opts.no_feedback && agent.wants_feedback(event);
-    let ts = crate::spec::now_ms();
+    let ts = openfiles_wire::spec::now_ms();
     let socket = crate::paths::control_socket(opts.socket.as_deref());
     let edit = online::Edit {
         paths: &paths,
@@ -159,7 +159,7 @@ fn without_service(
     } else {
         None
     };
-    let line = crate::spec::QueueLine {
+    let line = openfiles_wire::spec::QueueLine {
         v: 1,
         ts: edit.ts,
         agent: Some(edit.agent.to_owned()),

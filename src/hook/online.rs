@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::feedback::{self, Report};
 use super::report::Entries;
 use crate::control::client::{Client, ClientError};
-use crate::control::protocol::{Edited, EditedReply, Request, Wait, WaitReply};
+use openfiles_wire::control::{Edited, EditedReply, Request, Wait, WaitReply};
 
 /// Bound on the `edited` reply: long enough for a socket-activated start.
 pub const EDITED_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -98,11 +98,11 @@ pub fn report(
         // that answered earlier (another default) is asked again for the rest.
         let limit = waited.workspaces.iter().map(|w| w.hook.timeout_ms).max();
         let end = reply.ts.saturating_add(limit.unwrap_or(0));
-        let now = crate::spec::now_ms();
+        let now = openfiles_wire::spec::now_ms();
         let silent = waited
             .workspaces
             .iter()
-            .all(|w| w.hook.feedback == crate::spec::Feedback::Off);
+            .all(|w| w.hook.feedback == openfiles_wire::spec::Feedback::Off);
         if waited.complete
             || waited.partial
             || silent

@@ -10,7 +10,7 @@ pub mod watch;
 
 use std::path::PathBuf;
 
-use crate::spec::QueueLine;
+use openfiles_wire::spec::QueueLine;
 
 /// Why a queue line was skipped.
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use openfiles_plugin_api::confine;
 
 use crate::diagnostics::writer::{Cursor, FilePos};
-use crate::spec;
+use openfiles_wire::spec;
 
 /// Longest queue line accepted; longer ones are skipped as malformed.
 pub const MAX_LINE: usize = 1 << 20;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::call::{Call, Fail};
-use crate::control::protocol::{encode_request, Reply, Request};
+use openfiles_wire::control::{encode_request, Reply, Request};
 
 /// How long one poll of a blocking read lasts before the cancellation flag is checked.
 const SLICE: Duration = Duration::from_millis(100);

@@ -18,7 +18,7 @@ use super::call::{Call, Fail};
 use super::link::control_as;
 use super::pretty;
 use super::server::Ctx;
-use crate::control::protocol::{Check, Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles_wire::control::{Check, Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
 use crate::hook::feedback::{self, item_line};
 use crate::hook::report::{display_path, Entries};
 
@@ -53,7 +53,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         let file = ctx.place.root.join(".openfiles").join("diagnostics.json");
         let session: Vec<PathBuf> = std::fs::read(&file)
             .ok()
-            .and_then(|b| serde_json::from_slice::<crate::spec::DiagnosticsFile>(&b).ok())
+            .and_then(|b| serde_json::from_slice::<openfiles_wire::spec::DiagnosticsFile>(&b).ok())
             .map(|d| d.files.into_values().map(|e| e.path).collect())
             .unwrap_or_default();
         if session.is_empty() {
@@ -68,7 +68,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
                 agent: Some("mcp".into()),
                 tool: Some("openfiles_diagnostics".into()),
                 event: None,
-                ts: crate::spec::now_ms(),
+                ts: openfiles_wire::spec::now_ms(),
             }),
             Duration::from_secs(15),
             Some(call),

@@ -26,7 +26,7 @@ use super::call::{Call, Fail, Out};
 use super::catalog::{self, catalog};
 use super::link::{self, Bus, Place};
 use super::pool::Pool;
-use crate::control::protocol::{PathArg, Request, StatusReply};
+use openfiles_wire::control::{PathArg, Request, StatusReply};
 
 /// Protocol versions we speak, oldest first; the last is what we offer by default.
 pub const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

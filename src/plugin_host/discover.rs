@@ -14,14 +14,7 @@ use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// Where a candidate was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum PluginOrigin {
-    Config,
-    Env,
-    Executable,
-}
+pub use openfiles_wire::control::PluginOrigin;
 
 /// A library file worth trying.
 #[derive(Debug, Clone, PartialEq, Eq)]

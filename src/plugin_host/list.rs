@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::status::{PluginStatus, State};
+use openfiles_wire::control::{PluginState, PluginStatus};
 use super::PluginManager;
 
 /// Run the command; exit status 0 (problems are reported, not failures).
@@ -45,7 +45,7 @@ fn human(row: &PluginStatus) -> String {
         _ => "?".into(),
     };
     let what = match row.state {
-        State::Loaded => {
+        PluginState::Loaded => {
             let exts = row
                 .capabilities
                 .as_ref()
@@ -53,7 +53,7 @@ fn human(row: &PluginStatus) -> String {
                 .unwrap_or_default();
             format!("loaded (files: {exts})")
         }
-        State::Refused => format!(
+        PluginState::Refused => format!(
             "refused [{}]: {}",
             row.kind.as_deref().unwrap_or("?"),
             row.reason.as_deref().unwrap_or("")

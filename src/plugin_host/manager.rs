@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::discover;
-use super::status::{PluginStatus, State};
+use openfiles_wire::control::{PluginState, PluginStatus};
 use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
 use super::{PluginError, PluginId};
 
@@ -107,14 +107,14 @@ impl PluginManager {
             tasks: Mutex::new(Vec::new()),
         };
         for p in problems {
-            let mut row = PluginStatus::new(p.path, p.origin, State::Missing);
+            let mut row = PluginStatus::new(p.path, p.origin, PluginState::Missing);
             row.reason = Some(p.message);
             manager.push_row(row);
         }
         let disabled: HashSet<&str> = cfg.plugins.disabled.iter().map(String::as_str).collect();
         let mut names = HashSet::new();
         for cand in candidates {
-            let mut row = PluginStatus::new(cand.path.clone(), cand.origin, State::Refused);
+            let mut row = PluginStatus::new(cand.path.clone(), cand.origin, PluginState::Refused);
             let (mut host, name, version) = match Host::spawn(&opts.host_exe, &cand.path).await {
                 Ok(ok) => ok,
                 Err(e) => {
@@ -129,7 +129,7 @@ impl PluginManager {
             row.version = Some(version);
             if disabled.contains(name.as_str()) {
                 host.stop().await;
-                row.state = State::Disabled;
+                row.state = PluginState::Disabled;
                 row.reason = Some("listed in plugins.disabled".into());
                 manager.push_row(row);
                 continue;
@@ -146,7 +146,7 @@ impl PluginManager {
                 state_dir: state_dir.join("plugins").join(&name),
                 host_version: env!("CARGO_PKG_VERSION").into(),
             };
-            if let Err(e) = crate::fsutil::ensure_private_dir(&init.state_dir, 0o700) {
+            if let Err(e) = openfiles_os::fsutil::ensure_private_dir(&init.state_dir, 0o700) {
                 host.stop().await;
                 row.kind = Some("host-failed".into());
                 row.reason = Some(format!(
@@ -168,7 +168,7 @@ impl PluginManager {
                 }
             };
             tracing::info!(plugin = %name, library = %cand.path.display(), "plugin loaded");
-            row.state = State::Loaded;
+            row.state = PluginState::Loaded;
             row.pid = Some(host.pid);
             row.capabilities = Some(capabilities.clone());
             let index = manager.push_row(row);
@@ -297,14 +297,6 @@ impl PluginManager {
             });
             resp
         })
-    }
-
-    /// One JSON object per library found or search entry missing (see [`PluginStatus`]).
-    pub fn status(&self) -> Vec<serde_json::Value> {
-        self.status_rows()
-            .iter()
-            .filter_map(|r| serde_json::to_value(r).ok())
-            .collect()
     }
 
     /// The status rows, typed.

@@ -9,7 +9,7 @@
 //!   restarts with backoff;
 //! - [`manager`]: [`PluginManager`], what the scheduler calls (`plugins_for`, `check`,
 //!   `status`);
-//! - [`status`]: a plugin's state and its status row;
+//! - a plugin's state and its status row are wire types (`openfiles_wire::control::PluginStatus`);
 //! - [`checker`]: the manager as the pipeline's `diagnostics::Checker`;
 //! - [`list`]: `openfiles plugins`.
 //!
@@ -23,12 +23,11 @@ pub mod discover;
 pub mod list;
 pub mod manager;
 pub mod protocol;
-pub mod status;
 pub mod supervisor;
 
 pub use manager::{ManagerOptions, PluginManager};
 pub use openfiles_plugin_api::{Capabilities, CheckRequest, CheckResponse};
-pub use status::{PluginStatus, State};
+pub use openfiles_wire::control::{PluginOrigin, PluginState, PluginStatus};
 
 use openfiles_plugin_api::{Item, Severity};
 

@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{FromHost, ToHost};
-use super::status::{PluginStatus, State};
+use openfiles_wire::control::{PluginState, PluginStatus};
 use super::PluginError;
 
 /// How long a child may take to load its library and say hello.
@@ -93,7 +93,7 @@ impl Host {
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
         let mut command = Command::new(host_exe);
-        for var in crate::child_env::PRIVATE_ENV {
+        for var in openfiles_os::child_env::PRIVATE_ENV {
             command.env_remove(var);
         }
         let mut child = command
@@ -332,7 +332,7 @@ impl Supervisor {
                     host.stop().await;
                     self.fail_all(|p| PluginError::Stopped { plugin: p });
                     self.status.update(|s| {
-                        s.state = State::Stopped;
+                        s.state = PluginState::Stopped;
                         s.pid = None;
                     });
                     return;
@@ -341,7 +341,7 @@ impl Supervisor {
                     tracing::warn!(plugin = %self.spec.name, "plugin host {reason}; restarting");
                     // Status first, so whoever gets the error below already sees the restart.
                     self.status.update(|s| {
-                        s.state = State::Restarting;
+                        s.state = PluginState::Restarting;
                         s.pid = None;
                         s.restarts += 1;
                         s.reason = Some(format!("host {reason}"));
@@ -362,7 +362,7 @@ impl Supervisor {
             host = loop {
                 if !self.wait(delay).await {
                     self.fail_all(|p| PluginError::Stopped { plugin: p });
-                    self.status.update(|s| s.state = State::Stopped);
+                    self.status.update(|s| s.state = PluginState::Stopped);
                     return;
                 }
                 delay = (delay * 2).min(BACKOFF_MAX);
@@ -376,7 +376,7 @@ impl Supervisor {
                         let reason = e.message();
                         tracing::error!(plugin = %self.spec.name, "plugin broken: {reason}");
                         self.status.update(|s| {
-                            s.state = State::Broken;
+                            s.state = PluginState::Broken;
                             s.kind = Some(e.kind().to_owned());
                             s.reason = Some(reason.clone());
                         });
@@ -387,7 +387,7 @@ impl Supervisor {
             };
             let pid = host.pid;
             self.status.update(|s| {
-                s.state = State::Loaded;
+                s.state = PluginState::Loaded;
                 s.pid = Some(pid);
             });
         }

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use anyhow::Context as _;
 
 use super::model;
-use crate::control::protocol::ReviewFile;
+use openfiles_wire::control::ReviewFile;
 
 /// The editor command line the user asked for.
 pub fn editor() -> String {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::control::protocol::{Check, Request, WaitReply};
+use openfiles_wire::control::{Check, Request, WaitReply};
 
 /// The agent name the added files are recorded with.
 pub const AGENT: &str = "git";

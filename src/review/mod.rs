@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::control::client::Client;
-use crate::control::protocol::{PathArg, PauseReply, Request, WorkspaceReview};
+use openfiles_wire::control::{PathArg, PauseReply, Request, WorkspaceReview};
 use model::Model;
 
 /// `openfiles review` options.
@@ -144,13 +144,13 @@ pub fn list(model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
 }
 
 /// A file's line: mark, key, counts, first problem.
-pub fn row_text(f: &crate::control::protocol::ReviewFile) -> String {
+pub fn row_text(f: &openfiles_wire::control::ReviewFile) -> String {
     let mark = if f.mark.reviewed() { "[x]" } else { "[ ]" };
     format!("{mark} {}  {}", f.key, problems_text(f))
 }
 
 /// `2E 1W  2:18 mismatched types`, `checking…`, or `ok`.
-pub fn problems_text(f: &crate::control::protocol::ReviewFile) -> String {
+pub fn problems_text(f: &openfiles_wire::control::ReviewFile) -> String {
     let e = &f.entry;
     let mut s = if e.errors == 0 && e.warnings == 0 {
         if e.checked_at == 0 {

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use crate::control::protocol::{ReviewFile, WorkspaceReview};
-use crate::spec::{Item, Severity};
+use openfiles_wire::control::{ReviewFile, WorkspaceReview};
+use openfiles_wire::spec::{Item, Severity};
 
 /// One agent's files.
 #[derive(Debug, Clone, Serialize)]
@@ -191,7 +191,7 @@ pub fn severity_word(s: Severity) -> &'static str {
 mod tests {
     use super::*;
     use crate::diagnostics::review::Mark;
-    use crate::spec::FileEntry;
+    use openfiles_wire::spec::FileEntry;
 
     fn file(key: &str, agent: &str, errors: usize, warnings: usize, reviewed: bool) -> ReviewFile {
         let mut items = Vec::new();

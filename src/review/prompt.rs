@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::model::{self, Model};
-use crate::spec::Severity;
+use openfiles_wire::spec::Severity;
 
 /// Which prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -314,7 +314,7 @@ pub fn install_all(dir: &Path, files: &[PathBuf], install: bool) -> anyhow::Resu
                 let mode = std::fs::metadata(&real)
                     .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
                     .unwrap_or(0o644);
-                crate::fsutil::write_atomic(&real, text.as_bytes(), mode)
+                openfiles_os::fsutil::write_atomic(&real, text.as_bytes(), mode)
                     .with_context(|| format!("cannot write {}", t.display()))?;
                 report.push(format!("{}: {what}", t.display()));
             }

@@ -29,7 +29,7 @@ use ratatui::Terminal;
 use super::model::{self, Model};
 use super::{actions, fetch};
 use crate::control::client::Client;
-use crate::control::protocol::{Request, ReviewMark, ReviewMarked};
+use openfiles_wire::control::{Request, ReviewMark, ReviewMarked};
 
 /// How often the view reloads while no key is pressed.
 const RELOAD_EVERY: Duration = Duration::from_secs(1);
@@ -162,7 +162,7 @@ impl App {
         }
     }
 
-    fn current(&self) -> Option<&crate::control::protocol::ReviewFile> {
+    fn current(&self) -> Option<&openfiles_wire::control::ReviewFile> {
         self.selected.and_then(|p| self.model.at(p))
     }
 

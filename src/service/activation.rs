@@ -12,7 +12,7 @@ use std::os::unix::io::{FromRawFd, RawFd};
 use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
 use std::path::{Path, PathBuf};
 
-use crate::fsutil;
+use openfiles_os::fsutil;
 
 /// How the listener was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,7 +26,7 @@ pub struct LogFile(Arc<Mutex<Inner>>);
 impl LogFile {
     /// Open (append) `<dir>/serve.log`, creating the private state dir if needed.
     pub fn open(dir: &Path) -> std::io::Result<LogFile> {
-        crate::fsutil::ensure_private_dir(dir, 0o700)?;
+        openfiles_os::fsutil::ensure_private_dir(dir, 0o700)?;
         let path = dir.join(NAME);
         let file = open(&path)?;
         let len = file.metadata()?.len();

@@ -48,7 +48,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
     logging::init(&config.service.log_level, &crate::paths::state_dir());
-    crate::memory::limit_arenas();
+    openfiles_os::memory::limit_arenas();
     raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -138,7 +138,7 @@ async fn serve(
     let binary = std::env::current_exe()
         .ok()
         .and_then(|p| p.canonicalize().ok())
-        .and_then(|p| Some((p.clone(), crate::spec::mtime_ms(&p)?)));
+        .and_then(|p| Some((p.clone(), openfiles_wire::spec::mtime_ms(&p)?)));
     let ctx = Arc::new(Context {
         binary,
         reload_error: reload_error.clone(),
@@ -149,7 +149,7 @@ async fn serve(
         socket: control.path.clone(),
         plugins: {
             let plugins = plugins.clone();
-            Box::new(move || plugins.status())
+            Box::new(move || plugins.status_rows())
         },
     });
     // Handlers first: a client that sees the service answer may signal it at once (a reload
@@ -292,7 +292,7 @@ fn check_config(
     roots.extend(cli.iter().cloned());
     let mut bad = 0;
     for root in roots {
-        let file = root.join(crate::spec::DIR).join("config.toml");
+        let file = root.join(openfiles_wire::spec::DIR).join("config.toml");
         if !file.exists() {
             continue;
         }

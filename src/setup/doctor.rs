@@ -24,7 +24,9 @@ use super::installed::units_report;
 use super::places::Platform;
 use super::probe::{self, HookState};
 use crate::control::client::{Client, ClientError};
-use crate::control::protocol::{Request, StatusReply, ToolQuery, ToolsQuery, ToolsReply};
+use openfiles_wire::control::{
+    PluginState, PluginStatus, Request, StatusReply, ToolQuery, ToolsQuery, ToolsReply,
+};
 
 /// How long one installed hook command may take when `doctor` runs it.
 pub const HOOK_RUN_TIMEOUT: Duration = Duration::from_secs(15);
@@ -216,7 +218,7 @@ fn plugin_checks(config: Option<&Path>, status: Option<&StatusReply>, out: &mut 
     }
 }
 
-fn local_plugin_rows(cfg: &crate::config::Config) -> anyhow::Result<Vec<serde_json::Value>> {
+fn local_plugin_rows(cfg: &crate::config::Config) -> anyhow::Result<Vec<PluginStatus>> {
     use crate::plugin_host::PluginManager;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -230,40 +232,24 @@ fn local_plugin_rows(cfg: &crate::config::Config) -> anyhow::Result<Vec<serde_js
         manager.wait_stopped().await;
         rows
     });
-    Ok(rows
-        .iter()
-        .filter_map(|r| serde_json::to_value(r).ok())
-        .collect())
+    Ok(rows)
 }
 
-/// One plugin row (`PluginStatus` as JSON) as a check; `whose` says who loaded it.
-pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
+/// One plugin row as a check; `whose` says who loaded it.
+pub fn plugin_row_check(row: &PluginStatus, whose: &str) -> Check {
     const S: &str = "plugins";
-    let text = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
-    let name = match (text("name"), text("version")) {
-        ("", _) => text("path").to_owned(),
-        (n, "") => n.to_owned(),
-        (n, v) => format!("{n} {v}"),
+    let path = row.path.display().to_string();
+    let name = match (row.name.as_deref(), row.version.as_deref()) {
+        (None | Some(""), _) => path.clone(),
+        (Some(n), None | Some("")) => n.to_owned(),
+        (Some(n), Some(v)) => format!("{n} {v}"),
     };
-    let path = text("path");
-    match text("state") {
-        "loaded" => {
-            let exts = row
-                .pointer("/capabilities/extensions")
-                .and_then(|v| v.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|e| e.as_str())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_default();
-            let notes: Vec<&str> = row
-                .pointer("/capabilities/notes")
-                .and_then(|v| v.as_array())
-                .map(|a| a.iter().filter_map(|n| n.as_str()).collect())
-                .unwrap_or_default();
-            if notes.is_empty() {
+    let text = |o: &Option<String>| o.clone().unwrap_or_default();
+    match row.state {
+        PluginState::Loaded => {
+            let caps = row.capabilities.clone().unwrap_or_default();
+            let exts = caps.extensions.join(",");
+            if caps.notes.is_empty() {
                 check(
                     S,
                     Level::Ok,
@@ -275,23 +261,23 @@ pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
                     Level::Warn,
                     format!(
                         "{name}: loaded by {whose} (files: {exts}) from {path}; {}",
-                        notes.join("; ")
+                        caps.notes.join("; ")
                     ),
                 )
             }
         }
-        "disabled" => check(
+        PluginState::Disabled => check(
             S,
             Level::Info,
             format!("{name}: disabled in config ({path})"),
         ),
-        "missing" => check(
+        PluginState::Missing => check(
             S,
             Level::Warn,
-            format!("{path}: listed but missing ({})", text("reason")),
+            format!("{path}: listed but missing ({})", text(&row.reason)),
         )
         .hint("fix plugins.paths or OPENFILES_PLUGIN_PATH"),
-        "restarting" => check(
+        PluginState::Restarting => check(
             S,
             Level::Warn,
             format!("{name}: its host died and is restarting"),
@@ -300,9 +286,10 @@ pub fn plugin_row_check(row: &serde_json::Value, whose: &str) -> Check {
             S,
             Level::Fail,
             format!(
-                "{name}: {state} [{}]: {} ({path})",
-                text("kind"),
-                text("reason")
+                "{name}: {} [{}]: {} ({path})",
+                state.as_str(),
+                text(&row.kind),
+                text(&row.reason)
             ),
         ),
     }

@@ -192,7 +192,7 @@ pub fn restart(platform: Platform, socket: Option<&Path>) -> anyhow::Result<u8> 
                     path.display()
                 )
             })?;
-    let _: serde_json::Value = client.call_as(&crate::control::protocol::Request::Shutdown)?;
+    let _: serde_json::Value = client.call_as(&openfiles_wire::control::Request::Shutdown)?;
     println!(
         "stopped the service at {}; the next client starts the new binary (socket \
          activation), or start it with `openfiles serve`",
@@ -271,7 +271,7 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
         }
         let dir = f.path.parent().context("unit path has no parent")?;
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        crate::fsutil::write_atomic(&f.path, f.contents.as_bytes(), 0o644)
+        openfiles_os::fsutil::write_atomic(&f.path, f.contents.as_bytes(), 0o644)
             .with_context(|| format!("cannot write {}", f.path.display()))?;
         println!("wrote {}", f.path.display());
     }
@@ -281,7 +281,7 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
             if opts.dry_run {
                 println!("would create {} (mode 0700)", dir.display());
             } else {
-                crate::fsutil::ensure_private_dir(dir, 0o700)
+                openfiles_os::fsutil::ensure_private_dir(dir, 0o700)
                     .with_context(|| format!("cannot prepare {}", dir.display()))?;
             }
         }

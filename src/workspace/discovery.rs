@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{RegistryHandle, Source};
 
-const MARKERS: &[&str] = &[crate::spec::DIR, ".claws"];
+const MARKERS: &[&str] = &[openfiles_wire::spec::DIR, ".claws"];
 
 fn is_workspace(dir: &Path) -> bool {
     MARKERS.iter().any(|m| dir.join(m).is_dir())

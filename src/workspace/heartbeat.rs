@@ -25,8 +25,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::pipeline::PipelineHandle;
-use crate::fsutil;
-use crate::spec::{self, Heartbeat, MAX_HEARTBEAT_BYTES};
+use openfiles_os::fsutil;
+use openfiles_wire::spec::{self, Heartbeat, MAX_HEARTBEAT_BYTES};
 
 /// Path of our heartbeat file for `root`.
 pub fn path(root: &Path, session_id: &str) -> PathBuf {

@@ -15,10 +15,10 @@ use super::WorkspaceStatus;
 use crate::config::Config;
 use crate::diagnostics::pipeline::{Pipeline, PipelineHandle};
 use crate::diagnostics::Checker;
-use crate::fsutil;
+use openfiles_os::fsutil;
 use crate::intake::{queue as queue_intake, watch};
 use crate::policy::Policy;
-use crate::spec;
+use openfiles_wire::spec;
 
 /// What every instance shares with the service.
 pub struct WorkspaceDeps {
@@ -30,7 +30,7 @@ pub struct WorkspaceDeps {
     /// The service's one file watcher.
     pub fswatch: crate::fswatch::FsWatch,
     /// Every Claws socket served, for `introspect`.
-    pub claws_registry: Arc<crate::claws::ClawsRegistry>,
+    pub claws_registry: Arc<openfiles_claws::ClawsRegistry>,
     workspaces: AtomicUsize,
     /// Woken when `workspaces` changes.
     workspaces_changed: tokio::sync::Notify,
@@ -62,7 +62,7 @@ impl WorkspaceDeps {
             shutdown,
             checker,
             fswatch,
-            claws_registry: crate::claws::ClawsRegistry::new(),
+            claws_registry: openfiles_claws::ClawsRegistry::new(),
             workspaces: AtomicUsize::new(0),
             workspaces_changed: tokio::sync::Notify::new(),
             gone_tx,
@@ -109,7 +109,7 @@ pub struct Instance {
     /// Watch mode, when enabled and running.
     watch_mode: Option<WatchMode>,
     /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
-    claws: Option<crate::claws::ClawsServer>,
+    claws: Option<openfiles_claws::ClawsServer>,
 }
 
 /// A running watch-mode task: its own token and its own watcher subscription, so a
@@ -310,8 +310,8 @@ async fn start_claws(
     cfg: &Config,
     shared: &WorkspaceDeps,
     token: &CancellationToken,
-) -> Option<crate::claws::ClawsServer> {
-    match crate::claws::ClawsServer::start_with(
+) -> Option<openfiles_claws::ClawsServer> {
+    match openfiles_claws::ClawsServer::start_with(
         root,
         &cfg.claws,
         shared.claws_registry.clone(),

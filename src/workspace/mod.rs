@@ -26,60 +26,13 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use serde::{Deserialize, Serialize};
+pub use openfiles_wire::control::{WorkspaceInfo, WorkspaceStatus};
 
 use crate::config::Config;
 use crate::diagnostics::pipeline::PipelineHandle;
 use instance::{Instance, WorkspaceDeps};
 use pending::{Pending, Phase};
 use resolve::ResolveError;
-
-/// A registered workspace, as `workspaces`, `add` and `forget` answer it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceInfo {
-    pub root: PathBuf,
-    /// How it was registered: `cli`, `config`, `added`, `discovered`, `edit`.
-    pub source: String,
-    /// Registered with `openfiles add` or by an edit: survives restarts.
-    pub persisted: bool,
-}
-
-/// One workspace's line in `status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceStatus {
-    pub root: PathBuf,
-    pub source: String,
-    pub heartbeat: PathBuf,
-    /// Another OpenFiles server (the editor extension) is live here; the service stands back.
-    #[serde(default)]
-    pub standing_back: bool,
-    #[serde(default)]
-    pub session_files: usize,
-    #[serde(default)]
-    pub pending: usize,
-    /// Valid queue lines taken, ever (persisted with the session).
-    #[serde(default)]
-    pub queue_lines: u64,
-    #[serde(default)]
-    pub malformed_queue_lines: u64,
-    #[serde(default)]
-    pub watches: usize,
-    /// Batches of file changes the watcher did not count as edits because git was busy.
-    #[serde(default)]
-    pub git_batches_ignored: usize,
-    #[serde(default)]
-    pub terminals: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claws_socket: Option<PathBuf>,
-    /// Edits are not noticed until `openfiles resume` (the session is kept).
-    #[serde(default)]
-    pub paused: bool,
-    /// Session files not reviewed since their last edit.
-    #[serde(default)]
-    pub unreviewed: usize,
-}
 
 /// How a workspace came to be registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

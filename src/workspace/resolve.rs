@@ -10,7 +10,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::spec;
+use openfiles_wire::spec;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ResolveError {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil;
+use openfiles_os::fsutil;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stored {

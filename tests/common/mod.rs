@@ -29,8 +29,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openfiles::control::client::Client;
-use openfiles::control::protocol::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
-use openfiles::spec::DiagnosticsFile;
+use openfiles_wire::control::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles_wire::spec::DiagnosticsFile;
 
 /// Upper bound for anything we wait for; reaching it fails the test.
 pub const PATIENCE: Duration = Duration::from_secs(30);

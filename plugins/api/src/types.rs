@@ -28,7 +28,7 @@ pub struct Init {
 }
 
 /// The plugin's answer to `create`: what it is and which files it handles.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// File extensions without the dot (`"rs"`, `"ts"`), matched case-sensitively.

@@ -18,7 +18,7 @@ use super::Pipeline;
 use crate::diagnostics::baseline::{self, git, BaseView, Baseline, Coverage, Taken};
 use crate::diagnostics::{project_root, writer, Checker, SourceId, SourceInfo};
 use crate::policy::Verdict;
-use crate::spec::BaselineInfo;
+use openfiles_wire::spec::BaselineInfo;
 
 /// Largest file read to map an item's line through the edit's diff.
 const MAX_DIFF_BYTES: u64 = 4 << 20;
@@ -321,7 +321,7 @@ impl Pipeline {
         if !b.usable() {
             let pending = b.taken == Taken::Pending && self.base.dir.is_some();
             self.session
-                .set_view(path, None, pending, crate::spec::now_ms());
+                .set_view(path, None, pending, openfiles_wire::spec::now_ms());
             return;
         }
         let mut known = BTreeSet::new();
@@ -348,7 +348,7 @@ impl Pipeline {
             now_lines,
         };
         self.session
-            .set_view(path, Some(view), pending, crate::spec::now_ms());
+            .set_view(path, Some(view), pending, openfiles_wire::spec::now_ms());
     }
 
     /// A project-wide source reported on `path`, which the session did not edit: if the
@@ -403,7 +403,7 @@ impl Pipeline {
         let broke = items
             .iter()
             .any(|i| i.introduced == Some(true) && i.severity == Severity::Error);
-        let now = crate::spec::now_ms();
+        let now = openfiles_wire::spec::now_ms();
         if broke {
             let view = BaseView {
                 file,
@@ -554,7 +554,7 @@ impl ProjectJob {
                     .filter_map(|f| Some((f.path.strip_prefix(&snap).ok()?.to_owned(), f.items)))
                     .collect();
                 if let Ok(bytes) = serde_json::to_vec(&found) {
-                    let _ = crate::fsutil::write_atomic(&cache, &bytes, 0o600);
+                    let _ = openfiles_os::fsutil::write_atomic(&cache, &bytes, 0o600);
                 }
                 found
             }

@@ -15,7 +15,7 @@ use crate::diagnostics::schedule::Checked;
 use crate::diagnostics::waiters::WaitOutcome;
 use crate::diagnostics::writer::Cursor;
 use crate::diagnostics::{Rejected, WorkspaceEntries};
-use crate::spec::{self, Item};
+use openfiles_wire::spec::{self, Item};
 
 /// One line taken from `queue.jsonl`: parsed, or why it was skipped (with an excerpt).
 pub type QueueEntry = Result<spec::QueueLine, String>;

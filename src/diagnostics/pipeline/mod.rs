@@ -36,7 +36,7 @@ use super::{Checker, StartError};
 use super::{Rejected, WorkspaceEntries};
 use crate::config::Config;
 use crate::policy::{Policy, Verdict};
-use crate::spec::{self, HookSettings};
+use openfiles_wire::spec::{self, HookSettings};
 
 /// The actor's state.
 pub struct Pipeline {
@@ -616,7 +616,7 @@ impl Pipeline {
             let large = snap.size() > 1 << 20;
             drop(snap);
             if large {
-                crate::memory::trim();
+                openfiles_os::memory::trim();
             }
             let _ = tx.send(Msg::Written { cursor, result });
         });

@@ -328,7 +328,7 @@ pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let mode = fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
-    crate::fsutil::write_atomic(path, text.as_bytes(), mode)
+    openfiles_os::fsutil::write_atomic(path, text.as_bytes(), mode)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

@@ -136,7 +136,7 @@ pub fn publish_pub_lines(ctx: &Ctx, before: &str, new: &str) {
 }
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub use crate::spec::iso_now;
+pub use openfiles_wire::spec::iso_now;
 
 #[cfg(test)]
 mod tests {

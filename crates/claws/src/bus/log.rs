@@ -1,0 +1,337 @@
+//! The bus event log under `.claws/events/`: append-only JSONL segments `NNNN.jsonl`
+//! (numbered from 0001), one event per line. A cursor `<segment>:<offset>` names the byte
+//! where an event starts; it stays valid across restarts because segments are never
+//! rewritten. Every start opens a fresh segment, so a line torn by a crash is only ever the
+//! last line of an old segment, and replay skips lines that do not parse. Segments rotate
+//! by size and age; the oldest are deleted past the total-size bound.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A position in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    pub segment: u32,
+    pub offset: u64,
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:04}:{}", self.segment, self.offset)
+    }
+}
+
+impl Cursor {
+    pub fn parse(s: &str) -> Option<Cursor> {
+        let (a, b) = s.split_once(':')?;
+        if a.is_empty() || b.is_empty() || !a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        Some(Cursor {
+            segment: a.parse().ok()?,
+            offset: b.parse().ok()?,
+        })
+    }
+}
+
+pub struct Limits {
+    pub segment_bytes: u64,
+    pub segment_age: Duration,
+    pub total_bytes: u64,
+}
+
+pub struct EventLog {
+    dir: PathBuf,
+    limits: Limits,
+    segment: u32,
+    file: File,
+    size: u64,
+    opened: Instant,
+}
+
+fn seg_path(dir: &Path, n: u32) -> PathBuf {
+    dir.join(format!("{n:04}.jsonl"))
+}
+
+/// Segment numbers present, ascending.
+pub fn segments(dir: &Path) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".jsonl")?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+fn open_segment(dir: &Path, n: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(seg_path(dir, n))
+}
+
+impl EventLog {
+    /// Open the log in `dir` (created 0700), starting a new segment; also returns the highest
+    /// sequence number stored so numbering continues.
+    pub fn open(dir: &Path, limits: Limits) -> io::Result<(EventLog, u64)> {
+        openfiles_os::fsutil::ensure_own_dir(dir, 0o700)?;
+        let segs = segments(dir);
+        let mut last_seq = 0;
+        for &n in segs.iter().rev() {
+            let mut max = None;
+            for_each_event(dir, n, 0, u64::MAX, |_, head, _| {
+                let s = head.sequence;
+                max = Some(max.map_or(s, |m: u64| m.max(s)));
+            })?;
+            if let Some(m) = max {
+                last_seq = m;
+                break;
+            }
+        }
+        let segment = segs.last().map_or(1, |l| l + 1);
+        let file = open_segment(dir, segment)?;
+        let mut log = EventLog {
+            dir: dir.to_owned(),
+            limits,
+            segment,
+            file,
+            size: 0,
+            opened: Instant::now(),
+        };
+        log.prune();
+        Ok((log, last_seq))
+    }
+
+    /// Where the next event will start.
+    pub fn position(&self) -> Cursor {
+        Cursor {
+            segment: self.segment,
+            offset: self.size,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Append one event line (without its newline).
+    pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
+        if self.size > 0
+            && (self.size + line.len() as u64 > self.limits.segment_bytes
+                || self.opened.elapsed() > self.limits.segment_age)
+        {
+            self.rotate()?;
+        }
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        self.file.write_all(&buf)?;
+        self.size += buf.len() as u64;
+        Ok(())
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        // `.claws/events`, `.claws`: never a new segment (or a prune) through a symlink.
+        openfiles_os::fsutil::verify_own_dirs(&self.dir, 2)?;
+        self.segment += 1;
+        self.file = open_segment(&self.dir, self.segment)?;
+        self.size = 0;
+        self.opened = Instant::now();
+        self.prune();
+        Ok(())
+    }
+
+    /// Delete segments (never the current one) last written more than `age` ago: the
+    /// `retention_days` setting. Cursors into deleted segments replay from the next one.
+    pub fn retain(&mut self, age: Duration) {
+        for n in segments(&self.dir) {
+            if n == self.segment {
+                continue;
+            }
+            let old = std::fs::metadata(seg_path(&self.dir, n))
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|e| e > age);
+            if old {
+                let _ = std::fs::remove_file(seg_path(&self.dir, n));
+            }
+        }
+    }
+
+    /// Remove empty segments left by earlier runs (each start opens a fresh one). Segments
+    /// with events are never merged: a cursor names a byte in its segment, and merging would
+    /// move it.
+    pub fn compact(&mut self) {
+        for n in segments(&self.dir) {
+            let p = seg_path(&self.dir, n);
+            if n != self.segment && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+
+    /// Delete the oldest segments (never the current one) while over the total bound.
+    fn prune(&mut self) {
+        let segs = segments(&self.dir);
+        let sizes: Vec<(u32, u64)> = segs
+            .iter()
+            .map(|&n| {
+                (
+                    n,
+                    std::fs::metadata(seg_path(&self.dir, n)).map_or(0, |m| m.len()),
+                )
+            })
+            .collect();
+        let mut total: u64 = sizes.iter().map(|s| s.1).sum();
+        for (n, len) in sizes {
+            if total <= self.limits.total_bytes || n == self.segment {
+                break;
+            }
+            if std::fs::remove_file(seg_path(&self.dir, n)).is_ok() {
+                total -= len;
+            }
+        }
+    }
+}
+
+/// The fields of a stored event that replay needs; the rest is passed through as text.
+#[derive(serde::Deserialize)]
+pub struct Head<'a> {
+    #[serde(borrow)]
+    pub topic: std::borrow::Cow<'a, str>,
+    pub sequence: u64,
+}
+
+/// Call `f(cursor, head, line)` for each well-formed event of segment `n` starting at or
+/// after `from` and before `until` (byte offsets); `line` is the stored JSON object without
+/// its newline. Torn or corrupt lines are skipped.
+pub fn for_each_event(
+    dir: &Path,
+    n: u32,
+    from: u64,
+    until: u64,
+    mut f: impl FnMut(Cursor, &Head<'_>, &[u8]),
+) -> io::Result<()> {
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(seg_path(dir, n))
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    file.seek(SeekFrom::Start(from))?;
+    let mut rd = BufReader::with_capacity(256 << 10, file.take(until.saturating_sub(from)));
+    let mut off = from;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n_read = rd.read_until(b'\n', &mut line)?;
+        if n_read == 0 {
+            break;
+        }
+        let at = off;
+        off += n_read as u64;
+        if line.last() != Some(&b'\n') {
+            break; // torn last line
+        }
+        let body = &line[..line.len() - 1];
+        if let Ok(head) = serde_json::from_slice::<Head<'_>>(body) {
+            if body.first() == Some(&b'{') && body.last() == Some(&b'}') {
+                f(
+                    Cursor {
+                        segment: n,
+                        offset: at,
+                    },
+                    &head,
+                    body,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(dir: &Path) -> Vec<(Cursor, u64)> {
+        let mut out = Vec::new();
+        for n in segments(dir) {
+            for_each_event(dir, n, 0, u64::MAX, |c, h, _| out.push((c, h.sequence))).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn rotates_by_size_and_keeps_the_total_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let ev = dir.path().join("events");
+        let limits = || Limits {
+            segment_bytes: 300,
+            segment_age: Duration::from_secs(3600),
+            total_bytes: 1200,
+        };
+        let (mut log, last) = EventLog::open(&ev, limits()).unwrap();
+        assert_eq!(last, 0);
+        assert_eq!(log.position().to_string(), "0001:0");
+        for seq in 1..=100u64 {
+            let line = format!("{{\"sequence\":{seq},\"topic\":\"t.x\",\"payload\":{{}}}}");
+            log.append(line.as_bytes()).unwrap();
+        }
+        let segs = segments(&ev);
+        assert!(
+            segs.len() > 2 && segs[0] > 1,
+            "oldest segments were deleted: {segs:?}"
+        );
+        let total: u64 = segs
+            .iter()
+            .map(|&n| std::fs::metadata(seg_path(&ev, n)).unwrap().len())
+            .sum();
+        assert!(total <= 1200 + 300, "{total}");
+        let kept = events(&ev);
+        let seqs: Vec<u64> = kept.iter().map(|e| e.1).collect();
+        assert_eq!(*seqs.last().unwrap(), 100);
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "contiguous: {seqs:?}"
+        );
+        // Cursors name where each event starts.
+        let (c, seq) = kept[3];
+        let mut again = Vec::new();
+        for_each_event(&ev, c.segment, c.offset, u64::MAX, |_, h, _| {
+            again.push(h.sequence)
+        })
+        .unwrap();
+        assert_eq!(again[0], seq);
+        // Reopening continues the numbering in a new segment.
+        drop(log);
+        let (log, last) = EventLog::open(&ev, limits()).unwrap();
+        assert_eq!(last, 100);
+        assert_eq!(log.position().segment, segs.last().unwrap() + 1);
+    }
+
+    #[test]
+    fn cursor_format() {
+        assert_eq!(
+            Cursor::parse("0003:17"),
+            Some(Cursor {
+                segment: 3,
+                offset: 17
+            })
+        );
+        for bad in ["", "3", ":1", "1:", "a:1", "1:-2", "1:2:3", " 1:2"] {
+            assert_eq!(Cursor::parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,737 @@
+//! The claws/2 bus: peers (`hello`), subscriptions with `*`/`**` patterns, `publish`,
+//! `broadcast`, server-emitted topics, and the persisted event log with cursor replay.
+//!
+//! All bus state (peers, subscriptions, the sequence counter, the log writer) has one owner:
+//! a `std::sync::Mutex` held only for the few microseconds of an operation, never across an
+//! `.await`. Delivery is a `try_send` into each peer's bounded outgoing queue ([`Outbox`]);
+//! a full queue drops the frame for that peer only and counts it, and the peer's writer
+//! announces `{push:"dropped", count}` once its queue has drained — so a stuck subscriber
+//! never slows the publisher, other peers or the terminals.
+//!
+//! Delivery is once per matching subscription: a peer with two subscriptions matching a
+//! topic gets two frames, each carrying its `subscriptionId`. Stable peers (`hello` with an
+//! `instanceNonce`) keep their subscriptions across reconnects. `system.heartbeat` and
+//! `vehicle.<id>.content` are live-only; every other event is appended to the log before it
+//! is delivered, so `subscribe` with `fromCursor` replays exactly the events before its
+//! `resumeCursor` and receives every later one live.
+
+pub mod log;
+pub mod topic;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use self::log::{Cursor, EventLog};
+use super::now_ms;
+use openfiles_wire::claws::{body, PROTOCOL_2};
+use openfiles_wire::claws::request;
+use super::Connection;
+
+type Body = Result<Map<String, Value>, String>;
+
+/// A peer's bounded outgoing queue of push frames (each a complete line), bounded in
+/// frames (the channel), in bytes for this peer, and in bytes for all peers together: a
+/// stuck subscriber of large publishes costs at most its byte budget, then frames are
+/// dropped (and counted in a `dropped` notice).
+pub struct Outbox {
+    tx: mpsc::Sender<Arc<str>>,
+    dropped: AtomicU64,
+    queued: AtomicUsize,
+    limit: usize,
+    total: Arc<AtomicUsize>,
+    total_limit: usize,
+}
+
+impl Outbox {
+    pub fn new(
+        tx: mpsc::Sender<Arc<str>>,
+        limit: usize,
+        total: Arc<AtomicUsize>,
+        total_limit: usize,
+    ) -> Outbox {
+        Outbox {
+            tx,
+            dropped: AtomicU64::new(0),
+            queued: AtomicUsize::new(0),
+            limit,
+            total,
+            total_limit,
+        }
+    }
+
+    fn push(&self, frame: Arc<str>) -> bool {
+        let n = frame.len();
+        let over = |counter: &AtomicUsize, limit: usize| {
+            counter
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                    (q + n <= limit).then_some(q + n)
+                })
+                .is_err()
+        };
+        if over(&self.queued, self.limit) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        if over(&self.total, self.total_limit) {
+            self.queued.fetch_sub(n, Ordering::AcqRel);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        match self.tx.try_send(frame) {
+            Ok(()) => true,
+            Err(e) => {
+                self.sent(n);
+                if let mpsc::error::TrySendError::Full(_) = e {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                false
+            }
+        }
+    }
+
+    /// A frame of `n` bytes left the queue (written, or given up).
+    pub fn sent(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::AcqRel);
+        self.total.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Bytes queued for this peer now.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
+    /// Frames dropped and not yet announced.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn take_dropped_notice(&self) -> Option<String> {
+        let n = self.dropped.swap(0, Ordering::Relaxed);
+        (n > 0).then(|| {
+            format!("{{\"push\":\"dropped\",\"protocol\":\"{PROTOCOL_2}\",\"count\":{n}}}\n")
+        })
+    }
+}
+
+impl Drop for Outbox {
+    /// Frames still queued when the peer goes leave the service-wide budget.
+    fn drop(&mut self) {
+        let left = self.queued.load(Ordering::Acquire);
+        self.total.fetch_sub(left, Ordering::AcqRel);
+    }
+}
+
+#[derive(Clone)]
+struct Sub {
+    id: String,
+    pattern: String,
+    segs: Vec<String>,
+}
+
+struct Peer {
+    info: PeerInfo,
+    outbox: Arc<Outbox>,
+    subs: Vec<Sub>,
+    /// Publishes in the current one-second window, and when it began.
+    window: (u64, Instant),
+    /// Publishes refused by the rate limit since the last heartbeat.
+    rate_hits: u64,
+}
+
+/// Who a peer is, as `hello` declared it.
+#[derive(Debug, Clone, Default)]
+pub struct PeerInfo {
+    pub peer_id: String,
+    pub role: String,
+    pub name: String,
+    pub stable: bool,
+    pub terminal_id: Option<String>,
+    pub capabilities: Vec<String>,
+    pub wave_id: Option<String>,
+    pub sub_worker_role: Option<String>,
+    pub monitor_correlation_id: Option<String>,
+}
+
+struct State {
+    peers: HashMap<u64, Peer>,
+    /// Publishes accepted since the last heartbeat (`system.metrics`).
+    published: u64,
+    saved: HashMap<String, Vec<Sub>>,
+    seq: u64,
+    next_sub: u64,
+    log: Option<EventLog>,
+}
+
+pub struct Bus {
+    st: Mutex<State>,
+    log_dir: Option<PathBuf>,
+}
+
+/// Stored events to stream to one new subscription, then its `caught-up` frame.
+pub struct Replay {
+    dir: PathBuf,
+    sub_id: String,
+    segs: Vec<String>,
+    from: Cursor,
+    until: Cursor,
+}
+
+impl Replay {
+    /// Hand every frame line to `send`, in log order, ending with `caught-up` (blocking file
+    /// reads). Frames are read from disk as they are sent, never gathered in memory: with a
+    /// bounded channel behind `send`, a subscriber that does not read holds a few frames,
+    /// not the whole log. Stops early (returning false) when `send` does.
+    pub fn stream(self, mut send: impl FnMut(String) -> bool) -> bool {
+        let mut count = 0u64;
+        let mut open = true;
+        let segments = log::segments(&self.dir);
+        for n in segments {
+            if !open {
+                break;
+            }
+            if n < self.from.segment || n > self.until.segment {
+                continue;
+            }
+            let from = if n == self.from.segment {
+                self.from.offset
+            } else {
+                0
+            };
+            let until = if n == self.until.segment {
+                self.until.offset
+            } else {
+                u64::MAX
+            };
+            let _ = log::for_each_event(&self.dir, n, from, until, |cur, head, line| {
+                if !open {
+                    return;
+                }
+                let ts: Vec<&str> = head.topic.split('.').collect();
+                if !topic::matches(&self.segs, &ts) {
+                    return;
+                }
+                // Splice the stored object into a frame instead of re-serializing it.
+                let rest = String::from_utf8_lossy(&line[1..]);
+                count += 1;
+                open = send(format!(
+                    "{{\"push\":\"message\",\"protocol\":\"{PROTOCOL_2}\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
+                    self.sub_id
+                ));
+            });
+        }
+        if !open {
+            return false;
+        }
+        let mut s =
+            json!({"push": "caught-up", "protocol": PROTOCOL_2, "subscriptionId": self.sub_id,
+                           "replayedCount": count, "resumeCursor": self.until.to_string()})
+            .to_string();
+        s.push('\n');
+        send(s)
+    }
+}
+
+const CAPABILITIES: &[&str] = &[
+    "push",
+    "broadcast",
+    "tasks",
+    "replay",
+    "wildcards",
+    "backpressure",
+];
+
+fn ephemeral(topic: &str) -> bool {
+    topic == "system.heartbeat" || (topic.starts_with("vehicle.") && topic.ends_with(".content"))
+}
+
+impl Bus {
+    /// A bus whose log lives in `log`'s directory (none: live-only, nothing replays).
+    pub fn new(log: Option<(EventLog, u64)>) -> Bus {
+        let log_dir = log.as_ref().map(|(l, _)| l.dir().to_owned());
+        let (log, seq) = match log {
+            Some((l, s)) => (Some(l), s),
+            None => (None, 0),
+        };
+        Bus {
+            st: Mutex::new(State {
+                peers: HashMap::new(),
+                published: 0,
+                saved: HashMap::new(),
+                seq,
+                next_sub: 0,
+                log,
+            }),
+            log_dir,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The last sequence number given out.
+    pub fn last_sequence(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Delete event log segments older than `age`.
+    pub fn retain(&self, age: Duration) {
+        if let Some(log) = self.lock().log.as_mut() {
+            log.retain(age);
+        }
+    }
+
+    pub fn peer_count(&self) -> usize {
+        self.lock().peers.len()
+    }
+
+    /// Emit a server event (`from: "server"`).
+    pub fn publish_server(&self, topic: &str, payload: Value) {
+        let mut st = self.lock();
+        deliver(&mut st, "server", topic, payload, None, !ephemeral(topic));
+    }
+
+    /// Register the connection as a peer (`hello`, after the caller checked the protocol and
+    /// any auth token). One orchestrator per server; workers are subscribed to their command
+    /// channel `cmd.<peerId>.**`. A second `hello` on the same connection updates the
+    /// capabilities, wave and sub-worker role and answers `idempotent: true`.
+    pub fn hello(
+        &self,
+        conn: &Connection,
+        req: request::Hello,
+    ) -> Result<(Map<String, Value>, PeerInfo), String> {
+        let mut st = self.lock();
+        let orchestrator_present =
+            |st: &State| st.peers.values().any(|p| p.info.role == "orchestrator");
+        if let Some(p) = st.peers.get_mut(&conn.conn_id) {
+            if let Some(caps) = req.capabilities {
+                p.info.capabilities = with_push(caps);
+            }
+            if req.wave_id.is_some() {
+                p.info.wave_id = req.wave_id;
+            }
+            if req.sub_worker_role.is_some() {
+                p.info.sub_worker_role = req.sub_worker_role;
+            }
+            let info = p.info.clone();
+            let present = orchestrator_present(&st);
+            return Ok((
+                body(
+                    json!({"peerId": info.peer_id, "serverCapabilities": CAPABILITIES,
+                            "orchestratorPresent": present, "restored": false, "idempotent": true}),
+                ),
+                info,
+            ));
+        }
+        let role = req.role.unwrap_or_else(|| "observer".to_owned());
+        if role == "orchestrator" && orchestrator_present(&st) {
+            return Err("orchestrator already registered".into());
+        }
+        let name = req.peer_name.unwrap_or_else(|| "unnamed".to_owned());
+        let nonce = req.instance_nonce.as_deref().filter(|n| !n.is_empty());
+        let peer_id = match nonce {
+            Some(n) => {
+                let h = Sha256::digest(format!("{name}\0{role}\0{n}").as_bytes());
+                format!(
+                    "fp_{}",
+                    h[..6]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
+                )
+            }
+            None => format!("p_{}", &super::shell::nonce()[..6]),
+        };
+        let mut subs = Vec::new();
+        let mut restored_any = false;
+        if nonce.is_some() {
+            if let Some(s) = st.saved.remove(&peer_id) {
+                subs = s;
+                restored_any = true;
+            }
+            // A reconnect while the old connection lingers takes its subscriptions over.
+            for p in st.peers.values_mut() {
+                if p.info.peer_id == peer_id {
+                    subs.append(&mut p.subs);
+                    restored_any = true;
+                }
+            }
+        }
+        let restored: Vec<Value> = subs
+            .iter()
+            .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
+            .collect();
+        if role == "worker" {
+            let own = format!("cmd.{peer_id}.**");
+            if !subs.iter().any(|s| s.pattern == own) {
+                st.next_sub += 1;
+                subs.push(Sub {
+                    id: format!("s_{:04}", st.next_sub),
+                    segs: topic::segments(&own),
+                    pattern: own,
+                });
+            }
+        }
+        let info = PeerInfo {
+            peer_id: peer_id.clone(),
+            role: role.clone(),
+            name: name.clone(),
+            stable: nonce.is_some(),
+            terminal_id: req.terminal_id.as_ref().and_then(id_text),
+            capabilities: with_push(req.capabilities.unwrap_or_default()),
+            wave_id: req.wave_id,
+            sub_worker_role: req.sub_worker_role,
+            monitor_correlation_id: req.monitor_correlation_id,
+        };
+        st.peers.insert(
+            conn.conn_id,
+            Peer {
+                info: info.clone(),
+                outbox: conn.outbox.clone(),
+                subs,
+                window: (0, Instant::now()),
+                rate_hits: 0,
+            },
+        );
+        let reply = body(
+            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
+                                "orchestratorPresent": orchestrator_present(&st),
+                                "restored": restored_any, "restoredSubscriptions": restored}),
+        );
+        let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
+                             "correlationId": req.correlation_id,
+                             "terminalId": req.terminal_id});
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.connected",
+            payload,
+            None,
+            true,
+        );
+        let joined =
+            json!({"peerId": peer_id, "role": role, "peerName": name, "ts": super::iso_now()});
+        deliver(&mut st, "server", "system.peer.joined", joined, None, true);
+        Ok((reply, info))
+    }
+
+    /// The peer of a connection, if it said `hello`.
+    pub fn peer(&self, conn: &Connection) -> Option<PeerInfo> {
+        self.lock().peers.get(&conn.conn_id).map(|p| p.info.clone())
+    }
+
+    /// A connected peer by id.
+    pub fn peer_by_id(&self, peer_id: &str) -> Option<PeerInfo> {
+        self.lock()
+            .peers
+            .values()
+            .find(|p| p.info.peer_id == peer_id)
+            .map(|p| p.info.clone())
+    }
+
+    /// Count one publish of this connection's peer against `max_hz` per second; false (and a
+    /// counted hit) when over. Orchestrators are exempt.
+    pub fn rate_check(&self, conn: &Connection, max_hz: u64) -> bool {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get_mut(&conn.conn_id) else {
+            return true;
+        };
+        if p.info.role == "orchestrator" {
+            return true;
+        }
+        let now = Instant::now();
+        if now.duration_since(p.window.1) >= Duration::from_secs(1) {
+            p.window = (0, now);
+        }
+        p.window.0 += 1;
+        if p.window.0 > max_hz {
+            p.rate_hits += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Per-peer figures for `system.peer.metrics.<peerId>` (peers with drops or rate-limit
+    /// hits since the last call), and the publish count since the last call.
+    pub fn take_metrics(&self) -> (u64, Vec<(PeerInfo, u64, u64, u64)>) {
+        let mut st = self.lock();
+        let published = std::mem::take(&mut st.published);
+        let mut out = Vec::new();
+        for p in st.peers.values_mut() {
+            let dropped = p.outbox.dropped();
+            let hits = std::mem::take(&mut p.rate_hits);
+            if dropped > 0 || hits > 0 {
+                out.push((p.info.clone(), dropped, hits, p.window.0));
+            }
+        }
+        (published, out)
+    }
+
+    /// Push one frame straight to a peer, outside its subscriptions (`deliver-cmd`,
+    /// `rpc.call`): `{push:"message", topic, from, payload, sentAt, sequence?}`.
+    pub fn push_to(
+        &self,
+        peer_id: &str,
+        topic: &str,
+        from: &str,
+        payload: &Value,
+        sequence: Option<u64>,
+    ) -> bool {
+        let st = self.lock();
+        let Some(p) = st.peers.values().find(|p| p.info.peer_id == peer_id) else {
+            return false;
+        };
+        let mut f = json!({"push": "message", "protocol": PROTOCOL_2, "topic": topic, "from": from,
+                           "payload": payload, "sentAt": now_ms()});
+        if let Some(seq) = sequence {
+            f["sequence"] = json!(seq);
+        }
+        let mut line = f.to_string();
+        line.push('\n');
+        p.outbox.push(line.into())
+    }
+
+    /// Append an event to the log without fanning it out; its bus sequence number.
+    pub fn persist(&self, topic: &str, from: &str, payload: Value, schema: &str) -> u64 {
+        let mut st = self.lock();
+        st.seq += 1;
+        let seq = st.seq;
+        let ev = json!({"sequence": seq, "topic": topic, "from": from, "schema": schema,
+                        "payload": payload, "sentAt": now_ms()})
+        .to_string();
+        if let Some(log) = st.log.as_mut() {
+            if let Err(e) = log.append(ev.as_bytes()) {
+                tracing::warn!(error = %e, "claws event log append failed");
+            }
+        }
+        seq
+    }
+
+    /// Persist and fan out an event on behalf of `from` (a peer id or `server`), skipping the
+    /// connection `skip`; (deliveries, sequence).
+    pub fn publish_from(
+        &self,
+        from: &str,
+        topic: &str,
+        payload: Value,
+        skip: Option<u64>,
+    ) -> (usize, u64) {
+        let mut st = self.lock();
+        deliver(&mut st, from, topic, payload, skip, true)
+    }
+
+    pub fn subscribe(
+        &self,
+        conn: &Connection,
+        req: request::Subscribe,
+    ) -> Result<(Map<String, Value>, Option<Replay>), String> {
+        let topic = req.topic.as_deref().unwrap_or("");
+        let from = match &req.from_cursor {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(Cursor::parse(s).ok_or("invalid cursor format")?),
+            Some(_) => return Err("invalid cursor format".into()),
+        };
+        let mut st = self.lock();
+        if !st.peers.contains_key(&conn.conn_id) {
+            return Err("call hello first".into());
+        }
+        if !topic::valid_pattern(topic) {
+            return Err(format!("invalid topic: {topic:?}"));
+        }
+        st.next_sub += 1;
+        let id = format!("s_{:04}", st.next_sub);
+        let until = st.log.as_ref().map_or(
+            Cursor {
+                segment: 1,
+                offset: 0,
+            },
+            EventLog::position,
+        );
+        if let Some(p) = st.peers.get_mut(&conn.conn_id) {
+            p.subs.push(Sub {
+                id: id.clone(),
+                pattern: topic.to_owned(),
+                segs: topic::segments(topic),
+            });
+        }
+        let replay = match (from, &self.log_dir) {
+            (Some(from), Some(dir)) => Some(Replay {
+                dir: dir.clone(),
+                sub_id: id.clone(),
+                segs: topic::segments(topic),
+                from,
+                until,
+            }),
+            _ => None,
+        };
+        Ok((
+            body(json!({"subscriptionId": id, "topic": topic, "resumeCursor": until.to_string()})),
+            replay,
+        ))
+    }
+
+    pub fn unsubscribe(&self, conn: &Connection, req: request::Unsubscribe) -> Body {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get_mut(&conn.conn_id) else {
+            return Err("call hello first".into());
+        };
+        let id = req.subscription_id.as_deref().unwrap_or("");
+        let before = p.subs.len();
+        p.subs.retain(|s| s.id != id);
+        if p.subs.len() == before {
+            return Err("subscription not found".into());
+        }
+        Ok(body(json!({"subscriptionId": id})))
+    }
+
+    /// Publish `payload` (already checked and stamped by the caller) from this connection's
+    /// peer; `echo` also delivers to the publisher's own subscriptions.
+    pub fn publish(&self, conn: &Connection, topic: &str, payload: Value, echo: bool) -> Body {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get(&conn.conn_id) else {
+            return Err("call hello first".into());
+        };
+        let from = p.info.peer_id.clone();
+        if !topic::valid_topic(topic) {
+            return Err(format!("invalid topic: {topic:?}"));
+        }
+        st.published += 1;
+        let skip = (!echo).then_some(conn.conn_id);
+        let (n, seq) = deliver(&mut st, &from, topic, payload, skip, true);
+        Ok(body(json!({"deliveredTo": n, "sequence": seq})))
+    }
+
+    /// `broadcast`: a `system.broadcast` frame to every peer of `target_role` (`all`: every
+    /// peer but the sender). Orchestrators only. Returns the answer and the peers reached.
+    pub fn broadcast(
+        &self,
+        conn: &Connection,
+        text: &str,
+        target_role: &str,
+    ) -> Result<(Map<String, Value>, Vec<PeerInfo>), String> {
+        let mut st = self.lock();
+        let Some(p) = st.peers.get(&conn.conn_id) else {
+            return Err("call hello first".into());
+        };
+        if p.info.role != "orchestrator" {
+            return Err("requires role: orchestrator".into());
+        }
+        let from = p.info.peer_id.clone();
+        st.seq += 1;
+        let mut frame =
+            json!({"push": "message", "protocol": PROTOCOL_2, "topic": "system.broadcast",
+                               "from": from, "payload": {"text": text}, "sentAt": now_ms(),
+                               "sequence": st.seq})
+            .to_string();
+        frame.push('\n');
+        let frame: Arc<str> = frame.into();
+        let reached: Vec<PeerInfo> = st
+            .peers
+            .iter()
+            .filter(|(cid, p)| {
+                if target_role == "all" {
+                    **cid != conn.conn_id
+                } else {
+                    p.info.role == target_role
+                }
+            })
+            .filter(|(_, p)| p.outbox.push(frame.clone()))
+            .map(|(_, p)| p.info.clone())
+            .collect();
+        Ok((body(json!({"deliveredTo": reached.len()})), reached))
+    }
+
+    /// The connection ended: forget the peer (a stable one keeps its subscriptions); who it
+    /// was, if it said `hello`.
+    pub fn disconnect(&self, conn: &Connection) -> Option<PeerInfo> {
+        let mut st = self.lock();
+        let p = st.peers.remove(&conn.conn_id)?;
+        if p.info.stable && !p.subs.is_empty() {
+            st.saved.insert(p.info.peer_id.clone(), p.subs);
+        }
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.disconnected",
+            json!({"peerId": p.info.peer_id}),
+            None,
+            true,
+        );
+        deliver(
+            &mut st,
+            "server",
+            "system.peer.left",
+            json!({"peerId": p.info.peer_id, "role": p.info.role, "reason": "clean"}),
+            None,
+            true,
+        );
+        Some(p.info)
+    }
+}
+
+/// The capabilities a peer declared, with `push` always granted.
+fn with_push(mut caps: Vec<String>) -> Vec<String> {
+    if !caps.iter().any(|c| c == "push") {
+        caps.push("push".to_owned());
+    }
+    caps
+}
+
+/// A terminal id given as a string or a number.
+fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Number, persist (when asked) and fan out one event; (deliveries, sequence).
+fn deliver(
+    st: &mut State,
+    from: &str,
+    topic: &str,
+    payload: Value,
+    skip: Option<u64>,
+    persist: bool,
+) -> (usize, u64) {
+    st.seq += 1;
+    let seq = st.seq;
+    let ev = json!({"sequence": seq, "topic": topic, "from": from, "payload": payload, "sentAt": now_ms()})
+        .to_string();
+    if persist {
+        if let Some(log) = st.log.as_mut() {
+            if let Err(e) = log.append(ev.as_bytes()) {
+                tracing::warn!(error = %e, "claws event log append failed");
+            }
+        }
+    }
+    let tsegs: Vec<&str> = topic.split('.').collect();
+    let prefix = format!(
+        "{{\"push\":\"message\",\"protocol\":\"{PROTOCOL_2}\",{}",
+        &ev[1..ev.len() - 1]
+    );
+    let mut n = 0;
+    for (cid, p) in &st.peers {
+        if Some(*cid) == skip {
+            continue;
+        }
+        for s in &p.subs {
+            if topic::matches(&s.segs, &tsegs) {
+                let frame = format!("{prefix},\"subscriptionId\":\"{}\"}}\n", s.id);
+                if p.outbox.push(frame.into()) {
+                    n += 1;
+                }
+            }
+        }
+    }
+    (n, seq)
+}

@@ -1,0 +1,489 @@
+//! `openfiles claws …`: a small blocking client for people and scripts. It finds the socket
+//! (`--claws-socket`, else `<workspace>/.claws/claws.sock` walking up from `--workspace` or
+//! the current directory), sends one request per call on its own connection as real clients
+//! do, and prints the useful part of the answer for a person (`list` as a table, `exec`
+//! output with the command's exit code, `log` text) or, with `--json`, the raw answer.
+//! `exec` keeps its own failures apart from the command's: the command's exit code passes
+//! through, [`EXEC_TIMEOUT`] and [`EXEC_OWN_ERROR`] (with `openfiles: …` on stderr) are
+//! openfiles'. `subscribe` stays connected and prints push frames.
+//! The hidden `serve` runs one Claws server in the foreground (for development and tests).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+use openfiles_wire::claws::PROTOCOL_2;
+
+/// `claws exec`'s exit status when the command did not finish within the timeout (as
+/// `timeout(1)`).
+pub const EXEC_TIMEOUT: u8 = 124;
+/// `claws exec`'s exit status when openfiles could not run the command or learn its exit
+/// code (no socket, unknown terminal, no shell integration), as `env(1)` and `docker run`.
+pub const EXEC_OWN_ERROR: u8 = 125;
+
+#[derive(Debug, Args)]
+pub struct ClawsArgs {
+    /// Workspace folder whose `.claws/claws.sock` to use [default: nearest from the cwd up]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Talk to this socket directly.
+    #[arg(long, value_name = "PATH")]
+    pub claws_socket: Option<PathBuf>,
+    /// Print the server's raw answers (JSON) instead of tables and text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub cmd: ClawsCmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClawsCmd {
+    /// List terminals (a table; `--json` for the raw answer). Example: openfiles claws list
+    List,
+    /// Open a terminal and print its id. Example: openfiles claws create --name build --wrapped
+    Create {
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Keep output in memory for `log`.
+        #[arg(long)]
+        wrapped: bool,
+        #[arg(long)]
+        shell: Option<PathBuf>,
+    },
+    /// Type text into a terminal (Enter appended). Example: openfiles claws send 3 'make test'
+    Send {
+        id: String,
+        text: String,
+        #[arg(long)]
+        no_newline: bool,
+        #[arg(long)]
+        paste: bool,
+    },
+    /// Run a command, print its output, exit with its exit code. Example: openfiles claws exec 3 'cargo test'
+    ///
+    /// Exit status: the command's own; 124 when it did not finish within the timeout; 125
+    /// when openfiles could not run it or learn its exit code (no socket, unknown terminal, a
+    /// shell without integration), with `openfiles: …` on stderr.
+    Exec {
+        id: String,
+        command: String,
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+    },
+    /// Print a wrapped terminal's output (the tail by default). Example: openfiles claws log 3
+    Log {
+        id: String,
+        #[arg(long)]
+        offset: Option<u64>,
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Keep escape sequences.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Close a terminal. Example: openfiles claws close 3
+    Close { id: String },
+    /// Print bus messages on TOPIC (`*`, `**` wildcards). Example: openfiles claws subscribe 'command.**'
+    Subscribe {
+        topic: String,
+        /// Replay stored events from this cursor first (`0000:0` = everything kept).
+        #[arg(long)]
+        from_cursor: Option<String>,
+        /// Exit after this many messages.
+        #[arg(long)]
+        count: Option<u64>,
+    },
+    /// Publish a JSON payload on TOPIC. Example: openfiles claws publish task.done '{"ok":true}'
+    Publish { topic: String, payload: String },
+    /// Send one raw JSON request and print the answer.
+    /// Example: openfiles claws raw '{"id":1,"cmd":"list"}'
+    Raw {
+        /// The request (one JSON object). Named apart from the global `--json` flag.
+        #[arg(value_name = "JSON")]
+        request: String,
+    },
+    /// Serve one folder's Claws socket in the foreground (development).
+    #[command(hide = true)]
+    Serve { dir: PathBuf },
+}
+
+/// One connection to a Claws socket.
+pub struct Client {
+    writer: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+impl Client {
+    pub fn connect(path: &Path) -> anyhow::Result<Client> {
+        let s = UnixStream::connect(path)
+            .with_context(|| format!("cannot connect to {}", path.display()))?;
+        Ok(Client {
+            reader: BufReader::new(s.try_clone()?),
+            writer: s,
+        })
+    }
+
+    /// The next line from the server (`None` at end of stream).
+    pub fn next_line(&mut self) -> anyhow::Result<Option<Value>> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(
+            serde_json::from_str(&line).context("bad answer from the Claws socket")?,
+        ))
+    }
+
+    /// Send `req` and return its answer (skipping push frames).
+    pub fn call(&mut self, req: &Value) -> anyhow::Result<Value> {
+        let mut line = req.to_string();
+        line.push('\n');
+        // A refusing server answers and hangs up at once: read its answer even if the write failed.
+        let wrote = self.writer.write_all(line.as_bytes());
+        loop {
+            match self.next_line()? {
+                None => {
+                    wrote?;
+                    bail!("the Claws socket closed the connection")
+                }
+                Some(v) if v.get("push").is_some() => continue,
+                Some(v) => return Ok(v),
+            }
+        }
+    }
+}
+
+/// The socket to use.
+pub fn socket_for(args: &ClawsArgs) -> anyhow::Result<PathBuf> {
+    if let Some(s) = &args.claws_socket {
+        return Ok(s.clone());
+    }
+    let start = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    for dir in start.ancestors() {
+        let s = dir.join(".claws").join("claws.sock");
+        if s.exists() {
+            return Ok(s);
+        }
+    }
+    bail!(
+        "no .claws/claws.sock in {} or above; is the service running (openfiles serve)?",
+        start.display()
+    )
+}
+
+fn one(sock: &Path, req: Value) -> anyhow::Result<Value> {
+    let v = Client::connect(sock)?.call(&req)?;
+    if v.get("ok") != Some(&Value::Bool(true)) {
+        bail!(
+            "{}",
+            v.get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("request failed")
+        );
+    }
+    Ok(v)
+}
+
+/// Run `openfiles claws …`; the result is the exit code.
+pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
+    if let ClawsCmd::Serve { dir } = &args.cmd {
+        return serve(dir, config);
+    }
+    let sock = match socket_for(&args) {
+        Ok(sock) => sock,
+        Err(e) if matches!(args.cmd, ClawsCmd::Exec { .. }) => {
+            eprintln!("openfiles: {e:#}");
+            return Ok(EXEC_OWN_ERROR);
+        }
+        Err(e) => return Err(e),
+    };
+    match args.cmd {
+        ClawsCmd::List => {
+            let v = one(&sock, json!({"id": 1, "cmd": "list"}))?;
+            if args.json {
+                println!("{v}");
+            } else {
+                print!("{}", terminal_table(&v));
+            }
+        }
+        ClawsCmd::Create {
+            name,
+            cwd,
+            wrapped,
+            shell,
+        } => {
+            let v = one(
+                &sock,
+                json!({"id": 1, "cmd": "create", "name": name, "cwd": cwd,
+                                      "wrapped": wrapped, "shellPath": shell}),
+            )?;
+            println!("{}", v["id"].as_str().unwrap_or_default());
+        }
+        ClawsCmd::Send {
+            id,
+            text,
+            no_newline,
+            paste,
+        } => {
+            one(
+                &sock,
+                json!({"cmd": "send", "id": id, "text": text, "newline": !no_newline,
+                              "paste": paste}),
+            )?;
+        }
+        ClawsCmd::Exec {
+            id,
+            command,
+            timeout_ms,
+        } => {
+            let req = json!({"cmd": "exec", "id": id, "command": command, "timeoutMs": timeout_ms});
+            let answer = Client::connect(&sock).and_then(|mut c| c.call(&req));
+            return Ok(match answer {
+                Ok(v) if args.json => {
+                    println!("{v}");
+                    exec_status(&v).unwrap_or_else(|(code, _)| code)
+                }
+                Ok(v) => match exec_status(&v) {
+                    Ok(code) => {
+                        print!("{}", v["event"]["output"].as_str().unwrap_or_default());
+                        code
+                    }
+                    Err((code, why)) => {
+                        eprintln!("openfiles: {why}");
+                        code
+                    }
+                },
+                Err(e) => {
+                    eprintln!("openfiles: {e:#}");
+                    EXEC_OWN_ERROR
+                }
+            });
+        }
+        ClawsCmd::Log {
+            id,
+            offset,
+            limit,
+            raw,
+        } => {
+            let v = one(
+                &sock,
+                json!({"cmd": "readLog", "id": id, "offset": offset,
+                                      "limit": limit, "strip": !raw}),
+            )?;
+            print!("{}", v["bytes"].as_str().unwrap_or_default());
+        }
+        ClawsCmd::Close { id } => {
+            let v = one(&sock, json!({"cmd": "close", "id": id}))?;
+            if args.json {
+                println!("{v}");
+            } else if v["alreadyClosed"] == Value::Bool(true) {
+                println!("terminal {id} was already closed (or never existed)");
+            } else {
+                println!("closed terminal {id}");
+            }
+        }
+        ClawsCmd::Subscribe {
+            topic,
+            from_cursor,
+            count,
+        } => {
+            let mut c = Client::connect(&sock)?;
+            let h = c.call(&json!({"id": 1, "cmd": "hello", "protocol": PROTOCOL_2,
+                                   "role": "observer", "peerName": "openfiles-cli"}))?;
+            if h["ok"] != Value::Bool(true) {
+                bail!("{}", h["error"]);
+            }
+            let s = c.call(&json!({"id": 2, "cmd": "subscribe", "protocol": PROTOCOL_2,
+                                   "topic": topic, "fromCursor": from_cursor}))?;
+            if s["ok"] != Value::Bool(true) {
+                bail!("{}", s["error"].as_str().unwrap_or("subscribe failed"));
+            }
+            let mut out = std::io::stdout().lock();
+            let mut seen = 0;
+            while !matches!(count, Some(n) if seen >= n) {
+                let Some(v) = c.next_line()? else { break };
+                writeln!(out, "{v}")?;
+                out.flush()?;
+                if v["push"] == "message" {
+                    seen += 1;
+                }
+            }
+        }
+        ClawsCmd::Publish { topic, payload } => {
+            let payload: Value =
+                serde_json::from_str(&payload).context("the payload is not JSON")?;
+            let mut c = Client::connect(&sock)?;
+            c.call(
+                &json!({"id": 1, "cmd": "hello", "protocol": PROTOCOL_2, "role": "worker",
+                           "peerName": "openfiles-cli"}),
+            )?;
+            let v = c.call(&json!({"id": 2, "cmd": "publish", "protocol": PROTOCOL_2,
+                                   "topic": topic, "payload": payload}))?;
+            println!("{v}");
+            if v["ok"] != Value::Bool(true) {
+                return Ok(1);
+            }
+        }
+        ClawsCmd::Raw { request: text } => {
+            let req: Value = serde_json::from_str(&text).context("not JSON")?;
+            println!("{}", Client::connect(&sock)?.call(&req)?);
+        }
+        ClawsCmd::Serve { .. } => unreachable!("handled above"),
+    }
+    Ok(0)
+}
+
+/// The exit status `claws exec` gives for an `exec` answer: the command's exit code, or
+/// openfiles' own code with the reason.
+pub fn exec_status(v: &Value) -> Result<u8, (u8, String)> {
+    if v.get("ok") != Some(&Value::Bool(true)) {
+        let error = v
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("exec failed");
+        let code = if error.starts_with("exec timeout") {
+            EXEC_TIMEOUT
+        } else {
+            EXEC_OWN_ERROR
+        };
+        return Err((code, error.to_owned()));
+    }
+    if v.get("degraded") == Some(&Value::Bool(true)) {
+        return Err((
+            EXEC_OWN_ERROR,
+            "the terminal has no shell integration: neither output nor exit code was captured"
+                .to_owned(),
+        ));
+    }
+    match v["event"]["exitCode"].as_i64() {
+        Some(code) => u8::try_from(code)
+            .map_err(|_| (EXEC_OWN_ERROR, format!("exit code {code} is out of range"))),
+        None => Err((
+            EXEC_OWN_ERROR,
+            "the server's answer carries no exit code".to_owned(),
+        )),
+    }
+}
+
+/// `list`'s answer as a table: one row per terminal.
+pub fn terminal_table(v: &Value) -> String {
+    let empty = Vec::new();
+    let terms = v["terminals"].as_array().unwrap_or(&empty);
+    if terms.is_empty() {
+        return "no terminals\n".to_owned();
+    }
+    let text = |t: &Value, k: &str| match &t[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    let rows: Vec<[String; 6]> = terms
+        .iter()
+        .map(|t| {
+            let status = match (&t["status"], &t["exitCode"]) {
+                (Value::String(s), Value::Number(n)) if s == "exited" => format!("exited {n}"),
+                _ => text(t, "status"),
+            };
+            [
+                text(t, "id"),
+                text(t, "name"),
+                text(t, "pid"),
+                status,
+                text(t, "shellState"),
+                match (t["wrapped"].as_bool(), t["hasShellIntegration"].as_bool()) {
+                    (Some(true), Some(true)) => "wrapped, integrated".to_owned(),
+                    (Some(true), _) => "wrapped".to_owned(),
+                    (_, Some(true)) => "integrated".to_owned(),
+                    _ => "-".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    let head = ["ID", "NAME", "PID", "STATUS", "SHELL", "CAPTURE"];
+    let mut widths = head.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        l.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&head.map(str::to_owned));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+fn serve(dir: &Path, config: Option<&Path>) -> anyhow::Result<u8> {
+    let (cfg, _) = crate::config::Config::load(config)?;
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let token = tokio_util::sync::CancellationToken::new();
+        let server = openfiles_claws::ClawsServer::start(dir, &cfg.claws, token.clone()).await?;
+        println!("claws socket ready: {}", server.socket_path().display());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        server.stop().await;
+        anyhow::Ok(0)
+    })
+}
+
+pub use openfiles_wire::claws::auth::hello_token;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_status_keeps_openfiles_errors_apart_from_the_command() {
+        let ran = json!({"ok": true, "event": {"exitCode": 2, "output": "x"}});
+        assert_eq!(exec_status(&ran), Ok(2));
+        let unknown = json!({"ok": false, "error": "unknown terminal id 9"});
+        assert_eq!(exec_status(&unknown).unwrap_err().0, EXEC_OWN_ERROR);
+        let slow = json!({"ok": false, "error": "exec timeout after 100ms"});
+        assert_eq!(exec_status(&slow).unwrap_err().0, EXEC_TIMEOUT);
+        let degraded = json!({"ok": true, "degraded": true});
+        assert_eq!(exec_status(&degraded).unwrap_err().0, EXEC_OWN_ERROR);
+        let no_code = json!({"ok": true, "event": {}});
+        assert_eq!(exec_status(&no_code).unwrap_err().0, EXEC_OWN_ERROR);
+    }
+
+    #[test]
+    fn list_prints_a_table() {
+        let v = json!({"ok": true, "terminals": [
+            {"id": "1", "name": "build", "pid": 42, "status": "running", "exitCode": null,
+             "shellState": "idle", "wrapped": true, "hasShellIntegration": true},
+            {"id": "12", "name": null, "pid": 7, "status": "exited", "exitCode": 1,
+             "shellState": "exited", "wrapped": false, "hasShellIntegration": false},
+        ]});
+        let t = terminal_table(&v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert!(lines[0].starts_with("ID  NAME   PID  STATUS"), "{t}");
+        assert!(lines[1].starts_with("1   build  42   running"), "{t}");
+        assert!(lines[2].contains("exited 1"), "{t}");
+        assert_eq!(terminal_table(&json!({"terminals": []})), "no terminals\n");
+    }
+}
