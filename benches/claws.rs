@@ -11,8 +11,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use openfiles::claws::client::Client;
-use openfiles::claws::ClawsServer;
+use openfiles::claws_client::Client;
+use openfiles_claws::ClawsServer;
 use openfiles::config::ClawsConfig;
 use serde_json::{json, Value};
 

@@ -16,8 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use openfiles::claws::client::hello_token;
-use openfiles::claws::ClawsServer;
+use openfiles::claws_client::hello_token;
+use openfiles_claws::ClawsServer;
 use openfiles::config::{ClawsAuthConfig, ClawsConfig};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -8,7 +8,7 @@
 //! Run: `cargo bench --bench mcp`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -6,7 +6,7 @@
 //! of one-file checks, one at a time, and the throughput with 8 checks in flight.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;

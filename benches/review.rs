@@ -11,7 +11,7 @@
 //! Run: `cargo bench --bench review`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmarks may panic on a broken fixture
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::io::Read;

@@ -13,7 +13,7 @@
 //! `scripts/install-test-deps.sh`). `TSGO_BENCH_RUNS` (default 10) sets the samples.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 #[path = "../plugins/tsc/tests/support/ts_project.rs"]
 mod ts_project;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # docs/INSTALL.md's source path ("Other Linux": scripts/install.sh) from a fresh clone, under a
-# real but private `systemd --user` (its own mount namespace, as tests/packaging_systemd.rs
+# real but private `systemd --user` (its own mount namespace, as tests/it/packaging_systemd.rs
 # does), as a new user would follow it: install, service status, hooks install in a new Rust
 # project, the agent's hook command on an edit with a type error (socket activation, cargo
 # check, feedback), doctor, reload, status, service uninstall --now.

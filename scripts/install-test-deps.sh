@@ -20,7 +20,7 @@ have unshare || need_apt+=(util-linux)
 have systemd-analyze || need_apt+=(systemd)
 have vi || need_apt+=(vim-tiny)
 have top || need_apt+=(procps)
-have tmux || need_apt+=(tmux)            # tests/review.rs drives the review TUI in a real terminal
+have tmux || need_apt+=(tmux)            # tests/it/review.rs drives the review TUI in a real terminal
 have git || need_apt+=(git)
 have python3 || need_apt+=(python3)
 [ -x /usr/bin/python3 ] || need_apt+=(python3)  # a system python any uid can run (tests run clients as nobody)
@@ -42,7 +42,7 @@ if ! have ruff; then
 fi
 
 if ! python3 -c 'import mcp, jsonschema' >/dev/null 2>&1; then
-  echo "install-test-deps: pip: mcp (the MCP Python SDK, for tests/mcp_sdk.rs)"
+  echo "install-test-deps: pip: mcp (the MCP Python SDK, for tests/it/mcp_sdk.rs)"
   python3 -m pip install -q --disable-pip-version-check mcp jsonschema
 fi
 

@@ -1,0 +1,6 @@
+//! The one integration-test binary of this crate: every file here is a module, so the
+//! crate is linked once. Run one test with its name as the filter, as before
+//! (`cargo test -p CRATE --test it NAME`).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
+
+mod abi_roundtrip;

@@ -1,0 +1,19 @@
+//! The one integration-test binary of this crate: every file here is a module, so the
+//! crate is linked once. Run one test with its name as the filter, as before
+//! (`cargo test -p CRATE --test it NAME`).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
+
+mod support;
+mod abi;
+mod bash;
+mod clangd;
+mod confined;
+mod faults;
+mod gopls;
+mod lifecycle;
+mod monorepo;
+mod pyright;
+mod ruff;
+mod rust_analyzer;
+mod tsgo;
+mod typescript;

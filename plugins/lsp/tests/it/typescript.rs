@@ -1,0 +1,92 @@
+//! `typescript-language-server` through the plugin: known errors, fixes, quick edits, a
+//! crash, and `tsc --noEmit` on the same project.
+
+use crate::support;
+use serde_json::json;
+use support::{errors, run, signal, Env};
+
+const TSCONFIG: &str =
+    r#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020"},"include":["src/*.ts"]}"#;
+const BAD: &str = "const a: number = \"s\";\n\nfunction f(x: number): string {\n  return x;\n}\n\nconsole.log(a, missing, f(1));\n";
+const GOOD: &str = "const a: number = 1;\n\nfunction f(x: number): string {\n  return String(x);\n}\n\nconsole.log(a, f(1));\n";
+
+fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
+    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
+}
+
+/// `file(line,col): error TSnnnn: …` lines of `tsc` as (line, code, column).
+fn tsc_errors(out: &str) -> Vec<(u32, String, u32)> {
+    let mut v: Vec<_> = out
+        .lines()
+        .filter_map(|l| {
+            let (pos, rest) = l.split_once("): error TS")?;
+            let (_, lc) = pos.rsplit_once('(')?;
+            let (line, col) = lc.split_once(',')?;
+            let code = rest.split(':').next()?;
+            Some((line.parse().ok()?, code.to_owned(), col.parse().ok()?))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn typescript_language_server_gives_fresh_results_like_tsc() {
+    let env = Env::new(json!({}));
+    env.write("tsconfig.json", TSCONFIG);
+    let file = env.write("src/m.ts", BAD);
+    let expected = e(&[(1, "2322"), (4, "2322"), (7, "2304")]);
+
+    let items = env.check(&file, 60_000);
+    assert_eq!(errors(&items), expected, "{items:#?}");
+    assert!(
+        items
+            .iter()
+            .filter(|i| i.code.as_deref() == Some("2304"))
+            .all(|i| i.source == "typescript"),
+        "{items:#?}"
+    );
+
+    let cli = tsc_errors(&run(
+        &env.ws,
+        "tsc",
+        &["--noEmit", "--pretty", "false", "-p", "."],
+    ));
+    let mut ours: Vec<_> = items
+        .iter()
+        .filter(|i| i.severity == openfiles_plugin_api::Severity::Error)
+        .map(|i| (i.line, i.code.clone().unwrap_or_default(), i.column))
+        .collect();
+    ours.sort();
+    assert_eq!(ours, cli);
+
+    env.write("src/m.ts", GOOD);
+    assert_eq!(errors(&env.check(&file, 60_000)), vec![]);
+
+    env.write("src/m.ts", "const b: string = 1;\nconsole.log(b);\n");
+    let second = e(&[(3, "2304")]);
+    let first = std::thread::scope(|s| {
+        let a = s.spawn(|| env.check(&file, 60_000));
+        env.write("src/m.ts", "\n\nconsole.log(nope);\n");
+        let b = env.check(&file, 60_000);
+        assert_eq!(errors(&b), second, "{b:#?}");
+        a.join().expect("first check")
+    });
+    let first = errors(&first);
+    assert!(first == e(&[(1, "2322")]) || first == second, "{first:#?}");
+
+    let pid = env.pid("typescript-language-server");
+    signal(pid, "-STOP");
+    env.write("src/m.ts", BAD);
+    let items = std::thread::scope(|s| {
+        let c = s.spawn(|| env.check(&file, 60_000));
+        signal(pid, "-KILL");
+        c.join().expect("check")
+    });
+    assert_eq!(errors(&items), expected, "{items:#?}");
+    assert_ne!(
+        env.pid("typescript-language-server"),
+        pid,
+        "server restarted"
+    );
+}

@@ -1,0 +1,351 @@
+//! Issue 15, the baseline: what the session's edits introduced, and the callers they broke in
+//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, ruff's
+//! language server) and real git repositories. See `docs/baseline.md` for the rule.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::plugins::{path_list, plugin};
+use common::typescript::install_test_deps;
+use common::{diagnostics, signal, wait_until, Env};
+use serde_json::{json, Value};
+
+/// `git ARGS` in `dir`, which must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn commit_all(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+}
+
+/// Run the hook for an edit of `file` (Claude's payload); its feedback text, `None` when it
+/// printed nothing. Fails if it fell back to the editor's queue.
+fn hook(env: &Env, ws: &Path, file: &Path) -> Option<String> {
+    let payload =
+        json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": file}}).to_string();
+    let mut cmd = env.command(&["hook", "--agent", "claude", "--verbose"]);
+    let out = common::hook::run_hook(&mut cmd, &payload);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("trying the editor's queue"),
+        "hook fell back: {err}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.trim().is_empty() {
+        return None;
+    }
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    Some(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    )
+}
+
+fn env_with(plugins: &[&str], config: &str) -> Env {
+    install_test_deps();
+    let mut env = Env::new();
+    let libs: Vec<_> = plugins.iter().map(|p| plugin(p)).collect();
+    env.plugin_path = Some(path_list(&libs));
+    std::fs::write(&env.config, config).unwrap();
+    env
+}
+
+/// A committed crate whose binary calls the library's `add(a, b)`.
+fn caller_crate(ws: &Path) {
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(
+        ws.join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("src/main.rs"),
+        "fn main() {\n    let n = calc::add(1, 2);\n    println!(\"{n}\");\n}\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join(".gitignore"), "target/\n").unwrap();
+    commit_all(ws);
+}
+
+#[test]
+fn a_caller_broken_by_the_first_edit_of_a_socket_activated_service_is_reported_and_clears() {
+    let env = env_with(&["cargo_check"], "[hooks]\ntimeout_ms = 240000\n");
+    let ws = env.workspace("calc");
+    caller_crate(&ws);
+    let mut activator = env.socket_activated(&ws);
+
+    // The session's first edit, and the service is started by its hook.
+    let lib = ws.join("src/lib.rs");
+    std::fs::write(
+        &lib,
+        "pub fn add(a: i32, b: i32, c: i32) -> i32 {\n    a + b + c\n}\n",
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &lib).unwrap_or_else(|| {
+        let log = std::fs::read_to_string(env.state.join("serve.log")).unwrap_or_default();
+        panic!("no feedback; {:?}\nservice log:\n{log}", diagnostics(&ws))
+    });
+    assert!(
+        text.starts_with("OpenFiles found no new problem in the files you edited, but your edits caused errors in files you did not edit:\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n- src/main.rs:2:13 error E0061 (rustc): this function takes 3 arguments but 2 arguments were supplied"),
+        "{text}"
+    );
+    wait_until("main.rs is written as affected", || {
+        diagnostics(&ws).is_some_and(|d| d.files.contains_key("src/main.rs"))
+    });
+    let d = diagnostics(&ws).unwrap();
+    assert_eq!(
+        d.files["src/main.rs"].affected_by,
+        vec!["src/lib.rs".to_string()]
+    );
+    assert_eq!(d.files["src/lib.rs"].errors, 0);
+    let b = d.baseline.unwrap();
+    assert_eq!(b.from, "head");
+
+    // The agent fixes the caller: no feedback, and the entry is an edited file now.
+    let main = ws.join("src/main.rs");
+    std::fs::write(
+        &main,
+        "fn main() {\n    let n = calc::add(1, 2, 3);\n    println!(\"{n}\");\n}\n",
+    )
+    .unwrap();
+    assert_eq!(hook(&env, &ws, &main), None);
+    wait_until("main.rs is written as edited", || {
+        diagnostics(&ws).is_some_and(|d| d.files["src/main.rs"].affected_by.is_empty())
+    });
+    let d = diagnostics(&ws).unwrap();
+    assert!(d.files["src/main.rs"].affected_by.is_empty());
+    assert_eq!(d.files["src/main.rs"].errors, 0);
+
+    signal(activator.id() as i32, libc::SIGTERM);
+    assert!(activator.wait().unwrap().success());
+}
+
+/// A committed TypeScript project: `a.ts` exports `add`, `b.ts` calls it, `c.ts` has an
+/// error of its own.
+fn ts_callers(ws: &Path) {
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(
+        ws.join("tsconfig.json"),
+        r#"{ "compilerOptions": { "strict": true, "noEmit": true, "target": "es2020", "module": "commonjs" }, "include": ["src"] }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("src/a.ts"),
+        "export function add(a: number, b: number): number {\n  return a + b;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("src/b.ts"),
+        "import { add } from \"./a\";\n\nexport const three = add(1, 2);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("src/c.ts"),
+        "export const legacy: number = \"not a number\";\n",
+    )
+    .unwrap();
+    commit_all(ws);
+}
+
+fn entry_keys(ws: &Path) -> Vec<String> {
+    diagnostics(ws)
+        .map(|d| d.files.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn tsc_names_the_broken_caller_never_an_old_error_and_a_revert_clears_it() {
+    let env = env_with(&["tsc"], "[hooks]\ntimeout_ms = 240000\n");
+    let ws = env.workspace("ts");
+    ts_callers(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let a = ws.join("src/a.ts");
+    let committed = std::fs::read_to_string(&a).unwrap();
+    std::fs::write(
+        &a,
+        "export function add(a: number, b: number, c: number): number {\n  return a + b + c;\n}\n",
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &a).unwrap_or_else(|| {
+        let log: String = svc
+            .log_text()
+            .lines()
+            .filter(|l| !l.contains("DEBUG glob") && !l.contains("fswatch"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        panic!(
+            "no feedback naming b.ts; {:?}\nlog:\n{log}",
+            diagnostics(&ws)
+        )
+    });
+    assert!(text.contains("\n- src/b.ts:3:"), "{text}");
+    assert!(
+        text.contains(" error 2554 (ts): Expected 3 arguments, but got 2."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("c.ts"),
+        "an old error is never blamed on the edit: {text}"
+    );
+    wait_until("b.ts is written as affected", || {
+        entry_keys(&ws).contains(&"src/b.ts".to_string())
+    });
+    assert!(!entry_keys(&ws).contains(&"src/c.ts".to_string()));
+
+    // Revert: the affected entry leaves.
+    std::fs::write(&a, committed).unwrap();
+    assert_eq!(hook(&env, &ws, &a), None);
+    wait_until("b.ts leaves diagnostics.json", || {
+        !entry_keys(&ws).contains(&"src/b.ts".to_string())
+    });
+    assert!(!entry_keys(&ws).contains(&"src/c.ts".to_string()));
+    svc.terminate();
+}
+
+/// A Python module with five unused imports, committed.
+fn legacy_python(ws: &Path) -> std::path::PathBuf {
+    let m = ws.join("legacy.py");
+    std::fs::write(
+        &m,
+        "import os\nimport sys\nimport json\nimport re\nimport math\n\n\ndef f():\n    return 1\n",
+    )
+    .unwrap();
+    // Pyflakes rules only (ruff's defaults may grow): the five unused imports are the problems.
+    std::fs::write(ws.join("ruff.toml"), "[lint]\nselect = [\"F\"]\n").unwrap();
+    commit_all(ws);
+    m
+}
+
+#[test]
+fn five_old_problems_and_one_new_name_only_the_new_one() {
+    let env = env_with(
+        &["plugin_lsp"],
+        "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
+    );
+    let ws = env.workspace("py");
+    let m = legacy_python(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    // One new unused import above the old ones: every old one moves a line down.
+    std::fs::write(
+        &m,
+        "import shutil\nimport os\nimport sys\nimport json\nimport re\nimport math\n\n\ndef f():\n    return 1\n",
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &m).expect("feedback naming the new import");
+    assert!(text.starts_with("OpenFiles found 1 "), "{text}");
+    assert!(text.contains("\n- legacy.py:1:8 "), "{text}");
+    assert!(text.contains("`shutil` imported but unused"), "{text}");
+    for old in ["os", "sys", "json", "re", "math"] {
+        assert!(
+            !text.contains(&format!("`{old}` imported")),
+            "{old} was already there: {text}"
+        );
+    }
+    assert!(
+        text.contains("- and 5 problems that were already there before your edits"),
+        "{text}"
+    );
+    wait_until("legacy.py is written", || {
+        diagnostics(&ws)
+            .is_some_and(|d| d.files.get("legacy.py").is_some_and(|e| e.checked_at != 0))
+    });
+    let d = diagnostics(&ws).unwrap();
+    let marks: Vec<Option<bool>> = d.files["legacy.py"]
+        .items
+        .iter()
+        .filter(|i| i.code.as_deref() == Some("F401"))
+        .map(|i| i.introduced)
+        .collect();
+    assert_eq!(
+        marks,
+        vec![
+            Some(true),
+            Some(false),
+            Some(false),
+            Some(false),
+            Some(false),
+            Some(false)
+        ]
+    );
+    svc.terminate();
+}
+
+#[test]
+fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
+    let env = env_with(
+        &["plugin_lsp"],
+        "[hooks]\ntimeout_ms = 120000\nfeedback_scope = \"all\"\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
+    );
+    let ws = env.workspace("py");
+    let m = legacy_python(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    std::fs::write(
+        &m,
+        format!("import shutil\n{}", std::fs::read_to_string(&m).unwrap()),
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &m).unwrap();
+    assert!(
+        text.starts_with("OpenFiles found 6 warnings in files you edited:\n"),
+        "{text}"
+    );
+    svc.terminate();
+
+    // No repository: nothing is classified, and the feedback says why.
+    let env = env_with(
+        &["plugin_lsp"],
+        "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
+    );
+    let ws = env.workspace("plain");
+    let m = ws.join("m.py");
+    std::fs::write(&m, "import os\n").unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let text = hook(&env, &ws, &m).unwrap();
+    assert!(text.contains("`os` imported but unused"), "{text}");
+    assert!(
+        text.contains("No baseline (not a git repository)"),
+        "{text}"
+    );
+    wait_until("the baseline is written", || {
+        diagnostics(&ws)
+            .and_then(|d| d.baseline)
+            .is_some_and(|b| b.from == "none")
+    });
+    svc.terminate();
+}

@@ -1,0 +1,331 @@
+//! The house rule (ARCHITECTURE.md, "Direction"): imports run one way. The service and the
+//! CLI at the top; then the clients and the service's own wiring; control, workspace and
+//! Claws; diagnostics, intake and the plugin host; leaves at the bottom; plugins know only
+//! the plugin API. This test reads every `crate::…`/`super::…` path in `src/` and the plugin
+//! crates (tests inside `#[cfg(test)] mod tests` excluded) and fails on an import that runs
+//! up, on a loop between rooms, and on a loop between sibling files of one folder.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Rooms of `src/` by rank: a room may import rooms of a higher rank, and rooms of its own
+/// rank only where [`SAME_RANK`] says so (or, for the leaves, without a loop).
+const RANKS: &[(&str, u8)] = &[
+    ("main", 0),
+    ("lib", 0),
+    ("cli", 0),
+    ("service", 1),
+    ("check", 1),
+    ("admin", 1),
+    ("setup", 1),
+    ("hook", 1),
+    ("logs", 1),
+    ("mcp", 1),
+    ("review", 1),
+    ("control", 2),
+    ("workspace", 2),
+    ("claws", 2),
+    ("diagnostics", 3),
+    ("intake", 3),
+    ("plugin_host", 3),
+    ("policy", 4),
+    ("config", 4),
+    ("spec", 4),
+    ("paths", 4),
+    ("fsutil", 4),
+    ("fswatch", 4),
+    ("child_env", 4),
+    ("memory", 4),
+];
+
+/// Allowed imports between rooms of one rank (besides the leaves).
+const SAME_RANK: &[(&str, &str)] = &[
+    // `doctor` and `service install` probe the hook installer's targets.
+    ("setup", "hook"),
+    // MCP and review are clients of the hook's feedback wording and the Claws client.
+    ("mcp", "hook"),
+    ("review", "hook"),
+    ("control", "workspace"),
+    ("control", "claws"),
+    ("workspace", "claws"),
+    ("intake", "diagnostics"),
+    ("plugin_host", "diagnostics"),
+];
+const LEAF_RANK: u8 = 4;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The file's code without comments and without its `#[cfg(test)] mod tests` (by
+/// convention the last item of a file).
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => &text[..],
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every identifier following `prefix` (`crate::x`, `super::x`, `use crate::{x, y}`).
+fn targets(code: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find(prefix) {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for part in group[..end].split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The room of a file under `src/`: its first path component (file stem for top files).
+fn room(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+fn rank(room: &str) -> u8 {
+    RANKS
+        .iter()
+        .find(|(r, _)| *r == room)
+        .map(|(_, k)| *k)
+        .unwrap_or_else(|| panic!("room `{room}` has no rank: add it to RANKS in tests/it/house.rs and to ARCHITECTURE.md"))
+}
+
+/// Strongly connected groups of more than one node.
+fn loops(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    // Small graphs: a node is in a loop with every node it reaches that reaches it back.
+    let reach = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(n) = todo.pop() {
+            for m in edges.get(&n).into_iter().flatten() {
+                if seen.insert(m.clone()) {
+                    todo.push(m.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut groups: BTreeSet<Vec<String>> = BTreeSet::new();
+    for n in edges.keys() {
+        let r = reach(n);
+        if !r.contains(n) {
+            continue;
+        }
+        let mut g: Vec<String> = r.into_iter().filter(|m| reach(m).contains(n)).collect();
+        g.sort();
+        if g.len() > 1 {
+            groups.insert(g);
+        }
+    }
+    groups.into_iter().collect()
+}
+
+#[test]
+fn imports_run_one_way_between_rooms() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let from = room(&src, f);
+        for to in targets(&code(f), "crate::") {
+            if to == from || !RANKS.iter().any(|(r, _)| *r == to) {
+                continue;
+            }
+            edges.entry(from.clone()).or_default().insert(to.clone());
+            let (a, b) = (rank(&from), rank(&to));
+            let ok = b > a
+                || (a == b
+                    && (a == LEAF_RANK || SAME_RANK.contains(&(from.as_str(), to.as_str()))));
+            if !ok {
+                wrong.push(format!(
+                    "{} imports crate::{to} ({from} is rank {a}, {to} rank {b})",
+                    f.strip_prefix(root()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports against the direction:\n{}",
+        wrong.join("\n")
+    );
+    let l = loops(&edges);
+    assert!(l.is_empty(), "import loops between rooms: {l:?}");
+}
+
+/// Sibling files of one folder (`mod.rs`/`lib.rs` excluded: a parent re-exports its
+/// children and children name their parent's types) must not import each other in a loop.
+fn sibling_loops(dir_root: &Path, crate_root: &Path, crate_prefix: &[String]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir_root, &mut files);
+    let mut by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+    for f in files {
+        by_dir
+            .entry(f.parent().unwrap().to_owned())
+            .or_default()
+            .push(f);
+    }
+    let mut found = Vec::new();
+    for (dir, files) in by_dir {
+        let stems: BTreeSet<String> = files
+            .iter()
+            .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+            .filter(|s| s != "mod" && s != "lib" && s != "main")
+            .collect();
+        // The module path of the folder, as `crate::a::b::` sees it.
+        let mut module: Vec<String> = crate_prefix.to_vec();
+        module.extend(
+            dir.strip_prefix(crate_root)
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+        );
+        let crate_path = format!(
+            "{}::",
+            ["crate".to_owned()]
+                .iter()
+                .chain(&module)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("::")
+        );
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for f in &files {
+            let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+            if !stems.contains(&stem) {
+                continue;
+            }
+            let c = code(f);
+            let mut to: BTreeSet<String> = targets(&c, "super::");
+            to.extend(targets(&c, &crate_path));
+            for t in to {
+                if t != stem && stems.contains(&t) {
+                    edges.entry(stem.clone()).or_default().insert(t);
+                }
+            }
+        }
+        for l in loops(&edges) {
+            found.push(format!(
+                "{}: {l:?}",
+                dir.strip_prefix(root()).unwrap().display()
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn sibling_files_do_not_import_each_other_in_a_loop() {
+    let mut found = sibling_loops(&root().join("src"), &root().join("src"), &[]);
+    for e in std::fs::read_dir(root().join("plugins")).unwrap() {
+        let src = e.unwrap().path().join("src");
+        if src.is_dir() {
+            found.extend(sibling_loops(&src, &src, &[]));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "loops between sibling files:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn plugins_know_only_the_plugin_api() {
+    for e in std::fs::read_dir(root().join("plugins")).unwrap() {
+        let dir = e.unwrap().path();
+        let manifest = dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let doc: toml::Table = text.parse().unwrap();
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            let Some(deps) = doc.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for (name, spec) in deps {
+                let path = spec.get("path").and_then(|p| p.as_str());
+                assert!(
+                    name != "openfiles" && path.is_none_or(|p| p.ends_with("api")),
+                    "{} depends on {name} ({section}): plugins know only openfiles-plugin-api",
+                    manifest.strip_prefix(root()).unwrap().display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_rule_catches_an_upward_import() {
+    // The scanner itself: an upward path and a grouped import are both seen.
+    let t = targets(
+        "use crate::{service, spec::X};\nfn f() { crate::control::x(); }",
+        "crate::",
+    );
+    assert_eq!(
+        t.into_iter().collect::<Vec<_>>(),
+        vec![
+            "control".to_owned(),
+            "service".to_owned(),
+            "spec".to_owned()
+        ]
+    );
+    assert!(rank("diagnostics") > rank("workspace"));
+    let mut e = BTreeMap::new();
+    e.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
+    e.insert("b".to_owned(), BTreeSet::from(["a".to_owned()]));
+    assert_eq!(loops(&e), vec![vec!["a".to_owned(), "b".to_owned()]]);
+}
