@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use openfiles::claws_client::Client;
-use openfiles_claws::ClawsServer;
 use openfiles::config::ClawsConfig;
+use openfiles_claws::ClawsServer;
 use serde_json::{json, Value};
 
 fn pct(mut v: Vec<f64>, p: f64) -> f64 {

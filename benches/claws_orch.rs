@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use openfiles::claws_client::hello_token;
-use openfiles_claws::ClawsServer;
 use openfiles::config::{ClawsAuthConfig, ClawsConfig};
+use openfiles_claws::ClawsServer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;

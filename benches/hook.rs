@@ -152,9 +152,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                 },
                             )
                         }
-                        _ => {
-                            openfiles_wire::control::error_reply(inc.id.as_ref(), "unexpected")
-                        }
+                        _ => openfiles_wire::control::error_reply(inc.id.as_ref(), "unexpected"),
                     };
                     reply.push(b'\n');
                     if writer.write_all(&reply).is_err() {

@@ -174,7 +174,8 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
             let Ok(bytes) = std::fs::read(&diag) else {
                 continue;
             };
-            let Ok(doc) = serde_json::from_slice::<openfiles_wire::spec::DiagnosticsFile>(&bytes) else {
+            let Ok(doc) = serde_json::from_slice::<openfiles_wire::spec::DiagnosticsFile>(&bytes)
+            else {
                 continue;
             };
             if doc

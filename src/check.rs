@@ -26,10 +26,10 @@ use codespan_reporting::term::{self, termcolor};
 use openfiles_plugin_api::Severity;
 
 use crate::control::client::Client;
-use openfiles_wire::control::{Check, Request, WaitReply};
 use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
 use crate::diagnostics::{Checker, Rejected};
 use crate::plugin_host::PluginManager;
+use openfiles_wire::control::{Check, Request, WaitReply};
 use openfiles_wire::spec::{self, FileEntry};
 
 /// When `check` exits with status 1.

@@ -121,7 +121,6 @@ fn timeout_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     Ok(v)
 }
 
-
 /// Noticing edits made without a hook.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -14,13 +14,13 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
+use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
+use crate::workspace::{RegistryHandle, Source};
 use openfiles_wire::control::{
     self, Check, Edited, EditedReply, HelloReply, PauseReply, Request, ReviewMark, ReviewMarked,
     StatusReply, Wait, WaitReply, WorkspacePaths, WorkspacesReply, MAX_LINE,
 };
-use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
 use openfiles_wire::spec;
-use crate::workspace::{RegistryHandle, Source};
 
 /// What the handlers need from the service.
 pub struct Context {

@@ -30,7 +30,6 @@ use std::path::{Path, PathBuf};
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
-
 pub use openfiles_wire::control::{Rejected, WorkspaceEntries};
 
 /// Identifies a diagnostic source (a plugin) for the lifetime of the service.

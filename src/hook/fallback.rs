@@ -201,8 +201,8 @@ pub fn wait(
         .map(|d| d.hook.timeout_ms)
         .unwrap_or(openfiles_wire::spec::DEFAULT_HOOK_TIMEOUT_MS);
     let end_ms = since.saturating_add(timeout_ms);
-    let deadline =
-        Instant::now() + Duration::from_millis(end_ms.saturating_sub(openfiles_wire::spec::now_ms()));
+    let deadline = Instant::now()
+        + Duration::from_millis(end_ms.saturating_sub(openfiles_wire::spec::now_ms()));
     let canonical: Vec<Option<PathBuf>> = paths.iter().map(|p| fs::canonicalize(p).ok()).collect();
     loop {
         if let Some(d) = &diag {

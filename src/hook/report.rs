@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use super::feedback::{Broken, FileView, Report};
-use openfiles_wire::spec::{BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Severity};
+use openfiles_wire::spec::{
+    BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Severity,
+};
 
 /// One workspace's entries, as a `wait` reply or `diagnostics.json` holds them.
 #[derive(Debug, Clone, Copy)]

@@ -18,9 +18,9 @@ use super::call::{Call, Fail};
 use super::link::control_as;
 use super::pretty;
 use super::server::Ctx;
-use openfiles_wire::control::{Check, Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
 use crate::hook::feedback::{self, item_line};
 use crate::hook::report::{display_path, Entries};
+use openfiles_wire::control::{Check, Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
 
 /// How long a diagnostics call waits for fresh results unless told otherwise.
 const DEFAULT_WAIT_MS: u64 = 60_000;

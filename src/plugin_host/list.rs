@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use openfiles_wire::control::{PluginState, PluginStatus};
 use super::PluginManager;
+use openfiles_wire::control::{PluginState, PluginStatus};
 
 /// Run the command; exit status 0 (problems are reported, not failures).
 pub fn run(config: Option<&Path>, json: bool) -> anyhow::Result<u8> {

@@ -22,9 +22,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::discover;
-use openfiles_wire::control::{PluginState, PluginStatus};
 use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
 use super::{PluginError, PluginId};
+use openfiles_wire::control::{PluginState, PluginStatus};
 
 /// Deadline of a check whose request says `timeout_ms: 0`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

@@ -27,8 +27,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{FromHost, ToHost};
-use openfiles_wire::control::{PluginState, PluginStatus};
 use super::PluginError;
+use openfiles_wire::control::{PluginState, PluginStatus};
 
 /// How long a child may take to load its library and say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(20);

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::control::client::Client;
-use openfiles_wire::control::{PathArg, PauseReply, Request, WorkspaceReview};
 use model::Model;
+use openfiles_wire::control::{PathArg, PauseReply, Request, WorkspaceReview};
 
 /// `openfiles review` options.
 #[derive(Debug, Clone, Default)]

@@ -15,9 +15,9 @@ use super::WorkspaceStatus;
 use crate::config::Config;
 use crate::diagnostics::pipeline::{Pipeline, PipelineHandle};
 use crate::diagnostics::Checker;
-use openfiles_os::fsutil;
 use crate::intake::{queue as queue_intake, watch};
 use crate::policy::Policy;
+use openfiles_os::fsutil;
 use openfiles_wire::spec;
 
 /// What every instance shares with the service.

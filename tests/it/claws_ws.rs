@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use common::claws::TestServer;
 use futures_util::{SinkExt, StreamExt};
-use openfiles_claws::ClawsServer;
 use openfiles::config::{ClawsConfig, ClawsWebSocketConfig};
+use openfiles_claws::ClawsServer;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 

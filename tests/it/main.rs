@@ -3,7 +3,6 @@
 //! (`cargo test -p CRATE --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
-mod common;
 mod baseline;
 mod claws_bus;
 mod claws_capture;
@@ -14,6 +13,7 @@ mod claws_orch;
 mod claws_service;
 mod claws_terminals;
 mod claws_ws;
+mod common;
 mod hook_contrib;
 mod hook_fallback;
 mod hook_install;

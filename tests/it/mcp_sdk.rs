@@ -3,7 +3,6 @@
 //! workers, bus events, bad arguments, cancellation, fresh diagnostics from real
 //! `cargo check`), and the JSON-RPC edge cases spoken raw over stdio.
 
-
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -8,10 +8,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use openfiles_wire::control;
 use openfiles::diagnostics::writer::Cursor;
 use openfiles::hook::payload;
 use openfiles::intake::queue::Reader;
+use openfiles_wire::control;
 
 /// The tracked inputs of one target's corpus (`seed-*`, `regress-*`).
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {

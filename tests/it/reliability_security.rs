@@ -321,9 +321,11 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
     // The first connection starts the service; its plugin host reports a pid.
     let mut host = None;
     wait_until("a plugin host runs", || {
-        host = env.status().plugins.iter().find_map(|p| {
-            p.pid.map(u64::from).filter(|&pid| pid > 0)
-        });
+        host = env
+            .status()
+            .plugins
+            .iter()
+            .find_map(|p| p.pid.map(u64::from).filter(|&pid| pid > 0));
         host.is_some()
     });
     notify.expect("READY=1");

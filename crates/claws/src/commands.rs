@@ -13,11 +13,11 @@ use serde_json::{json, Map, Value};
 
 use super::bus::Replay;
 use super::orch;
-use openfiles_wire::claws::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
-use openfiles_wire::claws::request::{self, Command, Target};
 use super::terminal::{CreateOpts, ExecOutcome, Terminal};
 use super::Connection;
 use super::{iso_now, now_ms, ServerState};
+use openfiles_wire::claws::request::{self, CloseOrigin, Command, Target};
+use openfiles_wire::claws::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
 
 /// `readLog`'s cap on one page.
 pub const READ_LIMIT: u64 = 512 << 10;
@@ -64,7 +64,7 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
         Command::Exec(c) => exec(shared, c).await.into(),
         Command::ReadLog(c) => read_log(shared, c).into(),
         Command::Poll(c) => poll(shared, c).into(),
-        Command::Close(t) => close(shared, &t).into(),
+        Command::Close(c) => close(shared, &c).into(),
         Command::Resize(c) => resize(shared, c).into(),
         Command::Introspect => Ok(introspect(shared)).into(),
         Command::Hello(c) => Answer {
@@ -72,6 +72,7 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
             body: orch::hello(shared, conn, c),
             replay: None,
         },
+        Command::Peers => Ok(peers(shared)).into(),
         Command::Subscribe(c) => match shared.bus.subscribe(conn, c) {
             Ok((b, replay)) => Answer {
                 protocol: PROTOCOL,
@@ -293,12 +294,14 @@ fn poll(shared: &ServerState, req: request::Poll) -> Body {
     })))
 }
 
-fn close(shared: &Arc<ServerState>, target: &Target) -> Body {
-    let id = target
+fn close(shared: &Arc<ServerState>, req: &request::Close) -> Body {
+    let id = req
+        .target
         .0
         .as_deref()
         .and_then(|s| s.trim().parse::<u64>().ok());
-    let closed = id.is_some_and(|id| shared.close_terminal(id, "client"));
+    let origin = req.close_origin.unwrap_or(CloseOrigin::Client);
+    let closed = id.is_some_and(|id| shared.close_terminal(id, origin));
     Ok(body(json!({"alreadyClosed": !closed})))
 }
 
@@ -312,6 +315,21 @@ fn resize(shared: &ServerState, req: request::Resize) -> Body {
 /// A terminal dimension: the default when absent, clamped to 1..=1000.
 fn dimension(v: Option<u64>, default: u16) -> u16 {
     v.map_or(default, |v| v.clamp(1, 1000) as u16)
+}
+
+/// `peers`: who said `hello` on this server (claws/2).
+fn peers(shared: &ServerState) -> Map<String, Value> {
+    let peers: Vec<Value> = shared
+        .bus
+        .peers()
+        .into_iter()
+        .map(|p| {
+            json!({"peerId": p.peer_id, "role": p.role, "peerName": p.name,
+                   "terminalId": p.terminal_id, "capabilities": p.capabilities,
+                   "waveId": p.wave_id, "subWorkerRole": p.sub_worker_role})
+        })
+        .collect();
+    body(json!({ "peers": peers }))
 }
 
 fn introspect(shared: &ServerState) -> Map<String, Value> {

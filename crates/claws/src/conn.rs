@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::bus::Outbox;
 use super::commands::dispatch;
-use openfiles_wire::claws::{self as proto, Request, MAX_LINE};
 use super::{ClawsError, Connection, Lazy, ServerState};
+use openfiles_wire::claws::{self as proto, Request, MAX_LINE};
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 

@@ -58,5 +58,4 @@ mod tests {
         assert!(!d.check(Some("claws-mcp"), "0.4.0"));
         assert!(!d.check(Some("other"), "0.1.0"));
     }
-
 }

@@ -21,13 +21,13 @@
 //! and ends every connection; `stop` then hangs up the terminals and removes the socket file.
 
 pub mod bus;
-pub mod config;
 mod commands;
+pub mod config;
 mod conn;
+mod drift;
 mod exec;
 mod history;
 mod orch;
-mod drift;
 mod pty;
 mod ring;
 mod shell;
@@ -47,6 +47,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ClawsConfig;
+use openfiles_wire::claws::request::CloseOrigin;
 use terminal::{Terminal, CLOSE_GRACE};
 
 pub use openfiles_wire::claws::{COMPATIBLE_EXTENSION_VERSION, MAX_LINE, PROTOCOL, PROTOCOL_2};
@@ -204,7 +205,7 @@ impl ServerState {
 
     /// Close a terminal (as `close` does): announce, mark its lifecycle worker closed, hang
     /// it up in the background. False when no such terminal is open.
-    fn close_terminal(self: &Arc<Self>, id: u64, origin: &str) -> bool {
+    fn close_terminal(self: &Arc<Self>, id: u64, origin: CloseOrigin) -> bool {
         let Some(t) = self.remove_terminal(id) else {
             return false;
         };
@@ -213,12 +214,12 @@ impl ServerState {
         true
     }
 
-    fn announce_closed(&self, t: &Terminal, origin: &str) {
+    fn announce_closed(&self, t: &Terminal, origin: CloseOrigin) {
         self.orch.lifecycle.mark(self, &t.id.to_string(), "closed");
         let id = t.id.to_string();
         self.bus.publish_server(
             "system.terminal.closed",
-            json!({"terminal_id": id, "close_origin": origin, "closed_at": now_ms()}),
+            json!({"terminal_id": id, "close_origin": origin.as_str(), "closed_at": now_ms()}),
         );
         self.bus.publish_server(
             "system.worker.terminated",
@@ -409,7 +410,7 @@ impl ClawsServer {
         shared.registry.count_terminals(0, terms.len());
         let mut hangups = Vec::new();
         for t in terms {
-            shared.announce_closed(&t, "shutdown");
+            shared.announce_closed(&t, CloseOrigin::Shutdown);
             hangups.push(tokio::spawn(async move { t.hang_up(CLOSE_GRACE).await }));
         }
         for h in hangups {

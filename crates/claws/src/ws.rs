@@ -18,9 +18,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-use openfiles_wire::claws::MAX_LINE;
 use super::{conn, Lazy};
 use crate::config::ClawsConfig;
+use openfiles_wire::claws::MAX_LINE;
 
 /// Why the WebSocket listener did not start.
 #[derive(Debug, thiserror::Error)]

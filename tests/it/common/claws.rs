@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use openfiles_claws::ClawsServer;
 use openfiles::config::ClawsConfig;
+use openfiles_claws::ClawsServer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;

@@ -30,9 +30,9 @@ use tokio::sync::mpsc;
 
 use self::log::{Cursor, EventLog};
 use super::now_ms;
-use openfiles_wire::claws::{body, PROTOCOL_2};
-use openfiles_wire::claws::request;
 use super::Connection;
+use openfiles_wire::claws::request;
+use openfiles_wire::claws::{body, PROTOCOL_2};
 
 type Body = Result<Map<String, Value>, String>;
 
@@ -287,6 +287,14 @@ impl Bus {
         if let Some(log) = self.lock().log.as_mut() {
             log.retain(age);
         }
+    }
+
+    /// Every peer that said `hello`, in the order they did.
+    pub fn peers(&self) -> Vec<PeerInfo> {
+        let st = self.lock();
+        let mut peers: Vec<(&u64, &Peer)> = st.peers.iter().collect();
+        peers.sort_by_key(|(conn, _)| **conn);
+        peers.into_iter().map(|(_, p)| p.info.clone()).collect()
     }
 
     pub fn peer_count(&self) -> usize {

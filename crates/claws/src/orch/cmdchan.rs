@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::{obj, require_role, Body};
-use openfiles_wire::claws::request::{Broadcast, CmdAck, DeliverCmd};
 use crate::{Connection, ServerState};
+use openfiles_wire::claws::request::{Broadcast, CmdAck, DeliverCmd};
 
 /// Idempotency keys remembered (oldest forgotten first).
 pub const KEYS_KEPT: usize = 65_536;

@@ -19,11 +19,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{obj, refuse, Body};
-use openfiles_wire::claws::request::{
-    LifecycleAdvance, LifecyclePlan, LifecycleReflect, MarkWorkerStatus, RegisterMonitor,
-    RegisterSpawn,
-};
 use crate::{iso_now, now_ms, ServerState};
+use openfiles_wire::claws::request::{
+    CloseOrigin, LifecycleAdvance, LifecyclePlan, LifecycleReflect, MarkWorkerStatus,
+    RegisterMonitor, RegisterSpawn,
+};
 
 const DEFAULT_IDLE_MS: u64 = 600_000;
 const DEFAULT_MAX_MS: u64 = 14_400_000;
@@ -191,11 +191,11 @@ struct Ttl {
 }
 
 /// Why a worker expired, if it did: past its hard ceiling, or idle past its window.
-fn expired(t: &Ttl, now: u64, idle_ms: u64, max_ms: u64) -> Option<&'static str> {
+fn expired(t: &Ttl, now: u64, idle_ms: u64, max_ms: u64) -> Option<CloseOrigin> {
     if now.saturating_sub(t.spawned_ms) > max_ms {
-        Some("ttl_max")
+        Some(CloseOrigin::TtlMax)
     } else if now.saturating_sub(t.active_ms) > idle_ms {
-        Some("idle_timeout")
+        Some(CloseOrigin::IdleTimeout)
     } else {
         None
     }
@@ -325,7 +325,7 @@ impl Lifecycle {
             }
         }
         for (id, reason) in due {
-            tracing::info!(terminal = %id, reason, "lifecycle worker expired; closing");
+            tracing::info!(terminal = %id, reason = reason.as_str(), "lifecycle worker expired; closing");
             if let Ok(n) = id.parse::<u64>() {
                 shared.close_terminal(n, reason);
             }
@@ -626,7 +626,7 @@ mod tests {
         assert_eq!(expired(&t, 500_000, DEFAULT_IDLE_MS, DEFAULT_MAX_MS), None);
         assert_eq!(
             expired(&t, 700_000, DEFAULT_IDLE_MS, DEFAULT_MAX_MS),
-            Some("idle_timeout")
+            Some(CloseOrigin::IdleTimeout)
         );
         let busy = Ttl {
             active_ms: 14_400_000,
@@ -634,7 +634,7 @@ mod tests {
         };
         assert_eq!(
             expired(&busy, 14_400_001, DEFAULT_IDLE_MS, DEFAULT_MAX_MS),
-            Some("ttl_max")
+            Some(CloseOrigin::TtlMax)
         );
     }
 

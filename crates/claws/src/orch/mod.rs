@@ -28,10 +28,10 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::bus::PeerInfo;
-use openfiles_wire::claws::PROTOCOL_2;
-use openfiles_wire::claws::request::{Hello, Publish};
 use super::{iso_now, now_ms, uuid, Connection, ServerState};
 use crate::config::ClawsConfig;
+use openfiles_wire::claws::request::{Hello, Publish};
+use openfiles_wire::claws::PROTOCOL_2;
 
 pub type Body = Result<Map<String, Value>, String>;
 

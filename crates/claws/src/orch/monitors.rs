@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::{obj, Body};
-use openfiles_wire::claws::request::Correlation;
 use crate::ServerState;
+use openfiles_wire::claws::request::Correlation;
 
 pub const MAX_INTENTS: usize = 10_000;
 

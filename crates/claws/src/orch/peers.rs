@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::config::ClawsAuthConfig;
 use openfiles_wire::claws::auth::{hello_message, hex, hmac_sha256};
 use openfiles_wire::claws::request::Hello;
-use crate::config::ClawsAuthConfig;
 
 /// Token age past which a `hello` is refused.
 pub const MAX_TOKEN_AGE_MS: u64 = 5 * 60 * 1000;

@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{obj, require_role, Body};
-use openfiles_wire::claws::request::{PipelineClose, PipelineCreate};
 use crate::{iso_now, Connection, ServerState};
+use openfiles_wire::claws::request::{PipelineClose, PipelineCreate};
 
 pub const MAX_PIPELINES: usize = 1000;
 

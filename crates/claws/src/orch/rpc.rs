@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use super::{obj, refusal, require_role, Body};
-use openfiles_wire::claws::request::RpcCall;
 use crate::{uuid, Connection, ServerState};
+use openfiles_wire::claws::request::RpcCall;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 5000;
 

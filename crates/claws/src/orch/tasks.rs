@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{obj, require_role, Body};
-use openfiles_wire::claws::request::{TaskAssign, TaskCancel, TaskComplete, TaskList, TaskUpdate};
 use crate::{now_ms, Connection, ServerState};
+use openfiles_wire::claws::request::{TaskAssign, TaskCancel, TaskComplete, TaskList, TaskUpdate};
 
 pub const MAX_TASKS: usize = 10_000;
 

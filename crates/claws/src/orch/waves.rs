@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{obj, Body};
-use openfiles_wire::claws::request::{WaveComplete, WaveCreate, WaveRef};
 use crate::{iso_now, now_ms, Connection, ServerState};
+use openfiles_wire::claws::request::{CloseOrigin, WaveComplete, WaveCreate, WaveRef};
 
 pub const VIOLATION_MS: u64 = 25_000;
 /// Waves kept (the oldest complete ones forgotten first).
@@ -147,7 +147,7 @@ impl Waves {
         for (topic, payload, term) in self.due() {
             shared.bus.publish_server(&topic, payload);
             if let Some(id) = term.and_then(|t| t.parse::<u64>().ok()) {
-                shared.close_terminal(id, "wave_violation");
+                shared.close_terminal(id, CloseOrigin::WaveViolation);
             }
         }
     }
@@ -294,7 +294,7 @@ pub fn complete(shared: &Arc<ServerState>, conn: &Connection, req: WaveComplete)
     for t in &terminals {
         let done = t
             .parse::<u64>()
-            .is_ok_and(|n| shared.close_terminal(n, "orchestrator"));
+            .is_ok_and(|n| shared.close_terminal(n, CloseOrigin::Orchestrator));
         if done {
             closed.push(t.clone())
         } else {

@@ -33,7 +33,13 @@ pub fn hello_message(peer_name: &str, role: &str, nonce: &str, timestamp: u64) -
 
 /// The `token` of a `hello` from `peer_name` in `role`, with `nonce` (single use) and
 /// `timestamp` (the client's clock, ms since the epoch).
-pub fn hello_token(secret: &str, peer_name: &str, role: &str, nonce: &str, timestamp: u64) -> String {
+pub fn hello_token(
+    secret: &str,
+    peer_name: &str,
+    role: &str,
+    nonce: &str,
+    timestamp: u64,
+) -> String {
     let msg = hello_message(peer_name, role, nonce, timestamp);
     hex(&hmac_sha256(secret.trim().as_bytes(), msg.as_bytes()))
 }

@@ -139,9 +139,9 @@ pub struct WorkspaceStatus {
 
 pub mod client;
 
-pub use client::{Client, ClientError};
 /// Longest accepted request line, in bytes (without the newline).
 pub use crate::line::MAX_LINE;
+pub use client::{Client, ClientError};
 
 /// Protocol name and major version; both sides refuse anything else.
 pub const PROTOCOL: &str = "openfiles/1";

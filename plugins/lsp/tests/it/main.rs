@@ -3,7 +3,6 @@
 //! (`cargo test -p CRATE --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
-mod support;
 mod abi;
 mod bash;
 mod clangd;
@@ -15,5 +14,6 @@ mod monorepo;
 mod pyright;
 mod ruff;
 mod rust_analyzer;
+mod support;
 mod tsgo;
 mod typescript;

@@ -6,19 +6,21 @@
 //! fields are ignored. Only the command name can fail: `unknown cmd: <name>` (a non-string
 //! `cmd` is named by its JSON). Handlers validate the values that have rules of their own
 //! (`env` must be an object of strings, a cursor must parse) with the errors the notes fix.
-//! [`Command::parse`] is the one exhaustive mapping from names to types; the dispatch in
-//! `commands.rs` is the one exhaustive `match` over [`Command`].
+//! [`Command::parse`] is the one exhaustive mapping from names to types ([`Command::name`] the
+//! way back, and a test holds the two equal); the server's dispatch is the one exhaustive
+//! `match` over [`Command`]. Clients build the same structs and send [`Command::to_value`], so
+//! a field the server would not read cannot be sent.
 
 mod orch;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::Request;
 pub use orch::*;
 
 /// A decoded request.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Ping,
     List,
@@ -28,10 +30,12 @@ pub enum Command {
     Exec(Exec),
     ReadLog(ReadLog),
     Poll(Poll),
-    Close(Target),
+    Close(Close),
     Resize(Resize),
     Introspect,
     Hello(Hello),
+    /// claws/2: the peers that said `hello` on this server.
+    Peers,
     Subscribe(Subscribe),
     Unsubscribe(Unsubscribe),
     Publish(Publish),
@@ -89,13 +93,17 @@ impl Command {
                 ..decode(req)
             }),
             "poll" => Command::Poll(decode(req)),
-            "close" => Command::Close(Target::of(req)),
+            "close" => Command::Close(Close {
+                target: Target::of(req),
+                ..decode(req)
+            }),
             "resize" => Command::Resize(Resize {
                 target: Target::of(req),
                 ..decode(req)
             }),
             "introspect" => Command::Introspect,
             "hello" => Command::Hello(decode(req)),
+            "peers" => Command::Peers,
             "subscribe" => Command::Subscribe(decode(req)),
             "unsubscribe" => Command::Unsubscribe(decode(req)),
             "publish" => Command::Publish(decode(req)),
@@ -130,6 +138,137 @@ impl Command {
     }
 }
 
+impl Command {
+    /// The `cmd` this request is sent as.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Ping => "ping",
+            Command::List => "list",
+            Command::Create(_) => "create",
+            Command::Show(_) => "show",
+            Command::Send(_) => "send",
+            Command::Exec(_) => "exec",
+            Command::ReadLog(_) => "readLog",
+            Command::Poll(_) => "poll",
+            Command::Close(_) => "close",
+            Command::Resize(_) => "resize",
+            Command::Introspect => "introspect",
+            Command::Hello(_) => "hello",
+            Command::Peers => "peers",
+            Command::Subscribe(_) => "subscribe",
+            Command::Unsubscribe(_) => "unsubscribe",
+            Command::Publish(_) => "publish",
+            Command::Broadcast(_) => "broadcast",
+            Command::DeliverCmd(_) => "deliver-cmd",
+            Command::CmdAck(_) => "cmd.ack",
+            Command::TaskAssign(_) => "task.assign",
+            Command::TaskUpdate(_) => "task.update",
+            Command::TaskComplete(_) => "task.complete",
+            Command::TaskCancel(_) => "task.cancel",
+            Command::TaskList(_) => "task.list",
+            Command::LifecyclePlan(_) => "lifecycle.plan",
+            Command::LifecycleAdvance(_) => "lifecycle.advance",
+            Command::LifecycleSnapshot => "lifecycle.snapshot",
+            Command::LifecycleReflect(_) => "lifecycle.reflect",
+            Command::LifecycleRegisterSpawn(_) => "lifecycle.register-spawn",
+            Command::LifecycleRegisterMonitor(_) => "lifecycle.register-monitor",
+            Command::LifecycleMarkWorkerStatus(_) => "lifecycle.mark-worker-status",
+            Command::MonitorsRegisterIntent(_) => "monitors.register-intent",
+            Command::MonitorsIsCorrArmed(_) => "monitors.is-corr-armed",
+            Command::WaveCreate(_) => "wave.create",
+            Command::WaveStatus(_) => "wave.status",
+            Command::WaveComplete(_) => "wave.complete",
+            Command::PipelineCreate(_) => "pipeline.create",
+            Command::PipelineList => "pipeline.list",
+            Command::PipelineClose(_) => "pipeline.close",
+            Command::RpcCall(_) => "rpc.call",
+            Command::SchemaList => "schema.list",
+            Command::SchemaGet(_) => "schema.get",
+        }
+    }
+
+    /// Whether this is a claws/2 (bus) command: sent with `protocol: "claws/2"`.
+    pub fn is_bus(&self) -> bool {
+        !matches!(
+            self,
+            Command::Ping
+                | Command::List
+                | Command::Create(_)
+                | Command::Show(_)
+                | Command::Send(_)
+                | Command::Exec(_)
+                | Command::ReadLog(_)
+                | Command::Poll(_)
+                | Command::Close(_)
+                | Command::Resize(_)
+                | Command::Introspect
+        ) && !self.name().starts_with("lifecycle.")
+    }
+
+    /// The request object a client sends (without `id` unless the command names a terminal,
+    /// whose id then travels as `id`, the way claws/1 clients send it).
+    pub fn to_value(&self) -> Value {
+        fn obj<T: Serialize>(t: &T) -> serde_json::Map<String, Value> {
+            match serde_json::to_value(t) {
+                Ok(Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            }
+        }
+        let (mut m, target) = match self {
+            Command::Ping
+            | Command::List
+            | Command::Introspect
+            | Command::Peers
+            | Command::LifecycleSnapshot
+            | Command::PipelineList
+            | Command::SchemaList => (serde_json::Map::new(), None),
+            Command::Create(c) => (obj(c), None),
+            Command::Show(t) => (serde_json::Map::new(), Some(t)),
+            Command::Send(c) => (obj(c), Some(&c.target)),
+            Command::Exec(c) => (obj(c), Some(&c.target)),
+            Command::ReadLog(c) => (obj(c), Some(&c.target)),
+            Command::Poll(c) => (obj(c), None),
+            Command::Close(c) => (obj(c), Some(&c.target)),
+            Command::Resize(c) => (obj(c), Some(&c.target)),
+            Command::Hello(c) => (obj(c), None),
+            Command::Subscribe(c) => (obj(c), None),
+            Command::Unsubscribe(c) => (obj(c), None),
+            Command::Publish(c) => (obj(c), None),
+            Command::Broadcast(c) => (obj(c), None),
+            Command::DeliverCmd(c) => (obj(c), None),
+            Command::CmdAck(c) => (obj(c), None),
+            Command::TaskAssign(c) => (obj(c), None),
+            Command::TaskUpdate(c) => (obj(c), None),
+            Command::TaskComplete(c) => (obj(c), None),
+            Command::TaskCancel(c) => (obj(c), None),
+            Command::TaskList(c) => (obj(c), None),
+            Command::LifecyclePlan(c) => (obj(c), None),
+            Command::LifecycleAdvance(c) => (obj(c), None),
+            Command::LifecycleReflect(c) => (obj(c), None),
+            Command::LifecycleRegisterSpawn(c) => (obj(c), None),
+            Command::LifecycleRegisterMonitor(c) => (obj(c), None),
+            Command::LifecycleMarkWorkerStatus(c) => (obj(c), None),
+            Command::MonitorsRegisterIntent(c) => (obj(c), None),
+            Command::MonitorsIsCorrArmed(c) => (obj(c), None),
+            Command::WaveCreate(c) => (obj(c), None),
+            Command::WaveStatus(c) => (obj(c), None),
+            Command::WaveComplete(c) => (obj(c), None),
+            Command::PipelineCreate(c) => (obj(c), None),
+            Command::PipelineClose(c) => (obj(c), None),
+            Command::RpcCall(c) => (obj(c), None),
+            Command::SchemaGet(c) => (obj(c), None),
+        };
+        m.insert("cmd".into(), Value::from(self.name()));
+        if let Some(Target(Some(id))) = target {
+            m.insert("id".into(), Value::from(id.as_str()));
+        }
+        if self.is_bus() && !m.contains_key("protocol") {
+            m.insert("protocol".into(), Value::from(super::PROTOCOL_2));
+        }
+        Value::Object(m)
+    }
+}
+
 /// Decode the request object into `T`. Every field of every request type is lenient and
 /// defaulted, so this cannot fail; the fallback keeps it total all the same.
 fn decode<T: for<'de> Deserialize<'de> + Default>(req: &Request) -> T {
@@ -138,8 +277,71 @@ fn decode<T: for<'de> Deserialize<'de> + Default>(req: &Request) -> T {
 
 /// The terminal a request names: `terminalId`, else `id` (the extension accepted both), as
 /// the client spelled it (a string or a number).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Target(pub Option<String>);
+
+impl Target {
+    /// The terminal with this id.
+    pub fn id(id: impl Into<String>) -> Target {
+        Target(Some(id.into()))
+    }
+}
+
+/// Why a terminal was closed, as `system.terminal.closed` announces it (`close_origin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseOrigin {
+    /// A client's `close` that gave no origin.
+    Client,
+    /// The orchestrator closed it (a `close` on its behalf, `wave.complete`).
+    Orchestrator,
+    /// The worker printed its completion marker.
+    Marker,
+    /// The worker failed.
+    Error,
+    /// The worker did not finish in time.
+    Timeout,
+    /// A wave's rules were broken by the worker.
+    WaveViolation,
+    /// The lifecycle's maximum lifetime passed.
+    TtlMax,
+    /// The worker was idle past the lifecycle's limit.
+    IdleTimeout,
+    /// The server stopped.
+    Shutdown,
+}
+
+impl CloseOrigin {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseOrigin::Client => "client",
+            CloseOrigin::Orchestrator => "orchestrator",
+            CloseOrigin::Marker => "marker",
+            CloseOrigin::Error => "error",
+            CloseOrigin::Timeout => "timeout",
+            CloseOrigin::WaveViolation => "wave_violation",
+            CloseOrigin::TtlMax => "ttl_max",
+            CloseOrigin::IdleTimeout => "idle_timeout",
+            CloseOrigin::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// `close`: the terminal, and why (announced in `system.terminal.closed`; `client` when
+/// absent or not one of [`CloseOrigin`]'s spellings).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Close {
+    #[serde(skip)]
+    pub target: Target,
+    #[serde(deserialize_with = "origin", skip_serializing_if = "Option::is_none")]
+    pub close_origin: Option<CloseOrigin>,
+}
+
+fn origin<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CloseOrigin>, D::Error> {
+    Ok(serde_json::from_value(Value::deserialize(d)?).ok())
+}
 
 impl Target {
     fn of(req: &Request) -> Target {
@@ -152,152 +354,157 @@ impl Target {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Create {
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub wrapped: Option<bool>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub shell_path: Option<String>,
     /// Checked by the handler: an object of strings (numbers and booleans are written out).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub env: Option<Value>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub cols: Option<u64>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub opost: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Send {
     #[serde(skip)]
     pub target: Target,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub newline: Option<bool>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub paste: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Exec {
     #[serde(skip)]
     pub target: Target,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ReadLog {
     #[serde(skip)]
     pub target: Target,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub strip: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Poll {
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Resize {
     #[serde(skip)]
     pub target: Target,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub cols: Option<u64>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Hello {
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub peer_name: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub instance_nonce: Option<String>,
     /// Echoed as given in `system.peer.connected`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<Value>,
     /// Echoed as given in `system.peer.connected`; the peer's terminal (broadcast `inject`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub terminal_id: Option<Value>,
-    #[serde(deserialize_with = "strings")]
+    #[serde(deserialize_with = "strings", skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Vec<String>>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub wave_id: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub sub_worker_role: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub monitor_correlation_id: Option<String>,
     /// HMAC auth (`[claws.auth]`): hex token, single-use nonce, client clock in ms.
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
-    #[serde(deserialize_with = "number")]
+    #[serde(deserialize_with = "number", skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Subscribe {
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
     /// Checked by the bus: absent or null, else a cursor string.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub from_cursor: Option<Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Unsubscribe {
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub subscription_id: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Publish {
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub echo: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Broadcast {
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(deserialize_with = "string")]
+    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub target_role: Option<String>,
-    #[serde(deserialize_with = "boolean")]
+    #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub inject: Option<bool>,
 }
 
@@ -378,6 +585,174 @@ mod tests {
 
     fn parse(line: &str) -> Result<Command, String> {
         Command::parse(&Request::parse(line.as_bytes()).expect("json object"))
+    }
+
+    fn round_trip(c: &Command) -> Command {
+        let line = serde_json::to_vec(&c.to_value()).unwrap();
+        Command::parse(&Request::parse(&line).unwrap()).unwrap()
+    }
+
+    /// Every command a client can build is the one the server decodes: names and fields.
+    #[test]
+    fn every_command_survives_the_wire_both_ways() {
+        let all = vec![
+            Command::Ping,
+            Command::List,
+            Command::Create(Create {
+                name: Some("b".into()),
+                wrapped: Some(true),
+                ..Default::default()
+            }),
+            Command::Show(Target::id("3")),
+            Command::Send(Send {
+                target: Target::id("3"),
+                text: Some("ls".into()),
+                newline: Some(false),
+                ..Default::default()
+            }),
+            Command::Exec(Exec {
+                target: Target::id("3"),
+                command: Some("true".into()),
+                timeout_ms: Some(5),
+            }),
+            Command::ReadLog(ReadLog {
+                target: Target::id("3"),
+                strip: Some(true),
+                ..Default::default()
+            }),
+            Command::Poll(Poll {
+                since: Some(2),
+                limit: None,
+            }),
+            Command::Close(Close {
+                target: Target::id("3"),
+                close_origin: Some(CloseOrigin::Marker),
+            }),
+            Command::Resize(Resize {
+                target: Target::id("3"),
+                cols: Some(100),
+                rows: Some(30),
+            }),
+            Command::Introspect,
+            Command::Hello(Hello {
+                protocol: Some("claws/2".into()),
+                role: Some("worker".into()),
+                peer_name: Some("w".into()),
+                ..Default::default()
+            }),
+            Command::Peers,
+            Command::Subscribe(Subscribe {
+                topic: Some("a.**".into()),
+                from_cursor: None,
+            }),
+            Command::Unsubscribe(Unsubscribe {
+                subscription_id: Some("s1".into()),
+            }),
+            Command::Publish(Publish {
+                topic: Some("t".into()),
+                payload: Some(serde_json::json!({"x": 1})),
+                echo: None,
+            }),
+            Command::Broadcast(Broadcast {
+                text: Some("hi".into()),
+                ..Default::default()
+            }),
+            Command::DeliverCmd(DeliverCmd {
+                cmd_topic: Some("cmd.p.x".into()),
+                ..Default::default()
+            }),
+            Command::CmdAck(CmdAck {
+                seq: Some(1),
+                correlation_id: Some("c".into()),
+                ..Default::default()
+            }),
+            Command::TaskAssign(TaskAssign {
+                title: Some("t".into()),
+                ..Default::default()
+            }),
+            Command::TaskUpdate(TaskUpdate {
+                task_id: Some("t1".into()),
+                ..Default::default()
+            }),
+            Command::TaskComplete(TaskComplete {
+                task_id: Some("t1".into()),
+                ..Default::default()
+            }),
+            Command::TaskCancel(TaskCancel {
+                task_id: Some("t1".into()),
+                ..Default::default()
+            }),
+            Command::TaskList(TaskList::default()),
+            Command::LifecyclePlan(LifecyclePlan {
+                plan: Some("p".into()),
+                ..Default::default()
+            }),
+            Command::LifecycleAdvance(LifecycleAdvance {
+                to: Some("SPAWN".into()),
+                ..Default::default()
+            }),
+            Command::LifecycleSnapshot,
+            Command::LifecycleReflect(LifecycleReflect::default()),
+            Command::LifecycleRegisterSpawn(RegisterSpawn {
+                terminal_id: Some("7".into()),
+                ..Default::default()
+            }),
+            Command::LifecycleRegisterMonitor(RegisterMonitor::default()),
+            Command::LifecycleMarkWorkerStatus(MarkWorkerStatus {
+                terminal_id: Some("7".into()),
+                status: Some("closed".into()),
+            }),
+            Command::MonitorsRegisterIntent(Correlation::default()),
+            Command::MonitorsIsCorrArmed(Correlation::default()),
+            Command::WaveCreate(WaveCreate::default()),
+            Command::WaveStatus(WaveRef::default()),
+            Command::WaveComplete(WaveComplete::default()),
+            Command::PipelineCreate(PipelineCreate::default()),
+            Command::PipelineList,
+            Command::PipelineClose(PipelineClose::default()),
+            Command::RpcCall(RpcCall::default()),
+            Command::SchemaList,
+            Command::SchemaGet(SchemaGet::default()),
+        ];
+        for c in &all {
+            assert_eq!(&round_trip(c), c, "{}", c.name());
+        }
+    }
+
+    #[test]
+    fn close_carries_its_origin_and_an_unknown_origin_reads_as_absent() {
+        let Ok(Command::Close(c)) = parse(r#"{"cmd":"close","id":"4","close_origin":"timeout"}"#)
+        else {
+            panic!("not a close")
+        };
+        assert_eq!(
+            (c.target, c.close_origin),
+            (Target::id("4"), Some(CloseOrigin::Timeout))
+        );
+        let Ok(Command::Close(c)) = parse(r#"{"cmd":"close","id":4,"close_origin":"nonsense"}"#)
+        else {
+            panic!("not a close")
+        };
+        assert_eq!(c.close_origin, None);
+        assert_eq!(
+            serde_json::to_value(CloseOrigin::WaveViolation).unwrap(),
+            CloseOrigin::WaveViolation.as_str()
+        );
+    }
+
+    #[test]
+    fn bus_commands_say_claws_2_and_terminal_commands_do_not() {
+        assert_eq!(Command::Peers.to_value()["protocol"], "claws/2");
+        assert!(Command::List.to_value().get("protocol").is_none());
+        let send = Command::Send(Send {
+            target: Target::id("9"),
+            ..Default::default()
+        })
+        .to_value();
+        assert_eq!(
+            (send["cmd"].as_str(), send["id"].as_str()),
+            (Some("send"), Some("9"))
+        );
     }
 
     #[test]
