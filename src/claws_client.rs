@@ -8,15 +8,16 @@
 //! openfiles'. `subscribe` stays connected and prints push frames.
 //! The hidden `serve` runs one Claws server in the foreground (for development and tests).
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use openfiles_wire::claws::request::{self as rq, Command, Target};
 use openfiles_wire::claws::PROTOCOL_2;
+use openfiles_wire::line::{Conn, LineError};
 
 /// `claws exec`'s exit status when the command did not finish within the timeout (as
 /// `timeout(1)`).
@@ -113,39 +114,34 @@ pub enum ClawsCmd {
     Serve { dir: PathBuf },
 }
 
-/// One connection to a Claws socket.
+/// One connection to a Claws socket (the wire crate's line connection: answers capped, reads
+/// bounded by the deadline a command gives).
 pub struct Client {
-    writer: UnixStream,
-    reader: BufReader<UnixStream>,
+    conn: Conn,
 }
 
 impl Client {
     pub fn connect(path: &Path) -> anyhow::Result<Client> {
-        let s = UnixStream::connect(path)
-            .with_context(|| format!("cannot connect to {}", path.display()))?;
-        Ok(Client {
-            reader: BufReader::new(s.try_clone()?),
-            writer: s,
-        })
+        let conn =
+            Conn::connect(path).with_context(|| format!("cannot connect to {}", path.display()))?;
+        Ok(Client { conn })
     }
 
     /// The next line from the server (`None` at end of stream).
     pub fn next_line(&mut self) -> anyhow::Result<Option<Value>> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Ok(None);
+        match self.conn.recv(None, None) {
+            Ok(line) => Ok(Some(
+                serde_json::from_slice(&line).context("bad answer from the Claws socket")?,
+            )),
+            Err(LineError::Closed) => Ok(None),
+            Err(e) => Err(e).context("reading from the Claws socket"),
         }
-        Ok(Some(
-            serde_json::from_str(&line).context("bad answer from the Claws socket")?,
-        ))
     }
 
     /// Send `req` and return its answer (skipping push frames).
     pub fn call(&mut self, req: &Value) -> anyhow::Result<Value> {
-        let mut line = req.to_string();
-        line.push('\n');
         // A refusing server answers and hangs up at once: read its answer even if the write failed.
-        let wrote = self.writer.write_all(line.as_bytes());
+        let wrote = self.conn.send(req.to_string().as_bytes(), None);
         loop {
             match self.next_line()? {
                 None => {
@@ -157,6 +153,21 @@ impl Client {
             }
         }
     }
+
+    /// Send a typed request and return its answer.
+    pub fn request(&mut self, req: &Command) -> anyhow::Result<Value> {
+        self.call(&req.to_value())
+    }
+}
+
+/// The CLI's claws/2 `hello` in `role`.
+fn hello(role: &str) -> Command {
+    Command::Hello(rq::Hello {
+        protocol: Some(PROTOCOL_2.to_owned()),
+        role: Some(role.to_owned()),
+        peer_name: Some("openfiles-cli".to_owned()),
+        ..Default::default()
+    })
 }
 
 /// The socket to use.
@@ -180,8 +191,8 @@ pub fn socket_for(args: &ClawsArgs) -> anyhow::Result<PathBuf> {
     )
 }
 
-fn one(sock: &Path, req: Value) -> anyhow::Result<Value> {
-    let v = Client::connect(sock)?.call(&req)?;
+fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
+    let v = Client::connect(sock)?.request(&req)?;
     if v.get("ok") != Some(&Value::Bool(true)) {
         bail!(
             "{}",
@@ -208,7 +219,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
     };
     match args.cmd {
         ClawsCmd::List => {
-            let v = one(&sock, json!({"id": 1, "cmd": "list"}))?;
+            let v = one(&sock, Command::List)?;
             if args.json {
                 println!("{v}");
             } else {
@@ -223,8 +234,13 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
         } => {
             let v = one(
                 &sock,
-                json!({"id": 1, "cmd": "create", "name": name, "cwd": cwd,
-                                      "wrapped": wrapped, "shellPath": shell}),
+                Command::Create(rq::Create {
+                    name,
+                    cwd: cwd.map(|c| c.display().to_string()),
+                    wrapped: Some(wrapped),
+                    shell_path: shell.map(|s| s.display().to_string()),
+                    ..Default::default()
+                }),
             )?;
             println!("{}", v["id"].as_str().unwrap_or_default());
         }
@@ -236,8 +252,12 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
         } => {
             one(
                 &sock,
-                json!({"cmd": "send", "id": id, "text": text, "newline": !no_newline,
-                              "paste": paste}),
+                Command::Send(rq::Send {
+                    target: Target::id(id),
+                    text: Some(text),
+                    newline: Some(!no_newline),
+                    paste: Some(paste),
+                }),
             )?;
         }
         ClawsCmd::Exec {
@@ -245,8 +265,12 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             command,
             timeout_ms,
         } => {
-            let req = json!({"cmd": "exec", "id": id, "command": command, "timeoutMs": timeout_ms});
-            let answer = Client::connect(&sock).and_then(|mut c| c.call(&req));
+            let req = Command::Exec(rq::Exec {
+                target: Target::id(id),
+                command: Some(command),
+                timeout_ms,
+            });
+            let answer = Client::connect(&sock).and_then(|mut c| c.request(&req));
             return Ok(match answer {
                 Ok(v) if args.json => {
                     println!("{v}");
@@ -276,13 +300,23 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
         } => {
             let v = one(
                 &sock,
-                json!({"cmd": "readLog", "id": id, "offset": offset,
-                                      "limit": limit, "strip": !raw}),
+                Command::ReadLog(rq::ReadLog {
+                    target: Target::id(id),
+                    offset,
+                    limit,
+                    strip: Some(!raw),
+                }),
             )?;
             print!("{}", v["bytes"].as_str().unwrap_or_default());
         }
         ClawsCmd::Close { id } => {
-            let v = one(&sock, json!({"cmd": "close", "id": id}))?;
+            let v = one(
+                &sock,
+                Command::Close(rq::Close {
+                    target: Target::id(id.as_str()),
+                    close_origin: None,
+                }),
+            )?;
             if args.json {
                 println!("{v}");
             } else if v["alreadyClosed"] == Value::Bool(true) {
@@ -297,13 +331,14 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             count,
         } => {
             let mut c = Client::connect(&sock)?;
-            let h = c.call(&json!({"id": 1, "cmd": "hello", "protocol": PROTOCOL_2,
-                                   "role": "observer", "peerName": "openfiles-cli"}))?;
+            let h = c.request(&hello("observer"))?;
             if h["ok"] != Value::Bool(true) {
                 bail!("{}", h["error"]);
             }
-            let s = c.call(&json!({"id": 2, "cmd": "subscribe", "protocol": PROTOCOL_2,
-                                   "topic": topic, "fromCursor": from_cursor}))?;
+            let s = c.request(&Command::Subscribe(rq::Subscribe {
+                topic: Some(topic),
+                from_cursor: from_cursor.map(Value::from),
+            }))?;
             if s["ok"] != Value::Bool(true) {
                 bail!("{}", s["error"].as_str().unwrap_or("subscribe failed"));
             }
@@ -322,12 +357,12 @@ pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
             let payload: Value =
                 serde_json::from_str(&payload).context("the payload is not JSON")?;
             let mut c = Client::connect(&sock)?;
-            c.call(
-                &json!({"id": 1, "cmd": "hello", "protocol": PROTOCOL_2, "role": "worker",
-                           "peerName": "openfiles-cli"}),
-            )?;
-            let v = c.call(&json!({"id": 2, "cmd": "publish", "protocol": PROTOCOL_2,
-                                   "topic": topic, "payload": payload}))?;
+            c.request(&hello("worker"))?;
+            let v = c.request(&Command::Publish(rq::Publish {
+                topic: Some(topic),
+                payload: Some(payload),
+                echo: None,
+            }))?;
             println!("{v}");
             if v["ok"] != Value::Bool(true) {
                 return Ok(1);

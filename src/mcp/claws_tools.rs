@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use openfiles_wire::claws::request::{self as rq, Command, Target};
+use openfiles_wire::claws::Request;
+
 use super::agent::{agent_bin, DONE_MARKER};
 use super::call::{Call, Fail};
 use super::catalog::{Forward, ResultRule};
@@ -26,9 +29,63 @@ use super::{error_text, ok, pretty};
 const QUICK: Duration = Duration::from_secs(30);
 
 /// One claws/1 request on a fresh connection.
-pub fn one(ctx: &Ctx, call: &Call, req: Value, timeout: Duration) -> Result<Value, Fail> {
+pub fn one(ctx: &Ctx, call: &Call, req: Command, timeout: Duration) -> Result<Value, Fail> {
     let sock = ctx.claws(Some(call))?;
     link::claws_call(sock, &req, timeout, Some(call))
+}
+
+/// `send` of `text` to terminal `id`.
+pub fn send(id: &str, text: &str, newline: bool, paste: bool) -> Command {
+    Command::Send(rq::Send {
+        target: Target::id(id),
+        text: Some(text.to_owned()),
+        newline: Some(newline),
+        paste: Some(paste),
+    })
+}
+
+/// `readLog` of terminal `id`, stripped of escapes.
+pub fn read_log_req(id: &str, offset: Option<u64>, limit: Option<u64>) -> Command {
+    Command::ReadLog(rq::ReadLog {
+        target: Target::id(id),
+        offset,
+        limit,
+        strip: Some(true),
+    })
+}
+
+/// `lifecycle.register-spawn` of a new worker terminal.
+pub fn register_spawn(id: &str, correlation_id: &str, name: &str) -> Command {
+    Command::LifecycleRegisterSpawn(rq::RegisterSpawn {
+        terminal_id: Some(id.to_owned()),
+        correlation_id: Some(correlation_id.to_owned()),
+        name: Some(name.to_owned()),
+    })
+}
+
+/// `lifecycle.mark-worker-status` of a worker terminal.
+pub fn mark_worker_status(id: &str, status: &str) -> Command {
+    Command::LifecycleMarkWorkerStatus(rq::MarkWorkerStatus {
+        terminal_id: Some(id.to_owned()),
+        status: Some(status.to_owned()),
+    })
+}
+
+/// claws/2 `publish` of `payload` on `topic`.
+pub fn publish(topic: &str, payload: Value, echo: bool) -> Command {
+    Command::Publish(rq::Publish {
+        topic: Some(topic.to_owned()),
+        payload: Some(payload),
+        echo: Some(echo),
+    })
+}
+
+/// claws/2 `subscribe` to `topic`.
+pub fn subscribe(topic: &str) -> Command {
+    Command::Subscribe(rq::Subscribe {
+        topic: Some(topic.to_owned()),
+        from_cursor: None,
+    })
 }
 
 fn s<'a>(args: &'a Value, k: &str) -> Option<&'a str> {
@@ -53,8 +110,12 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
             ok(one(
                 ctx,
                 call,
-                json!({"cmd": "send", "id": s(args, "id"), "text": text,
-                       "newline": args.get("newline") != Some(&Value::Bool(false)), "paste": paste}),
+                send(
+                    s(args, "id").unwrap_or(""),
+                    text,
+                    args.get("newline") != Some(&Value::Bool(false)),
+                    paste,
+                ),
                 QUICK,
             )?)?;
             Ok("sent".into())
@@ -64,14 +125,22 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
         "claws_poll" => poll(ctx, call, args),
         "claws_close" => {
             let id = s(args, "id").unwrap_or("");
-            ok(one(ctx, call, json!({"cmd": "close", "id": id}), QUICK)?)?;
+            ok(one(
+                ctx,
+                call,
+                Command::Close(rq::Close {
+                    target: Target::id(id),
+                    close_origin: None,
+                }),
+                QUICK,
+            )?)?;
             if let Some(stop) = ctx.watchers.lock().ok().and_then(|mut w| w.remove(id)) {
                 stop.store(true, Ordering::Release);
             }
             Ok(format!("closed terminal {id}"))
         }
         "claws_ping" => {
-            let r = ok(one(ctx, call, json!({"cmd": "ping"}), QUICK)?)?;
+            let r = ok(one(ctx, call, Command::Ping, QUICK)?)?;
             Ok(pretty(&json!({"serverTime": r["serverTime"]})))
         }
         "claws_hello" => {
@@ -89,20 +158,19 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
         }
         "claws_subscribe" => {
             let bus = ctx.bus(Some(call))?;
-            let r = ok(bus.request(
-                json!({"cmd": "subscribe", "protocol": "claws/2", "topic": args["topic"]}),
-                QUICK,
-                Some(call),
-            )?)?;
+            let r =
+                ok(bus.request(subscribe(s(args, "topic").unwrap_or("")), QUICK, Some(call))?)?;
             Ok(pretty(&json!({"subscriptionId": r["subscriptionId"],
                               "resumeCursor": r.get("resumeCursor").cloned().unwrap_or(Value::Null)})))
         }
         "claws_publish" => {
             let bus = ctx.bus(Some(call))?;
             let r = ok(bus.request(
-                json!({"cmd": "publish", "protocol": "claws/2", "topic": args["topic"],
-                       "payload": args.get("payload").cloned().unwrap_or(json!({})),
-                       "echo": args.get("echo") == Some(&Value::Bool(true))}),
+                publish(
+                    s(args, "topic").unwrap_or(""),
+                    args.get("payload").cloned().unwrap_or(json!({})),
+                    args.get("echo") == Some(&Value::Bool(true)),
+                ),
                 QUICK,
                 Some(call),
             )?)?;
@@ -113,9 +181,11 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
         "claws_broadcast" => {
             let bus = ctx.bus(Some(call))?;
             let r = ok(bus.request(
-                json!({"cmd": "broadcast", "protocol": "claws/2", "text": args["text"],
-                       "targetRole": s(args, "targetRole").unwrap_or("worker"),
-                       "inject": args.get("inject") == Some(&Value::Bool(true))}),
+                Command::Broadcast(rq::Broadcast {
+                    text: s(args, "text").map(str::to_owned),
+                    target_role: Some(s(args, "targetRole").unwrap_or("worker").to_owned()),
+                    inject: Some(args.get("inject") == Some(&Value::Bool(true))),
+                }),
                 QUICK,
                 Some(call),
             )?)?;
@@ -125,19 +195,8 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
         }
         "claws_peers" => {
             let bus = ctx.bus(Some(call))?;
-            let mut r = bus.request(
-                json!({"cmd": "peers", "protocol": "claws/2"}),
-                QUICK,
-                Some(call),
-            )?;
-            if r.get("ok") != Some(&Value::Bool(true)) {
-                r = ok(one(ctx, call, json!({"cmd": "introspect"}), QUICK)?)?;
-            }
-            let peers = r
-                .get("peers")
-                .or_else(|| r.get("snapshot").and_then(|s| s.get("peers")))
-                .cloned()
-                .unwrap_or(json!([]));
+            let r = ok(bus.request(Command::Peers, QUICK, Some(call))?)?;
+            let peers = r.get("peers").cloned().unwrap_or(json!([]));
             Ok(pretty(&json!({ "peers": peers })))
         }
         "claws_drain_events" => drain(ctx, call, args),
@@ -152,7 +211,7 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
 }
 
 fn list(ctx: &Ctx, call: &Call) -> Result<String, Fail> {
-    let r = ok(one(ctx, call, json!({"cmd": "list"}), QUICK)?)?;
+    let r = ok(one(ctx, call, Command::List, QUICK)?)?;
     let terms = r["terminals"].as_array().cloned().unwrap_or_default();
     if terms.is_empty() {
         return Ok("[no terminals open]".into());
@@ -189,16 +248,16 @@ fn create(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
     let r = ok(one(
         ctx,
         call,
-        json!({"cmd": "create", "name": name, "cwd": cwd,
-               "wrapped": args.get("wrapped") != Some(&Value::Bool(false)), "show": true}),
+        Command::Create(rq::Create {
+            name: Some(name.to_owned()),
+            cwd: Some(cwd),
+            wrapped: Some(args.get("wrapped") != Some(&Value::Bool(false))),
+            ..Default::default()
+        }),
         QUICK,
     )?)?;
     let id = r["id"].as_str().unwrap_or_default().to_owned();
-    best_effort(
-        ctx,
-        call,
-        json!({"cmd": "lifecycle.register-spawn", "terminalId": id, "correlationId": corr, "name": name}),
-    );
+    best_effort(ctx, call, register_spawn(&id, &corr, name));
     let mut out = json!({
         "ok": true,
         "terminal_id": id,
@@ -215,7 +274,7 @@ fn create(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
 
 /// Send a request whose failure does not matter (e.g. lifecycle bookkeeping the server
 /// may not serve yet).
-pub fn best_effort(ctx: &Ctx, call: &Call, req: Value) {
+pub fn best_effort(ctx: &Ctx, call: &Call, req: Command) {
     let _ = one(ctx, call, req, Duration::from_secs(5));
 }
 
@@ -226,14 +285,18 @@ fn exec(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         .as_u64()
         .filter(|&t| t > 0)
         .unwrap_or(180_000);
-    let req = json!({"cmd": "exec", "id": id, "command": command, "timeoutMs": timeout_ms});
+    let req = Command::Exec(rq::Exec {
+        target: Target::id(id),
+        command: Some(command.to_owned()),
+        timeout_ms: Some(timeout_ms),
+    });
     let r = match one(ctx, call, req, Duration::from_millis(timeout_ms) + QUICK) {
         Err(Fail::Cancelled) => {
             // Interrupt what the cancelled call started, so the terminal is free again.
             let sock = ctx.claws(None)?;
             let _ = link::claws_call(
                 sock,
-                &json!({"cmd": "send", "id": id, "text": "\u{3}", "newline": false}),
+                &send(id, "\u{3}", false, false),
                 Duration::from_secs(5),
                 None,
             );
@@ -275,12 +338,7 @@ fn file_exec(
         out.display(),
         done.display()
     );
-    ok(one(
-        ctx,
-        call,
-        json!({"cmd": "send", "id": id, "text": wrapper, "newline": true}),
-        QUICK,
-    )?)?;
+    ok(one(ctx, call, send(id, &wrapper, true, false), QUICK)?)?;
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);
     while !done.exists() {
         if Instant::now() >= deadline {
@@ -306,12 +364,7 @@ fn file_exec(
 
 fn read_log(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
     let id = s(args, "id").unwrap_or("");
-    let r = ok(one(
-        ctx,
-        call,
-        json!({"cmd": "readLog", "id": id, "strip": true}),
-        QUICK,
-    )?)?;
+    let r = ok(one(ctx, call, read_log_req(id, None, None), QUICK)?)?;
     let text = r["bytes"].as_str().unwrap_or("");
     let all: Vec<&str> = text.split('\n').collect();
     let n = args["lines"].as_u64().filter(|&n| n > 0).unwrap_or(50) as usize;
@@ -330,7 +383,10 @@ fn poll(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
     let r = ok(one(
         ctx,
         call,
-        json!({"cmd": "poll", "since": since}),
+        Command::Poll(rq::Poll {
+            since: Some(since),
+            limit: None,
+        }),
         QUICK,
     )?)?;
     let cursor = r["cursor"].as_u64().unwrap_or(0);
@@ -369,8 +425,7 @@ fn drain(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
     let cursor = {
         let mut sub = bus.subscribed_all.lock().unwrap_or_else(|e| e.into_inner());
         if sub.is_none() {
-            let req = json!({"cmd": "subscribe", "protocol": "claws/2", "topic": "**"});
-            let r = bus.request(req, QUICK, Some(call))?;
+            let r = bus.request(subscribe("**"), QUICK, Some(call))?;
             if r.get("ok") == Some(&Value::Bool(true)) {
                 *sub = Some(r.get("resumeCursor").cloned().unwrap_or(Value::Null));
             }
@@ -418,8 +473,11 @@ fn done(ctx: &Ctx, call: &Call) -> Result<String, Fail> {
     };
     let bus = ctx.bus(Some(call))?;
     let r = bus.request(
-        json!({"cmd": "publish", "protocol": "claws/2", "topic": format!("worker.{id}.complete"),
-               "payload": {"status": "completed", "terminal_id": id, "marker": DONE_MARKER}}),
+        publish(
+            &format!("worker.{id}.complete"),
+            json!({"status": "completed", "terminal_id": id, "marker": DONE_MARKER}),
+            false,
+        ),
         QUICK,
         Some(call),
     )?;
@@ -474,7 +532,11 @@ pub fn forward(ctx: &Ctx, call: &Call, rule: &Forward, args: &Value) -> Result<S
     for (k, v) in &rule.defaults {
         req.entry(k.clone()).or_insert_with(|| v.clone());
     }
-    let req = Value::Object(req);
+    // Decoded as the server would: an unknown command is refused here, and only the fields
+    // the server reads are sent.
+    let req = Request::from_value(Value::Object(req))
+        .and_then(|r| Command::parse(&r).ok())
+        .ok_or_else(|| Fail::Tool(format!("ERROR: unknown Claws command `{}`", rule.cmd)))?;
     let resp = if rule.stateful {
         ctx.bus(Some(call))?.request(req, QUICK, Some(call))?
     } else {

@@ -13,12 +13,11 @@
 //!
 //! Every blocking read here polls a [`Call`]'s cancellation flag every 100 ms, so a
 //! cancelled tool call gives its thread back promptly, and reports progress each second it
-//! waits. That is why these are not the CLI's `control::client` / `claws::client` (whose
-//! reads block until the answer): the wire format is shared instead (`control::protocol`'s
-//! `encode_request` and `Reply`; the Claws envelope is plain JSON lines).
+//! waits: the wire crate's `Conn` and control `Client` take that check (`Keep`). Requests are
+//! the wire crate's typed commands, the same structs the service decodes.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,13 +26,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::call::{Call, Fail};
-use openfiles_wire::control::{encode_request, Reply, Request};
+use openfiles_wire::claws::request::{Command, Hello, Publish, Subscribe};
+use openfiles_wire::claws::PROTOCOL_2;
+use serde::Deserialize;
 
-/// How long one poll of a blocking read lasts before the cancellation flag is checked.
+use super::call::{Call, Fail};
+use openfiles_wire::control::{Client, ClientError, Reply, Request};
+use openfiles_wire::line::{Conn, LineError, MAX_ANSWER};
+
+/// How long one wait for a bus answer lasts before the cancellation flag is checked.
 const SLICE: Duration = Duration::from_millis(100);
-/// Largest answer line accepted from either socket.
-const MAX_ANSWER: usize = 64 << 20;
 /// Push frames kept for `claws_drain_events`.
 const RING: usize = 1000;
 
@@ -41,47 +43,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Read one `\n`-terminated line from `s`, giving up at `deadline` or on cancellation.
-fn read_line(
-    s: &mut UnixStream,
-    buf: &mut Vec<u8>,
-    deadline: Instant,
-    call: Option<&Call>,
-) -> Result<Option<Vec<u8>>, Fail> {
-    let mut chunk = [0u8; 64 * 1024];
-    let mut told = Instant::now();
-    loop {
-        if let Some(pos) = buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            return Ok(Some(line));
+/// The wait check of a call: stop when it is cancelled, report progress each second.
+fn keep_for(call: &Call) -> impl FnMut(Duration) -> bool + '_ {
+    let mut told = Duration::ZERO;
+    move |waited| {
+        if call.cancelled() {
+            return false;
         }
-        if let Some(c) = call {
-            if c.cancelled() {
-                return Err(Fail::Cancelled);
-            }
-            if told.elapsed() >= Duration::from_secs(1) {
-                told = Instant::now();
-                c.progress("waiting for the service's answer");
-            }
+        if waited >= told + Duration::from_secs(1) {
+            told = waited;
+            call.progress("waiting for the service's answer");
         }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(Fail::Tool("socket timeout".into()));
+        true
+    }
+}
+
+/// The next line of `conn` within `timeout`, polling `call`'s cancellation.
+fn recv(conn: &mut Conn, timeout: Duration, call: Option<&Call>) -> Result<Vec<u8>, LineError> {
+    let deadline = Some(Instant::now() + timeout);
+    match call {
+        Some(c) => {
+            let mut keep = keep_for(c);
+            conn.recv(deadline, Some(&mut keep))
         }
-        s.set_read_timeout(Some(SLICE.min(deadline - now)))
-            .map_err(|e| Fail::Tool(format!("socket error: {e}")))?;
-        match s.read(&mut chunk) {
-            Ok(0) => return Ok(None),
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                if buf.len() > MAX_ANSWER {
-                    return Err(Fail::Tool("answer too large".into()));
-                }
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(Fail::Tool(format!("socket error: {e}"))),
-        }
+        None => conn.recv(deadline, None),
     }
 }
 
@@ -90,31 +75,30 @@ fn read_line(
 /// cancellation is an `Err`.
 pub fn claws_call(
     sock: &Path,
-    req: &Value,
+    req: &Command,
     timeout: Duration,
     call: Option<&Call>,
 ) -> Result<Value, Fail> {
     let failed = |e: String| Ok(json!({ "ok": false, "error": e }));
-    let mut s = match UnixStream::connect(sock) {
-        Ok(s) => s,
+    let mut conn = match Conn::connect(sock) {
+        Ok(c) => c,
         Err(e) => return failed(format!("socket error: {e} ({})", sock.display())),
     };
-    let mut line = req.to_string();
-    line.push('\n');
-    let wrote = s.write_all(line.as_bytes());
-    let deadline = Instant::now() + timeout;
-    let mut buf = Vec::new();
+    // A refusing server answers and hangs up at once: read its answer even if the write failed.
+    let wrote = conn.send(req.to_value().to_string().as_bytes(), Some(timeout));
     loop {
-        match read_line(&mut s, &mut buf, deadline, call) {
-            Err(Fail::Cancelled) => return Err(Fail::Cancelled),
-            Err(e) => return failed(e.to_string()),
-            Ok(None) => {
+        match recv(&mut conn, timeout, call) {
+            Err(LineError::Interrupted) => return Err(Fail::Cancelled),
+            Err(LineError::Closed) => {
                 return failed(match wrote {
                     Err(e) => format!("socket error: {e}"),
                     Ok(()) => "the Claws socket closed the connection".into(),
                 })
             }
-            Ok(Some(l)) => match serde_json::from_slice::<Value>(&l) {
+            Err(LineError::Timeout) => return failed("socket timeout".into()),
+            Err(LineError::TooLong(_)) => return failed("answer too large".into()),
+            Err(LineError::Io(e)) => return failed(format!("socket error: {e}")),
+            Ok(l) => match serde_json::from_slice::<Value>(&l) {
                 Ok(v) if v.get("push").is_some() => continue,
                 Ok(v) => return Ok(v),
                 Err(_) => return failed("bad json from the Claws socket".into()),
@@ -130,20 +114,23 @@ pub fn control_call(
     timeout: Duration,
     call: Option<&Call>,
 ) -> Result<Reply, Fail> {
-    let mut s = UnixStream::connect(sock).map_err(|e| {
+    let mut client = Client::connect(sock, Some(timeout)).map_err(|e| {
         Fail::Tool(format!(
-            "no openfiles service at {}: {e} (start it with `openfiles serve` or `systemctl --user enable --now openfiles.socket`)",
-            sock.display()
+            "{e} (start it with `openfiles serve` or `systemctl --user enable --now openfiles.socket`)"
         ))
     })?;
-    let mut line = encode_request(1, req);
-    line.push(b'\n');
-    s.write_all(&line)
-        .map_err(|e| Fail::Tool(format!("control socket: {e}")))?;
-    let mut buf = Vec::new();
-    match read_line(&mut s, &mut buf, Instant::now() + timeout, call)? {
-        None => Err(Fail::Tool("the service closed the connection".into())),
-        Some(l) => Reply::parse(&l).map_err(|e| Fail::Tool(format!("bad reply: {e}"))),
+    let answer = match call {
+        Some(c) => {
+            let mut keep = keep_for(c);
+            client.call_with(req, Some(&mut keep))
+        }
+        None => client.call(req),
+    };
+    match answer {
+        Ok(reply) => Ok(reply),
+        Err(ClientError::Interrupted) => Err(Fail::Cancelled),
+        Err(ClientError::Timeout) => Err(Fail::Tool("socket timeout".into())),
+        Err(e) => Err(Fail::Tool(e.to_string())),
     }
 }
 
@@ -246,7 +233,7 @@ impl Bus {
     ) -> Result<Bus, Fail> {
         let stream = UnixStream::connect(sock)
             .map_err(|e| Fail::Tool(format!("cannot connect to {}: {e}", sock.display())))?;
-        let mut reader = stream
+        let reader = stream
             .try_clone()
             .map_err(|e| Fail::Tool(format!("socket error: {e}")))?;
         reader
@@ -259,7 +246,7 @@ impl Bus {
             let (pending, events, alive) = (pending.clone(), events.clone(), alive.clone());
             std::thread::Builder::new()
                 .name("mcp-bus".into())
-                .spawn(move || read_loop(&mut reader, &pending, &events, &alive))
+                .spawn(move || read_loop(reader, &pending, &events, &alive))
                 .map_err(|e| Fail::Tool(format!("cannot start the bus reader: {e}")))?;
         }
         let mut bus = Bus {
@@ -272,15 +259,10 @@ impl Bus {
             alive,
             subscribed_all: Mutex::new(None),
         };
-        let mut hello = json!({"cmd": "hello", "protocol": "claws/2"});
-        if let (Some(h), Some(id)) = (hello.as_object_mut(), identity.as_object()) {
-            for (k, v) in id {
-                if !v.is_null() {
-                    h.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        let answer = bus.request(hello, Duration::from_secs(10), None)?;
+        // The identity the agent gave, read as the server reads a `hello`.
+        let mut hello = Hello::deserialize(identity).unwrap_or_default();
+        hello.protocol = Some(PROTOCOL_2.to_owned());
+        let answer = bus.request(Command::Hello(hello), Duration::from_secs(10), None)?;
         if answer.get("ok") != Some(&Value::Bool(true)) {
             return Err(Fail::Tool(format!(
                 "ERROR: {}",
@@ -294,7 +276,7 @@ impl Bus {
             "system.worker.terminated",
             "system.terminal.closed",
         ] {
-            bus.send(json!({"cmd": "subscribe", "protocol": "claws/2", "topic": topic}));
+            bus.send(subscribe(topic));
         }
         Ok(bus)
     }
@@ -306,11 +288,12 @@ impl Bus {
     /// Send a request and wait for its answer (an `ok:false` answer on transport failure).
     pub fn request(
         &self,
-        mut req: Value,
+        req: Command,
         timeout: Duration,
         call: Option<&Call>,
     ) -> Result<Value, Fail> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut req = req.to_value();
         if let Some(o) = req.as_object_mut() {
             o.insert("id".into(), json!(id));
         }
@@ -342,23 +325,25 @@ impl Bus {
     }
 
     /// Send without waiting for the answer (best-effort events such as `tool.*.invoked`).
-    pub fn send(&self, req: Value) {
-        let _ = self.write(&req);
+    pub fn send(&self, req: Command) {
+        let _ = self.write(&req.to_value());
     }
 
     /// Take over `old`'s subscription to everything (a reconnect or a new identity).
     pub fn inherit(&self, old: &Bus) {
         if let Some(cursor) = lock(&old.subscribed_all).clone() {
-            self.send(json!({"cmd": "subscribe", "protocol": "claws/2", "topic": "**"}));
+            self.send(subscribe("**"));
             *lock(&self.subscribed_all) = Some(cursor);
         }
     }
 
     /// Publish `payload` on `topic`, best effort.
     pub fn publish(&self, topic: &str, payload: Value) {
-        self.send(
-            json!({"cmd": "publish", "protocol": "claws/2", "topic": topic, "payload": payload}),
-        );
+        self.send(Command::Publish(Publish {
+            topic: Some(topic.to_owned()),
+            payload: Some(payload),
+            echo: None,
+        }));
     }
 
     fn write(&self, req: &Value) -> std::io::Result<()> {
@@ -375,14 +360,13 @@ impl Drop for Bus {
 }
 
 fn read_loop(
-    s: &mut UnixStream,
+    s: UnixStream,
     pending: &Mutex<HashMap<u64, mpsc::Sender<Value>>>,
     events: &(Mutex<Events>, Condvar),
     alive: &AtomicBool,
 ) {
-    let mut buf = Vec::new();
-    let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
-    while let Ok(Some(line)) = read_line(s, &mut buf, far, None) {
+    let mut conn = Conn::new(s, MAX_ANSWER);
+    while let Ok(line) = conn.recv(None, None) {
         let Ok(v) = serde_json::from_slice::<Value>(&line) else {
             continue;
         };
@@ -481,4 +465,11 @@ mod tests {
         }
         assert_eq!(ev.ring.len(), RING, "the ring is bounded");
     }
+}
+
+fn subscribe(topic: &str) -> Command {
+    Command::Subscribe(Subscribe {
+        topic: Some(topic.to_owned()),
+        from_cursor: None,
+    })
 }

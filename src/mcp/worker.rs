@@ -33,9 +33,12 @@ use signals::{detect, publish_pub_lines};
 
 use super::agent::agent_bin;
 use super::call::{Call, Fail};
-use super::claws_tools::{best_effort, monitor_command, one};
+use super::claws_tools::{
+    best_effort, mark_worker_status, monitor_command, one, read_log_req, register_spawn, send,
+};
 use super::server::Ctx;
 use super::{error_text, ok, pretty};
+use openfiles_wire::claws::request::{self as rq, CloseOrigin, Command, Target};
 
 const QUICK: Duration = Duration::from_secs(30);
 /// How often a running worker's liveness goes on the bus (`worker.<id>.heartbeat`).
@@ -198,8 +201,13 @@ fn create(ctx: &Ctx, call: &Call, o: &Opts) -> Result<(String, String, Instant),
     let r = one(
         ctx,
         call,
-        json!({"cmd": "create", "name": o.name, "wrapped": true, "show": true, "cwd": o.cwd,
-               "env": {"CLAWS_WORKER": "1"}}),
+        Command::Create(rq::Create {
+            name: Some(o.name.to_string()),
+            wrapped: Some(true),
+            cwd: Some(o.cwd.to_string()),
+            env: Some(json!({"CLAWS_WORKER": "1"})),
+            ..Default::default()
+        }),
         QUICK,
     )?;
     if r.get("ok") != Some(&Value::Bool(true)) {
@@ -217,11 +225,7 @@ fn create(ctx: &Ctx, call: &Call, o: &Opts) -> Result<(String, String, Instant),
     if let Some(bus) = ctx.bus_if_any(Some(call)) {
         bus.publish("system.worker.spawned", payload);
     }
-    best_effort(
-        ctx,
-        call,
-        json!({"cmd": "lifecycle.register-spawn", "terminalId": id, "correlationId": corr, "name": o.name}),
-    );
+    best_effort(ctx, call, register_spawn(&id, &corr, &o.name));
     Ok((id, corr, Instant::now()))
 }
 
@@ -240,12 +244,7 @@ fn start(ctx: &Ctx, call: &Call, o: &Opts) -> Result<Started, Fail> {
 }
 
 fn log_tail(ctx: &Ctx, call: &Call, id: &str, limit: u64) -> Result<(String, u64), Fail> {
-    let r = one(
-        ctx,
-        call,
-        json!({"cmd": "readLog", "id": id, "strip": true, "limit": limit}),
-        QUICK,
-    )?;
+    let r = one(ctx, call, read_log_req(id, None, Some(limit)), QUICK)?;
     Ok((
         r["bytes"].as_str().unwrap_or("").to_owned(),
         r["totalSize"].as_u64().unwrap_or(0),
@@ -266,8 +265,12 @@ fn boot_and_send(
         ok(one(
             ctx,
             call,
-            json!({"cmd": "send", "id": id, "newline": true,
-                   "text": format!("{bin} --dangerously-skip-permissions --model {}", o.model)}),
+            send(
+                &id,
+                &format!("{bin} --dangerously-skip-permissions --model {}", o.model),
+                true,
+                false,
+            ),
             QUICK,
         )?)?;
         let deadline = Instant::now() + Duration::from_millis(o.boot_wait_ms);
@@ -311,26 +314,11 @@ fn boot_and_send(
         .replace("\u{1b}[201~", "");
         let payload = if o.launch { text } else { mission.clone() };
         echo.clone_from(&payload);
-        ok(one(
-            ctx,
-            call,
-            json!({"cmd": "send", "id": id, "text": payload, "newline": false, "paste": true}),
-            QUICK,
-        )?)?;
+        ok(one(ctx, call, send(&id, &payload, false, true), QUICK)?)?;
         call.sleep(Duration::from_millis(300))?;
-        ok(one(
-            ctx,
-            call,
-            json!({"cmd": "send", "id": id, "text": "\r", "newline": false}),
-            QUICK,
-        )?)?;
+        ok(one(ctx, call, send(&id, "\r", false, false), QUICK)?)?;
     } else if let Some(cmd) = &o.command {
-        ok(one(
-            ctx,
-            call,
-            json!({"cmd": "send", "id": id, "text": cmd, "newline": true}),
-            QUICK,
-        )?)?;
+        ok(one(ctx, call, send(&id, &cmd, true, false), QUICK)?)?;
     }
     Ok(Started {
         id,
@@ -354,7 +342,7 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
         let r = one(
             ctx,
             call,
-            json!({"cmd": "readLog", "id": w.id, "offset": pos, "limit": 524_288, "strip": true}),
+            read_log_req(&w.id, Some(pos), Some(524_288)),
             QUICK,
         )?;
         if r.get("ok") != Some(&Value::Bool(true)) {
@@ -430,34 +418,29 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
     if let Some(bus) = ctx.bus_if_any(Some(call)) {
         bus.publish("system.worker.completed", payload);
     }
-    best_effort(
-        ctx,
-        call,
-        json!({"cmd": "lifecycle.mark-worker-status", "terminalId": w.id, "status": status}),
-    );
+    best_effort(ctx, call, mark_worker_status(&w.id, &status));
     let (tail, _) = log_tail(ctx, call, &w.id, 256 * 1024).unwrap_or_default();
     let lines: Vec<&str> = tail.split('\n').collect();
     let harvest = lines[lines.len().saturating_sub(o.harvest_lines)..].join("\n");
     let mut cleaned_up = false;
     if o.close {
         let origin = match status.as_str() {
-            "completed" => "marker",
-            "failed" => "error",
-            "timeout" => "timeout",
-            _ => "orchestrator",
+            "completed" => CloseOrigin::Marker,
+            "failed" => CloseOrigin::Error,
+            "timeout" => CloseOrigin::Timeout,
+            _ => CloseOrigin::Orchestrator,
         };
         let r = one(
             ctx,
             call,
-            json!({"cmd": "close", "id": w.id, "close_origin": origin}),
+            Command::Close(rq::Close {
+                target: Target::id(w.id.as_str()),
+                close_origin: Some(origin),
+            }),
             QUICK,
         )?;
         cleaned_up = r["ok"] == Value::Bool(true);
-        best_effort(
-            ctx,
-            call,
-            json!({"cmd": "lifecycle.mark-worker-status", "terminalId": w.id, "status": "closed"}),
-        );
+        best_effort(ctx, call, mark_worker_status(&w.id, "closed"));
     }
     let result = json!({"status": status, "terminal_id": w.id, "booted": w.booted,
         "duration_ms": duration_ms, "marker_line": marker_line, "cleaned_up": cleaned_up,

@@ -13,9 +13,10 @@ use super::{
     boot_and_send, create, finish, log_tail, opts, start, watch_in_background, Opts, QUICK,
 };
 use crate::mcp::call::{Call, Fail};
-use crate::mcp::claws_tools::{monitor_command, one};
+use crate::mcp::claws_tools::{monitor_command, one, read_log_req};
 use crate::mcp::pretty;
 use crate::mcp::server::Ctx;
+use openfiles_wire::claws::request::{Command, WaveRef};
 
 pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
     let root = ctx.place.root.clone();
@@ -173,7 +174,7 @@ pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail
             let r = one(
                 ctx,
                 call,
-                json!({"cmd": "readLog", "id": id, "offset": st.4, "limit": 524_288, "strip": true}),
+                read_log_req(id, Some(st.4), Some(524_288)),
                 QUICK,
             )?;
             if r["ok"] == Value::Bool(true) {
@@ -235,7 +236,9 @@ pub fn subworker(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fa
     let check = one(
         ctx,
         call,
-        json!({"cmd": "wave.status", "waveId": wave}),
+        Command::WaveStatus(WaveRef {
+            wave_id: Some(wave.to_owned()),
+        }),
         QUICK,
     )?;
     if check["error"]

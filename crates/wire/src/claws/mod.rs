@@ -64,10 +64,12 @@ pub struct Request {
 
 impl Request {
     pub fn parse(line: &[u8]) -> Option<Request> {
-        match serde_json::from_slice::<Value>(line) {
-            Ok(value @ Value::Object(_)) => Some(Request { value }),
-            _ => None,
-        }
+        Request::from_value(serde_json::from_slice::<Value>(line).ok()?)
+    }
+
+    /// The envelope of a request object (`None` for anything but an object).
+    pub fn from_value(value: Value) -> Option<Request> {
+        matches!(value, Value::Object(_)).then_some(Request { value })
     }
 
     /// The request as a JSON value (an object).
