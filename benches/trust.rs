@@ -42,7 +42,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
     let mut env = Env::new();
-    env.plugin_path = Some(path_list(&[plugin("plugin_lsp"), plugin("tsc")]));
+    env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("tsc")]));
     let ws = env.workspace("web");
     let p = ts_project(&ws, 31);
     let files = p.modules.len() + 2;

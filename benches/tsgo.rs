@@ -179,7 +179,7 @@ fn main() {
     let project = generate(&tmp.path().join("lib"), 10);
     let pkg = ts_project::global_native_preview()
         .expect("tsgo on PATH (npm i -g @typescript/native-preview)");
-    let native = openfiles_tsc_native(&pkg);
+    let native = native_tsgo(&pkg);
     for (name, exe) in [
         ("tsc --noEmit -p . (tsc 5, node)", PathBuf::from("tsc")),
         (
@@ -195,7 +195,7 @@ fn main() {
 }
 
 /// The platform binary inside the package (as the plugin resolves it).
-fn openfiles_tsc_native(pkg: &Path) -> PathBuf {
+fn native_tsgo(pkg: &Path) -> PathBuf {
     let platform = format!(
         "native-preview-{}-{}",
         match std::env::consts::OS {

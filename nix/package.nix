@@ -36,7 +36,8 @@ rustPlatform.buildRustPackage {
 
   postInstall = ''
     mkdir -p $out/lib/openfiles/plugins
-    for lib in $out/lib/libopenfiles_*${libExt}; do
+    # Plugin libraries are named libopenfiles_plugin_<name> (plugins/api/README.md).
+    for lib in $out/lib/libopenfiles_plugin_*${libExt}; do
       [ -e "$lib" ] && mv "$lib" $out/lib/openfiles/plugins/
     done
 

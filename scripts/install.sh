@@ -27,14 +27,27 @@ mkdir -p "$prefix/bin" "$prefix/lib/openfiles/plugins"
 # A running binary is replaced, not rewritten (a rename keeps the old file for its process).
 install -m 0755 "$target/release/openfiles" "$prefix/bin/.openfiles.new"
 mv -f "$prefix/bin/.openfiles.new" "$prefix/bin/openfiles"
+# Plugin libraries are named libopenfiles_plugin_<name>.so (.dylib on macOS; see
+# plugins/api/README.md). An upgrade from an install made before that rule removes the old
+# names (libopenfiles_tsc, libopenfiles_cargo_check): the service would skip them anyway
+# while the new name sits next to them, but they would go stale.
+plugins="$prefix/lib/openfiles/plugins"
 n=0
-for lib in "$target"/release/libopenfiles_*.so "$target"/release/libopenfiles_*.dylib; do
+for lib in "$target"/release/libopenfiles_plugin_*.so "$target"/release/libopenfiles_plugin_*.dylib; do
   [ -e "$lib" ] || continue
-  install -m 0644 "$lib" "$prefix/lib/openfiles/plugins/.new"
-  mv -f "$prefix/lib/openfiles/plugins/.new" "$prefix/lib/openfiles/plugins/$(basename "$lib")"
+  install -m 0644 "$lib" "$plugins/.new"
+  mv -f "$plugins/.new" "$plugins/$(basename "$lib")"
   n=$((n + 1))
 done
-echo "install.sh: $prefix/bin/openfiles and $n plugin(s) in $prefix/lib/openfiles/plugins"
+for old in openfiles_tsc openfiles_cargo_check; do
+  new="${old/openfiles_/openfiles_plugin_}"
+  for ext in so dylib; do
+    if [ -e "$plugins/lib$new.$ext" ] && [ -e "$plugins/lib$old.$ext" ]; then
+      rm -f "$plugins/lib$old.$ext"
+    fi
+  done
+done
+echo "install.sh: $prefix/bin/openfiles and $n plugin(s) in $plugins"
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "install.sh: note: $prefix/bin is not on your PATH; agents' hooks are written with the absolute path" ;;

@@ -14,7 +14,11 @@ cargo build --release --manifest-path "$here/Cargo.toml" --workspace --exclude o
 dist="$target/dist"
 mkdir -p "$dist/bin" "$dist/lib/openfiles/plugins"
 install -m 0755 "$target/release/openfiles" "$dist/bin/openfiles"
-for lib in "$target"/release/libopenfiles_*.so "$target"/release/libopenfiles_*.dylib; do
+# Plugin libraries are named libopenfiles_plugin_<name>.so (.dylib on macOS; see
+# plugins/api/README.md); copies under the names from before that rule, left by an older
+# run, are removed so they do not go stale.
+rm -f "$dist"/lib/openfiles/plugins/libopenfiles_{tsc,cargo_check}.{so,dylib}
+for lib in "$target"/release/libopenfiles_plugin_*.so "$target"/release/libopenfiles_plugin_*.dylib; do
   [ -e "$lib" ] && install -m 0644 "$lib" "$dist/lib/openfiles/plugins/"
 done
 exec "$dist/bin/openfiles" serve --workspace "$PWD" "$@"

@@ -118,7 +118,8 @@ pub enum Command {
     /// List the plugins found, loaded or refused (and why).
     ///
     /// Searches config `plugins.paths`, `OPENFILES_PLUGIN_PATH` and `../lib/openfiles/plugins`
-    /// next to the executable, starting each plugin the way the service would.
+    /// next to the executable (in a folder, the libraries named `libopenfiles_plugin_<name>`),
+    /// starting each plugin the way the service would.
     ///
     /// Example: openfiles plugins --json
     Plugins(PluginsArgs),

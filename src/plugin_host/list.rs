@@ -29,7 +29,7 @@ pub fn run(config: Option<&Path>, json: bool) -> anyhow::Result<u8> {
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else if rows.is_empty() {
-        println!("no plugins found (search: config plugins.paths, OPENFILES_PLUGIN_PATH, ../lib/openfiles/plugins next to the executable)");
+        println!("no plugins found (search: config plugins.paths, OPENFILES_PLUGIN_PATH, ../lib/openfiles/plugins next to the executable; a folder contributes its libopenfiles_plugin_<name> libraries)");
     } else {
         for row in &rows {
             println!("{}", human(row));

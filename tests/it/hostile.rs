@@ -238,7 +238,12 @@ fn library_with_constructor(dir: &Path, marker: &Path) -> std::path::PathBuf {
         ),
     )
     .unwrap();
-    let lib = dir.join(format!("libevil.{}", std::env::consts::DLL_EXTENSION));
+    // Named by the plugin naming rule, so a folder scan tries it.
+    let lib = dir.join(format!(
+        "{}openfiles_plugin_evil.{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_EXTENSION
+    ));
     let st = std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-o"])
         .arg(&lib)

@@ -390,7 +390,7 @@ fn package_install_script_lays_out_plugins_units_and_completions_without_placeho
     if std::fs::hard_link(BIN, out.join("bin/openfiles")).is_err() {
         std::fs::copy(BIN, out.join("bin/openfiles")).unwrap();
     }
-    std::fs::write(out.join("lib/libopenfiles_cargo_check.so"), b"").unwrap();
+    std::fs::write(out.join("lib/libopenfiles_plugin_cargo_check.so"), b"").unwrap();
     std::fs::write(out.join("lib/libunrelated.so"), b"").unwrap();
     let shims = r#"
 set -euo pipefail
@@ -425,7 +425,7 @@ installShellCompletion() {
         .arg(format!("{shims}\n{script}")));
 
     assert!(out
-        .join("lib/openfiles/plugins/libopenfiles_cargo_check.so")
+        .join("lib/openfiles/plugins/libopenfiles_plugin_cargo_check.so")
         .is_file());
     assert!(
         out.join("lib/libunrelated.so").is_file(),

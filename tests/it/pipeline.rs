@@ -305,7 +305,7 @@ fn wait_answers_at_the_deadline_when_a_check_hangs() {
 #[test]
 fn real_language_server_through_the_service_ruff() {
     let mut env = Env::new();
-    env.plugin_path = Some(common::plugins::plugin("plugin_lsp").into_os_string());
+    env.plugin_path = Some(common::plugins::plugin("lsp").into_os_string());
     let ws = env.workspace("py");
     std::fs::create_dir_all(ws.join(".git")).unwrap();
     let file = ws.join("m.py");

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 fn ts_env(config: &str) -> Env {
     install_test_deps();
     let mut env = Env::new();
-    env.plugin_path = Some(path_list(&[plugin("plugin_lsp"), plugin("tsc")]));
+    env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("tsc")]));
     std::fs::write(&env.config, config).unwrap();
     env
 }
@@ -37,7 +37,7 @@ fn entry(ws: &Path, key: &str) -> Option<FileEntry> {
 fn unchanged_c_file_reported_twice_settles_with_the_same_items() {
     install_test_deps();
     let mut env = Env::new();
-    env.plugin_path = Some(plugin("plugin_lsp").into_os_string());
+    env.plugin_path = Some(plugin("lsp").into_os_string());
     std::fs::write(
         &env.config,
         "[diagnostics]\ncheck_timeout_ms = 10000\n[watch]\nenabled = false\n",

@@ -40,7 +40,7 @@ fn a_language_server_crashing_on_every_start_is_marked_broken_without_a_busy_loo
     let mut env = Env::new();
     env.plugin_path = Some(common::plugins::path_list(&[
         common::plugins::fixture("instant"),
-        common::plugins::plugin("plugin_lsp"),
+        common::plugins::plugin("lsp"),
     ]));
     let counter = env.dir.path().join("starts");
     let server = env.dir.path().join("crashy-server");

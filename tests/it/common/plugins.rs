@@ -72,9 +72,10 @@ pub fn fixture(name: &str) -> PathBuf {
     )
 }
 
-/// A real plugin library: `cargo_check` or `tsc`.
+/// A real plugin library, `libopenfiles_plugin_<name>.so` (the naming rule of
+/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc` or `lsp`.
 pub fn plugin(name: &str) -> PathBuf {
-    dll(built(), &format!("openfiles_{name}"))
+    dll(built(), &format!("openfiles_plugin_{name}"))
 }
 
 /// `OPENFILES_PLUGIN_PATH`-style list.

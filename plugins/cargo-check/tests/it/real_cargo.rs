@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use openfiles_cargo_check::CargoCheck;
 use openfiles_plugin_api::{CheckRequest, Init, Plugin, Severity};
+use openfiles_plugin_cargo_check::CargoCheck;
 
 fn write_crate(dir: &Path, main: &str) {
     std::fs::create_dir_all(dir.join("src")).unwrap();

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{CheckRequest, Init, Plugin, Severity};
-use openfiles_tsc::Tsc;
+use openfiles_plugin_tsc::Tsc;
 
 fn plugin(state: &Path) -> Tsc {
     std::fs::create_dir_all(state).unwrap();
@@ -212,7 +212,7 @@ fn same_errors_and_lines_as_the_tsc_cli() {
         .output()
         .unwrap();
     let cli_out = String::from_utf8(cli.stdout).unwrap();
-    let mut expected: Vec<(u32, String)> = openfiles_tsc::parse::parse(&cli_out)
+    let mut expected: Vec<(u32, String)> = openfiles_plugin_tsc::parse::parse(&cli_out)
         .into_iter()
         .map(|d| (d.line, d.code))
         .collect();

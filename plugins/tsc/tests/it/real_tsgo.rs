@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use openfiles_plugin_api::{Capabilities, CheckRequest, Init, Item, Plugin, Severity};
-use openfiles_tsc::compiler::{self, Kind};
-use openfiles_tsc::parse::{self, TscDiagnostic};
-use openfiles_tsc::Tsc;
+use openfiles_plugin_tsc::compiler::{self, Kind};
+use openfiles_plugin_tsc::parse::{self, TscDiagnostic};
+use openfiles_plugin_tsc::Tsc;
 use ts_project::{generate, link_native_preview, toggle_util2, TsProject, PLANTED};
 
 fn plugin(state: &Path, config: serde_json::Value) -> (Tsc, Capabilities) {
