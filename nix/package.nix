@@ -20,6 +20,7 @@ rustPlatform.buildRustPackage {
       ../Cargo.toml
       ../Cargo.lock
       ../src
+      ../crates
       ../plugins
       ../packaging
       ../contrib

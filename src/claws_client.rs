@@ -490,6 +490,7 @@ pub use openfiles_wire::claws::auth::hello_token;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn exec_status_keeps_openfiles_errors_apart_from_the_command() {

@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 #[allow(dead_code)]
-#[path = "../../src/claws/ring.rs"]
+#[path = "../../crates/claws/src/ring.rs"]
 mod ring;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,20 +1,18 @@
 //! Fuzz target: one Claws request line through the envelope parser and the typed command
-//! decoder (`claws/proto.rs` and `claws/request/`, private modules compiled in from
-//! their source): the protocol check, then `Command::parse` of whatever `cmd` says.
+//! decoder (`openfiles_wire::claws`): the protocol check, `Command::parse` of whatever `cmd`
+//! says, and back to the wire with `Command::to_value`, which must decode to the same command.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-
-#[allow(dead_code)]
-#[path = "../../src/claws/proto.rs"]
-mod proto;
-#[allow(dead_code)]
-#[path = "../../src/claws/request/mod.rs"]
-mod request;
+use openfiles_wire::claws::request::Command;
+use openfiles_wire::claws::Request;
 
 fuzz_target!(|data: &[u8]| {
-    if let Some(req) = proto::Request::parse(data) {
+    if let Some(req) = Request::parse(data) {
         let _ = req.id();
         let _ = req.protocol_error();
-        let _ = request::Command::parse(&req);
+        if let Ok(cmd) = Command::parse(&req) {
+            let again = Request::from_value(cmd.to_value()).expect("an object");
+            assert_eq!(Command::parse(&again).as_ref(), Ok(&cmd));
+        }
     }
 });

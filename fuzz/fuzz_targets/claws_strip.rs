@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 #[allow(dead_code)]
-#[path = "../../src/claws/strip.rs"]
+#[path = "../../crates/claws/src/strip.rs"]
 mod strip;
 
 fuzz_target!(|data: &[u8]| {

@@ -427,6 +427,13 @@ impl Place {
     }
 }
 
+fn subscribe(topic: &str) -> Command {
+    Command::Subscribe(Subscribe {
+        topic: Some(topic.to_owned()),
+        from_cursor: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,11 +472,4 @@ mod tests {
         }
         assert_eq!(ev.ring.len(), RING, "the ring is bounded");
     }
-}
-
-fn subscribe(topic: &str) -> Command {
-    Command::Subscribe(Subscribe {
-        topic: Some(topic.to_owned()),
-        from_cursor: None,
-    })
 }

@@ -318,7 +318,7 @@ fn boot_and_send(
         call.sleep(Duration::from_millis(300))?;
         ok(one(ctx, call, send(&id, "\r", false, false), QUICK)?)?;
     } else if let Some(cmd) = &o.command {
-        ok(one(ctx, call, send(&id, &cmd, true, false), QUICK)?)?;
+        ok(one(ctx, call, send(&id, cmd, true, false), QUICK)?)?;
     }
     Ok(Started {
         id,

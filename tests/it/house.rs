@@ -1,9 +1,11 @@
-//! The house rule (ARCHITECTURE.md, "Direction"): imports run one way. The service and the
-//! CLI at the top; then the clients and the service's own wiring; control, workspace and
-//! Claws; diagnostics, intake and the plugin host; leaves at the bottom; plugins know only
-//! the plugin API. This test reads every `crate::…`/`super::…` path in `src/` and the plugin
-//! crates (tests inside `#[cfg(test)] mod tests` excluded) and fails on an import that runs
-//! up, on a loop between rooms, and on a loop between sibling files of one folder.
+//! The house rule (ARCHITECTURE.md, "Direction"): imports run one way. Between crates the
+//! manifests keep it ([`crates_depend_one_way`]): os at the bottom, wire on the plugin API,
+//! claws on os and wire, the service on all of them, plugins on the plugin API only. Inside
+//! the service crate: the CLI at the top; then the clients and the service's own wiring;
+//! control and workspace; diagnostics, intake and the plugin host; leaves at the bottom. This
+//! test reads every `crate::…`/`super::…` path in `src/` and every crate's `src/` (tests inside
+//! `#[cfg(test)] mod tests` excluded) and fails on an import that runs up, on a loop between
+//! rooms, and on a loop between sibling files of one folder.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -22,20 +24,16 @@ const RANKS: &[(&str, u8)] = &[
     ("logs", 1),
     ("mcp", 1),
     ("review", 1),
+    ("claws_client", 1),
     ("control", 2),
     ("workspace", 2),
-    ("claws", 2),
     ("diagnostics", 3),
     ("intake", 3),
     ("plugin_host", 3),
     ("policy", 4),
     ("config", 4),
-    ("spec", 4),
     ("paths", 4),
-    ("fsutil", 4),
     ("fswatch", 4),
-    ("child_env", 4),
-    ("memory", 4),
 ];
 
 /// Allowed imports between rooms of one rank (besides the leaves).
@@ -46,8 +44,6 @@ const SAME_RANK: &[(&str, &str)] = &[
     ("mcp", "hook"),
     ("review", "hook"),
     ("control", "workspace"),
-    ("control", "claws"),
-    ("workspace", "claws"),
     ("intake", "diagnostics"),
     ("plugin_host", "diagnostics"),
 ];
@@ -269,10 +265,12 @@ fn sibling_loops(dir_root: &Path, crate_root: &Path, crate_prefix: &[String]) ->
 #[test]
 fn sibling_files_do_not_import_each_other_in_a_loop() {
     let mut found = sibling_loops(&root().join("src"), &root().join("src"), &[]);
-    for e in std::fs::read_dir(root().join("plugins")).unwrap() {
-        let src = e.unwrap().path().join("src");
-        if src.is_dir() {
-            found.extend(sibling_loops(&src, &src, &[]));
+    for folder in ["crates", "plugins"] {
+        for e in std::fs::read_dir(root().join(folder)).unwrap() {
+            let src = e.unwrap().path().join("src");
+            if src.is_dir() {
+                found.extend(sibling_loops(&src, &src, &[]));
+            }
         }
     }
     assert!(
@@ -305,6 +303,56 @@ fn plugins_know_only_the_plugin_api() {
                 );
             }
         }
+    }
+}
+
+/// The workspace crates each crate's manifest names (path dependencies), by package name.
+fn path_deps(manifest: &Path) -> BTreeSet<String> {
+    let doc: toml::Table = std::fs::read_to_string(manifest).unwrap().parse().unwrap();
+    let mut out = BTreeSet::new();
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        for (name, spec) in doc
+            .get(section)
+            .and_then(|d| d.as_table())
+            .into_iter()
+            .flatten()
+        {
+            if spec.get("path").is_some() {
+                out.insert(name.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn crates_depend_one_way() {
+    let set = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    let allowed: &[(&str, BTreeSet<String>)] = &[
+        ("crates/os", set(&[])),
+        ("crates/wire", set(&["openfiles-plugin-api"])),
+        ("crates/claws", set(&["openfiles-os", "openfiles-wire"])),
+    ];
+    for (dir, may) in allowed {
+        let deps = path_deps(&root().join(dir).join("Cargo.toml"));
+        assert!(
+            deps.is_subset(may),
+            "{dir} depends on {:?}; it may depend on {may:?} only",
+            deps.difference(may).collect::<Vec<_>>()
+        );
+    }
+    // Every crate under crates/ is in the table: a new one states its place here.
+    for e in std::fs::read_dir(root().join("crates")).unwrap() {
+        let dir = format!("crates/{}", e.unwrap().file_name().to_string_lossy());
+        assert!(
+            allowed.iter().any(|(d, _)| *d == dir),
+            "{dir} has no place in crates_depend_one_way (tests/it/house.rs) and ARCHITECTURE.md"
+        );
     }
 }
 

@@ -301,6 +301,8 @@ fn package_source_is_only_what_the_build_reads() {
     for input in [
         "src/lib.rs",
         "plugins/lsp/src/lib.rs",
+        "crates/claws/src/lib.rs",
+        "crates/wire/src/lib.rs",
         "packaging/systemd/openfiles.socket",
     ] {
         let f = src.path().join(input);
