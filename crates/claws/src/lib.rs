@@ -1,5 +1,7 @@
-//! Claws: terminals driven over `<workspace>/.claws/claws.sock` (claws/1) and the claws/2
-//! message bus, without an editor. Contract: `shared/spec/claws-protocol.md` and
+//! openfiles-claws, a headless Claws server: terminals driven over
+//! `<workspace>/.claws/claws.sock` (claws/1) and the claws/2 message bus, without an editor.
+//! The requests are decoded with the wire crate's types (`openfiles_wire::claws::request`),
+//! the ones every client builds; the service depends on this crate, never the other way. Contract: `shared/spec/claws-protocol.md` and
 //! `claws-notes.md`; DESIGN §5.
 //!
 //! One [`ClawsServer`] per workspace folder owns the socket, the terminals (`terminal.rs`:
