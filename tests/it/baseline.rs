@@ -255,7 +255,7 @@ fn legacy_python(ws: &Path) -> std::path::PathBuf {
 #[test]
 fn five_old_problems_and_one_new_name_only_the_new_one() {
     let env = env_with(
-        &["plugin_lsp"],
+        &["lsp"],
         "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
     );
     let ws = env.workspace("py");
@@ -309,7 +309,7 @@ fn five_old_problems_and_one_new_name_only_the_new_one() {
 #[test]
 fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
     let env = env_with(
-        &["plugin_lsp"],
+        &["lsp"],
         "[hooks]\ntimeout_ms = 120000\nfeedback_scope = \"all\"\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
     );
     let ws = env.workspace("py");
@@ -329,7 +329,7 @@ fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
 
     // No repository: nothing is classified, and the feedback says why.
     let env = env_with(
-        &["plugin_lsp"],
+        &["lsp"],
         "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
     );
     let ws = env.workspace("plain");

@@ -463,7 +463,10 @@ fn a_deleted_openfiles_dir_is_recreated() {
     wait_until("diagnostics.json is written", || {
         ws.join(".openfiles/diagnostics.json").exists()
     });
-    std::fs::remove_dir_all(ws.join(".openfiles")).unwrap();
+    // The service may write into the folder while it is being removed (ENOTEMPTY): retry.
+    wait_until(".openfiles is removed", || {
+        std::fs::remove_dir_all(ws.join(".openfiles")).is_ok()
+    });
     let f = ws.join("b.txt");
     std::fs::write(&f, "x\n").unwrap();
     env.edited(&[&f]);
