@@ -9,9 +9,10 @@
 //! asker can say which sources are still running.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use tokio::sync::oneshot;
+// Tokio's clock (the same as std's outside tests): deadlines follow paused test time.
+use tokio::time::Instant;
 
 use super::session::Session;
 use super::WorkspaceEntries;

@@ -14,10 +14,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use openfiles_plugin_api::{Item, Severity};
 use tokio::sync::{mpsc, oneshot};
+// Tokio's clock (the same as std's outside tests): timers follow paused test time.
+use tokio::time::Instant;
 
 mod base;
 mod handle;
@@ -212,7 +214,9 @@ impl Pipeline {
                     let end = since.saturating_add(ms);
                     Instant::now() + Duration::from_millis(end.saturating_sub(spec::now_ms()))
                 };
-                let deadline = deadline.unwrap_or_else(|| after(self.config.hooks.timeout_ms));
+                let deadline = deadline
+                    .map(Instant::from_std)
+                    .unwrap_or_else(|| after(self.config.hooks.timeout_ms));
                 let partial_at = partial.then(|| after(self.config.hooks.partial_after_ms));
                 self.waiters.push(Waiter {
                     paths,
@@ -637,7 +641,7 @@ impl Pipeline {
 
 async fn sleep_until(at: Option<Instant>) {
     match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
+        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
