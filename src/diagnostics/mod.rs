@@ -22,6 +22,8 @@ pub mod pipeline;
 pub mod review;
 pub mod schedule;
 pub mod session;
+#[cfg(test)]
+pub mod testing;
 pub mod waiters;
 pub mod writer;
 

@@ -23,6 +23,8 @@ use tokio::time::Instant;
 
 mod base;
 mod handle;
+#[cfg(test)]
+mod tests;
 
 use base::BaseState;
 use handle::Msg;

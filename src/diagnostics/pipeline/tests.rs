@@ -1,0 +1,416 @@
+//! Unit tests of the pipeline actor's scheduling, merging and waiting, with the stand-in
+//! checker of [`crate::diagnostics::testing`]: an ephemeral pipeline (nothing persisted, no
+//! baseline) over a temporary workspace, whose checks the test answers one by one, on
+//! tokio's paused clock (deadlines and graces pass when the test lets time pass, never by
+//! sleeping).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::{EditOrigin, Pipeline, PipelineHandle};
+use crate::config::Config;
+use crate::diagnostics::session;
+use crate::diagnostics::testing::{error, names, per_file, project_wide, settle, Calls, StandIn};
+use crate::diagnostics::waiters::WaitOutcome;
+use crate::diagnostics::SourceInfo;
+use openfiles_wire::spec::{self, FileEntry, Item, Severity};
+
+/// `hooks.timeout_ms` of the tests' config.
+const HOOK_TIMEOUT_MS: u64 = 10_000;
+/// `hooks.partial_after_ms` of the tests' config.
+const PARTIAL_AFTER_MS: u64 = 500;
+/// `diagnostics.check_timeout_ms`: the pipeline's own guard is this plus 10 s.
+const CHECK_TIMEOUT_MS: u64 = 1_000;
+
+/// A workspace, its ephemeral pipeline and the stand-in's calls.
+struct Bench {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    handle: PipelineHandle,
+    calls: Calls,
+}
+
+impl Bench {
+    /// A workspace holding `files` (workspace-relative), checked by `sources`.
+    fn start(sources: Vec<(SourceInfo, &str)>, files: &[&str]) -> Bench {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in files {
+            let path = root.join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "x\n").unwrap();
+        }
+        let mut config = Config::default();
+        config.hooks.timeout_ms = HOOK_TIMEOUT_MS;
+        config.hooks.partial_after_ms = PARTIAL_AFTER_MS;
+        config.diagnostics.check_timeout_ms = CHECK_TIMEOUT_MS;
+        let (checker, calls) = StandIn::start(sources);
+        let handle = Pipeline::start_ephemeral(&root, Arc::new(config), checker).unwrap();
+        Bench {
+            _dir: dir,
+            root,
+            handle,
+            calls,
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn paths(&self, rels: &[&str]) -> Vec<PathBuf> {
+        rels.iter().map(|r| self.path(r)).collect()
+    }
+
+    /// Report an edit of `rels` (every one accepted); returns its time, a `wait`'s `since`.
+    async fn edit(&self, rels: &[&str]) -> u64 {
+        let since = spec::now_ms();
+        let out = self
+            .handle
+            .edited(self.paths(rels), EditOrigin::Control)
+            .await;
+        assert_eq!(
+            out.accepted.len(),
+            rels.len(),
+            "rejected: {:?}",
+            out.rejected
+        );
+        since
+    }
+
+    /// Park a `wait` for `rels` (deadline: the config's hook timeout after `since`).
+    fn wait(&self, rels: &[&str], since: u64, partial: bool) -> JoinHandle<WaitOutcome> {
+        let (handle, paths) = (self.handle.clone(), self.paths(rels));
+        tokio::spawn(async move { handle.wait(paths, since, None, partial).await })
+    }
+
+    /// The session entry of `rel`, once everything ran.
+    async fn entry(&self, rel: &str) -> FileEntry {
+        settle().await;
+        let review = self.handle.review().await;
+        review
+            .files
+            .into_iter()
+            .find(|f| f.key == rel)
+            .map(|f| f.entry)
+            .unwrap_or_else(|| panic!("{rel} is not in the session"))
+    }
+
+    /// The number of files in the session.
+    async fn session_files(&self) -> usize {
+        settle().await;
+        self.handle.status().await.session_files
+    }
+}
+
+/// The messages of an entry's items.
+fn messages(e: &FileEntry) -> Vec<&str> {
+    e.items.iter().map(|i| i.message.as_str()).collect()
+}
+
+fn running(e: &FileEntry) -> Vec<&str> {
+    e.running().collect()
+}
+
+/// The outcome of a wait that must have been answered by now.
+async fn answered(w: JoinHandle<WaitOutcome>) -> WaitOutcome {
+    settle().await;
+    assert!(w.is_finished(), "the waiter is still parked");
+    w.await.unwrap()
+}
+
+/// A language server and a project-wide checker, both for `.ts` files.
+fn lsp_and_tsc() -> Vec<(SourceInfo, &'static str)> {
+    vec![
+        (per_file(0, "lsp"), "ts"),
+        (project_wide(1, "tsc", &["package.json"]), "ts"),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_edits_is_one_batch_per_source() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts", "c.ts"]);
+    // Three reports in one burst (the actor sees them together), one path twice.
+    for rels in [["a.ts"], ["b.ts"], ["a.ts"]] {
+        b.handle.edited_nowait(b.paths(&rels), EditOrigin::Control);
+    }
+    settle().await;
+    let calls = b.calls.take();
+    let seen: Vec<_> = calls.iter().map(|c| (c.source, c.names())).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (0, vec!["a.ts".into(), "b.ts".into()]),
+            (1, vec!["a.ts".into(), "b.ts".into()])
+        ]
+    );
+    // Only a project-wide run is asked for every problem of its project.
+    assert!(!calls[0].request.report_all && calls[1].request.report_all);
+    assert_ne!(calls[0].request.id, calls[1].request.id);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_answer_for_an_older_generation_is_dropped_and_the_file_checked_again() {
+    let mut b = Bench::start(vec![(per_file(0, "lsp"), "ts")], &["a.ts"]);
+    b.edit(&["a.ts"]).await;
+    let first = b.calls.one().await;
+    let since = b.edit(&["a.ts"]).await;
+    let second = b.calls.one().await;
+    assert_eq!(
+        second.names(),
+        vec!["a.ts"],
+        "the new content is checked again"
+    );
+    let w = b.wait(&["a.ts"], since, false);
+    let a = b.path("a.ts");
+    first.answer(vec![(&a, vec![error(1, "lsp", "for the old content")])]);
+    let e = b.entry("a.ts").await;
+    assert_eq!((e.checked_at, e.items.len()), (0, 0), "{e:?}");
+    assert!(!w.is_finished());
+    second.answer(vec![(&a, vec![error(2, "lsp", "for the new content")])]);
+    let out = answered(w).await;
+    assert!(out.complete);
+    assert_eq!(
+        messages(&out.entries.files["a.ts"]),
+        vec!["for the new content"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_project_wide_source_runs_once_per_project_with_one_follow_up() {
+    let files = [
+        "app1/package.json",
+        "app1/a.ts",
+        "app1/c.ts",
+        "app2/package.json",
+        "app2/b.ts",
+    ];
+    let mut b = Bench::start(
+        vec![(project_wide(1, "tsc", &["package.json"]), "ts")],
+        &files,
+    );
+    b.edit(&["app1/a.ts", "app2/b.ts"]).await;
+    settle().await;
+    let mut runs = b.calls.take();
+    let projects: Vec<_> = runs.iter().map(|c| c.names()).collect();
+    assert_eq!(
+        projects,
+        vec![vec!["a.ts"], vec!["b.ts"]],
+        "one run per project"
+    );
+    // Edits while app1's run is in flight start nothing yet, however many.
+    b.edit(&["app1/a.ts"]).await;
+    b.edit(&["app1/c.ts"]).await;
+    b.edit(&["app1/a.ts"]).await;
+    settle().await;
+    assert!(b.calls.take().is_empty());
+    let (app1, app2) = (runs.remove(0), runs.remove(0));
+    let a = b.path("app1/a.ts");
+    app1.answer(vec![(&a, vec![error(1, "tsc", "stale")])]);
+    // One follow-up collects every file dirtied meanwhile.
+    let follow_up = b.calls.one().await;
+    assert_eq!(follow_up.names(), vec!["a.ts", "c.ts"]);
+    assert!(
+        messages(&b.entry("app1/a.ts").await).is_empty(),
+        "the stale answer"
+    );
+    app2.clean();
+    follow_up.answer(vec![(&a, vec![error(1, "tsc", "fresh")])]);
+    assert_eq!(messages(&b.entry("app1/a.ts").await), vec!["fresh"]);
+    assert_ne!(b.entry("app1/c.ts").await.checked_at, 0);
+    assert_ne!(b.entry("app2/b.ts").await.checked_at, 0);
+    assert!(b.calls.take().is_empty(), "no run after the follow-up");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_is_complete_once_every_source_answered_with_their_items_merged() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts"]);
+    let since = b.edit(&["a.ts", "b.ts"]).await;
+    let w = b.wait(&["a.ts", "b.ts"], since, false);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    let (a, bb) = (b.path("a.ts"), b.path("b.ts"));
+    lsp.answer(vec![(&a, vec![error(1, "ts", "Cannot find name 'x'")])]);
+    settle().await;
+    assert!(!w.is_finished(), "tsc has not answered");
+    tsc.answer(vec![
+        // The same problem as the language server's: listed once.
+        (&a, vec![error(1, "tsc", "Cannot find name 'x'")]),
+        (
+            &bb,
+            vec![error(3, "tsc", "Type 'string' is not assignable")],
+        ),
+    ]);
+    let out = answered(w).await;
+    assert!(out.complete && !out.partial);
+    let (ea, eb) = (&out.entries.files["a.ts"], &out.entries.files["b.ts"]);
+    assert_eq!(messages(ea), vec!["Cannot find name 'x'"]);
+    assert_eq!(messages(eb), vec!["Type 'string' is not assignable"]);
+    assert!(ea.checked_at >= since && eb.checked_at >= since);
+    assert!(running(ea).is_empty() && running(eb).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partial_waiter_is_answered_at_the_grace_once_only_project_wide_sources_run() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let partial = b.wait(&["a.ts"], since, true);
+    let full = b.wait(&["a.ts"], since, false);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    let a = b.path("a.ts");
+    lsp.answer(vec![(&a, vec![error(1, "ts", "Cannot find name 'x'")])]);
+    settle().await;
+    assert!(!partial.is_finished(), "answered before the grace");
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    let out = answered(partial).await;
+    assert!(out.partial && !out.complete);
+    let e = &out.entries.files["a.ts"];
+    assert_eq!(messages(e), vec!["Cannot find name 'x'"]);
+    assert_eq!(
+        running(e),
+        vec!["tsc"],
+        "the feedback names what still runs"
+    );
+    assert!(
+        !full.is_finished(),
+        "only a waiter that asked gets a partial answer"
+    );
+    tsc.clean();
+    let out = answered(full).await;
+    assert!(out.complete && !out.partial);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partial_waiter_past_its_grace_still_waits_for_the_fast_sources() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, _tsc) = (calls.remove(0), calls.remove(0));
+    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    assert!(!w.is_finished(), "the language server has not answered");
+    lsp.clean();
+    let out = answered(w).await;
+    assert!(out.partial && !out.complete);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_at_its_deadline_is_answered_incomplete() {
+    let mut b = Bench::start(vec![(per_file(0, "lsp"), "ts")], &["a.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    let _never = b.calls.one().await;
+    tokio::time::sleep(Duration::from_millis(HOOK_TIMEOUT_MS - 1_000)).await;
+    assert!(!w.is_finished(), "answered before its deadline");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let out = answered(w).await;
+    assert!(!out.complete && !out.partial);
+    let e = &out.entries.files["a.ts"];
+    assert_eq!(e.checked_at, 0);
+    assert_eq!(running(e), vec!["lsp"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_check_becomes_an_explanatory_item_and_settles_the_file() {
+    let mut b = Bench::start(vec![(per_file(0, "lsp"), "ts")], &["a.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, false);
+    b.calls.one().await.fail("the language server crashed");
+    let out = answered(w).await;
+    assert!(out.complete);
+    let e = &out.entries.files["a.ts"];
+    assert_eq!(
+        messages(e),
+        vec!["not checked: the language server crashed"]
+    );
+    assert_eq!((e.items[0].severity, e.warnings), (Severity::Warning, 1));
+    assert_eq!(e.items[0].source, "openfiles");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_check_that_never_comes_back_is_cut_off_by_the_pipelines_guard() {
+    let mut b = Bench::start(vec![(per_file(0, "lsp"), "ts")], &["a.ts"]);
+    b.edit(&["a.ts"]).await;
+    let _never = b.calls.one().await;
+    let guard_ms = CHECK_TIMEOUT_MS + 10_000;
+    tokio::time::sleep(Duration::from_millis(guard_ms - 10)).await;
+    assert_eq!(b.entry("a.ts").await.checked_at, 0, "cut off too early");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let e = b.entry("a.ts").await;
+    assert_ne!(e.checked_at, 0);
+    assert_eq!(
+        messages(&e),
+        vec![format!(
+            "not checked: lsp did not answer within {guard_ms} ms"
+        )]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn files_no_checker_may_read_or_handles_settle_without_a_check() {
+    let mut b = Bench::start(
+        vec![(per_file(0, "lsp"), "ts")],
+        &["a.ts", ".env.ts", "notes.xyz"],
+    );
+    let rels = ["a.ts", ".env.ts", "notes.xyz"];
+    let since = b.edit(&rels).await;
+    let w = b.wait(&[".env.ts", "notes.xyz"], since, false);
+    let only = b.calls.one().await;
+    assert_eq!(
+        only.names(),
+        vec!["a.ts"],
+        "a sensitive file is never handed over"
+    );
+    let out = answered(w).await;
+    assert!(out.complete);
+    let note = |rel: &str| -> Vec<Item> { out.entries.files[rel].items.clone() };
+    assert_eq!(note(".env.ts"), vec![session::sensitive_item()]);
+    assert_eq!(
+        note("notes.xyz"),
+        vec![session::unhandled_item(Path::new("notes.xyz"))]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_project_wide_report_that_changes_an_edited_file_asks_its_other_sources_again() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts", "c.ts"]);
+    b.edit(&["a.ts", "b.ts"]).await;
+    settle().await;
+    for c in b.calls.take() {
+        c.clean();
+    }
+    assert_ne!(b.entry("b.ts").await.checked_at, 0);
+    // Editing a.ts alone: the project-wide run also reports on b.ts (and finds it broken).
+    b.edit(&["a.ts"]).await;
+    settle().await;
+    let mut calls = b.calls.take();
+    let (_lsp, tsc) = (calls.remove(0), calls.remove(0));
+    assert_eq!(tsc.names(), vec!["a.ts"]);
+    assert_eq!(names(&tsc.request.also_report), vec!["b.ts"]);
+    let (bb, c) = (b.path("b.ts"), b.path("c.ts"));
+    tsc.answer(vec![
+        (
+            &bb,
+            vec![error(4, "tsc", "Expected 2 arguments, but got 1")],
+        ),
+        // A file nobody edited: without a baseline it is never blamed on the edit.
+        (&c, vec![error(1, "tsc", "already broken")]),
+    ]);
+    let again = b.calls.one().await;
+    assert_eq!((again.source, again.names()), (0, vec!["b.ts".into()]));
+    let e = b.entry("b.ts").await;
+    assert_eq!(messages(&e), vec!["Expected 2 arguments, but got 1"]);
+    assert_eq!((e.checked_at, running(&e)), (0, vec!["lsp"]));
+    assert_eq!(b.session_files().await, 2, "c.ts stays out of the session");
+    again.clean();
+    let e = b.entry("b.ts").await;
+    assert_ne!(e.checked_at, 0);
+    assert_eq!(messages(&e), vec!["Expected 2 arguments, but got 1"]);
+}
