@@ -91,3 +91,36 @@ impl Waiters {
         self.0 = keep;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn waiter(deadline: Instant, partial_at: Option<Instant>) -> Waiter {
+        Waiter {
+            paths: Vec::new(),
+            since: 0,
+            deadline,
+            partial_at,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn the_next_timer_is_the_earliest_deadline_or_grace_still_ahead() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let mut w = Waiters::default();
+        assert_eq!(w.next_timer(), None);
+        w.push(waiter(now + s(10), Some(now + s(3))));
+        w.push(waiter(now + s(5), None));
+        assert_eq!(w.next_timer(), Some(now + s(3)));
+        // A grace that has passed is no timer (the actor would wake at once, forever); the
+        // waiter is answered when its files are ready, or at its deadline.
+        let mut w = Waiters::default();
+        w.push(waiter(now + s(10), Some(now - s(1))));
+        assert_eq!(w.next_timer(), Some(now + s(10)));
+    }
+}

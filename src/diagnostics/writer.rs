@@ -281,3 +281,139 @@ pub fn summary(root: &Path, session: &Session, review: &Review) -> Summary {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::baseline::Taken;
+    use crate::diagnostics::testing::{error, per_file};
+    use openfiles_wire::spec::{Item, Severity};
+
+    /// A session under `root`: `a.rs` checked with an error and a warning, `sub/b.rs` edited
+    /// and not checked yet.
+    fn session(root: &Path) -> Session {
+        let (a, b) = (root.join("a.rs"), root.join("sub/b.rs"));
+        let mut s = Session::default();
+        let g = s.edited(&a, 1);
+        s.dispatched(&a, &[per_file(0, "lsp")], 1);
+        let warning = Item {
+            severity: Severity::Warning,
+            ..error(2, "lsp", "unused variable")
+        };
+        s.answered(
+            &a,
+            g,
+            0,
+            vec![error(1, "lsp", "mismatched types"), warning],
+            5,
+        );
+        s.edited(&b, 6);
+        s
+    }
+
+    #[test]
+    fn the_state_carries_the_queue_and_the_written_document_and_restores_the_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let session = session(&root);
+        let queue = QueueState {
+            cursor: Cursor {
+                main: Some(FilePos {
+                    dev: 1,
+                    ino: 2,
+                    born: 3,
+                    offset: 420,
+                }),
+                draining: None,
+            },
+            lines: 7,
+            malformed: 1,
+        };
+        let state_path = dir.path().join("state/workspaces/ws-1/session.json");
+        let info = BaselineInfo::default();
+        let snap = Snapshot::new(
+            &root,
+            &HookSettings::default(),
+            &session,
+            (&queue, &Review::default()),
+            Some(root.clone()),
+            state_path.clone(),
+            (&info, None),
+        );
+        snap.write().unwrap();
+
+        let written = std::fs::read(root.join(spec::DIR).join(spec::DIAGNOSTICS_FILE)).unwrap();
+        assert_eq!(written, snap.diagnostics);
+        let state: SessionState =
+            serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
+        assert_eq!(state.queue, queue);
+        let doc: DiagnosticsFile = serde_json::from_slice(&written).unwrap();
+        assert_eq!(state.diagnostics.as_ref(), Some(&doc), "the same document");
+        let keys: Vec<&str> = doc.files.keys().map(String::as_str).collect();
+        assert_eq!(keys, vec!["a.rs", "sub/b.rs"]);
+        let a = &doc.files["a.rs"];
+        assert_eq!((a.errors, a.warnings, a.checked_at), (1, 1, 5));
+        assert!(
+            !baseline_file(&state_path).exists(),
+            "no baseline handed over"
+        );
+        assert!(state_path.with_file_name(SUMMARY_FILE).exists());
+
+        // After a restart the checked file stands as written; the other is checked again.
+        let (restored, unchecked) = Session::restore(state.into_entries());
+        assert_eq!(unchecked, vec![root.join("sub/b.rs")]);
+        assert_eq!(restored.get(&root.join("a.rs")).unwrap().entry, *a);
+    }
+
+    #[test]
+    fn the_summary_counts_problems_pending_files_and_unreviewed_ones() {
+        let root = Path::new("/w");
+        let session = session(root);
+        let mut review = Review::default();
+        review.edited(&root.join("a.rs"), Some("claude"), 1);
+        review.edited(&root.join("sub/b.rs"), Some("codex"), 6);
+        let s = summary(root, &session, &review);
+        let counts = (s.files, s.errors, s.warnings, s.pending, s.unreviewed);
+        assert_eq!(counts, (2, 1, 1, 1, 2));
+        assert_eq!(s.last_agent.as_deref(), Some("codex"));
+        review.mark(&[root.join("a.rs")], true, 7);
+        assert_eq!(summary(root, &session, &review).unreviewed, 1);
+    }
+
+    #[test]
+    fn keys_are_slash_separated_inside_the_root_and_absolute_outside() {
+        let root = Path::new("/w/proj");
+        assert_eq!(key(root, Path::new("/w/proj/src/lib.rs")), "src/lib.rs");
+        assert_eq!(key(root, Path::new("/w/other/x.rs")), "/w/other/x.rs");
+    }
+
+    #[test]
+    fn loading_forgets_runs_in_flight_and_survives_a_corrupt_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proj, file) = (Path::new("/w"), Path::new("/w/a.rs"));
+        let mut b = Baseline {
+            taken: Taken::Head {
+                commit: "abc".into(),
+            },
+            ..Baseline::default()
+        };
+        b.set_project("tsc", proj, Coverage::Running);
+        b.set_project("cargo", proj, Coverage::Ready);
+        b.set_file_coverage("lsp", file, Coverage::Running);
+        b.set_file_coverage("ruff", file, Coverage::Ready);
+        let path = dir.path().join("baseline.json");
+        std::fs::write(&path, serde_json::to_vec(&b).unwrap()).unwrap();
+        let loaded = load_baseline(&path);
+        assert_eq!(loaded.commit(), Some("abc"));
+        assert_eq!(loaded.project("tsc", proj), None, "run again");
+        assert_eq!(loaded.project("cargo", proj), Some(&Coverage::Ready));
+        assert_eq!(loaded.file_coverage("lsp", file), None, "run again");
+        assert_eq!(loaded.file_coverage("ruff", file), Some(&Coverage::Ready));
+
+        let state = dir.path().join("session.json");
+        std::fs::write(&state, b"{\"version\":1,\"queue\":").unwrap();
+        let fresh = load_state(&state);
+        assert!(fresh.diagnostics.is_none() && fresh.queue == QueueState::default());
+    }
+}
