@@ -281,6 +281,8 @@ fn assemble(header: &str, body: &[String], closing: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use expect_test::expect;
+
     use super::*;
 
     fn err(line: u32, msg: &str) -> Item {
@@ -346,6 +348,218 @@ mod tests {
             ..edited
         };
         assert_eq!(format(&[quiet]), None);
+    }
+
+    /// An item as a source reports it, classified by the baseline (`introduced`).
+    fn item(
+        (line, column): (u32, u32),
+        severity: Severity,
+        source: &str,
+        code: Option<&str>,
+        message: &str,
+        introduced: Option<bool>,
+    ) -> Item {
+        Item {
+            introduced,
+            line,
+            column,
+            severity,
+            source: source.into(),
+            code: code.map(str::to_owned),
+            message: message.into(),
+        }
+    }
+
+    /// The feedback for `edited` (workspace-relative) from `files`, as the hook builds it.
+    fn feedback_for(
+        files: Vec<(&str, openfiles_wire::spec::FileEntry)>,
+        edited: &[&str],
+    ) -> String {
+        use crate::hook::report::Entries;
+        use openfiles_wire::spec::HookSettings;
+        let root = std::path::Path::new("/w");
+        let files = files.into_iter().map(|(k, e)| (k.to_owned(), e)).collect();
+        let entries = Entries {
+            root,
+            hook: &HookSettings::default(),
+            files: &files,
+            baseline: None,
+        };
+        let paths: Vec<std::path::PathBuf> = edited.iter().map(|p| root.join(p)).collect();
+        format_report(&entries.report(&paths, 100)).unwrap()
+    }
+
+    #[test]
+    fn the_text_an_agent_reads_after_an_edit() {
+        use openfiles_wire::spec::{FileEntry, SourceStatus};
+        let entry = |key: &str, checked_at, items| {
+            FileEntry::checked(format!("/w/{key}").into(), checked_at, items)
+        };
+        let main = entry(
+            "src/main.rs",
+            200,
+            vec![
+                item(
+                    (3, 18),
+                    Severity::Error,
+                    "rustc",
+                    Some("E0308"),
+                    "mismatched types\n  expected `u32`, found `&str`",
+                    Some(true),
+                ),
+                item(
+                    (7, 5),
+                    Severity::Warning,
+                    "clippy",
+                    Some("clippy::needless_return"),
+                    "unneeded `return` statement",
+                    Some(true),
+                ),
+                item(
+                    (12, 1),
+                    Severity::Warning,
+                    "clippy",
+                    Some("dead_code"),
+                    "function `old` is never used",
+                    Some(false),
+                ),
+                item(
+                    (14, 9),
+                    Severity::Info,
+                    "rust-analyzer",
+                    None,
+                    "consider importing `HashMap`",
+                    Some(true),
+                ),
+            ],
+        );
+        // Partial: the language server answered, the project-wide check still runs.
+        let mut lib = entry(
+            "src/lib.rs",
+            0,
+            vec![item(
+                (40, 13),
+                Severity::Error,
+                "rust-analyzer",
+                Some("E0425"),
+                "cannot find value `count` in this scope",
+                Some(true),
+            )],
+        );
+        lib.sources = [("rust-analyzer", 150), ("cargo-check", 0)]
+            .into_iter()
+            .map(|(n, at)| (n.to_owned(), SourceStatus { answered_at: at }))
+            .collect();
+        // A file the agent did not edit, broken by its edit of src/lib.rs.
+        let mut util = entry(
+            "src/util.rs",
+            210,
+            vec![item(
+                (9, 5),
+                Severity::Error,
+                "rustc",
+                Some("E0061"),
+                "this function takes 2 arguments but 1 argument was supplied",
+                Some(true),
+            )],
+        );
+        util.affected_by = vec!["src/lib.rs".into()];
+        let text = feedback_for(
+            vec![
+                ("src/main.rs", main),
+                ("src/lib.rs", lib),
+                ("src/util.rs", util),
+            ],
+            &["src/main.rs", "src/lib.rs"],
+        );
+        expect![[r#"
+            OpenFiles found 2 errors and 1 warning in files you edited:
+            - src/main.rs:3:18 error E0308 (rustc): mismatched types expected `u32`, found `&str`
+            - src/main.rs:7:5 warning clippy::needless_return (clippy): unneeded `return` statement
+            - src/lib.rs:40:13 error E0425 (rust-analyzer): cannot find value `count` in this scope
+            - and 1 problem that was already there before your edits
+            Your edits also caused errors in files you did not edit:
+            - src/util.rs:9:5 error E0061 (rustc): this function takes 2 arguments but 1 argument was supplied
+            Still checking: cargo-check (more problems may follow).
+            Fix these before you report the task as done."#]].assert_eq(&text);
+    }
+
+    #[test]
+    fn the_text_at_its_limits() {
+        use openfiles_wire::spec::FileEntry;
+        let errors = |n: u32, message: &str| -> Vec<Item> {
+            (1..=n)
+                .map(|l| {
+                    item(
+                        (l, 1),
+                        Severity::Error,
+                        "tsc",
+                        Some("TS2322"),
+                        message,
+                        Some(true),
+                    )
+                })
+                .collect()
+        };
+        let many = FileEntry::checked(
+            "/w/src/many.ts".into(),
+            200,
+            errors(23, "Type 'string' is not assignable to type 'number'."),
+        );
+        let text = feedback_for(vec![("src/many.ts", many)], &["src/many.ts"]);
+        expect![[r#"
+            OpenFiles found 23 errors in files you edited:
+            - src/many.ts:1:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:2:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:3:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:4:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:5:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:6:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:7:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:8:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:9:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:10:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:11:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:12:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:13:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:14:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:15:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:16:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:17:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:18:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:19:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts:20:1 error TS2322 (tsc): Type 'string' is not assignable to type 'number'.
+            - src/many.ts: 3 more not shown
+            Fix these before you report the task as done."#]]
+        .assert_eq(&text);
+
+        // Hundreds of long messages: cut under MAX_CHARS, keeping the closing line.
+        let long = "x".repeat(300);
+        let files: Vec<(String, FileEntry)> = (0..40)
+            .map(|i| {
+                let key = format!("src/f{i:02}.ts");
+                let entry = FileEntry::checked(format!("/w/{key}").into(), 200, errors(5, &long));
+                (key, entry)
+            })
+            .collect();
+        let keys: Vec<&str> = files.iter().map(|(k, _)| k.as_str()).collect();
+        let text = feedback_for(
+            files.iter().map(|(k, e)| (k.as_str(), e.clone())).collect(),
+            &keys,
+        );
+        assert!(text.chars().count() < MAX_CHARS);
+        let lines: Vec<&str> = text.lines().collect();
+        let (head, tail) = (lines[0], &lines[lines.len() - 2..]);
+        expect![[r#"
+            (
+                "OpenFiles found 200 errors in files you edited:",
+                [
+                    "… (truncated)",
+                    "Fix these before you report the task as done.",
+                ],
+            )
+        "#]]
+        .assert_debug_eq(&(head, tail));
     }
 
     #[test]

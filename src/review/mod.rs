@@ -195,3 +195,108 @@ pub fn pause(socket: Option<&Path>, dir: Option<&Path>, paused: bool) -> anyhow:
     }
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::ReviewFile;
+    use openfiles_wire::spec::{FileEntry, Item, Severity};
+
+    fn item(line: u32, column: u32, severity: Severity, message: &str) -> Item {
+        Item {
+            line,
+            column,
+            ..Item::note(severity, "rustc", message)
+        }
+    }
+
+    /// A session file edited by `agents` (the last one last), checked at `checked_at`.
+    fn file(
+        key: &str,
+        agents: &[&str],
+        reviewed: bool,
+        checked_at: u64,
+        items: Vec<Item>,
+    ) -> ReviewFile {
+        ReviewFile {
+            key: key.into(),
+            mark: Mark {
+                agents: agents.iter().map(|a| (*a).to_owned()).collect(),
+                last_agent: agents.last().map(|a| (*a).to_owned()).unwrap_or_default(),
+                edited_at: 10,
+                reviewed_at: if reviewed { 20 } else { 0 },
+            },
+            entry: FileEntry::checked(format!("/home/me/proj/{key}").into(), checked_at, items),
+        }
+    }
+
+    #[test]
+    fn the_list_groups_files_by_agent_with_errors_first() {
+        let review = WorkspaceReview {
+            root: "/home/me/proj".into(),
+            paused: true,
+            last_agent: Some("codex".into()),
+            files: vec![
+                file("README.md", &["claude"], true, 5, Vec::new()),
+                file(
+                    "src/lib.rs",
+                    &["claude"],
+                    false,
+                    5,
+                    vec![
+                        item(12, 9, Severity::Warning, "unused variable: `n`"),
+                        item(
+                            3,
+                            18,
+                            Severity::Error,
+                            "mismatched types\nexpected `u32`, found `&str`",
+                        ),
+                        item(
+                            40,
+                            1,
+                            Severity::Error,
+                            "cannot find value `count` in this scope",
+                        ),
+                    ],
+                ),
+                file("src/main.rs", &["claude", "codex"], false, 0, Vec::new()),
+                file(
+                    "src/util.rs",
+                    &["codex"],
+                    true,
+                    5,
+                    vec![item(7, 5, Severity::Warning, "unneeded `return` statement")],
+                ),
+                file(
+                    "notes.txt",
+                    &[],
+                    false,
+                    5,
+                    vec![item(
+                        1,
+                        1,
+                        Severity::Info,
+                        "not checked: no diagnostic source handles .txt files",
+                    )],
+                ),
+            ],
+        };
+        let mut out = Vec::new();
+        list(&Model::new(review), &mut out).unwrap();
+        expect![[r#"
+            /home/me/proj: 5 file(s), 3 unreviewed, 2 error(s), 2 warning(s), paused
+            claude (2 file(s), 1 unreviewed, 2E 1W)
+              [ ] src/lib.rs  2E 1W  3:18 mismatched types
+              [x] README.md  ok
+            codex (2 file(s), 1 unreviewed, 0E 1W)
+              [x] src/util.rs  0E 1W  7:5 unneeded `return` statement
+              [ ] src/main.rs  checking…
+            unknown (1 file(s), 1 unreviewed, 0E 0W)
+              [ ] notes.txt  ok
+        "#]]
+        .assert_eq(&String::from_utf8(out).unwrap());
+    }
+}

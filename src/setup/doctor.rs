@@ -689,6 +689,8 @@ pub fn render(checks: &[Check], colour: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use expect_test::expect;
+
     use super::*;
 
     #[test]
@@ -743,12 +745,95 @@ mod tests {
     }
 
     #[test]
-    fn render_without_colour_has_no_escapes() {
-        let text = render(&[check("x", Level::Fail, "broken").hint("fix")], false);
-        assert!(!text.contains('\x1b'));
-        assert!(
-            text.contains("FAIL broken") && text.contains("1 problem(s)"),
-            "{text}"
+    fn the_report_a_user_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("max_user_watches"), "8192\n").unwrap();
+        std::fs::write(dir.path().join("max_user_instances"), "1024\n").unwrap();
+        let mut checks = vec![
+            check(
+                "service",
+                Level::Ok,
+                "reachable at /run/user/1000/openfiles/control.sock (openfiles 0.1.0, pid 4242, socket-activated by systemd, 2 workspace(s))",
+            ),
+            check("units", Level::Ok, "openfiles.socket: enabled, active; openfiles.service: active"),
+        ];
+        let plugins = serde_json::json!([
+            {"name": "rust", "version": "0.1.0", "origin": "config", "state": "loaded", "path": "/usr/lib/openfiles/plugins/libopenfiles_plugin_rust.so",
+             "capabilities": {"extensions": ["rs"]}},
+            {"name": "typescript", "version": "0.1.0", "origin": "config", "state": "loaded", "path": "/usr/lib/openfiles/plugins/libopenfiles_plugin_typescript.so",
+             "capabilities": {"extensions": ["ts", "tsx"], "notes": ["tsgo not found: tsc runs instead"]}},
+            {"name": "python", "origin": "config", "state": "disabled", "path": "/usr/lib/openfiles/plugins/libopenfiles_plugin_python.so"},
+            {"origin": "config", "state": "missing", "path": "/opt/plugins/libopenfiles_plugin_go.so", "reason": "no such file"},
+            {"name": "broken", "origin": "config", "state": "refused", "kind": "abi-mismatch", "reason": "built for plugin API 2, this host speaks 3",
+             "path": "/opt/plugins/libopenfiles_plugin_broken.so"},
+        ]);
+        let plugins: Vec<PluginStatus> = serde_json::from_value(plugins).unwrap();
+        for row in &plugins {
+            checks.push(plugin_row_check(row, "the service"));
+        }
+        checks.push(check(
+            "languages",
+            Level::Ok,
+            "Rust: rust-analyzer at /home/me/.cargo/bin/rust-analyzer (found by the service)",
+        ));
+        checks.push(
+            check("languages", Level::Warn, "TypeScript: tsc not found on the service's PATH")
+                .hint("install tsc where the service looks (its PATH: /usr/bin:/bin); with the Nix modules, add it to extraPackages"),
         );
+        checks.push(check(
+            "hooks",
+            Level::Ok,
+            "claude: .claude/settings.json: `openfiles hook --agent claude` runs",
+        ));
+        inotify_checks(dir.path(), &mut checks);
+        checks.push(check(
+            "socket",
+            Level::Ok,
+            "/run/user/1000/openfiles/control.sock (0600, folder 0700, ours)",
+        ));
+        expect![[r#"
+            service
+              ok   reachable at /run/user/1000/openfiles/control.sock (openfiles 0.1.0, pid 4242, socket-activated by systemd, 2 workspace(s))
+            units
+              ok   openfiles.socket: enabled, active; openfiles.service: active
+            plugins
+              ok   rust 0.1.0: loaded by the service (files: rs) from /usr/lib/openfiles/plugins/libopenfiles_plugin_rust.so
+              warn typescript 0.1.0: loaded by the service (files: ts,tsx) from /usr/lib/openfiles/plugins/libopenfiles_plugin_typescript.so; tsgo not found: tsc runs instead
+                   python: disabled in config (/usr/lib/openfiles/plugins/libopenfiles_plugin_python.so)
+              warn /opt/plugins/libopenfiles_plugin_go.so: listed but missing (no such file)
+                   -> fix plugins.paths or OPENFILES_PLUGIN_PATH
+              FAIL broken: refused [abi-mismatch]: built for plugin API 2, this host speaks 3 (/opt/plugins/libopenfiles_plugin_broken.so)
+            languages
+              ok   Rust: rust-analyzer at /home/me/.cargo/bin/rust-analyzer (found by the service)
+              warn TypeScript: tsc not found on the service's PATH
+                   -> install tsc where the service looks (its PATH: /usr/bin:/bin); with the Nix modules, add it to extraPackages
+            hooks
+              ok   claude: .claude/settings.json: `openfiles hook --agent claude` runs
+            inotify
+              warn max_user_watches = 8192 (below 65536: large workspaces may not be watched)
+                   -> sudo sysctl fs.inotify.max_user_watches=524288
+              ok   max_user_instances = 1024
+            socket
+              ok   /run/user/1000/openfiles/control.sock (0600, folder 0700, ours)
+            1 problem(s), 4 warning(s)
+        "#]].assert_eq(&render(&checks, false));
+
+        // The footer without problems, and colour only on the mark.
+        let fine = [
+            check("service", Level::Ok, "reachable"),
+            check("socket", Level::Info, "absent"),
+        ];
+        expect![[r#"
+            service
+              ok   reachable
+            socket
+                   absent
+            all good
+        "#]]
+        .assert_eq(&render(&fine, false));
+        expect![[r#"
+            "service\n  \u{1b}[32mok  \u{1b}[0m reachable\nall good\n"
+        "#]]
+        .assert_debug_eq(&render(&fine[..1], true));
     }
 }
