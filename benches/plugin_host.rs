@@ -46,6 +46,7 @@ fn main() {
         let startup = t0.elapsed();
         let id = m.ids()[0];
         let req = || CheckRequest {
+            trusted: true,
             id: 0,
             workspace: ws.clone(),
             files: vec![file.clone()],

@@ -6,7 +6,9 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::control::client::{connect_default, Client, START_HINT};
-use openfiles_wire::control::{PathArg, Request, SessionCleared, StatusReply, WorkspacesReply};
+use openfiles_wire::control::{
+    PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspacesReply,
+};
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
     connect_default(socket).context(START_HINT)
@@ -40,7 +42,22 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         st.terminals
     );
     for w in &st.workspaces {
-        println!("  {}  [{}]", w.root.display(), w.source);
+        println!(
+            "  {}  [{}{}]",
+            w.root.display(),
+            w.source,
+            if w.trusted {
+                ", trusted"
+            } else {
+                ", not trusted"
+            }
+        );
+        if !w.trusted {
+            println!(
+                "    its own tools and cargo check do not run: `openfiles trust {}` turns them on",
+                w.root.display()
+            );
+        }
         println!(
             "    session files {}, pending {}, queue lines {} ({} malformed), watches {}{}",
             w.session_files,
@@ -65,6 +82,29 @@ pub fn add(socket: Option<&Path>, dir: &Path, force: bool) -> anyhow::Result<u8>
         connect(socket)?.call_as(&Request::Add(PathArg { path, force }))?;
     for w in reply.workspaces {
         println!("serving {}", w.root.display());
+    }
+    Ok(0)
+}
+
+/// `openfiles trust [--revoke] DIR`.
+pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result<u8> {
+    let path = absolute(dir)?;
+    let r: TrustReply = connect(socket)?.call_as(&Request::Trust(TrustArg { path, trusted }))?;
+    let root = r.root.display();
+    match (trusted, r.trusted) {
+        (true, _) => println!(
+            "trusted {root}: its checks may run its own tools (node_modules/.bin, its tsc/tsgo) \
+             and cargo check (build scripts, proc macros){}",
+            if r.served { "" } else { " once it is served" }
+        ),
+        (false, false) => println!(
+            "no longer trusted {root}: only tools installed outside it run, and nothing that \
+             runs its code"
+        ),
+        (false, true) => println!(
+            "{root} stays trusted: you named it yourself (command line, config or `openfiles \
+             add`); `openfiles forget` it to serve it only when an agent edits it"
+        ),
     }
     Ok(0)
 }

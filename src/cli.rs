@@ -1,7 +1,7 @@
 //! Command-line parsing, and only that: every subcommand hands its arguments to the module
 //! that owns the work. `--help` on each command carries an example.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -86,6 +86,14 @@ pub enum Command {
     ///
     /// Example: openfiles add ~/src/app
     Add(AddArgs),
+
+    /// Trust a workspace folder to run its own tools: its `node_modules/.bin` servers, its
+    /// `tsc`/`tsgo`, and checkers that run its code (`cargo check`: build scripts and proc
+    /// macros). Folders you name yourself (`serve -w`, `service.workspaces`, `openfiles add`)
+    /// are trusted already; one an agent's edit or discovery brings is not until you say so.
+    ///
+    /// Example: openfiles trust ~/src/app    (openfiles trust --revoke ~/src/app)
+    Trust(TrustArgs),
 
     /// Unregister a workspace folder.
     ///
@@ -248,6 +256,16 @@ pub struct AddArgs {
     /// Serve it even when it is your home folder (system folders are always refused).
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace folder [default: the current folder].
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Stop trusting it.
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 #[derive(Debug, Args)]
@@ -568,6 +586,11 @@ pub fn run() -> std::process::ExitCode {
             },
         ),
         Command::Add(args) => crate::admin::add(cli.socket.as_deref(), &args.dir, args.force),
+        Command::Trust(args) => crate::admin::trust(
+            cli.socket.as_deref(),
+            args.dir.as_deref().unwrap_or(Path::new(".")),
+            !args.revoke,
+        ),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
         Command::Service(args) => crate::setup::run_service(args, cli.socket),
         Command::Doctor(args) => crate::setup::run_doctor(args, cli.socket, cli.config),

@@ -168,6 +168,10 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             ),
             Err(e) => control::error_reply(id, e),
         },
+        Request::Trust(a) => match ctx.registry.trust(a.path, a.trusted).await {
+            Ok(r) => control::ok_reply(id, r),
+            Err(e) => control::error_reply(id, e),
+        },
         Request::Shutdown => {
             tracing::info!("shutdown requested over the control socket");
             ctx.shutdown.cancel();

@@ -17,6 +17,7 @@
 //! to list means no text at all. Pure: no I/O.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use openfiles_wire::spec::{Item, Severity};
 
@@ -95,7 +96,12 @@ pub fn format_report(report: &Report) -> Option<String> {
     let files = &report.files;
     let listed: Vec<&FileView> = files.iter().filter(|f| !f.items.is_empty()).collect();
     if listed.is_empty() && report.broken.is_empty() {
-        return None;
+        // Nothing to list, but the agent should still learn that a checker did not run.
+        return report
+            .notes
+            .iter()
+            .find(|n| n.starts_with(UNTRUSTED_PREFIX))
+            .cloned();
     }
     let errors: u64 = listed.iter().map(|f| u64::from(f.errors)).sum();
     let warnings: u64 = listed
@@ -148,6 +154,20 @@ pub fn format_report(report: &Report) -> Option<String> {
         header(errors, warnings)
     };
     Some(assemble(&head, &body, &tail.join("\n")))
+}
+
+/// How the line about checkers an untrusted workspace did not run begins.
+pub const UNTRUSTED_PREFIX: &str = "OpenFiles did not run";
+
+/// The one line saying which checkers did not run because the workspace at `root` is not
+/// trusted, and the command that turns them on.
+pub fn untrusted_note(sources: &[&str], root: &Path) -> String {
+    format!(
+        "{UNTRUSTED_PREFIX} {} here: they run this repository's own code or tools, and the \
+         workspace is not trusted. To allow them: openfiles trust {}",
+        sources.join(", "),
+        root.display()
+    )
 }
 
 /// The header when the edited files have nothing to list but the edits broke other files.

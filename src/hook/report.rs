@@ -122,6 +122,22 @@ impl<'a> Entries<'a> {
         if self.hook.feedback == Feedback::Off {
             return report;
         }
+        // What did not run because the workspace is not trusted: one line, whatever the
+        // number of files.
+        let mut skipped: Vec<&str> = paths
+            .iter()
+            .filter_map(|p| self.find(p))
+            .flat_map(|e| e.items.iter())
+            .filter(|i| i.code.as_deref() == Some(openfiles_plugin_api::UNTRUSTED_CODE))
+            .map(|i| i.source.as_str())
+            .collect();
+        skipped.sort_unstable();
+        skipped.dedup();
+        if !skipped.is_empty() {
+            report
+                .notes
+                .push(super::feedback::untrusted_note(&skipped, self.root));
+        }
         for entry in self.files.values().filter(|e| !e.affected_by.is_empty()) {
             let display = display_path(self.root, &entry.path);
             for item in entry

@@ -328,6 +328,44 @@ fn mentions(ev: &notify::Event, names: &[&str]) -> bool {
     })
 }
 
+/// The cursor of a workspace openfiles serves for the first time: past every complete line
+/// `queue.jsonl` (and a file being drained) already holds. Those lines were written before
+/// openfiles served the folder — perhaps committed with the repository — and are history,
+/// never requests. A symlink or anything but a regular file is left to the reader (which
+/// refuses it).
+pub fn history(root: &Path) -> Cursor {
+    let dir = root.join(spec::DIR);
+    let at_end = |name: &str| -> Option<FilePos> {
+        let path = dir.join(name);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let mut file = File::open(&path).ok()?;
+        let mut pos = position(&file, &[]).ok()?;
+        pos.offset = end_of_last_line(&mut file, meta.len()).ok()?;
+        Some(pos)
+    };
+    Cursor {
+        main: at_end(spec::QUEUE_FILE),
+        draining: at_end(DRAINING),
+    }
+}
+
+/// The offset just past the last newline of `file` (of `len` bytes), looking back at most
+/// [`MAX_LINE`] bytes (a longer tail is skipped whole).
+fn end_of_last_line(file: &mut File, len: u64) -> std::io::Result<u64> {
+    let start = len.saturating_sub(MAX_LINE as u64 + 1);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.take(len - start).read_to_end(&mut tail)?;
+    Ok(match tail.iter().rposition(|&b| b == b'\n') {
+        Some(i) => start + i as u64 + 1,
+        None if start == 0 => 0,
+        None => len,
+    })
+}
+
 /// Run the queue reader of one workspace until `shutdown`: wake on file events in
 /// `.openfiles/`, hand lines to the pipeline, advance once the pipeline persisted them.
 /// `paused` (standing back for an editor) leaves the queue to the editor.

@@ -110,6 +110,8 @@ pub struct Instance {
     watch_mode: Option<WatchMode>,
     /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
     claws: Option<openfiles_claws::ClawsServer>,
+    /// The user trusts it; read by its checker on every request ([`super::trust`]).
+    trusted: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A running watch-mode task: its own token and its own watcher subscription, so a
@@ -121,17 +123,40 @@ struct WatchMode {
 
 impl Instance {
     /// Set up `.openfiles/`, write the first heartbeat, start the pipeline and its intakes.
+    /// `trusted` is the user's trust in the workspace (what its checks may run), shared
+    /// with the registry, which changes it (`openfiles trust`).
     pub async fn start(
         root: &Path,
         config: &Config,
         shared: Arc<WorkspaceDeps>,
+        trusted: Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Instance, String> {
         let cfg = Arc::new(config.for_workspace(root).map_err(|e| e.to_string())?);
         housekeeping(root)
             .map_err(|e| format!("cannot prepare {}: {e}", root.join(spec::DIR).display()))?;
-        let (pipeline, cursor) =
-            Pipeline::start(root, cfg.clone(), shared.checker.clone(), &shared.state_dir)
-                .map_err(|e| e.to_string())?;
+        // Never served before: what `queue.jsonl` holds already is history (written before
+        // openfiles served this folder, perhaps committed with it), not requests.
+        let state = crate::diagnostics::writer::state_file(&shared.state_dir, root);
+        let served = state.with_extension("served");
+        let first_serve = !state.exists() && !served.exists();
+        if first_serve {
+            // Remember it, so lines written while the service was down later are read.
+            let made = state
+                .parent()
+                .map_or(Ok(()), |d| fsutil::ensure_private_dir(d, 0o700))
+                .and_then(|()| fsutil::write_atomic(&served, b"", 0o600));
+            if let Err(e) = made {
+                tracing::warn!("{}: {e}", served.display());
+            }
+        }
+        let checker = super::trust::Trusting::wrap(shared.checker.clone(), trusted.clone());
+        let (pipeline, cursor) = Pipeline::start(root, cfg.clone(), checker, &shared.state_dir)
+            .map_err(|e| e.to_string())?;
+        let cursor = if first_serve {
+            queue_intake::history(root)
+        } else {
+            cursor
+        };
         let token = shared.shutdown.child_token();
         let subscriber = shared.fswatch.subscriber();
         let fs = (&shared.fswatch, subscriber);
@@ -174,6 +199,7 @@ impl Instance {
             subscriber,
             watch_mode,
             claws,
+            trusted,
         })
     }
 
@@ -198,7 +224,18 @@ impl Instance {
             claws_socket: self.claws.as_ref().map(|c| c.socket_path().to_owned()),
             paused: p.paused,
             unreviewed: p.unreviewed,
+            trusted: self.trusted(),
         }
+    }
+
+    /// Whether the user trusts this workspace (what its checks may run).
+    pub fn trusted(&self) -> bool {
+        self.trusted.load(Ordering::Relaxed)
+    }
+
+    /// Trust the workspace, or stop trusting it; the next check runs accordingly.
+    pub fn set_trusted(&self, trusted: bool) {
+        self.trusted.store(trusted, Ordering::Relaxed);
     }
 
     /// Apply a reloaded configuration (SIGHUP): the pipeline takes `[hooks]` and

@@ -17,6 +17,7 @@ pub mod instance;
 pub mod pending;
 pub mod resolve;
 pub mod store;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,11 @@ enum Cmd {
     Reload {
         config: Arc<Config>,
     },
+    Trust {
+        dir: PathBuf,
+        trusted: bool,
+        reply: oneshot::Sender<Result<openfiles_wire::control::TrustReply, WorkspaceError>>,
+    },
     Stop {
         reply: oneshot::Sender<()>,
     },
@@ -131,6 +137,21 @@ impl RegistryHandle {
         self.ask(|reply| Cmd::Add { dir, source, reply })
             .await
             .unwrap_or(Err(WorkspaceError::ShuttingDown))
+    }
+
+    /// Trust `dir` (or revoke it): recorded, and applied to its instance when served.
+    pub async fn trust(
+        &self,
+        dir: PathBuf,
+        trusted: bool,
+    ) -> Result<openfiles_wire::control::TrustReply, WorkspaceError> {
+        self.ask(|reply| Cmd::Trust {
+            dir,
+            trusted,
+            reply,
+        })
+        .await
+        .unwrap_or(Err(WorkspaceError::ShuttingDown))
     }
 
     pub async fn forget(&self, dir: PathBuf) -> Result<WorkspaceInfo, WorkspaceError> {
@@ -197,6 +218,8 @@ pub struct Registry {
     watch_roots: bool,
     /// The heartbeat sweep's period (`service.heartbeat_seconds`).
     heartbeat_every: tokio::sync::watch::Sender<std::time::Duration>,
+    /// `openfiles trust` decisions.
+    trust: trust::TrustStore,
 }
 
 impl Registry {
@@ -214,6 +237,7 @@ impl Registry {
         let handle = RegistryHandle { tx };
         let discovery = shared.shutdown.child_token();
         let (heartbeat_every, every) = tokio::sync::watch::channel(heartbeat_period(&config));
+        let shared_state_dir = shared.state_dir.clone();
         let mut reg = Registry {
             shared,
             config,
@@ -223,6 +247,7 @@ impl Registry {
             discovery,
             watch_roots: false,
             heartbeat_every,
+            trust: trust::TrustStore::load(&shared_state_dir),
         };
         let from_config = reg.config.service.workspaces.clone();
         let mut budget = pending::PRE_READY_STARTS.saturating_sub(from_config.len() + cli.len());
@@ -345,6 +370,14 @@ impl Registry {
                 self.finish_pending().await;
                 self.reload(config).await;
             }
+            Cmd::Trust {
+                dir,
+                trusted,
+                reply,
+            } => {
+                self.start_pending_holding(&dir).await;
+                let _ = reply.send(self.set_trust(&dir, trusted));
+            }
             Cmd::Stop { reply } => {
                 self.pending.clear();
                 let entries = std::mem::take(&mut self.entries);
@@ -374,15 +407,25 @@ impl Registry {
             if source == Source::Added && e.source != Source::Added {
                 e.source = Source::Added;
             }
+            if trust::by_source(source) {
+                e.instance.set_trusted(true);
+            }
             return Ok(info(&root, e.source));
         }
-        let instance = Instance::start(&root, &self.config, self.shared.clone())
+        let trusted = trust::by_source(source) || self.trust.trusts(&root);
+        let flag = Arc::new(std::sync::atomic::AtomicBool::new(trusted));
+        let instance = Instance::start(&root, &self.config, self.shared.clone(), flag)
             .await
             .map_err(|message| WorkspaceError::Setup {
                 root: root.clone(),
                 message,
             })?;
-        tracing::info!(root = %root.display(), source = source.as_str(), "serving workspace");
+        tracing::info!(
+            root = %root.display(),
+            source = source.as_str(),
+            trusted,
+            "serving workspace"
+        );
         self.entries
             .insert(root.clone(), Entry { source, instance });
         Ok(info(&root, source))
@@ -422,6 +465,33 @@ impl Registry {
         if added {
             self.persist();
         }
+    }
+
+    fn set_trust(
+        &mut self,
+        dir: &Path,
+        trusted: bool,
+    ) -> Result<openfiles_wire::control::TrustReply, WorkspaceError> {
+        let root = resolve::workspace_dir(dir, true)?;
+        self.trust
+            .set(&root, trusted)
+            .map_err(|e| WorkspaceError::Setup {
+                root: root.clone(),
+                message: format!("cannot record the trust: {e}"),
+            })?;
+        let entry = self.entries.get(&root);
+        let named = entry.is_some_and(|e| trust::by_source(e.source));
+        let now = trusted || named;
+        if let Some(e) = entry {
+            e.instance.set_trusted(now);
+        }
+        tracing::info!(root = %root.display(), trusted = now, "workspace trust changed");
+        Ok(openfiles_wire::control::TrustReply {
+            root,
+            trusted: now,
+            served: entry.is_some(),
+            named,
+        })
     }
 
     async fn forget(&mut self, dir: &Path) -> Result<WorkspaceInfo, WorkspaceError> {

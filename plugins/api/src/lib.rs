@@ -17,7 +17,9 @@ pub mod markers;
 pub mod tools;
 pub mod types;
 
-pub use types::{Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Severity};
+pub use types::{
+    Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Severity, UNTRUSTED_CODE,
+};
 
 /// Major version of the C ABI. The loader refuses a table whose major differs.
 pub const ABI_MAJOR: u32 = 1;

@@ -88,6 +88,13 @@ pub struct CheckRequest {
     /// rebuilds only what differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_of: Option<PathBuf>,
+    /// The user trusts this workspace (`openfiles trust`, or they named it themselves): the
+    /// plugin may run executables the workspace holds (`node_modules/.bin`, a project's own
+    /// `tsc`/`tsgo`) and tools that run the project's code (cargo's build scripts and proc
+    /// macros). Absent or false: only tools installed outside the workspace, and nothing that
+    /// runs code the repository brings — what is skipped is said with [`Item::untrusted`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trusted: bool,
 }
 
 /// The answer to one check.
@@ -138,7 +145,24 @@ pub enum Severity {
     Hint,
 }
 
+/// The `code` of the note a plugin gives instead of running something an untrusted workspace
+/// may not make it run (the hook turns these into one line naming `openfiles trust`).
+pub const UNTRUSTED_CODE: &str = "untrusted-workspace";
+
 impl Item {
+    /// The note for a file `what` was not run on because the workspace is not trusted, e.g.
+    /// `Item::untrusted("cargo", "cargo check (it runs build scripts and proc macros)")`.
+    pub fn untrusted(source: impl Into<String>, what: &str) -> Self {
+        Item {
+            code: Some(UNTRUSTED_CODE.to_owned()),
+            ..Item::note(
+                Severity::Info,
+                source,
+                format!("not run: {what}, and this workspace is not trusted (`openfiles trust`)"),
+            )
+        }
+    }
+
     /// An item that explains why a file has no real results (checker failed, timed out…).
     pub fn note(severity: Severity, source: impl Into<String>, message: impl Into<String>) -> Self {
         Item {

@@ -99,6 +99,23 @@ impl Plugin for CargoCheck {
     }
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+        if !request.trusted {
+            // cargo runs the project's build scripts and proc macros (and honours its
+            // `.cargo/config.toml` wrappers and runners): nothing of it in an untrusted workspace.
+            let files = request
+                .files
+                .iter()
+                .filter(|f| f.extension() == Some(std::ffi::OsStr::new("rs")))
+                .map(|f| FileResult {
+                    path: f.clone(),
+                    items: vec![Item::untrusted(
+                        SOURCE,
+                        "cargo check (it runs the project's build scripts and proc macros)",
+                    )],
+                })
+                .collect();
+            return Ok(CheckResponse { files });
+        }
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         let mut files = Vec::new();
         let mut seen = HashSet::new();

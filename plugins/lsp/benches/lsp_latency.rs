@@ -157,6 +157,7 @@ fn main() {
         let mut check = || {
             id += 1;
             let req = CheckRequest {
+                trusted: true,
                 id,
                 workspace: ws.clone(),
                 files: vec![file.clone()],

@@ -120,6 +120,9 @@ pub struct ServerSpec {
     pub opt_in: bool,
     /// Finds each file's project itself ([`ServerOverride::finds_projects`]).
     pub finds_projects: bool,
+    /// Runs code the project brings (rust-analyzer: build scripts, proc macros): started
+    /// only in workspaces the user trusts.
+    pub runs_project_code: bool,
 }
 
 fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str]) -> ServerSpec {
@@ -139,6 +142,7 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         node_package: false,
         opt_in: false,
         finds_projects: false,
+        runs_project_code: false,
     }
 }
 
@@ -176,6 +180,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         &["Cargo.toml"],
     );
     ra.probe = Some(vec!["--version".into()]);
+    ra.runs_project_code = true;
     ra.wait_for_progress = vec!["cargo check".into(), "flycheck".into()];
     let mut all = vec![
         spec(
@@ -350,17 +355,24 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// The executable for `spec` as seen from a project: `<dir>/node_modules/.bin` for the
-    /// project root and each ancestor up to the workspace, then `PATH`. `None` if absent
-    /// (or present but its probe fails).
-    pub fn find(&self, spec: &ServerSpec, root: &Path, workspace: &Path) -> Option<PathBuf> {
+    /// The executable for `spec` as seen from a project: in a workspace the user trusts,
+    /// `<dir>/node_modules/.bin` for the project root and each ancestor up to the workspace,
+    /// then `PATH`; in any other, `PATH` only (an executable the repository brings never
+    /// runs there). `None` if absent (or present but its probe fails).
+    pub fn find(
+        &self,
+        spec: &ServerSpec,
+        root: &Path,
+        workspace: &Path,
+        trusted: bool,
+    ) -> Option<PathBuf> {
         let cmd = Path::new(&spec.command);
         let found = if cmd.components().count() > 1 {
             Some(cmd.to_path_buf()).filter(|p| is_executable(p))
         } else {
             let local = root
                 .ancestors()
-                .take_while(|d| d.starts_with(workspace))
+                .take_while(|d| trusted && d.starts_with(workspace))
                 .map(|d| d.join("node_modules/.bin").join(cmd))
                 .find(|p| is_executable(p));
             local.or_else(|| on_path(&spec.command))
@@ -453,6 +465,24 @@ mod tests {
         assert!(typo.servers().unwrap_err().contains("tsgoo"));
     }
 
+    /// A repository's `node_modules/.bin` is used only where the user trusts the workspace;
+    /// elsewhere the server comes from `PATH` (here: none, so not found).
+    #[test]
+    fn a_workspace_server_runs_only_in_a_trusted_workspace() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let bin = ws.join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let exe = bin.join("openfiles-test-no-such-server");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let s = spec("x", "openfiles-test-no-such-server", &[], &["x"], &[]);
+        let r = Resolver::default();
+        assert_eq!(r.find(&s, &ws, &ws, true), Some(exe));
+        assert_eq!(r.find(&s, &ws, &ws, false), None);
+    }
+
     #[test]
     fn unknown_server_without_command_is_an_error() {
         let c = parse(&json!({"servers": {"nope": {"args": []}}})).unwrap();
@@ -467,11 +497,11 @@ mod tests {
         let r = Resolver::default();
         let ws = std::env::temp_dir();
         s.probe = Some(vec!["-c".into(), "exit 1".into()]);
-        assert_eq!(r.find(&s, &ws, &ws), None);
+        assert_eq!(r.find(&s, &ws, &ws, true), None);
         s.probe = Some(vec!["-c".into(), "exit 0".into()]);
-        assert!(r.find(&s, &ws, &ws).is_some());
+        assert!(r.find(&s, &ws, &ws, true).is_some());
         s.command = "/nonexistent/openfiles-test-server".into();
-        assert_eq!(r.find(&s, &ws, &ws), None);
+        assert_eq!(r.find(&s, &ws, &ws, true), None);
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl Plugin for LspPlugin {
             .filter(|s| {
                 s.node_package
                     || !builtin.contains(&s.name)
-                    || resolver.find(s, &here, &here).is_some()
+                    || resolver.find(s, &here, &here, false).is_some()
             })
             .flat_map(|s| s.extensions.clone())
             .collect();
@@ -288,7 +288,7 @@ impl Inner {
             .clone()
     }
 
-    fn jobs(&self, workspace: &Path, files: &[PathBuf]) -> Vec<Job> {
+    fn jobs(&self, workspace: &Path, files: &[PathBuf], trusted: bool) -> Vec<Job> {
         let mut jobs = Vec::new();
         for (i, f) in files.iter().enumerate() {
             let Some(ext) = f.extension().and_then(|e| e.to_str()) else {
@@ -305,8 +305,11 @@ impl Inner {
                 if is_pyright && python_checker {
                     continue;
                 }
+                if spec.runs_project_code && !trusted {
+                    continue;
+                }
                 let root = config::project_root(spec, f, workspace);
-                if let Some(exe) = self.resolver.find(spec, &root, workspace) {
+                if let Some(exe) = self.resolver.find(spec, &root, workspace, trusted) {
                     python_checker |= is_pyright;
                     // A server that finds each file's project itself is rooted at the
                     // workspace, as in an editor window (and so takes the TypeScript the
@@ -348,7 +351,8 @@ impl Inner {
         let workspace = req.workspace.clone();
         let files = req.files.clone();
         let me = self.clone();
-        let jobs = tokio::task::spawn_blocking(move || me.jobs(&workspace, &files))
+        let trusted = req.trusted;
+        let jobs = tokio::task::spawn_blocking(move || me.jobs(&workspace, &files, trusted))
             .await
             .map_err(|e| e.to_string())?;
         let mut set = JoinSet::new();

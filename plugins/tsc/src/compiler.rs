@@ -126,26 +126,31 @@ pub fn configured_tsgo(setting: Option<&Path>) -> Option<PathBuf> {
     Some(exe)
 }
 
-/// `node_modules/.bin/tsc` in `start` or above, else `tsc`.
-pub fn find_tsc(start: &Path) -> PathBuf {
+/// `node_modules/.bin/tsc` in `start` or above when the workspace is trusted, else `tsc`
+/// (from `PATH`: a repository's own executables run only where the user trusts it).
+pub fn find_tsc(start: &Path, trusted: bool) -> PathBuf {
     start
         .ancestors()
+        .take_while(|_| trusted)
         .map(|d| d.join("node_modules/.bin/tsc"))
         .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("tsc"))
 }
 
-/// The compiler for a project whose tsc runs in `cwd`, before any fallback.
+/// The compiler for a project whose tsc runs in `cwd`, before any fallback. The project's
+/// own `tsgo`/`tsc` (its `node_modules`) only in a `trusted` workspace.
 pub fn choose(
     setting: CompilerSetting,
     tsgo: Option<&Path>,
     tsc: Option<&Path>,
     cwd: &Path,
+    trusted: bool,
 ) -> Compiler {
+    let own = || project_tsgo(cwd).filter(|_| trusted);
     let tsgo = match setting {
         CompilerSetting::Tsc => None,
-        CompilerSetting::Auto => project_tsgo(cwd),
-        CompilerSetting::Tsgo => project_tsgo(cwd).or_else(|| configured_tsgo(tsgo)),
+        CompilerSetting::Auto => own(),
+        CompilerSetting::Tsgo => own().or_else(|| configured_tsgo(tsgo)),
     };
     match tsgo {
         Some(exe) => Compiler {
@@ -154,7 +159,9 @@ pub fn choose(
         },
         None => Compiler {
             kind: Kind::Tsc,
-            exe: tsc.map(Path::to_owned).unwrap_or_else(|| find_tsc(cwd)),
+            exe: tsc
+                .map(Path::to_owned)
+                .unwrap_or_else(|| find_tsc(cwd, trusted)),
         },
     }
 }
@@ -319,12 +326,12 @@ mod tests {
         let root = d.path();
         let pkg = root.join("node_modules/@typescript/native-preview");
         std::fs::create_dir_all(root.join("app/src")).unwrap();
-        let c = choose(CompilerSetting::Auto, None, None, &root.join("app"));
+        let c = choose(CompilerSetting::Auto, None, None, &root.join("app"), true);
         assert_eq!(c.kind, Kind::Tsc);
         std::fs::create_dir_all(&pkg).unwrap();
         std::fs::write(pkg.join("package.json"), "{}").unwrap();
         exe(&pkg.join("bin/tsgo"));
-        let c = choose(CompilerSetting::Auto, None, None, &root.join("app"));
+        let c = choose(CompilerSetting::Auto, None, None, &root.join("app"), true);
         assert_eq!(c.kind, Kind::Tsgo);
         assert!(c.exe.ends_with("native-preview/bin/tsgo"), "{c:?}");
         // The hoisted platform package wins over the node wrapper.
@@ -333,10 +340,24 @@ mod tests {
             .join(format!("native-preview-{}", node_platform()))
             .join("lib/tsgo");
         exe(&native);
-        let c = choose(CompilerSetting::Auto, None, None, &root.join("app"));
+        let c = choose(CompilerSetting::Auto, None, None, &root.join("app"), true);
         assert_eq!(c.exe, native.canonicalize().unwrap());
-        let c = choose(CompilerSetting::Tsc, None, None, &root.join("app"));
+        let c = choose(CompilerSetting::Tsc, None, None, &root.join("app"), true);
         assert_eq!(c.kind, Kind::Tsc);
+    }
+
+    /// The project's own compilers run only in a trusted workspace; elsewhere `tsc` from
+    /// `PATH`.
+    #[test]
+    fn a_projects_own_compiler_runs_only_when_trusted() {
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("tsc"), "#!/bin/sh\n").unwrap();
+        assert_eq!(find_tsc(d.path(), true), bin.join("tsc"));
+        assert_eq!(find_tsc(d.path(), false), PathBuf::from("tsc"));
+        let c = choose(CompilerSetting::Auto, None, None, d.path(), false);
+        assert_eq!((c.kind, c.exe), (Kind::Tsc, PathBuf::from("tsc")));
     }
 
     #[test]
@@ -344,9 +365,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let missing = d.path().join("no-such-tsgo");
         // Starting it will fail; the run then falls back to tsc.
-        let c = choose(CompilerSetting::Tsgo, Some(&missing), None, d.path());
+        let c = choose(CompilerSetting::Tsgo, Some(&missing), None, d.path(), true);
         assert_eq!((c.kind, c.exe), (Kind::Tsgo, missing.clone()));
-        let c = choose(CompilerSetting::Auto, Some(&missing), None, d.path());
+        let c = choose(CompilerSetting::Auto, Some(&missing), None, d.path(), true);
         assert_eq!(c.kind, Kind::Tsc);
     }
 

@@ -129,6 +129,7 @@ impl Plugin for Tsc {
                     wanted,
                     &request.workspace,
                     all,
+                    request.trusted,
                 )
             },
         )?;
@@ -264,12 +265,22 @@ impl Tsc {
         tsconfig: Option<&Path>,
         wanted: &[PathBuf],
         cwd: &Path,
+        trusted: bool,
     ) -> Result<(Output, Compiler, Option<String>), String> {
         let s = &self.settings;
-        let chosen = compiler::choose(s.compiler, s.tsgo.as_deref(), s.tsc.as_deref(), cwd);
+        let chosen = compiler::choose(
+            s.compiler,
+            s.tsgo.as_deref(),
+            s.tsc.as_deref(),
+            cwd,
+            trusted,
+        );
         let tsc = || Compiler {
             kind: Kind::Tsc,
-            exe: s.tsc.clone().unwrap_or_else(|| compiler::find_tsc(cwd)),
+            exe: s
+                .tsc
+                .clone()
+                .unwrap_or_else(|| compiler::find_tsc(cwd, trusted)),
         };
         let cannot_run = |c: &Compiler, e: std::io::Error| {
             format!(
@@ -323,13 +334,14 @@ impl Tsc {
         wanted: &[PathBuf],
         workspace: &Path,
         report_all: bool,
+        trusted: bool,
     ) -> Result<Findings, String> {
         let cwd = tsconfig
             .and_then(Path::parent)
             .or_else(|| wanted.first().and_then(|f| f.parent()))
             .unwrap_or(workspace)
             .to_owned();
-        let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd)?;
+        let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd, trusted)?;
         let Output {
             stdout,
             stderr,

@@ -135,6 +135,10 @@ pub struct WorkspaceStatus {
     /// Session files not reviewed since their last edit.
     #[serde(default)]
     pub unreviewed: usize,
+    /// The user trusts this workspace: its checks may run what the repository brings
+    /// (`node_modules/.bin`, `cargo check`'s build scripts). `openfiles trust DIR`.
+    #[serde(default)]
+    pub trusted: bool,
 }
 
 pub mod client;
@@ -181,6 +185,9 @@ pub enum Request {
     Pause(PathArg),
     /// Notice edits in the workspace holding `path` again.
     Resume(PathArg),
+    /// Trust the workspace folder `path` (or stop trusting it): whether its checks may run
+    /// what the repository brings (`node_modules/.bin`, `cargo check`'s build scripts).
+    Trust(TrustArg),
 }
 
 impl Request {
@@ -202,6 +209,7 @@ impl Request {
             Request::ReviewMark(_) => "reviewMark",
             Request::Pause(_) => "pause",
             Request::Resume(_) => "resume",
+            Request::Trust(_) => "trust",
         }
     }
 }
@@ -288,6 +296,33 @@ pub struct ReviewMarked {
     /// Paths not in any session, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected: Vec<Rejected>,
+}
+
+/// Arguments of `trust`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustArg {
+    /// The workspace folder.
+    pub path: PathBuf,
+    /// `false` revokes the trust.
+    #[serde(default = "yes")]
+    pub trusted: bool,
+}
+
+/// Reply to `trust`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustReply {
+    /// The folder (canonical).
+    pub root: PathBuf,
+    /// The state now.
+    pub trusted: bool,
+    /// It is a workspace the service serves now (a folder not served yet keeps the decision
+    /// for when it is).
+    pub served: bool,
+    /// Still trusted because the user named it (command line, config, `openfiles add`):
+    /// revoking the recorded trust does not change that.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub named: bool,
 }
 
 /// Reply to `pause` and `resume`.
@@ -582,6 +617,7 @@ const COMMANDS: &[&str] = &[
     "reviewMark",
     "pause",
     "resume",
+    "trust",
 ];
 
 /// Decode one request line (without its newline).

@@ -31,6 +31,7 @@ fn plugin(state: &Path, config: serde_json::Value) -> CargoCheck {
 
 fn request(id: u64, ws: &Path, files: Vec<PathBuf>, also: Vec<PathBuf>) -> CheckRequest {
     CheckRequest {
+        trusted: true,
         id,
         workspace: ws.to_owned(),
         files,
@@ -160,4 +161,57 @@ fn a_cancelled_check_returns_an_error_instead_of_results() {
     });
     let err = run.unwrap().unwrap_err();
     assert!(err.contains("cancelled"), "{err}");
+}
+
+/// A repository's build script is its code: in a workspace the user does not trust, cargo is
+/// never run (the build script's marker stays absent) and each file says why, once.
+#[test]
+fn an_untrusted_workspace_runs_no_build_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap().join("ws");
+    write_crate(&ws, "fn main() {\n    let x: i32 = \"five\";\n}\n");
+    let marker = tmp.path().join("build-script-ran");
+    std::fs::write(
+        ws.join("build.rs"),
+        format!(
+            "fn main() {{ std::fs::write({:?}, \"ran\").unwrap(); }}\n",
+            marker
+        ),
+    )
+    .unwrap();
+    let main = ws.join("src/main.rs");
+    let p = plugin(&tmp.path().join("state"), serde_json::Value::Null);
+    let untrusted = CheckRequest {
+        trusted: false,
+        ..request(1, &ws, vec![main.clone()], vec![])
+    };
+    let resp = p.check(untrusted).unwrap();
+    let items = &resp.files.iter().find(|f| f.path == main).unwrap().items;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(
+        items[0].code.as_deref(),
+        Some(openfiles_plugin_api::UNTRUSTED_CODE)
+    );
+    assert!(
+        items[0].message.contains("openfiles trust"),
+        "{}",
+        items[0].message
+    );
+    assert!(
+        !marker.exists(),
+        "the build script ran in an untrusted workspace"
+    );
+    // Control: trusted, the same request runs cargo (and so the build script).
+    let resp = p
+        .check(request(2, &ws, vec![main.clone()], vec![]))
+        .unwrap();
+    let items = &resp.files.iter().find(|f| f.path == main).unwrap().items;
+    assert!(
+        items.iter().any(|i| i.severity == Severity::Error),
+        "{items:?}"
+    );
+    assert!(
+        marker.exists(),
+        "trusted: cargo check runs the build script"
+    );
 }

@@ -42,6 +42,7 @@ fn a_file_swapped_for_a_symlink_is_never_read_through_it() {
     let resp = env
         .plugin
         .check(CheckRequest {
+            trusted: true,
             id: 99,
             workspace: env.ws.clone(),
             files: vec![b.clone()],

@@ -168,6 +168,7 @@ fn cancel_ends_a_check_waiting_on_a_silent_server() {
     );
     let file = env.write("x.hang", "hello\n");
     let req = CheckRequest {
+        trusted: true,
         id: 777_001,
         workspace: env.ws.clone(),
         files: vec![file],

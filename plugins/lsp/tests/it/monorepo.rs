@@ -104,6 +104,7 @@ fn one_ruff_and_one_pyright_serve_every_package_each_with_its_own_config() {
         use openfiles_plugin_api::{CheckRequest, Plugin};
         env.plugin
             .check(CheckRequest {
+                trusted: true,
                 id: 1000,
                 workspace: env.ws.clone(),
                 files: files.clone(),

@@ -36,6 +36,7 @@ fn plugin(state: &Path, config: serde_json::Value) -> (Tsc, Capabilities) {
 fn check_all(p: &Tsc, id: u64, project: &TsProject) -> BTreeMap<PathBuf, Vec<Item>> {
     let resp = p
         .check(CheckRequest {
+            trusted: true,
             id,
             workspace: project.root.clone(),
             files: project.files.clone(),
@@ -202,12 +203,24 @@ fn auto_takes_the_projects_own_tsgo() {
     let (p, caps) = plugin(&state, serde_json::Value::Null);
     assert!(caps.notes.is_empty());
     // Without @typescript/native-preview in the project: tsc, even though tsgo is on PATH.
-    let c = compiler::choose(compiler::CompilerSetting::Auto, None, None, &project.root);
+    let c = compiler::choose(
+        compiler::CompilerSetting::Auto,
+        None,
+        None,
+        &project.root,
+        true,
+    );
     assert_eq!(c.kind, Kind::Tsc);
     let by_tsc = flat(&check_all(&p, 1, &project), &project.root);
 
     let pkg = link_native_preview(&project);
-    let c = compiler::choose(compiler::CompilerSetting::Auto, None, None, &project.root);
+    let c = compiler::choose(
+        compiler::CompilerSetting::Auto,
+        None,
+        None,
+        &project.root,
+        true,
+    );
     assert_eq!(c.kind, Kind::Tsgo);
     // The platform binary itself, not the node wrapper.
     assert_eq!(c.exe, compiler::tsgo_in_package(&pkg).unwrap());
