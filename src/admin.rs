@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::control::client::{connect_default, Client, START_HINT};
+use crate::control::client::{connect_default, Client, ClientError, START_HINT};
 use openfiles_wire::control::{
     PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspacesReply,
 };
@@ -89,7 +89,27 @@ pub fn add(socket: Option<&Path>, dir: &Path, force: bool) -> anyhow::Result<u8>
 /// `openfiles trust [--revoke] DIR`.
 pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result<u8> {
     let path = absolute(dir)?;
-    let r: TrustReply = connect(socket)?.call_as(&Request::Trust(TrustArg { path, trusted }))?;
+    let request = Request::Trust(TrustArg {
+        path: path.clone(),
+        trusted,
+    });
+    let r: TrustReply = match connect_default(socket) {
+        Ok(mut c) => c.call_as(&request)?,
+        // No service (and no socket activation): recorded for when it starts.
+        Err(ClientError::Unreachable { .. }) => {
+            let root = crate::workspace::resolve::workspace_dir(&path, true)?;
+            crate::workspace::trust::TrustStore::load(&crate::paths::state_dir())
+                .set(&root, trusted)
+                .with_context(|| format!("cannot record the trust of {}", root.display()))?;
+            TrustReply {
+                root,
+                trusted,
+                served: false,
+                named: false,
+            }
+        }
+        Err(e) => return Err(e).context(START_HINT),
+    };
     let root = r.root.display();
     match (trusted, r.trusted) {
         (true, _) => println!(

@@ -185,6 +185,9 @@ fn in_process(
         let state = crate::paths::state_dir();
         let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
         let checker: Arc<dyn Checker> = Arc::new(manager.clone());
+        // The same trust the service would give each workspace (`openfiles trust`, or named
+        // in the config): what its checks may run.
+        let trust = crate::workspace::trust::TrustStore::load(&state);
         spinner.say(&format!("checking {} file(s)…", paths.len()));
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         for path in paths {
@@ -196,7 +199,17 @@ fn in_process(
         let mut rejected = Vec::new();
         let mut pipelines = Vec::new();
         for (root, paths) in by_root {
-            let handle = Pipeline::start_ephemeral(&root, config.clone(), checker.clone())?;
+            let trusted = trust.trusts(&root)
+                || config
+                    .service
+                    .workspaces
+                    .iter()
+                    .any(|w| w.canonicalize().is_ok_and(|w| w == root));
+            let checker = crate::workspace::trust::Trusting::wrap(
+                checker.clone(),
+                Arc::new(std::sync::atomic::AtomicBool::new(trusted)),
+            );
+            let handle = Pipeline::start_ephemeral(&root, config.clone(), checker)?;
             let out = handle.edited(paths, EditOrigin::Control).await;
             rejected.extend(out.rejected);
             pipelines.push((handle, out.accepted));

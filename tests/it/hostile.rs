@@ -532,3 +532,80 @@ fn a_claws_dir_swapped_for_a_symlink_while_serving_is_never_written_through() {
         "written through the link"
     );
 }
+
+/// A repository that brings its own `node_modules/.bin/ruff` and `pyright-langserver` and a
+/// `queue.jsonl` line, dropped into a `service.roots` folder: discovery serves it, but the
+/// queued line is history (never acted on) and an edit is checked with the tools installed
+/// outside it, never the repository's own — until the user trusts it with `openfiles trust`.
+#[test]
+fn a_discovered_repository_runs_none_of_its_own_executables_until_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut env = Env::new();
+    env.plugin_path = Some(common::plugins::plugin("lsp").into_os_string());
+    let roots = env.workspace("src");
+    let repo = roots.join("cloned");
+    let marker = env.dir.path().join("repository-code-ran");
+    std::fs::create_dir_all(repo.join("node_modules/.bin")).unwrap();
+    for tool in ["ruff", "pyright-langserver"] {
+        let exe = repo.join("node_modules/.bin").join(tool);
+        std::fs::write(
+            &exe,
+            format!("#!/bin/sh\necho {tool} >> {}\nexit 1\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let app = repo.join("app.py");
+    std::fs::write(&app, "print(undefined_name)\n").unwrap();
+    std::fs::create_dir_all(repo.join(".openfiles")).unwrap();
+    std::fs::write(
+        repo.join(".openfiles/queue.jsonl"),
+        format!(
+            "{}\n",
+            serde_json::json!({"v": 1, "paths": [&app], "agent": "planted"})
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &env.config,
+        format!("[service]\nroots = [{:?}]\n", roots.to_str().unwrap()),
+    )
+    .unwrap();
+    let _svc = env.serve(&[]);
+    wait_until("the repository is discovered", || {
+        env.status().workspaces.iter().any(|w| w.root == repo)
+    });
+    let st = env.status();
+    let w = st.workspaces.iter().find(|w| w.root == repo).unwrap();
+    assert!(!w.trusted, "a discovered folder is not trusted");
+    // The planted line is history: nothing was taken from the queue.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(env.status().workspaces[0].queue_lines, 0);
+    // An edit is checked, with the tools from PATH (or not at all), never the repository's.
+    let r = env.edited(&[&app]);
+    assert!(env.wait(&[&app], r.ts, 60_000).complete);
+    assert!(
+        !marker.exists(),
+        "the repository's own executables ran: {:?}",
+        std::fs::read_to_string(&marker)
+    );
+    // Control: trusted by the user, the repository's own tools are what runs.
+    let out = env
+        .command(&["trust", repo.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(env
+        .status()
+        .workspaces
+        .iter()
+        .any(|w| w.root == repo && w.trusted));
+    std::fs::write(&app, "print(other_name)\n").unwrap();
+    let r = env.edited(&[&app]);
+    env.wait(&[&app], r.ts, 60_000);
+    wait_until("the trusted repository's own tool runs", || marker.exists());
+}

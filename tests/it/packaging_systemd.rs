@@ -224,6 +224,18 @@ fn socket_activation_under_a_real_systemd_user_manager() {
         "tool_name": "Edit",
         "tool_input": {"file_path": main, "old_string": "a", "new_string": "b"},
     });
+    // The project is the user's: trusted through the socket-activated service (cargo check
+    // runs its build scripts, so an untrusted one would say so instead of checking).
+    let trusted = m
+        .openfiles()
+        .args(["trust", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
     let mut hook = m
         .openfiles()
         .args(["hook", "--agent", "claude"])

@@ -205,6 +205,27 @@ fn check_command_through_the_service_and_in_process() {
     let ws = env.workspace("crate");
     let main = rust_crate_with_type_error(&ws);
 
+    // Untrusted, cargo check (which runs build scripts) is not run; it says so and how.
+    let out = env
+        .command(&["check", main.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not trusted") && !text.contains("E0308"),
+        "{text}"
+    );
+    // Trusted without a service: recorded for when it starts.
+    let out = env
+        .command(&["trust", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // No service: in-process.
     let out = env
         .command(&["check", main.to_str().unwrap()])

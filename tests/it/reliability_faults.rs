@@ -86,7 +86,9 @@ fn kill_9_during_a_rewrite_storm_keeps_the_file_valid_and_loses_no_line() {
         std::fs::write(f, "x").unwrap();
     }
     let queue = ws.join(".openfiles/queue.jsonl");
-    std::fs::create_dir_all(ws.join(".openfiles")).unwrap();
+    // Served first: lines a queue held before openfiles first served the folder are
+    // history, never requests; the backlog arrives once it is served.
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let mut backlog = String::new();
     for n in 0..PREFILL {
         backlog.push_str(
@@ -96,7 +98,6 @@ fn kill_9_during_a_rewrite_storm_keeps_the_file_valid_and_loses_no_line() {
         backlog.push('\n');
     }
     std::fs::write(&queue, backlog).unwrap();
-    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let path = ws.join(".openfiles/diagnostics.json");
 
     let stop = Arc::new(AtomicBool::new(false));
