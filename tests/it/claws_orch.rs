@@ -1050,3 +1050,136 @@ async fn hmac_auth_on_hello() {
     assert_eq!(v["error"], "auth:invalid");
     s.stop().await;
 }
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn auth_cfg(token_path: std::path::PathBuf) -> ClawsConfig {
+    ClawsConfig {
+        auth: openfiles::config::ClawsAuthConfig {
+            enabled: true,
+            token_path,
+        },
+        ..Default::default()
+    }
+}
+
+/// A worker's `hello` named `w` signed with `secret`.
+fn signed_hello(secret: &str, nonce: &str, ts: u64) -> Value {
+    let token = openfiles::claws_client::hello_token(secret, "w", "worker", nonce, ts);
+    json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker", "peerName": "w",
+           "nonce": nonce, "timestamp": ts, "token": token})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn auth_refuses_an_empty_or_blank_secret() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("auth.token");
+    std::fs::write(&secret, "").unwrap();
+    let s = TestServer::with(auth_cfg(secret.clone())).await;
+    let now = now_ms();
+    // Signed with the empty key the file holds: never a success.
+    let v = s.call(signed_hello("", "e1", now)).await;
+    assert_eq!(v["error"], "auth:invalid", "{v}");
+    std::fs::write(&secret, " \n\t\n").unwrap();
+    let v = s.call(signed_hello("", "e2", now)).await;
+    assert_eq!(v["error"], "auth:invalid", "{v}");
+    // A real secret again works (rotation needs no restart).
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    s.ok(signed_hello("s3cret", "e3", now)).await;
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn auth_secret_files_are_read_bounded_and_regular_only() {
+    // `/dev/zero` used to be read to the end of memory (the service aborted) and a FIFO
+    // blocked the hello forever; both are refused at once.
+    let s = TestServer::with(auth_cfg("/dev/zero".into())).await;
+    let v = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        s.call(signed_hello("", "z1", now_ms())),
+    )
+    .await
+    .expect("hello answered");
+    assert_eq!(v["error"], "auth:invalid", "{v}");
+    s.stop().await;
+    let secret_dir = tempfile::tempdir().unwrap();
+    let fifo = secret_dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let s = TestServer::with(auth_cfg(fifo)).await;
+    let v = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        s.call(signed_hello("", "f1", now_ms())),
+    )
+    .await
+    .expect("hello answered");
+    assert_eq!(v["error"], "auth:invalid", "{v}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn used_nonces_stay_refused_after_a_restart() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("auth.token");
+    std::fs::write(&secret, "s3cret").unwrap();
+    let cfg = auth_cfg(secret);
+    let s = TestServer::with(cfg.clone()).await;
+    let now = now_ms();
+    let hello = signed_hello("s3cret", "once", now);
+    s.ok(hello.clone()).await;
+    let home = tempfile::tempdir().unwrap();
+    let dir = s.stop().await;
+    let token = tokio_util::sync::CancellationToken::new();
+    let server = openfiles_claws::ClawsServer::start(dir.path(), &cfg, token.clone())
+        .await
+        .unwrap();
+    let s = TestServer {
+        dir,
+        home,
+        server: Some(server),
+        token,
+    };
+    // The captured hello, replayed within its window after the restart: refused.
+    let v = s.call(hello).await;
+    assert_eq!(v["error"], "auth:invalid", "{v}");
+    // A fresh nonce is fine; the record is private.
+    s.ok(signed_hello("s3cret", "fresh", now_ms())).await;
+    let file = std::fs::read_dir(s.root().join(".claws"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().contains("nonce"))
+        .expect("used nonces are persisted under .claws/");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn repeated_failed_hellos_close_the_connection() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("auth.token");
+    std::fs::write(&secret, "s3cret").unwrap();
+    let s = TestServer::with(auth_cfg(secret)).await;
+    let mut c = s.conn().await;
+    for i in 0..5 {
+        let v = c
+            .call(signed_hello("guess", &format!("g{i}"), now_ms()))
+            .await;
+        assert_eq!(v["error"], "auth:invalid", "{v}");
+    }
+    // The fifth failure was the last one this connection gets.
+    // (The write may already fail: the server hung up.)
+    let late = format!("{}\n", signed_hello("s3cret", "late", now_ms()));
+    let _ = tokio::io::AsyncWriteExt::write_all(&mut c.wr, late.as_bytes()).await;
+    assert!(
+        c.line().await.is_none(),
+        "connection closed after 5 failures"
+    );
+    // Other connections are unaffected.
+    s.ok(signed_hello("s3cret", "other", now_ms())).await;
+    s.stop().await;
+}

@@ -120,22 +120,187 @@ async fn ws_speaks_the_same_protocol_as_the_socket() {
     s.stop().await;
 }
 
+/// The listener refuses a non-loopback address without auth; the refusal, like any
+/// WebSocket listener that cannot start, costs only the listener: the Unix socket is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ws_refuses_non_loopback_without_auth() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = ws_cfg(ClawsWebSocketConfig {
+    let s = TestServer::with(ws_cfg(ClawsWebSocketConfig {
         host: "0.0.0.0".into(),
         ..Default::default()
-    });
-    let err = ClawsServer::start(dir.path(), &cfg, Default::default())
+    }))
+    .await;
+    let server = s.server.as_ref().unwrap();
+    assert_eq!(server.web_socket_addr(), None);
+    let err = server.web_socket_error().expect("why it is off");
+    assert!(err.contains("without [claws.auth]"), "{err}");
+    s.ok(json!({"id": 1, "cmd": "ping"})).await;
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ws_that_cannot_start_leaves_the_unix_socket_served() {
+    // The port is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = ws_cfg(ClawsWebSocketConfig::default());
+    cfg.web_socket.port = port;
+    let server = ClawsServer::start(dir.path(), &cfg, Default::default())
         .await
-        .err()
-        .expect("refused");
-    assert!(err.to_string().contains("without [claws.auth]"), "{err}");
+        .expect("the Unix socket starts without the WebSocket listener");
+    assert_eq!(server.web_socket_addr(), None);
+    assert!(server.web_socket_error().is_some());
+    let mut c = common::claws::Conn::open(server.socket_path()).await;
+    c.ok(json!({"id": 1, "cmd": "ping"})).await;
+    drop(c);
+    server.stop().await;
+    // A certificate and key that are devices (read to the end of memory before: the
+    // service aborted), and a FIFO (blocked the start): the listener stays off, said why.
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for (cert, key, why) in [
+        ("/dev/zero".into(), "/dev/zero".into(), "a device"),
+        (fifo.clone(), fifo.clone(), "a FIFO"),
+    ] {
+        let cfg = ws_cfg(ClawsWebSocketConfig {
+            cert_path: Some(cert),
+            key_path: Some(key),
+            ..Default::default()
+        });
+        let server = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            ClawsServer::start(dir.path(), &cfg, Default::default()),
+        )
+        .await
+        .expect("start does not block")
+        .expect("the Unix socket starts without the WebSocket listener");
+        assert_eq!(server.web_socket_addr(), None);
+        let err = server.web_socket_error().unwrap_or_default().to_owned();
+        assert!(err.contains(why), "{err}");
+        let mut c = common::claws::Conn::open(server.socket_path()).await;
+        c.ok(json!({"id": 1, "cmd": "ping"})).await;
+        drop(c);
+        server.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ws_empty_certificate_paths_mean_plain_ws() {
+    // Claws's suites write `certPath: ""`: unset, not TLS with a file named "".
+    let s = TestServer::with(ws_cfg(ClawsWebSocketConfig {
+        cert_path: Some("".into()),
+        key_path: Some("".into()),
+        ..Default::default()
+    }))
+    .await;
+    let addr = s.server.as_ref().unwrap().web_socket_addr().expect("ws on");
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}"))
+        .await
+        .unwrap();
+    let v = call(&mut ws, &mut Vec::new(), json!({"id": 1, "cmd": "ping"})).await;
+    assert_eq!(v["ok"], true, "{v}");
+    s.stop().await;
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// With `[claws.auth]` on, a WebSocket connection gets nothing but `auth:required` until its
+/// `hello` is accepted: terminals included. The Unix socket (same uid only) is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ws_with_auth_refuses_every_command_before_hello() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("auth.token");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let mut cfg = ws_cfg(ClawsWebSocketConfig::default());
+    cfg.auth = openfiles::config::ClawsAuthConfig {
+        enabled: true,
+        token_path: secret,
+    };
+    let s = TestServer::with(cfg).await;
+    let addr = s.server.as_ref().unwrap().web_socket_addr().unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}"))
+        .await
+        .unwrap();
+    let mut pushes = Vec::new();
+    let env = s.env();
+    for req in [
+        json!({"cmd": "list"}),
+        json!({"cmd": "create", "wrapped": true, "env": env}),
+        json!({"cmd": "send", "id": "1", "text": "id"}),
+        json!({"cmd": "exec", "id": "1", "command": "id"}),
+        json!({"cmd": "readLog", "id": "1"}),
+        json!({"cmd": "poll"}),
+        json!({"cmd": "introspect"}),
+        json!({"cmd": "ping"}),
+        json!({"cmd": "subscribe", "topic": "**"}),
+        json!({"cmd": "peers"}),
+        json!({"cmd": "nonsense"}),
+    ] {
+        let v = call(&mut ws, &mut pushes, req.clone()).await;
+        assert_eq!(
+            (v["ok"].clone(), v["error"].clone()),
+            (json!(false), json!("auth:required")),
+            "{req} -> {v}"
+        );
+    }
+    assert!(pushes.is_empty());
+    // A hello without a token does not open the door either.
+    let v = call(
+        &mut ws,
+        &mut pushes,
+        json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "worker"}),
+    )
+    .await;
+    assert_eq!(v["error"], "auth:required");
+    let v = call(&mut ws, &mut pushes, json!({"id": 2, "cmd": "list"})).await;
+    assert_eq!(v["error"], "auth:required");
+    let ts = now_ms();
+    let token = openfiles::claws_client::hello_token("s3cret", "w", "worker", "n1", ts);
+    let v = call(
+        &mut ws,
+        &mut pushes,
+        json!({"id": 3, "cmd": "hello", "protocol": "claws/2", "role": "worker",
+               "peerName": "w", "nonce": "n1", "timestamp": ts, "token": token}),
+    )
+    .await;
+    assert_eq!(v["ok"], true, "{v}");
+    let v = call(&mut ws, &mut pushes, json!({"id": 4, "cmd": "list"})).await;
+    assert_eq!(v["ok"], true, "{v}");
+    ws.close(None).await.unwrap();
+    // The Unix socket: claws/1 clients send no hello, and need none.
+    s.ok(json!({"id": 5, "cmd": "list"})).await;
+    // Guessing: five refused hellos, then the connection is closed.
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}"))
+        .await
+        .unwrap();
+    for i in 0..5 {
+        let nonce = format!("g{i}");
+        let token = openfiles::claws_client::hello_token("guess", "w", "worker", &nonce, ts);
+        let v = call(
+            &mut ws,
+            &mut pushes,
+            json!({"id": i, "cmd": "hello", "protocol": "claws/2", "role": "worker",
+                   "peerName": "w", "nonce": nonce, "timestamp": ts, "token": token}),
+        )
+        .await;
+        assert_eq!(v["error"], "auth:invalid", "{v}");
+    }
+    let _ = ws
+        .send(Message::text(json!({"cmd": "list"}).to_string()))
+        .await;
+    let end = tokio::time::timeout(common::claws::BOUND, ws.next())
+        .await
+        .expect("closed within the bound");
     assert!(
-        !dir.path().join(".claws/claws.sock").exists(),
-        "nothing left bound"
+        matches!(end, None | Some(Err(_)) | Some(Ok(Message::Close(_)))),
+        "{end:?}"
     );
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -2,7 +2,8 @@
 //! `close`, `introspect`, `ping`, `resize`) and the dispatch that also routes the claws/2
 //! bus commands. One exhaustive `match` over the typed [`Command`] (decoded in
 //! `request.rs`); each handler returns the answer body or the error string the notes fix
-//! verbatim.
+//! verbatim. A connection that must still authenticate (a WebSocket one with `[claws.auth]`
+//! on, see `conn.rs`) gets `auth:required` for everything but `hello`, `ping` included.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,6 +46,11 @@ impl From<Result<Map<String, Value>, String>> for Answer {
 type Body = Result<Map<String, Value>, String>;
 
 pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Request) -> Answer {
+    // Before anything else reads the request: an unauthenticated WebSocket connection
+    // learns nothing but that it must say hello (conn.rs).
+    if conn.needs_hello() && req.str("cmd") != Some("hello") {
+        return Err("auth:required".to_owned()).into();
+    }
     if let Some(e) = req.protocol_error() {
         return Err(e).into();
     }

@@ -130,7 +130,8 @@ pub struct ClawsWebSocketConfig {
     pub port: u16,
     /// Address to listen on; anything but loopback requires `[claws.auth] enabled`.
     pub host: String,
-    /// Both set: `wss://` with this certificate chain and key (PEM).
+    /// Both set: `wss://` with this certificate chain and key (PEM; regular files of at most
+    /// 1 MiB). An empty string is unset.
     pub cert_path: Option<PathBuf>,
     pub key_path: Option<PathBuf>,
 }
@@ -217,6 +218,10 @@ impl ClawsConfig {
         if let Some(v) = c.web_socket_port {
             c.web_socket.port = v;
         }
+        // `cert_path = ""` (as Claws's suites write it) is unset, not a file named "".
+        let set = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
+        c.web_socket.cert_path = set(&c.web_socket.cert_path);
+        c.web_socket.key_path = set(&c.web_socket.key_path);
         c
     }
 }

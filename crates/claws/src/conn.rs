@@ -4,6 +4,14 @@
 //! another, so its answers come in request order; bus push frames travel through a bounded
 //! per-peer queue written by the same writer task, which never lets a slow reader delay
 //! anyone else (overflow is dropped, counted, and announced once the queue drains).
+//!
+//! Trust: with `[claws.auth]` on, a WebSocket connection gets `auth:required` for every
+//! command but `hello` until one is accepted ([`Transport::WebSocket`]). A Unix-socket
+//! connection does not: only our own uid reaches it (0600 socket, peer check), and that uid
+//! can read the secret anyway, so a `hello` would prove nothing; claws/1 clients (the
+//! extension's, `openfiles claws`) never send one, as in the extension, which checks tokens
+//! on `hello` only. On any transport, a connection whose `hello` was refused
+//! [`MAX_FAILED_HELLOS`] times is closed after that answer.
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -18,10 +26,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::bus::Outbox;
 use super::commands::dispatch;
+use super::orch::peers::MAX_FAILED_HELLOS;
 use super::{ClawsError, Connection, Lazy, ServerState};
 use openfiles_wire::claws::{self as proto, Request, MAX_LINE};
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// Which listener a connection came through (what it must prove before it is served).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `.claws/claws.sock`: our uid only; no `hello` needed.
+    Unix,
+    /// The WebSocket listener: with `[claws.auth]` on, `hello` first.
+    WebSocket,
+}
 
 /// Bind `socket`; refuses when a live server answers there, removes a stale socket file.
 pub async fn bind(socket: &Path) -> Result<UnixListener, ClawsError> {
@@ -90,7 +108,7 @@ async fn serve(mut stream: UnixStream, lazy: Arc<Lazy>, stop: CancellationToken)
     let Some(shared) = state_or_refuse(&lazy, &mut rd, &mut wr).await else {
         return;
     };
-    serve_io(rd, wr, shared, stop).await;
+    serve_io(rd, wr, shared, stop, Transport::Unix).await;
 }
 
 /// The server's state for a new client; when it cannot be made, the client is told why, in
@@ -125,8 +143,13 @@ pub async fn state_or_refuse<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 
 /// Serve one connection over any byte stream (the Unix socket, the WebSocket bridge): one
 /// JSON request per line in, answers and push frames out, one line each.
-pub async fn serve_io<R, W>(mut rd: R, wr: W, shared: Arc<ServerState>, stop: CancellationToken)
-where
+pub async fn serve_io<R, W>(
+    mut rd: R,
+    wr: W,
+    shared: Arc<ServerState>,
+    stop: CancellationToken,
+    transport: Transport,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -139,10 +162,11 @@ where
         shared.registry.queued_bytes.clone(),
         shared.cfg.total_queue_bytes.max(1),
     ));
-    let conn = Connection {
-        conn_id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
-        outbox: outbox.clone(),
-    };
+    let conn = Connection::new(
+        NEXT_CONN.fetch_add(1, Ordering::Relaxed),
+        outbox.clone(),
+        transport == Transport::WebSocket && shared.cfg.auth.enabled,
+    );
     let writer = tokio::spawn(write_loop(wr, resp_rx, push_rx, outbox));
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut scan_from = 0;
@@ -179,7 +203,8 @@ where
     let _ = writer.await;
 }
 
-/// Handle one request line; false when the connection should end.
+/// Handle one request line; false when the connection should end (its writer is gone, or
+/// it has used up its `hello` attempts: the refusal is sent first).
 async fn handle_line(
     shared: &Arc<ServerState>,
     conn: &Connection,
@@ -192,6 +217,13 @@ async fn handle_line(
     let ans = dispatch(shared, conn, &req).await;
     let text = proto::answer(req.id(), ans.protocol, ans.body);
     if out.send(text).await.is_err() {
+        return false;
+    }
+    if conn.out_of_hellos() {
+        tracing::warn!(
+            conn = conn.conn_id,
+            "claws connection closed after {MAX_FAILED_HELLOS} refused hellos"
+        );
         return false;
     }
     if let Some(replay) = ans.replay {

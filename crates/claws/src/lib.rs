@@ -19,6 +19,14 @@
 //! Claws client ever uses therefore costs no task that wakes, no open log and no files but
 //! `.claws/.gitignore` and the socket.
 //!
+//! Trust boundaries: the Unix socket serves our own uid only (0600 socket in a 0700 folder,
+//! SO_PEERCRED), so claws/1 there needs no `hello`. The optional WebSocket listener
+//! (`ws.rs`) is loopback-only without `[claws.auth]`; with auth on, a WebSocket connection
+//! gets `auth:required` for everything but `hello` until one is accepted. Tokens, nonces
+//! (persisted across restarts) and refused-`hello` limits: `orch/peers.rs`. Every file the
+//! settings name (secret, certificate, key) is read bounded and must be a regular file. An
+//! optional transport that cannot start is logged and leaves the Unix socket served.
+//!
 //! Shutdown has one path: the `shutdown` token (or [`ClawsServer::stop`]) stops accepting
 //! and ends every connection; `stop` then hangs up the terminals and removes the socket file.
 
@@ -41,6 +49,7 @@ mod ws;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,8 +72,6 @@ pub enum ClawsError {
     AlreadyServed(PathBuf),
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotASocket(PathBuf),
-    #[error(transparent)]
-    WebSocket(#[from] ws::WsError),
 }
 
 /// Every folder served in this process, for `introspect`.
@@ -150,10 +157,47 @@ pub(crate) fn uuid() -> String {
 }
 
 /// One connected client, as every handler sees it: the connection's id (the bus keys its
-/// peer by it) and its push queue.
+/// peer by it), its push queue, and where it stands with `[claws.auth]`.
 pub struct Connection {
     pub conn_id: u64,
     pub outbox: Arc<bus::Outbox>,
+    /// Every command but `hello` is refused with `auth:required` until a `hello` is
+    /// accepted (WebSocket connections with `[claws.auth]` on; see `conn::Transport`).
+    needs_hello: AtomicBool,
+    /// `hello`s refused for their token (`auth:*`); the connection closes at
+    /// [`orch::peers::MAX_FAILED_HELLOS`].
+    refused_hellos: AtomicU32,
+}
+
+impl Connection {
+    fn new(conn_id: u64, outbox: Arc<bus::Outbox>, needs_hello: bool) -> Connection {
+        Connection {
+            conn_id,
+            outbox,
+            needs_hello: AtomicBool::new(needs_hello),
+            refused_hellos: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether this connection must still say `hello` before anything else.
+    pub(crate) fn needs_hello(&self) -> bool {
+        self.needs_hello.load(Ordering::Relaxed)
+    }
+
+    /// A `hello` passed the auth check.
+    pub(crate) fn authenticated(&self) {
+        self.needs_hello.store(false, Ordering::Relaxed);
+    }
+
+    /// A `hello` was refused for its token.
+    pub(crate) fn hello_refused(&self) {
+        self.refused_hellos.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether this connection has used up its `hello` attempts.
+    pub(crate) fn out_of_hellos(&self) -> bool {
+        self.refused_hellos.load(Ordering::Relaxed) >= orch::peers::MAX_FAILED_HELLOS
+    }
 }
 
 /// State shared by the connections and terminal tasks of one server.
@@ -236,6 +280,8 @@ pub struct ClawsServer {
     socket: PathBuf,
     /// Where the WebSocket listener listens, when `[claws.web_socket]` is on.
     ws_addr: Option<std::net::SocketAddr>,
+    /// Why the WebSocket listener asked for is not listening.
+    ws_error: Option<String>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -326,6 +372,11 @@ impl ClawsServer {
     /// Bind `<root>/.claws/claws.sock` (dir 0700, socket 0600, refusing when a live server
     /// answers, removing a stale file), register in `registry`, and serve until `shutdown`
     /// is cancelled. The rest (id counter, event log, …) is made for the first client.
+    ///
+    /// The WebSocket listener is optional: when it cannot start (address taken, refused
+    /// without auth, unreadable certificate) the error is logged and kept
+    /// ([`ClawsServer::web_socket_error`]), and the Unix socket is served all the same.
+    /// An unusable `[claws.auth]` secret is logged too (every `hello` is then refused).
     pub async fn start_with(
         root: &Path,
         cfg: &ClawsConfig,
@@ -348,9 +399,27 @@ impl ClawsServer {
         if cfg.socket_path != ".claws/claws.sock" || cfg.log_directory != ".claws/terminals" {
             tracing::warn!("[claws] socket_path and log_directory are fixed (.claws/claws.sock, .claws/terminals); other values are ignored");
         }
-        let ws_listener = ws::bind(cfg).await?;
-        let ws_addr = ws_listener.as_ref().map(|l| l.addr);
         let listener = conn::bind(&socket).await?;
+        let (ws_listener, ws_error) = match ws::bind(cfg).await {
+            Ok(l) => (l, None),
+            Err(e) => {
+                tracing::error!(
+                    root = %root.display(),
+                    "claws WebSocket listener not started (the Unix socket is served): {e}"
+                );
+                (None, Some(e.to_string()))
+            }
+        };
+        let ws_addr = ws_listener.as_ref().map(|l| l.addr);
+        if cfg.auth.enabled {
+            if let Err(e) = orch::peers::read_secret(&root.join(&cfg.auth.token_path)) {
+                tracing::error!(
+                    root = %root.display(),
+                    "[claws.auth] is on but its secret is unusable ({e}): every hello is \
+                     refused until it is fixed"
+                );
+            }
+        }
         registry.add(&root, &socket);
         let stop = shutdown.child_token();
         let lazy = Arc::new(Lazy {
@@ -376,6 +445,7 @@ impl ClawsServer {
             lazy,
             socket,
             ws_addr,
+            ws_error,
             stop,
             tasks,
         })
@@ -387,6 +457,11 @@ impl ClawsServer {
 
     pub fn web_socket_addr(&self) -> Option<std::net::SocketAddr> {
         self.ws_addr
+    }
+
+    /// Why the WebSocket listener `[claws.web_socket]` asks for is not listening.
+    pub fn web_socket_error(&self) -> Option<&str> {
+        self.ws_error.as_deref()
     }
 
     pub fn terminal_count(&self) -> usize {

@@ -2,10 +2,17 @@
 //! listener feeding the same connection handler as the Unix socket. Each WebSocket text (or
 //! binary) message is one request; each answer and push frame is one text message, without
 //! the trailing newline. `ws://` by default, `wss://` when `cert_path` and `key_path` (PEM)
-//! are both set. The listener refuses to start on a non-loopback address unless
-//! `[claws.auth]` is on (every `hello` then needs an HMAC token; claws/1 commands need no
-//! `hello`, so a remote listener without auth would hand out shells). Messages are capped at
-//! [`MAX_LINE`]. There is no peer-uid check on TCP: loopback plus auth are the boundary.
+//! are both set (an empty string is unset; each file must be a regular file of at most
+//! [`MAX_PEM_BYTES`], never a FIFO or a device). Messages are capped at [`MAX_LINE`].
+//!
+//! Trust: there is no peer-uid check on TCP, so loopback plus auth are the boundary. The
+//! listener refuses to start on a non-loopback address unless `[claws.auth]` is on, and with
+//! auth on a WebSocket connection is refused every command but `hello` (`auth:required`)
+//! until a `hello` with a valid HMAC token is accepted: terminals included. Five refused
+//! `hello`s close the connection (`conn.rs`).
+//!
+//! The listener is optional: when it cannot start, [`bind`]'s error is logged by the
+//! caller and the Unix socket is served all the same.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -21,6 +28,9 @@ use tokio_util::sync::CancellationToken;
 use super::{conn, Lazy};
 use crate::config::ClawsConfig;
 use openfiles_wire::claws::MAX_LINE;
+
+/// Largest certificate chain or key file read.
+pub const MAX_PEM_BYTES: u64 = 1 << 20;
 
 /// Why the WebSocket listener did not start.
 #[derive(Debug, thiserror::Error)]
@@ -71,16 +81,19 @@ pub async fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
 
 fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, WsError> {
     let tls = |m: String| WsError::Tls(m);
-    let certs = rustls_pemfile::certs(&mut std::io::BufReader::new(
-        std::fs::File::open(cert).map_err(|e| tls(format!("{}: {e}", cert.display())))?,
-    ))
-    .collect::<Result<Vec<_>, _>>()
-    .map_err(|e| tls(format!("{}: {e}", cert.display())))?;
-    let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(
-        std::fs::File::open(key).map_err(|e| tls(format!("{}: {e}", key.display())))?,
-    ))
-    .map_err(|e| tls(format!("{}: {e}", key.display())))?
-    .ok_or_else(|| tls(format!("{}: no private key", key.display())))?;
+    let read = |p: &Path| {
+        openfiles_os::fsutil::read_regular_capped(p, MAX_PEM_BYTES).map_err(|e| tls(e.to_string()))
+    };
+    let (cert_pem, key_pem) = (read(cert)?, read(key)?);
+    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| tls(format!("{}: {e}", cert.display())))?;
+    if certs.is_empty() {
+        return Err(tls(format!("{}: no certificate", cert.display())));
+    }
+    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| tls(format!("{}: {e}", key.display())))?
+        .ok_or_else(|| tls(format!("{}: no private key", key.display())))?;
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
     let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -142,9 +155,13 @@ where
     // forwarded yet: the refusal answers without waiting for one).
     let shared = conn::state_or_refuse(&lazy, &mut tokio::io::empty(), &mut wr).await;
     let conn_stop = stop.clone();
+    // Cancelled when the handler ends (e.g. after refused hellos): the bridge stops reading.
+    let handler_done = CancellationToken::new();
+    let done = handler_done.clone();
     let handler = tokio::spawn(async move {
+        let _done = done.drop_guard();
         if let Some(shared) = shared {
-            conn::serve_io(rd, wr, shared, conn_stop).await;
+            conn::serve_io(rd, wr, shared, conn_stop, conn::Transport::WebSocket).await;
         }
     });
     let outgoing = tokio::spawn(async move {
@@ -159,6 +176,7 @@ where
     loop {
         let msg = tokio::select! {
             _ = stop.cancelled() => break,
+            _ = handler_done.cancelled() => break,
             m = ws_rx.next() => m,
         };
         let data = match msg {

@@ -345,6 +345,66 @@ pub fn owner_uid(path: &Path) -> io::Result<u32> {
     Ok(fs::metadata(path)?.uid())
 }
 
+/// Read a file a configuration names (a secret, a certificate): it must be a regular file
+/// (the open never blocks, so a FIFO is refused rather than waited on; devices such as
+/// `/dev/zero` are refused rather than read forever) of at most `cap` bytes. Symlinks are
+/// followed (certificates often are links). The error names the path and says why.
+pub fn read_regular_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_capped(path, cap, 0)
+}
+
+/// [`read_regular_capped`] for a file of our own state folder: a symlink there is refused,
+/// not followed.
+pub fn read_regular_capped_nofollow(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_capped(path, cap, libc::O_NOFOLLOW)
+}
+
+fn read_capped(path: &Path, cap: u64, flags: i32) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | flags)
+        .open(path)
+        .map_err(at)?;
+    let meta = file.metadata().map_err(at)?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: {kind}, not a regular file; refused", path.display()),
+        ));
+    }
+    if meta.len() > cap {
+        return Err(too_large(path, cap));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut buf).map_err(at)?;
+    if buf.len() as u64 > cap {
+        return Err(too_large(path, cap));
+    }
+    Ok(buf)
+}
+
+fn too_large(path: &Path, cap: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{}: larger than {cap} bytes; refused", path.display()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,5 +445,26 @@ mod tests {
         fs::write(&target, "x").unwrap();
         std::os::unix::fs::symlink(&target, t.path().join(rel)).unwrap();
         assert!(touch_in(t.path(), rel).is_err());
+    }
+
+    #[test]
+    fn bounded_reads_refuse_devices_fifos_directories_and_large_files() {
+        let t = tempfile::tempdir().unwrap();
+        let ok = t.path().join("secret");
+        fs::write(&ok, "s3cret\n").unwrap();
+        assert_eq!(read_regular_capped(&ok, 1024).unwrap(), b"s3cret\n");
+        let err = |p: &Path, cap| read_regular_capped(p, cap).unwrap_err().to_string();
+        assert!(err(Path::new("/dev/zero"), 1024).contains("a device"));
+        assert!(err(t.path(), 1024).contains("a directory"));
+        let fifo = t.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(err(&fifo, 1024).contains("a FIFO"));
+        assert!(err(&ok, 3).contains("larger than 3 bytes"));
+        assert!(err(&t.path().join("missing"), 1024).contains("missing"));
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&ok, &link).unwrap();
+        assert_eq!(read_regular_capped(&link, 1024).unwrap(), b"s3cret\n");
+        assert!(read_regular_capped_nofollow(&link, 1024).is_err());
+        assert!(read_regular_capped_nofollow(&ok, 1024).is_ok());
     }
 }

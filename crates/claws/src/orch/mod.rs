@@ -52,7 +52,7 @@ pub struct Orchestra {
 impl Orchestra {
     pub fn new(root: &Path, claws_dir: &Path, cfg: &ClawsConfig) -> Orchestra {
         Orchestra {
-            auth: peers::Auth::new(root, &cfg.auth),
+            auth: peers::Auth::new(root, claws_dir, &cfg.auth, now_ms()),
             cmds: cmdchan::CmdChannel::default(),
             tasks: tasks::Tasks::default(),
             lifecycle: lifecycle::Lifecycle::load(claws_dir),
@@ -112,17 +112,18 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// `hello`: protocol, auth token, then the bus registers the peer; monitor claims and wave
-/// sub-worker heartbeats follow from its fields.
+/// `hello`: protocol, auth token (a refusal counts against the connection, an acceptance
+/// opens a WebSocket connection's other commands), then the bus registers the peer; monitor
+/// claims and wave sub-worker heartbeats follow from its fields.
 pub fn hello(shared: &ServerState, conn: &Connection, req: Hello) -> Body {
     if req.protocol.as_deref() != Some(PROTOCOL_2) {
         return Err(format!("hello requires protocol: {PROTOCOL_2}"));
     }
-    shared
-        .orch
-        .auth
-        .check(&req, now_ms())
-        .map_err(str::to_owned)?;
+    if let Err(e) = shared.orch.auth.check(&req, now_ms()) {
+        conn.hello_refused();
+        return Err(e.to_owned());
+    }
+    conn.authenticated();
     let (body, info) = shared.bus.hello(conn, req)?;
     if let Some(c) = &info.monitor_correlation_id {
         shared.orch.monitors.claim(&info.peer_id, c);

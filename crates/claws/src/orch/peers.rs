@@ -3,15 +3,26 @@
 //!
 //! Auth: token = hex HMAC-SHA256(secret, "<peerName>:<role>:<nonce>:<timestamp>"), the secret
 //! being the trimmed contents of `token_path` (read on every `hello`, so rotating it needs no
-//! restart). A missing field is `auth:required`; a timestamp in the future or older than five
-//! minutes, a nonce seen before, an unreadable secret or a wrong token are `auth:invalid`.
-//! Used nonces are remembered for the five-minute window only (a replay past it fails the
-//! timestamp check), so the set stays bounded.
+//! restart; a regular file of at most [`MAX_SECRET_BYTES`], never a FIFO or a device). A
+//! missing field is `auth:required`; a timestamp in the future or older than five minutes, a
+//! nonce seen before (or longer than [`MAX_NONCE_BYTES`]), an unreadable, empty or blank
+//! secret, or a wrong token are `auth:invalid`. An empty secret is never a key: the server
+//! says so at start and refuses every `hello`.
+//!
+//! Used nonces are remembered with their timestamp for the five-minute window (a replay past
+//! it fails the timestamp check), at most [`MAX_NONCES`] at once, and appended to
+//! `.claws/auth-nonces.jsonl` (0600, never followed through a symlink, rewritten without the
+//! expired ones when it grows), so a `hello` captured before a restart stays refused after
+//! it. When that record cannot be read at start, every `hello` signed before the start is
+//! refused instead (fail closed).
+//!
+//! A connection is closed after [`MAX_FAILED_HELLOS`] refused `hello`s (see `conn.rs`):
+//! guessing costs a connection per few tries.
 
 use std::collections::{HashSet, VecDeque};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
@@ -22,7 +33,17 @@ use openfiles_wire::claws::request::Hello;
 /// Token age past which a `hello` is refused.
 pub const MAX_TOKEN_AGE_MS: u64 = 5 * 60 * 1000;
 /// Bound on remembered nonces (more within five minutes are refused as `auth:invalid`).
-const MAX_NONCES: usize = 100_000;
+const MAX_NONCES: usize = 10_000;
+/// Longest nonce accepted (the record stays small).
+pub const MAX_NONCE_BYTES: usize = 256;
+/// Largest secret file read.
+pub const MAX_SECRET_BYTES: u64 = 64 << 10;
+/// Refused `hello`s after which a connection is closed.
+pub const MAX_FAILED_HELLOS: u32 = 5;
+/// The used-nonce record, in `.claws/`.
+const NONCE_FILE: &str = "auth-nonces.jsonl";
+/// Largest record read at start (far above what [`MAX_NONCES`] lines take).
+const MAX_NONCE_FILE_BYTES: u64 = 16 << 20;
 
 pub struct Auth {
     enabled: bool,
@@ -33,15 +54,43 @@ pub struct Auth {
 #[derive(Default)]
 struct Nonces {
     set: HashSet<String>,
-    order: VecDeque<(Instant, String)>,
+    /// (the hello's timestamp, nonce), in acceptance order.
+    order: VecDeque<(u64, String)>,
+    /// Where they are recorded (None: auth off).
+    file: Option<PathBuf>,
+    /// Lines in the file (it is rewritten when they outgrow the live entries).
+    lines: usize,
+    /// Hellos signed before this are refused (the record could not be read).
+    not_before: u64,
+}
+
+/// The secret in `path`, trimmed: a regular file, bounded, not blank.
+pub fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
+    let bytes = openfiles_os::fsutil::read_regular_capped(path, MAX_SECRET_BYTES)
+        .map_err(|e| e.to_string())?;
+    // Trimmed as clients trim it (`auth::hello_token`).
+    let text =
+        std::str::from_utf8(&bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(format!(
+            "{}: empty or blank; an empty secret is no key",
+            path.display()
+        ));
+    }
+    Ok(secret.as_bytes().to_vec())
 }
 
 impl Auth {
-    pub fn new(root: &Path, cfg: &ClawsAuthConfig) -> Auth {
+    pub fn new(root: &Path, claws_dir: &Path, cfg: &ClawsAuthConfig, now_ms: u64) -> Auth {
+        let mut used = Nonces::default();
+        if cfg.enabled {
+            used.load(claws_dir.join(NONCE_FILE), now_ms);
+        }
         Auth {
             enabled: cfg.enabled,
             token_path: root.join(&cfg.token_path),
-            used: Mutex::new(Nonces::default()),
+            used: Mutex::new(used),
         }
     }
 
@@ -53,24 +102,20 @@ impl Auth {
         let (Some(token), Some(nonce), Some(ts)) = (&h.token, &h.nonce, h.timestamp) else {
             return Err("auth:required");
         };
-        if ts > now_ms || now_ms - ts > MAX_TOKEN_AGE_MS {
+        if ts > now_ms || now_ms - ts > MAX_TOKEN_AGE_MS || nonce.len() > MAX_NONCE_BYTES {
             return Err("auth:invalid");
         }
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        let window = Duration::from_millis(MAX_TOKEN_AGE_MS);
-        while let Some((at, _)) = used.order.front() {
-            if at.elapsed() <= window {
-                break;
-            }
-            if let Some((_, n)) = used.order.pop_front() {
-                used.set.remove(&n);
-            }
-        }
-        if used.set.contains(nonce) || used.set.len() >= MAX_NONCES {
+        used.prune(now_ms);
+        if ts < used.not_before || used.set.contains(nonce) || used.set.len() >= MAX_NONCES {
             return Err("auth:invalid");
         }
-        let Ok(secret) = std::fs::read_to_string(&self.token_path) else {
-            return Err("auth:invalid");
+        let secret = match read_secret(&self.token_path) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("claws hello refused: [claws.auth] secret unusable: {e}");
+                return Err("auth:invalid");
+            }
         };
         let msg = hello_message(
             h.peer_name.as_deref().unwrap_or("undefined"),
@@ -78,12 +123,112 @@ impl Auth {
             nonce,
             ts,
         );
-        let expected = hmac_sha256(secret.trim().as_bytes(), msg.as_bytes());
+        let expected = hmac_sha256(&secret, msg.as_bytes());
         if !constant_time_eq_hex(token, &expected) {
             return Err("auth:invalid");
         }
-        used.set.insert(nonce.clone());
-        used.order.push_back((Instant::now(), nonce.clone()));
+        used.insert(nonce.clone(), ts);
+        Ok(())
+    }
+}
+
+/// One line of the used-nonce record.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Used {
+    nonce: String,
+    ts: u64,
+}
+
+impl Nonces {
+    /// Read the record left by an earlier run, keeping the nonces still inside their window.
+    fn load(&mut self, file: PathBuf, now_ms: u64) {
+        match openfiles_os::fsutil::read_regular_capped_nofollow(&file, MAX_NONCE_FILE_BYTES) {
+            Ok(bytes) => {
+                for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                    // A torn last line (a crash mid-append) is skipped.
+                    if let Ok(u) = serde_json::from_slice::<Used>(line) {
+                        if now_ms.saturating_sub(u.ts) <= MAX_TOKEN_AGE_MS
+                            && self.set.insert(u.nonce.clone())
+                        {
+                            self.order.push_back((u.ts, u.nonce));
+                        }
+                    }
+                }
+                self.lines = usize::MAX; // rewritten at the first append
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::error!(
+                    "claws auth: the used-nonce record is unreadable ({e}); hellos signed \
+                     before now are refused"
+                );
+                self.not_before = now_ms;
+                self.lines = usize::MAX;
+            }
+        }
+        self.file = Some(file);
+    }
+
+    /// Forget the nonces whose window has passed.
+    fn prune(&mut self, now_ms: u64) {
+        let expired = |ts: u64| now_ms.saturating_sub(ts) > MAX_TOKEN_AGE_MS;
+        if !self.order.iter().any(|(ts, _)| expired(*ts)) {
+            return;
+        }
+        let set = &mut self.set;
+        self.order.retain(|(ts, n)| {
+            let keep = !expired(*ts);
+            if !keep {
+                set.remove(n);
+            }
+            keep
+        });
+    }
+
+    fn insert(&mut self, nonce: String, ts: u64) {
+        self.set.insert(nonce.clone());
+        self.order.push_back((ts, nonce));
+        if let Err(e) = self.record() {
+            tracing::error!("claws auth: cannot record a used nonce: {e}");
+        }
+    }
+
+    /// Append the newest nonce to the record, or rewrite it with the live ones when it has
+    /// grown past twice their number.
+    fn record(&mut self) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let line = |ts: u64, nonce: &str| -> std::io::Result<Vec<u8>> {
+            let mut l = serde_json::to_vec(&Used {
+                nonce: nonce.to_owned(),
+                ts,
+            })?;
+            l.push(b'\n');
+            Ok(l)
+        };
+        if self.lines >= 2 * self.order.len() + 1024 {
+            let mut all = Vec::new();
+            for (ts, n) in &self.order {
+                all.extend(line(*ts, n)?);
+            }
+            openfiles_os::fsutil::write_atomic(file, &all, 0o600)?;
+            self.lines = self.order.len();
+            return Ok(());
+        }
+        let Some((ts, n)) = self.order.back() else {
+            return Ok(());
+        };
+        let mut f = std::os::unix::fs::OpenOptionsExt::custom_flags(
+            std::os::unix::fs::OpenOptionsExt::mode(
+                std::fs::OpenOptions::new().append(true).create(true),
+                0o600,
+            ),
+            libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+        .open(file)?;
+        f.write_all(&line(*ts, n)?)?;
+        self.lines += 1;
         Ok(())
     }
 }
@@ -183,6 +328,53 @@ mod tests {
         assert!(may_publish("p_1", "worker", "task.t_001.note", owner).is_err());
         assert!(may_publish("p_2", "worker", "task.t_001.note", owner).is_ok());
         assert!(may_publish("p_1", "worker", "output.3.line", none).is_ok());
+    }
+
+    #[test]
+    fn the_nonce_record_keeps_live_nonces_and_fails_closed() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join(NONCE_FILE);
+        let now = 10 * MAX_TOKEN_AGE_MS;
+        let old = now - MAX_TOKEN_AGE_MS - 1;
+        let live = now - 1000;
+        // An expired entry, a live one, and a line torn by a crash.
+        std::fs::write(
+            &file,
+            format!(
+                "{{\"nonce\":\"old\",\"ts\":{old}}}\n{{\"nonce\":\"live\",\"ts\":{live}}}\n{{\"nonce\":\"to"
+            ),
+        )
+        .unwrap();
+        let mut n = Nonces::default();
+        n.load(file.clone(), now);
+        assert!(n.set.contains("live") && !n.set.contains("old"));
+        assert_eq!(n.not_before, 0);
+        // The first record after a load rewrites the file with the live nonces, 0600.
+        n.insert("new".into(), now);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains("\"live\"") && text.contains("\"new\""),
+            "{text}"
+        );
+        assert!(
+            !text.contains("\"old\"") && !text.contains("\"to"),
+            "{text}"
+        );
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Later ones are appended.
+        n.insert("newer".into(), now);
+        assert!(std::fs::read_to_string(&file).unwrap().contains("newer"));
+        // Past the window they are forgotten.
+        n.prune(now + MAX_TOKEN_AGE_MS + 1);
+        assert!(n.set.is_empty() && n.order.is_empty());
+        // A record that cannot be read (here a symlink, never followed): fail closed.
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let mut n = Nonces::default();
+        n.load(link, now);
+        assert_eq!(n.not_before, now);
     }
 
     #[test]
