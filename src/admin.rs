@@ -5,11 +5,11 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::control::client::{connect_default, Client, START_HINT};
+use crate::control::client::{connect_default, Client};
 use openfiles_wire::control::{PathArg, Request, SessionCleared, StatusReply, WorkspacesReply};
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
-    connect_default(socket).context(START_HINT)
+    connect_default(socket)
 }
 
 /// `openfiles status [--json]`.
