@@ -5,13 +5,13 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::control::client::{connect_default, Client, ClientError, START_HINT};
+use crate::control::client::{connect_default, Client, ClientError};
 use openfiles_wire::control::{
     PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspacesReply,
 };
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
-    connect_default(socket).context(START_HINT)
+    connect_default(socket)
 }
 
 /// `openfiles status [--json]`.
@@ -93,10 +93,14 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
         path: path.clone(),
         trusted,
     });
+    let unreachable = |e: &anyhow::Error| {
+        e.downcast_ref::<ClientError>()
+            .is_some_and(|c| matches!(c, ClientError::Unreachable { .. }))
+    };
     let r: TrustReply = match connect_default(socket) {
         Ok(mut c) => c.call_as(&request)?,
         // No service (and no socket activation): recorded for when it starts.
-        Err(ClientError::Unreachable { .. }) => {
+        Err(e) if unreachable(&e) => {
             let root = crate::workspace::resolve::workspace_dir(&path, true)?;
             crate::workspace::trust::TrustStore::load(&crate::paths::state_dir())
                 .set(&root, trusted)
@@ -108,7 +112,7 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
                 named: false,
             }
         }
-        Err(e) => return Err(e).context(START_HINT),
+        Err(e) => return Err(e),
     };
     let root = r.root.display();
     match (trusted, r.trusted) {

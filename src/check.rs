@@ -25,7 +25,7 @@ use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, termcolor};
 use openfiles_plugin_api::Severity;
 
-use crate::control::client::Client;
+use crate::control::client::{Client, ClientError};
 use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
 use crate::diagnostics::{Checker, Rejected};
 use crate::plugin_host::PluginManager;
@@ -63,10 +63,18 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
         }
     }
     let spinner = Spinner::new(!opts.json);
-    let (entries, rejected) = match Client::connect(
-        &crate::paths::control_socket(socket),
-        Some(Duration::from_secs(5)),
-    ) {
+    // No service: checked in-process. A socket that is not the user's: the same, and said.
+    let service = match crate::paths::control_socket(socket) {
+        Ok(path) => Client::connect(&path, Some(Duration::from_secs(5))).map_err(|e| match e {
+            ClientError::Unreachable { .. } => None,
+            refused => Some(refused.to_string()),
+        }),
+        Err(e) => Err(Some(e.to_string())),
+    };
+    if let Err(Some(why)) = &service {
+        eprintln!("openfiles: {why}; checking without the service");
+    }
+    let (entries, rejected) = match service {
         Ok(client) => {
             spinner.say(&format!(
                 "checking {} file(s) with the running service…",

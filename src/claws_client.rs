@@ -122,9 +122,10 @@ pub struct Client {
 
 impl Client {
     pub fn connect(path: &Path) -> anyhow::Result<Client> {
-        let conn =
-            Conn::connect(path).with_context(|| format!("cannot connect to {}", path.display()))?;
-        Ok(Client { conn })
+        // The error names the socket, and why it is refused when it is not the user's.
+        Ok(Client {
+            conn: Conn::connect(path)?,
+        })
     }
 
     /// The next line from the server (`None` at end of stream).
@@ -170,7 +171,12 @@ fn hello(role: &str) -> Command {
     })
 }
 
-/// The socket to use.
+/// The socket to use: `--claws-socket` as given, else the nearest `.claws/claws.sock`.
+///
+/// A found `.claws` or `claws.sock` that is a symlink is refused, wherever it points: the
+/// service never serves through one (it refuses a symlinked `.claws/`), so a link there was
+/// planted — a repository can commit one — and not made by openfiles. Whatever the path,
+/// the connection itself talks only to a socket of the user's (`openfiles_wire::line`).
 pub fn socket_for(args: &ClawsArgs) -> anyhow::Result<PathBuf> {
     if let Some(s) = &args.claws_socket {
         return Ok(s.clone());
@@ -182,6 +188,17 @@ pub fn socket_for(args: &ClawsArgs) -> anyhow::Result<PathBuf> {
     for dir in start.ancestors() {
         let s = dir.join(".claws").join("claws.sock");
         if s.exists() {
+            for p in [dir.join(".claws"), s.clone()] {
+                if let Ok(target) = std::fs::read_link(&p) {
+                    bail!(
+                        "{} is a symlink (to {}); openfiles never serves a Claws socket through \
+                         one, so it was not made by openfiles; refusing to talk to it \
+                         (--claws-socket names a socket on purpose)",
+                        p.display(),
+                        target.display()
+                    );
+                }
+            }
             return Ok(s);
         }
     }

@@ -18,7 +18,7 @@ use clap::{Args, Parser, Subcommand};
     max_term_width = 100
 )]
 pub struct Cli {
-    /// Control socket to serve or to talk to [default: $XDG_RUNTIME_DIR/openfiles/openfiles.sock]
+    /// Control socket to serve or to talk to [default: $XDG_RUNTIME_DIR/openfiles/openfiles.sock, else /run/user/UID/openfiles/openfiles.sock]
     #[arg(long, global = true, env = "OPENFILES_SOCKET", value_name = "PATH")]
     pub socket: Option<PathBuf>,
 

@@ -11,10 +11,13 @@ pub use openfiles_wire::control::{Client, ClientError};
 pub const START_HINT: &str = "is the service running? start it with `openfiles serve`, or enable it with `systemctl --user enable --now openfiles.socket`";
 
 /// Connect to the control socket a command was given (`--socket`, else the default), with
-/// the usual 10 s bound on each write and each wait for an answer.
-pub fn connect_default(socket: Option<&Path>) -> Result<Client, ClientError> {
-    Client::connect(
-        &crate::paths::control_socket(socket),
-        Some(Duration::from_secs(10)),
-    )
+/// the usual 10 s bound on each write and each wait for an answer. No service there gets
+/// [`START_HINT`]; a socket or runtime folder that is not the user's says why it is refused.
+pub fn connect_default(socket: Option<&Path>) -> anyhow::Result<Client> {
+    let path = crate::paths::control_socket(socket)?;
+    match Client::connect(&path, Some(Duration::from_secs(10))) {
+        Ok(c) => Ok(c),
+        Err(e @ ClientError::Unreachable { .. }) => Err(anyhow::Error::new(e).context(START_HINT)),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -95,7 +95,6 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
         .collect();
     let feedback = !opts.no_feedback && agent.wants_feedback(event);
     let ts = openfiles_wire::spec::now_ms();
-    let socket = crate::paths::control_socket(opts.socket.as_deref());
     let edit = online::Edit {
         paths: &paths,
         agent: agent.id(),
@@ -103,10 +102,19 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
         event,
         ts,
     };
-    let text = match online::report(&socket, &edit, feedback) {
+    let reported = match crate::paths::control_socket(opts.socket.as_deref()) {
+        Ok(socket) => online::report(&socket, &edit, feedback),
+        Err(err) => Err(online::ServiceError::NoSocket(err)),
+    };
+    let text = match reported {
         Ok(text) => text,
-        Err(online::ServiceError::NotDelivered(err)) => {
-            say(opts, format_args!("{err}; trying the editor's queue"));
+        Err(err @ (online::ServiceError::NotDelivered(_) | online::ServiceError::NoSocket(_))) => {
+            if err.is_refusal() {
+                // Someone else's socket or folder: said even without --verbose.
+                eprintln!("openfiles hook: {err}; trying the editor's queue");
+            } else {
+                say(opts, format_args!("{err}; trying the editor's queue"));
+            }
             let starts = starts(&paths, parsed.cwd.as_deref(), process_cwd.as_deref());
             without_service(opts, &starts, &edit, feedback)
         }

@@ -32,9 +32,22 @@ pub enum ServiceError {
     /// Nothing registered the edit: the fallback should run.
     #[error("{0}")]
     NotDelivered(ClientError),
+    /// No control socket to try: its runtime folder was refused.
+    #[error("{0}")]
+    NoSocket(crate::paths::RuntimeDirError),
     /// The edit was accepted but the wait failed: report nothing.
     #[error("waiting for diagnostics failed: {0}")]
     WaitFailed(ClientError),
+}
+
+impl ServiceError {
+    /// Whether the socket or its folder was refused as someone else's (not merely absent).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ServiceError::NoSocket(_) | ServiceError::NotDelivered(ClientError::Refused(_))
+        )
+    }
 }
 
 /// The edit as the hook reports it.

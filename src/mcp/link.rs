@@ -82,7 +82,7 @@ pub fn claws_call(
     let failed = |e: String| Ok(json!({ "ok": false, "error": e }));
     let mut conn = match Conn::connect(sock) {
         Ok(c) => c,
-        Err(e) => return failed(format!("socket error: {e} ({})", sock.display())),
+        Err(e) => return failed(format!("socket error: {e}")),
     };
     // A refusing server answers and hangs up at once: read its answer even if the write failed.
     let wrote = conn.send(req.to_value().to_string().as_bytes(), Some(timeout));
@@ -231,8 +231,8 @@ impl Bus {
         identity: &Value,
         events: Option<Arc<(Mutex<Events>, Condvar)>>,
     ) -> Result<Bus, Fail> {
-        let stream = UnixStream::connect(sock)
-            .map_err(|e| Fail::Tool(format!("cannot connect to {}: {e}", sock.display())))?;
+        let stream =
+            openfiles_wire::line::connect_ours(sock).map_err(|e| Fail::Tool(e.to_string()))?;
         let reader = stream
             .try_clone()
             .map_err(|e| Fail::Tool(format!("socket error: {e}")))?;

@@ -48,7 +48,7 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         Some(d) => d,
         None => std::env::current_dir()?,
     };
-    let control = crate::paths::control_socket(opts.socket.as_deref());
+    let control = crate::paths::control_socket(opts.socket.as_deref())?;
     let ctx = Arc::new(Ctx::new(link::Place::find(&dir, control)));
     let stdin = std::io::stdin();
     // Wake the service and join the bus while the agent is still initializing.

@@ -40,7 +40,7 @@ pub struct Options {
 
 /// Connect to the service (socket activation starts it when needed).
 pub fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
-    crate::control::client::connect_default(socket).context(crate::control::client::START_HINT)
+    crate::control::client::connect_default(socket)
 }
 
 /// `DIR` (default: the current folder), absolute and canonical.
@@ -81,7 +81,7 @@ pub fn run(socket: Option<&Path>, opts: &Options) -> anyhow::Result<u8> {
         );
     }
     drop(out);
-    let socket = crate::paths::control_socket(socket);
+    let socket = crate::paths::control_socket(socket)?;
     tui::run(client, socket, dir, model, opts.first_frame_only)?;
     Ok(0)
 }

@@ -104,7 +104,7 @@ async fn serve(
     let mut sigio = signal(SignalKind::io()).context("cannot install the SIGIO handler")?;
     tokio::spawn(async move { while sigio.recv().await.is_some() {} });
 
-    let socket_path = crate::paths::control_socket(opts.socket.as_deref());
+    let socket_path = crate::paths::control_socket(opts.socket.as_deref())?;
     let control = activation::control_listener(&socket_path)?;
     let listener = tokio::net::UnixListener::from_std(
         control

@@ -92,20 +92,31 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
 
 /// All the checks, in display order.
 pub fn collect(opts: &Options) -> Vec<Check> {
-    let socket = crate::paths::control_socket(opts.socket.as_deref());
     let mut out = Vec::new();
-    let status = service_checks(&socket, &mut out);
+    let socket = match crate::paths::control_socket(opts.socket.as_deref()) {
+        Ok(socket) => Some(socket),
+        Err(e) => {
+            out.push(check("service", Level::Fail, e.to_string()));
+            None
+        }
+    };
+    let status = socket.as_deref().and_then(|s| service_checks(s, &mut out));
     units_checks(Platform::native(), &mut out);
     plugin_checks(opts.config.as_deref(), status.as_ref(), &mut out);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let root = probe::workspace_root(opts.workspace.as_deref().unwrap_or(&cwd));
-    let service_tools = status.as_ref().map(|_| ask_tools(&socket, &root));
+    let service_tools = match (&status, &socket) {
+        (Some(_), Some(socket)) => Some(ask_tools(socket, &root)),
+        _ => None,
+    };
     tool_checks(&root, service_tools, &mut out);
     hook_checks(&root, &mut out);
     if cfg!(target_os = "linux") {
         inotify_checks(Path::new("/proc/sys/fs/inotify"), &mut out);
     }
-    socket_checks(&socket, &mut out);
+    if let Some(socket) = &socket {
+        socket_checks(socket, &mut out);
+    }
     out
 }
 
@@ -146,6 +157,10 @@ fn service_checks(socket: &Path, out: &mut Vec<Check>) -> Option<StatusReply> {
                     "enable the socket (`openfiles service install --now`) or run `openfiles serve`",
                 ),
             );
+            None
+        }
+        Err(e @ ClientError::Refused(_)) => {
+            out.push(check(S, Level::Fail, e.to_string()));
             None
         }
         Err(e) => {

@@ -86,7 +86,7 @@ pub fn plan(platform: Platform, exe: &Path, socket: Option<&Path>) -> anyhow::Re
             ])
         }
         Platform::Launchd => {
-            let socket = crate::paths::control_socket(socket);
+            let socket = crate::paths::control_socket(socket)?;
             if !socket.is_absolute() {
                 bail!(
                     "the socket path must be absolute for launchd: {}",
@@ -183,7 +183,7 @@ pub fn restart(platform: Platform, socket: Option<&Path>) -> anyhow::Result<u8> 
         run_command(&cmd)?;
         return Ok(0);
     }
-    let path = crate::paths::control_socket(socket);
+    let path = crate::paths::control_socket(socket)?;
     let mut client =
         crate::control::client::Client::connect(&path, Some(std::time::Duration::from_secs(5)))
             .with_context(|| {
@@ -242,7 +242,10 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
         eprintln!("warning: {w}");
     }
     if let (Platform::Systemd, Some(sock)) = (opts.platform, opts.socket.as_deref()) {
-        if sock != crate::paths::runtime_dir().join(crate::paths::SOCKET_NAME) {
+        let default = crate::paths::runtime_dir()
+            .ok()
+            .map(|d| d.join(crate::paths::SOCKET_NAME));
+        if default.as_deref() != Some(sock) {
             eprintln!(
                 "warning: the systemd socket unit listens on %t/openfiles/openfiles.sock, not on \
                  {} (--socket / OPENFILES_SOCKET); clients using that path will not reach it",
@@ -276,7 +279,7 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
         println!("wrote {}", f.path.display());
     }
     if opts.platform == Platform::Launchd {
-        let socket = crate::paths::control_socket(opts.socket.as_deref());
+        let socket = crate::paths::control_socket(opts.socket.as_deref())?;
         if let Some(dir) = socket.parent() {
             if opts.dry_run {
                 println!("would create {} (mode 0700)", dir.display());

@@ -433,16 +433,29 @@ async fn another_uid_is_refused() {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // The server's check: a raw client of another uid (the openfiles client refuses a socket
+    // of another uid by itself, below).
+    let raw = format!(
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\ntry:\n  s.sendall(b'{ping}\\n')\nexcept OSError:\n  pass\nprint(s.makefile().readline())",
+        sock.to_str().unwrap()
+    );
     let run = move |as_nobody: bool| {
-        let mut cmd = if as_nobody {
-            let mut c = std::process::Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
-            c
-        } else {
-            std::process::Command::new(bin)
+        let command = || {
+            if as_nobody {
+                let mut c = std::process::Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+                c
+            } else {
+                std::process::Command::new("env")
+            }
         };
-        let out = cmd
+        let raw_out = command()
+            .args(["/usr/bin/python3", "-c", &raw])
+            .output()
+            .unwrap();
+        let cli = command()
             .args([
+                bin,
                 "claws",
                 "--claws-socket",
                 sock.to_str().unwrap(),
@@ -452,16 +465,25 @@ async fn another_uid_is_refused() {
             .output()
             .unwrap();
         (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&raw_out.stdout).into_owned(),
+            String::from_utf8_lossy(&cli.stdout).into_owned(),
+            String::from_utf8_lossy(&cli.stderr).into_owned(),
         )
     };
-    let (out, err) = tokio::task::spawn_blocking(move || (run(false), run(true)))
+    let (ours, other) = tokio::task::spawn_blocking(move || (run(false), run(true)))
         .await
         .unwrap();
-    assert!(out.0.contains("\"ok\":true"), "same uid works: {out:?}");
-    assert!(err.0.contains("refused"), "other uid refused: {err:?}");
-    assert!(!err.0.contains("\"ok\":true"), "{err:?}");
+    assert!(ours.0.contains("\"ok\":true"), "same uid works: {ours:?}");
+    assert!(ours.1.contains("\"ok\":true"), "same uid works: {ours:?}");
+    assert!(other.0.contains("refused"), "other uid refused: {other:?}");
+    assert!(!other.0.contains("\"ok\":true"), "{other:?}");
+    assert!(
+        other
+            .2
+            .contains("belongs to uid 0, not you; refusing to talk to it"),
+        "{other:?}"
+    );
+    assert!(other.1.is_empty(), "{other:?}");
     s.stop().await;
 }
 

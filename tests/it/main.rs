@@ -21,6 +21,7 @@ mod hook_output;
 mod hook_payload;
 mod hook_service;
 mod hostile;
+mod hostile_sockets;
 mod house;
 mod mcp_install;
 mod mcp_sdk;

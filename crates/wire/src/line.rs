@@ -7,10 +7,37 @@
 //! and an optional interruption check (the MCP server's cancellation), so no client reader is
 //! unbounded in size or time. The service's own readers are async and live with their
 //! servers; they enforce the same [`MAX_LINE`].
+//!
+//! # Whom a client talks to
+//!
+//! Every client (the hook, `openfiles claws`, the MCP server, `review`, `status`, `doctor`, …)
+//! connects through [`Conn::connect`] (or [`connect_ours`] for a bare stream), which talks only
+//! to a socket that is the user's own. Before anything is sent:
+//!
+//! 1. the socket file (symlinks followed) is owned by the user — else
+//!    [`ConnectError::NotOurs`] naming the socket and its owner;
+//! 2. the folder it really lives in (the parent of the path with every symlink resolved) is
+//!    owned by the user or by root, and no one else can write in it: neither group- nor
+//!    other-writable, unless it is sticky *and* root-owned (`/tmp`: others may create names
+//!    there but not remove or rename ours) — else [`ConnectError::NotOurs`] naming the
+//!    folder and its owner, or [`ConnectError::OpenFolder`] with its mode;
+//! 3. once connected, the process that listens (its credentials: `SO_PEERCRED` on Linux,
+//!    `getpeereid` elsewhere) runs as the user — else [`ConnectError::Peer`]. A socket
+//!    activated by the user's systemd or launchd reports the user's manager, so it passes
+//!    before the service has even started.
+//!
+//! "The user" is the real uid of the client process. The peer check is the one that holds
+//! even if a name is swapped between the checks and the connect: it is asked of the
+//! connected descriptor itself. The path checks say earlier and more plainly why a place is
+//! refused (a socket planted in a folder someone else controls), and keep a client from
+//! connecting to it at all. The messages say why: "{path} belongs to uid N, not you;
+//! refusing to talk to it".
 
 use std::io::{self, ErrorKind, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Longest request line a server accepts, in bytes (without the newline).
@@ -40,6 +67,152 @@ pub enum LineError {
     Io(#[from] io::Error),
 }
 
+/// Why a client did not connect to a socket (see the module's header for the rule).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// Nothing to talk to: no such socket, nobody listening, no access.
+    #[error("cannot connect to {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    /// The socket, or the folder it lives in, belongs to someone else.
+    #[error("{} belongs to uid {owner}, not you; refusing to talk to it", .path.display())]
+    NotOurs { path: PathBuf, owner: u32 },
+    /// The folder the socket lives in can be written by others.
+    #[error(
+        "{} can be written by other users (mode {mode:04o}); refusing to talk to the socket {} in it",
+        .dir.display(),
+        .path.display()
+    )]
+    OpenFolder {
+        path: PathBuf,
+        dir: PathBuf,
+        mode: u32,
+    },
+    /// The process listening on the socket runs as someone else.
+    #[error("{} is served by uid {uid}, not you; refusing to talk to it", .path.display())]
+    Peer { path: PathBuf, uid: u32 },
+}
+
+impl ConnectError {
+    /// Whether the socket was refused (someone else's), not merely unreachable.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, ConnectError::Io { .. })
+    }
+}
+
+/// What the rule says of a folder holding a socket, from its owner and mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FolderVerdict {
+    Ours,
+    /// Owned by neither the user nor root.
+    Foreign,
+    /// Group- or other-writable, and not a sticky folder of root's.
+    Open,
+}
+
+/// The folder rule of the module's header: owned by `me` or root, and not writable by
+/// group or others unless sticky and root-owned.
+pub fn judge_folder(me: u32, owner: u32, mode: u32) -> FolderVerdict {
+    if owner != me && owner != 0 {
+        return FolderVerdict::Foreign;
+    }
+    let sticky_root = mode & 0o1000 != 0 && owner == 0;
+    if mode & 0o022 != 0 && !sticky_root {
+        return FolderVerdict::Open;
+    }
+    FolderVerdict::Ours
+}
+
+/// The real uid of this process.
+fn my_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// The uid of the process at the other end of `stream` (for a listening socket: whoever
+/// called `listen`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket descriptor, and a buffer of `len` bytes for SO_PEERCRED's ucred.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// The uid of the process at the other end of `stream` (for a listening socket: whoever
+/// called `listen`).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    let mut uid: libc::uid_t = 0;
+    let mut gid: libc::gid_t = 0;
+    // SAFETY: a valid socket descriptor and two out-parameters of the right types.
+    let r = unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(uid)
+}
+
+/// Connect to the socket at `path` only if it is the user's own (the module header's rule):
+/// the socket and its folder checked before connecting, the listening process after.
+pub fn connect_ours(path: &Path) -> Result<UnixStream, ConnectError> {
+    let io = |source: io::Error| ConnectError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let me = my_uid();
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.uid() != me {
+        return Err(ConnectError::NotOurs {
+            path: path.to_owned(),
+            owner: meta.uid(),
+        });
+    }
+    let real = std::fs::canonicalize(path).map_err(io)?;
+    let dir = real.parent().unwrap_or(Path::new("/"));
+    let dir_meta = std::fs::metadata(dir).map_err(io)?;
+    match judge_folder(me, dir_meta.uid(), dir_meta.mode()) {
+        FolderVerdict::Ours => {}
+        FolderVerdict::Foreign => {
+            return Err(ConnectError::NotOurs {
+                path: dir.to_owned(),
+                owner: dir_meta.uid(),
+            })
+        }
+        FolderVerdict::Open => {
+            return Err(ConnectError::OpenFolder {
+                path: path.to_owned(),
+                dir: dir.to_owned(),
+                mode: dir_meta.mode() & 0o7777,
+            })
+        }
+    }
+    let stream = UnixStream::connect(path).map_err(io)?;
+    let uid = peer_uid(&stream).map_err(io)?;
+    if uid != me {
+        return Err(ConnectError::Peer {
+            path: path.to_owned(),
+            uid,
+        });
+    }
+    Ok(stream)
+}
+
 /// What to check while waiting for a line: called about every 100 ms with the time waited so
 /// far; `false` stops the read with [`LineError::Interrupted`].
 pub type Keep<'a> = &'a mut dyn FnMut(Duration) -> bool;
@@ -53,9 +226,10 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connect to the Unix socket at `path`; answers are capped at [`MAX_ANSWER`].
-    pub fn connect(path: &Path) -> io::Result<Conn> {
-        Ok(Conn::new(UnixStream::connect(path)?, MAX_ANSWER))
+    /// Connect to the Unix socket at `path` if it is the user's own (see the module's
+    /// header); answers are capped at [`MAX_ANSWER`].
+    pub fn connect(path: &Path) -> Result<Conn, ConnectError> {
+        Ok(Conn::new(connect_ours(path)?, MAX_ANSWER))
     }
 
     /// Wrap a connected stream; lines longer than `cap` are refused.
@@ -179,6 +353,81 @@ mod tests {
             c.recv(None, Some(&mut keep)),
             Err(LineError::Interrupted)
         ));
+    }
+
+    #[test]
+    fn the_folder_rule() {
+        let me = 1000;
+        assert_eq!(judge_folder(me, me, 0o40700), FolderVerdict::Ours);
+        assert_eq!(judge_folder(me, me, 0o40755), FolderVerdict::Ours);
+        assert_eq!(judge_folder(me, 0, 0o40755), FolderVerdict::Ours);
+        // /tmp: sticky and root's.
+        assert_eq!(judge_folder(me, 0, 0o41777), FolderVerdict::Ours);
+        assert_eq!(judge_folder(me, 1001, 0o40700), FolderVerdict::Foreign);
+        assert_eq!(judge_folder(me, 1001, 0o41777), FolderVerdict::Foreign);
+        assert_eq!(judge_folder(me, me, 0o40777), FolderVerdict::Open);
+        assert_eq!(judge_folder(me, me, 0o40770), FolderVerdict::Open);
+        assert_eq!(judge_folder(me, 0, 0o40777), FolderVerdict::Open);
+        // Sticky but not root's: its owner's friends still write there.
+        assert_eq!(judge_folder(me, me, 0o41777), FolderVerdict::Open);
+        // Root is "the user" for root's own clients.
+        assert_eq!(judge_folder(0, 0, 0o40700), FolderVerdict::Ours);
+    }
+
+    #[test]
+    fn our_own_socket_is_talked_to_and_one_in_an_open_folder_is_not() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut c = Conn::connect(&path).unwrap();
+        c.send(b"{}", None).unwrap();
+        // Through a symlink to it: the real folder is judged, and it is ours.
+        let other = tempfile::tempdir().unwrap();
+        let link = other.path().join("link.sock");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(Conn::connect(&link).is_ok());
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        for p in [&path, &link] {
+            let err = Conn::connect(p).err().unwrap();
+            assert!(
+                matches!(err, ConnectError::OpenFolder { mode: 0o777, .. }),
+                "{err}"
+            );
+            assert!(err.is_refusal());
+            assert!(err.to_string().contains("refusing"), "{err}");
+        }
+        let missing = Conn::connect(&dir.path().join("none.sock")).err().unwrap();
+        assert!(!missing.is_refusal(), "{missing}");
+    }
+
+    #[test]
+    fn a_socket_or_folder_of_another_uid_is_refused() {
+        // chown needs root (as the suite runs); a peer of another uid is tested with
+        // setpriv in the service crate's `hostile_sockets`.
+        if my_uid() != 0 {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let err = Conn::connect(&path).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} belongs to uid 65534, not you; refusing to talk to it",
+                path.display()
+            )
+        );
+        std::os::unix::fs::chown(&path, Some(0), None).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(65534), None).unwrap();
+        let err = Conn::connect(&path).err().unwrap();
+        assert!(
+            matches!(&err, ConnectError::NotOurs { path, owner: 65534 } if path == dir.path()),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 
 use super::{encode_request, Reply, Request};
-use crate::line::{Conn, Keep, LineError};
+use crate::line::{Conn, ConnectError, Keep, LineError};
 
 /// Why a call got no usable answer.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +23,9 @@ pub enum ClientError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The socket is someone else's (see [`crate::line`]'s rule): nothing was sent.
+    #[error(transparent)]
+    Refused(ConnectError),
     #[error("control socket I/O failed: {0}")]
     Io(#[from] std::io::Error),
     #[error("the service closed the connection")]
@@ -60,12 +63,12 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connect to the control socket at `path`; `timeout` bounds every write and every wait
-    /// for an answer.
+    /// Connect to the control socket at `path` if it is the user's own (the rule of
+    /// [`crate::line`]); `timeout` bounds every write and every wait for an answer.
     pub fn connect(path: &Path, timeout: Option<Duration>) -> Result<Client, ClientError> {
-        let conn = Conn::connect(path).map_err(|source| ClientError::Unreachable {
-            path: path.to_owned(),
-            source,
+        let conn = Conn::connect(path).map_err(|e| match e {
+            ConnectError::Io { path, source } => ClientError::Unreachable { path, source },
+            refused => ClientError::Refused(refused),
         })?;
         Ok(Client {
             conn,
