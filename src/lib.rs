@@ -10,6 +10,7 @@ pub mod config;
 pub mod control;
 pub mod diagnostics;
 pub mod fswatch;
+pub mod gitcmd;
 pub mod hook;
 pub mod intake;
 pub mod logs;

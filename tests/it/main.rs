@@ -43,3 +43,4 @@ mod reliability_soak;
 mod review;
 mod service_core;
 mod service_reload;
+mod trust_git;
