@@ -21,4 +21,5 @@ pub mod policy;
 pub mod review;
 pub mod service;
 pub mod setup;
+pub mod visible;
 pub mod workspace;

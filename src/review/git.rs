@@ -90,7 +90,7 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
         println!(
             "added {} file(s) to the session of {}: {errors} error(s), {warnings} warning(s){}",
             ws.files.len(),
-            ws.root.display(),
+            crate::visible::escape(&ws.root.display().to_string()),
             if reply.complete {
                 ""
             } else {
@@ -99,7 +99,11 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
         );
     }
     for r in &reply.rejected {
-        println!("  skipped {}: {}", r.path.display(), r.reason);
+        println!(
+            "  skipped {}: {}",
+            crate::visible::escape(&r.path.display().to_string()),
+            crate::visible::escape(&r.reason)
+        );
     }
     if reply.workspaces.is_empty() {
         println!("none of the {n} changed file(s) could join a session");

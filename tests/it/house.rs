@@ -35,6 +35,7 @@ const RANKS: &[(&str, u8)] = &[
     ("paths", 4),
     ("fswatch", 4),
     ("gitcmd", 4),
+    ("visible", 4),
 ];
 
 /// Allowed imports between rooms of one rank (besides the leaves).

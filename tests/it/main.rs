@@ -44,3 +44,4 @@ mod review;
 mod service_core;
 mod service_reload;
 mod trust_git;
+mod trust_terminal;
