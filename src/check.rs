@@ -29,6 +29,7 @@ use crate::control::client::{Client, ClientError};
 use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
 use crate::diagnostics::{Checker, Rejected};
 use crate::plugin_host::PluginManager;
+use crate::visible::{escape, escape_lines};
 use openfiles_wire::control::{Check, Request, WaitReply};
 use openfiles_wire::spec::{self, FileEntry};
 
@@ -93,7 +94,7 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
     let refused: Vec<String> = rejected
         .iter()
         .filter(|r| named.contains(&r.path) || r.reason != "ignored")
-        .map(|r| format!("{}: {}", display_path(&r.path), r.reason))
+        .map(|r| format!("{}: {}", escape(&display_path(&r.path)), escape(&r.reason)))
         .collect();
     if entries.is_empty() && !refused.is_empty() {
         anyhow::bail!("not checked: {}", refused.join("; "));
@@ -273,7 +274,11 @@ fn render(entries: &Entries) -> anyhow::Result<()> {
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .unwrap_or_default();
-        let id = files.add(name.clone(), source.clone());
+        // Shown escaped (names, contents and messages come from the repository and the
+        // checkers: `crate::visible`); offsets are mapped into the escaped text.
+        let shown = escape_lines(&source).into_owned();
+        let name = escape(name).into_owned();
+        let id = files.add(name.clone(), shown.clone());
         for item in &entry.items {
             let mut diag = match item.severity {
                 Severity::Error => Diagnostic::error(),
@@ -281,11 +286,16 @@ fn render(entries: &Entries) -> anyhow::Result<()> {
                 Severity::Info => Diagnostic::note(),
                 Severity::Hint => Diagnostic::help(),
             }
-            .with_message(format!("{} ({})", item.message, item.source));
+            .with_message(format!(
+                "{} ({})",
+                escape_lines(&item.message),
+                escape(&item.source)
+            ));
             if let Some(code) = &item.code {
-                diag = diag.with_code(code.clone());
+                diag = diag.with_code(escape(code).into_owned());
             }
             if let Some(at) = byte_offset(&source, item.line, item.column) {
+                let at = escape_lines(&source[..at]).len().min(shown.len());
                 diag = diag.with_labels(vec![Label::primary(id, at..at)]);
             } else {
                 diag = diag.with_notes(vec![format!("at {name}:{}:{}", item.line, item.column)]);

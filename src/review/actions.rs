@@ -1,17 +1,21 @@
 //! What the review runs in the terminal it hands over: the user's editor at a file's first
 //! problem, and `git diff` against HEAD through git's own pager rules (`GIT_PAGER`,
-//! `core.pager`, `PAGER`, colour per `color.ui`).
+//! `core.pager`, `PAGER`, colour per `color.ui`) — the user's rules: git runs as
+//! [`crate::gitcmd`] builds it, so the repository's own pager, external diff, textconv and
+//! filters never run.
 //!
 //! Editor: `$VISUAL`, else `$EDITOR`, else `vi`, run by `sh -c '<editor> "$@"'` as git runs
 //! it (so `EDITOR="code -w"` works), with `+LINE` before the path when there is a problem
 //! (the convention of vi, vim, neovim, emacs, nano, micro, kakoune).
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
 
 use super::model;
+use crate::gitcmd;
 use openfiles_wire::control::ReviewFile;
 
 /// The editor command line the user asked for.
@@ -51,39 +55,42 @@ pub fn edit(f: &ReviewFile) -> anyhow::Result<String> {
 /// The `git diff` command showing `f` against HEAD (a file git does not track yet, or a
 /// repository without commits, is shown whole, as new). `Err` says why there is no diff.
 pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+    let ok = |mut c: Command| {
+        c.stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };
-    if !git(&["rev-parse", "--is-inside-work-tree"]) {
+    if !ok(gitcmd::command(
+        root,
+        ["rev-parse", "--is-inside-work-tree"],
+    )) {
         return Err(format!("{} is not in a git repository", root.display()));
     }
     let path = f.entry.path.as_os_str();
-    let tracked = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["ls-files", "--error-unmatch", "--"])
-        .arg(path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let has_head = git(&["rev-parse", "--verify", "--quiet", "HEAD"]);
-    let mut c = Command::new("git");
-    c.arg("-C").arg(root);
-    if tracked && has_head {
-        c.args(["diff", "HEAD", "--"]).arg(path);
+    let tracked = ok(gitcmd::command(
+        root,
+        [
+            OsStr::new("ls-files"),
+            OsStr::new("--error-unmatch"),
+            OsStr::new("--"),
+            path,
+        ],
+    ));
+    let has_head = ok(gitcmd::command(
+        root,
+        ["rev-parse", "--verify", "--quiet", "HEAD"],
+    ));
+    let args: Vec<&OsStr> = if tracked && has_head {
+        ["diff", "HEAD", "--"].map(OsStr::new).into()
     } else {
-        c.args(["diff", "--no-index", "--", "/dev/null"]).arg(path);
-    }
+        ["diff", "--no-index", "--", "/dev/null"]
+            .map(OsStr::new)
+            .into()
+    };
+    let mut c = gitcmd::command(root, args.into_iter().chain([path]));
+    // The terminal is the user's for this one: git pages it (with the user's pager).
+    c.stdin(Stdio::inherit());
     Ok(c)
 }
 

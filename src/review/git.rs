@@ -2,11 +2,12 @@
 //! the session and get checked — every file that differs from HEAD (staged or not) and every
 //! untracked file git does not ignore (`.gitignore`, `.git/info/exclude`, the global
 //! excludes), under `DIR`. Deleted files are skipped. The edit is recorded with the agent
-//! `git`, and it is taken even while the workspace is paused (an explicit request).
+//! `git`, and it is taken even while the workspace is paused (an explicit request). git runs
+//! as [`crate::gitcmd`] builds it: nothing the repository's config says runs a program.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -18,11 +19,7 @@ pub const AGENT: &str = "git";
 
 /// Run git in `dir` and return the NUL-separated paths it printed.
 fn git_paths(dir: &Path, args: &[&str]) -> anyhow::Result<Vec<PathBuf>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
+    let out = crate::gitcmd::command(dir, args)
         .stderr(Stdio::piped())
         .output()
         .context("cannot run git (is it installed?)")?;
@@ -46,11 +43,7 @@ fn git_paths(dir: &Path, args: &[&str]) -> anyhow::Result<Vec<PathBuf>> {
 pub fn changed_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     git_paths(dir, &["rev-parse", "--show-toplevel"])
         .with_context(|| format!("{} is not in a git repository", dir.display()))?;
-    let has_head = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "--verify", "--quiet", "HEAD"])
-        .stdin(Stdio::null())
+    let has_head = crate::gitcmd::command(dir, ["rev-parse", "--verify", "--quiet", "HEAD"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -97,7 +90,7 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
         println!(
             "added {} file(s) to the session of {}: {errors} error(s), {warnings} warning(s){}",
             ws.files.len(),
-            ws.root.display(),
+            crate::visible::escape(&ws.root.display().to_string()),
             if reply.complete {
                 ""
             } else {
@@ -106,7 +99,11 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
         );
     }
     for r in &reply.rejected {
-        println!("  skipped {}: {}", r.path.display(), r.reason);
+        println!(
+            "  skipped {}: {}",
+            crate::visible::escape(&r.path.display().to_string()),
+            crate::visible::escape(&r.reason)
+        );
     }
     if reply.workspaces.is_empty() {
         println!("none of the {n} changed file(s) could join a session");

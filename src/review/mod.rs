@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::control::client::Client;
+use crate::visible::escape;
 use model::Model;
 use openfiles_wire::control::{PathArg, PauseReply, Request, WorkspaceReview};
 
@@ -112,13 +113,14 @@ pub fn json(model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--list`: one line per file, grouped by agent, errors first.
+/// `--list`: one line per file, grouped by agent, errors first (names, agents and messages
+/// shown with their control characters escaped: [`crate::visible`]).
 pub fn list(model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
     let t = model.totals();
     writeln!(
         out,
         "{}: {} file(s), {} unreviewed, {} error(s), {} warning(s){}",
-        model.root.display(),
+        escape(&model.root.display().to_string()),
         t.files,
         t.unreviewed,
         t.errors,
@@ -129,7 +131,7 @@ pub fn list(model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
         writeln!(
             out,
             "{} ({} file(s), {} unreviewed, {}E {}W)",
-            g.agent,
+            escape(&g.agent),
             g.files.len(),
             g.unreviewed,
             g.errors,
@@ -146,7 +148,7 @@ pub fn list(model: &Model, out: &mut impl Write) -> anyhow::Result<()> {
 /// A file's line: mark, key, counts, first problem.
 pub fn row_text(f: &openfiles_wire::control::ReviewFile) -> String {
     let mark = if f.mark.reviewed() { "[x]" } else { "[ ]" };
-    format!("{mark} {}  {}", f.key, problems_text(f))
+    format!("{mark} {}  {}", escape(&f.key), problems_text(f))
 }
 
 /// `2E 1W  2:18 mismatched types`, `checking…`, or `ok`.
@@ -167,7 +169,7 @@ pub fn problems_text(f: &openfiles_wire::control::ReviewFile) -> String {
                 "  {}:{} {}",
                 it.line,
                 it.column,
-                it.message.lines().next().unwrap_or("")
+                escape(it.message.lines().next().unwrap_or(""))
             ));
         }
     }

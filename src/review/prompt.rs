@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::model::{self, Model};
+use crate::visible::escape;
 use openfiles_wire::spec::Severity;
 
 /// Which prompt.
@@ -61,7 +62,8 @@ pub fn agents_md() -> String {
     format!("{body}\n")
 }
 
-/// `fix`: the current errors and warnings with `file:line:col`.
+/// `fix`: the current errors and warnings with `file:line:col` (names and messages with
+/// their control characters escaped: [`crate::visible`]).
 pub fn fix(m: &Model) -> String {
     let mut lines = Vec::new();
     for &i in &m.order {
@@ -75,21 +77,21 @@ pub fn fix(m: &Model) -> String {
             let code = it
                 .code
                 .as_deref()
-                .map(|c| format!(" {c}"))
+                .map(|c| format!(" {}", escape(c)))
                 .unwrap_or_default();
             lines.push(format!(
                 "- {}: {}: {} [{}{code}]",
-                model::location(f, it),
+                escape(&model::location(f, it)),
                 model::severity_word(it.severity),
-                it.message.lines().next().unwrap_or(""),
-                it.source
+                escape(it.message.lines().next().unwrap_or("")),
+                escape(&it.source)
             ));
         }
     }
     if lines.is_empty() {
         return format!(
             "The checkers report no error or warning in the files changed in this session (in {}). Nothing to fix.\n",
-            m.root.display()
+            escape(&m.root.display().to_string())
         );
     }
     format!(
@@ -99,7 +101,7 @@ session. Each line is `file:line:col: severity: message [source code]`; lines an
 only what each fix needs and keep the behaviour otherwise; do not silence a check instead of \
 fixing its cause. When you are done, check the files again (`openfiles check FILE…` prints what \
 remains) and make sure no new problem appeared.\n",
-        m.root.display(),
+        escape(&m.root.display().to_string()),
         lines.join("\n")
     )
 }
@@ -126,7 +128,7 @@ was tested, and anything a reviewer should look at closely. Do not invent change
 not in the diff.\n\nFiles changed in this session, by the agent that changed them last:\n",
     );
     for g in &m.groups {
-        s.push_str(&format!("\n{}:\n", g.agent));
+        s.push_str(&format!("\n{}:\n", escape(&g.agent)));
         for &i in &g.files {
             let f = &m.files[i];
             let e = &f.entry;
@@ -135,7 +137,7 @@ not in the diff.\n\nFiles changed in this session, by the agent that changed the
             } else {
                 String::new()
             };
-            s.push_str(&format!("- {}{problems}\n", f.key));
+            s.push_str(&format!("- {}{problems}\n", escape(&f.key)));
         }
     }
     let t = m.totals();

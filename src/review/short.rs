@@ -40,7 +40,7 @@ pub fn line(s: &Summary) -> String {
             parts.push(format!("{} checking", s.pending));
         }
         if let Some(a) = &s.last_agent {
-            parts.push(a.clone());
+            parts.push(crate::visible::escape(a).into_owned());
         }
     }
     if s.paused {

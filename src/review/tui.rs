@@ -29,6 +29,7 @@ use ratatui::Terminal;
 use super::model::{self, Model};
 use super::{actions, fetch};
 use crate::control::client::Client;
+use crate::visible::escape;
 use openfiles_wire::control::{Request, ReviewMark, ReviewMarked};
 
 /// How often the view reloads while no key is pressed.
@@ -297,7 +298,10 @@ impl App {
                 "openfiles review ",
                 self.style(Style::new().add_modifier(Modifier::BOLD)),
             ),
-            Span::raw(format!("{}  ", self.model.root.display())),
+            Span::raw(format!(
+                "{}  ",
+                escape(&self.model.root.display().to_string())
+            )),
             Span::raw(format!(
                 "{} files · {} unreviewed · ",
                 t.files, t.unreviewed
@@ -338,8 +342,8 @@ impl App {
             Some(f) => {
                 let mut lines = vec![Line::from(format!(
                     "{}  (edited by {})",
-                    f.entry.path.display(),
-                    f.mark.agents.join(", ")
+                    escape(&f.entry.path.display().to_string()),
+                    escape(&f.mark.agents.join(", "))
                 ))];
                 lines.extend(f.entry.items.iter().take(3).map(|i| {
                     Line::from(format!(
@@ -347,11 +351,11 @@ impl App {
                         i.line,
                         i.column,
                         model::severity_word(i.severity),
-                        i.message.lines().next().unwrap_or(""),
+                        escape(i.message.lines().next().unwrap_or("")),
                         if i.source.is_empty() {
                             String::new()
                         } else {
-                            format!(" [{}]", i.source)
+                            format!(" [{}]", escape(&i.source))
                         }
                     ))
                 }));
@@ -370,7 +374,7 @@ impl App {
         } else {
             Line::from(vec![
                 Span::styled(
-                    self.message.clone(),
+                    escape(&self.message).into_owned(),
                     self.style(Style::new().add_modifier(Modifier::BOLD)),
                 ),
                 Span::raw("  "),
@@ -389,14 +393,14 @@ impl App {
             .model
             .files
             .iter()
-            .map(|f| f.key.chars().count())
+            .map(|f| escape(&f.key).chars().count())
             .max()
             .unwrap_or(0)
             .min(60);
         for g in &self.model.groups {
             rows.push(ListItem::new(Line::from(vec![
                 Span::styled(
-                    g.agent.clone(),
+                    escape(&g.agent).into_owned(),
                     self.style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
                 ),
                 Span::raw(format!(
@@ -436,7 +440,10 @@ impl App {
                 rows.push(ListItem::new(Line::from(vec![
                     Span::raw("  "),
                     Span::styled(mark, self.style(mark_style)),
-                    Span::styled(format!("{:<width$}  ", f.key), self.style(key_style)),
+                    Span::styled(
+                        format!("{:<width$}  ", escape(&f.key)),
+                        self.style(key_style),
+                    ),
                     Span::styled(counts, self.style(count_style)),
                 ])));
             }
@@ -456,5 +463,74 @@ fn wait_for_key() {
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::{ReviewFile, WorkspaceReview};
+    use openfiles_wire::spec::{FileEntry, Item, Severity};
+    use ratatui::backend::TestBackend;
+
+    #[test]
+    fn names_agents_and_messages_are_drawn_escaped() {
+        let osc = "\x1b]52;c;aGk=\x07";
+        let key = format!("evil{osc}.txt");
+        let item = Item {
+            line: 1,
+            column: 1,
+            ..Item::note(Severity::Error, "rustc", format!("bad{osc}thing"))
+        };
+        let review = WorkspaceReview {
+            root: "/home/me/proj".into(),
+            paused: false,
+            last_agent: Some(format!("claude{osc}")),
+            files: vec![ReviewFile {
+                key: key.clone(),
+                mark: Mark {
+                    agents: vec![format!("claude{osc}")],
+                    last_agent: format!("claude{osc}"),
+                    edited_at: 10,
+                    reviewed_at: 0,
+                },
+                entry: FileEntry::checked(format!("/home/me/proj/{key}").into(), 5, vec![item]),
+            }],
+        };
+        let app = App {
+            client: None,
+            socket: PathBuf::new(),
+            dir: PathBuf::new(),
+            model: Model::new(review),
+            selected: Some(0),
+            message: format!("cannot mark {key}"),
+            color: false,
+            seen: None,
+        };
+        let mut terminal = Terminal::new(TestBackend::new(100, 12)).unwrap();
+        terminal.draw(|f| app.draw(f)).unwrap();
+        let buf = terminal.backend().buffer();
+        let raw: Vec<&str> = buf
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .filter(|s| s.chars().any(char::is_control))
+            .collect();
+        assert!(raw.is_empty(), "control characters drawn: {raw:?}");
+        let text: String = (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect();
+        // The agent (group header and detail), the name (row, detail, footer), the message
+        // (row and detail).
+        assert!(
+            text.matches(r"\e]52;c;aGk=\x07").count() >= 6,
+            "not shown escaped:\n{text}"
+        );
     }
 }

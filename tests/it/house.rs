@@ -34,6 +34,8 @@ const RANKS: &[(&str, u8)] = &[
     ("config", 4),
     ("paths", 4),
     ("fswatch", 4),
+    ("gitcmd", 4),
+    ("visible", 4),
 ];
 
 /// Allowed imports between rooms of one rank (besides the leaves).

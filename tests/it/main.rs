@@ -44,3 +44,5 @@ mod reliability_soak;
 mod review;
 mod service_core;
 mod service_reload;
+mod trust_git;
+mod trust_terminal;

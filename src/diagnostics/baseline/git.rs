@@ -1,12 +1,20 @@
 //! What the baseline reads from git: the commit `HEAD` names, a file's committed text, and a
 //! snapshot of a commit's tree in the state dir (one per commit, shared by sessions).
 //!
-//! Every command runs with the repository's hooks and `core.fsmonitor` disabled (a
-//! repository's config must not run programs through us) and reads only: the user's index,
-//! working tree and refs are never changed. Blocking: call from `spawn_blocking`.
+//! Every command is built by [`crate::gitcmd`] (nothing the repository's config or
+//! attributes say runs a program) and reads only: the user's index, working tree and refs
+//! are never changed. Blobs are read as stored (`cat-file`), never converted: no filter,
+//! no `export-subst`, no end-of-line conversion. Blocking: call from `spawn_blocking`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::gitcmd;
 
 /// Largest committed tree copied into a snapshot (the sum of its blobs).
 pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
@@ -32,29 +40,13 @@ pub enum GitError {
     Io(#[from] std::io::Error),
 }
 
-fn git(root: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(root)
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(Stdio::null());
-    cmd
-}
-
 fn run(root: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
-    git(root).args(args).output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => GitError::Missing,
-        _ => GitError::Io(e),
-    })
+    gitcmd::command(root, args)
+        .output()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => GitError::Missing,
+            _ => GitError::Io(e),
+        })
 }
 
 /// The commit `HEAD` names in the repository holding `root`.
@@ -99,16 +91,20 @@ pub fn committed_text(root: &Path, commit: &str, file: &Path) -> Result<Option<S
 /// corresponds to `root` in it. Untracked dependency folders (`node_modules`, virtual
 /// environments) of the real projects are linked in, so the checkers resolve imports as
 /// they do in the real tree.
+///
+/// The files are the commit's blobs as stored (no filter, attribute or conversion applies),
+/// and at most [`MAX_SNAPSHOT_BYTES`] are written, whatever the repository says.
 pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitError> {
     // Two sources of one workspace may ask for the same commit's tree at once: one extracts,
-    // the other waits and reuses it.
-    static TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = TAKING.lock().unwrap_or_else(|e| e.into_inner());
+    // the other waits and reuses it. Other workspaces and commits do not wait.
+    let lock = lock_for(dir);
+    let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
     let top = toplevel(root)?;
     let rel = root.strip_prefix(&top).unwrap_or(Path::new("")).to_owned();
     let tree = dir.join("tree");
     if !dir.join("complete").exists() {
-        let size = tree_size(root, commit)?;
+        let entries = tree_entries(root, commit)?;
+        let size: u64 = entries.iter().map(|e| e.size).sum();
         if size > MAX_SNAPSHOT_BYTES {
             return Err(GitError::TooLarge(size >> 20));
         }
@@ -116,7 +112,10 @@ pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitErr
             std::fs::remove_dir_all(&tree)?;
         }
         std::fs::create_dir_all(&tree)?;
-        extract(&top, commit, &tree)?;
+        if let Err(e) = extract(&top, &entries, &tree, MAX_SNAPSHOT_BYTES) {
+            let _ = std::fs::remove_dir_all(&tree);
+            return Err(e);
+        }
         std::fs::write(dir.join("complete"), commit)?;
     }
     let snap_root = tree.join(&rel);
@@ -124,58 +123,199 @@ pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitErr
     Ok(snap_root.canonicalize().unwrap_or(snap_root))
 }
 
-/// The sum of the blob sizes of `commit`'s tree.
-fn tree_size(root: &Path, commit: &str) -> Result<u64, GitError> {
-    let out = run(root, &["ls-tree", "-r", "-l", "--full-tree", commit])?;
+/// The lock of one snapshot folder (one per workspace and commit).
+fn lock_for(dir: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: Mutex<BTreeMap<PathBuf, Weak<Mutex<()>>>> = Mutex::new(BTreeMap::new());
+    let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    locks.retain(|_, l| l.strong_count() > 0);
+    if let Some(l) = locks.get(dir).and_then(Weak::upgrade) {
+        return l;
+    }
+    let l = Arc::new(Mutex::new(()));
+    locks.insert(dir.to_owned(), Arc::downgrade(&l));
+    l
+}
+
+/// One entry of a commit's tree.
+#[derive(Debug)]
+struct Entry {
+    mode: String,
+    oid: String,
+    /// The blob's size (0 for a submodule).
+    size: u64,
+    path: PathBuf,
+}
+
+impl Entry {
+    fn is_blob(&self) -> bool {
+        matches!(self.mode.as_str(), "100644" | "100755" | "120000")
+    }
+}
+
+/// Every entry of `commit`'s tree (`ls-tree -r -l -z`), paths relative to the top.
+fn tree_entries(root: &Path, commit: &str) -> Result<Vec<Entry>, GitError> {
+    let out = run(root, &["ls-tree", "-r", "-l", "-z", "--full-tree", commit])?;
     if !out.status.success() {
         return Err(GitError::Failed {
             what: "ls-tree".into(),
             why: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         });
     }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
-        .sum())
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter_map(|line| {
+            // `<mode> SP <type> SP <oid> SP <size> TAB <path>`
+            let tab = line.iter().position(|b| *b == b'\t')?;
+            let meta = String::from_utf8_lossy(&line[..tab]);
+            let mut f = meta.split_whitespace();
+            let (mode, _kind, oid, size) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            Some(Entry {
+                mode: mode.to_owned(),
+                oid: oid.to_owned(),
+                size: size.parse().unwrap_or(0),
+                path: PathBuf::from(std::ffi::OsStr::from_bytes(&line[tab + 1..])),
+            })
+        })
+        .collect())
 }
 
-/// `git archive COMMIT | tar -x -C TREE`.
-fn extract(top: &Path, commit: &str, tree: &Path) -> Result<(), GitError> {
-    let mut archive = git(top)
-        .args(["archive", "--format=tar", commit])
+/// A tree path that is safe to create below the snapshot: relative, no `.`/`..`/empty
+/// component, nothing inside a `.git` folder.
+fn safe_path(p: &Path) -> bool {
+    let mut any = false;
+    for c in p.components() {
+        match c {
+            Component::Normal(n) if !n.eq_ignore_ascii_case(".git") => any = true,
+            _ => return false,
+        }
+    }
+    any
+}
+
+/// Create `dir` and its parents below `tree`, never through a symlink.
+fn make_dirs(tree: &Path, dir: &Path, made: &mut BTreeSet<PathBuf>) -> Result<(), GitError> {
+    let mut at = PathBuf::new();
+    for c in dir.components() {
+        at.push(c);
+        if made.contains(&at) {
+            continue;
+        }
+        let full = tree.join(&at);
+        match std::fs::symlink_metadata(&full) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(GitError::Failed {
+                    what: "snapshot".into(),
+                    why: format!("{} is not a folder in the tree", at.display()),
+                })
+            }
+            Err(_) => std::fs::create_dir(&full)?,
+        }
+        made.insert(at.clone());
+    }
+    Ok(())
+}
+
+/// Write `entries` under `tree` from the object store (`git cat-file --batch`: the blobs as
+/// stored), stopping with [`GitError::TooLarge`] once more than `cap` bytes were written.
+fn extract(top: &Path, entries: &[Entry], tree: &Path, cap: u64) -> Result<(), GitError> {
+    let entries: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| {
+            let ok = safe_path(&e.path);
+            if !ok {
+                tracing::debug!("baseline snapshot: skipped {}", e.path.display());
+            }
+            ok
+        })
+        .collect();
+    let mut made = BTreeSet::new();
+    for e in entries.iter().filter(|e| e.mode == "160000") {
+        make_dirs(tree, &e.path, &mut made)?;
+    }
+    let blobs: Vec<&Entry> = entries.into_iter().filter(|e| e.is_blob()).collect();
+    let mut cat = gitcmd::command(top, ["cat-file", "--batch"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => GitError::Missing,
             _ => GitError::Io(e),
         })?;
-    let Some(stdout) = archive.stdout.take() else {
+    let (Some(mut stdin), Some(stdout)) = (cat.stdin.take(), cat.stdout.take()) else {
         return Err(GitError::Failed {
-            what: "archive".into(),
-            why: "no output".into(),
+            what: "cat-file".into(),
+            why: "no pipes".into(),
         });
     };
-    let tar = Command::new("tar")
-        // `-m`: files get the time of extraction, newer than any build of an older snapshot
-        // (their commit times would let a build tool take an older build for current).
-        .args(["-x", "-m", "--no-same-owner", "-f", "-", "-C"])
-        .arg(tree)
-        .stdin(stdout)
-        .stderr(Stdio::piped())
-        .output()?;
-    let archived = archive.wait_with_output()?;
-    if !archived.status.success() {
-        return Err(GitError::Failed {
-            what: "archive".into(),
-            why: String::from_utf8_lossy(&archived.stderr).trim().to_owned(),
-        });
-    }
-    if !tar.status.success() {
-        return Err(GitError::Failed {
-            what: "archive | tar".into(),
-            why: String::from_utf8_lossy(&tar.stderr).trim().to_owned(),
-        });
+    let oids: String = blobs.iter().map(|e| format!("{}\n", e.oid)).collect();
+    // Fed from a thread: git answers while it reads, and both pipes are bounded.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(oids.as_bytes());
+    });
+    let result = write_blobs(&blobs, BufReader::new(stdout), tree, cap, &mut made);
+    let _ = cat.kill();
+    let _ = cat.wait();
+    let _ = feeder.join();
+    result
+}
+
+/// Read each blob's answer from `cat-file --batch` and write it where the tree has it.
+fn write_blobs(
+    blobs: &[&Entry],
+    mut answers: impl BufRead,
+    tree: &Path,
+    cap: u64,
+    made: &mut BTreeSet<PathBuf>,
+) -> Result<(), GitError> {
+    let mut written = 0u64;
+    let mut header = Vec::new();
+    for e in blobs {
+        header.clear();
+        answers.read_until(b'\n', &mut header)?;
+        let line = String::from_utf8_lossy(&header);
+        let size = match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, "blob", size] => size.parse::<u64>().unwrap_or(u64::MAX),
+            _ => {
+                return Err(GitError::Failed {
+                    what: "cat-file".into(),
+                    why: format!("{}: {}", e.path.display(), line.trim()),
+                })
+            }
+        };
+        written = written.saturating_add(size);
+        if written > cap {
+            return Err(GitError::TooLarge(written >> 20));
+        }
+        if let Some(parent) = e.path.parent() {
+            make_dirs(tree, parent, made)?;
+        }
+        let dest = tree.join(&e.path);
+        let mut body = (&mut answers).take(size);
+        if e.mode == "120000" {
+            let mut target = Vec::new();
+            body.read_to_end(&mut target)?;
+            std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), &dest)?;
+        } else {
+            let mode = if e.mode == "100755" { 0o755 } else { 0o644 };
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&dest)?;
+            let copied = std::io::copy(&mut body, &mut file)?;
+            if copied != size {
+                return Err(GitError::Failed {
+                    what: "cat-file".into(),
+                    why: format!("{}: short read", e.path.display()),
+                });
+            }
+        }
+        // The blob is followed by a newline.
+        let mut nl = [0u8; 1];
+        answers.read_exact(&mut nl)?;
     }
     Ok(())
 }
@@ -212,6 +352,8 @@ fn link_dependencies(root: &Path, snap_root: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::process::Command;
 
     fn sh(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
@@ -262,5 +404,45 @@ mod tests {
         std::fs::write(snap.join("marker"), "").unwrap();
         let again = snapshot(&root, &commit, &snaps.path().join(&commit)).unwrap();
         assert!(again.join("marker").exists());
+    }
+
+    #[test]
+    fn the_snapshot_cap_counts_the_bytes_written_and_odd_paths_are_skipped() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        sh(&root, &["init", "-q"]);
+        for n in ["a", "b", "c"] {
+            std::fs::write(root.join(n), "x".repeat(1000)).unwrap();
+        }
+        sh(&root, &["add", "."]);
+        sh(&root, &["commit", "-q", "-m", "one"]);
+        let commit = head_commit(&root).unwrap();
+        let mut entries = tree_entries(&root, &commit).unwrap();
+        assert_eq!(entries.iter().map(|e| e.size).sum::<u64>(), 3000);
+        let tree = t.path().join("tree-small");
+        std::fs::create_dir(&tree).unwrap();
+        assert!(matches!(
+            extract(&root, &entries, &tree, 2500),
+            Err(GitError::TooLarge(_))
+        ));
+        // An entry claiming a path outside the tree (a crafted tree object) is not written.
+        entries[0].path = PathBuf::from("../escaped");
+        entries[1].path = PathBuf::from(".git/config");
+        let tree = t.path().join("tree-all");
+        std::fs::create_dir(&tree).unwrap();
+        extract(&root, &entries, &tree, 3000).unwrap();
+        assert!(!t.path().join("escaped").exists());
+        assert!(!tree.join(".git").exists());
+        assert_eq!(std::fs::read(tree.join("c")).unwrap().len(), 1000);
+    }
+
+    #[test]
+    fn each_snapshot_folder_has_its_own_lock() {
+        let a = lock_for(Path::new("/ws-a/baseline/c1"));
+        let b = lock_for(Path::new("/ws-b/baseline/c1"));
+        let _held = a.lock().unwrap();
+        assert!(b.try_lock().is_ok(), "another workspace waits");
+        let a2 = lock_for(Path::new("/ws-a/baseline/c1"));
+        assert!(a2.try_lock().is_err(), "one folder is locked once");
     }
 }

@@ -7,7 +7,6 @@
 //! when those are gone.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -501,6 +500,17 @@ struct ProjectJob {
     timeout_ms: u64,
 }
 
+/// The file a project-wide source's run over a snapshot is cached in: named by the source and
+/// a stable hash of the project's path in the tree (SHA-256, so the name stays the same
+/// across builds and Rust releases).
+fn cache_name(source: &str, rel_project: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let digest = Sha256::digest(rel_project.as_os_str().as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{source}-{hex}.json")
+}
+
 /// A cached run: per workspace-relative file, its items.
 type Cached = Vec<(PathBuf, Vec<Item>)>;
 
@@ -524,9 +534,7 @@ impl ProjectJob {
             .project
             .strip_prefix(&self.root)
             .unwrap_or(Path::new(""));
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        rel_project.hash(&mut h);
-        let cache = commit_dir.join(format!("{}-{:016x}.json", self.source.name, h.finish()));
+        let cache = commit_dir.join(cache_name(&self.source.name, rel_project));
         let cached: Option<Cached> = std::fs::read(&cache)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
@@ -580,5 +588,23 @@ fn prune(dir: &Path, commit: &str) {
         if e.file_name().to_string_lossy() != commit {
             let _ = std::fs::remove_dir_all(e.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_cache_is_named_by_a_stable_hash() {
+        // SHA-256 of the project's path: the same name from every build of openfiles.
+        assert_eq!(
+            cache_name("cargo-check", Path::new("crates/a")),
+            "cargo-check-4268dc7cf4dd1437.json"
+        );
+        assert_eq!(
+            cache_name("tsc", Path::new("")),
+            "tsc-e3b0c44298fc1c14.json"
+        );
     }
 }

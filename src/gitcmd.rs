@@ -1,0 +1,225 @@
+//! The one way openfiles runs git: [`command`] builds every git `Command` (the baseline's,
+//! `session add-git`'s, the review's diff), so no call site can forget the rule.
+//!
+//! The rule: a repository's files are data. Nothing a repository says — its `.git/config`
+//! (and what that includes), its `.git/info/attributes`, its `.gitattributes` — may make
+//! openfiles run a program. Every git command openfiles runs gets:
+//!
+//! - `core.fsmonitor=false` and `core.hooksPath=/dev/null` (the monitor and hooks a
+//!   repository names);
+//! - every filter driver (`filter.<name>.clean|smudge|process`) that the repository's own
+//!   config defines set empty, so no attribute can run it (git runs no filter whose command
+//!   is empty); drivers only the user's own config defines (git-lfs in `~/.gitconfig`) stay;
+//! - for `diff`, `show` and `log`: `--no-ext-diff --no-textconv` (`diff.external`, diff
+//!   drivers' commands and textconv);
+//! - `GIT_PAGER` set to the user's pager (`pager.<command>` or `core.pager` from the
+//!   user's global/system config or `-c`, else `$PAGER`, else `less`) when it is not set
+//!   already, so a repository's `core.pager`/`pager.<command>` is never the one run;
+//! - no lazy fetch from a promisor remote and no transport at all (`GIT_NO_LAZY_FETCH`,
+//!   `protocol.allow=never`: a fetch would run the repository's `core.sshCommand`), no
+//!   automatic gc or maintenance, no optional locks;
+//! - `GIT_DIR`, `GIT_WORK_TREE` and `GIT_INDEX_FILE` removed (the repository is the one
+//!   holding the folder named), stdin from `/dev/null`.
+//!
+//! The user's global and system config still apply (colours, their pager, their excludes).
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Settings given on every git command line.
+const ALWAYS: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "protocol.allow=never",
+    "gc.auto=0",
+    "maintenance.auto=false",
+];
+
+/// Config scopes that belong to the repository (`--show-scope`); everything else is the
+/// user's (system, global, command line).
+const REPOSITORY_SCOPES: &[&str] = &["local", "worktree", "unknown"];
+
+/// Subcommands that may run diff drivers and textconv programs.
+const DIFFING: &[&str] = &["diff", "show", "log"];
+
+/// `git -C dir ARGS…` with the rule of this module applied. `args` starts with the
+/// subcommand.
+pub fn command<I, S>(dir: &Path, args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<S> = args.into_iter().collect();
+    let sub = args
+        .first()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let found = repository_config(dir, &sub);
+    let mut cmd = base(dir);
+    // Command-line config is read last, so these win over the repository's. Set through
+    // the environment (`GIT_CONFIG_KEY_n`), which takes a key with any characters; appended
+    // after the user's own (`GIT_CONFIG_COUNT`).
+    let first = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut n = first;
+    for name in &found.filters {
+        for key in ["clean", "smudge", "process"] {
+            cmd.env(
+                format!("GIT_CONFIG_KEY_{n}"),
+                format!("filter.{name}.{key}"),
+            )
+            .env(format!("GIT_CONFIG_VALUE_{n}"), "");
+            n += 1;
+        }
+        cmd.env(
+            format!("GIT_CONFIG_KEY_{n}"),
+            format!("filter.{name}.required"),
+        )
+        .env(format!("GIT_CONFIG_VALUE_{n}"), "false");
+        n += 1;
+    }
+    if n > first {
+        cmd.env("GIT_CONFIG_COUNT", n.to_string());
+    }
+    if std::env::var_os("GIT_PAGER").is_none() {
+        let pager = found
+            .user_pager
+            .or_else(|| std::env::var("PAGER").ok())
+            .unwrap_or_else(|| "less".to_owned());
+        cmd.env("GIT_PAGER", pager);
+    }
+    let mut args = args.into_iter();
+    if let Some(s) = args.next() {
+        cmd.arg(s.as_ref());
+    }
+    if DIFFING.contains(&sub.as_str()) {
+        cmd.args(["--no-ext-diff", "--no-textconv"]);
+    }
+    cmd.args(args);
+    cmd
+}
+
+/// `git -C dir` with the fixed settings (no lookup of the repository's config).
+fn base(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir);
+    for setting in ALWAYS {
+        cmd.args(["-c", setting]);
+    }
+    cmd.env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// What the config says that [`command`] must counter.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Found {
+    /// Filter drivers the repository's config defines.
+    filters: Vec<String>,
+    /// The user's own pager for `sub` (`pager.<sub>` if it names a program, else
+    /// `core.pager`), from scopes outside the repository.
+    user_pager: Option<String>,
+}
+
+/// Read (never run) the config relevant to [`command`]. Outside a repository, or without
+/// git, nothing is found.
+fn repository_config(dir: &Path, sub: &str) -> Found {
+    let out = base(dir)
+        .args([
+            "config",
+            "--show-scope",
+            "-z",
+            "--get-regexp",
+            r"^(filter\..*|core\.pager|pager\..*)$",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output();
+    match out {
+        Ok(o) => parse(&o.stdout, sub),
+        Err(_) => Found::default(),
+    }
+}
+
+/// Parse `git config --show-scope -z --get-regexp` output: `scope NUL name [LF value] NUL`.
+fn parse(out: &[u8], sub: &str) -> Found {
+    let text = String::from_utf8_lossy(out);
+    let mut fields = text.split('\0');
+    let mut found = Found::default();
+    let (mut core_pager, mut sub_pager) = (None, None);
+    let sub_key = format!("pager.{}", sub.to_ascii_lowercase());
+    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+        let (name, value) = entry.split_once('\n').unwrap_or((entry, ""));
+        let repository = REPOSITORY_SCOPES.contains(&scope);
+        if let Some(rest) = name.strip_prefix("filter.") {
+            if let Some((driver, _key)) = rest.rsplit_once('.') {
+                if repository && !found.filters.iter().any(|f| f == driver) {
+                    found.filters.push(driver.to_owned());
+                }
+            }
+        } else if !repository && name.eq_ignore_ascii_case("core.pager") {
+            core_pager = Some(value.to_owned());
+        } else if !repository && name.eq_ignore_ascii_case(&sub_key) && !is_bool(value) {
+            sub_pager = Some(value.to_owned());
+        }
+    }
+    found.user_pager = sub_pager.or(core_pager);
+    found
+}
+
+/// A config value git reads as a boolean (then `pager.<cmd>` only says whether to page).
+fn is_bool(v: &str) -> bool {
+    matches!(
+        v.to_ascii_lowercase().as_str(),
+        "" | "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repository_s_filters_are_found_and_only_the_user_s_pager_is_kept() {
+        let out = b"global\0core.pager\nless -R\0local\0core.pager\nevil\0\
+local\0filter.ev.il.smudge\ntouch x\0global\0filter.lfs.clean\ngit-lfs clean\0\
+local\0pager.diff\nevil2\0global\0pager.diff\ntrue\0local\0filter.bare.process\0";
+        assert_eq!(
+            parse(out, "diff"),
+            Found {
+                filters: vec!["ev.il".into(), "bare".into()],
+                user_pager: Some("less -R".into()),
+            }
+        );
+        let out = b"system\0pager.diff\ndelta\0global\0core.pager\nless\0";
+        assert_eq!(parse(out, "diff").user_pager.as_deref(), Some("delta"));
+        assert_eq!(parse(out, "log").user_pager.as_deref(), Some("less"));
+        assert_eq!(parse(b"", "diff"), Found::default());
+    }
+
+    #[test]
+    fn diffing_commands_get_no_external_programs() {
+        let t = tempfile::tempdir().unwrap();
+        let cmd = command(t.path(), ["diff", "HEAD", "--", "a"]);
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = args.iter().position(|a| a == "diff").unwrap();
+        assert_eq!(
+            &args[at..],
+            ["diff", "--no-ext-diff", "--no-textconv", "HEAD", "--", "a"]
+        );
+        assert!(args.contains(&"core.fsmonitor=false".to_owned()));
+        let cmd = command(t.path(), ["rev-parse", "HEAD"]);
+        assert!(!cmd.get_args().any(|a| a == "--no-ext-diff"));
+    }
+}
