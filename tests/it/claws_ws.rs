@@ -347,3 +347,93 @@ async fn wss_with_a_certificate() {
     );
     s.stop().await;
 }
+
+/// The status line a raw WebSocket handshake to `addr` gets from a Python client run as this
+/// user, or as `nobody` through `setpriv`, with `Host: host` and `extra` header lines.
+fn handshake_status(
+    addr: std::net::SocketAddr,
+    host: &str,
+    extra: &str,
+    as_nobody: bool,
+) -> String {
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+    );
+    let script = format!(
+        "import socket,sys\ns=socket.create_connection(('{}',{}))\ns.sendall(sys.stdin.buffer.read())\n\
+         print(s.makefile('rb').readline().decode().strip())\n",
+        addr.ip(),
+        addr.port()
+    );
+    let mut cmd = if as_nobody {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+        ]);
+        c
+    } else {
+        let mut c = std::process::Command::new("/usr/bin/python3");
+        c.arg("-c");
+        c
+    };
+    use std::io::Write;
+    let mut child = cmd
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A web page (any `Origin`), a page that rebinds its DNS name to 127.0.0.1 (its own `Host`)
+/// and another local user (no auth to tell them apart) are refused at the handshake; Claws's
+/// own clients (no `Origin`, this user) and an origin the user allowed are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ws_refuses_web_pages_rebound_hosts_and_other_users() {
+    let s = TestServer::with(ws_cfg(ClawsWebSocketConfig {
+        allowed_origins: vec!["http://localhost:3000".into()],
+        ..Default::default()
+    }))
+    .await;
+    let addr = s.server.as_ref().unwrap().web_socket_addr().expect("ws on");
+    let host = format!("127.0.0.1:{}", addr.port());
+    let status = |host: String, extra: &'static str, nobody: bool| {
+        tokio::task::spawn_blocking(move || handshake_status(addr, &host, extra, nobody))
+    };
+    let ok = status(host.clone(), "", false).await.unwrap();
+    assert!(ok.starts_with("HTTP/1.1 101"), "{ok}");
+    let page = status(host.clone(), "Origin: https://evil.example\r\n", false)
+        .await
+        .unwrap();
+    assert!(page.starts_with("HTTP/1.1 403"), "a web page: {page}");
+    let allowed = status(host.clone(), "Origin: http://localhost:3000\r\n", false)
+        .await
+        .unwrap();
+    assert!(
+        allowed.starts_with("HTTP/1.1 101"),
+        "an allowed origin: {allowed}"
+    );
+    let rebound = status(format!("evil.example:{}", addr.port()), "", false)
+        .await
+        .unwrap();
+    assert!(
+        rebound.starts_with("HTTP/1.1 403"),
+        "a rebound name: {rebound}"
+    );
+    let other = status(host.clone(), "", true).await.unwrap();
+    assert!(other.starts_with("HTTP/1.1 403"), "another uid: {other}");
+    s.stop().await;
+}

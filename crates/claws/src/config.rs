@@ -134,6 +134,10 @@ pub struct ClawsWebSocketConfig {
     /// 1 MiB). An empty string is unset.
     pub cert_path: Option<PathBuf>,
     pub key_path: Option<PathBuf>,
+    /// Browser origins allowed to connect (`"http://localhost:3000"`); a handshake that
+    /// carries any other `Origin` — every web page sends one, Claws's own clients none — is
+    /// refused.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ClawsWebSocketConfig {
@@ -144,6 +148,7 @@ impl Default for ClawsWebSocketConfig {
             host: "127.0.0.1".to_owned(),
             cert_path: None,
             key_path: None,
+            allowed_origins: Vec::new(),
         }
     }
 }

@@ -5,7 +5,9 @@
 //! are both set (an empty string is unset; each file must be a regular file of at most
 //! [`MAX_PEM_BYTES`], never a FIFO or a device). Messages are capped at [`MAX_LINE`].
 //!
-//! Trust: there is no peer-uid check on TCP, so loopback plus auth are the boundary. The
+//! Trust: every handshake passes a [`Gate`] first — no browser `Origin` the user did not
+//! allow, a `Host` that names this listener (no DNS rebinding), and without `[claws.auth]` a
+//! peer that is provably this user (its socket's owner, read from `/proc/net/tcp`). The
 //! listener refuses to start on a non-loopback address unless `[claws.auth]` is on, and with
 //! auth on a WebSocket connection is refused every command but `hello` (`auth:required`)
 //! until a `hello` with a valid HMAC token is accepted: terminals included. Five refused
@@ -21,6 +23,8 @@ use std::sync::Arc;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
@@ -48,6 +52,119 @@ pub struct Listener {
     tcp: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     pub addr: SocketAddr,
+    gate: Arc<Gate>,
+}
+
+/// Who may open a WebSocket: what every handshake is held against before it is answered.
+///
+/// - A handshake with an `Origin` header comes from a browser (Claws's own clients send
+///   none): refused unless the origin is in `[claws.web_socket] allowed_origins`, so no web
+///   page the user visits can drive a terminal.
+/// - The `Host` header must name this listener (its address, or `localhost` with its port):
+///   a page that rebinds its own DNS name to 127.0.0.1 sends its own name and is refused.
+/// - Without `[claws.auth]` there is no token to check, so the peer must provably be this
+///   user: on Linux the connecting socket's owner is read from `/proc/net/tcp{,6}` (as
+///   identd does); a peer of another uid, or one whose owner cannot be learned, is refused.
+///   With auth on, every command waits for a `hello` with a valid token anyway.
+#[derive(Debug)]
+struct Gate {
+    addr: SocketAddr,
+    host: String,
+    origins: Vec<String>,
+    auth: bool,
+}
+
+impl Gate {
+    /// Why the handshake `req` from `peer_is_us` is refused (`None`: admitted).
+    fn refuse(&self, req: &Request, peer_is_us: bool) -> Option<String> {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        if let Some(origin) = header("origin") {
+            if !self
+                .origins
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(origin.trim()))
+            {
+                return Some(format!(
+                    "WebSocket from origin {origin:?} refused (not in [claws.web_socket] allowed_origins)"
+                ));
+            }
+        }
+        if let Some(host) = header("host") {
+            if !self.host_is_ours(host.trim()) {
+                return Some(format!(
+                    "WebSocket for host {host:?} refused (not this listener)"
+                ));
+            }
+        }
+        if !self.auth && !peer_is_us {
+            return Some(
+                "WebSocket peer is not this user (or cannot be told) and [claws.auth] is off: refused"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    fn host_is_ours(&self, host: &str) -> bool {
+        let port = self.addr.port();
+        let mut names = vec![
+            self.addr.to_string(),
+            format!("{}:{port}", self.host),
+            format!("[{}]:{port}", self.host),
+        ];
+        if self.addr.ip().is_loopback() {
+            names.extend([
+                format!("localhost:{port}"),
+                format!("127.0.0.1:{port}"),
+                format!("[::1]:{port}"),
+            ]);
+        }
+        names.iter().any(|n| n.eq_ignore_ascii_case(host))
+    }
+}
+
+/// The uid owning the TCP socket `peer` connected to `ours`, on this machine (Linux: from
+/// `/proc/net/tcp` or `tcp6`); `None` when it cannot be learned.
+fn peer_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    if !cfg!(target_os = "linux") || !peer.ip().is_loopback() {
+        return None;
+    }
+    let (local, remote) = (proc_net_addr(peer), proc_net_addr(ours));
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 7 && f[1] == local && f[2] == remote {
+                return f[7].parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// An address as `/proc/net/tcp{,6}` spells it: the address in host-order 32-bit words, in
+/// hex, then the port in hex (`0100007F:1F90` for 127.0.0.1:8080 on little-endian).
+fn proc_net_addr(a: SocketAddr) -> String {
+    let words = match a.ip() {
+        std::net::IpAddr::V4(v4) => vec![v4.octets()],
+        std::net::IpAddr::V6(v6) => {
+            let o = v6.octets();
+            (0..4)
+                .map(|i| [o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]])
+                .collect()
+        }
+    };
+    let ip: String = words
+        .into_iter()
+        .map(|w| format!("{:08X}", u32::from_ne_bytes(w)))
+        .collect();
+    format!("{ip}:{:04X}", a.port())
 }
 
 /// Bind the listener the settings ask for (None when disabled).
@@ -72,10 +189,17 @@ pub async fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
         _ => return Err(WsError::Tls("cert_path and key_path go together".into())),
     };
     tracing::info!(addr = %local, tls = tls.is_some(), "claws WebSocket listener ready");
+    let gate = Arc::new(Gate {
+        addr: local,
+        host: ws.host.clone(),
+        origins: ws.allowed_origins.clone(),
+        auth: cfg.auth.enabled,
+    });
     Ok(Some(Listener {
         tcp,
         tls,
         addr: local,
+        gate,
     }))
 }
 
@@ -107,10 +231,10 @@ fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, WsErro
 /// Accept until `stop`; each connection is served by [`conn::serve_io`].
 pub async fn accept_loop(l: Listener, lazy: Arc<Lazy>, stop: CancellationToken) {
     loop {
-        let tcp = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             _ = stop.cancelled() => return,
             r = l.tcp.accept() => match r {
-                Ok((s, _)) => s,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!(error = %e, "claws WebSocket accept failed");
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -120,33 +244,60 @@ pub async fn accept_loop(l: Listener, lazy: Arc<Lazy>, stop: CancellationToken) 
         };
         let _ = tcp.set_nodelay(true);
         let (lazy, stop, tls) = (lazy.clone(), stop.clone(), l.tls.clone());
+        let gate = l.gate.clone();
         tokio::spawn(async move {
+            // The owner of the peer's socket, read while it is connected.
+            let ours = gate.addr;
+            let peer_is_us = tokio::task::spawn_blocking(move || peer_uid(ours, peer))
+                .await
+                .ok()
+                .flatten()
+                == Some(nix::unistd::getuid().as_raw());
             match tls {
                 Some(a) => match a.accept(tcp).await {
-                    Ok(s) => serve(s, lazy, stop).await,
+                    Ok(s) => serve(s, lazy, stop, &gate, peer_is_us).await,
                     Err(e) => tracing::debug!(error = %e, "claws wss handshake failed"),
                 },
-                None => serve(tcp, lazy, stop).await,
+                None => serve(tcp, lazy, stop, &gate, peer_is_us).await,
             }
         });
     }
 }
 
 /// Bridge one WebSocket to the line-based connection handler through an in-memory pipe.
-async fn serve<S>(stream: S, lazy: Arc<Lazy>, stop: CancellationToken)
-where
+async fn serve<S>(
+    stream: S,
+    lazy: Arc<Lazy>,
+    stop: CancellationToken,
+    gate: &Gate,
+    peer_is_us: bool,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_LINE);
     config.max_frame_size = Some(MAX_LINE);
-    let ws = match tokio_tungstenite::accept_async_with_config(stream, Some(config)).await {
-        Ok(ws) => ws,
-        Err(e) => {
-            tracing::debug!(error = %e, "claws WebSocket handshake failed");
-            return;
+    // The callback's signature is tungstenite's (its error is a whole HTTP response).
+    #[allow(clippy::result_large_err)]
+    let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        match gate.refuse(req, peer_is_us) {
+            None => Ok(resp),
+            Some(why) => {
+                tracing::warn!("{why}");
+                let mut refusal = ErrorResponse::new(Some(why));
+                *refusal.status_mut() = StatusCode::FORBIDDEN;
+                Err(refusal)
+            }
         }
     };
+    let ws =
+        match tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await {
+            Ok(ws) => ws,
+            Err(e) => {
+                tracing::debug!(error = %e, "claws WebSocket handshake failed");
+                return;
+            }
+        };
     let (mut ws_tx, mut ws_rx) = ws.split();
     let (ours, theirs) = tokio::io::duplex(256 << 10);
     let (rd, mut wr) = tokio::io::split(theirs);
@@ -195,4 +346,71 @@ where
     drop(pipe_wr);
     let _ = handler.await;
     let _ = outgoing.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(auth: bool, origins: &[&str]) -> Gate {
+        Gate {
+            addr: "127.0.0.1:9876".parse().unwrap(),
+            host: "127.0.0.1".into(),
+            origins: origins.iter().map(|o| (*o).to_owned()).collect(),
+            auth,
+        }
+    }
+
+    fn req(headers: &[(&str, &str)]) -> Request {
+        let mut b = Request::builder().uri("/");
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn the_kernel_spells_addresses_in_host_order_hex() {
+        let v4: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let want = if cfg!(target_endian = "little") {
+            "0100007F:1F90"
+        } else {
+            "7F000001:1F90"
+        };
+        assert_eq!(proc_net_addr(v4), want);
+        let v6: SocketAddr = "[::1]:443".parse().unwrap();
+        assert!(proc_net_addr(v6).ends_with(":01BB"));
+        assert_eq!(proc_net_addr(v6).len(), 32 + 5);
+    }
+
+    #[test]
+    fn web_pages_rebound_names_and_other_users_are_refused() {
+        let g = gate(false, &["http://localhost:3000"]);
+        let host = ("Host", "127.0.0.1:9876");
+        assert_eq!(
+            g.refuse(&req(&[host]), true),
+            None,
+            "a Claws client: no Origin"
+        );
+        assert_eq!(g.refuse(&req(&[("Host", "localhost:9876")]), true), None);
+        assert!(g
+            .refuse(&req(&[host, ("Origin", "https://evil.example")]), true)
+            .is_some());
+        assert_eq!(
+            g.refuse(&req(&[host, ("Origin", "http://localhost:3000")]), true),
+            None
+        );
+        assert!(g
+            .refuse(&req(&[("Host", "evil.example:9876")]), true)
+            .is_some());
+        assert!(
+            g.refuse(&req(&[host]), false).is_some(),
+            "another uid without auth"
+        );
+        assert_eq!(
+            gate(true, &[]).refuse(&req(&[host]), false),
+            None,
+            "auth decides"
+        );
+    }
 }
