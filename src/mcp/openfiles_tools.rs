@@ -139,9 +139,24 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
 fn check(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
     let timeout_ms = args["timeout_ms"].as_u64().unwrap_or(120_000);
     let mut paths = Vec::new();
+    // Only inside the workspace this server serves: a path elsewhere (another repository)
+    // would register that folder as a workspace and run its checkers.
+    let root = ctx
+        .place
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| ctx.place.root.clone());
     for p in self::paths(ctx, args) {
         match p.canonicalize() {
-            Ok(c) => paths.push(c),
+            Ok(c) if c.starts_with(&root) => paths.push(c),
+            Ok(c) => {
+                return Err(Fail::Invalid(format!(
+                    "{}: outside the workspace this server serves ({}); check it from an MCP \
+                     server of that workspace, or with `openfiles check`",
+                    c.display(),
+                    root.display()
+                )))
+            }
             Err(_) => return Err(Fail::Invalid(format!("{}: no such file", p.display()))),
         }
     }

@@ -191,24 +191,114 @@ pub fn serve(ctx: Arc<Ctx>, input: impl BufRead, out: Out, warmup: impl FnOnce()
     let mut warmup = Some(warmup);
     let inflight: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
     let pool = Pool::default();
-    for line in input.lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
+    let mut input = input;
+    loop {
+        let line = match next_message(&mut input, MAX_MESSAGE) {
+            Message::End => break,
+            Message::TooLong => {
+                out.send(&error(
+                    &Value::Null,
+                    -32600,
+                    &format!("message longer than {MAX_MESSAGE} bytes: skipped"),
+                ));
+                continue;
+            }
+            Message::Line(l) => l,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<Value>(&line) {
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(Value::Array(batch)) if batch.is_empty() => {
+                out.send(&error(&Value::Null, -32600, "invalid request: empty batch"));
+            }
             Ok(Value::Array(batch)) => {
                 for msg in batch {
-                    handle(&ctx, &out, &inflight, &pool, msg);
+                    one_message(&ctx, &out, &inflight, &pool, msg);
                 }
             }
-            Ok(msg) => handle(&ctx, &out, &inflight, &pool, msg),
+            Ok(msg) => one_message(&ctx, &out, &inflight, &pool, msg),
             Err(e) => out.send(&error(&Value::Null, -32700, &format!("parse error: {e}"))),
         }
         if let Some(w) = warmup.take() {
             w();
         }
     }
+}
+
+/// Largest message read from the client; a longer line is skipped (answered with an error)
+/// without being held in memory.
+pub const MAX_MESSAGE: usize = 16 << 20;
+
+enum Message {
+    Line(Vec<u8>),
+    TooLong,
+    End,
+}
+
+/// The next line of `input` (without its newline), at most `cap` bytes: a longer one is
+/// read past and dropped. Bytes that are not UTF-8 are the parser's to refuse, not an end.
+fn next_message(input: &mut impl BufRead, cap: usize) -> Message {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let (done, used) = match input.fill_buf() {
+            Ok([]) => {
+                return match (too_long, line.is_empty()) {
+                    (true, _) => Message::TooLong,
+                    (false, true) => Message::End,
+                    (false, false) => Message::Line(line),
+                };
+            }
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    if !too_long && line.len() + i <= cap {
+                        line.extend_from_slice(&buf[..i]);
+                    } else {
+                        too_long = true;
+                    }
+                    (true, i + 1)
+                }
+                None => {
+                    if !too_long && line.len() + buf.len() <= cap {
+                        line.extend_from_slice(buf);
+                    } else {
+                        too_long = true;
+                        line = Vec::new();
+                    }
+                    (false, buf.len())
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Message::End,
+        };
+        input.consume(used);
+        if done {
+            return if too_long {
+                Message::TooLong
+            } else {
+                Message::Line(line)
+            };
+        }
+    }
+}
+
+/// One message of the client: a JSON-RPC object, else an invalid request.
+fn one_message(
+    ctx: &Arc<Ctx>,
+    out: &Out,
+    inflight: &Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>,
+    pool: &Pool,
+    msg: Value,
+) {
+    if !msg.is_object() {
+        return out.send(&error(
+            &Value::Null,
+            -32600,
+            "invalid request: not a JSON-RPC object",
+        ));
+    }
+    handle(ctx, out, inflight, pool, msg);
 }
 
 fn error(id: &Value, code: i64, message: &str) -> Value {

@@ -24,6 +24,7 @@ mod hostile;
 mod hostile_sockets;
 mod house;
 mod mcp_install;
+mod mcp_robust;
 mod mcp_sdk;
 mod packaging_doctor;
 mod packaging_nix;
