@@ -142,7 +142,7 @@ pub(crate) use openfiles_wire::spec::{iso_ms as iso, iso_now};
 
 /// A random (version 4) UUID.
 pub(crate) fn uuid() -> String {
-    let h = format!("{}{}", shell::nonce(), shell::nonce());
+    let h = format!("{}{}", shell::unique_hex(), shell::unique_hex());
     let b = h.as_bytes();
     let s = |r: std::ops::Range<usize>| String::from_utf8_lossy(&b[r]).into_owned();
     let variant = ["8", "9", "a", "b"][usize::from(b[16] % 4)];

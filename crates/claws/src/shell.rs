@@ -96,7 +96,7 @@ fn nonce_file(
     nonce: &str,
     env: &mut BTreeMap<String, String>,
 ) -> std::io::Result<()> {
-    let path = scripts.join(format!(".n-{}", self::nonce()));
+    let path = scripts.join(format!(".n-{}", unique_hex()));
     openfiles_os::fsutil::write_atomic(&path, nonce.as_bytes(), 0o600)?;
     env.insert(
         "CLAWS_SI_NONCE_FILE".into(),
@@ -226,19 +226,45 @@ pub fn base_env(
     env
 }
 
-/// 16 hex digits from the kernel's random source.
-pub fn nonce() -> String {
-    use std::io::Read;
+/// 16 hex digits from the operating system's random source (`getentropy`). An error when it
+/// cannot give them: a shell-integration nonce is a secret (it tells our marks from a
+/// program's forged ones), so it is never made up from the clock.
+pub fn nonce() -> std::io::Result<String> {
     let mut b = [0u8; 8];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = f.read_exact(&mut b);
+    // SAFETY: `b` is a writable buffer of `b.len()` bytes, within getentropy's 256-byte limit.
+    let r = unsafe { libc::getentropy(b.as_mut_ptr().cast(), b.len()) };
+    if r != 0 {
+        return Err(std::io::Error::other(format!(
+            "the system's random source failed: {}",
+            std::io::Error::last_os_error()
+        )));
     }
-    if b == [0; 8] {
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// 16 hex digits for identifiers (peer ids, file names): random when the system gives it,
+/// else from the clock and pid — unique, not secret.
+pub fn unique_hex() -> String {
+    nonce().unwrap_or_else(|_| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        b = ((t as u64) ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+        let v = (t as u64) ^ (u64::from(std::process::id()) << 32);
+        format!("{v:016x}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonces_come_from_the_system_random_source() {
+        let (a, b) = (nonce().unwrap(), nonce().unwrap());
+        assert_eq!(a.len(), 16);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+        assert_eq!(unique_hex().len(), 16);
     }
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

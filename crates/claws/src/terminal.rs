@@ -142,7 +142,7 @@ impl Terminal {
     ) -> std::io::Result<Arc<Terminal>> {
         let program = o.shell.clone().unwrap_or_else(shell::default_shell);
         let kind = shell::kind_of(&program);
-        let nonce = shell::nonce();
+        let nonce = shell::nonce()?;
         let mut env = shell::base_env(id, o.wrapped, &o.env);
         let args = shell::args_for(&program, kind, &shared.shell_dir, &nonce, &mut env)?;
         let (log_path, log_file) = if o.wrapped {

@@ -356,7 +356,7 @@ impl Bus {
                         .collect::<String>()
                 )
             }
-            None => format!("p_{}", &super::shell::nonce()[..6]),
+            None => format!("p_{}", &super::shell::unique_hex()[..6]),
         };
         let mut subs = Vec::new();
         let mut restored_any = false;
