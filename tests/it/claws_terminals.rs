@@ -660,3 +660,39 @@ async fn users_rc_files_keep_working() {
     );
     s.stop().await;
 }
+
+/// Input for a program that does not read it stays bounded: past
+/// `openfiles_claws::MAX_QUEUED_INPUT` queued bytes a `send` is refused with the reason (it
+/// was an unbounded queue: a flood grew memory without limit), and the server serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_input_nobody_reads_is_refused_not_buffered() {
+    let s = TestServer::start().await;
+    let t = s.create(json!({"wrapped": true})).await;
+    // Raw mode: the kernel then holds what the program does not read instead of dropping it
+    // (canonical mode discards past its 4 KiB line), so the writes block and input queues.
+    s.ok(json!({"cmd": "send", "id": t, "text": "stty raw -echo; echo RAW_$((6*7)); sleep 600"}))
+        .await;
+    s.wait_log(&t, "RAW_42").await;
+    let chunk = "x".repeat(900_000);
+    let (mut accepted, mut refused) = (0usize, None);
+    for _ in 0..60 {
+        let v = s
+            .call(json!({"cmd": "send", "id": t, "text": chunk, "newline": false, "paste": false}))
+            .await;
+        if v["ok"] == true {
+            accepted += 1;
+        } else {
+            refused = v["error"].as_str().map(str::to_owned);
+            break;
+        }
+    }
+    let why = refused.expect("the flood was never refused");
+    assert!(why.contains("has not read"), "{why}");
+    assert!(
+        accepted * chunk.len() <= openfiles_claws::MAX_QUEUED_INPUT + 2 * chunk.len(),
+        "{accepted} chunks accepted"
+    );
+    s.ok(json!({"cmd": "list"})).await;
+    s.ok(json!({"cmd": "close", "id": t})).await;
+    s.stop().await;
+}

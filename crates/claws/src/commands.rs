@@ -234,9 +234,10 @@ fn send(shared: &ServerState, req: request::Send) -> Body {
     let text = req.text.unwrap_or_default();
     let newline = req.newline.unwrap_or(true);
     let paste = req.paste.unwrap_or(text.contains('\n'));
-    if !t.is_live() || !t.send(&text, newline, paste) {
+    if !t.is_live() {
         return Err(format!("terminal {} has exited", t.id));
     }
+    t.send(&text, newline, paste).map_err(|e| e.to_string())?;
     Ok(body(
         json!({"mode": if t.wrapped { "wrapped" } else { "unwrapped" }}),
     ))

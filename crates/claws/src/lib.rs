@@ -59,6 +59,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ClawsConfig;
 use openfiles_wire::claws::request::CloseOrigin;
+pub use terminal::MAX_QUEUED_INPUT;
 use terminal::{Terminal, CLOSE_GRACE};
 
 pub use openfiles_wire::claws::{COMPATIBLE_EXTENSION_VERSION, MAX_LINE, PROTOCOL, PROTOCOL_2};

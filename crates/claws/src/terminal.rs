@@ -76,6 +76,29 @@ enum Input {
     Paste { text: Vec<u8>, enter: bool },
 }
 
+impl Input {
+    fn len(&self) -> usize {
+        match self {
+            Input::Bytes(b) => b.len(),
+            Input::Paste { text, .. } => text.len(),
+        }
+    }
+}
+
+/// Input bytes a terminal holds for a program that has not read them yet: past this a
+/// `send` is refused (a flood to a program that does not read stdin would grow memory
+/// without limit).
+pub const MAX_QUEUED_INPUT: usize = 16 << 20;
+
+/// Why input was not queued.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SendError {
+    #[error("terminal {0} has exited")]
+    Exited(u64),
+    #[error("terminal {0} has {1} bytes of input its program has not read yet; refusing more")]
+    Full(u64, usize),
+}
+
 struct Running {
     out_start: u64,
     started_at: u64,
@@ -101,6 +124,8 @@ struct State {
 
 /// A live (or exited but not yet closed) terminal.
 pub struct Terminal {
+    /// Bytes queued for the PTY and not written yet (bounded by [`MAX_QUEUED_INPUT`]).
+    queued_input: std::sync::atomic::AtomicUsize,
     pub id: u64,
     pub name: String,
     pub pid: u32,
@@ -168,6 +193,7 @@ impl Terminal {
         let (tx, rx) = mpsc::unbounded_channel();
         let master = Arc::new(child.master);
         let term = Arc::new(Terminal {
+            queued_input: std::sync::atomic::AtomicUsize::new(0),
             id,
             name: o.name,
             pid: child.pid,
@@ -245,8 +271,9 @@ impl Terminal {
         (a, b, st.ring.slice(a, b), end)
     }
 
-    /// Queue input; bytes reach the PTY in the order they were queued.
-    pub fn send(&self, text: &str, newline: bool, paste: bool) -> bool {
+    /// Queue input; bytes reach the PTY in the order they were queued. Refused when the
+    /// program has not read [`MAX_QUEUED_INPUT`] bytes queued before.
+    pub fn send(&self, text: &str, newline: bool, paste: bool) -> Result<(), SendError> {
         let msg = if paste {
             Input::Paste {
                 text: text.as_bytes().to_vec(),
@@ -259,7 +286,21 @@ impl Terminal {
             }
             Input::Bytes(b)
         };
-        self.input.send(msg).is_ok()
+        self.queue(msg)
+    }
+
+    fn queue(&self, msg: Input) -> Result<(), SendError> {
+        use std::sync::atomic::Ordering;
+        let len = msg.len();
+        let before = self.queued_input.fetch_add(len, Ordering::AcqRel);
+        if before > 0 && before + len > MAX_QUEUED_INPUT {
+            self.queued_input.fetch_sub(len, Ordering::AcqRel);
+            return Err(SendError::Full(self.id, before));
+        }
+        self.input.send(msg).map_err(|_| {
+            self.queued_input.fetch_sub(len, Ordering::AcqRel);
+            SendError::Exited(self.id)
+        })
     }
 
     pub fn resize(&self, cols: u16, rows: u16) -> std::io::Result<()> {
@@ -313,7 +354,7 @@ impl Terminal {
             });
             (token, done)
         };
-        let _ = self.input.send(Input::Bytes(exec_input(command, token)));
+        let _ = self.queue(Input::Bytes(exec_input(command, token)));
         match tokio::time::timeout_at(deadline, done).await {
             Ok(Ok(Ok(ev))) => ExecOutcome::Finished(ev),
             Ok(Ok(Err(said))) => ExecOutcome::NotRun(said),
@@ -332,7 +373,7 @@ impl Terminal {
         let mut rx = self.prompts.subscribe();
         for _ in 0..CANCEL_TRIES {
             rx.mark_unchanged();
-            if self.input.send(Input::Bytes(vec![0x03])).is_err() {
+            if self.queue(Input::Bytes(vec![0x03])).is_err() {
                 return;
             }
             let _ = tokio::time::timeout(CANCEL_RETRY, rx.changed()).await;
@@ -506,6 +547,7 @@ async fn writer(
             _ = term.closed.cancelled() => return,
             i = rx.recv() => match i { Some(i) => i, None => return },
         };
+        let len = input.len();
         let ok = match input {
             Input::Bytes(b) => pty::write_all(&term.master, &b).await.is_ok(),
             Input::Paste { text, enter } => {
@@ -526,6 +568,8 @@ async fn writer(
                 }
             }
         };
+        term.queued_input
+            .fetch_sub(len, std::sync::atomic::Ordering::AcqRel);
         if !ok {
             tracing::debug!(terminal = term.id, "PTY write failed; writer stops");
             return;

@@ -131,7 +131,9 @@ pub fn broadcast(shared: &Arc<ServerState>, conn: &Connection, req: Broadcast) -
                 .and_then(|t| t.trim().parse::<u64>().ok())
                 .and_then(|id| shared.terminal(id));
             if let Some(t) = term {
-                t.send(&text, true, true);
+                if let Err(e) = t.send(&text, true, true) {
+                    tracing::warn!("broadcast inject: {e}");
+                }
             }
         }
     }

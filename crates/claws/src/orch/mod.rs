@@ -198,7 +198,9 @@ pub fn publish(shared: &Arc<ServerState>, conn: &Connection, req: Publish) -> Bo
     }
     for (sink, text, step_topic, ev) in routes {
         if let Some(t) = sink.parse::<u64>().ok().and_then(|id| shared.terminal(id)) {
-            t.send(&text, true, false);
+            if let Err(e) = t.send(&text, true, false) {
+                tracing::warn!("{e}");
+            }
         }
         shared.bus.publish_server(&step_topic, ev);
     }

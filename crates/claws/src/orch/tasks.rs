@@ -169,7 +169,9 @@ pub fn assign(shared: &Arc<ServerState>, conn: &Connection, req: TaskAssign) -> 
             .and_then(|t| t.trim().parse::<u64>().ok())
             .and_then(|id| shared.terminal(id));
         if let Some(t) = term {
-            t.send(&prompt, true, true);
+            if let Err(e) = t.send(&prompt, true, true) {
+                tracing::warn!("task prompt: {e}");
+            }
         }
     }
     Ok(obj(json!({"taskId": task.task_id, "assignedAt": now})))
