@@ -115,9 +115,13 @@ pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitErr
         if tree.exists() {
             std::fs::remove_dir_all(&tree)?;
         }
-        std::fs::create_dir_all(&tree)?;
+        // Private like every state file (RELIABILITY.md): folders 0700 whatever the umask
+        // (narrowed further by it, never widened), files 0600 (0700 executable) from the
+        // archive's own modes.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&tree)?;
         extract(&top, commit, &tree)?;
-        std::fs::write(dir.join("complete"), commit)?;
+        openfiles_os::fsutil::write_atomic(&dir.join("complete"), commit.as_bytes(), 0o600)?;
     }
     let snap_root = tree.join(&rel);
     link_dependencies(root, &snap_root);
@@ -141,8 +145,10 @@ fn tree_size(root: &Path, commit: &str) -> Result<u64, GitError> {
 
 /// `git archive COMMIT | tar -x -C TREE`.
 fn extract(top: &Path, commit: &str, tree: &Path) -> Result<(), GitError> {
+    // `tar.umask`: the modes written into the archive (git's default 002 gives 0664 files,
+    // which `tar` run as root keeps); 077 gives 0600 files and 0700 folders.
     let mut archive = git(top)
-        .args(["archive", "--format=tar", commit])
+        .args(["-c", "tar.umask=0077", "archive", "--format=tar", commit])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -262,5 +268,45 @@ mod tests {
         std::fs::write(snap.join("marker"), "").unwrap();
         let again = snapshot(&root, &commit, &snaps.path().join(&commit)).unwrap();
         assert!(again.join("marker").exists());
+    }
+
+    /// Snapshot files were written 0664 (git archive's default modes, kept by `tar` run as
+    /// root; the umask's otherwise) although every state file is private.
+    #[test]
+    fn snapshots_are_private() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        sh(&root, &["init", "-q"]);
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.txt"), "a\n").unwrap();
+        std::fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            root.join("run.sh"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        sh(&root, &["add", "."]);
+        sh(&root, &["commit", "-q", "-m", "one"]);
+        let commit = head_commit(&root).unwrap();
+        let snaps = tempfile::tempdir().unwrap();
+        let dir = snaps.path().join(&commit);
+        snapshot(&root, &commit, &dir).unwrap();
+        let mut stack = vec![dir.clone()];
+        let mut seen = 0;
+        while let Some(p) = stack.pop() {
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777;
+            assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
+            if meta.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else {
+                seen += 1;
+            }
+        }
+        assert!(seen >= 3, "complete, src/a.txt, run.sh");
+        let exe = dir.join("tree/run.sh");
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(exe).unwrap().permissions());
+        assert_eq!(mode & 0o700, 0o700, "still executable");
     }
 }
