@@ -3,8 +3,9 @@
 //!
 //! Every struct denies unknown keys, and range checks happen during deserialization, so
 //! `toml`'s error carries the offending key and its line ("TOML parse error at line 3,
-//! column 1 … unknown field `heartbeat_second`"). A workspace file may override any
-//! section except `[service]`; it is merged key by key over the user's file.
+//! column 1 … unknown field `heartbeat_second`"). A workspace file (the repository's, so
+//! data) may set only the keys of [`WORKSPACE_KEYS`], limits only lower than the user's;
+//! it is merged key by key over the user's file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -206,7 +207,9 @@ impl Config {
 
     /// This config with a workspace's `.openfiles/config.toml` merged over it (if present).
     /// The repository controls that file: a symlink, FIFO, device or oversized file there
-    /// is an error, never followed, waited on or read whole.
+    /// is an error, never followed, waited on or read whole; and it may set only the keys of
+    /// [`WORKSPACE_KEYS`] (a key outside them, or a limit raised past the user's, is an
+    /// error naming the keys).
     pub fn for_workspace(&self, root: &Path) -> Result<Config, ConfigError> {
         let path = root.join(openfiles_wire::spec::DIR).join("config.toml");
         let text = match read_workspace_config(&path) {
@@ -247,13 +250,20 @@ impl Config {
             path: path.clone(),
             message: e.to_string(),
         })?;
+        let mut keys = Vec::new();
+        leaf_keys(&overrides, "", &mut keys);
         merge(&mut base, overrides);
-        toml::Value::Table(base)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Invalid {
-                path,
-                message: e.to_string(),
-            })
+        let merged: Config =
+            toml::Value::Table(base)
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+        match workspace_refusal(self, &merged, &keys) {
+            Some(message) => Err(ConfigError::Invalid { path, message }),
+            None => Ok(merged),
+        }
     }
 
     /// The settings of one plugin as JSON (`null` when none).
@@ -263,6 +273,140 @@ impl Config {
             .and_then(|t| serde_json::to_value(t).ok())
             .unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// Whether a workspace's own value of a key is acceptable, given the user's config and the
+/// merged one: `true` for harmless keys; for limits, that the merged value is no looser.
+type May = fn(&Config, &Config) -> bool;
+
+/// A limit where 0 means "none": 0 is the loosest value.
+fn unlimited_zero(v: u64) -> u64 {
+    if v == 0 {
+        u64::MAX
+    } else {
+        v
+    }
+}
+
+/// Every key a workspace's own `.openfiles/config.toml` may set (README: "What a
+/// workspace's own config may set"). A repository is data: nothing here opens a listener,
+/// changes auth, names an executable, a plugin or a path, and limits that cost memory, disk
+/// or CPU may only be lowered (or a feature turned off), never raised past the user's.
+const WORKSPACE_KEYS: &[(&str, May)] = &[
+    ("hooks.feedback", |_, _| true),
+    ("hooks.timeout_ms", |_, _| true),
+    ("hooks.partial_after_ms", |_, _| true),
+    ("hooks.feedback_scope", |_, _| true),
+    ("watch.enabled", |_, _| true),
+    ("diagnostics.ignore", |_, _| true),
+    ("diagnostics.sensitive", |_, _| true),
+    ("diagnostics.check_timeout_ms", |_, _| true),
+    ("diagnostics.max_file_bytes", |u, m| {
+        m.diagnostics.max_file_bytes <= u.diagnostics.max_file_bytes
+    }),
+    ("claws.enabled", |u, m| u.claws.enabled || !m.claws.enabled),
+    ("claws.exec_timeout_ms", |_, _| true),
+    ("claws.opost", |_, _| true),
+    ("claws.default_wrapped", |_, _| true),
+    ("claws.strict_event_validation", |_, _| true),
+    ("claws.ring_bytes", |u, m| {
+        m.claws.effective().ring_bytes <= u.claws.effective().ring_bytes
+    }),
+    ("claws.max_capture_bytes", |u, m| {
+        m.claws.effective().ring_bytes <= u.claws.effective().ring_bytes
+    }),
+    ("claws.max_terminals", |u, m| {
+        m.claws.max_terminals <= u.claws.max_terminals
+    }),
+    ("claws.poll_limit", |u, m| {
+        m.claws.poll_limit <= u.claws.poll_limit
+    }),
+    ("claws.history_events", |u, m| {
+        m.claws.effective().history_events <= u.claws.effective().history_events
+    }),
+    ("claws.max_history", |u, m| {
+        m.claws.effective().history_events <= u.claws.effective().history_events
+    }),
+    ("claws.history_output_bytes", |u, m| {
+        m.claws.effective().history_output_bytes <= u.claws.effective().history_output_bytes
+    }),
+    ("claws.max_output_bytes", |u, m| {
+        m.claws.effective().history_output_bytes <= u.claws.effective().history_output_bytes
+    }),
+    ("claws.event_segment_bytes", |u, m| {
+        m.claws.event_segment_bytes <= u.claws.event_segment_bytes
+    }),
+    ("claws.event_log_bytes", |u, m| {
+        m.claws.event_log_bytes <= u.claws.event_log_bytes
+    }),
+    ("claws.peer_queue_frames", |u, m| {
+        m.claws.peer_queue_frames <= u.claws.peer_queue_frames
+    }),
+    ("claws.peer_queue_bytes", |u, m| {
+        m.claws.peer_queue_bytes <= u.claws.peer_queue_bytes
+    }),
+    ("claws.max_publish_rate_hz", |u, m| {
+        m.claws.max_publish_rate_hz <= u.claws.max_publish_rate_hz
+    }),
+    ("claws.max_queue_depth", |u, m| {
+        m.claws.max_queue_depth <= u.claws.max_queue_depth
+    }),
+    ("claws.terminal_log_bytes", |u, m| {
+        unlimited_zero(m.claws.terminal_log_bytes) <= unlimited_zero(u.claws.terminal_log_bytes)
+    }),
+    ("claws.event_log.retention_days", |u, m| {
+        unlimited_zero(m.claws.event_log.retention_days)
+            <= unlimited_zero(u.claws.event_log.retention_days)
+    }),
+    ("claws.event_log.compact", |_, _| true),
+    ("claws.lifecycle.require_plan", |u, m| {
+        m.claws.lifecycle.require_plan || !u.claws.lifecycle.require_plan
+    }),
+];
+
+/// The dotted names of the values a TOML table sets (`[claws.web_socket] enabled` →
+/// `claws.web_socket.enabled`); arrays are values.
+fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in table {
+        let key = format!("{prefix}{k}");
+        match v {
+            toml::Value::Table(t) => leaf_keys(t, &format!("{key}."), out),
+            _ => out.push(key),
+        }
+    }
+}
+
+/// Why a workspace's own file is refused: the keys it may not set at all, and the limits it
+/// raised past the user's (`None`: acceptable).
+fn workspace_refusal(user: &Config, merged: &Config, keys: &[String]) -> Option<String> {
+    let mut never = Vec::new();
+    let mut raised = Vec::new();
+    for key in keys {
+        match WORKSPACE_KEYS.iter().find(|(k, _)| *k == key.as_str()) {
+            None => never.push(key.as_str()),
+            Some((_, may)) if !may(user, merged) => raised.push(key.as_str()),
+            Some(_) => {}
+        }
+    }
+    let mut parts = Vec::new();
+    if !never.is_empty() {
+        parts.push(format!(
+            "{} cannot be set in a workspace's own config (the repository's file may not open \
+             listeners, change auth, or name executables, plugins or paths)",
+            never.join(", ")
+        ));
+    }
+    if !raised.is_empty() {
+        parts.push(format!(
+            "{} may only be lowered (or turned off) in a workspace's own config, not past the \
+             user config's value",
+            raised.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!("{}; put them in the user config", parts.join("; ")))
 }
 
 /// `~/x` → `$HOME/x`; anything else unchanged.
@@ -387,5 +531,148 @@ mod tests {
             err.contains("[plugin.lsp]") && err.contains("user config"),
             "{err}"
         );
+    }
+
+    /// A workspace folder holding `.openfiles/config.toml` with `text`.
+    fn workspace_with(text: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".openfiles")).unwrap();
+        std::fs::write(dir.path().join(".openfiles/config.toml"), text).unwrap();
+        dir
+    }
+
+    fn workspace_error(user: &Config, text: &str) -> String {
+        let ws = workspace_with(text);
+        match user.for_workspace(ws.path()) {
+            Ok(cfg) => panic!("accepted:\n{text}\nas {:?}", cfg.claws),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// A cloned repository's `.openfiles/config.toml` is data: files committed to hostile
+    /// repositories that opened a loopback WebSocket any web page can reach on the first
+    /// edit, pointed the Claws auth secret at a tracked file, or turned auth off. Each is
+    /// refused with an error naming the keys (and only those).
+    #[test]
+    fn workspace_file_may_not_open_listeners_change_auth_or_name_paths() {
+        let user = Config::default();
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "[claws.web_socket]\nenabled = true\nport = 9876\n",
+                &["claws.web_socket.enabled", "claws.web_socket.port"],
+            ),
+            (
+                "[claws]\nenable_web_socket = true\nweb_socket_port = 8080\n",
+                &["claws.enable_web_socket", "claws.web_socket_port"],
+            ),
+            (
+                "[claws.web_socket]\nhost = \"0.0.0.0\"\ncert_path = \"/etc/ssl/x.pem\"\nkey_path = \"k.pem\"\n",
+                &[
+                    "claws.web_socket.host",
+                    "claws.web_socket.cert_path",
+                    "claws.web_socket.key_path",
+                ],
+            ),
+            (
+                "[claws.auth]\ntoken_path = \"README.md\"\n",
+                &["claws.auth.token_path"],
+            ),
+            (
+                "[claws]\nsocket_path = \"/tmp/x.sock\"\nlog_directory = \"/home/u/.ssh\"\n",
+                &["claws.socket_path", "claws.log_directory"],
+            ),
+            (
+                // Allowed keys beside refused ones: only the refused are named.
+                "[hooks]\nfeedback = \"errors\"\n[claws]\nexec_timeout_ms = 1000\nheartbeat_interval_ms = 1\n[claws.lifecycle]\nrequire_plan = false\n",
+                &["claws.heartbeat_interval_ms"],
+            ),
+        ];
+        for (text, keys) in cases {
+            let err = workspace_error(&user, text);
+            for k in *keys {
+                assert!(err.contains(k), "{k} not named in: {err}");
+            }
+            assert!(err.contains("user config"), "{err}");
+            for allowed in ["hooks.feedback", "claws.exec_timeout_ms"] {
+                assert!(!err.contains(allowed), "{allowed} named in: {err}");
+            }
+        }
+        // What the user set cannot be loosened: auth off, Claws on, a plan no longer required.
+        let mut strict = Config::default();
+        strict.claws.auth.enabled = true;
+        strict.claws.enabled = false;
+        strict.claws.lifecycle.require_plan = true;
+        let err = workspace_error(&strict, "[claws.auth]\nenabled = false\n");
+        assert!(err.contains("claws.auth.enabled"), "{err}");
+        let err = workspace_error(&strict, "[claws]\nenabled = true\n");
+        assert!(err.contains("claws.enabled"), "{err}");
+        let err = workspace_error(&strict, "[claws.lifecycle]\nrequire_plan = false\n");
+        assert!(err.contains("claws.lifecycle.require_plan"), "{err}");
+    }
+
+    /// Limits that cost memory or disk may be lowered per workspace, never raised (a
+    /// repository asking for a 64 GiB capture ring per terminal, or no log cap).
+    #[test]
+    fn workspace_file_may_lower_limits_but_not_raise_them() {
+        let user = Config::default();
+        for (text, key) in [
+            ("[claws]\nring_bytes = 68719476736\n", "claws.ring_bytes"),
+            (
+                "[claws]\nmax_capture_bytes = 68719476736\n",
+                "claws.max_capture_bytes",
+            ),
+            ("[claws]\nmax_terminals = 100000\n", "claws.max_terminals"),
+            (
+                "[claws]\nterminal_log_bytes = 0\n",
+                "claws.terminal_log_bytes",
+            ),
+            (
+                "[claws]\nevent_log_bytes = 1099511627776\n",
+                "claws.event_log_bytes",
+            ),
+            (
+                "[claws]\nmax_publish_rate_hz = 100000000\n",
+                "claws.max_publish_rate_hz",
+            ),
+            (
+                "[diagnostics]\nmax_file_bytes = 1099511627776\n",
+                "diagnostics.max_file_bytes",
+            ),
+        ] {
+            let err = workspace_error(&user, text);
+            assert!(err.contains(key), "{key} not named in: {err}");
+        }
+        let ws = workspace_with(
+            "[claws]\nring_bytes = 1048576\nmax_terminals = 4\nterminal_log_bytes = 1024\n\
+             enabled = false\n[claws.event_log]\nretention_days = 1\n\
+             [diagnostics]\nmax_file_bytes = 1024\n",
+        );
+        let cfg = user.for_workspace(ws.path()).unwrap();
+        assert_eq!(cfg.claws.ring_bytes, 1 << 20);
+        assert_eq!(cfg.claws.max_terminals, 4);
+        assert_eq!(cfg.claws.terminal_log_bytes, 1024);
+        assert!(!cfg.claws.enabled);
+        assert_eq!(cfg.claws.event_log.retention_days, 1);
+        assert_eq!(cfg.diagnostics.max_file_bytes, 1024);
+    }
+
+    /// The keys a workspace may set, all at once, are accepted (the README lists them).
+    #[test]
+    fn workspace_file_may_set_every_allowed_key() {
+        let ws = workspace_with(
+            "[hooks]\nfeedback = \"errors\"\ntimeout_ms = 9000\npartial_after_ms = 50\n\
+             feedback_scope = \"all\"\n[watch]\nenabled = false\n\
+             [diagnostics]\nignore = [\"gen/**\"]\nsensitive = [\"*.key\"]\n\
+             check_timeout_ms = 5000\n\
+             [claws]\nexec_timeout_ms = 1000\nopost = false\ndefault_wrapped = true\n\
+             strict_event_validation = true\npoll_limit = 10\nhistory_events = 10\n\
+             history_output_bytes = 1024\nmax_history = 10\nmax_output_bytes = 1024\n\
+             event_segment_bytes = 1024\npeer_queue_frames = 16\npeer_queue_bytes = 1024\n\
+             max_queue_depth = 10\n[claws.event_log]\ncompact = false\n\
+             [claws.lifecycle]\nrequire_plan = true\n",
+        );
+        let cfg = Config::default().for_workspace(ws.path()).unwrap();
+        assert_eq!(cfg.diagnostics.ignore, ["gen/**"]);
+        assert!(cfg.claws.lifecycle.require_plan && !cfg.watch.enabled);
     }
 }

@@ -139,10 +139,7 @@ pub fn baseline_file(state_path: &Path) -> PathBuf {
 /// Load a session's baseline; missing or corrupt means none yet (taken again). Runs that were
 /// in flight when the service stopped are forgotten, so they run again.
 pub fn load_baseline(path: &Path) -> Baseline {
-    let mut b: Baseline = std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
+    let mut b: Baseline = load_or_set_aside(path, "taking the baseline again").unwrap_or_default();
     for projects in b.projects.values_mut() {
         projects.retain(|_, c| *c != Coverage::Running);
     }
@@ -157,18 +154,47 @@ pub fn summary_file(state_dir: &Path, root: &Path) -> PathBuf {
     state_file(state_dir, root).with_file_name(SUMMARY_FILE)
 }
 
-/// Load a workspace's session state; missing or corrupt means a fresh session (logged).
+/// Load a workspace's session state; missing or corrupt means a fresh session (logged, the
+/// corrupt file kept aside as `session.json.corrupt`).
 pub fn load_state(path: &Path) -> SessionState {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::error!(
-                "{} is corrupt ({e}); starting a fresh session",
-                path.display()
-            );
-            SessionState::default()
-        }),
-        Err(_) => SessionState::default(),
+    load_or_set_aside(path, "starting a fresh session").unwrap_or_default()
+}
+
+/// Largest session state or baseline read: the diagnostics document in the state is capped
+/// at [`spec::MAX_DIAGNOSTICS_BYTES`], the rest is small beside it.
+pub const MAX_STATE_BYTES: u64 = 2 * spec::MAX_DIAGNOSTICS_BYTES;
+
+/// Read and parse one of our state files; a missing one is `None`, quietly. One that cannot
+/// be loaded — not a regular file (a FIFO would hang the workspace's start, a device be read
+/// until memory runs out), larger than [`MAX_STATE_BYTES`], not valid — is logged with
+/// `then` (what happens instead) and moved aside to `<name>.corrupt` (replacing an older
+/// one), so what it held can still be recovered by hand; then `None`.
+fn load_or_set_aside<T: serde::de::DeserializeOwned>(path: &Path, then: &str) -> Option<T> {
+    use openfiles_plugin_api::confine::{self, Last};
+    let why = match confine::read_regular(path, Last::NoFollow, MAX_STATE_BYTES) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(v) => return Some(v),
+            Err(e) => e.to_string(),
+        },
+        Err(e) if e.is_not_found() => return None,
+        Err(e) => e.to_string(),
+    };
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".corrupt");
+    let aside = PathBuf::from(aside);
+    match std::fs::rename(path, &aside) {
+        Ok(()) => tracing::error!(
+            "{} cannot be loaded ({why}); moved to {} and {then}",
+            path.display(),
+            aside.display()
+        ),
+        Err(e) => tracing::error!(
+            "{} cannot be loaded ({why}) nor moved to {} ({e}); {then}",
+            path.display(),
+            aside.display()
+        ),
     }
+    None
 }
 
 /// One write job: both files' bytes, produced by the pipeline, written on a blocking thread.
@@ -415,5 +441,61 @@ mod tests {
         std::fs::write(&state, b"{\"version\":1,\"queue\":").unwrap();
         let fresh = load_state(&state);
         assert!(fresh.diagnostics.is_none() && fresh.queue == QueueState::default());
+    }
+
+    /// A corrupt `session.json` was silently replaced by an empty session (its 201 files
+    /// lost); it is kept aside now, byte for byte, as `workspaces.json` already was.
+    #[test]
+    fn a_corrupt_session_state_is_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("session.json");
+        let bytes = b"{\"version\":1,\"queue\":{\"lines\":201},\"diagnostics\":{\"fil".to_vec();
+        std::fs::write(&state, &bytes).unwrap();
+        let fresh = load_state(&state);
+        assert_eq!(fresh.queue, QueueState::default());
+        assert_eq!(
+            std::fs::read(dir.path().join("session.json.corrupt")).unwrap(),
+            bytes
+        );
+        assert!(!state.exists());
+        // Missing: a fresh session, nothing set aside.
+        std::fs::remove_file(dir.path().join("session.json.corrupt")).unwrap();
+        let _ = load_state(&state);
+        assert!(!dir.path().join("session.json.corrupt").exists());
+    }
+
+    /// `session.json` (or `baseline.json`) as a FIFO hung the workspace's start; linked to
+    /// `/dev/zero` it was read until allocation failed. Both are refused at once and set
+    /// aside.
+    #[test]
+    fn state_files_that_are_fifos_or_devices_are_refused_promptly() {
+        fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(f());
+            });
+            rx.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("loading the state hung")
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["session.json", "baseline.json"] {
+            let path = dir.path().join(name);
+            let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        let state = dir.path().join("session.json");
+        let base = dir.path().join("baseline.json");
+        let (s, b) = (state.clone(), base.clone());
+        let fresh = within(move || load_state(&s));
+        assert!(fresh.diagnostics.is_none());
+        let loaded = within(move || load_baseline(&b));
+        assert_eq!(loaded.commit(), None);
+        assert!(dir.path().join("session.json.corrupt").exists());
+        assert!(dir.path().join("baseline.json.corrupt").exists());
+        std::os::unix::fs::symlink("/dev/zero", &state).unwrap();
+        let s = state.clone();
+        let fresh = within(move || load_state(&s));
+        assert!(fresh.diagnostics.is_none());
     }
 }

@@ -254,13 +254,66 @@ fn base64(bytes: &[u8]) -> String {
     s
 }
 
+/// Largest instruction file read (they are a few KiB; `/dev/zero` is not one).
+pub const MAX_INSTRUCTIONS_BYTES: u64 = 4 << 20;
+
+/// Where `target` really is, as a path below the workspace `dir` (canonical): a link to
+/// another file of the workspace (CLAUDE.md → AGENTS.md) is resolved; a link that leaves
+/// the workspace (AGENTS.md → ~/.bashrc, a cloned repository's trap) is refused, never
+/// written through nor replaced, and so is a dangling one.
+fn resolve_target(dir: &Path, target: &Path) -> anyhow::Result<PathBuf> {
+    let shown = target.display();
+    let real = match std::fs::symlink_metadata(target) {
+        Ok(_) => target.canonicalize().with_context(|| {
+            format!("{shown} is a link to a missing file (or cannot be resolved); left as it is")
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+                anyhow::bail!("{shown} is not a file name");
+            };
+            parent
+                .canonicalize()
+                .with_context(|| format!("cannot resolve the folder of {shown}"))?
+                .join(name)
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {shown}")),
+    };
+    if real == dir || !real.starts_with(dir) {
+        anyhow::bail!(
+            "{shown} leads outside {} (to {}); refusing to write there: a workspace's instruction \
+             file may not redirect a write (replace the link with a file, or run the command where \
+             the file is)",
+            dir.display(),
+            real.display()
+        );
+    }
+    Ok(real)
+}
+
+/// The text of `real` (below `dir`), `None` when there is none: opened from `dir` without
+/// following any symlink, never waiting on a FIFO, regular files only, at most
+/// [`MAX_INSTRUCTIONS_BYTES`].
+fn read_instructions(dir: &Path, real: &Path, shown: &Path) -> anyhow::Result<Option<String>> {
+    use openfiles_plugin_api::confine;
+    match confine::read_workspace_file(dir, real, MAX_INSTRUCTIONS_BYTES) {
+        Ok(b) => Ok(Some(String::from_utf8(b).with_context(|| {
+            format!("{} is not UTF-8 text; left as it is", shown.display())
+        })?)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => anyhow::bail!("cannot read {}: {e}; left as it is", shown.display()),
+    }
+}
+
 /// Install (or uninstall) the section in every target file; one report line each.
 pub fn install_all(dir: &Path, files: &[PathBuf], install: bool) -> anyhow::Result<Vec<String>> {
+    let dir = &dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
     let mut targets: Vec<PathBuf> = if files.is_empty() {
         INSTRUCTION_FILES
             .iter()
             .map(|f| dir.join(f))
-            .filter(|p| p.exists())
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
             .collect()
     } else {
         files.iter().map(|f| dir.join(f)).collect()
@@ -268,25 +321,28 @@ pub fn install_all(dir: &Path, files: &[PathBuf], install: bool) -> anyhow::Resu
     if targets.is_empty() && install {
         targets.push(dir.join(INSTRUCTION_FILES[0]));
     }
+    // Every target is resolved and read before anything is written: one refused file (a
+    // link leaving the workspace, a FIFO) leaves all of them as they were.
     let mut seen = Vec::new();
-    let mut report = Vec::new();
+    let mut jobs = Vec::new();
     for t in targets {
-        let real = t.canonicalize().unwrap_or_else(|_| t.clone());
+        let real = resolve_target(dir, &t)?;
         if seen.contains(&real) {
+            jobs.push((t, None));
+            continue;
+        }
+        seen.push(real.clone());
+        let before = read_instructions(dir, &real, &t)?;
+        jobs.push((t, Some((real, before))));
+    }
+    let mut report = Vec::new();
+    for (t, job) in jobs {
+        let Some((real, before)) = job else {
             report.push(format!(
                 "{}: same file as one above, left as it is",
                 t.display()
             ));
             continue;
-        }
-        seen.push(real.clone());
-        let before = match std::fs::read(&real) {
-            Ok(b) => Some(
-                String::from_utf8(b)
-                    .with_context(|| format!("{} is not UTF-8 text; left as it is", t.display()))?,
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", t.display())),
         };
         let (after, what) = if install {
             let a = installed(before.as_deref(), &agents_md());
@@ -313,10 +369,13 @@ pub fn install_all(dir: &Path, files: &[PathBuf], install: bool) -> anyhow::Resu
                 ));
             }
             Some(Restored::Text(text)) => {
-                let mode = std::fs::metadata(&real)
+                let mode = std::fs::symlink_metadata(&real)
                     .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
                     .unwrap_or(0o644);
-                openfiles_os::fsutil::write_atomic(&real, text.as_bytes(), mode)
+                let rel = real.strip_prefix(dir).unwrap_or(&real);
+                // Reached from the workspace by descriptor: a folder swapped for a link in
+                // the meantime is refused, not written through.
+                openfiles_os::fsutil::write_atomic_in(dir, rel, text.as_bytes(), mode, 0o755)
                     .with_context(|| format!("cannot write {}", t.display()))?;
                 report.push(format!("{}: {what}", t.display()));
             }
@@ -452,5 +511,92 @@ mod tests {
         assert_eq!(base64(b"fo"), "Zm8=");
         assert_eq!(base64(b"foo"), "Zm9v");
         assert_eq!(base64(b"hello, world"), "aGVsbG8sIHdvcmxk");
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// `install_all` on another thread, given up on (a failure) after 10 s: a FIFO used to
+    /// hang it for ever.
+    fn install_within(dir: &Path, install: bool) -> anyhow::Result<Vec<String>> {
+        let dir = dir.to_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(install_all(&dir, &[], install));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("install_all hung")
+    }
+
+    /// A cloned repository's `AGENTS.md -> ~/.bashrc` had `--install` rewrite the bashrc.
+    /// The link is refused (and left alone), the file it points at is untouched.
+    #[test]
+    fn install_never_writes_through_a_link_that_leaves_the_workspace() {
+        let home = tempfile::tempdir().unwrap();
+        let bashrc = home.path().join(".bashrc");
+        std::fs::write(&bashrc, "alias ll='ls -l'\n").unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&bashrc, ws.path().join("AGENTS.md")).unwrap();
+        for install in [true, false] {
+            let err = install_within(ws.path(), install).unwrap_err().to_string();
+            assert!(err.contains("outside"), "{err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&bashrc).unwrap(),
+            "alias ll='ls -l'\n"
+        );
+        assert!(std::fs::symlink_metadata(ws.path().join("AGENTS.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // One refused target leaves the others as they were too.
+        let ws1 = tempfile::tempdir().unwrap();
+        std::fs::write(ws1.path().join("AGENTS.md"), "# Rules\n").unwrap();
+        std::os::unix::fs::symlink(&bashrc, ws1.path().join("CLAUDE.md")).unwrap();
+        assert!(install_within(ws1.path(), true).is_err());
+        assert_eq!(
+            std::fs::read_to_string(ws1.path().join("AGENTS.md")).unwrap(),
+            "# Rules\n"
+        );
+        // A link inside the workspace is followed (changed once, the link kept).
+        let ws2 = tempfile::tempdir().unwrap();
+        std::fs::write(ws2.path().join("AGENTS.md"), "# Rules\n").unwrap();
+        std::os::unix::fs::symlink("AGENTS.md", ws2.path().join("CLAUDE.md")).unwrap();
+        let out = install_within(ws2.path(), true).unwrap();
+        assert!(out[0].ends_with("AGENTS.md: installed"), "{out:?}");
+        assert!(out[1].contains("same file"), "{out:?}");
+        assert!(std::fs::read_to_string(ws2.path().join("AGENTS.md"))
+            .unwrap()
+            .contains(BEGIN));
+    }
+
+    /// AGENTS.md as a FIFO hung `--install` and `--uninstall`; a device (`/dev/zero`) was
+    /// read until memory ran out, a huge file whole. Regular files only, capped.
+    #[test]
+    fn install_refuses_fifos_devices_and_huge_files_promptly() {
+        let ws = tempfile::tempdir().unwrap();
+        mkfifo(&ws.path().join("AGENTS.md"));
+        for install in [true, false] {
+            let err = install_within(ws.path(), install).unwrap_err().to_string();
+            assert!(err.contains("not a regular file"), "{err}");
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let huge = ws.path().join("AGENTS.md");
+        let f = std::fs::File::create(&huge).unwrap();
+        f.set_len(MAX_INSTRUCTIONS_BYTES + 1).unwrap();
+        let err = install_within(ws.path(), true).unwrap_err().to_string();
+        assert!(err.contains("limit"), "{err}");
+        assert_eq!(
+            std::fs::metadata(&huge).unwrap().len(),
+            MAX_INSTRUCTIONS_BYTES + 1
+        );
+        // An explicit target that is a device (or anything outside the workspace).
+        let err = install_all(ws.path(), &[PathBuf::from("/dev/zero")], true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("outside"), "{err}");
     }
 }

@@ -520,7 +520,11 @@ impl Registry {
             return Err(ResolveError::NoWorkspace(path.to_owned()).into());
         }
         let root = resolve::root_for(path)?;
-        self.add(&root, Source::Edit).await?;
+        if let Err(e) = self.add(&root, Source::Edit).await {
+            // The edit's answer says why too; the log keeps it for `openfiles logs`.
+            tracing::warn!("not serving {} for an edit: {e}", root.display());
+            return Err(e);
+        }
         self.persist();
         self.entries
             .get(&root)

@@ -609,3 +609,57 @@ fn a_discovered_repository_runs_none_of_its_own_executables_until_trusted() {
     env.wait(&[&app], r.ts, 60_000);
     wait_until("the trusted repository's own tool runs", || marker.exists());
 }
+
+/// A cloned repository that commits `[claws.web_socket] enabled = true` (or the extension's
+/// flat `enable_web_socket`) in `.openfiles/config.toml` had the first edit open a loopback
+/// WebSocket any web page could reach. A workspace's own config may not open listeners:
+/// the workspace is refused, no port is listened on, and the refusal, naming the key, is in
+/// the edit's answer and the log.
+#[test]
+fn a_workspace_config_cannot_open_a_web_socket() {
+    let env = Env::new();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (nested, flat) = (free(), free());
+    let svc = env.serve(&[]);
+    for (name, text, key, port) in [
+        (
+            "nested",
+            format!("[claws.web_socket]\nenabled = true\nport = {nested}\n"),
+            "claws.web_socket.enabled",
+            nested,
+        ),
+        (
+            "flat",
+            format!("[claws]\nenable_web_socket = true\nweb_socket_port = {flat}\n"),
+            "claws.enable_web_socket",
+            flat,
+        ),
+    ] {
+        let ws = env.workspace(name);
+        std::fs::create_dir_all(ws.join(".openfiles")).unwrap();
+        std::fs::write(ws.join(".openfiles/config.toml"), text).unwrap();
+        let file = ws.join("a.py");
+        std::fs::write(&file, "x = 1\n").unwrap();
+        let r = env.edited(&[&file]);
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "{name}: something listens on {port}"
+        );
+        assert!(r.workspaces.is_empty(), "{r:?}");
+        assert!(
+            r.rejected.iter().any(|x| x.reason.contains(key)),
+            "{:?}",
+            r.rejected
+        );
+        assert!(!ws.join(".claws").exists(), "{name}: Claws started");
+        let log = svc.log_text();
+        assert!(log.contains(key), "{log}");
+    }
+    assert!(env.status().workspaces.is_empty());
+}

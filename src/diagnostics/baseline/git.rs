@@ -111,12 +111,15 @@ pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitErr
         if tree.exists() {
             std::fs::remove_dir_all(&tree)?;
         }
-        std::fs::create_dir_all(&tree)?;
+        // Private like every state file (RELIABILITY.md): folders 0700 whatever the umask,
+        // files 0600 (0700 executable).
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&tree)?;
         if let Err(e) = extract(&top, &entries, &tree, MAX_SNAPSHOT_BYTES) {
             let _ = std::fs::remove_dir_all(&tree);
             return Err(e);
         }
-        std::fs::write(dir.join("complete"), commit)?;
+        openfiles_os::fsutil::write_atomic(&dir.join("complete"), commit.as_bytes(), 0o600)?;
     }
     let snap_root = tree.join(&rel);
     link_dependencies(root, &snap_root);
@@ -210,7 +213,10 @@ fn make_dirs(tree: &Path, dir: &Path, made: &mut BTreeSet<PathBuf>) -> Result<()
                     why: format!("{} is not a folder in the tree", at.display()),
                 })
             }
-            Err(_) => std::fs::create_dir(&full)?,
+            Err(_) => {
+                std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                    .create(&full)?
+            }
         }
         made.insert(at.clone());
     }
@@ -299,7 +305,7 @@ fn write_blobs(
             body.read_to_end(&mut target)?;
             std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), &dest)?;
         } else {
-            let mode = if e.mode == "100755" { 0o755 } else { 0o644 };
+            let mode = if e.mode == "100755" { 0o700 } else { 0o600 };
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
