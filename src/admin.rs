@@ -42,9 +42,10 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         st.terminals
     );
     for w in &st.workspaces {
+        let root = w.root.display().to_string();
         println!(
             "  {}  [{}{}]",
-            w.root.display(),
+            crate::visible::escape(&root),
             w.source,
             if w.trusted {
                 ", trusted"
@@ -55,7 +56,7 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         if !w.trusted {
             println!(
                 "    its own tools and cargo check do not run: `openfiles trust {}` turns them on",
-                w.root.display()
+                crate::visible::escape(&root)
             );
         }
         println!(

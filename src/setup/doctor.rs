@@ -110,6 +110,7 @@ pub fn collect(opts: &Options) -> Vec<Check> {
         _ => None,
     };
     tool_checks(&root, service_tools, &mut out);
+    trust_checks(&root, opts.config.as_deref(), status.as_ref(), &mut out);
     hook_checks(&root, &mut out);
     if cfg!(target_os = "linux") {
         inotify_checks(Path::new("/proc/sys/fs/inotify"), &mut out);
@@ -118,6 +119,51 @@ pub fn collect(opts: &Options) -> Vec<Check> {
         socket_checks(socket, &mut out);
     }
     out
+}
+
+/// Whether the workspace's checks may run what it brings (its `node_modules/.bin`, `cargo
+/// check`): as the running service sees it, else as it would decide at start.
+fn trust_checks(
+    root: &Path,
+    config: Option<&Path>,
+    status: Option<&StatusReply>,
+    out: &mut Vec<Check>,
+) {
+    const S: &str = "trust";
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+    let served = status.and_then(|st| st.workspaces.iter().find(|w| w.root == root));
+    let trusted = match served {
+        Some(w) => w.trusted,
+        None => {
+            let named = crate::config::Config::load(config).is_ok_and(|(cfg, _)| {
+                cfg.service
+                    .workspaces
+                    .iter()
+                    .any(|w| w.canonicalize().is_ok_and(|w| w == root))
+            });
+            named
+                || crate::workspace::trust::TrustStore::load(&crate::paths::state_dir())
+                    .trusts(&root)
+        }
+    };
+    let shown = root.display().to_string();
+    out.push(if trusted {
+        check(
+            S,
+            Level::Ok,
+            format!("{shown}: trusted (its own tools and cargo check may run)"),
+        )
+    } else {
+        check(
+            S,
+            Level::Info,
+            format!(
+                "{shown}: not trusted: checked only with tools installed outside it, and no \
+                 cargo check (build scripts)"
+            ),
+        )
+        .hint(format!("openfiles trust {shown}"))
+    });
 }
 
 fn service_checks(socket: &Path, out: &mut Vec<Check>) -> Option<StatusReply> {
@@ -687,9 +733,11 @@ pub fn render(checks: &[Check], colour: bool) -> String {
             Level::Warn => "warn",
             Level::Fail => "FAIL",
         };
-        out.push_str(&format!("  {} {}\n", paint(c.level, mark), c.message));
+        // Messages name paths and plugins' reasons: escapes shown, never obeyed.
+        let message = crate::visible::escape(&c.message);
+        out.push_str(&format!("  {} {message}\n", paint(c.level, mark)));
         if let Some(h) = &c.hint {
-            out.push_str(&format!("       -> {h}\n"));
+            out.push_str(&format!("       -> {}\n", crate::visible::escape(h)));
         }
     }
     let fails = checks.iter().filter(|c| c.level == Level::Fail).count();
@@ -707,6 +755,33 @@ mod tests {
     use expect_test::expect;
 
     use super::*;
+
+    /// The workspace's trust as the service sees it: an untrusted one says what is off and
+    /// the one command that turns it on.
+    #[test]
+    fn trust_is_reported_with_the_command_that_gives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let st = |trusted| StatusReply {
+            workspaces: vec![openfiles_wire::control::WorkspaceStatus {
+                root: root.clone(),
+                trusted,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        trust_checks(&root, None, Some(&st(false)), &mut out);
+        assert_eq!(out[0].level, Level::Info);
+        assert!(out[0].message.contains("not trusted"), "{}", out[0].message);
+        assert_eq!(
+            out[0].hint.as_deref(),
+            Some(format!("openfiles trust {}", root.display()).as_str())
+        );
+        let mut out = Vec::new();
+        trust_checks(&root, None, Some(&st(true)), &mut out);
+        assert_eq!(out[0].level, Level::Ok);
+    }
 
     #[test]
     fn low_inotify_limits_warn() {
