@@ -437,3 +437,71 @@ async fn ws_refuses_web_pages_rebound_hosts_and_other_users() {
     assert!(other.starts_with("HTTP/1.1 403"), "another uid: {other}");
     s.stop().await;
 }
+
+/// Every workspace gets a WebSocket: one listener per address for the whole service, routed
+/// by path — `/` is the first workspace (Claws's own single-workspace clients), the
+/// workspace's folder is that workspace. (Before, every workspace after the first failed with
+/// "Address already in use" and had none.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ws_one_listener_serves_every_workspace_by_path() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = ClawsConfig {
+        web_socket: ClawsWebSocketConfig {
+            enabled: true,
+            port,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let registry = openfiles_claws::ClawsRegistry::new();
+    let token = tokio_util::sync::CancellationToken::new();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = ClawsServer::start_with(a.path(), &cfg, registry.clone(), token.clone())
+        .await
+        .unwrap();
+    let second = ClawsServer::start_with(b.path(), &cfg, registry.clone(), token.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        second.web_socket_error(),
+        None,
+        "the second workspace has a WebSocket too"
+    );
+    assert_eq!(first.web_socket_addr(), second.web_socket_addr());
+    // Which workspace answers: its terminal's name, made over its Unix socket.
+    for (dir, name) in [(&a, "in-a"), (&b, "in-b")] {
+        let mut c = common::claws::Conn::open(&dir.path().join(".claws/claws.sock")).await;
+        c.ok(json!({"id": 1, "cmd": "create", "name": name, "wrapped": true}))
+            .await;
+    }
+    let names = |path: String| async move {
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}{path}"))
+            .await
+            .unwrap();
+        let v = call(&mut ws, &mut Vec::new(), json!({"id": 1, "cmd": "list"})).await;
+        v["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let root_b = b.path().canonicalize().unwrap();
+    assert_eq!(
+        names(String::new()).await,
+        ["in-a"],
+        "/ is the first workspace"
+    );
+    assert_eq!(names(root_b.display().to_string()).await, ["in-b"]);
+    let unknown = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/nowhere")).await;
+    assert!(unknown.is_err(), "a path no workspace has is refused");
+    // The first leaves: the other keeps the listener, and `/` is now it.
+    first.stop().await;
+    assert_eq!(names(root_b.display().to_string()).await, ["in-b"]);
+    assert_eq!(names(String::new()).await, ["in-b"]);
+    second.stop().await;
+}

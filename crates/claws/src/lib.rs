@@ -79,6 +79,8 @@ pub enum ClawsError {
 #[derive(Debug, Default)]
 pub struct ClawsRegistry {
     servers: Mutex<Vec<(PathBuf, PathBuf)>>,
+    /// The WebSocket listeners, one per `host:port`, shared by the workspaces served there.
+    web_sockets: Mutex<std::collections::HashMap<String, std::sync::Weak<ws::Shared>>>,
     /// Bytes of push frames queued for every peer of every server (see `bus::Outbox`).
     pub(crate) queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
     /// Terminals open in every server.
@@ -88,6 +90,28 @@ pub struct ClawsRegistry {
 }
 
 impl ClawsRegistry {
+    /// The WebSocket listener `cfg` asks for: the one already serving that address, else a
+    /// new one (`None` when off).
+    fn web_socket(&self, cfg: &ClawsConfig) -> Result<Option<Arc<ws::Shared>>, ws::WsError> {
+        if !cfg.web_socket.enabled {
+            return Ok(None);
+        }
+        let key = format!("{}:{}", cfg.web_socket.host, cfg.web_socket.port);
+        let mut map = self.web_sockets.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, w| w.strong_count() > 0);
+        if cfg.web_socket.port != 0 {
+            if let Some(shared) = map.get(&key).and_then(std::sync::Weak::upgrade) {
+                return Ok(Some(shared));
+            }
+        }
+        let Some(listener) = ws::bind(cfg)? else {
+            return Ok(None);
+        };
+        let shared = ws::Shared::start(listener);
+        map.insert(key, Arc::downgrade(&shared));
+        Ok(Some(shared))
+    }
+
     pub fn new() -> Arc<ClawsRegistry> {
         Arc::new(ClawsRegistry::default())
     }
@@ -283,6 +307,8 @@ pub struct ClawsServer {
     ws_addr: Option<std::net::SocketAddr>,
     /// Why the WebSocket listener asked for is not listening.
     ws_error: Option<String>,
+    /// This workspace's route on the shared WebSocket listener (leaves when dropped).
+    _ws_member: Option<ws::Member>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -401,17 +427,6 @@ impl ClawsServer {
             tracing::warn!("[claws] socket_path and log_directory are fixed (.claws/claws.sock, .claws/terminals); other values are ignored");
         }
         let listener = conn::bind(&socket).await?;
-        let (ws_listener, ws_error) = match ws::bind(cfg).await {
-            Ok(l) => (l, None),
-            Err(e) => {
-                tracing::error!(
-                    root = %root.display(),
-                    "claws WebSocket listener not started (the Unix socket is served): {e}"
-                );
-                (None, Some(e.to_string()))
-            }
-        };
-        let ws_addr = ws_listener.as_ref().map(|l| l.addr);
         if cfg.auth.enabled {
             if let Err(e) = orch::peers::read_secret(&root.join(&cfg.auth.token_path)) {
                 tracing::error!(
@@ -433,20 +448,32 @@ impl ClawsServer {
             state: tokio::sync::OnceCell::new(),
             tasks: Mutex::new(Vec::new()),
         });
-        let mut tasks = vec![tokio::spawn(conn::accept_loop(
+        let tasks = vec![tokio::spawn(conn::accept_loop(
             listener,
             lazy.clone(),
             stop.clone(),
         ))];
-        if let Some(l) = ws_listener {
-            tasks.push(tokio::spawn(ws::accept_loop(l, lazy.clone(), stop.clone())));
-        }
+        // The WebSocket: this workspace joins the service's listener on that address (one
+        // per address, routed by path), binding it when it is the first.
+        let (ws_member, ws_error) = match lazy.registry.web_socket(cfg) {
+            Ok(Some(shared)) => (Some(shared.join(&lazy.root, &lazy)), None),
+            Ok(None) => (None, None),
+            Err(e) => {
+                tracing::error!(
+                    root = %lazy.root.display(),
+                    "claws WebSocket listener not started (the Unix socket is served): {e}"
+                );
+                (None, Some(e.to_string()))
+            }
+        };
+        let ws_addr = ws_member.as_ref().map(|m| m.addr());
         tracing::info!(socket = %socket.display(), "claws socket ready");
         Ok(ClawsServer {
             lazy,
             socket,
             ws_addr,
             ws_error,
+            _ws_member: ws_member,
             stop,
             tasks,
         })

@@ -1,5 +1,7 @@
-//! The optional WebSocket transport (`[claws.web_socket]`, off by default): another
-//! listener feeding the same connection handler as the Unix socket. Each WebSocket text (or
+//! The optional WebSocket transport (`[claws.web_socket]`, off by default): one listener per
+//! address for the whole process ([`Shared`], kept by the `ClawsRegistry`), routing each
+//! connection by its URL path to a workspace's connection handler — the same one the Unix
+//! socket feeds. Each WebSocket text (or
 //! binary) message is one request; each answer and push frame is one text message, without
 //! the trailing newline. `ws://` by default, `wss://` when `cert_path` and `key_path` (PEM)
 //! are both set (an empty string is unset; each file must be a regular file of at most
@@ -168,14 +170,17 @@ fn proc_net_addr(a: SocketAddr) -> String {
 }
 
 /// Bind the listener the settings ask for (None when disabled).
-pub async fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
+pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
     let ws = &cfg.web_socket;
     if !ws.enabled {
         return Ok(None);
     }
     let addr = format!("{}:{}", ws.host, ws.port);
-    let tcp = TcpListener::bind(&addr)
-        .await
+    let tcp = std::net::TcpListener::bind(&addr)
+        .and_then(|l| {
+            l.set_nonblocking(true)?;
+            TcpListener::from_std(l)
+        })
         .map_err(|e| WsError::Address(addr.clone(), e))?;
     let local = tcp
         .local_addr()
@@ -228,12 +233,131 @@ fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, WsErro
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Accept until `stop`; each connection is served by [`conn::serve_io`].
-pub async fn accept_loop(l: Listener, lazy: Arc<Lazy>, stop: CancellationToken) {
+/// One WebSocket listener shared by every workspace served on its address: a connection is
+/// routed by its URL path to the workspace whose root that path names
+/// (`ws://127.0.0.1:9876/home/me/app`); `/` is the first workspace that joined (the only one,
+/// in a single-workspace setup — what Claws's own clients expect). It listens while a
+/// workspace uses it ([`Member`]s) and stops with the last.
+pub struct Shared {
+    pub addr: SocketAddr,
+    gate: Arc<Gate>,
+    /// In joining order.
+    routes: std::sync::Mutex<Vec<(std::path::PathBuf, std::sync::Weak<Lazy>)>>,
+    stop: CancellationToken,
+}
+
+/// A workspace's place on a [`Shared`] listener; dropping it leaves.
+pub struct Member {
+    shared: Arc<Shared>,
+    root: std::path::PathBuf,
+}
+
+impl Member {
+    /// The address of the listener this workspace is served on.
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("addr", &self.addr).finish()
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        self.shared
+            .routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(r, _)| r != &self.root);
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Shared {
+    /// Serve `l` until the last member leaves.
+    pub fn start(l: Listener) -> Arc<Shared> {
+        let shared = Arc::new(Shared {
+            addr: l.addr,
+            gate: l.gate.clone(),
+            routes: std::sync::Mutex::new(Vec::new()),
+            stop: CancellationToken::new(),
+        });
+        tokio::spawn(accept_loop(
+            l.tcp,
+            l.tls,
+            Arc::downgrade(&shared),
+            shared.stop.clone(),
+        ));
+        shared
+    }
+
+    /// Route this listener's connections for `root` to `lazy`.
+    pub fn join(self: &Arc<Self>, root: &std::path::Path, lazy: &Arc<Lazy>) -> Member {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((root.to_owned(), Arc::downgrade(lazy)));
+        Member {
+            shared: self.clone(),
+            root: root.to_owned(),
+        }
+    }
+
+    /// The workspace a request for URL `path` goes to.
+    fn route(&self, path: &str) -> Option<Arc<Lazy>> {
+        let routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = percent_decode(path);
+        let wanted = wanted.trim_end_matches('/');
+        let found = if wanted.is_empty() {
+            routes.first()
+        } else {
+            routes
+                .iter()
+                .find(|(root, _)| root.as_os_str().as_encoded_bytes() == wanted.as_bytes())
+        };
+        found.and_then(|(_, lazy)| lazy.upgrade())
+    }
+}
+
+/// `%XX` escapes of a URL path decoded (anything malformed is kept as written).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Accept until `stop` (the last member left); each connection is routed and served.
+async fn accept_loop(
+    tcp: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shared: std::sync::Weak<Shared>,
+    stop: CancellationToken,
+) {
     loop {
-        let (tcp, peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = stop.cancelled() => return,
-            r = l.tcp.accept() => match r {
+            r = tcp.accept() => match r {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!(error = %e, "claws WebSocket accept failed");
@@ -242,52 +366,65 @@ pub async fn accept_loop(l: Listener, lazy: Arc<Lazy>, stop: CancellationToken) 
                 }
             },
         };
-        let _ = tcp.set_nodelay(true);
-        let (lazy, stop, tls) = (lazy.clone(), stop.clone(), l.tls.clone());
-        let gate = l.gate.clone();
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let _ = stream.set_nodelay(true);
+        let tls = tls.clone();
         tokio::spawn(async move {
             // The owner of the peer's socket, read while it is connected.
-            let ours = gate.addr;
+            let ours = shared.addr;
             let peer_is_us = tokio::task::spawn_blocking(move || peer_uid(ours, peer))
                 .await
                 .ok()
                 .flatten()
                 == Some(nix::unistd::getuid().as_raw());
             match tls {
-                Some(a) => match a.accept(tcp).await {
-                    Ok(s) => serve(s, lazy, stop, &gate, peer_is_us).await,
+                Some(a) => match a.accept(stream).await {
+                    Ok(s) => serve(s, &shared, peer_is_us).await,
                     Err(e) => tracing::debug!(error = %e, "claws wss handshake failed"),
                 },
-                None => serve(tcp, lazy, stop, &gate, peer_is_us).await,
+                None => serve(stream, &shared, peer_is_us).await,
             }
         });
     }
 }
 
 /// Bridge one WebSocket to the line-based connection handler through an in-memory pipe.
-async fn serve<S>(
-    stream: S,
-    lazy: Arc<Lazy>,
-    stop: CancellationToken,
-    gate: &Gate,
-    peer_is_us: bool,
-) where
+async fn serve<S>(stream: S, listener: &Shared, peer_is_us: bool)
+where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let gate = &listener.gate;
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_LINE);
     config.max_frame_size = Some(MAX_LINE);
     // The callback's signature is tungstenite's (its error is a whole HTTP response).
+    let mut routed: Option<Arc<Lazy>> = None;
     #[allow(clippy::result_large_err)]
     let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-        match gate.refuse(req, peer_is_us) {
-            None => Ok(resp),
-            Some(why) => {
-                tracing::warn!("{why}");
-                let mut refusal = ErrorResponse::new(Some(why));
-                *refusal.status_mut() = StatusCode::FORBIDDEN;
-                Err(refusal)
+        let refuse = |status: StatusCode, why: String| {
+            tracing::warn!("{why}");
+            let mut refusal = ErrorResponse::new(Some(why));
+            *refusal.status_mut() = status;
+            Err(refusal)
+        };
+        if let Some(why) = gate.refuse(req, peer_is_us) {
+            return refuse(StatusCode::FORBIDDEN, why);
+        }
+        match listener.route(req.uri().path()) {
+            Some(lazy) => {
+                routed = Some(lazy);
+                Ok(resp)
             }
+            None => refuse(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no workspace served at WebSocket path {:?} (use the workspace's folder as \
+                     the path, or / for the first)",
+                    req.uri().path()
+                ),
+            ),
         }
     };
     let ws =
@@ -298,6 +435,10 @@ async fn serve<S>(
                 return;
             }
         };
+    let Some(lazy) = routed else {
+        return;
+    };
+    let stop = lazy.stop.clone();
     let (mut ws_tx, mut ws_rx) = ws.split();
     let (ours, theirs) = tokio::io::duplex(256 << 10);
     let (rd, mut wr) = tokio::io::split(theirs);
@@ -367,6 +508,13 @@ mod tests {
             b = b.header(*k, *v);
         }
         b.body(()).unwrap()
+    }
+
+    #[test]
+    fn url_paths_are_percent_decoded() {
+        assert_eq!(percent_decode("/home/me/my%20app"), "/home/me/my app");
+        assert_eq!(percent_decode("/a%2"), "/a%2");
+        assert_eq!(percent_decode("/%zz"), "/%zz");
     }
 
     #[test]
