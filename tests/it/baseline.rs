@@ -3,37 +3,14 @@
 //! language server) and real git repositories. See `docs/baseline.md` for the rule.
 
 use crate::common;
+use crate::common::git;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::plugins::{path_list, plugin};
 use common::typescript::install_test_deps;
 use common::{diagnostics, signal, wait_until, Env};
 use serde_json::{json, Value};
-
-/// `git ARGS` in `dir`, which must succeed.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn commit_all(dir: &Path) {
     git(dir, &["init", "-q"]);

@@ -4,26 +4,15 @@
 //! `session add-git`, `status --short` and `prompt`.
 
 use crate::common;
+use crate::common::git;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use common::tmux::Tmux;
 use common::{diagnostics, wait_until, Env};
 use openfiles_wire::control::{Edited, EditedReply, Request};
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "git {args:?}");
-}
 
 fn run(env: &Env, args: &[&str], cwd: &Path) -> Output {
     let out = env.command(args).current_dir(cwd).output().unwrap();

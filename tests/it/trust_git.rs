@@ -8,31 +8,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::git;
 use openfiles::diagnostics::baseline::git as base;
 use openfiles::review::{actions, git as add_git};
 use openfiles_wire::control::ReviewFile;
-
-/// `git ARGS` in `dir` (the test's own, trusted), which must succeed.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "core.fsmonitor=false",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A script that appends its name to `marker` (and passes its input through, as a filter).
 fn plant(dir: &Path, name: &str, marker: &Path) -> PathBuf {

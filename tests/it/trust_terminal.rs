@@ -5,9 +5,10 @@
 //! test in `src/review/tui.rs`.
 
 use crate::common;
+use crate::common::git;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use common::{diagnostics, wait_until, Env};
 use openfiles_wire::control::{Edited, Request};
@@ -15,18 +16,6 @@ use openfiles_wire::control::{Edited, Request};
 /// OSC 52: "put `hi` on the clipboard".
 const OSC52: &str = "\x1b]52;c;aGk=\x07";
 const SHOWN: &str = r"\e]52;c;aGk=\x07";
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "git {args:?}");
-}
 
 fn run(env: &Env, args: &[&str], cwd: &Path) -> Output {
     let out = env.command(args).current_dir(cwd).output().unwrap();

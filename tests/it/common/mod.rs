@@ -32,6 +32,29 @@ use openfiles::control::client::Client;
 use openfiles_wire::control::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
 use openfiles_wire::spec::DiagnosticsFile;
 
+/// Run `git` in `dir` as the tests' one identity (`t <t@t>`, branch `main`, no fsmonitor),
+/// failing the test with git's message when it fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "core.fsmonitor=false",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Upper bound for anything we wait for; reaching it fails the test.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 

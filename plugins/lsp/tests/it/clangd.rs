@@ -1,16 +1,13 @@
 //! `clangd` through the plugin: known errors, fixes, quick edits and a crash.
 
 use crate::support;
+use crate::support::e;
 use serde_json::json;
 use support::{errors, signal, Env};
 
 const BAD: &str =
     "int f(int a);\n\nint main(void) {\n  int x = undefined_var;\n  return f(1, 2) + x;\n}\n";
 const GOOD: &str = "int f(int a);\n\nint main(void) {\n  int x = 1;\n  return f(1) + x;\n}\n";
-
-fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
-    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
-}
 
 #[test]
 fn clangd_gives_fresh_results() {

@@ -2,16 +2,13 @@
 //! `pyright --outputjson` on the same file.
 
 use crate::support;
+use crate::support::e;
 use serde_json::json;
 use support::{errors, pyright_cli, signal, Env};
 
 const BAD: &str =
     "import os\n\n\ndef f(x: int) -> int:\n    return undefined_name + x\n\n\ny: int = \"text\"\n";
 const GOOD: &str = "def f(x: int) -> int:\n    return x\n\n\ny: int = 3\n";
-
-fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
-    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
-}
 
 #[test]
 fn pyright_gives_fresh_results_like_the_cli() {

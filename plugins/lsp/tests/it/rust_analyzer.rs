@@ -5,6 +5,7 @@
 //! changes), so the built-in settings (`wait_for_progress`) are what is tested.
 
 use crate::support;
+use crate::support::e;
 use openfiles_plugin_api::Item;
 use serde_json::json;
 use support::Env;
@@ -24,10 +25,6 @@ fn found(items: &[Item]) -> Vec<(u32, String)> {
         .collect();
     v.sort();
     v
-}
-
-fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
-    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
 }
 
 const CARGO_TOML: &str = "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";

@@ -5,6 +5,7 @@
 //! with the newest text's results.
 
 use crate::support;
+use crate::support::e;
 use serde_json::json;
 use support::{errors, run, Env};
 
@@ -12,10 +13,6 @@ const TSCONFIG: &str =
     r#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020"},"include":["src/*.ts"]}"#;
 const BAD: &str = "const a: number = \"s\";\n\nfunction f(x: number): string {\n  return x;\n}\n\nconsole.log(a, missing, f(1));\n";
 const GOOD: &str = "const a: number = 1;\n\nfunction f(x: number): string {\n  return String(x);\n}\n\nconsole.log(a, f(1));\n";
-
-fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
-    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
-}
 
 /// (line, code, column) of the `error TS` lines of a compiler's `--pretty false` output.
 fn cli_errors(out: &str) -> Vec<(u32, String, u32)> {

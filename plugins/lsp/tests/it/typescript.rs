@@ -2,6 +2,7 @@
 //! crash, and `tsc --noEmit` on the same project.
 
 use crate::support;
+use crate::support::e;
 use serde_json::json;
 use support::{errors, run, signal, Env};
 
@@ -9,10 +10,6 @@ const TSCONFIG: &str =
     r#"{"compilerOptions":{"strict":true,"noEmit":true,"target":"es2020"},"include":["src/*.ts"]}"#;
 const BAD: &str = "const a: number = \"s\";\n\nfunction f(x: number): string {\n  return x;\n}\n\nconsole.log(a, missing, f(1));\n";
 const GOOD: &str = "const a: number = 1;\n\nfunction f(x: number): string {\n  return String(x);\n}\n\nconsole.log(a, f(1));\n";
-
-fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
-    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
-}
 
 /// `file(line,col): error TSnnnn: …` lines of `tsc` as (line, code, column).
 fn tsc_errors(out: &str) -> Vec<(u32, String, u32)> {

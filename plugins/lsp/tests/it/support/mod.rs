@@ -198,3 +198,8 @@ pub fn gone(pid: u32) -> bool {
         .map(|s| s.contains(") Z "))
         .unwrap_or(true)
 }
+
+/// Expected `(line, code)` pairs, written briefly: `e(&[(5, "F821")])`.
+pub fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
+    v.iter().map(|(l, c)| (*l, c.to_string())).collect()
+}
