@@ -382,7 +382,6 @@ pub fn spawn(
     let names = Reader::watched_names();
     fs.0.watch_only(&dir, fs.1, ev_tx, Reader::is_watched)?;
     let (ack_tx, mut ack_rx) = tokio::sync::mpsc::unbounded_channel();
-    pipeline.attach_intake(ack_tx);
     let reader = Reader::new(root, cursor);
     // Read what is there at start; with no queue file (checked after the watch is set, so
     // one created now still wakes us) there is nothing to read: no blocking task at all,
@@ -393,6 +392,8 @@ pub fn spawn(
     let mut reader = Some(reader);
     let mut paused = paused;
     tokio::spawn(async move {
+        // First, before any line is sent: the acks must reach this task.
+        pipeline.attach_intake(ack_tx).await;
         let mut retry: Option<Duration> = queued.then_some(Duration::ZERO);
         loop {
             let sleep = async {
@@ -444,7 +445,9 @@ pub fn spawn(
                 Ok(step) => {
                     retry = step.retry_in;
                     if step.moved || !step.lines.is_empty() {
-                        pipeline.queue_lines(super::parse_lines(step.lines), r.cursor);
+                        pipeline
+                            .queue_lines(super::parse_lines(step.lines), r.cursor)
+                            .await;
                     }
                 }
                 Err(e) => {

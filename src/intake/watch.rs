@@ -152,7 +152,7 @@ pub fn spawn(
                         continue;
                     }
                     if !batch.is_empty() {
-                        pipeline.edited_nowait(batch, EditOrigin::Watch);
+                        pipeline.edited_nowait(batch, EditOrigin::Watch).await;
                     }
                 }
             }

@@ -1,22 +1,31 @@
 //! The `openfiles plugin-host <library>` child: loads one plugin library and serves the
 //! daemon over stdio ([`super::protocol`]).
 //!
-//! Threads: the main thread reads stdin; each check runs on its own thread (plugins may
-//! block); answers are written whole lines under one lock, so they never interleave.
-//! On `shutdown` or EOF every in-flight check is cancelled, the host waits for them (a
-//! bounded time), destroys the instance and exits. The process is the isolation boundary:
-//! if the plugin crashes, only this process dies.
+//! Threads: the main thread reads stdin; checks run on worker threads (plugins may block),
+//! at most [`MAX_CHECKS`] at once: a check past that bound waits, in the order checks came,
+//! for a worker to finish one (the daemon's deadline for it keeps running, so a check that
+//! waits too long ends as a timeout item, as a slow one does). A `cancel` for a waiting check
+//! answers it at once ("cancelled before it started") without reaching the plugin; for a
+//! running one it goes to the plugin. Workers are started as checks arrive and end when
+//! none waits, so an idle host has no thread but its main one. Answers are written whole
+//! lines under one lock, so they never interleave. On `shutdown` or EOF the waiting checks
+//! are dropped, every running one is cancelled, the host waits for them (a bounded time),
+//! destroys the instance and exits. The process is the isolation boundary: if the plugin
+//! crashes, only this process dies.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::io::{BufRead, Write};
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use openfiles_plugin_api::host::{Instance, PluginLibrary};
-use openfiles_plugin_api::CheckResponse;
+use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
 use super::protocol::{FromHost, ToHost, EXIT_CREATE_FAILED, EXIT_REFUSED};
+
+/// How many checks run at once (one worker thread each); later ones wait in order.
+pub const MAX_CHECKS: usize = 16;
 
 /// How long shutdown waits for cancelled checks to return.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -36,10 +45,122 @@ impl Output {
     }
 }
 
+/// The checks a host was sent: at most [`MAX_CHECKS`] running, each on a worker thread,
+/// the rest waiting in the order they came.
 #[derive(Default)]
-struct InFlight {
-    ids: Mutex<HashSet<u64>>,
-    done: Condvar,
+struct Checks {
+    state: Mutex<CheckState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct CheckState {
+    waiting: VecDeque<CheckRequest>,
+    running: HashSet<u64>,
+    /// Workers that still take waiting checks.
+    workers: usize,
+    /// Worker threads alive (a worker stops taking checks, then lets the instance go).
+    threads: usize,
+}
+
+impl Checks {
+    fn lock(&self) -> MutexGuard<'_, CheckState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue `request`; start a worker for it while fewer than [`MAX_CHECKS`] work.
+    fn submit(self: &Arc<Self>, request: CheckRequest, inst: &Arc<Instance>, out: &Arc<Output>) {
+        let mut st = self.lock();
+        st.waiting.push_back(request);
+        if st.workers >= MAX_CHECKS {
+            return;
+        }
+        st.workers += 1;
+        st.threads += 1;
+        drop(st);
+        let (checks, inst, worker_out) = (Arc::clone(self), Arc::clone(inst), Arc::clone(out));
+        let spawned = std::thread::Builder::new()
+            .name("check".into())
+            .spawn(move || checks.work(inst, &worker_out));
+        if let Err(e) = spawned {
+            let mut st = self.lock();
+            st.workers -= 1;
+            st.threads -= 1;
+            // With no worker left, nothing would ever take the waiting checks.
+            let orphans: Vec<CheckRequest> = if st.workers == 0 {
+                st.waiting.drain(..).collect()
+            } else {
+                Vec::new()
+            };
+            drop(st);
+            self.changed.notify_all();
+            for r in orphans {
+                out.send(&FromHost::Result {
+                    id: r.id,
+                    response: None,
+                    error: Some(format!(
+                        "the plugin host cannot start a thread for the check: {e}"
+                    )),
+                });
+            }
+        }
+    }
+
+    /// A worker: run waiting checks, oldest first, until none waits.
+    fn work(&self, inst: Arc<Instance>, out: &Output) {
+        loop {
+            let request = {
+                let mut st = self.lock();
+                let Some(request) = st.waiting.pop_front() else {
+                    st.workers -= 1;
+                    break;
+                };
+                st.running.insert(request.id);
+                request
+            };
+            let msg = answer(&inst, &request);
+            out.send(&msg);
+            self.lock().running.remove(&request.id);
+            self.changed.notify_all();
+        }
+        drop(inst);
+        self.lock().threads -= 1;
+        self.changed.notify_all();
+    }
+
+    /// Cancel check `id`: a waiting one is answered at once, a running one is told to the
+    /// plugin.
+    fn cancel(&self, id: u64, inst: &Instance, out: &Output) {
+        let mut st = self.lock();
+        let Some(at) = st.waiting.iter().position(|r| r.id == id) else {
+            drop(st);
+            inst.cancel(id);
+            return;
+        };
+        st.waiting.remove(at);
+        drop(st);
+        out.send(&FromHost::Result {
+            id,
+            response: None,
+            error: Some(format!(
+                "cancelled before it started (it was waiting for one of the plugin host's \
+                 {MAX_CHECKS} check threads)"
+            )),
+        });
+    }
+
+    /// At shutdown: drop the waiting checks, cancel the running ones and wait (a bounded
+    /// time) until every worker has let the instance go.
+    fn drain(&self, inst: &Instance) {
+        let mut st = self.lock();
+        st.waiting.clear();
+        for id in st.running.iter() {
+            inst.cancel(*id);
+        }
+        let _ = self
+            .changed
+            .wait_timeout_while(st, DRAIN, |st| st.threads > 0);
+    }
 }
 
 /// Move the protocol off fds 0 and 1: the plugin (and any tool it spawns) must not read
@@ -99,7 +220,7 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
 
     let lines = std::io::BufReader::new(input).lines();
     let mut instance: Option<Arc<Instance>> = None;
-    let inflight = Arc::new(InFlight::default());
+    let checks = Arc::new(Checks::default());
     for line in lines {
         let line = line?;
         if line.trim().is_empty() {
@@ -146,32 +267,18 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
                     });
                     continue;
                 };
-                if let Ok(mut ids) = inflight.ids.lock() {
-                    ids.insert(id);
-                }
-                let (out, inflight) = (Arc::clone(&out), Arc::clone(&inflight));
-                std::thread::Builder::new()
-                    .name(format!("check-{id}"))
-                    .spawn(move || {
-                        let msg = answer(&inst, &request);
-                        drop(inst);
-                        out.send(&msg);
-                        if let Ok(mut ids) = inflight.ids.lock() {
-                            ids.remove(&id);
-                        }
-                        inflight.done.notify_all();
-                    })?;
+                checks.submit(request, &inst, &out);
             }
             ToHost::Cancel { id } => {
                 if let Some(inst) = &instance {
-                    inst.cancel(id);
+                    checks.cancel(id, inst, &out);
                 }
             }
             ToHost::Shutdown => break,
         }
     }
     if let Some(inst) = instance {
-        drain(&inst, &inflight);
+        checks.drain(&inst);
         // Drop destroys the instance once no check thread holds it any more; if one is
         // stuck past the drain time, exiting the process is the cleanup.
         if let Ok(inst) = Arc::try_unwrap(inst) {
@@ -202,16 +309,4 @@ fn answer(inst: &Instance, request: &openfiles_plugin_api::CheckRequest) -> From
             error: Some(error),
         },
     }
-}
-
-fn drain(inst: &Instance, inflight: &InFlight) {
-    let Ok(ids) = inflight.ids.lock() else {
-        return;
-    };
-    for id in ids.iter() {
-        inst.cancel(*id);
-    }
-    let _ = inflight
-        .done
-        .wait_timeout_while(ids, DRAIN, |ids| !ids.is_empty());
 }

@@ -251,7 +251,7 @@ impl Instance {
                 return;
             }
         };
-        self.pipeline.reload(cfg.clone());
+        self.pipeline.reload(cfg.clone()).await;
         if cfg.watch != self.cfg.watch || cfg.diagnostics != self.cfg.diagnostics {
             self.stop_watch();
             self.watch_mode = start_watch(

@@ -515,3 +515,112 @@ async fn checks_on_one_host_run_concurrently() {
     s.token.cancel();
     s.manager.wait_stopped().await;
 }
+
+/// The number of threads of process `pid`.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .count()
+}
+
+/// A flood of checks at one host, spoken to in its own protocol: at most `MAX_CHECKS` run at
+/// once (a thread each), the rest wait; a waiting check that is cancelled is answered at once
+/// (without reaching the plugin), and as running checks end the waiting ones run.
+#[test]
+fn a_flood_of_checks_runs_a_bounded_number_at_once_and_answers_every_one() {
+    use openfiles::plugin_host::child::MAX_CHECKS;
+    use openfiles::plugin_host::protocol::{FromHost, ToHost};
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_openfiles"))
+        .arg("plugin-host")
+        .arg(fixture("instant"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut input = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let output = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(output).lines() {
+            let msg: FromHost = serde_json::from_str(&line.unwrap()).unwrap();
+            if tx.send(msg).is_err() {
+                return;
+            }
+        }
+    });
+    let mut send = |m: ToHost| {
+        let mut line = serde_json::to_vec(&m).unwrap();
+        line.push(b'\n');
+        input.write_all(&line).unwrap();
+    };
+    let next = || rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(matches!(next(), FromHost::Hello { .. }));
+    send(ToHost::Init {
+        init: openfiles_plugin_api::Init {
+            config: serde_json::Value::Null,
+            state_dir: ws.join("state"),
+            host_version: "test".into(),
+        },
+    });
+    assert!(matches!(next(), FromHost::Ready { .. }));
+    let idle = threads(pid);
+
+    // Checks that block in the plugin until cancelled.
+    let total = MAX_CHECKS + 8;
+    for id in 1..=total as u64 {
+        let slow = touch(&ws, &format!("{id}.slow"));
+        send(ToHost::Check {
+            request: CheckRequest {
+                id,
+                ..req(&ws, &[&slow], 120_000)
+            },
+        });
+    }
+    let start = Instant::now();
+    while threads(pid) < idle + MAX_CHECKS {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "checks never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        threads(pid),
+        idle + MAX_CHECKS,
+        "{total} checks sent, at most {MAX_CHECKS} may run"
+    );
+
+    // A waiting check that is cancelled is answered at once, with the reason.
+    send(ToHost::Cancel { id: total as u64 });
+    match next() {
+        FromHost::Result { id, error, .. } => {
+            assert_eq!(id, total as u64);
+            assert!(
+                error.as_deref().unwrap_or_default().contains("cancelled"),
+                "{error:?}"
+            );
+        }
+        other => panic!("expected the cancelled check's result, got {other:?}"),
+    }
+    // Ending the running checks lets the waiting ones run; every check is answered once.
+    let mut answered = std::collections::BTreeSet::from([total as u64]);
+    for id in 1..total as u64 {
+        send(ToHost::Cancel { id });
+        let FromHost::Result { id, .. } = next() else {
+            panic!("expected a result")
+        };
+        assert!(answered.insert(id), "{id} answered twice");
+    }
+    assert_eq!(answered.len(), total);
+    send(ToHost::Shutdown);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -435,6 +435,40 @@ fn add_git_adds_uncommitted_and_untracked_files_respecting_ignores_even_when_pau
     );
 }
 
+/// More changed files than one control request can name (1 MiB of JSON): `add-git` sends
+/// them in several requests, well under the cap, and reports them as one.
+#[test]
+fn add_git_with_more_paths_than_one_request_holds_adds_every_file() {
+    const FILES: usize = 12_000;
+    let env = env_with_plugin();
+    let ws = env.workspace("ws");
+    git(&ws, &["init", "-q"]);
+    let dir = ws.join("d".repeat(40));
+    std::fs::create_dir(&dir).unwrap();
+    // Names of 100 characters: with the folders, far past 1 MiB in one request.
+    for i in 0..FILES {
+        std::fs::write(dir.join(format!("{i:0>96}.txt")), "fine\n").unwrap();
+    }
+    std::fs::write(dir.join(format!("{:0>96}.txt", "e")), "error: one\n").unwrap();
+    let named: usize = (0..=FILES).map(|_| dir.as_os_str().len() + 101 + 3).sum();
+    assert!(named > openfiles_wire::line::MAX_LINE, "{named}");
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+
+    let out = stdout(&run(&env, &["session", "add-git"], &ws));
+    assert_eq!(out.matches("added ").count(), 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "added {} file(s) to the session of {}: 1 error(s), 0 warning(s)\n",
+            FILES + 1,
+            ws.display()
+        )),
+        "{out}"
+    );
+    wait_until("diagnostics.json lists every file", || {
+        diagnostics(&ws).is_some_and(|d| d.files.len() == FILES + 1)
+    });
+}
+
 #[test]
 fn prompt_agents_md_install_is_idempotent_and_uninstall_restores_byte_for_byte() {
     let env = Env::new();

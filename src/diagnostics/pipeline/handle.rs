@@ -1,7 +1,10 @@
 //! The pipeline's handle and messages: what other rooms (control, workspace, intake, the
 //! in-process `check`) send a workspace's pipeline actor, and the answers they get. The
-//! handle is cheap to clone; every request is one message on the actor's channel, so
-//! requests from one sender are handled in order.
+//! handle is cheap to clone; every request is one message on the actor's bounded channel
+//! (see the [module header](super) for the bound), so requests from one sender are handled
+//! in order, and a sender waits while the channel is full. Only `stand_back`, which the
+//! heartbeat sweep calls under its lock, goes on the actor's result channel instead (one
+//! message per change of state, so it stays small).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -136,17 +139,20 @@ pub(super) enum Msg {
 #[derive(Clone)]
 pub struct PipelineHandle {
     pub root: Arc<PathBuf>,
-    pub(super) tx: mpsc::UnboundedSender<Msg>,
+    /// Requests: bounded, a sender waits while it is full.
+    pub(super) tx: mpsc::Sender<Msg>,
+    /// The actor's result channel (see [`Pipeline`](super::Pipeline)), for `stand_back`.
+    pub(super) results: mpsc::UnboundedSender<Msg>,
 }
 
 impl PipelineHandle {
-    fn send(&self, msg: Msg) {
-        let _ = self.tx.send(msg);
+    async fn send(&self, msg: Msg) {
+        let _ = self.tx.send(msg).await;
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Msg) -> Option<T> {
         let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).ok()?;
+        self.tx.send(make(tx)).await.ok()?;
         rx.await.ok()
     }
 
@@ -201,14 +207,15 @@ impl PipelineHandle {
             .unwrap_or_default()
     }
 
-    /// Report edits without waiting for the verdict.
-    pub fn edited_nowait(&self, paths: Vec<PathBuf>, origin: EditOrigin) {
+    /// Report edits without waiting for the verdict (only for room in the channel).
+    pub async fn edited_nowait(&self, paths: Vec<PathBuf>, origin: EditOrigin) {
         self.send(Msg::Edited {
             paths,
             origin,
             agent: None,
             reply: None,
-        });
+        })
+        .await;
     }
 
     /// Wait until every path has `checkedAt >= since` or `deadline` (`None`: `since` plus the
@@ -251,23 +258,25 @@ impl PipelineHandle {
         self.ask(|reply| Msg::Clear { reply }).await.unwrap_or(0)
     }
 
-    pub fn reload(&self, config: Arc<Config>) {
-        self.send(Msg::Config(config));
+    pub async fn reload(&self, config: Arc<Config>) {
+        self.send(Msg::Config(config)).await;
     }
 
     /// Lines taken from `queue.jsonl` (parsed by the intake) and the cursor past them; the
     /// pipeline persists their effect and the cursor in one write, then acknowledges it.
-    pub fn queue_lines(&self, lines: Vec<QueueEntry>, cursor: Cursor) {
-        self.send(Msg::Queue { lines, cursor });
+    pub async fn queue_lines(&self, lines: Vec<QueueEntry>, cursor: Cursor) {
+        self.send(Msg::Queue { lines, cursor }).await;
     }
 
     /// Connect the queue intake: persisted cursors are acknowledged on `ack`.
-    pub(crate) fn attach_intake(&self, ack: AckSender) {
-        self.send(Msg::AttachIntake(ack));
+    pub(crate) async fn attach_intake(&self, ack: AckSender) {
+        self.send(Msg::AttachIntake(ack)).await;
     }
 
+    /// Stand back for an editor's server (or stop): never waits, it is called under the
+    /// heartbeat sweep's lock; one message per change, on the result channel.
     pub fn stand_back(&self, yes: bool) {
-        self.send(Msg::StandBack(yes));
+        let _ = self.results.send(Msg::StandBack(yes));
     }
 
     /// Flush pending writes and stop.

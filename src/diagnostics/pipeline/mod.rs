@@ -7,6 +7,17 @@
 //! flight — so the first change is written at once and later ones coalesce, without ever
 //! delaying a waiter (waiters are answered from memory).
 //!
+//! Bounded: requests (edits from the control socket, the queue intake and the watcher,
+//! waits, status…) come on a channel of [`CHANNEL`] messages; a sender past that waits
+//! (every sender is async: a control connection, the intake's task), so a flood of edits
+//! holds its senders back instead of growing the actor's queue. Each message is itself
+//! bounded (a control request by the line cap, a queue batch by the intake's one batch in
+//! flight). Results of the work the actor started — check answers, baseline jobs, finished
+//! writes — come on a second, unbounded channel: the actor never waits to send on it (so it
+//! never waits on itself, however full the request channel is), and it holds at most one
+//! message per job in flight, which the scheduler bounds. Each burst takes every result but
+//! at most [`CHANNEL`] requests, so a flood cannot hold off dispatching and writing.
+//!
 //! The same actor serves `openfiles check` without a service ([`Pipeline::start_ephemeral`]:
 //! nothing persisted), so both give the same answer: the same scheduling (one project-wide
 //! run per project) and the same merging.
@@ -42,6 +53,9 @@ use crate::config::Config;
 use crate::policy::{Policy, Verdict};
 use openfiles_wire::spec::{self, HookSettings};
 
+/// How many requests wait in front of the actor before a sender waits.
+pub const CHANNEL: usize = 64;
+
 /// The actor's state.
 pub struct Pipeline {
     root: PathBuf,
@@ -65,6 +79,7 @@ pub struct Pipeline {
     state_path: PathBuf,
     /// The session's baseline and the jobs taking it.
     base: BaseState,
+    /// The result channel: what the actor's own jobs send back (never the request channel).
     tx: mpsc::UnboundedSender<Msg>,
 }
 
@@ -105,9 +120,10 @@ impl Pipeline {
         let mut review = std::mem::take(&mut state.review);
         let (session, unchecked) = Session::restore(state.into_entries());
         review.retain(|p| session.get(p).is_some());
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(CHANNEL);
+        let (results, results_rx) = mpsc::unbounded_channel();
         let cursor = queue.cursor;
-        let done_tx = tx.clone();
+        let done_tx = results.clone();
         let done = Arc::new(move |c: Checked| {
             let _ = done_tx.send(Msg::Checked(c));
         });
@@ -136,7 +152,7 @@ impl Pipeline {
             standing_back: false,
             state_path: state_path.unwrap_or_default(),
             base,
-            tx: tx.clone(),
+            tx: results.clone(),
         };
         for path in p.dirty.clone() {
             p.session.edited(&path, 0);
@@ -144,35 +160,52 @@ impl Pipeline {
         let handle = PipelineHandle {
             root: Arc::new(root.to_owned()),
             tx,
+            results,
         };
-        tokio::spawn(async move { p.run(rx).await });
+        tokio::spawn(async move { p.run(rx, results_rx).await });
         Ok((handle, cursor))
     }
 
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Msg>, mut results: mpsc::UnboundedReceiver<Msg>) {
         loop {
             let timer = self.next_timer();
             let mut stop = None;
+            // Every handle is gone: nobody can ask any more; finish like a stop.
+            let mut closed = false;
             tokio::select! {
                 m = rx.recv() => match m {
                     Some(m) => stop = self.handle(m),
-                    None => return,
+                    None => closed = true,
                 },
+                Some(m) = results.recv() => stop = self.handle(m),
                 _ = sleep_until(timer) => {}
             }
+            // The rest of the burst: every result, at most a channel's worth of requests.
+            let mut requests = 0;
             while stop.is_none() {
-                match rx.try_recv() {
-                    Ok(m) => stop = self.handle(m),
-                    Err(_) => break,
+                if let Ok(m) = results.try_recv() {
+                    stop = self.handle(m);
+                } else if requests < CHANNEL {
+                    match rx.try_recv() {
+                        Ok(m) => {
+                            requests += 1;
+                            stop = self.handle(m);
+                        }
+                        Err(_) => break,
+                    }
+                } else {
+                    break;
                 }
             }
             self.dispatch();
             self.answer_waiters(false);
             self.maybe_write();
-            if let Some(reply) = stop {
+            if stop.is_some() || closed {
                 self.answer_waiters(true);
                 self.flush_now().await;
-                let _ = reply.send(());
+                if let Some(reply) = stop {
+                    let _ = reply.send(());
+                }
                 return;
             }
         }

@@ -135,7 +135,9 @@ async fn a_burst_of_edits_is_one_batch_per_source() {
     let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts", "c.ts"]);
     // Three reports in one burst (the actor sees them together), one path twice.
     for rels in [["a.ts"], ["b.ts"], ["a.ts"]] {
-        b.handle.edited_nowait(b.paths(&rels), EditOrigin::Control);
+        b.handle
+            .edited_nowait(b.paths(&rels), EditOrigin::Control)
+            .await;
     }
     settle().await;
     let calls = b.calls.take();
@@ -413,4 +415,101 @@ async fn a_project_wide_report_that_changes_an_edited_file_asks_its_other_source
     let e = b.entry("b.ts").await;
     assert_ne!(e.checked_at, 0);
     assert_eq!(messages(&e), vec!["Expected 2 arguments, but got 1"]);
+}
+
+/// A checker without sources whose `sources_for` blocks while its gate is shut: the actor
+/// stalls inside it, as an actor busy with a long burst would.
+#[derive(Default)]
+struct Gate {
+    shut: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+    stalled: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.shut.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.opened.notify_all();
+    }
+}
+
+/// Opens the gate when dropped, so a failing test does not leave the actor blocked (and the
+/// runtime waiting for it).
+struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+impl crate::diagnostics::Checker for Gate {
+    fn sources_for(&self, _: &Path) -> Vec<SourceInfo> {
+        let shut = self.shut.lock().unwrap();
+        if *shut {
+            self.stalled
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        drop(self.opened.wait_while(shut, |s| *s).unwrap());
+        Vec::new()
+    }
+
+    fn check(
+        &self,
+        _: crate::diagnostics::SourceId,
+        _: openfiles_plugin_api::CheckRequest,
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        Result<openfiles_plugin_api::CheckResponse, crate::diagnostics::CheckError>,
+    > {
+        Box::pin(async { Ok(openfiles_plugin_api::CheckResponse::default()) })
+    }
+}
+
+/// A flood of edits at an actor that cannot keep up waits at the channel's bound instead of
+/// queueing without limit, and once the actor moves again every edit reaches the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_edits_waits_at_the_channels_bound_and_none_is_lost() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const EDITS: usize = 4 * super::CHANNEL;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let files: Vec<PathBuf> = (0..=EDITS).map(|i| root.join(format!("{i}.x"))).collect();
+    for f in &files {
+        std::fs::write(f, "x\n").unwrap();
+    }
+    let gate = Arc::new(Gate::default());
+    *gate.shut.lock().unwrap() = true;
+    let _open = OpenOnDrop(gate.clone());
+    let handle =
+        Pipeline::start_ephemeral(&root, Arc::new(Config::default()), gate.clone()).unwrap();
+    // The first edit stalls the actor in its dispatch.
+    handle
+        .edited_nowait(vec![files[0].clone()], EditOrigin::Control)
+        .await;
+    while !gate.stalled.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let sent = Arc::new(AtomicUsize::new(0));
+    let flood = {
+        let (handle, sent, files) = (handle.clone(), sent.clone(), files.clone());
+        tokio::spawn(async move {
+            for f in &files[1..] {
+                handle
+                    .edited_nowait(vec![f.clone()], EditOrigin::Control)
+                    .await;
+                sent.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queued = sent.load(Ordering::SeqCst);
+    assert!(
+        queued <= super::CHANNEL,
+        "{queued} edits queued in front of a stalled actor (bound {})",
+        super::CHANNEL
+    );
+    gate.open();
+    flood.await.unwrap();
+    assert_eq!(handle.status().await.session_files, EDITS + 1);
 }
