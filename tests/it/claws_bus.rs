@@ -123,7 +123,7 @@ async fn commands_and_error_strings() {
     let v = s
         .call(json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "orchestrator"}))
         .await;
-    assert_eq!(v["error"], "orchestrator already registered");
+    assert_eq!(v["error"], "root orchestrator already registered");
     let v = orch
         .call(json!({"id": 9, "cmd": "broadcast", "text": "stop now"}))
         .await;

@@ -38,7 +38,17 @@ async fn peers_roles_and_the_command_channel_subscription() {
     let e = second
         .err(json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "orchestrator"}))
         .await;
-    assert_eq!(e, "orchestrator already registered");
+    assert_eq!(e, "root orchestrator already registered");
+    // A wave's lead registers as orchestrator with its waveId: admitted (the extension scopes
+    // the single orchestrator to root peers); the root one is still reported present.
+    let mut lead = s.conn().await;
+    let v = lead
+        .ok(
+            json!({"id": 1, "cmd": "hello", "protocol": "claws/2", "role": "orchestrator",
+                   "peerName": "lead", "waveId": "w-1"}),
+        )
+        .await;
+    assert_eq!(v["rootOrchestratorPresent"], true, "{v}");
     // Workers hear their command channel without subscribing; observers do not.
     let (mut w, wid) = s
         .peer(
@@ -53,7 +63,7 @@ async fn peers_roles_and_the_command_channel_subscription() {
         (
             v["peerId"].as_str(),
             v["idempotent"].as_bool(),
-            v["orchestratorPresent"].as_bool()
+            v["rootOrchestratorPresent"].as_bool()
         ),
         (Some(wid.as_str()), Some(true), Some(true))
     );
@@ -277,7 +287,7 @@ async fn introspect_has_the_seed_fields_with_the_seed_types() {
         "{v}"
     );
     assert!(v["nodeVersion"].as_str().unwrap().contains("openfiles"));
-    assert!(v["electronAbi"].is_null() || v["electronAbi"].is_number());
+    assert!(v["electronAbi"].is_number(), "clients check its type: {v}");
     assert!(v["nodePty"].is_object() && v["nodePty"]["loaded"].is_boolean());
     assert!(v["platform"].is_string() && v["servers"].is_array());
     assert!(v["terminals"].is_u64() && v["uptime_ms"].is_u64());

@@ -352,7 +352,9 @@ fn introspect(shared: &ServerState) -> Map<String, Value> {
         "protocol": PROTOCOL,
         // No Node.js runs here: the string names what does.
         "nodeVersion": format!("none (openfiles {} native Rust server)", env!("CARGO_PKG_VERSION")),
-        "electronAbi": Value::Null,
+        // The extension reports Node's module ABI (a number clients check the type of); no
+        // Node runs here, so 0 (docs/claws-orchestration.md).
+        "electronAbi": 0,
         "platform": format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
         "nodePty": {"loaded": true, "loadedFrom": "openfiles (native openpty)", "error": Value::Null},
         "servers": servers,

@@ -319,6 +319,13 @@ impl Bus {
         let mut st = self.lock();
         let orchestrator_present =
             |st: &State| st.peers.values().any(|p| p.info.role == "orchestrator");
+        // The single orchestrator the extension allows is the root one: a wave's lead
+        // registers as orchestrator with its `waveId`.
+        let root_orchestrator_present = |st: &State| {
+            st.peers
+                .values()
+                .any(|p| p.info.role == "orchestrator" && p.info.wave_id.is_none())
+        };
         if let Some(p) = st.peers.get_mut(&conn.conn_id) {
             if let Some(caps) = req.capabilities {
                 p.info.capabilities = with_push(caps);
@@ -330,18 +337,19 @@ impl Bus {
                 p.info.sub_worker_role = req.sub_worker_role;
             }
             let info = p.info.clone();
-            let present = orchestrator_present(&st);
+            let (present, root) = (orchestrator_present(&st), root_orchestrator_present(&st));
             return Ok((
                 body(
                     json!({"peerId": info.peer_id, "serverCapabilities": CAPABILITIES,
-                            "orchestratorPresent": present, "restored": false, "idempotent": true}),
+                            "rootOrchestratorPresent": root, "orchestratorPresent": present,
+                            "restored": false, "idempotent": true}),
                 ),
                 info,
             ));
         }
         let role = req.role.unwrap_or_else(|| "observer".to_owned());
-        if role == "orchestrator" && orchestrator_present(&st) {
-            return Err("orchestrator already registered".into());
+        if role == "orchestrator" && req.wave_id.is_none() && root_orchestrator_present(&st) {
+            return Err("root orchestrator already registered".into());
         }
         let name = req.peer_name.unwrap_or_else(|| "unnamed".to_owned());
         let nonce = req.instance_nonce.as_deref().filter(|n| !n.is_empty());
@@ -411,6 +419,7 @@ impl Bus {
         );
         let reply = body(
             json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
+                                "rootOrchestratorPresent": root_orchestrator_present(&st),
                                 "orchestratorPresent": orchestrator_present(&st),
                                 "restored": restored_any, "restoredSubscriptions": restored}),
         );
