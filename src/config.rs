@@ -309,6 +309,9 @@ const WORKSPACE_KEYS: &[(&str, May)] = &[
     ("claws.opost", |_, _| true),
     ("claws.default_wrapped", |_, _| true),
     ("claws.strict_event_validation", |_, _| true),
+    ("claws.strict_topics", |u, m| {
+        m.claws.strict_topics || !u.claws.strict_topics
+    }),
     ("claws.ring_bytes", |u, m| {
         m.claws.effective().ring_bytes <= u.claws.effective().ring_bytes
     }),

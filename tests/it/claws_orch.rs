@@ -93,7 +93,12 @@ async fn peers_roles_and_the_command_channel_subscription() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn publish_rules_envelope_and_schema_validation() {
-    let s = TestServer::start().await;
+    // The ownership rules are a setting (the extension has none): on here.
+    let s = TestServer::with(openfiles::config::ClawsConfig {
+        strict_topics: true,
+        ..Default::default()
+    })
+    .await;
     let (mut w, wid) = s.peer("worker", json!({"peerName": "w1"})).await;
     let (mut obs, _) = s.peer("observer", json!({})).await;
     obs.subscribe("worker.**").await;
@@ -174,6 +179,24 @@ async fn publish_rules_envelope_and_schema_validation() {
             .any(|i| i["path"] == json!(["current_phase"])),
         "{v}"
     );
+    s.stop().await;
+}
+
+/// By default topics belong to no one, as in the editor extension: Claws's own MCP server
+/// publishes `worker.mcp.test.publish` and `tool.<name>.invoked` from its orchestrator
+/// connection (`mcp-publish-flow` was refused `not your topic` before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn by_default_any_peer_publishes_on_any_topic_as_the_extension_does() {
+    let s = TestServer::start().await;
+    let (mut w, _) = s.peer("worker", json!({"peerName": "w1"})).await;
+    for topic in [
+        "worker.mcp.test.publish",
+        "worker.p_other.boot",
+        "tool.claws_list.invoked",
+    ] {
+        w.ok(json!({"id": 1, "cmd": "publish", "topic": topic, "payload": {}}))
+            .await;
+    }
     s.stop().await;
 }
 

@@ -71,6 +71,10 @@ pub struct ClawsConfig {
     /// Publishing an event that fails its topic's schema is refused (`payload:invalid`)
     /// instead of only announced on `system.malformed.received`.
     pub strict_event_validation: bool,
+    /// Who may publish where (event-protocol §10): `system.*` the server's, `cmd.*` the
+    /// orchestrator's, `worker.<id>.*` that worker's, `task.<id>.*` its assignee's. Off by
+    /// default, as in the editor extension, whose own MCP server publishes across them.
+    pub strict_topics: bool,
     /// Publishes per second allowed to one non-orchestrator peer (`rate-limit-exceeded`).
     pub max_publish_rate_hz: u64,
     /// Publishes in flight past which new ones are refused (`admission-control:backlog`).
@@ -189,6 +193,7 @@ impl Default for ClawsConfig {
             max_history: None,
             max_capture_bytes: None,
             strict_event_validation: false,
+            strict_topics: false,
             max_publish_rate_hz: 10_000,
             max_queue_depth: 500,
             enable_web_socket: None,
