@@ -225,7 +225,8 @@ async fn replay_survives_restart_and_torn_lines() {
     drop(p);
     let dir = s.stop().await;
     // A crash mid-write leaves a torn last line.
-    let events = dir.path().join(".claws/events");
+    // The extension's layout: `.claws/events/default/NNNN-<hour>.jsonl`.
+    let events = dir.path().join(".claws/events/default");
     let mut segs: Vec<_> = std::fs::read_dir(&events)
         .unwrap()
         .map(|e| e.unwrap().path())

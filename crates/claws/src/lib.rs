@@ -351,7 +351,7 @@ impl Lazy {
         let shell_dir = claws_dir.join("shell");
         shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
         let ids = state::IdCounter::load(claws_dir).map_err(io_at(claws_dir))?;
-        let events_dir = claws_dir.join("events");
+        let events_dir = bus::log::stream_dir(claws_dir).map_err(io_at(claws_dir))?;
         let mut log = bus::log::EventLog::open(
             &events_dir,
             bus::log::Limits {

@@ -1,5 +1,9 @@
-//! The bus event log under `.claws/events/`: append-only JSONL segments `NNNN.jsonl`
-//! (numbered from 0001), one event per line. A cursor `<segment>:<offset>` names the byte
+//! The bus event log under `.claws/events/default/` (the editor extension's layout: one
+//! folder per stream, `default` the only one): append-only JSONL segments
+//! `NNNN-<yyyy-mm-ddThh>.jsonl` (numbered from 0001, the hour they were opened), one event per
+//! line. An older openfiles wrote bare `NNNN.jsonl` straight in `.claws/events/`: those are
+//! moved into the stream folder once ([`stream_dir`]), numbers kept, so no event and no
+//! cursor is lost. A cursor `<segment>:<offset>` names the byte
 //! where an event starts; it stays valid across restarts because segments are never
 //! rewritten. Every start opens a fresh segment, so a line torn by a crash is only ever the
 //! last line of an old segment, and replay skips lines that do not parse. Segments rotate
@@ -52,8 +56,26 @@ pub struct EventLog {
     opened: Instant,
 }
 
+/// The number of a segment file: `NNNN-<hour>.jsonl`, or an older openfiles' `NNNN.jsonl`.
+fn seg_number(name: &std::ffi::OsStr) -> Option<u32> {
+    let stem = name.to_str()?.strip_suffix(".jsonl")?;
+    let num = stem.split_once('-').map_or(stem, |(n, _)| n);
+    if num.len() < 4 || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    num.parse().ok()
+}
+
+/// The file of segment `n` (a bare `NNNN.jsonl` name when there is none).
 fn seg_path(dir: &Path, n: u32) -> PathBuf {
-    dir.join(format!("{n:04}.jsonl"))
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|name| seg_number(name) == Some(n))
+        .map(|name| dir.join(name))
+        .unwrap_or_else(|| dir.join(format!("{n:04}.jsonl")))
 }
 
 /// Segment numbers present, ascending.
@@ -62,19 +84,39 @@ pub fn segments(dir: &Path) -> Vec<u32> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".jsonl")?.parse().ok())
+        .filter_map(|e| seg_number(&e.file_name()))
         .collect();
     v.sort_unstable();
+    v.dedup();
     v
 }
 
+/// A new segment `n`, named as the extension names them (`0007-2026-04-28T18.jsonl`).
 fn open_segment(dir: &Path, n: u32) -> io::Result<File> {
+    let hour: String = openfiles_wire::spec::iso_now().chars().take(13).collect();
     OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(seg_path(dir, n))
+        .open(dir.join(format!("{n:04}-{hour}.jsonl")))
+}
+
+/// The `default` stream's folder under `claws_dir` (`.claws/events/default`, both 0700),
+/// with the segments an older openfiles left in `.claws/events/` moved into it.
+pub fn stream_dir(claws_dir: &Path) -> io::Result<PathBuf> {
+    let events = claws_dir.join("events");
+    openfiles_os::fsutil::ensure_own_dir(&events, 0o700)?;
+    let stream = events.join("default");
+    openfiles_os::fsutil::ensure_own_dir(&stream, 0o700)?;
+    for e in std::fs::read_dir(&events)?.flatten() {
+        let name = e.file_name();
+        let regular = e.file_type().is_ok_and(|t| t.is_file());
+        if regular && seg_number(&name).is_some() && !stream.join(&name).exists() {
+            std::fs::rename(events.join(&name), stream.join(&name))?;
+        }
+    }
+    Ok(stream)
 }
 
 impl EventLog {
@@ -138,8 +180,9 @@ impl EventLog {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
-        // `.claws/events`, `.claws`: never a new segment (or a prune) through a symlink.
-        openfiles_os::fsutil::verify_own_dirs(&self.dir, 2)?;
+        // `.claws/events/default`, `.claws/events`, `.claws`: never a new segment (or a
+        // prune) through a symlink.
+        openfiles_os::fsutil::verify_own_dirs(&self.dir, 3)?;
         self.segment += 1;
         self.file = open_segment(&self.dir, self.segment)?;
         self.size = 0;
@@ -276,7 +319,8 @@ mod tests {
     #[test]
     fn rotates_by_size_and_keeps_the_total_bounded() {
         let dir = tempfile::tempdir().unwrap();
-        let ev = dir.path().join("events");
+        let ev = dir.path().join(".claws/events/default");
+        std::fs::create_dir_all(&ev).unwrap();
         let limits = || Limits {
             segment_bytes: 300,
             segment_age: Duration::from_secs(3600),
@@ -319,6 +363,42 @@ mod tests {
         let (log, last) = EventLog::open(&ev, limits()).unwrap();
         assert_eq!(last, 100);
         assert_eq!(log.position().segment, segs.last().unwrap() + 1);
+    }
+
+    /// The extension's layout, and an older openfiles' segments moved into it with their
+    /// numbers (so their events and cursors stay).
+    #[test]
+    fn segments_live_in_the_default_stream_named_as_the_extension_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let claws = dir.path().join(".claws");
+        std::fs::create_dir_all(claws.join("events")).unwrap();
+        let old = "{\"sequence\":7,\"topic\":\"t.x\",\"payload\":{}}\n";
+        std::fs::write(claws.join("events/0003.jsonl"), old).unwrap();
+        let stream = stream_dir(&claws).unwrap();
+        assert_eq!(stream, claws.join("events/default"));
+        assert!(!claws.join("events/0003.jsonl").exists());
+        let limits = Limits {
+            segment_bytes: 1 << 20,
+            segment_age: Duration::from_secs(3600),
+            total_bytes: 8 << 20,
+        };
+        let (mut log, last) = EventLog::open(&stream, limits).unwrap();
+        assert_eq!(last, 7, "the moved segment's events are read");
+        log.append(b"{\"sequence\":8,\"topic\":\"t.x\",\"payload\":{}}")
+            .unwrap();
+        let names: Vec<String> = std::fs::read_dir(&stream)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(names.contains(&"0003.jsonl".to_owned()), "{names:?}");
+        let new = names
+            .iter()
+            .find(|n| n.starts_with("0004-"))
+            .expect("a new segment");
+        // `0004-2026-04-28T18.jsonl`
+        assert_eq!(new.len(), "0004-2026-04-28T18.jsonl".len(), "{new}");
+        assert_eq!(segments(&stream), vec![3, 4]);
+        assert_eq!(events(&stream).len(), 2);
     }
 
     #[test]
