@@ -12,7 +12,10 @@ rustPlatform.buildRustPackage {
   pname = "openfiles";
   version = cargoToml.workspace.package.version;
 
-  # Only what the build reads: an edit to docs/, nix/, tests/, fuzz/ or benches/ (or a
+  # What cargo reads to build the workspace, and nothing else: the manifests and lock file,
+  # every member's sources, the files they `include_str!` (packaging/, contrib/), and
+  # benches/, because cargo parses the root manifest's `[[bench]]` targets (and refuses a
+  # missing file) before it compiles anything. An edit to docs/, nix/, tests/ or fuzz/ (or a
   # `result` symlink, `target/`) does not change the source and rebuilds nothing.
   src = lib.fileset.toSource {
     root = ../.;
@@ -22,6 +25,7 @@ rustPlatform.buildRustPackage {
       ../src
       ../crates
       ../plugins
+      ../benches
       ../packaging
       ../contrib
     ];

@@ -116,6 +116,7 @@ in
 {
   packageBin = lib.getExe package;
   packageSource = "${package.src}";
+  packageCargoBuildFlags = package.cargoBuildFlags;
   packageMeta = { inherit (package.meta) description license mainProgram platforms; };
   packageOption = {
     overlay = toString nixosOverlaid.services.openfiles.package;

@@ -1,8 +1,9 @@
 //! The Nix side, offline: every `.nix` file parses, the NixOS / home-manager / nix-darwin
 //! modules evaluate (against the stub nixpkgs in `nix/stub-nixpkgs`) to the units and
 //! LaunchAgent the shipped files describe, the home-manager units pass
-//! `systemd-analyze verify`, the rendered settings are a valid openfiles config, and
-//! `nix flake check --no-build` passes with the nixpkgs input overridden by the stub.
+//! `systemd-analyze verify`, the rendered settings are a valid openfiles config, the
+//! package's source is a tree cargo builds, and `nix flake check --no-build` passes with the
+//! nixpkgs input overridden by the stub.
 
 use crate::common;
 
@@ -300,6 +301,7 @@ fn package_source_is_only_what_the_build_reads() {
     );
     for input in [
         "src/lib.rs",
+        "benches/hook.rs",
         "plugins/lsp/src/lib.rs",
         "crates/claws/src/lib.rs",
         "crates/wire/src/lib.rs",
@@ -311,6 +313,119 @@ fn package_source_is_only_what_the_build_reads() {
         let after = source(src.path());
         assert_ne!(after, before, "{input} is a build input");
         std::fs::write(&f, text).unwrap();
+    }
+}
+
+/// The package's source, as the fileset selects it, is a tree cargo builds: it parses every
+/// manifest and finds every target (a `[[bench]]` whose file is left out fails here, as it
+/// fails in the Nix build before compiling anything), plans the package's own `cargo build`
+/// offline against Cargo.lock, and holds every file the sources `include_str!`.
+#[test]
+fn package_source_is_a_tree_cargo_builds() {
+    let store = tempfile::tempdir().unwrap();
+    let eval = |format: &str, attr: &str| -> String {
+        ok(nix("nix", store.path())
+            .current_dir(repo())
+            .args(["eval", format, "--impure", "--expr"])
+            .arg(format!("(import ./nix/tests/eval.nix {{}}).{attr}")))
+    };
+    // `nix eval` (unlike `nix-instantiate --eval`) copies the source into the store.
+    let source = eval("--raw", "packageSource");
+    let in_store = store.path().join(source.trim_start_matches('/'));
+    assert!(in_store.join("Cargo.toml").is_file(), "{source}");
+    let tree = tempfile::tempdir().unwrap();
+    copy_tree(&in_store, tree.path());
+
+    let cargo = |args: &[&str]| {
+        let mut c = Command::new("cargo");
+        c.current_dir(tree.path())
+            .env("CARGO_TARGET_DIR", tree.path().join("target"))
+            .args(args);
+        c
+    };
+    ok(&mut cargo(&[
+        "metadata",
+        "--offline",
+        "--locked",
+        "--format-version",
+        "1",
+    ]));
+    // What buildRustPackage runs, planned but not compiled (`--unit-graph` parses every
+    // target of every member; RUSTC_BOOTSTRAP lets stable cargo print it).
+    let flags: Vec<String> =
+        serde_json::from_str(&eval("--json", "packageCargoBuildFlags")).unwrap();
+    let mut build = cargo(&[
+        "build",
+        "-Z",
+        "unstable-options",
+        "--unit-graph",
+        "--offline",
+        "--locked",
+    ]);
+    build.env("RUSTC_BOOTSTRAP", "1").args(&flags);
+    let graph: serde_json::Value = serde_json::from_str(&ok(&mut build)).unwrap();
+    let units = graph["units"].as_array().unwrap();
+    let root = tree.path().to_str().unwrap();
+    for (kind, name) in [("bin", "openfiles"), ("cdylib", "openfiles_plugin_lsp")] {
+        assert!(
+            units.iter().any(|u| u["target"]["name"] == name
+                && u["target"]["kind"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k == kind)
+                && u["target"]["src_path"].as_str().unwrap().starts_with(root)),
+            "the build plan has no {kind} {name}"
+        );
+    }
+
+    // Files the compiler reads besides the modules: each `include_str!`/`include_bytes!`
+    // of a workspace source names a file in the tree.
+    let mut stack = vec![tree.path().to_path_buf()];
+    let mut includes = 0;
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for mac in ["include_str!(\"", "include_bytes!(\""] {
+                for (at, _) in text.match_indices(mac) {
+                    let rest = &text[at + mac.len()..];
+                    let rel = &rest[..rest.find('"').unwrap()];
+                    let file = p.parent().unwrap().join(rel);
+                    assert!(
+                        file.is_file(),
+                        "{} includes {rel}, not in the source",
+                        p.display()
+                    );
+                    includes += 1;
+                }
+            }
+        }
+    }
+    assert!(includes >= 5, "{includes} includes found");
+}
+
+/// Copy a directory tree (a store path: read-only files) into `dest`, writable.
+fn copy_tree(from: &Path, dest: &Path) {
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, to) = (e.path(), dest.join(e.file_name()));
+        if src.is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+            copy_tree(&src, &to);
+        } else {
+            std::fs::copy(&src, &to).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            let mut perm = std::fs::metadata(&to).unwrap().permissions();
+            perm.set_mode(perm.mode() | 0o200);
+            std::fs::set_permissions(&to, perm).unwrap();
+        }
     }
 }
 
