@@ -46,6 +46,10 @@ rec {
   configFile = pkgs: settings:
     if settings == { } then null else (pkgs.formats.toml { }).generate "openfiles-config.toml" settings;
 
+  # `systemctl --user reload openfiles`: SIGHUP to the service alone. A store path, as NixOS
+  # has no /bin/kill (packaging/systemd keeps /bin/kill for the distributions it targets).
+  execReload = pkgs: "${pkgs.coreutils}/bin/kill -HUP $MAINPID";
+
   servicePath = extraPackages: lib.makeBinPath extraPackages;
   # extraPackages extend the service's PATH, never replace it: the user's own profile (where
   # their language servers usually are), the system's, and the setuid wrappers stay on it.
@@ -62,7 +66,7 @@ rec {
   ];
 
   # home-manager's INI-style units.
-  hmUnits = { package, configFile, extraPackages, socket ? runtimeSocket }: {
+  hmUnits = { pkgs, package, configFile, extraPackages, socket ? runtimeSocket }: {
     sockets.openfiles = {
       Unit = {
         Description = "openfiles control socket";
@@ -86,7 +90,7 @@ rec {
         Type = "notify";
         NotifyAccess = "main";
         ExecStart = "${lib.getExe package} serve";
-        ExecReload = "/bin/kill -HUP $MAINPID";
+        ExecReload = execReload pkgs;
         WatchdogSec = 30;
         Restart = "on-failure";
         RestartSec = 2;

@@ -53,6 +53,7 @@ in
 
     (lib.mkIf (!isDarwin) {
       systemd.user = common.hmUnits {
+        inherit pkgs;
         inherit (cfg) package extraPackages;
         inherit socket;
         configFile = null;

@@ -46,7 +46,7 @@ in
         Type = "notify";
         NotifyAccess = "main";
         ExecStart = "${lib.getExe cfg.package} serve";
-        ExecReload = "/bin/kill -HUP $MAINPID";
+        ExecReload = common.execReload pkgs;
         WatchdogSec = 30;
         Restart = "on-failure";
         RestartSec = 2;

@@ -60,6 +60,26 @@ let
       in "${key}=${value'}";
   };
 
+  # NixOS's rendering of the user units the module declares (nixos/lib/systemd-lib.nix,
+  # reduced to the attributes the module sets): `path` becomes the PATH environment entry.
+  nixosSocketUnit = s: toSystemdIni {
+    Unit.Description = s.description;
+    Socket = { ListenStream = s.listenStreams; } // s.socketConfig;
+    Install.WantedBy = s.wantedBy;
+  };
+  nixosServiceUnit = s:
+    let
+      env = (s.environment or { }) // lib.optionalAttrs ((s.path or [ ]) != [ ]) {
+        PATH = "${lib.makeBinPath s.path}:${lib.makeSearchPath "sbin" s.path}";
+      };
+    in
+    toSystemdIni {
+      Unit = { Description = s.description; Requires = s.requires; After = s.after; };
+      Service = s.serviceConfig // {
+        Environment = lib.mapAttrsToList (n: v: builtins.toJSON "${n}=${v}") env;
+      };
+    };
+
   # The messages of the assertions that fail.
   failed = config: map (a: a.message) (builtins.filter (a: !a.assertion) config.assertions);
 
@@ -129,6 +149,8 @@ in
   nixos = {
     socket = nixos.systemd.user.sockets.openfiles;
     service = nixos.systemd.user.services.openfiles // { path = map toString nixos.systemd.user.services.openfiles.path; };
+    socketUnit = nixosSocketUnit nixos.systemd.user.sockets.openfiles;
+    serviceUnit = nixosServiceUnit nixos.systemd.user.services.openfiles;
     systemPackages = map toString nixos.environment.systemPackages;
     configText = textOf nixos.environment.etc."openfiles/config.toml".source;
     disabledHasUnits = nixosOff.systemd.user.services != { } || nixosOff.systemd.user.sockets != { };

@@ -46,7 +46,8 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
         "{service}"
     );
 
-    // Same keys as packaging/systemd (minus comments, Documentation and the PATH line).
+    // Same keys as packaging/systemd (minus comments, Documentation and the PATH line), but
+    // for the `kill` ExecReload runs: the store's, not /bin/kill.
     let shipped = |name: &str| {
         let text = std::fs::read_to_string(repo().join("packaging/systemd").join(name)).unwrap();
         ini_pairs(&text.replace("/usr/bin/openfiles", bin))
@@ -58,29 +59,60 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
         ini_pairs(&text.replace("RemoveOnStop=true", "RemoveOnStop=yes"))
             .into_iter()
             .filter(|(_, k, _)| k != "Environment")
+            .map(|(s, k, v)| match v.find("/bin/kill ") {
+                Some(at) if k == "ExecReload" && v.starts_with("/nix/store/") => {
+                    (s, k, v[at..].to_owned())
+                }
+                _ => (s, k, v),
+            })
             .collect::<std::collections::BTreeSet<_>>()
     };
     assert_eq!(rendered(socket), shipped("openfiles.socket"));
     assert_eq!(rendered(service), shipped("openfiles.service"));
 
-    // systemd-analyze needs the ExecStart binary to exist: point it at the test binary.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("openfiles.socket"), socket).unwrap();
-    std::fs::write(
-        dir.path().join("openfiles.service"),
-        service.replace(bin, BIN),
-    )
-    .unwrap();
-    let (good, text) = verify_units(&[
-        dir.path().join("openfiles.socket"),
-        dir.path().join("openfiles.service"),
-    ]);
+    let (good, text) =
+        verify_store_units(&[("openfiles.socket", socket), ("openfiles.service", service)]);
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
     assert_eq!(r["hmLinux"]["hasLaunchd"], false);
     // On Linux the default socket is where clients look anyway: no variable needed.
     assert!(r["hmLinux"]["sessionVariables"]
         .get("OPENFILES_SOCKET")
         .is_none());
+}
+
+/// NixOS has no `/bin/kill`: the units the NixOS and home-manager modules write reload
+/// through a program in the store, and `systemd-analyze verify` passes on them with
+/// `/bin/kill` masked.
+#[test]
+fn module_units_name_only_store_programs_and_verify_without_bin_kill() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    for who in ["hmLinux", "nixos"] {
+        let socket = r[who]["socketUnit"].as_str().unwrap();
+        let service = r[who]["serviceUnit"].as_str().unwrap();
+        let pairs = ini_pairs(service);
+        let reload = pairs
+            .iter()
+            .find(|(_, k, _)| k == "ExecReload")
+            .map(|(_, _, v)| v.as_str())
+            .unwrap_or_else(|| panic!("{who}: no ExecReload in\n{service}"));
+        assert!(
+            reload.starts_with("/nix/store/") && reload.ends_with("/bin/kill -HUP $MAINPID"),
+            "{who}: ExecReload={reload}"
+        );
+        for (_, key, value) in pairs.iter().filter(|(_, k, _)| k.starts_with("Exec")) {
+            assert!(
+                value.starts_with("/nix/store/"),
+                "{who}: {key}={value} runs a program outside the store"
+            );
+        }
+        let (good, text) =
+            verify_store_units(&[("openfiles.socket", socket), ("openfiles.service", service)]);
+        assert!(
+            good && text.trim().is_empty(),
+            "{who}: verify complained:\n{text}\n{service}"
+        );
+    }
 }
 
 #[test]
@@ -556,10 +588,20 @@ installShellCompletion() {
             "{service}"
         );
     }
+    // The installed units are linked on NixOS too, which has no /bin/kill.
     let units = out.join("lib/systemd/user");
-    let (good, text) = verify_units(&[
-        units.join("openfiles.socket"),
-        units.join("openfiles.service"),
+    let read = |name: &str| std::fs::read_to_string(units.join(name)).unwrap();
+    let (socket, service) = (read("openfiles.socket"), read("openfiles.service"));
+    assert!(
+        service
+            .lines()
+            .any(|l| l.starts_with("ExecReload=/nix/store/")
+                && l.ends_with("-coreutils/bin/kill -HUP $MAINPID")),
+        "{service}"
+    );
+    let (good, text) = verify_store_units(&[
+        ("openfiles.socket", &socket),
+        ("openfiles.service", &service),
     ]);
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
     // Nothing installed keeps a template placeholder (the plist's socket and log live in a
