@@ -7,6 +7,9 @@
 , pkgs ? import ../stub-nixpkgs/default.nix { inherit system; }
 , darwinPkgs ? import ../stub-nixpkgs/default.nix { system = "aarch64-darwin"; }
 , system ? "x86_64-linux"
+  # The home-manager module to evaluate in place of nix/modules/home-manager.nix (a flake
+  # output, so the tests can compare `homeModules` with `homeManagerModules`).
+, hmModule ? null
 }:
 
 let
@@ -15,7 +18,7 @@ let
   darwinPackage = darwinPkgs.callPackage ../package.nix { };
   modules = p: {
     nixos = import ../modules/nixos.nix { defaultPackage = _: p; };
-    hm = import ../modules/home-manager.nix { defaultPackage = _: p; };
+    hm = if hmModule != null then hmModule else import ../modules/home-manager.nix { defaultPackage = _: p; };
     darwin = import ../modules/darwin.nix { defaultPackage = _: p; };
   };
 

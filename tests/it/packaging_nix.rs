@@ -504,6 +504,7 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
     }
     for attr in [
         "nixosModules.default",
+        "homeModules.default",
         "homeManagerModules.default",
         "darwinModules.default",
         "overlays.default",
@@ -520,6 +521,40 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
             .arg(format!("{flake}#{attr}")));
         assert_eq!(out.trim(), "true", "{attr}");
     }
+}
+
+/// home-manager's flake output is `homeModules`; `homeManagerModules` stays as an alias.
+/// Both render the same units for the same configuration.
+#[test]
+fn home_modules_and_its_alias_are_the_same_module() {
+    let src = tempfile::tempdir().unwrap();
+    copy_repo(src.path());
+    let store = tempfile::tempdir().unwrap();
+    let flake = format!("path:{}", src.path().display());
+    let stub = format!("path:{}", src.path().join("nix/stub-nixpkgs").display());
+    let eval_nix = src.path().join("nix/tests/eval.nix");
+    let render = |attr: &str| -> serde_json::Value {
+        let out = ok(nix("nix", store.path())
+            .current_dir(src.path())
+            .args(["eval", "--json", "--impure", "--no-write-lock-file"])
+            .args(["--override-input", "nixpkgs", &stub])
+            .arg("--apply")
+            .arg(format!(
+                "m: let r = import {} {{ hmModule = m; }}; in {{ inherit (r) hmLinux hmDarwin; }}",
+                eval_nix.display()
+            ))
+            .arg(format!("{flake}#{attr}")));
+        serde_json::from_str(&out).unwrap()
+    };
+    let home = render("homeModules.default");
+    assert!(
+        home["hmLinux"]["serviceUnit"]
+            .as_str()
+            .unwrap()
+            .contains("ExecStart=/nix/store/"),
+        "{home:#}"
+    );
+    assert_eq!(home, render("homeManagerModules.default"));
 }
 
 /// The package's `postInstall`, run against a fake `$out` holding the real binary, with
