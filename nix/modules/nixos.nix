@@ -38,7 +38,7 @@ in
       description = "openfiles: diagnostics and terminals for AI coding agents";
       requires = [ "openfiles.socket" ];
       after = [ "openfiles.socket" ];
-      path = cfg.extraPackages;
+      path = common.nixosPath cfg.extraPackages;
       environment = lib.optionalAttrs (configFile != null) {
         OPENFILES_CONFIG = "/etc/openfiles/config.toml";
       };

@@ -33,7 +33,7 @@ let
         assertions = list;
         environment = { etc = any; systemPackages = list; variables = any; };
         systemd.user = { services = any; sockets = any; };
-        home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; };
+        home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; username = lib.mkOption { type = lib.types.str; }; };
         xdg.configFile = any;
         launchd = { agents = any; user.agents = any; };
         system = {
@@ -98,13 +98,22 @@ let
     (modules package).hm
     { home.homeDirectory = "/home/alice"; services.openfiles = { enable = true; inherit settings; extraPackages = [ pkgs.ruff pkgs.pyright ]; }; }
   ];
+  # No extraPackages: the service still gets the user's profiles on its PATH.
+  hmLinuxBare = eval pkgs [
+    (modules package).hm
+    { home = { homeDirectory = "/home/alice"; username = "alice"; }; services.openfiles.enable = true; }
+  ];
   hmDarwin = eval darwinPkgs [
     (modules darwinPackage).hm
-    { home.homeDirectory = "/Users/alice"; services.openfiles.enable = true; }
+    { home = { homeDirectory = "/Users/alice"; username = "alice"; }; services.openfiles.enable = true; }
+  ];
+  hmDarwinExtra = eval darwinPkgs [
+    (modules darwinPackage).hm
+    { home = { homeDirectory = "/Users/alice"; username = "alice"; }; services.openfiles = { enable = true; extraPackages = [ darwinPkgs.ruff ]; }; }
   ];
   darwin = eval darwinPkgs [
     (modules darwinPackage).darwin
-    { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; }; }
+    { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; extraPackages = [ darwinPkgs.ruff ]; }; }
   ];
   # nix-darwin variants: user from system.primaryUser; a different user; a declared user
   # without a home; neither set.
@@ -126,7 +135,7 @@ let
   ];
   hmDarwinSettings = eval darwinPkgs [
     (modules darwinPackage).hm
-    { home.homeDirectory = "/Users/alice"; services.openfiles = { enable = true; inherit settings; }; }
+    { home = { homeDirectory = "/Users/alice"; username = "alice"; }; services.openfiles = { enable = true; inherit settings; }; }
   ];
   # With the overlay applied, the package option's default is pkgs.openfiles.
   overlaid = pkgs // { openfiles = pkgs.writeText "openfiles-from-overlay" ""; };
@@ -165,6 +174,7 @@ in
     configText = textOf hmLinux.xdg.configFile."openfiles/config.toml".source;
     sessionVariables = hmLinux.home.sessionVariables;
     hasLaunchd = hmLinux.launchd.agents != { };
+    bareServiceUnit = toSystemdIni hmLinuxBare.systemd.user.services.openfiles;
   };
 
   hmDarwin = {
@@ -172,6 +182,7 @@ in
     sessionVariables = hmDarwin.home.sessionVariables;
     activation = hmDarwin.home.activation.openfilesSocketDir.data;
     hasSystemd = hmDarwin.systemd.user.services != { };
+    extraAgent = hmDarwinExtra.launchd.agents.openfiles.config;
   };
 
   assertions = {

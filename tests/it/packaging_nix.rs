@@ -115,6 +115,107 @@ fn module_units_name_only_store_programs_and_verify_without_bin_kill() {
     }
 }
 
+/// The `PATH=` value of a unit's `Environment=` lines, split.
+fn unit_path(unit: &str) -> Vec<String> {
+    ini_pairs(unit)
+        .into_iter()
+        .filter(|(_, k, _)| k == "Environment")
+        .filter_map(|(_, _, v)| {
+            let v = v.trim_matches('"');
+            v.strip_prefix("PATH=").map(str::to_owned)
+        })
+        .flat_map(|p| p.split(':').map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}
+
+/// By default the service sees what its user installed with Nix: every module puts the
+/// user's profiles on its PATH, after the extraPackages, with or without them.
+#[test]
+fn services_see_the_extra_packages_then_the_users_nix_profiles() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    let check = |who: &str, path: Vec<String>, home: &str, user: &str, extras: &[&str]| {
+        let at = |want: &str| {
+            path.iter()
+                .position(|p| p == want)
+                .unwrap_or_else(|| panic!("{who}: {want} not on PATH {path:?}"))
+        };
+        let profiles = [
+            format!("{home}/.nix-profile/bin"),
+            format!("/etc/profiles/per-user/{user}/bin"),
+            format!("{home}/.local/state/nix/profile/bin"),
+        ];
+        let first_profile = profiles.iter().map(|p| at(p)).min().unwrap();
+        for extra in extras {
+            let i = path
+                .iter()
+                .position(|p| p.starts_with("/nix/store/") && p.ends_with(&format!("-{extra}/bin")))
+                .unwrap_or_else(|| panic!("{who}: {extra} not on PATH {path:?}"));
+            assert!(
+                i < first_profile,
+                "{who}: {extra} after the profiles: {path:?}"
+            );
+        }
+        // The system's packages after the user's (NixOS has no /usr/bin to fall back on).
+        assert!(
+            at("/run/current-system/sw/bin") > first_profile,
+            "{who}: {path:?}"
+        );
+    };
+    let unit = |v: &serde_json::Value| unit_path(v.as_str().unwrap());
+    check(
+        "home-manager",
+        unit(&r["hmLinux"]["serviceUnit"]),
+        "%h",
+        "%u",
+        &["ruff", "pyright"],
+    );
+    check(
+        "home-manager, no extras",
+        unit(&r["hmLinux"]["bareServiceUnit"]),
+        "%h",
+        "%u",
+        &[],
+    );
+    check(
+        "NixOS",
+        unit(&r["nixos"]["serviceUnit"]),
+        "%h",
+        "%u",
+        &["ruff"],
+    );
+    let agent = |v: &serde_json::Value| -> Vec<String> {
+        v["EnvironmentVariables"]["PATH"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no PATH in {v:#}"))
+            .split(':')
+            .map(str::to_owned)
+            .collect()
+    };
+    let home = "/Users/alice";
+    check(
+        "home-manager macOS",
+        agent(&r["hmDarwin"]["agent"]["config"]),
+        home,
+        "alice",
+        &[],
+    );
+    check(
+        "home-manager macOS, extras",
+        agent(&r["hmDarwin"]["extraAgent"]),
+        home,
+        "alice",
+        &["ruff"],
+    );
+    check(
+        "nix-darwin",
+        agent(&r["darwin"]["agent"]),
+        home,
+        "alice",
+        &["ruff"],
+    );
+}
+
 #[test]
 fn rendered_settings_are_a_valid_openfiles_config() {
     let store = tempfile::tempdir().unwrap();
