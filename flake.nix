@@ -23,7 +23,9 @@
       };
 
       nixosModules.default = import ./nix/modules/nixos.nix { inherit defaultPackage; };
-      homeManagerModules.default = import ./nix/modules/home-manager.nix { inherit defaultPackage; };
+      # home-manager's flake output name; homeManagerModules is the older one, kept as an alias.
+      homeModules.default = import ./nix/modules/home-manager.nix { inherit defaultPackage; };
+      homeManagerModules = self.homeModules;
       darwinModules.default = import ./nix/modules/darwin.nix { inherit defaultPackage; };
 
       devShells = forAllSystems (pkgs: {

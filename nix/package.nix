@@ -2,7 +2,7 @@
 # systemd user units (lib/systemd/user and share/systemd/user) and shell completions. There
 # is no LaunchAgent plist: its socket and log paths live in the user's home, so
 # `openfiles service install` (or the home-manager / nix-darwin module) writes it per user.
-{ lib, stdenv, rustPlatform, installShellFiles }:
+{ lib, stdenv, rustPlatform, installShellFiles, coreutils }:
 
 let
   cargoToml = builtins.fromTOML (builtins.readFile ../Cargo.toml);
@@ -12,7 +12,10 @@ rustPlatform.buildRustPackage {
   pname = "openfiles";
   version = cargoToml.workspace.package.version;
 
-  # Only what the build reads: an edit to docs/, nix/, tests/, fuzz/ or benches/ (or a
+  # What cargo reads to build the workspace, and nothing else: the manifests and lock file,
+  # every member's sources, the files they `include_str!` (packaging/, contrib/), and
+  # benches/, because cargo parses the root manifest's `[[bench]]` targets (and refuses a
+  # missing file) before it compiles anything. An edit to docs/, nix/, tests/ or fuzz/ (or a
   # `result` symlink, `target/`) does not change the source and rebuilds nothing.
   src = lib.fileset.toSource {
     root = ../.;
@@ -22,6 +25,7 @@ rustPlatform.buildRustPackage {
       ../src
       ../crates
       ../plugins
+      ../benches
       ../packaging
       ../contrib
     ];
@@ -44,8 +48,10 @@ rustPlatform.buildRustPackage {
 
     install -Dm644 packaging/systemd/openfiles.socket $out/lib/systemd/user/openfiles.socket
     install -Dm644 packaging/systemd/openfiles.service $out/lib/systemd/user/openfiles.service
+    # Linked on NixOS too (`systemctl --user link`), which has no /bin/kill.
     substituteInPlace $out/lib/systemd/user/openfiles.service \
-      --replace-fail /usr/bin/openfiles $out/bin/openfiles
+      --replace-fail /usr/bin/openfiles $out/bin/openfiles \
+      --replace-fail /bin/kill ${coreutils}/bin/kill
     mkdir -p $out/share/systemd/user
     cp $out/lib/systemd/user/openfiles.socket $out/lib/systemd/user/openfiles.service $out/share/systemd/user/
   '' + lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''

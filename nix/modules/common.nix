@@ -46,23 +46,34 @@ rec {
   configFile = pkgs: settings:
     if settings == { } then null else (pkgs.formats.toml { }).generate "openfiles-config.toml" settings;
 
-  servicePath = extraPackages: lib.makeBinPath extraPackages;
-  # extraPackages extend the service's PATH, never replace it: the user's own profile (where
-  # their language servers usually are), the system's, and the setuid wrappers stay on it.
-  userPath = lib.concatStringsSep ":" [
-    "%h/.nix-profile/bin"
-    "%h/.local/state/nix/profile/bin"
-    "/etc/profiles/per-user/%u/bin"
-    "/run/wrappers/bin"
-    "/run/current-system/sw/bin"
-    "/nix/var/nix/profiles/default/bin"
-    "/usr/local/bin"
-    "/usr/bin"
-    "/bin"
+  # `systemctl --user reload openfiles`: SIGHUP to the service alone. A store path, as NixOS
+  # has no /bin/kill (packaging/systemd keeps /bin/kill for the distributions it targets).
+  execReload = pkgs: "${pkgs.coreutils}/bin/kill -HUP $MAINPID";
+
+  # The service's PATH, whether or not extraPackages are given: the extra packages, then
+  # what the user installed with Nix (`nix profile`, home-manager, users.users.<u>.packages;
+  # usually where their language servers are), then the system's profiles, the setuid
+  # wrappers and the usual folders. Neither systemd's nor launchd's default PATH has the
+  # user's profiles.
+  profiles = home: user: [
+    "${home}/.nix-profile"
+    "/etc/profiles/per-user/${user}"
+    "${home}/.local/state/nix/profile"
   ];
+  systemProfiles = [ "/run/wrappers" "/run/current-system/sw" "/nix/var/nix/profiles/default" ];
+  servicePath = { extraPackages, home, user }:
+    lib.concatStringsSep ":" (
+      lib.optional (extraPackages != [ ]) (lib.makeBinPath extraPackages)
+      ++ map (p: "${p}/bin") (profiles home user ++ systemProfiles)
+      ++ [ "/usr/local/bin" "/usr/bin" "/bin" "/usr/sbin" "/sbin" ]
+    );
+  # NixOS's `path` of a user service (strings are folders whose bin/ and sbin/ are added;
+  # NixOS appends its default path and sets PATH from the whole list). systemd expands %h
+  # and %u in Environment=.
+  nixosPath = extraPackages: extraPackages ++ profiles "%h" "%u" ++ systemProfiles;
 
   # home-manager's INI-style units.
-  hmUnits = { package, configFile, extraPackages, socket ? runtimeSocket }: {
+  hmUnits = { pkgs, package, configFile, extraPackages, socket ? runtimeSocket }: {
     sockets.openfiles = {
       Unit = {
         Description = "openfiles control socket";
@@ -86,13 +97,13 @@ rec {
         Type = "notify";
         NotifyAccess = "main";
         ExecStart = "${lib.getExe package} serve";
-        ExecReload = "/bin/kill -HUP $MAINPID";
+        ExecReload = execReload pkgs;
         WatchdogSec = 30;
         Restart = "on-failure";
         RestartSec = 2;
         TimeoutStopSec = 20;
         Environment =
-          lib.optional (extraPackages != [ ]) "PATH=${servicePath extraPackages}:${userPath}"
+          [ "PATH=${servicePath { inherit extraPackages; home = "%h"; user = "%u"; }}" ]
           ++ lib.optional (configFile != null) "OPENFILES_CONFIG=${configFile}";
       };
       Install.Also = [ "openfiles.socket" ];
@@ -100,7 +111,7 @@ rec {
   };
 
   # LaunchAgent keys (home-manager's launchd.agents.<n>.config, nix-darwin's serviceConfig).
-  launchdConfig = { package, socket, log, configFile, extraPackages }: {
+  launchdConfig = { package, socket, log, configFile, extraPackages, home, user }: {
     Label = label;
     ProgramArguments = [ (lib.getExe package) "serve" ];
     Sockets.Listeners = {
@@ -110,10 +121,8 @@ rec {
     };
     EnvironmentVariables = {
       OPENFILES_SOCKET = socket;
-    } // lib.optionalAttrs (extraPackages != [ ]) {
-      # launchd expands no specifiers (no %h): the extra packages, then the system-wide
-      # profiles and system folders.
-      PATH = "${servicePath extraPackages}:/run/current-system/sw/bin:/nix/var/nix/profiles/default/bin:/usr/local/bin:/usr/bin:/bin";
+      # launchd expands nothing: the user's home and name spelled out.
+      PATH = servicePath { inherit extraPackages home user; };
     } // lib.optionalAttrs (configFile != null) {
       OPENFILES_CONFIG = "${configFile}";
     };

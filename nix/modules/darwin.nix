@@ -75,6 +75,7 @@ in
       inherit (cfg) package extraPackages;
       inherit socket;
       log = "${home}/Library/Logs/openfiles.log";
+      inherit home user;
       configFile = if configFile != null then "/etc/openfiles/config.toml" else null;
     };
   };

@@ -53,6 +53,7 @@ in
 
     (lib.mkIf (!isDarwin) {
       systemd.user = common.hmUnits {
+        inherit pkgs;
         inherit (cfg) package extraPackages;
         inherit socket;
         configFile = null;
@@ -69,6 +70,8 @@ in
           inherit (cfg) package extraPackages;
           inherit socket;
           log = "${config.home.homeDirectory}/Library/Logs/openfiles.log";
+          home = config.home.homeDirectory;
+          user = config.home.username;
           # The file xdg.configFile writes, named explicitly: a LaunchAgent does not get the
           # session's XDG_CONFIG_HOME (the binary also reads ~/.config on macOS).
           configFile = if tomlFile != null then "${xdgConfigHome}/openfiles/config.toml" else null;

@@ -38,7 +38,7 @@ in
       description = "openfiles: diagnostics and terminals for AI coding agents";
       requires = [ "openfiles.socket" ];
       after = [ "openfiles.socket" ];
-      path = cfg.extraPackages;
+      path = common.nixosPath cfg.extraPackages;
       environment = lib.optionalAttrs (configFile != null) {
         OPENFILES_CONFIG = "/etc/openfiles/config.toml";
       };
@@ -46,7 +46,7 @@ in
         Type = "notify";
         NotifyAccess = "main";
         ExecStart = "${lib.getExe cfg.package} serve";
-        ExecReload = "/bin/kill -HUP $MAINPID";
+        ExecReload = common.execReload pkgs;
         WatchdogSec = 30;
         Restart = "on-failure";
         RestartSec = 2;

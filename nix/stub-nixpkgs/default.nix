@@ -64,6 +64,7 @@ let
     };
     installShellFiles = tool "install-shell-files";
     systemd = tool "systemd";
+    coreutils = tool "coreutils";
     python3 = tool "python3";
     cargo = tool "cargo";
     rustc = tool "rustc";

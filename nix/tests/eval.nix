@@ -7,6 +7,9 @@
 , pkgs ? import ../stub-nixpkgs/default.nix { inherit system; }
 , darwinPkgs ? import ../stub-nixpkgs/default.nix { system = "aarch64-darwin"; }
 , system ? "x86_64-linux"
+  # The home-manager module to evaluate in place of nix/modules/home-manager.nix (a flake
+  # output, so the tests can compare `homeModules` with `homeManagerModules`).
+, hmModule ? null
 }:
 
 let
@@ -15,7 +18,7 @@ let
   darwinPackage = darwinPkgs.callPackage ../package.nix { };
   modules = p: {
     nixos = import ../modules/nixos.nix { defaultPackage = _: p; };
-    hm = import ../modules/home-manager.nix { defaultPackage = _: p; };
+    hm = if hmModule != null then hmModule else import ../modules/home-manager.nix { defaultPackage = _: p; };
     darwin = import ../modules/darwin.nix { defaultPackage = _: p; };
   };
 
@@ -30,7 +33,7 @@ let
         assertions = list;
         environment = { etc = any; systemPackages = list; variables = any; };
         systemd.user = { services = any; sockets = any; };
-        home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; };
+        home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; username = lib.mkOption { type = lib.types.str; }; };
         xdg.configFile = any;
         launchd = { agents = any; user.agents = any; };
         system = {
@@ -60,6 +63,26 @@ let
       in "${key}=${value'}";
   };
 
+  # NixOS's rendering of the user units the module declares (nixos/lib/systemd-lib.nix,
+  # reduced to the attributes the module sets): `path` becomes the PATH environment entry.
+  nixosSocketUnit = s: toSystemdIni {
+    Unit.Description = s.description;
+    Socket = { ListenStream = s.listenStreams; } // s.socketConfig;
+    Install.WantedBy = s.wantedBy;
+  };
+  nixosServiceUnit = s:
+    let
+      env = (s.environment or { }) // lib.optionalAttrs ((s.path or [ ]) != [ ]) {
+        PATH = "${lib.makeBinPath s.path}:${lib.makeSearchPath "sbin" s.path}";
+      };
+    in
+    toSystemdIni {
+      Unit = { Description = s.description; Requires = s.requires; After = s.after; };
+      Service = s.serviceConfig // {
+        Environment = lib.mapAttrsToList (n: v: builtins.toJSON "${n}=${v}") env;
+      };
+    };
+
   # The messages of the assertions that fail.
   failed = config: map (a: a.message) (builtins.filter (a: !a.assertion) config.assertions);
 
@@ -75,13 +98,22 @@ let
     (modules package).hm
     { home.homeDirectory = "/home/alice"; services.openfiles = { enable = true; inherit settings; extraPackages = [ pkgs.ruff pkgs.pyright ]; }; }
   ];
+  # No extraPackages: the service still gets the user's profiles on its PATH.
+  hmLinuxBare = eval pkgs [
+    (modules package).hm
+    { home = { homeDirectory = "/home/alice"; username = "alice"; }; services.openfiles.enable = true; }
+  ];
   hmDarwin = eval darwinPkgs [
     (modules darwinPackage).hm
-    { home.homeDirectory = "/Users/alice"; services.openfiles.enable = true; }
+    { home = { homeDirectory = "/Users/alice"; username = "alice"; }; services.openfiles.enable = true; }
+  ];
+  hmDarwinExtra = eval darwinPkgs [
+    (modules darwinPackage).hm
+    { home = { homeDirectory = "/Users/alice"; username = "alice"; }; services.openfiles = { enable = true; extraPackages = [ darwinPkgs.ruff ]; }; }
   ];
   darwin = eval darwinPkgs [
     (modules darwinPackage).darwin
-    { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; }; }
+    { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; extraPackages = [ darwinPkgs.ruff ]; }; }
   ];
   # nix-darwin variants: user from system.primaryUser; a different user; a declared user
   # without a home; neither set.
@@ -103,7 +135,7 @@ let
   ];
   hmDarwinSettings = eval darwinPkgs [
     (modules darwinPackage).hm
-    { home.homeDirectory = "/Users/alice"; services.openfiles = { enable = true; inherit settings; }; }
+    { home = { homeDirectory = "/Users/alice"; username = "alice"; }; services.openfiles = { enable = true; inherit settings; }; }
   ];
   # With the overlay applied, the package option's default is pkgs.openfiles.
   overlaid = pkgs // { openfiles = pkgs.writeText "openfiles-from-overlay" ""; };
@@ -116,6 +148,7 @@ in
 {
   packageBin = lib.getExe package;
   packageSource = "${package.src}";
+  packageCargoBuildFlags = package.cargoBuildFlags;
   packageMeta = { inherit (package.meta) description license mainProgram platforms; };
   packageOption = {
     overlay = toString nixosOverlaid.services.openfiles.package;
@@ -128,6 +161,8 @@ in
   nixos = {
     socket = nixos.systemd.user.sockets.openfiles;
     service = nixos.systemd.user.services.openfiles // { path = map toString nixos.systemd.user.services.openfiles.path; };
+    socketUnit = nixosSocketUnit nixos.systemd.user.sockets.openfiles;
+    serviceUnit = nixosServiceUnit nixos.systemd.user.services.openfiles;
     systemPackages = map toString nixos.environment.systemPackages;
     configText = textOf nixos.environment.etc."openfiles/config.toml".source;
     disabledHasUnits = nixosOff.systemd.user.services != { } || nixosOff.systemd.user.sockets != { };
@@ -139,6 +174,7 @@ in
     configText = textOf hmLinux.xdg.configFile."openfiles/config.toml".source;
     sessionVariables = hmLinux.home.sessionVariables;
     hasLaunchd = hmLinux.launchd.agents != { };
+    bareServiceUnit = toSystemdIni hmLinuxBare.systemd.user.services.openfiles;
   };
 
   hmDarwin = {
@@ -146,6 +182,7 @@ in
     sessionVariables = hmDarwin.home.sessionVariables;
     activation = hmDarwin.home.activation.openfilesSocketDir.data;
     hasSystemd = hmDarwin.systemd.user.services != { };
+    extraAgent = hmDarwinExtra.launchd.agents.openfiles.config;
   };
 
   assertions = {

@@ -1,8 +1,9 @@
 //! The Nix side, offline: every `.nix` file parses, the NixOS / home-manager / nix-darwin
 //! modules evaluate (against the stub nixpkgs in `nix/stub-nixpkgs`) to the units and
 //! LaunchAgent the shipped files describe, the home-manager units pass
-//! `systemd-analyze verify`, the rendered settings are a valid openfiles config, and
-//! `nix flake check --no-build` passes with the nixpkgs input overridden by the stub.
+//! `systemd-analyze verify`, the rendered settings are a valid openfiles config, the
+//! package's source is a tree cargo builds, and `nix flake check --no-build` passes with the
+//! nixpkgs input overridden by the stub.
 
 use crate::common;
 
@@ -45,7 +46,8 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
         "{service}"
     );
 
-    // Same keys as packaging/systemd (minus comments, Documentation and the PATH line).
+    // Same keys as packaging/systemd (minus comments, Documentation and the PATH line), but
+    // for the `kill` ExecReload runs: the store's, not /bin/kill.
     let shipped = |name: &str| {
         let text = std::fs::read_to_string(repo().join("packaging/systemd").join(name)).unwrap();
         ini_pairs(&text.replace("/usr/bin/openfiles", bin))
@@ -57,29 +59,161 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
         ini_pairs(&text.replace("RemoveOnStop=true", "RemoveOnStop=yes"))
             .into_iter()
             .filter(|(_, k, _)| k != "Environment")
+            .map(|(s, k, v)| match v.find("/bin/kill ") {
+                Some(at) if k == "ExecReload" && v.starts_with("/nix/store/") => {
+                    (s, k, v[at..].to_owned())
+                }
+                _ => (s, k, v),
+            })
             .collect::<std::collections::BTreeSet<_>>()
     };
     assert_eq!(rendered(socket), shipped("openfiles.socket"));
     assert_eq!(rendered(service), shipped("openfiles.service"));
 
-    // systemd-analyze needs the ExecStart binary to exist: point it at the test binary.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("openfiles.socket"), socket).unwrap();
-    std::fs::write(
-        dir.path().join("openfiles.service"),
-        service.replace(bin, BIN),
-    )
-    .unwrap();
-    let (good, text) = verify_units(&[
-        dir.path().join("openfiles.socket"),
-        dir.path().join("openfiles.service"),
-    ]);
+    let (good, text) =
+        verify_store_units(&[("openfiles.socket", socket), ("openfiles.service", service)]);
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
     assert_eq!(r["hmLinux"]["hasLaunchd"], false);
     // On Linux the default socket is where clients look anyway: no variable needed.
     assert!(r["hmLinux"]["sessionVariables"]
         .get("OPENFILES_SOCKET")
         .is_none());
+}
+
+/// NixOS has no `/bin/kill`: the units the NixOS and home-manager modules write reload
+/// through a program in the store, and `systemd-analyze verify` passes on them with
+/// `/bin/kill` masked.
+#[test]
+fn module_units_name_only_store_programs_and_verify_without_bin_kill() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    for who in ["hmLinux", "nixos"] {
+        let socket = r[who]["socketUnit"].as_str().unwrap();
+        let service = r[who]["serviceUnit"].as_str().unwrap();
+        let pairs = ini_pairs(service);
+        let reload = pairs
+            .iter()
+            .find(|(_, k, _)| k == "ExecReload")
+            .map(|(_, _, v)| v.as_str())
+            .unwrap_or_else(|| panic!("{who}: no ExecReload in\n{service}"));
+        assert!(
+            reload.starts_with("/nix/store/") && reload.ends_with("/bin/kill -HUP $MAINPID"),
+            "{who}: ExecReload={reload}"
+        );
+        for (_, key, value) in pairs.iter().filter(|(_, k, _)| k.starts_with("Exec")) {
+            assert!(
+                value.starts_with("/nix/store/"),
+                "{who}: {key}={value} runs a program outside the store"
+            );
+        }
+        let (good, text) =
+            verify_store_units(&[("openfiles.socket", socket), ("openfiles.service", service)]);
+        assert!(
+            good && text.trim().is_empty(),
+            "{who}: verify complained:\n{text}\n{service}"
+        );
+    }
+}
+
+/// The `PATH=` value of a unit's `Environment=` lines, split.
+fn unit_path(unit: &str) -> Vec<String> {
+    ini_pairs(unit)
+        .into_iter()
+        .filter(|(_, k, _)| k == "Environment")
+        .filter_map(|(_, _, v)| {
+            let v = v.trim_matches('"');
+            v.strip_prefix("PATH=").map(str::to_owned)
+        })
+        .flat_map(|p| p.split(':').map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}
+
+/// By default the service sees what its user installed with Nix: every module puts the
+/// user's profiles on its PATH, after the extraPackages, with or without them.
+#[test]
+fn services_see_the_extra_packages_then_the_users_nix_profiles() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    let check = |who: &str, path: Vec<String>, home: &str, user: &str, extras: &[&str]| {
+        let at = |want: &str| {
+            path.iter()
+                .position(|p| p == want)
+                .unwrap_or_else(|| panic!("{who}: {want} not on PATH {path:?}"))
+        };
+        let profiles = [
+            format!("{home}/.nix-profile/bin"),
+            format!("/etc/profiles/per-user/{user}/bin"),
+            format!("{home}/.local/state/nix/profile/bin"),
+        ];
+        let first_profile = profiles.iter().map(|p| at(p)).min().unwrap();
+        for extra in extras {
+            let i = path
+                .iter()
+                .position(|p| p.starts_with("/nix/store/") && p.ends_with(&format!("-{extra}/bin")))
+                .unwrap_or_else(|| panic!("{who}: {extra} not on PATH {path:?}"));
+            assert!(
+                i < first_profile,
+                "{who}: {extra} after the profiles: {path:?}"
+            );
+        }
+        // The system's packages after the user's (NixOS has no /usr/bin to fall back on).
+        assert!(
+            at("/run/current-system/sw/bin") > first_profile,
+            "{who}: {path:?}"
+        );
+    };
+    let unit = |v: &serde_json::Value| unit_path(v.as_str().unwrap());
+    check(
+        "home-manager",
+        unit(&r["hmLinux"]["serviceUnit"]),
+        "%h",
+        "%u",
+        &["ruff", "pyright"],
+    );
+    check(
+        "home-manager, no extras",
+        unit(&r["hmLinux"]["bareServiceUnit"]),
+        "%h",
+        "%u",
+        &[],
+    );
+    check(
+        "NixOS",
+        unit(&r["nixos"]["serviceUnit"]),
+        "%h",
+        "%u",
+        &["ruff"],
+    );
+    let agent = |v: &serde_json::Value| -> Vec<String> {
+        v["EnvironmentVariables"]["PATH"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no PATH in {v:#}"))
+            .split(':')
+            .map(str::to_owned)
+            .collect()
+    };
+    let home = "/Users/alice";
+    check(
+        "home-manager macOS",
+        agent(&r["hmDarwin"]["agent"]["config"]),
+        home,
+        "alice",
+        &[],
+    );
+    check(
+        "home-manager macOS, extras",
+        agent(&r["hmDarwin"]["extraAgent"]),
+        home,
+        "alice",
+        &["ruff"],
+    );
+    check(
+        "nix-darwin",
+        agent(&r["darwin"]["agent"]),
+        home,
+        "alice",
+        &["ruff"],
+    );
 }
 
 #[test]
@@ -300,6 +434,7 @@ fn package_source_is_only_what_the_build_reads() {
     );
     for input in [
         "src/lib.rs",
+        "benches/hook.rs",
         "plugins/lsp/src/lib.rs",
         "crates/claws/src/lib.rs",
         "crates/wire/src/lib.rs",
@@ -311,6 +446,119 @@ fn package_source_is_only_what_the_build_reads() {
         let after = source(src.path());
         assert_ne!(after, before, "{input} is a build input");
         std::fs::write(&f, text).unwrap();
+    }
+}
+
+/// The package's source, as the fileset selects it, is a tree cargo builds: it parses every
+/// manifest and finds every target (a `[[bench]]` whose file is left out fails here, as it
+/// fails in the Nix build before compiling anything), plans the package's own `cargo build`
+/// offline against Cargo.lock, and holds every file the sources `include_str!`.
+#[test]
+fn package_source_is_a_tree_cargo_builds() {
+    let store = tempfile::tempdir().unwrap();
+    let eval = |format: &str, attr: &str| -> String {
+        ok(nix("nix", store.path())
+            .current_dir(repo())
+            .args(["eval", format, "--impure", "--expr"])
+            .arg(format!("(import ./nix/tests/eval.nix {{}}).{attr}")))
+    };
+    // `nix eval` (unlike `nix-instantiate --eval`) copies the source into the store.
+    let source = eval("--raw", "packageSource");
+    let in_store = store.path().join(source.trim_start_matches('/'));
+    assert!(in_store.join("Cargo.toml").is_file(), "{source}");
+    let tree = tempfile::tempdir().unwrap();
+    copy_tree(&in_store, tree.path());
+
+    let cargo = |args: &[&str]| {
+        let mut c = Command::new("cargo");
+        c.current_dir(tree.path())
+            .env("CARGO_TARGET_DIR", tree.path().join("target"))
+            .args(args);
+        c
+    };
+    ok(&mut cargo(&[
+        "metadata",
+        "--offline",
+        "--locked",
+        "--format-version",
+        "1",
+    ]));
+    // What buildRustPackage runs, planned but not compiled (`--unit-graph` parses every
+    // target of every member; RUSTC_BOOTSTRAP lets stable cargo print it).
+    let flags: Vec<String> =
+        serde_json::from_str(&eval("--json", "packageCargoBuildFlags")).unwrap();
+    let mut build = cargo(&[
+        "build",
+        "-Z",
+        "unstable-options",
+        "--unit-graph",
+        "--offline",
+        "--locked",
+    ]);
+    build.env("RUSTC_BOOTSTRAP", "1").args(&flags);
+    let graph: serde_json::Value = serde_json::from_str(&ok(&mut build)).unwrap();
+    let units = graph["units"].as_array().unwrap();
+    let root = tree.path().to_str().unwrap();
+    for (kind, name) in [("bin", "openfiles"), ("cdylib", "openfiles_plugin_lsp")] {
+        assert!(
+            units.iter().any(|u| u["target"]["name"] == name
+                && u["target"]["kind"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k == kind)
+                && u["target"]["src_path"].as_str().unwrap().starts_with(root)),
+            "the build plan has no {kind} {name}"
+        );
+    }
+
+    // Files the compiler reads besides the modules: each `include_str!`/`include_bytes!`
+    // of a workspace source names a file in the tree.
+    let mut stack = vec![tree.path().to_path_buf()];
+    let mut includes = 0;
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for mac in ["include_str!(\"", "include_bytes!(\""] {
+                for (at, _) in text.match_indices(mac) {
+                    let rest = &text[at + mac.len()..];
+                    let rel = &rest[..rest.find('"').unwrap()];
+                    let file = p.parent().unwrap().join(rel);
+                    assert!(
+                        file.is_file(),
+                        "{} includes {rel}, not in the source",
+                        p.display()
+                    );
+                    includes += 1;
+                }
+            }
+        }
+    }
+    assert!(includes >= 5, "{includes} includes found");
+}
+
+/// Copy a directory tree (a store path: read-only files) into `dest`, writable.
+fn copy_tree(from: &Path, dest: &Path) {
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, to) = (e.path(), dest.join(e.file_name()));
+        if src.is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+            copy_tree(&src, &to);
+        } else {
+            std::fs::copy(&src, &to).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            let mut perm = std::fs::metadata(&to).unwrap().permissions();
+            perm.set_mode(perm.mode() | 0o200);
+            std::fs::set_permissions(&to, perm).unwrap();
+        }
     }
 }
 
@@ -357,6 +605,7 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
     }
     for attr in [
         "nixosModules.default",
+        "homeModules.default",
         "homeManagerModules.default",
         "darwinModules.default",
         "overlays.default",
@@ -373,6 +622,40 @@ fn flake_check_passes_offline_against_the_stub_nixpkgs() {
             .arg(format!("{flake}#{attr}")));
         assert_eq!(out.trim(), "true", "{attr}");
     }
+}
+
+/// home-manager's flake output is `homeModules`; `homeManagerModules` stays as an alias.
+/// Both render the same units for the same configuration.
+#[test]
+fn home_modules_and_its_alias_are_the_same_module() {
+    let src = tempfile::tempdir().unwrap();
+    copy_repo(src.path());
+    let store = tempfile::tempdir().unwrap();
+    let flake = format!("path:{}", src.path().display());
+    let stub = format!("path:{}", src.path().join("nix/stub-nixpkgs").display());
+    let eval_nix = src.path().join("nix/tests/eval.nix");
+    let render = |attr: &str| -> serde_json::Value {
+        let out = ok(nix("nix", store.path())
+            .current_dir(src.path())
+            .args(["eval", "--json", "--impure", "--no-write-lock-file"])
+            .args(["--override-input", "nixpkgs", &stub])
+            .arg("--apply")
+            .arg(format!(
+                "m: let r = import {} {{ hmModule = m; }}; in {{ inherit (r) hmLinux hmDarwin; }}",
+                eval_nix.display()
+            ))
+            .arg(format!("{flake}#{attr}")));
+        serde_json::from_str(&out).unwrap()
+    };
+    let home = render("homeModules.default");
+    assert!(
+        home["hmLinux"]["serviceUnit"]
+            .as_str()
+            .unwrap()
+            .contains("ExecStart=/nix/store/"),
+        "{home:#}"
+    );
+    assert_eq!(home, render("homeManagerModules.default"));
 }
 
 /// The package's `postInstall`, run against a fake `$out` holding the real binary, with
@@ -441,10 +724,20 @@ installShellCompletion() {
             "{service}"
         );
     }
+    // The installed units are linked on NixOS too, which has no /bin/kill.
     let units = out.join("lib/systemd/user");
-    let (good, text) = verify_units(&[
-        units.join("openfiles.socket"),
-        units.join("openfiles.service"),
+    let read = |name: &str| std::fs::read_to_string(units.join(name)).unwrap();
+    let (socket, service) = (read("openfiles.socket"), read("openfiles.service"));
+    assert!(
+        service
+            .lines()
+            .any(|l| l.starts_with("ExecReload=/nix/store/")
+                && l.ends_with("-coreutils/bin/kill -HUP $MAINPID")),
+        "{service}"
+    );
+    let (good, text) = verify_store_units(&[
+        ("openfiles.socket", &socket),
+        ("openfiles.service", &service),
     ]);
     assert!(good && text.trim().is_empty(), "verify complained:\n{text}");
     // Nothing installed keeps a template placeholder (the plist's socket and log live in a

@@ -131,3 +131,56 @@ pub fn ini_pairs(text: &str) -> std::collections::BTreeSet<(String, String, Stri
     }
     out
 }
+
+/// `systemd-analyze --user verify` on units (name, text) that run programs from the Nix
+/// store, as on a machine without `/bin/kill` (NixOS): the units are rewritten to a scratch
+/// store where every `/nix/store/…` program an `Exec…=` line names exists (a stand-in
+/// script), and, where a mount namespace can be made (`unshare -m`, as root), `/bin/kill` is
+/// masked, so a unit that still names it fails verification.
+pub fn verify_store_units(units: &[(&str, &str)]) -> (bool, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = format!("{}/nix/store/", tmp.path().display());
+    let mut files = Vec::new();
+    for (name, text) in units {
+        let text = text.replace("/nix/store/", &store);
+        for (_, key, value) in ini_pairs(&text) {
+            let prog = value.split_whitespace().next().unwrap_or_default();
+            let prog = prog.trim_start_matches(['-', '@', ':', '+', '!']);
+            if key.starts_with("Exec") && prog.starts_with(&store) {
+                std::fs::create_dir_all(Path::new(prog).parent().unwrap()).unwrap();
+                std::fs::write(prog, "#!/bin/sh\n").unwrap();
+                std::fs::set_permissions(prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        let file = tmp.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        files.push(file);
+    }
+    let can_mask = output(Command::new("unshare").args(["-m", "true"]))
+        .status
+        .success();
+    if !can_mask {
+        eprintln!("no mount namespace here: verifying with the host's /bin/kill in place");
+        return verify_units(&files);
+    }
+    let rt = tempfile::tempdir().unwrap();
+    let out = output(
+        Command::new("unshare")
+            .env("XDG_RUNTIME_DIR", rt.path())
+            .args(["-m", "sh", "-ec"])
+            .arg(
+                "for k in /bin/kill /usr/bin/kill; do \
+                   if [ -e \"$k\" ]; then mount --bind /dev/null \"$k\"; fi; \
+                 done; exec systemd-analyze --user verify \"$@\"",
+            )
+            .arg("sh")
+            .args(&files),
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
