@@ -125,6 +125,82 @@ fn watcher_notices_edits_without_a_hook_but_not_git_checkouts() {
     );
 }
 
+/// Files written into folders made in the same moment (`mkdir -p a/b/c && printf … >
+/// a/b/c/x.py`, and what Codex does) are edits too: the folders' watches come after the
+/// writes, so only a look inside each folder the watcher starts watching finds them. Every
+/// round is one tight burst of fresh folders and files at several depths; ignored and
+/// `.gitignore`d folders inside them stay unwatched.
+#[test]
+fn watcher_notices_files_inside_folders_made_in_the_same_burst() {
+    const ROUNDS: usize = 20;
+    let env = instant_env();
+    let ws = env.workspace("ws");
+    std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let before = env.status().workspaces[0].watches;
+
+    let mut expected: Vec<String> = Vec::new();
+    let mut folders = 0;
+    for round in 0..ROUNDS {
+        let r = format!("r{round}");
+        let mut mine: Vec<String> = Vec::new();
+        let mut write = |rel: String| {
+            std::fs::write(ws.join(&rel), "print(1)\n").unwrap();
+            mine.push(rel);
+        };
+        // `mkdir -p a/b/c` then `a/b/c/x.py`.
+        std::fs::create_dir_all(ws.join(format!("{r}/a/b/c"))).unwrap();
+        write(format!("{r}/a/b/c/x.py"));
+        // A deeper tree, files at every depth, one more branch made after the first files.
+        std::fs::create_dir_all(ws.join(format!("{r}/d/e/f/g/h"))).unwrap();
+        write(format!("{r}/d/e/f/g/h/one.py"));
+        write(format!("{r}/d/two.py"));
+        write(format!("{r}/d/e/f/three.py"));
+        std::fs::create_dir_all(ws.join(format!("{r}/d/e/i/j"))).unwrap();
+        write(format!("{r}/d/e/i/j/four.py"));
+        write(format!("{r}/d/e/i/five.py"));
+        // Folders the watcher never watches.
+        std::fs::create_dir_all(ws.join(format!("{r}/d/node_modules/pkg"))).unwrap();
+        std::fs::write(ws.join(format!("{r}/d/node_modules/pkg/index.js")), "x").unwrap();
+        std::fs::create_dir_all(ws.join(format!("{r}/d/e/build/out"))).unwrap();
+        std::fs::write(ws.join(format!("{r}/d/e/build/out/gen.py")), "x").unwrap();
+        // r, a, b, c, d, e, f, g, h, i, j
+        folders += 11;
+
+        // The next burst starts once this one is in, so each round races the watcher afresh.
+        let deadline = std::time::Instant::now() + PATIENCE;
+        let missing = loop {
+            let files = diagnostics(&ws).map(|d| d.files).unwrap_or_default();
+            let missing: Vec<&String> = mine
+                .iter()
+                .filter(|f| !files.contains_key(f.as_str()))
+                .collect();
+            if missing.is_empty() || std::time::Instant::now() > deadline {
+                break missing;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(
+            missing.is_empty(),
+            "round {round}: {} of {} files never reached the session: {missing:?}",
+            missing.len(),
+            mine.len()
+        );
+        expected.extend(mine);
+    }
+    wait_until("every new folder is watched", || {
+        env.status().workspaces[0].watches >= before + folders
+    });
+    assert_eq!(
+        env.status().workspaces[0].watches,
+        before + folders,
+        "node_modules/ and build/ are not watched"
+    );
+    let doc = diagnostics(&ws).unwrap();
+    let extra: Vec<&String> = doc.files.keys().filter(|k| !expected.contains(k)).collect();
+    assert!(extra.is_empty(), "{extra:?}");
+}
+
 #[test]
 fn stands_back_while_the_editor_extension_is_live() {
     let env = instant_env();
