@@ -153,7 +153,13 @@ impl Instance {
         let (pipeline, cursor) = Pipeline::start(root, cfg.clone(), checker, &shared.state_dir)
             .map_err(|e| e.to_string())?;
         let cursor = if first_serve {
-            queue_intake::history(root)
+            let history = queue_intake::history(root);
+            if history.main.is_some() || history.draining.is_some() {
+                // Persisted with the session at once: after a restart, history is still
+                // history.
+                pipeline.queue_lines(Vec::new(), history).await;
+            }
+            history
         } else {
             cursor
         };

@@ -571,8 +571,14 @@ fn a_discovered_repository_runs_none_of_its_own_executables_until_trusted() {
         format!("[service]\nroots = [{:?}]\n", roots.to_str().unwrap()),
     )
     .unwrap();
-    let _svc = env.serve(&[]);
+    let svc = env.serve(&[]);
     wait_until("the repository is discovered", || {
+        env.status().workspaces.iter().any(|w| w.root == repo)
+    });
+    // After a restart the planted line is still history (the cursor past it was persisted).
+    drop(svc);
+    let _svc = env.serve(&[]);
+    wait_until("the repository is served again", || {
         env.status().workspaces.iter().any(|w| w.root == repo)
     });
     let st = env.status();
