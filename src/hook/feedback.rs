@@ -582,6 +582,20 @@ mod tests {
         .assert_debug_eq(&(head, tail));
     }
 
+    /// A checker an untrusted workspace did not run is said in one line with the command,
+    /// also when nothing else is listed (before, a clean-looking edit said nothing).
+    #[test]
+    fn what_an_untrusted_workspace_did_not_run_is_said_once() {
+        let note = untrusted_note(&["cargo"], Path::new("/src/app"));
+        let quiet = Report {
+            notes: vec![note.clone()],
+            ..Report::default()
+        };
+        assert_eq!(format_report(&quiet).as_deref(), Some(note.as_str()));
+        assert!(note.ends_with("openfiles trust /src/app"), "{note}");
+        assert_eq!(format_report(&Report::default()), None);
+    }
+
     #[test]
     fn header_is_singular_for_exactly_one() {
         assert_eq!(header(1, 0), "OpenFiles found 1 error in files you edited:");

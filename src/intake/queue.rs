@@ -336,12 +336,17 @@ fn mentions(ev: &notify::Event, names: &[&str]) -> bool {
 pub fn history(root: &Path) -> Cursor {
     let dir = root.join(spec::DIR);
     let at_end = |name: &str| -> Option<FilePos> {
-        let path = dir.join(name);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never through a symlink, never blocking on a planted FIFO.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(dir.join(name))
+            .ok()?;
+        let meta = file.metadata().ok()?;
         if !meta.is_file() {
             return None;
         }
-        let mut file = File::open(&path).ok()?;
         let mut pos = position(&file, &[]).ok()?;
         pos.offset = end_of_last_line(&mut file, meta.len()).ok()?;
         Some(pos)
@@ -505,6 +510,24 @@ mod tests {
         assert_eq!(drain(&mut r), vec!["partial"]);
         append(&q, "c\n");
         assert_eq!(drain(&mut r), vec!["c"]);
+    }
+
+    /// What a queue held before openfiles first served the folder is skipped; a line still
+    /// being written, and what comes after, are read; a planted FIFO does not block.
+    #[test]
+    fn history_is_skipped_and_new_lines_are_read() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(".openfiles")).unwrap();
+        let q = t.path().join(".openfiles/queue.jsonl");
+        append(&q, "old1\nold2\npart");
+        let mut r = Reader::new(t.path(), history(t.path()));
+        assert!(drain(&mut r).is_empty());
+        append(&q, "ial\nnew\n");
+        assert_eq!(drain(&mut r), vec!["partial", "new"]);
+        // (the reader may have moved it aside to drain it)
+        let _ = std::fs::remove_file(&q);
+        nix::unistd::mkfifo(&q, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert_eq!(history(t.path()), Cursor::default());
     }
 
     #[test]

@@ -17,7 +17,6 @@
 //! contents keep it trusted.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,9 +73,9 @@ impl TrustStore {
     /// accident).
     pub fn load(state_dir: &Path) -> TrustStore {
         let path = state_dir.join(FILE);
-        let file = match read_bounded(&path) {
-            Ok(None) => File::default(),
-            Ok(Some(bytes)) => match serde_json::from_slice::<File>(&bytes) {
+        let file = match fsutil::read_regular_capped_nofollow(&path, MAX_BYTES) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => File::default(),
+            Ok(bytes) => match serde_json::from_slice::<File>(&bytes) {
                 Ok(f) => f,
                 Err(e) => {
                     let keep = path.with_extension("json.corrupt");
@@ -90,7 +89,7 @@ impl TrustStore {
                 }
             },
             Err(e) => {
-                tracing::error!("{}: {e}; no workspace is trusted by it", path.display());
+                tracing::error!("{e}; no workspace is trusted by it");
                 File::default()
             }
         };
@@ -128,25 +127,6 @@ impl TrustStore {
         }
         fsutil::write_atomic(&self.path, &bytes, 0o600)
     }
-}
-
-fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(std::io::Error::other(format!(
-            "larger than {MAX_BYTES} bytes"
-        )));
-    }
-    Ok(Some(bytes))
 }
 
 /// The checker a workspace's pipeline sees: the plugin manager, with the workspace's trust
