@@ -50,6 +50,24 @@ rec {
   # has no /bin/kill (packaging/systemd keeps /bin/kill for the distributions it targets).
   execReload = pkgs: "${pkgs.coreutils}/bin/kill -HUP $MAINPID";
 
+  # launchd has no ExecReload: a changed configuration reaches a running agent as SIGHUP, on
+  # which the service re-reads it (terminals survive). `launchctl` is how the caller's
+  # activation reaches it (nix-darwin's activation has /bin on PATH, home-manager's may not);
+  # `domain` is a shell word such as gui/$UID. An agent that is not running (socket-activated,
+  # nothing connected yet) or not loaded is fine: it reads the file when launchd next starts
+  # it. Anything else is reported; activation goes on either way.
+  signalAgent = { launchctl, domain }: ''
+    if openfilesOut=$(${launchctl} kill SIGHUP "${domain}/${label}" 2>&1); then
+      echo "openfiles: configuration changed, reloaded ${label}"
+    else
+      case $openfilesOut in
+        *"No such process"* | *"Could not find"*) ;;
+        *) echo "openfiles: could not signal ${domain}/${label}: $openfilesOut" >&2 ;;
+      esac
+    fi
+    unset openfilesOut
+  '';
+
   # The service's PATH, whether or not extraPackages are given: the extra packages, then
   # what the user installed with Nix (`nix profile`, home-manager, users.users.<u>.packages;
   # usually where their language servers are), then the system's profiles, the setuid
@@ -73,7 +91,9 @@ rec {
   nixosPath = extraPackages: extraPackages ++ profiles "%h" "%u" ++ systemProfiles;
 
   # home-manager's INI-style units.
-  hmUnits = { pkgs, package, configFile, extraPackages, socket ? runtimeSocket }: {
+  # `reloadTriggers`: home-manager's switcher (sd-switch) reloads a running unit, rather than
+  # stopping and starting it, when X-Reload-Triggers is all that changed in it.
+  hmUnits = { pkgs, package, configFile, extraPackages, socket ? runtimeSocket, reloadTriggers ? [ ] }: {
     sockets.openfiles = {
       Unit = {
         Description = "openfiles control socket";
@@ -92,6 +112,8 @@ rec {
         Description = "openfiles: diagnostics and terminals for AI coding agents";
         Requires = [ "openfiles.socket" ];
         After = [ "openfiles.socket" ];
+      } // lib.optionalAttrs (reloadTriggers != [ ]) {
+        X-Reload-Triggers = map toString reloadTriggers;
       };
       Service = {
         Type = "notify";

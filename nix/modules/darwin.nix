@@ -66,10 +66,27 @@ in
       "openfiles/config.toml".source = configFile;
     };
 
-    system.activationScripts.postActivation.text = lib.mkAfter ''
+    # nix-darwin's activate runs its phases in a fixed order (modules/system/activation-scripts.nix):
+    # preActivation, checks, createRun, extraActivation, …, etc, …, userLaunchd, …,
+    # postActivation. launchd binds the agent's socket when userLaunchd loads it, so the
+    # folder is made before that: in extraActivation, which follows `checks` (they verify that
+    # system.primaryUser, whom the folder is given to, exists).
+    system.activationScripts.extraActivation.text = ''
+      # openfiles: the LaunchAgent's socket folder, before userLaunchd loads the agent
       mkdir -p -m 700 ${lib.escapeShellArg (dirOf socket)}
       chown ${lib.escapeShellArg user} ${lib.escapeShellArg (dirOf socket)}
     '';
+
+    # A changed config.toml reaches the running agent as SIGHUP (launchd has no reload, and
+    # the plist names /etc/openfiles/config.toml, so userLaunchd sees no change to act on).
+    # In postActivation /etc holds the new file and /run/current-system is still the
+    # previous generation.
+    system.activationScripts.postActivation.text = lib.mkIf (configFile != null) (lib.mkAfter ''
+      # openfiles: reload the agent when its configuration changed
+      if ! cmp -s /run/current-system/etc/openfiles/config.toml "$systemConfig/etc/openfiles/config.toml"; then
+        ${common.signalAgent { launchctl = "launchctl"; domain = "gui/$(id -u -- ${lib.escapeShellArg user})"; }}
+      fi
+    '');
 
     launchd.user.agents.openfiles.serviceConfig = common.launchdConfig {
       inherit (cfg) package extraPackages;

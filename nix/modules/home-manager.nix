@@ -47,6 +47,18 @@ in
       };
     }
 
+    # macOS: home-manager runs a file's `onChange` (its onFilesChange step, after the new
+    # files are linked) when the file differs from the one in place; launchd has no reload,
+    # so the running agent gets SIGHUP. (An agent whose plist changed is restarted by
+    # setupLaunchAgents anyway.)
+    (lib.mkIf (isDarwin && tomlFile != null) {
+      xdg.configFile."openfiles/config.toml".onChange = common.signalAgent {
+        # home-manager's own launchd code names it so: the activation PATH may lack /bin.
+        launchctl = "/bin/launchctl";
+        domain = "gui/$UID";
+      };
+    })
+
     (lib.mkIf (cfg.socketPath != null || isDarwin) {
       home.sessionVariables.OPENFILES_SOCKET = socket;
     })
@@ -57,11 +69,17 @@ in
         inherit (cfg) package extraPackages;
         inherit socket;
         configFile = null;
+        # A new config.toml: `home-manager switch` reloads the running service (SIGHUP;
+        # terminals survive) instead of leaving it on the old settings.
+        reloadTriggers = lib.optional (tomlFile != null) tomlFile;
       };
     })
 
     (lib.mkIf isDarwin {
-      home.activation.openfilesSocketDir = lib.hm.dag.entryAfter [ "writeBoundary" ] ''
+      # The socket's folder must exist before setupLaunchAgents bootstraps the agent, as
+      # launchd binds the socket then; after writeBoundary, where home-manager's file-system
+      # changes belong.
+      home.activation.openfilesSocketDir = lib.hm.dag.entryBetween [ "setupLaunchAgents" ] [ "writeBoundary" ] ''
         run mkdir -p -m 700 ${lib.escapeShellArg (dirOf socket)}
       '';
       launchd.agents.openfiles = {

@@ -9,6 +9,7 @@ let
   common = import ./common.nix { inherit lib; };
   cfg = config.services.openfiles;
   configFile = common.configFile pkgs cfg.settings;
+  systemctl = "${config.systemd.package}/bin/systemctl";
 in
 {
   options.services.openfiles = {
@@ -33,6 +34,31 @@ in
         RemoveOnStop = true;
       };
     };
+
+    # `nixos-rebuild switch` re-executes each logged-in user's manager and runs
+    # nixos-activation.service (system.userActivationScripts) in it, but neither reloads nor
+    # restarts user services, whatever their reload/restart triggers say. So this step, run
+    # per user on every switch (after /etc holds the new file), reloads a running service
+    # when /etc/openfiles/config.toml changed since it last ran: SIGHUP through ExecReload,
+    # terminals survive. A service that is not running reads the file when it starts. The
+    # file gone (settings emptied) means the unit lost OPENFILES_CONFIG: that takes a restart.
+    system.userActivationScripts.openfiles = ''
+      openfilesNow=$(readlink -e /etc/openfiles/config.toml || true)
+      openfilesStamp=''${XDG_RUNTIME_DIR:-/run/user/$(id -u)}/openfiles/config.applied
+      openfilesWas=$(cat "$openfilesStamp" 2>/dev/null || true)
+      if [ "$openfilesNow" != "$openfilesWas" ]; then
+        if ${systemctl} --user is-active --quiet openfiles.service; then
+          if [ -n "$openfilesNow" ]; then
+            ${systemctl} --user reload openfiles.service || echo "openfiles: reload failed" >&2
+          else
+            ${systemctl} --user try-restart openfiles.service || echo "openfiles: restart failed" >&2
+          fi
+        fi
+        mkdir -p -m 700 "''${openfilesStamp%/*}"
+        printf '%s\n' "$openfilesNow" > "$openfilesStamp"
+      fi
+      unset openfilesNow openfilesStamp openfilesWas
+    '';
 
     systemd.user.services.openfiles = {
       description = "openfiles: diagnostics and terminals for AI coding agents";

@@ -194,8 +194,14 @@ let
 
   systems.flakeExposed = [ "x86_64-linux" "aarch64-linux" "x86_64-darwin" "aarch64-darwin" ];
 
-  # home-manager adds `lib.hm`; the stub carries the part the module uses.
-  hm.dag.entryAfter = after: data: { inherit after data; before = [ ]; };
+  # home-manager adds `lib.hm`; the stub carries the part the module uses (its DAG entries,
+  # built as home-manager's modules/lib/dag.nix builds them).
+  hm.dag = rec {
+    entryBetween = before: after: data: { inherit data before after; };
+    entryAnywhere = entryBetween [ ] [ ];
+    entryAfter = entryBetween [ ];
+    entryBefore = before: entryBetween before [ ];
+  };
 
   lib = {
     inherit id isDerivation optional optionals optionalAttrs optionalString concatStringsSep

@@ -13,7 +13,7 @@
 }:
 
 let
-  lib' = lib // { hm = lib.hm or { dag.entryAfter = after: data: { inherit after data; before = [ ]; }; }; };
+  lib' = lib // { hm = lib.hm or (import ../stub-nixpkgs/lib.nix).hm; };
   package = pkgs.callPackage ../package.nix { };
   darwinPackage = darwinPkgs.callPackage ../package.nix { };
   modules = p: {
@@ -23,7 +23,7 @@ let
   };
 
   # The options NixOS, home-manager and nix-darwin declare, loosely typed.
-  host = { lib, ... }:
+  host = { lib, pkgs, ... }:
     let
       any = lib.mkOption { type = lib.types.attrsOf lib.types.anything; default = { }; };
       list = lib.mkOption { type = lib.types.listOf lib.types.anything; default = [ ]; };
@@ -32,12 +32,16 @@ let
       options = {
         assertions = list;
         environment = { etc = any; systemPackages = list; variables = any; };
-        systemd.user = { services = any; sockets = any; };
+        systemd = {
+          user = { services = any; sockets = any; };
+          package = lib.mkOption { type = lib.types.package; default = pkgs.systemd; };
+        };
         home = { packages = list; sessionVariables = any; activation = any; homeDirectory = lib.mkOption { type = lib.types.str; }; username = lib.mkOption { type = lib.types.str; }; };
         xdg.configFile = any;
         launchd = { agents = any; user.agents = any; };
         system = {
           activationScripts = any;
+          userActivationScripts = any;
           primaryUser = lib.mkOption { type = lib.types.nullOr lib.types.str; default = null; };
         };
         users.users = any;
@@ -54,6 +58,7 @@ let
     service.log_level = "debug";
     plugins.disabled = [ "tsc" ];
   };
+  changedSettings = settings // { hooks = settings.hooks // { feedback = "all"; }; };
 
   # home-manager's own rendering of systemd units (modules/systemd.nix, toSystemdIni).
   toSystemdIni = lib.generators.toINI {
@@ -86,6 +91,9 @@ let
   # The messages of the assertions that fail.
   failed = config: map (a: a.message) (builtins.filter (a: !a.assertion) config.assertions);
 
+  # Activation phases (nix-darwin) with text, by name.
+  phases = scripts: lib.filterAttrs (_: t: t != null) (builtins.mapAttrs (_: v: v.text or null) scripts);
+
   textOf = f: if f == null then null else f.passthru.text or null;
 
   nixos = eval pkgs [
@@ -97,6 +105,11 @@ let
   hmLinux = eval pkgs [
     (modules package).hm
     { home.homeDirectory = "/home/alice"; services.openfiles = { enable = true; inherit settings; extraPackages = [ pkgs.ruff pkgs.pyright ]; }; }
+  ];
+  # The same with other settings: what `home-manager switch` compares.
+  hmLinuxChanged = eval pkgs [
+    (modules package).hm
+    { home.homeDirectory = "/home/alice"; services.openfiles = { enable = true; settings = changedSettings; extraPackages = [ pkgs.ruff pkgs.pyright ]; }; }
   ];
   # No extraPackages: the service still gets the user's profiles on its PATH.
   hmLinuxBare = eval pkgs [
@@ -114,6 +127,14 @@ let
   darwin = eval darwinPkgs [
     (modules darwinPackage).darwin
     { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; inherit settings; extraPackages = [ darwinPkgs.ruff ]; }; }
+  ];
+  darwinChanged = eval darwinPkgs [
+    (modules darwinPackage).darwin
+    { users.users.alice.home = "/Users/alice"; services.openfiles = { enable = true; user = "alice"; settings = changedSettings; extraPackages = [ darwinPkgs.ruff ]; }; }
+  ];
+  nixosChanged = eval pkgs [
+    (modules package).nixos
+    { services.openfiles = { enable = true; settings = changedSettings; extraPackages = [ pkgs.ruff ]; }; }
   ];
   # nix-darwin variants: user from system.primaryUser; a different user; a declared user
   # without a home; neither set.
@@ -166,6 +187,14 @@ in
     systemPackages = map toString nixos.environment.systemPackages;
     configText = textOf nixos.environment.etc."openfiles/config.toml".source;
     disabledHasUnits = nixosOff.systemd.user.services != { } || nixosOff.systemd.user.sockets != { };
+    userActivation = nixos.system.userActivationScripts.openfiles;
+    systemctl = "${pkgs.systemd}/bin/systemctl";
+    disabledHasActivation = nixosOff.system.userActivationScripts != { };
+    changed = {
+      serviceUnit = nixosServiceUnit nixosChanged.systemd.user.services.openfiles;
+      configText = textOf nixosChanged.environment.etc."openfiles/config.toml".source;
+      userActivation = nixosChanged.system.userActivationScripts.openfiles;
+    };
   };
 
   hmLinux = {
@@ -175,12 +204,19 @@ in
     sessionVariables = hmLinux.home.sessionVariables;
     hasLaunchd = hmLinux.launchd.agents != { };
     bareServiceUnit = toSystemdIni hmLinuxBare.systemd.user.services.openfiles;
+    configSource = toString hmLinux.xdg.configFile."openfiles/config.toml".source;
+    hasOnChange = hmLinux.xdg.configFile."openfiles/config.toml" ? onChange;
+    changed = {
+      serviceUnit = toSystemdIni hmLinuxChanged.systemd.user.services.openfiles;
+      configSource = toString hmLinuxChanged.xdg.configFile."openfiles/config.toml".source;
+    };
   };
 
   hmDarwin = {
     agent = hmDarwin.launchd.agents.openfiles;
     sessionVariables = hmDarwin.home.sessionVariables;
     activation = hmDarwin.home.activation.openfilesSocketDir.data;
+    activationOrder = { inherit (hmDarwin.home.activation.openfilesSocketDir) after before; };
     hasSystemd = hmDarwin.systemd.user.services != { };
     extraAgent = hmDarwinExtra.launchd.agents.openfiles.config;
   };
@@ -205,12 +241,20 @@ in
   hmDarwinSettings = {
     config = hmDarwinSettings.launchd.agents.openfiles.config.EnvironmentVariables.OPENFILES_CONFIG;
     file = builtins.attrNames hmDarwinSettings.xdg.configFile;
+    onChange = hmDarwinSettings.xdg.configFile."openfiles/config.toml".onChange;
+    # Without settings there is no file, so nothing to watch.
+    bareFiles = builtins.attrNames hmDarwin.xdg.configFile;
   };
 
   darwin = {
     agent = darwin.launchd.user.agents.openfiles.serviceConfig;
     variables = darwin.environment.variables;
-    activation = darwin.system.activationScripts.postActivation.text;
+    # The activation phases the module writes to, with their text.
+    activation = phases darwin.system.activationScripts;
     configText = textOf darwin.environment.etc."openfiles/config.toml".source;
+    changedConfigText = textOf darwinChanged.environment.etc."openfiles/config.toml".source;
+    changedActivation = phases darwinChanged.system.activationScripts;
+    # Without settings: no config file, nothing to compare.
+    bareActivation = phases darwinPrimary.system.activationScripts;
   };
 }

@@ -28,6 +28,7 @@ mod mcp_robust;
 mod mcp_sdk;
 mod packaging_doctor;
 mod packaging_nix;
+mod packaging_nix_switch;
 mod packaging_systemd;
 mod packaging_units;
 mod pipeline;

@@ -46,8 +46,9 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
         "{service}"
     );
 
-    // Same keys as packaging/systemd (minus comments, Documentation and the PATH line), but
-    // for the `kill` ExecReload runs: the store's, not /bin/kill.
+    // Same keys as packaging/systemd (minus comments, Documentation, the PATH line and the
+    // reload trigger home-manager's switch reads), but for the `kill` ExecReload runs: the
+    // store's, not /bin/kill.
     let shipped = |name: &str| {
         let text = std::fs::read_to_string(repo().join("packaging/systemd").join(name)).unwrap();
         ini_pairs(&text.replace("/usr/bin/openfiles", bin))
@@ -58,7 +59,7 @@ fn home_manager_units_match_the_packaged_units_and_verify() {
     let rendered = |text: &str| {
         ini_pairs(&text.replace("RemoveOnStop=true", "RemoveOnStop=yes"))
             .into_iter()
-            .filter(|(_, k, _)| k != "Environment")
+            .filter(|(_, k, _)| k != "Environment" && k != "X-Reload-Triggers")
             .map(|(s, k, v)| match v.find("/bin/kill ") {
                 Some(at) if k == "ExecReload" && v.starts_with("/nix/store/") => {
                     (s, k, v[at..].to_owned())
@@ -320,7 +321,7 @@ fn darwin_modules_render_a_valid_launch_agent() {
         .as_str()
         .unwrap()
         .contains("mkdir -p -m 700 '/Users/alice/Library/Caches/openfiles'"));
-    assert!(r["darwin"]["activation"]
+    assert!(r["darwin"]["activation"]["extraActivation"]
         .as_str()
         .unwrap()
         .contains("chown 'alice' '/Users/alice/Library/Caches/openfiles'"));
