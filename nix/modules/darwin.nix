@@ -19,6 +19,7 @@ let
   home = if declaredHome != null then declaredHome else "/Users/${user}";
   socket = if cfg.socketPath != null then cfg.socketPath else "${home}/Library/Caches/openfiles/openfiles.sock";
   configFile = common.configFile pkgs cfg.settings;
+  dir = lib.escapeShellArg (dirOf socket);
 in
 {
   options.services.openfiles = {
@@ -71,10 +72,13 @@ in
     # postActivation. launchd binds the agent's socket when userLaunchd loads it, so the
     # folder is made before that: in extraActivation, which follows `checks` (they verify that
     # system.primaryUser, whom the folder is given to, exists).
+    # (`mkdir -p -m` would fail nix-darwin's build: it runs shellcheck on `activate`, which
+    # warns that -m applies to the last folder only.)
     system.activationScripts.extraActivation.text = ''
       # openfiles: the LaunchAgent's socket folder, before userLaunchd loads the agent
-      mkdir -p -m 700 ${lib.escapeShellArg (dirOf socket)}
-      chown ${lib.escapeShellArg user} ${lib.escapeShellArg (dirOf socket)}
+      mkdir -p ${dir}
+      chmod 700 ${dir}
+      chown ${lib.escapeShellArg user} ${dir}
     '';
 
     # A changed config.toml reaches the running agent as SIGHUP (launchd has no reload, and

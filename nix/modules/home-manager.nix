@@ -80,7 +80,8 @@ in
       # launchd binds the socket then; after writeBoundary, where home-manager's file-system
       # changes belong.
       home.activation.openfilesSocketDir = lib.hm.dag.entryBetween [ "setupLaunchAgents" ] [ "writeBoundary" ] ''
-        run mkdir -p -m 700 ${lib.escapeShellArg (dirOf socket)}
+        run mkdir -p ${lib.escapeShellArg (dirOf socket)}
+        run chmod 700 ${lib.escapeShellArg (dirOf socket)}
       '';
       launchd.agents.openfiles = {
         enable = true;

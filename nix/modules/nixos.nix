@@ -54,7 +54,8 @@ in
             ${systemctl} --user try-restart openfiles.service || echo "openfiles: restart failed" >&2
           fi
         fi
-        mkdir -p -m 700 "''${openfilesStamp%/*}"
+        mkdir -p "''${openfilesStamp%/*}"
+        chmod 700 "''${openfilesStamp%/*}"
         printf '%s\n' "$openfilesNow" > "$openfilesStamp"
       fi
       unset openfilesNow openfilesStamp openfilesWas

@@ -320,7 +320,7 @@ fn darwin_modules_render_a_valid_launch_agent() {
     assert!(r["hmDarwin"]["activation"]
         .as_str()
         .unwrap()
-        .contains("mkdir -p -m 700 '/Users/alice/Library/Caches/openfiles'"));
+        .contains("chmod 700 '/Users/alice/Library/Caches/openfiles'"));
     assert!(r["darwin"]["activation"]["extraActivation"]
         .as_str()
         .unwrap()

@@ -90,25 +90,78 @@ fn at(phase: &str) -> usize {
 fn socket_folder_is_made_before_the_agent_is_loaded() {
     let store = tempfile::tempdir().unwrap();
     let r = eval_modules(store.path());
-    let mkdir = "mkdir -p -m 700 '/Users/alice/Library/Caches/openfiles'";
+    let dir = "'/Users/alice/Library/Caches/openfiles'";
+    let mkdir = format!("mkdir -p {dir}");
     for who in ["activation", "bareActivation"] {
         let activation = &r["darwin"][who];
-        let (phase, i) = darwin_phase(activation, mkdir);
+        let (phase, i) = darwin_phase(activation, &mkdir);
         assert!(
             at("checks") < i && i < at("userLaunchd"),
             "{who}: the folder is made in {phase}"
         );
-        let (chown, _) = darwin_phase(
-            activation,
-            "chown 'alice' '/Users/alice/Library/Caches/openfiles'",
-        );
-        assert_eq!(chown, phase, "{who}");
+        for then in [format!("chmod 700 {dir}"), format!("chown 'alice' {dir}")] {
+            assert_eq!(darwin_phase(activation, &then).0, phase, "{who}: {then}");
+        }
     }
 
     let order = &r["hmDarwin"]["activationOrder"];
     assert_eq!(order["before"], serde_json::json!(["setupLaunchAgents"]));
     assert_eq!(order["after"], serde_json::json!(["writeBoundary"]));
-    assert!(text(&r["hmDarwin"]["activation"], "hm activation").contains(mkdir));
+    let step = text(&r["hmDarwin"]["activation"], "hm activation");
+    assert!(
+        step.contains(&mkdir) && step.contains(&format!("chmod 700 {dir}")),
+        "{step}"
+    );
+}
+
+/// The steps pass shellcheck: nix-darwin runs `shellcheck --exclude=SC2016,SC1112` on the
+/// `activate` script it builds (modules/system/default.nix), so a warning there fails
+/// `darwin-rebuild` (e.g. `mkdir -p -m`, SC2174). The home-manager and NixOS steps are held
+/// to the same standard.
+#[test]
+fn activation_steps_pass_shellcheck() {
+    let store = tempfile::tempdir().unwrap();
+    let r = eval_modules(store.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let check = |name: &str, script: String, args: &[&str]| {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, script).unwrap();
+        let out = output(Command::new("shellcheck").args(args).arg(&file));
+        assert!(
+            out.status.success(),
+            "{name}: shellcheck:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // As nix-darwin's `activate` holds them: its header, then the phases in their order.
+    let darwin = &r["darwin"]["activation"];
+    let mut activate = String::from(
+        "#!/usr/bin/env bash\nset -e\nset -o pipefail\nsystemConfig=/nix/store/x-darwin-system\n",
+    );
+    for phase in DARWIN_PHASES {
+        if let Some(t) = darwin.get(*phase).and_then(|t| t.as_str()) {
+            activate.push_str(t);
+            activate.push('\n');
+        }
+    }
+    assert!(activate.contains("kill SIGHUP"), "{activate}");
+    check("activate", activate, &["--exclude=SC2016,SC1112"]);
+    let bash = &["-s", "bash"];
+    check(
+        "hm-activation",
+        format!(
+            "{}\n{}",
+            text(&r["hmDarwin"]["activation"], "hm activation"),
+            text(&r["hmDarwinSettings"]["onChange"], "onChange")
+        ),
+        bash,
+    );
+    check(
+        "nixos-user-activation",
+        text(&r["nixos"]["userActivation"], "userActivation").to_owned(),
+        bash,
+    );
 }
 
 /// home-manager on Linux: the service unit names the config file it reads in
