@@ -164,6 +164,7 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
                 since: r.ts,
                 timeout_ms: Some(10_000),
                 partial: false,
+                session: None,
             }))
             .unwrap();
         assert!(w.complete);
@@ -219,6 +220,7 @@ fn rss_10k_session(env: &Env, ws: &Path, pid: u32) -> u64 {
             since: r.ts,
             timeout_ms: Some(120_000),
             partial: false,
+            session: None,
         }))
         .unwrap();
     assert!(w.complete);

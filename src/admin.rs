@@ -72,6 +72,25 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
                 ""
             }
         );
+        if w.deadline_notes > 0 || w.late_deliveries > 0 || w.owed > 0 {
+            println!(
+                "    hook deadlines passed {}, late results delivered {}, owed {}",
+                w.deadline_notes, w.late_deliveries, w.owed
+            );
+        }
+        if let Some(warm) = &w.warm {
+            let names = warm
+                .sources
+                .iter()
+                .map(|s| crate::visible::escape(s))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if warm.done_at == 0 {
+                println!("    warming the checkers for an agent session");
+            } else {
+                println!("    warmed for an agent session: {names}");
+            }
+        }
     }
     Ok(0)
 }

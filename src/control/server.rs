@@ -202,6 +202,19 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             Err(e) => control::error_reply(id, e),
         },
         Request::ReviewMark(m) => control::ok_reply(id, review_mark(ctx, m).await),
+        Request::Warm(a) => match ctx.registry.lookup(a.path, true).await {
+            Ok(h) => {
+                let started = h.warm().await;
+                control::ok_reply(
+                    id,
+                    control::WarmReply {
+                        root: (*h.root).clone(),
+                        started,
+                    },
+                )
+            }
+            Err(e) => control::error_reply(id, e),
+        },
         Request::Pause(a) => pause(ctx, a.path, true, id).await,
         Request::Resume(a) => pause(ctx, a.path, false, id).await,
     }
@@ -340,15 +353,25 @@ async fn wait(ctx: &Context, w: Wait) -> WaitReply {
     let deadline = w
         .timeout_ms
         .map(|t| Instant::now() + Duration::from_millis(t.min(600_000)));
-    let waits = groups
-        .into_iter()
-        .map(|(h, paths)| async move { h.wait(paths, w.since, deadline, w.partial).await });
+    let session = w.session.as_ref();
+    let waits = groups.into_iter().map(|(h, paths)| async move {
+        h.wait_for(paths, w.since, deadline, w.partial, session.cloned())
+            .await
+    });
     let results = futures_util::future::join_all(waits).await;
     let complete = results.iter().all(|r| r.complete);
+    let partial = !complete && results.iter().all(|r| r.complete || r.partial);
+    let mut workspaces = Vec::new();
+    let mut earlier = Vec::new();
+    for r in results {
+        workspaces.push(r.entries);
+        earlier.extend(r.earlier);
+    }
     WaitReply {
         complete,
-        partial: !complete && results.iter().all(|r| r.complete || r.partial),
-        workspaces: results.into_iter().map(|r| r.entries).collect(),
+        partial,
+        workspaces,
+        earlier,
         rejected: Vec::new(),
     }
 }
@@ -373,6 +396,7 @@ async fn check(ctx: &Context, c: Check) -> WaitReply {
             since: reply.ts,
             timeout_ms,
             partial: false,
+            session: None,
         },
     )
     .await;

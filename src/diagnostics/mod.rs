@@ -8,7 +8,8 @@
 //! [`Checker`] ([`schedule`]), merges their answers, wakes [`waiters`], and hands
 //! snapshots to the [`writer`], which rewrites `diagnostics.json` atomically and persists the
 //! session (with the queue cursor) in the state dir. Beside the session the actor keeps the
-//! [`review`] data (agents per file, reviewed marks, paused), persisted with it.
+//! [`review`] data (agents per file, reviewed marks, paused) and what agent sessions are owed
+//! ([`late`]: results that came in after a hook's deadline), persisted with it.
 //!
 //! The [`baseline`] (the problems before the session's edits) classifies every item as
 //! introduced or already there, and lets a project-wide source's report on files nobody
@@ -18,6 +19,7 @@
 //! generation never marks the file checked.
 
 pub mod baseline;
+pub mod late;
 pub mod pipeline;
 pub mod review;
 pub mod schedule;

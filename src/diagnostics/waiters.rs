@@ -7,6 +7,10 @@
 //! answered, only project-wide ones still run; at its deadline; or when the asker is gone.
 //! The entries it gets carry, per source, whether it answered for the current content, so the
 //! asker can say which sources are still running.
+//!
+//! A waiter that names its agent session (a hook's) settles that session's debts for its
+//! paths, is handed the session's results that came in late since ([`Late::take`]), and, when
+//! it is answered at its deadline with paths still being checked, leaves those owed.
 
 use std::path::PathBuf;
 
@@ -14,6 +18,7 @@ use tokio::sync::oneshot;
 // Tokio's clock (the same as std's outside tests): deadlines follow paused test time.
 use tokio::time::Instant;
 
+use super::late::Late;
 use super::session::Session;
 use super::WorkspaceEntries;
 
@@ -26,6 +31,8 @@ pub struct WaitOutcome {
     /// every path, project-wide ones still run (named in the entries' `sources`).
     pub partial: bool,
     pub entries: WorkspaceEntries,
+    /// The session's results that came in after an earlier wait's deadline (handed out once).
+    pub earlier: Option<WorkspaceEntries>,
 }
 
 /// One parked `wait`.
@@ -35,6 +42,8 @@ pub struct Waiter {
     pub deadline: Instant,
     /// When a partial answer may be given; `None`: only complete answers (or the deadline).
     pub partial_at: Option<Instant>,
+    /// The agent session asking, if it said (see [`Late`]).
+    pub session: Option<String>,
     pub reply: oneshot::Sender<WaitOutcome>,
 }
 
@@ -58,12 +67,14 @@ impl Waiters {
     }
 
     /// Answer every waiter that can be answered (all of them with `all`); `entries` builds
-    /// the reply's entries for a waiter's paths.
+    /// the reply's entries for a waiter's paths (with the entries of files the session broke
+    /// when its flag is set), `late` is what the sessions are owed.
     pub fn answer(
         &mut self,
         session: &Session,
+        late: &mut Late,
         all: bool,
-        entries: impl Fn(&[PathBuf]) -> WorkspaceEntries,
+        entries: impl Fn(&[PathBuf], bool) -> WorkspaceEntries,
     ) {
         let now = Instant::now();
         let mut keep = Vec::new();
@@ -79,10 +90,32 @@ impl Waiters {
                     .iter()
                     .all(|p| session.get(p).is_none_or(|s| s.partial_ready()));
             if complete || partial || all || now >= w.deadline || w.reply.is_closed() {
+                let mut earlier = None;
+                if let Some(key) = w.session.as_deref().filter(|_| !w.reply.is_closed()) {
+                    late.covered(key, &w.paths);
+                    let taken = late.take(key, session);
+                    if !taken.is_empty() {
+                        earlier = Some(entries(&taken, false));
+                    }
+                    if !complete && !partial {
+                        let pending: Vec<PathBuf> = w
+                            .paths
+                            .iter()
+                            .filter(|p| {
+                                session.get(p).is_some_and(|s| {
+                                    !(s.entry.checked_at >= w.since && s.settled())
+                                })
+                            })
+                            .cloned()
+                            .collect();
+                        late.owe(key, &pending, w.since);
+                    }
+                }
                 let _ = w.reply.send(WaitOutcome {
                     complete,
                     partial,
-                    entries: entries(&w.paths),
+                    entries: entries(&w.paths, true),
+                    earlier,
                 });
             } else {
                 keep.push(w);
@@ -104,6 +137,7 @@ mod tests {
             since: 0,
             deadline,
             partial_at,
+            session: None,
             reply: oneshot::channel().0,
         }
     }

@@ -1,5 +1,5 @@
 //! Writing what the pipeline knows: `.openfiles/diagnostics.json` for agents, and the
-//! session state (entries + queue cursor + review marks) in the state dir for restarts, with
+//! session state (entries + queue cursor + review marks + results owed to agent sessions) in the state dir for restarts, with
 //! its one-line summary (`status.json`, read by `openfiles status --short`) beside it.
 //!
 //! Both are replaced atomically (temp file + rename). The session state and the queue cursor
@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::baseline::{Baseline, Coverage};
+use super::late::Late;
 use super::review::{Review, Summary, SUMMARY_FILE};
 use super::session::Session;
 use openfiles_os::fsutil;
@@ -91,6 +92,9 @@ pub struct SessionState {
     /// Agents per file, reviewed marks, paused (absent in states written before review).
     #[serde(default)]
     pub review: Review,
+    /// Results owed to agent sessions (absent in states written before them).
+    #[serde(default)]
+    pub late: Late,
 }
 
 impl SessionState {
@@ -218,7 +222,7 @@ impl Snapshot {
         root: &Path,
         hook: &HookSettings,
         session: &Session,
-        (queue, review): (&QueueState, &Review),
+        (queue, review, late): (&QueueState, &Review, &Late),
         diagnostics_root: Option<PathBuf>,
         state_path: PathBuf,
         baseline: (&BaselineInfo, Option<&Baseline>),
@@ -239,6 +243,8 @@ impl Snapshot {
         state.extend_from_slice(&diagnostics);
         state.extend_from_slice(br#","review":"#);
         state.extend(serde_json::to_vec(review).unwrap_or_else(|_| b"{}".to_vec()));
+        state.extend_from_slice(br#","late":"#);
+        state.extend(serde_json::to_vec(late).unwrap_or_else(|_| b"{}".to_vec()));
         state.push(b'}');
         let summary = serde_json::to_vec(&summary(root, session, review)).unwrap_or_default();
         Snapshot {
@@ -358,11 +364,13 @@ mod tests {
         };
         let state_path = dir.path().join("state/workspaces/ws-1/session.json");
         let info = BaselineInfo::default();
+        let mut owed = Late::default();
+        owed.owe("claude/s1", &[root.join("src/a.rs")], 5);
         let snap = Snapshot::new(
             &root,
             &HookSettings::default(),
             &session,
-            (&queue, &Review::default()),
+            (&queue, &Review::default(), &owed),
             Some(root.clone()),
             state_path.clone(),
             (&info, None),
@@ -374,6 +382,10 @@ mod tests {
         let state: SessionState =
             serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
         assert_eq!(state.queue, queue);
+        assert_eq!(
+            state.late, owed,
+            "what sessions are owed survives a restart"
+        );
         let doc: DiagnosticsFile = serde_json::from_slice(&written).unwrap();
         assert_eq!(state.diagnostics.as_ref(), Some(&doc), "the same document");
         let keys: Vec<&str> = doc.files.keys().map(String::as_str).collect();

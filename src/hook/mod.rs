@@ -4,6 +4,12 @@
 //! ([`online`]) or, when none answers, to a workspace served by the editor extension
 //! ([`fallback`]), wait for their diagnostics unless this agent or event takes no feedback,
 //! and print the feedback ([`feedback`], [`report`]) in the agent's format ([`output`]).
+//! Results that came after an earlier hook's deadline are told once with the next hook of
+//! the same agent session ([`late`]).
+//!
+//! At a session start (`--event SessionStart`, or the payload's `hook_event_name`) there is
+//! no edit: the hook asks the service to start the checkers of the payload's working folder
+//! in the background (`warm`) and prints nothing, which every agent takes as "no context".
 //!
 //! Invariants: the process always exits 0 and prints at most one JSON line; garbage in
 //! means nothing out; diagnostics go to stderr only with `--verbose`. The hook path starts
@@ -15,6 +21,7 @@ pub mod fallback;
 pub mod feedback;
 pub mod input;
 pub mod install;
+pub mod late;
 pub mod online;
 pub mod output;
 pub mod payload;
@@ -71,6 +78,10 @@ fn say(opts: &Options, msg: std::fmt::Arguments<'_>) {
 pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
     let agent = Agent::from_id(opts.agent.as_deref());
     let event = opts.event.as_deref().or(parsed.event.as_deref());
+    if event.is_some_and(is_session_start) {
+        warm(opts, parsed);
+        return None;
+    }
     if parsed.paths.is_empty() {
         match &parsed.invalid {
             Some(why) => say(opts, format_args!("{why}; nothing to report")),
@@ -95,12 +106,14 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
         .collect();
     let feedback = !opts.no_feedback && agent.wants_feedback(event);
     let ts = openfiles_wire::spec::now_ms();
+    let session = session_key(agent, parsed.session.as_deref());
     let edit = online::Edit {
         paths: &paths,
         agent: agent.id(),
         tool: parsed.tool.as_deref(),
         event,
         ts,
+        session: Some(&session),
     };
     let reported = match crate::paths::control_socket(opts.socket.as_deref()) {
         Ok(socket) => online::report(&socket, &edit, feedback),
@@ -125,6 +138,57 @@ pub fn handle(opts: &Options, parsed: &payload::Parsed) -> Option<String> {
     };
     let text = text?;
     output::render(agent, &text)
+}
+
+/// Whether `event` announces a new (or resumed) agent session: Claude Code's, Codex's and
+/// Gemini CLI's `SessionStart`.
+pub fn is_session_start(event: &str) -> bool {
+    event.eq_ignore_ascii_case("SessionStart") || event.eq_ignore_ascii_case("session_start")
+}
+
+/// The key the service keeps late results under: the agent and its session id, or the
+/// agent alone when the payload names no session.
+pub fn session_key(agent: Agent, session: Option<&str>) -> String {
+    match session {
+        Some(id) => format!("{}/{id}", agent.id()),
+        None => agent.id().to_owned(),
+    }
+}
+
+/// A session starts: ask the service to warm the checkers of the payload's working folder.
+/// Needs the payload's `cwd` (an agent's session-start payload has it; a hand-run or
+/// `doctor`'s `{}` does not, and warms nothing). No fallback: without a service there is
+/// nothing to warm.
+fn warm(opts: &Options, parsed: &payload::Parsed) {
+    let Some(cwd) = parsed.cwd.as_deref() else {
+        say(
+            opts,
+            format_args!("session start without a cwd; nothing to warm"),
+        );
+        return;
+    };
+    let dir = match (cwd.is_relative(), std::env::current_dir()) {
+        (true, Ok(here)) => here.join(cwd),
+        _ => cwd.to_owned(),
+    };
+    let result = crate::paths::control_socket(opts.socket.as_deref())
+        .map_err(|e| e.to_string())
+        .and_then(|socket| online::warm(&socket, &dir).map_err(|e| e.to_string()));
+    match result {
+        Ok(r) => say(
+            opts,
+            format_args!(
+                "warming the checkers of {}{}",
+                r.root.display(),
+                if r.started {
+                    ""
+                } else {
+                    " (already under way)"
+                }
+            ),
+        ),
+        Err(e) => say(opts, format_args!("cannot warm {}: {e}", dir.display())),
+    }
 }
 
 /// Where the fallback starts looking for a workspace, in order.

@@ -8,12 +8,18 @@
 //! (from the reply): when the service answered incomplete before that, the hook asks again
 //! with an explicit `timeoutMs` for the rest (a few rounds at most). In a paused workspace
 //! (`openfiles pause`) the edit is not taken and the feedback says so.
+//!
+//! The `wait` names the agent session (`Edit::session`): when it ends at the deadline with
+//! files still being checked, the hook says so in one line and the service owes their
+//! results to the session; a later hook of the session gets them in `earlier`, once, and
+//! prints them before its own feedback ([`late`](super::late)).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::feedback::{self, Report};
-use super::report::Entries;
+use super::late;
+use super::report::{display_path, Entries};
 use crate::control::client::{Client, ClientError};
 use openfiles_wire::control::{Edited, EditedReply, Request, Wait, WaitReply};
 
@@ -58,6 +64,8 @@ pub struct Edit<'a> {
     pub tool: Option<&'a str>,
     pub event: Option<&'a str>,
     pub ts: u64,
+    /// The agent session (`agent/session_id`, or the agent alone), for late results.
+    pub session: Option<&'a str>,
 }
 
 /// Report the edit; with `feedback`, wait and return the feedback text (if any).
@@ -104,6 +112,7 @@ pub fn report(
                 since: reply.ts,
                 timeout_ms,
                 partial: true,
+                session: edit.session.map(str::to_owned),
             }))
             .map_err(ServiceError::WaitFailed)?;
         rounds += 1;
@@ -129,6 +138,16 @@ pub fn report(
     Ok(feedback_text(&waited, &accepted, reply.ts))
 }
 
+/// Ask the service to warm the checkers of the workspace holding `dir` (a session start);
+/// the service answers at once, the servers start in the background.
+pub fn warm(socket: &Path, dir: &Path) -> Result<openfiles_wire::control::WarmReply, ClientError> {
+    let mut client = Client::connect(socket, Some(EDITED_REPLY_TIMEOUT))?;
+    client.call_as(&Request::Warm(openfiles_wire::control::PathArg {
+        path: dir.to_owned(),
+        force: false,
+    }))
+}
+
 /// What the agent is told when its edit landed in a paused workspace (`openfiles pause`).
 pub fn paused_text(roots: &[PathBuf]) -> Option<String> {
     let root = roots.first()?;
@@ -138,9 +157,14 @@ pub fn paused_text(roots: &[PathBuf]) -> Option<String> {
     ))
 }
 
-/// The feedback for `paths` from a `wait` reply.
+/// The feedback for `paths` from a `wait` reply: results that came late for an earlier
+/// hook of the session, the one line naming files still being checked at the deadline (a
+/// reply neither complete nor partial), then the feedback for `paths`.
 pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option<String> {
     let mut report = Report::default();
+    let mut pending: Vec<String> = Vec::new();
+    let mut timeout_ms = 0;
+    let at_deadline = !reply.complete && !reply.partial;
     for ws in &reply.workspaces {
         let entries = Entries {
             root: &ws.root,
@@ -149,6 +173,31 @@ pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option
             baseline: ws.baseline.as_ref(),
         };
         report.extend(entries.report(paths, since));
+        if at_deadline && ws.hook.feedback != openfiles_wire::spec::Feedback::Off {
+            timeout_ms = timeout_ms.max(ws.hook.timeout_ms);
+            for p in paths {
+                if entries.find(p).is_some_and(|e| e.checked_at < since) {
+                    pending.push(display_path(&ws.root, p));
+                }
+            }
+        }
     }
-    feedback::format_report(&report)
+    let mut earlier = Vec::new();
+    for ws in &reply.earlier {
+        let entries = Entries {
+            root: &ws.root,
+            hook: &ws.hook,
+            files: &ws.files,
+            baseline: ws.baseline.as_ref(),
+        };
+        let files: Vec<PathBuf> = ws.files.values().map(|e| e.path.clone()).collect();
+        earlier.extend(entries.views(&files, 0));
+    }
+    let earlier_has_problems = earlier.iter().any(|f| !f.items.is_empty());
+    late::combine(
+        late::deadline_note(&pending, timeout_ms),
+        late::earlier_section(&earlier),
+        feedback::format_report(&report),
+        earlier_has_problems,
+    )
 }

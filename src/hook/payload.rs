@@ -43,6 +43,8 @@ const NESTED_KEYS: &[&str] = &["tool_input", "toolArgs", "tool_info", "input", "
 const WRITE_WORDS: &[&str] = &[
     "edit", "write", "create", "replace", "patch", "insert", "notebook", "rename", "move",
 ];
+/// Session ids longer than this (in characters) are dropped.
+pub const MAX_SESSION_CHARS: usize = 200;
 /// Path values this long (in characters) or longer are dropped.
 const MAX_PATH_CHARS: usize = 4096;
 
@@ -57,6 +59,9 @@ pub struct Parsed {
     pub tool: Option<String>,
     /// `hook_event_name`, if any.
     pub event: Option<String>,
+    /// The agent's session id (`session_id`, `sessionId`), if any: at most
+    /// [`MAX_SESSION_CHARS`] characters, no control characters.
+    pub session: Option<String>,
     /// Why the input was not a payload at all (not JSON, not an object), for `--verbose`.
     pub invalid: Option<String>,
 }
@@ -92,11 +97,21 @@ pub fn parse(payload: &Map<String, Value>) -> Parsed {
         .get("hook_event_name")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let session = ["session_id", "sessionId"]
+        .iter()
+        .find_map(|k| payload.get(*k).and_then(Value::as_str))
+        .filter(|s| {
+            !s.is_empty()
+                && s.chars().count() <= MAX_SESSION_CHARS
+                && !s.chars().any(char::is_control)
+        })
+        .map(str::to_owned);
     let mut parsed = Parsed {
         paths: Vec::new(),
         cwd,
         tool,
         event,
+        session,
         invalid: None,
     };
     if let Some(tool) = &parsed.tool {

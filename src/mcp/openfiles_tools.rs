@@ -97,6 +97,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
             timeout_ms: Some(timeout_ms),
             // A tool call waits for every source: the model asked for fresh problems.
             partial: false,
+            session: None,
         }),
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),

@@ -121,6 +121,7 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
             since,
             timeout_ms: Some(left.as_millis() as u64),
             partial: false,
+            session: None,
         }))?;
         merge(&mut reply, part);
     }

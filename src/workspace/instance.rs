@@ -231,6 +231,10 @@ impl Instance {
             paused: p.paused,
             unreviewed: p.unreviewed,
             trusted: self.trusted(),
+            late_deliveries: p.late_deliveries,
+            deadline_notes: p.deadline_notes,
+            owed: p.owed,
+            warm: p.warm,
         }
     }
 

@@ -375,6 +375,7 @@ fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
             since: long_ago,
             timeout_ms: None,
             partial: false,
+            session: None,
         }))
         .unwrap();
     assert!(!w.complete);

@@ -128,6 +128,7 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
                     since: ts,
                     timeout_ms: Some(60_000),
                     partial: false,
+                    session: None,
                 }))
                 .is_ok_and(|r| r.ok),
         );

@@ -54,6 +54,14 @@ pub struct PipelineStatus {
     pub paused: bool,
     /// Session files not reviewed since their last edit.
     pub unreviewed: usize,
+    /// Files told to a later hook of the session after their hook's deadline, ever.
+    pub late_deliveries: u64,
+    /// Hook waits that ended at their deadline with files still being checked, ever.
+    pub deadline_notes: u64,
+    /// Files owed to agent sessions now.
+    pub owed: usize,
+    /// The last warm-up (`warm`).
+    pub warm: Option<openfiles_wire::control::WarmState>,
 }
 
 /// A file's committed text as line hashes, and what a source said about it.
@@ -113,8 +121,15 @@ pub(super) enum Msg {
         deadline: Option<Instant>,
         /// Answer early once the fast sources answered (after `hooks.partial_after_ms`).
         partial: bool,
+        /// The agent session asking (see `diagnostics::late`).
+        session: Option<String>,
         reply: oneshot::Sender<WaitOutcome>,
     },
+    /// Start the checkers for an agent session; answers whether a warm-up was started.
+    Warm {
+        reply: oneshot::Sender<bool>,
+    },
+    Warmed(super::warm::Warmed),
     Checked(Checked),
     Base(BaseMsg),
     Written {
@@ -229,12 +244,26 @@ impl PipelineHandle {
         deadline: Option<Instant>,
         partial: bool,
     ) -> WaitOutcome {
+        self.wait_for(paths, since, deadline, partial, None).await
+    }
+
+    /// [`wait`](Self::wait) for an agent `session`: at the deadline, paths still being
+    /// checked are owed to it; results owed to it that are in come in `earlier`, once.
+    pub async fn wait_for(
+        &self,
+        paths: Vec<PathBuf>,
+        since: u64,
+        deadline: Option<Instant>,
+        partial: bool,
+        session: Option<String>,
+    ) -> WaitOutcome {
         let root = self.root.clone();
         self.ask(|reply| Msg::Wait {
             paths,
             since,
             deadline,
             partial,
+            session,
             reply,
         })
         .await
@@ -245,6 +274,12 @@ impl PipelineHandle {
             },
             ..Default::default()
         })
+    }
+
+    /// Start the checkers in the background for an agent session (see `warm.rs`); returns
+    /// whether a warm-up was started (false: one is running).
+    pub async fn warm(&self) -> bool {
+        self.ask(|reply| Msg::Warm { reply }).await.unwrap_or(false)
     }
 
     pub async fn status(&self) -> PipelineStatus {

@@ -36,11 +36,13 @@ mod base;
 mod handle;
 #[cfg(test)]
 mod tests;
+mod warm;
 
 use base::BaseState;
 use handle::Msg;
 pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
 
+use super::late::Late;
 use super::review::{Review, ReviewFile, WorkspaceReview};
 use super::schedule::{Checked, Scheduler};
 use super::session::Session;
@@ -65,6 +67,10 @@ pub struct Pipeline {
     session: Session,
     /// Agents per file, reviewed marks, paused: persisted with the session.
     review: Review,
+    /// Results owed to agent sessions (a hook's deadline passed first): persisted too.
+    late: Late,
+    /// The last warm-up an agent's session start asked for.
+    warm: Option<openfiles_wire::control::WarmState>,
     sensitive: BTreeSet<PathBuf>,
     dirty: BTreeSet<PathBuf>,
     waiters: Waiters,
@@ -118,8 +124,10 @@ impl Pipeline {
         let policy = Policy::new(root, &config.diagnostics)?;
         let queue = state.queue.clone();
         let mut review = std::mem::take(&mut state.review);
+        let mut late = std::mem::take(&mut state.late);
         let (session, unchecked) = Session::restore(state.into_entries());
         review.retain(|p| session.get(p).is_some());
+        late.retain(|p| session.get(p).is_some());
         let (tx, rx) = mpsc::channel(CHANNEL);
         let (results, results_rx) = mpsc::unbounded_channel();
         let cursor = queue.cursor;
@@ -140,6 +148,8 @@ impl Pipeline {
             scheduler: Scheduler::new(root, checker, done),
             session,
             review,
+            late,
+            warm: None,
             sensitive: BTreeSet::new(),
             dirty: unchecked.into_iter().collect(),
             waiters: Waiters::default(),
@@ -239,6 +249,7 @@ impl Pipeline {
                 since,
                 deadline,
                 partial,
+                session,
                 reply,
             } => {
                 let paths = paths
@@ -258,10 +269,15 @@ impl Pipeline {
                     since,
                     deadline,
                     partial_at,
+                    session,
                     reply,
                 });
             }
             Msg::Checked(c) => self.checked(c),
+            Msg::Warm { reply } => {
+                let _ = reply.send(self.warm());
+            }
+            Msg::Warmed(w) => self.warmed(w),
             Msg::Base(m) => self.base_msg(m),
             Msg::Written { cursor, result } => {
                 self.writing = false;
@@ -292,12 +308,17 @@ impl Pipeline {
                         .iter()
                         .filter(|(p, _)| !self.review.get(p).is_some_and(|m| m.reviewed()))
                         .count(),
+                    late_deliveries: self.late.delivered,
+                    deadline_notes: self.late.notes,
+                    owed: self.late.owed.len(),
+                    warm: self.warm.clone(),
                 });
             }
             Msg::Clear { reply } => {
                 let n = self.session.len();
                 self.session.clear();
                 self.review.clear();
+                self.late.clear();
                 self.sensitive.clear();
                 self.dirty.clear();
                 self.base.clear();
@@ -403,6 +424,7 @@ impl Pipeline {
                     if self.session.remove(&p) {
                         self.needs_write = true;
                     }
+                    self.late.retain(|o| o != p);
                     self.review.remove(&p);
                     self.dirty.remove(&p);
                     out.rejected.push(Rejected {
@@ -578,27 +600,32 @@ impl Pipeline {
     fn answer_waiters(&mut self, all: bool) {
         let (session, root, hook) = (&self.session, &self.root, self.hook());
         let baseline = self.base.info();
-        self.waiters.answer(session, all, |paths| {
-            let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
-                .iter()
-                .filter_map(|p| {
-                    session
-                        .get(p)
-                        .map(|s| (writer::key(root, p), s.entry.clone()))
-                })
-                .collect();
-            for (p, s) in session.iter() {
-                if !s.entry.affected_by.is_empty() {
-                    files.insert(writer::key(root, p), s.entry.clone());
+        let before = (self.late.owed.len(), self.late.notes, self.late.delivered);
+        self.waiters
+            .answer(session, &mut self.late, all, |paths, broken| {
+                let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
+                    .iter()
+                    .filter_map(|p| {
+                        session
+                            .get(p)
+                            .map(|s| (writer::key(root, p), s.entry.clone()))
+                    })
+                    .collect();
+                for (p, s) in session.iter().filter(|_| broken) {
+                    if !s.entry.affected_by.is_empty() {
+                        files.insert(writer::key(root, p), s.entry.clone());
+                    }
                 }
-            }
-            WorkspaceEntries {
-                root: root.clone(),
-                hook: hook.clone(),
-                files,
-                baseline: Some(baseline.clone()),
-            }
-        });
+                WorkspaceEntries {
+                    root: root.clone(),
+                    hook: hook.clone(),
+                    files,
+                    baseline: Some(baseline.clone()),
+                }
+            });
+        if before != (self.late.owed.len(), self.late.notes, self.late.delivered) {
+            self.needs_write = true;
+        }
     }
 
     /// The session with its review data, in `diagnostics.json` order.
@@ -628,7 +655,7 @@ impl Pipeline {
             &self.root,
             &self.hook(),
             &self.session,
-            (&self.queue, &self.review),
+            (&self.queue, &self.review, &self.late),
             diag,
             self.state_path.clone(),
             (&info, baseline),

@@ -3,6 +3,12 @@
 //!
 //! Every command we add carries [`MARKER`], which is how `uninstall` and `status` recognise
 //! our entries and nothing else.
+//!
+//! Agents that announce a session (Claude Code, Codex, Gemini CLI: `SessionStart`) also get
+//! [`SESSION_START`]: the hook asks the service to start the workspace's checkers then, so
+//! the first edit is answered as fast as later ones. It is installed by default: it runs
+//! once per session (never in a folder no agent works in), answers in milliseconds, prints
+//! nothing, and the servers it starts stop under the plugins' usual idle rules.
 
 use std::path::PathBuf;
 
@@ -10,6 +16,9 @@ use serde_json::{json, Value};
 
 /// Added to every command we install; `openfiles hook` ignores it.
 pub const MARKER: &str = "--tag openfiles-hook";
+/// The extra arguments of the session-start hook.
+pub const SESSION_START: &str = "--event SessionStart";
+
 /// Agents `hooks install` knows.
 pub const SUPPORTED: &[&str] = &[
     "claude", "codex", "copilot", "gemini", "cursor", "windsurf", "opencode",
@@ -81,13 +90,21 @@ pub fn target(agent: &str, scope: &Scope, bin: &str) -> Option<Target> {
             "claude",
             at(".claude/settings.local.json", ".claude/settings.json"),
             json_hooks(
-                vec![JsonHook {
-                    event: "PostToolUse",
-                    entry: json!({
-                        "matcher": "Edit|Write|MultiEdit|NotebookEdit",
-                        "hooks": [{"type": "command", "command": command(bin, "claude", ""), "timeout": 15}]
-                    }),
-                }],
+                vec![
+                    JsonHook {
+                        event: "PostToolUse",
+                        entry: json!({
+                            "matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                            "hooks": [{"type": "command", "command": command(bin, "claude", ""), "timeout": 15}]
+                        }),
+                    },
+                    JsonHook {
+                        event: "SessionStart",
+                        entry: json!({
+                            "hooks": [{"type": "command", "command": command(bin, "claude", SESSION_START), "timeout": 15}]
+                        }),
+                    },
+                ],
                 None,
             ),
         ),
@@ -95,13 +112,21 @@ pub fn target(agent: &str, scope: &Scope, bin: &str) -> Option<Target> {
             "codex",
             at(".codex/hooks.json", ".codex/hooks.json"),
             json_hooks(
-                vec![JsonHook {
-                    event: "PostToolUse",
-                    entry: json!({
-                        "matcher": "apply_patch|Edit|Write",
-                        "hooks": [{"type": "command", "command": command(bin, "codex", ""), "timeout": 15}]
-                    }),
-                }],
+                vec![
+                    JsonHook {
+                        event: "PostToolUse",
+                        entry: json!({
+                            "matcher": "apply_patch|Edit|Write",
+                            "hooks": [{"type": "command", "command": command(bin, "codex", ""), "timeout": 15}]
+                        }),
+                    },
+                    JsonHook {
+                        event: "SessionStart",
+                        entry: json!({
+                            "hooks": [{"type": "command", "command": command(bin, "codex", SESSION_START), "timeout": 15}]
+                        }),
+                    },
+                ],
                 None,
             ),
         ),
@@ -123,13 +148,21 @@ pub fn target(agent: &str, scope: &Scope, bin: &str) -> Option<Target> {
             "gemini",
             at(".gemini/settings.json", ".gemini/settings.json"),
             json_hooks(
-                vec![JsonHook {
-                    event: "AfterTool",
-                    entry: json!({
-                        "matcher": "write_file|replace",
-                        "hooks": [{"name": "openfiles", "type": "command", "command": command(bin, "gemini", ""), "timeout": 15000}]
-                    }),
-                }],
+                vec![
+                    JsonHook {
+                        event: "AfterTool",
+                        entry: json!({
+                            "matcher": "write_file|replace",
+                            "hooks": [{"name": "openfiles", "type": "command", "command": command(bin, "gemini", ""), "timeout": 15000}]
+                        }),
+                    },
+                    JsonHook {
+                        event: "SessionStart",
+                        entry: json!({
+                            "hooks": [{"name": "openfiles-warm", "type": "command", "command": command(bin, "gemini", SESSION_START), "timeout": 15000}]
+                        }),
+                    },
+                ],
                 None,
             ),
         ),

@@ -208,6 +208,7 @@ impl Env {
                 since,
                 timeout_ms: Some(timeout_ms),
                 partial: false,
+                session: None,
             }))
             .unwrap()
     }

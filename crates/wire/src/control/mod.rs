@@ -139,6 +139,39 @@ pub struct WorkspaceStatus {
     /// (`node_modules/.bin`, `cargo check`'s build scripts). `openfiles trust DIR`.
     #[serde(default)]
     pub trusted: bool,
+    /// Files whose check finished after a hook's deadline, told to a later hook of the same
+    /// agent session (`Earlier edit …`), ever (persisted with the session).
+    #[serde(default)]
+    pub late_deliveries: u64,
+    /// Hooks that reached their deadline with files still being checked (and said which).
+    #[serde(default)]
+    pub deadline_notes: u64,
+    /// Files owed to an agent session: checked late, not yet told.
+    #[serde(default)]
+    pub owed: usize,
+    /// The last warm-up an agent's session start asked for (`warm`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm: Option<WarmState>,
+}
+
+/// What a warm-up (`warm`, sent by a session-start hook) did in one workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WarmState {
+    /// Epoch ms when it was asked for.
+    pub started_at: u64,
+    /// Epoch ms when every source it started had answered; 0 while they start.
+    #[serde(default)]
+    pub done_at: u64,
+    /// The sources started (their servers spawned and initialized by one check each).
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// The workspace's files those checks read (results are not kept).
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
+    /// Sources whose warm-up check failed, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
 }
 
 pub mod client;
@@ -188,6 +221,9 @@ pub enum Request {
     /// Trust the workspace folder `path` (or stop trusting it): whether its checks may run
     /// what the repository brings (`node_modules/.bin`, `cargo check`'s build scripts).
     Trust(TrustArg),
+    /// An agent session starts in the folder `path`: start the checkers of its workspace in
+    /// the background (language servers spawned and initialized), answering at once.
+    Warm(PathArg),
 }
 
 impl Request {
@@ -210,6 +246,7 @@ impl Request {
             Request::Pause(_) => "pause",
             Request::Resume(_) => "resume",
             Request::Trust(_) => "trust",
+            Request::Warm(_) => "warm",
         }
     }
 }
@@ -260,6 +297,21 @@ pub struct Wait {
     /// `since` has passed and only project-wide sources still run. The hook asks for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// The agent session asking (the hook's `agent/session_id`). When the wait ends at its
+    /// deadline with files still being checked, their results are owed to this session and
+    /// come, once, in the `earlier` of its next wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// Reply to `warm`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WarmReply {
+    /// The workspace being warmed.
+    pub root: PathBuf,
+    /// False when a warm-up of this workspace was already running (nothing new started).
+    pub started: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -426,6 +478,10 @@ pub struct WaitReply {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
     pub workspaces: Vec<WorkspaceEntries>,
+    /// Results owed to the asking session (`wait.session`): files an earlier wait of it left
+    /// still being checked at its deadline, checked since. Each is handed out once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<WorkspaceEntries>,
     /// For `check`: the paths that will not be checked, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected: Vec<Rejected>,
@@ -618,6 +674,7 @@ const COMMANDS: &[&str] = &[
     "pause",
     "resume",
     "trust",
+    "warm",
 ];
 
 /// Decode one request line (without its newline).

@@ -1,0 +1,165 @@
+//! Warming a workspace's checkers when an agent session starts (`warm`, sent by the
+//! session-start hook): each per-file source that handles a file of the workspace checks one
+//! such file once, in the background, so its language server is spawned and initialized
+//! (and has loaded what it loads for the language) before the agent's first edit. The
+//! answers are dropped: the session, `diagnostics.json` and review never see a warm-up.
+//!
+//! Costs nothing in a workspace no agent starts a session in (only `warm` starts it), and
+//! nothing after: the servers stop under their plugin's usual idle rules. Project-wide
+//! sources (cargo, tsc) are left alone: they keep no server to warm, and a run is real work.
+//! The representative file is the shallowest one the path policy lets a checker read (never
+//! a sensitive or ignored file), found by a bounded walk that skips hidden and vendored
+//! folders. One warm-up per workspace at a time.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use openfiles_plugin_api::CheckRequest;
+use openfiles_wire::control::WarmState;
+
+use super::handle::Msg;
+use super::Pipeline;
+use crate::diagnostics::{Checker, SourceInfo};
+use crate::policy::{Policy, Verdict};
+use openfiles_wire::spec;
+
+/// Most directory entries the walk looks at.
+const MAX_ENTRIES: usize = 4000;
+/// Deepest folder level the walk enters (the root is 0).
+const MAX_DEPTH: usize = 6;
+/// Folders never entered (besides hidden ones): dependencies and build output.
+const SKIP_DIRS: &[&str] = &[
+    "node_modules",
+    "target",
+    "dist",
+    "build",
+    "venv",
+    "__pycache__",
+    "vendor",
+    "site-packages",
+];
+
+/// What one warm-up did, sent back to the actor.
+pub(super) struct Warmed {
+    pub sources: Vec<String>,
+    pub files: Vec<PathBuf>,
+    pub failed: Vec<String>,
+}
+
+impl Pipeline {
+    /// Start a warm-up unless one runs; returns whether one was started.
+    pub(super) fn warm(&mut self) -> bool {
+        if self.warm.as_ref().is_some_and(|w| w.done_at == 0) {
+            return false;
+        }
+        self.warm = Some(WarmState {
+            started_at: spec::now_ms(),
+            ..Default::default()
+        });
+        let checker = self.scheduler.checker();
+        let (root, policy, tx) = (self.root.clone(), self.policy.clone(), self.tx.clone());
+        let timeout_ms = self.config.diagnostics.check_timeout_ms;
+        tokio::spawn(async move {
+            let c = checker.clone();
+            let r = root.clone();
+            let picks = tokio::task::spawn_blocking(move || pick(&r, &policy, c.as_ref()))
+                .await
+                .unwrap_or_default();
+            let warmed = run(checker, &root, picks, timeout_ms).await;
+            let _ = tx.send(Msg::Warmed(warmed));
+        });
+        true
+    }
+
+    /// A warm-up ended.
+    pub(super) fn warmed(&mut self, w: Warmed) {
+        let state = self.warm.get_or_insert_with(WarmState::default);
+        state.done_at = spec::now_ms().max(1);
+        state.sources = w.sources;
+        state.files = w.files;
+        state.failed = w.failed;
+        tracing::info!(root = %self.root.display(), sources = ?state.sources, "warmed the checkers for an agent session");
+    }
+}
+
+/// Per per-file source, the first file (breadth first) it handles that a checker may read.
+fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo, PathBuf)> {
+    let mut picks: BTreeMap<usize, (SourceInfo, PathBuf)> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
+    let mut seen = 0;
+    while let Some((dir, depth)) = queue.pop_front() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return picks.into_values().collect();
+            }
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                if depth < MAX_DEPTH && !name.starts_with('.') && !SKIP_DIRS.contains(&&*name) {
+                    queue.push_back((e.path(), depth + 1));
+                }
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let sources: Vec<SourceInfo> = checker
+                .sources_for(&e.path())
+                .into_iter()
+                .filter(|s| !s.project_wide && !picks.contains_key(&s.id))
+                .collect();
+            if sources.is_empty() {
+                continue;
+            }
+            let Verdict::Check(path) = policy.judge(&e.path()) else {
+                continue;
+            };
+            for s in sources {
+                picks.insert(s.id, (s, path.clone()));
+            }
+        }
+    }
+    picks.into_values().collect()
+}
+
+/// One check per pick, all at once; the answers are dropped.
+async fn run(
+    checker: Arc<dyn Checker>,
+    root: &Path,
+    picks: Vec<(SourceInfo, PathBuf)>,
+    timeout_ms: u64,
+) -> Warmed {
+    let checks = picks.into_iter().map(|(source, file)| {
+        let request = CheckRequest {
+            workspace: root.to_owned(),
+            files: vec![file.clone()],
+            timeout_ms,
+            ..Default::default()
+        };
+        let fut = checker.check(source.id, request);
+        async move { (source.name, file, fut.await) }
+    });
+    let mut out = Warmed {
+        sources: Vec::new(),
+        files: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (name, file, result) in futures_util::future::join_all(checks).await {
+        match result {
+            Ok(_) => out.sources.push(name),
+            Err(e) => out.failed.push(format!("{name}: {e}")),
+        }
+        if !out.files.contains(&file) {
+            out.files.push(file);
+        }
+    }
+    out
+}

@@ -1,0 +1,172 @@
+//! Issue 31 (3), no feedback is lost: through a real `openfiles serve` with the real lsp
+//! plugin (ruff's server and pyright), an edit whose check outlasts a short hook deadline (a
+//! cold pyright takes well over 100 ms to start and analyse) gets the one line naming the
+//! file still being checked; its result comes, once, with the next hook output of the same
+//! agent session — after a service restart, and with two hooks of the session running at
+//! once — and never again; `status` counts both.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::plugins::{path_list, plugin};
+use common::typescript::install_test_deps;
+use common::{wait_until, Env};
+use serde_json::{json, Value};
+
+const SESSION: &str = "0f5e-late-test";
+
+/// A Python project for ruff and pyright (a `[tool.pyright]` table makes it pyright's).
+pub fn python_project(ws: &Path) {
+    std::fs::write(ws.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+}
+
+/// The lsp plugin with ruff and pyright, the given hook deadline, every problem listed.
+pub fn python_env(timeout_ms: u64) -> Env {
+    install_test_deps();
+    let mut env = Env::new();
+    env.plugin_path = Some(path_list(&[plugin("lsp")]));
+    std::fs::write(
+        &env.config,
+        format!(
+            "[hooks]\ntimeout_ms = {timeout_ms}\nfeedback_scope = \"all\"\n[plugin.lsp]\ndisable = [\"basedpyright\"]\n"
+        ),
+    )
+    .unwrap();
+    env
+}
+
+/// Start Claude's hook for an edit of `file` in this agent session (not waited for).
+fn spawn_edit(env: &Env, ws: &Path, file: &Path) -> std::process::Child {
+    let payload = json!({
+        "session_id": SESSION,
+        "cwd": ws,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": file},
+    })
+    .to_string();
+    let mut cmd = env.command(&["hook", "--agent", "claude", "--verbose"]);
+    common::hook::spawn_hook(&mut cmd, &payload)
+}
+
+/// What the hook handed the agent (Claude's `additionalContext`), "" for nothing.
+fn context(out: std::process::Output) -> String {
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("trying the editor's queue"),
+        "fell back: {err}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.trim().is_empty() {
+        return String::new();
+    }
+    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn edit(env: &Env, ws: &Path, file: &Path) -> String {
+    context(common::hook::wait_output(
+        spawn_edit(env, ws, file),
+        std::time::Duration::from_secs(30),
+    ))
+}
+
+/// Wait until the service has checked `key` (its entry settled in `diagnostics.json`).
+fn checked(ws: &Path, key: &str) -> openfiles_wire::spec::FileEntry {
+    let mut found = None;
+    wait_until(&format!("{key} is checked"), || {
+        found = common::diagnostics(ws)
+            .and_then(|d| d.files.get(key).cloned())
+            .filter(|e| e.checked_at != 0);
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+fn workspace_status(env: &Env) -> openfiles_wire::control::WorkspaceStatus {
+    env.status().workspaces.into_iter().next().unwrap()
+}
+
+const EARLIER_APP: &str = "Earlier edit src/app.py: 2 errors (checked after its hook's deadline):";
+
+#[test]
+fn a_result_after_the_deadline_comes_once_with_the_next_hook_of_the_session() {
+    let env = python_env(100);
+    let ws = env.workspace("py");
+    python_project(&ws);
+    let app = ws.join("src/app.py");
+    std::fs::write(&app, "print(undefined_name)\n").unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+
+    // The servers are cold: the 100 ms deadline passes first, and the hook says so.
+    let first = edit(&env, &ws, &app);
+    assert!(
+        first.starts_with(
+            "OpenFiles is still checking src/app.py (the hook's 0.1 s deadline passed)"
+        ),
+        "{first}"
+    );
+    assert_eq!(first.lines().count(), 1, "one line: {first}");
+    let entry = checked(&ws, "src/app.py");
+    assert_eq!(entry.errors, 2, "{entry:?}");
+    let st = workspace_status(&env);
+    assert_eq!((st.deadline_notes, st.owed, st.late_deliveries), (1, 1, 0));
+
+    // What is owed survives a restart of the service.
+    svc.terminate();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    assert_eq!(workspace_status(&env).owed, 1);
+
+    // Two hooks of the session at once: exactly one of them carries the earlier result.
+    let (b, c) = (ws.join("src/b.py"), ws.join("src/c.py"));
+    std::fs::write(&b, "B = 1\n").unwrap();
+    std::fs::write(&c, "C = 2\n").unwrap();
+    let (hb, hc) = (spawn_edit(&env, &ws, &b), spawn_edit(&env, &ws, &c));
+    let bound = std::time::Duration::from_secs(30);
+    let both = [
+        context(common::hook::wait_output(hb, bound)),
+        context(common::hook::wait_output(hc, bound)),
+    ];
+    let carrying: Vec<&String> = both.iter().filter(|t| t.contains(EARLIER_APP)).collect();
+    assert_eq!(carrying.len(), 1, "exactly one carries it: {both:#?}");
+    let text = carrying[0];
+    assert!(
+        text.contains("- src/app.py:1:7 error F821 (Ruff): Undefined name `undefined_name`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(Pyright): \"undefined_name\" is not defined"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("Fix these before you report the task as done."),
+        "{text}"
+    );
+    assert_eq!(text.matches("Earlier edit src/app.py").count(), 1, "{text}");
+
+    // The hook after that does not repeat it.
+    checked(&ws, "src/b.py");
+    checked(&ws, "src/c.py");
+    let d = ws.join("src/d.py");
+    std::fs::write(&d, "D = 3\n").unwrap();
+    let later = edit(&env, &ws, &d);
+    assert!(!later.contains("src/app.py"), "told twice: {later}");
+
+    let st = workspace_status(&env);
+    assert!(st.late_deliveries >= 1, "{st:?}");
+    assert!(st.deadline_notes >= 1, "{st:?}");
+    assert_eq!(
+        common::json_call(&env.socket, r#"{"cmd":"status"}"#)["workspaces"][0]["lateDeliveries"],
+        json!(st.late_deliveries),
+        "typed in status --json"
+    );
+    svc.terminate();
+}
