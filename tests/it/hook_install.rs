@@ -89,6 +89,11 @@ fn claude_merge_keeps_user_settings_and_order_is_idempotent_and_uninstalls_exact
         post[1],
         json!({"matcher": "Edit|Write|MultiEdit|NotebookEdit", "hooks": [{"type": "command", "command": "openfiles hook --agent claude --tag openfiles-hook", "timeout": 15}]})
     );
+    assert_eq!(
+        doc["hooks"]["SessionStart"],
+        json!([{"hooks": [{"type": "command", "command": "openfiles hook --agent claude --event SessionStart --tag openfiles-hook", "timeout": 15}]}]),
+        "the session-start hook that warms the checkers"
+    );
 
     let after_first = fs::read_to_string(&file).unwrap();
     let (ok, out, _) = hooks(
@@ -107,7 +112,7 @@ fn claude_merge_keeps_user_settings_and_order_is_idempotent_and_uninstalls_exact
     assert!(ok);
     assert!(
         out.lines()
-            .any(|l| l.contains("claude") && l.contains("installed (PostToolUse)")),
+            .any(|l| l.contains("claude") && l.contains("installed (PostToolUse, SessionStart)")),
         "{out}"
     );
 
@@ -175,7 +180,9 @@ fn every_agent_installs_its_own_format_and_uninstall_removes_the_files_it_create
     assert!(ok, "{err}");
     assert_eq!(
         read_json(&ws.join(".codex/hooks.json")),
-        json!({"hooks": {"PostToolUse": [{"matcher": "apply_patch|Edit|Write", "hooks": [{"type": "command", "command": "openfiles hook --agent codex --tag openfiles-hook", "timeout": 15}]}]}})
+        json!({"hooks": {
+            "PostToolUse": [{"matcher": "apply_patch|Edit|Write", "hooks": [{"type": "command", "command": "openfiles hook --agent codex --tag openfiles-hook", "timeout": 15}]}],
+            "SessionStart": [{"hooks": [{"type": "command", "command": "openfiles hook --agent codex --event SessionStart --tag openfiles-hook", "timeout": 15}]}]}})
     );
     assert_eq!(
         read_json(&ws.join(".github/hooks/openfiles.json")),
@@ -183,7 +190,9 @@ fn every_agent_installs_its_own_format_and_uninstall_removes_the_files_it_create
     );
     assert_eq!(
         read_json(&ws.join(".gemini/settings.json")),
-        json!({"hooks": {"AfterTool": [{"matcher": "write_file|replace", "hooks": [{"name": "openfiles", "type": "command", "command": "openfiles hook --agent gemini --tag openfiles-hook", "timeout": 15000}]}]}})
+        json!({"hooks": {
+            "AfterTool": [{"matcher": "write_file|replace", "hooks": [{"name": "openfiles", "type": "command", "command": "openfiles hook --agent gemini --tag openfiles-hook", "timeout": 15000}]}],
+            "SessionStart": [{"hooks": [{"name": "openfiles-warm", "type": "command", "command": "openfiles hook --agent gemini --event SessionStart --tag openfiles-hook", "timeout": 15000}]}]}})
     );
     assert_eq!(
         read_json(&ws.join(".cursor/hooks.json")),

@@ -129,7 +129,7 @@ pub(super) enum Msg {
     Warm {
         reply: oneshot::Sender<bool>,
     },
-    Warmed(super::warm::Warmed),
+    Warmed(Warmed),
     Checked(Checked),
     Base(BaseMsg),
     Written {
@@ -148,6 +148,13 @@ pub(super) enum Msg {
     Stop {
         reply: oneshot::Sender<()>,
     },
+}
+
+/// What one warm-up did (see `warm.rs`), sent back to the actor.
+pub(super) struct Warmed {
+    pub sources: Vec<String>,
+    pub files: Vec<PathBuf>,
+    pub failed: Vec<String>,
 }
 
 /// A cloneable handle to one workspace's pipeline.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use openfiles_plugin_api::CheckRequest;
 use openfiles_wire::control::WarmState;
 
-use super::handle::Msg;
+use super::handle::{Msg, Warmed};
 use super::Pipeline;
 use crate::diagnostics::{Checker, SourceInfo};
 use crate::policy::{Policy, Verdict};
@@ -39,13 +39,6 @@ const SKIP_DIRS: &[&str] = &[
     "vendor",
     "site-packages",
 ];
-
-/// What one warm-up did, sent back to the actor.
-pub(super) struct Warmed {
-    pub sources: Vec<String>,
-    pub files: Vec<PathBuf>,
-    pub failed: Vec<String>,
-}
 
 impl Pipeline {
     /// Start a warm-up unless one runs; returns whether one was started.
