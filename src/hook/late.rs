@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn the_whole_text_stays_under_the_limit() {
         let big = view("src/big.py", 500);
-        let earlier = earlier_section(&[big.clone()]).unwrap();
+        let earlier = earlier_section(std::slice::from_ref(&big)).unwrap();
         assert!(earlier.chars().count() <= MAX_EARLIER_CHARS + TRUNCATED.len());
         let current = feedback::format(&[big]).unwrap();
         let files: Vec<String> = vec!["src/slow.py".into()];
