@@ -87,6 +87,13 @@ impl Bench {
         tokio::spawn(async move { handle.wait(paths, since, None, partial).await })
     }
 
+    /// Park a `wait` for `rels` of the agent `session` (see `diagnostics::late`).
+    fn wait_as(&self, rels: &[&str], since: u64, session: &str) -> JoinHandle<WaitOutcome> {
+        let (handle, paths) = (self.handle.clone(), self.paths(rels));
+        let session = Some(session.to_owned());
+        tokio::spawn(async move { handle.wait_for(paths, since, None, true, session).await })
+    }
+
     /// The session entry of `rel`, once everything ran.
     async fn entry(&self, rel: &str) -> FileEntry {
         settle().await;
@@ -512,4 +519,96 @@ async fn a_flood_of_edits_waits_at_the_channels_bound_and_none_is_lost() {
     gate.open();
     flood.await.unwrap();
     assert_eq!(handle.status().await.session_files, EDITS + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_result_after_the_deadline_goes_once_to_the_next_wait_of_its_session() {
+    let mut b = Bench::start(vec![(per_file(0, "lsp"), "ts")], &["a.ts", "b.ts", "c.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "claude/s");
+    let late = b.calls.one().await;
+    tokio::time::sleep(Duration::from_millis(HOOK_TIMEOUT_MS)).await;
+    let out = answered(w).await;
+    assert!(!out.complete && !out.partial && out.earlier.is_none());
+    let st = b.handle.status().await;
+    assert_eq!((st.deadline_notes, st.owed, st.late_deliveries), (1, 1, 0));
+    late.answer(vec![(&b.path("a.ts"), vec![error(1, "lsp", "boom")])]);
+    settle().await;
+
+    // Another session is owed nothing.
+    let since = b.edit(&["b.ts"]).await;
+    let w = b.wait_as(&["b.ts"], since, "claude/other");
+    b.calls.one().await.clean();
+    let out = answered(w).await;
+    assert!(out.complete && out.earlier.is_none());
+
+    // Two waits of the session at once: one of them gets the result.
+    let since = b.edit(&["c.ts"]).await;
+    let (w1, w2) = (
+        b.wait_as(&["c.ts"], since, "claude/s"),
+        b.wait_as(&["c.ts"], since, "claude/s"),
+    );
+    b.calls.one().await.clean();
+    let (o1, o2) = (answered(w1).await, answered(w2).await);
+    let earlier: Vec<_> = [o1, o2].into_iter().filter_map(|o| o.earlier).collect();
+    assert_eq!(earlier.len(), 1, "handed out once");
+    assert_eq!(messages(&earlier[0].files["a.ts"]), vec!["boom"]);
+    assert_eq!(earlier[0].files.len(), 1, "only the owed file");
+
+    // And never again.
+    let w = b.wait_as(&["c.ts"], since, "claude/s");
+    assert!(answered(w).await.earlier.is_none());
+    let st = b.handle.status().await;
+    assert_eq!((st.deadline_notes, st.owed, st.late_deliveries), (1, 0, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_edited_again_by_the_session_is_no_longer_owed() {
+    let mut b = Bench::start(vec![(per_file(0, "lsp"), "ts")], &["a.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "s");
+    let first = b.calls.one().await;
+    tokio::time::sleep(Duration::from_millis(HOOK_TIMEOUT_MS)).await;
+    answered(w).await;
+    first.answer(vec![(&b.path("a.ts"), vec![error(1, "lsp", "old")])]);
+    // The agent edits the file again: that wait tells about it, the debt is gone.
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "s");
+    b.calls.one().await.clean();
+    let out = answered(w).await;
+    assert!(out.complete && out.earlier.is_none());
+    assert_eq!(b.handle.status().await.owed, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_warm_up_checks_one_shallow_file_per_server_and_leaves_no_session() {
+    let mut b = Bench::start(
+        lsp_and_tsc(),
+        &[
+            ".hidden/a.ts",
+            "node_modules/pkg/b.ts",
+            "src/deep/c.ts",
+            "src/d.ts",
+            "README.md",
+        ],
+    );
+    assert!(b.handle.warm().await);
+    let call = b.calls.one().await;
+    // The language server only (tsc keeps no server; a run is real work), on the
+    // shallowest file outside hidden and vendored folders.
+    assert_eq!(call.source, 0);
+    assert_eq!(call.names(), vec!["d.ts"]);
+    assert!(!b.handle.warm().await, "one warm-up at a time");
+    call.answer(vec![(
+        &b.path("src/d.ts"),
+        vec![error(1, "lsp", "dropped")],
+    )]);
+    settle().await;
+    assert!(b.calls.take().is_empty(), "nothing else checked");
+    let st = b.handle.status().await;
+    let warm = st.warm.unwrap();
+    assert!(warm.done_at != 0);
+    assert_eq!(warm.sources, ["lsp"]);
+    assert_eq!(warm.files, [b.path("src/d.ts")]);
+    assert_eq!(st.session_files, 0, "a warm-up is no edit");
 }
