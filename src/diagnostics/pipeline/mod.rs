@@ -601,28 +601,34 @@ impl Pipeline {
         let (session, root, hook) = (&self.session, &self.root, self.hook());
         let baseline = self.base.info();
         let before = (self.late.owed.len(), self.late.notes, self.late.delivered);
-        self.waiters
-            .answer(session, &mut self.late, all, |paths, broken| {
-                let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
-                    .iter()
-                    .filter_map(|p| {
-                        session
-                            .get(p)
-                            .map(|s| (writer::key(root, p), s.entry.clone()))
-                    })
-                    .collect();
-                for (p, s) in session.iter().filter(|_| broken) {
-                    if !s.entry.affected_by.is_empty() {
-                        files.insert(writer::key(root, p), s.entry.clone());
-                    }
+        // With `hooks.feedback = off` the hook tells nothing: nothing is owed or counted.
+        let mut silent = Late::default();
+        let late = if self.config.hooks.feedback == spec::Feedback::Off {
+            &mut silent
+        } else {
+            &mut self.late
+        };
+        self.waiters.answer(session, late, all, |paths, broken| {
+            let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
+                .iter()
+                .filter_map(|p| {
+                    session
+                        .get(p)
+                        .map(|s| (writer::key(root, p), s.entry.clone()))
+                })
+                .collect();
+            for (p, s) in session.iter().filter(|_| broken) {
+                if !s.entry.affected_by.is_empty() {
+                    files.insert(writer::key(root, p), s.entry.clone());
                 }
-                WorkspaceEntries {
-                    root: root.clone(),
-                    hook: hook.clone(),
-                    files,
-                    baseline: Some(baseline.clone()),
-                }
-            });
+            }
+            WorkspaceEntries {
+                root: root.clone(),
+                hook: hook.clone(),
+                files,
+                baseline: Some(baseline.clone()),
+            }
+        });
         if before != (self.late.owed.len(), self.late.notes, self.late.delivered) {
             self.needs_write = true;
         }
