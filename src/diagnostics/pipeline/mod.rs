@@ -79,7 +79,9 @@ pub struct Pipeline {
     /// False for `openfiles check` without a service: nothing is written.
     persist: bool,
     needs_write: bool,
-    writing: bool,
+    /// The write in flight, if any: the final write at a stop waits for it, so an older
+    /// snapshot can never land after the last one.
+    writing: Option<tokio::task::JoinHandle<()>>,
     write_retry_at: Option<Instant>,
     standing_back: bool,
     state_path: PathBuf,
@@ -157,7 +159,7 @@ impl Pipeline {
             ack: None,
             persist,
             needs_write,
-            writing: false,
+            writing: None,
             write_retry_at: None,
             standing_back: false,
             state_path: state_path.unwrap_or_default(),
@@ -280,7 +282,7 @@ impl Pipeline {
             Msg::Warmed(w) => self.warmed(w),
             Msg::Base(m) => self.base_msg(m),
             Msg::Written { cursor, result } => {
-                self.writing = false;
+                self.writing = None;
                 match result {
                     Ok(()) => {
                         if let Some(ack) = &self.ack {
@@ -669,7 +671,7 @@ impl Pipeline {
     }
 
     fn maybe_write(&mut self) {
-        if !self.persist || !self.needs_write || self.writing {
+        if !self.persist || !self.needs_write || self.writing.is_some() {
             return;
         }
         if let Some(at) = self.write_retry_at {
@@ -679,11 +681,10 @@ impl Pipeline {
             self.write_retry_at = None;
         }
         self.needs_write = false;
-        self.writing = true;
         let snap = self.snapshot();
         let cursor = self.queue.cursor;
         let tx = self.tx.clone();
-        tokio::task::spawn_blocking(move || {
+        self.writing = Some(tokio::task::spawn_blocking(move || {
             let result = snap.write();
             let large = snap.size() > 1 << 20;
             drop(snap);
@@ -691,14 +692,20 @@ impl Pipeline {
                 openfiles_os::memory::trim();
             }
             let _ = tx.send(Msg::Written { cursor, result });
-        });
+        }));
     }
 
     /// The final write at a stop: only when something is not on disk yet (a workspace
     /// refused or stopped before its first edit leaves nothing behind).
     async fn flush_now(&mut self) {
-        if !self.persist || !(self.needs_write || self.writing || self.base.changed) {
+        let in_flight = self.writing.take();
+        if !self.persist || !(self.needs_write || in_flight.is_some() || self.base.changed) {
             return;
+        }
+        // Let the write in flight land first: it holds an older snapshot, and renamed after
+        // this one it would undo it (a restart would then see checked files as unchecked).
+        if let Some(write) = in_flight {
+            let _ = write.await;
         }
         let snap = self.snapshot();
         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || snap.write()).await {
