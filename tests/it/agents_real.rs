@@ -1,0 +1,315 @@
+//! The real agents, configured only with `openfiles hooks install [--mcp] --agent ID`, run
+//! headless against our scripted model stand-in (`tests/agents/model.py`): turn 1 writes
+//! `src/app.py` with an undefined name, turn 2 is recorded. The checker's message (ruff
+//! F821) must be in the model's next request, where that agent puts hook context. With
+//! `--mcp`, the openfiles tools are offered and a diagnostics call returns the problems.
+//! Codex: the trust `hooks install` records is the trust the real Codex reports.
+
+use std::path::Path;
+
+use crate::common;
+
+use common::agents::{agent_bin, has_f821, World, APP, APP_TEXT};
+use serde_json::Value;
+
+/// The last request the model got that holds a tool result, as the agent sent it.
+fn after_tool(world: &World, holds_result: impl Fn(&Value) -> bool, out: &str) -> Value {
+    world
+        .model
+        .requests()
+        .into_iter()
+        .rev()
+        .map(|r| r["body"].clone())
+        .find(|b| holds_result(b))
+        .unwrap_or_else(|| {
+            panic!(
+                "no request after a tool call; the agent said:\n{out}\nrequests: {:?}",
+                world.model.requests()
+            )
+        })
+}
+
+/// The written file is really there: the agent ran the tool.
+fn wrote(world: &World, out: &str) {
+    assert_eq!(
+        std::fs::read_to_string(world.ws.join(APP)).unwrap_or_default(),
+        APP_TEXT,
+        "the agent did not write {APP}:\n{out}"
+    );
+}
+
+#[test]
+fn claude_code_hands_the_hook_context_to_the_model_after_the_tool_result() {
+    let world = World::writing();
+    world.install("claude", false);
+    let mut cmd = world.command(
+        &agent_bin("claude"),
+        &[
+            "-p",
+            "write the app",
+            "--model",
+            "claude-opus-4-5",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Write",
+        ],
+    );
+    cmd.env(
+        "ANTHROPIC_BASE_URL",
+        format!("http://127.0.0.1:{}", world.model.port),
+    )
+    .env("ANTHROPIC_API_KEY", "sk-stand-in");
+    let out = world.run(cmd);
+    wrote(&world, &out);
+    let body = after_tool(
+        &world,
+        |b| b["messages"].to_string().contains("\"tool_result\""),
+        &out,
+    );
+    // The tool result's own content carries the hook's text (as a system reminder).
+    let last = &body["messages"].as_array().unwrap().last().unwrap()["content"];
+    let result = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_result")
+        .unwrap()
+        .to_string();
+    assert!(
+        result.contains("PostToolUse:Write hook additional context") && has_f821(&result),
+        "{result}"
+    );
+}
+
+#[test]
+fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_problems() {
+    let world = World::new(|ws| {
+        vec![
+            "--mcp-tool".into(),
+            "openfiles_diagnostics".into(),
+            "--mcp-args".into(),
+            serde_json::json!({"paths": [ws.join(APP)]}).to_string().into(),
+        ]
+    });
+    std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
+    world.install("claude", true);
+    let mut cmd = world.command(
+        &agent_bin("claude"),
+        &[
+            "-p",
+            "check the app",
+            "--model",
+            "claude-opus-4-5",
+            "--allowedTools",
+            "mcp__openfiles__openfiles_diagnostics",
+        ],
+    );
+    cmd.env(
+        "ANTHROPIC_BASE_URL",
+        format!("http://127.0.0.1:{}", world.model.port),
+    )
+    .env("ANTHROPIC_API_KEY", "sk-stand-in")
+    // Project MCP servers need approval; this is the non-interactive way to give it.
+    .env("CLAUDE_CODE_ENABLE_PROJECT_MCP", "1");
+    std::fs::create_dir_all(world.ws.join(".claude")).unwrap();
+    std::fs::write(
+        world.ws.join(".claude/settings.local.json"),
+        r#"{"enableAllProjectMcpServers": true}"#,
+    )
+    .unwrap();
+    let out = world.run(cmd);
+    let listed: Vec<String> = world
+        .model
+        .requests()
+        .iter()
+        .flat_map(|r| r["body"]["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .filter(|n| n.starts_with("mcp__openfiles__"))
+        .collect();
+    assert!(
+        listed.iter().any(|n| n == "mcp__openfiles__openfiles_diagnostics"),
+        "openfiles tools offered: {listed:?}\n{out}"
+    );
+    let body = after_tool(
+        &world,
+        |b| b["messages"].to_string().contains("\"tool_result\""),
+        &out,
+    );
+    let text = body["messages"].to_string();
+    assert!(text.contains("F821"), "{text}");
+}
+
+#[test]
+fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
+    let world = World::writing();
+    world.install("gemini", false);
+    // Gemini's own rule: project settings (and their hooks) load only in a trusted folder.
+    let gemini = world.home.join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("trustedFolders.json"),
+        serde_json::json!({ world.ws.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        r#"{"telemetry":{"enabled":false},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+    )
+    .unwrap();
+    let mut cmd = world.command(
+        &agent_bin("gemini"),
+        &["-p", "write the app", "-m", "gemini-2.5-flash", "--yolo"],
+    );
+    cmd.env("GEMINI_API_KEY", "stand-in")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", world.model.port),
+        )
+        .env("GEMINI_CLI_NO_RELAUNCH", "true");
+    let out = world.run(cmd);
+    wrote(&world, &out);
+    let body = after_tool(
+        &world,
+        |b| b["contents"].to_string().contains("functionResponse"),
+        &out,
+    );
+    let response = body["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["functionResponse"]["response"]["output"].as_str().map(str::to_owned))
+        .last()
+        .unwrap_or_default();
+    assert!(
+        response.contains("<hook_context>") && has_f821(&response),
+        "{response}"
+    );
+}
+
+#[test]
+fn qwen_code_appends_the_hook_context_to_the_tool_result() {
+    let world = World::writing();
+    let shown = world.install("qwen", false);
+    assert!(shown.contains("qwen: install in"), "{shown}");
+    let qwen = world.home.join(".qwen");
+    std::fs::create_dir_all(&qwen).unwrap();
+    std::fs::write(
+        qwen.join("settings.json"),
+        r#"{"telemetry":{"enabled":false},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"security":{"auth":{"selectedType":"openai"}}}"#,
+    )
+    .unwrap();
+    let mut cmd = world.command(&agent_bin("qwen"), &["-p", "write the app", "--yolo"]);
+    cmd.env("OPENAI_API_KEY", "stand-in")
+        .env(
+            "OPENAI_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", world.model.port),
+        )
+        .env("OPENAI_MODEL", "stand-in");
+    let out = world.run(cmd);
+    wrote(&world, &out);
+    let body = after_tool(
+        &world,
+        |b| {
+            b["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+        },
+        &out,
+    );
+    let tool = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .unwrap()
+        .to_string();
+    assert!(has_f821(&tool), "{tool}");
+}
+
+/// Ask the real `codex app-server` for its view of the workspace's hooks (`hooks/list`,
+/// what its /hooks screen shows).
+fn codex_hooks(world: &World) -> Vec<Value> {
+    use std::io::Write;
+    let mut child = world
+        .command(&agent_bin("codex"), &["app-server"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("codex app-server");
+    let ws = world.ws.to_str().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "openfiles-test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [ws]}}),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut found = None;
+    for line in std::io::BufRead::lines(reader) {
+        let Ok(line) = line else { break };
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if v["id"] == 2 {
+            found = Some(v);
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let reply = found.expect("hooks/list answered");
+    reply["result"]["data"][0]["hooks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn codex_trusts_the_hook_install_records_and_uninstall_takes_it_back() {
+    let world = World::new(|_| Vec::new());
+    let config = world.home.join(".codex/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    // The user's own decision (Codex asks on first run): this project is trusted.
+    std::fs::write(
+        &config,
+        format!(
+            "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            world.ws.display()
+        ),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(&config).unwrap();
+    let shown = world.install("codex", false);
+    assert!(shown.contains("codex: trust the hook in"), "{shown}");
+    let hooks = codex_hooks(&world);
+    let ours = hooks
+        .iter()
+        .find(|h| {
+            h["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("--tag openfiles-hook"))
+        })
+        .unwrap_or_else(|| panic!("Codex does not list our hook: {hooks:?}"));
+    assert_eq!(ours["trustStatus"], "trusted", "{ours}");
+    assert_eq!(ours["enabled"], true, "{ours}");
+    let out = world
+        .command(Path::new(common::bin()), &["hooks", "uninstall", "--agent", "codex", "--workspace", world.ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+    // Installed again by hand without our trust record: Codex says untrusted.
+    world.install("codex", false);
+    std::fs::write(&config, &before).unwrap();
+    let hooks = codex_hooks(&world);
+    assert!(
+        hooks.iter().any(|h| h["trustStatus"] == "untrusted"),
+        "{hooks:?}"
+    );
+}
