@@ -142,16 +142,12 @@ pub fn render(agent: Agent, text: &str) -> Option<String> {
         | Agent::Qwen
         | Agent::Kimi
         | Agent::Droid
-        | Agent::Opencode => {
-            serde_json::to_string(&SpecificOnly {
-                hook_specific_output: specific("PostToolUse"),
-            })
+        | Agent::Opencode => serde_json::to_string(&SpecificOnly {
+            hook_specific_output: specific("PostToolUse"),
+        }),
+        Agent::Windsurf | Agent::Kiro | Agent::Cline | Agent::Goose | Agent::Unknown => {
+            return None
         }
-        Agent::Windsurf
-        | Agent::Kiro
-        | Agent::Cline
-        | Agent::Goose
-        | Agent::Unknown => return None,
     };
     json.ok()
 }

@@ -89,7 +89,9 @@ fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_probl
             "--mcp-tool".into(),
             "openfiles_diagnostics".into(),
             "--mcp-args".into(),
-            serde_json::json!({"paths": [ws.join(APP)]}).to_string().into(),
+            serde_json::json!({"paths": [ws.join(APP)]})
+                .to_string()
+                .into(),
         ]
     });
     std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
@@ -110,8 +112,9 @@ fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_probl
         format!("http://127.0.0.1:{}", world.model.port),
     )
     .env("ANTHROPIC_API_KEY", "sk-stand-in")
-    // Project MCP servers need approval; this is the non-interactive way to give it.
-    .env("CLAUDE_CODE_ENABLE_PROJECT_MCP", "1");
+    // Offer every tool in the request rather than behind Claude's tool search.
+    .env("ENABLE_TOOL_SEARCH", "false");
+    // Project MCP servers need the user's approval; this is the non-interactive way.
     std::fs::create_dir_all(world.ws.join(".claude")).unwrap();
     std::fs::write(
         world.ws.join(".claude/settings.local.json"),
@@ -128,7 +131,9 @@ fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_probl
         .filter(|n| n.starts_with("mcp__openfiles__"))
         .collect();
     assert!(
-        listed.iter().any(|n| n == "mcp__openfiles__openfiles_diagnostics"),
+        listed
+            .iter()
+            .any(|n| n == "mcp__openfiles__openfiles_diagnostics"),
         "openfiles tools offered: {listed:?}\n{out}"
     );
     let body = after_tool(
@@ -179,7 +184,11 @@ fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
         .unwrap()
         .iter()
         .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| p["functionResponse"]["response"]["output"].as_str().map(str::to_owned))
+        .filter_map(|p| {
+            p["functionResponse"]["response"]["output"]
+                .as_str()
+                .map(str::to_owned)
+        })
         .last()
         .unwrap_or_default();
     assert!(
@@ -299,7 +308,17 @@ fn codex_trusts_the_hook_install_records_and_uninstall_takes_it_back() {
     assert_eq!(ours["trustStatus"], "trusted", "{ours}");
     assert_eq!(ours["enabled"], true, "{ours}");
     let out = world
-        .command(Path::new(common::bin()), &["hooks", "uninstall", "--agent", "codex", "--workspace", world.ws.to_str().unwrap()])
+        .command(
+            Path::new(common::bin()),
+            &[
+                "hooks",
+                "uninstall",
+                "--agent",
+                "codex",
+                "--workspace",
+                world.ws.to_str().unwrap(),
+            ],
+        )
         .output()
         .unwrap();
     assert!(out.status.success());

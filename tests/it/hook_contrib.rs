@@ -152,7 +152,10 @@ process.stdout.write(JSON.stringify({ read: read.output, write: write.output }))
         String::from_utf8_lossy(&out.stderr)
     );
     let outputs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(outputs["read"], "file contents", "not an edit tool: untouched");
+    assert_eq!(
+        outputs["read"], "file contents",
+        "not an edit tool: untouched"
+    );
     assert_eq!(
         outputs["write"],
         "Wrote file successfully.\n\nOpenFiles found 1 error in files you edited:\n- src/index.ts:1:7 error 2322 (ts): Type 'string' is not assignable to type 'number'.\nFix these before you report the task as done."

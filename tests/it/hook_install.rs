@@ -502,10 +502,19 @@ fn codex_install_records_the_hooks_trust_and_uninstall_removes_exactly_that() {
     fs::create_dir_all(config.parent().unwrap()).unwrap();
     let before = "# mine\nmodel = \"o3\"\n\n[hooks.state.\"/elsewhere/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n";
     fs::write(&config, before).unwrap();
-    let (ok, out, err) = hooks(tmp.path(), &["install", "--agent", "codex", "--workspace", w]);
+    let (ok, out, err) = hooks(
+        tmp.path(),
+        &["install", "--agent", "codex", "--workspace", w],
+    );
     assert!(ok, "{err}");
-    assert!(out.contains("codex: trust the hook in") && out.contains("/hooks screen"), "{out}");
-    assert!(out.contains("only in a trusted project"), "the project is not trusted: {out}");
+    assert!(
+        out.contains("codex: trust the hook in") && out.contains("/hooks screen"),
+        "{out}"
+    );
+    assert!(
+        out.contains("only in a trusted project"),
+        "the project is not trusted: {out}"
+    );
     let after = fs::read_to_string(&config).unwrap();
     assert!(after.starts_with(before), "{after}");
     let doc: toml::Table = after.parse().unwrap();
@@ -515,10 +524,16 @@ fn codex_install_records_the_hooks_trust_and_uninstall_removes_exactly_that() {
         Some("sha256:8c562570ebb5eba49b2d94f5a1bcec7206a6af57264bbf737d54bc63f02a43d8"),
         "{after}"
     );
-    let (ok, out, _) = hooks(tmp.path(), &["install", "--agent", "codex", "--workspace", w]);
+    let (ok, out, _) = hooks(
+        tmp.path(),
+        &["install", "--agent", "codex", "--workspace", w],
+    );
     assert!(ok && out.contains("already trusted"), "{out}");
     assert_eq!(fs::read_to_string(&config).unwrap(), after);
-    let (ok, out, err) = hooks(tmp.path(), &["uninstall", "--agent", "codex", "--workspace", w]);
+    let (ok, out, err) = hooks(
+        tmp.path(),
+        &["uninstall", "--agent", "codex", "--workspace", w],
+    );
     assert!(ok, "{err}");
     assert!(out.contains("remove the hook's trust"), "{out}");
     assert_eq!(fs::read_to_string(&config).unwrap(), before);
@@ -537,7 +552,10 @@ fn hooks_and_mcp_write_the_same_command() {
         assert!(ok, "{err}");
     }
     let doc = read_json(&ws.join(".qwen/settings.json"));
-    assert_eq!(doc["mcpServers"]["openfiles"]["command"], "openfiles", "{doc}");
+    assert_eq!(
+        doc["mcpServers"]["openfiles"]["command"], "openfiles",
+        "{doc}"
+    );
     assert_eq!(
         doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
         "openfiles hook --agent qwen --tag openfiles-hook"

@@ -197,7 +197,11 @@ pub fn trust(config: Option<&str>, entries: &[Entry]) -> Vec<Trust> {
 }
 
 /// The configuration's new text with `entries` trusted (`None`: unchanged).
-pub fn trusted(config: Option<&str>, path: &Path, entries: &[Entry]) -> anyhow::Result<Option<String>> {
+pub fn trusted(
+    config: Option<&str>,
+    path: &Path,
+    entries: &[Entry],
+) -> anyhow::Result<Option<String>> {
     let mut doc = parse(config, path)?;
     let mut changed = false;
     for e in entries {
@@ -215,7 +219,13 @@ pub fn trusted(config: Option<&str>, path: &Path, entries: &[Entry]) -> anyhow::
             .entry(&e.key)
             .or_insert_with(|| Item::Table(Table::new()))
             .as_table_mut()
-            .with_context(|| format!("{}: `hooks.state.\"{}\"` is not a table", path.display(), e.key))?;
+            .with_context(|| {
+                format!(
+                    "{}: `hooks.state.\"{}\"` is not a table",
+                    path.display(),
+                    e.key
+                )
+            })?;
         if slot.get("trusted_hash").and_then(Item::as_str) != Some(e.hash.as_str()) {
             slot.insert("trusted_hash", toml_edit::value(e.hash.clone()));
             changed = true;
@@ -227,7 +237,11 @@ pub fn trusted(config: Option<&str>, path: &Path, entries: &[Entry]) -> anyhow::
 /// The configuration's new text without our trust records (`None`: unchanged). A record
 /// is ours when its key is one of `entries` and it holds that entry's hash; other fields
 /// the user set there (`enabled`) stay.
-pub fn untrusted(config: Option<&str>, path: &Path, entries: &[Entry]) -> anyhow::Result<Option<String>> {
+pub fn untrusted(
+    config: Option<&str>,
+    path: &Path,
+    entries: &[Entry],
+) -> anyhow::Result<Option<String>> {
     let Some(text) = config else {
         return Ok(None);
     };
@@ -315,10 +329,16 @@ mod tests {
         let config = "model = \"m\"\n\n[projects.\"/w\"]\ntrust_level = \"trusted\"\n";
         let cfg = Path::new("/h/.codex/config.toml");
         let after = trusted(Some(config), cfg, &entries).unwrap().unwrap();
-        assert!(after.contains("[hooks.state.\"/w/.codex/hooks.json:post_tool_use:1:0\"]"), "{after}");
+        assert!(
+            after.contains("[hooks.state.\"/w/.codex/hooks.json:post_tool_use:1:0\"]"),
+            "{after}"
+        );
         assert_eq!(trust(Some(&after), &entries), vec![Trust::Trusted]);
         assert_eq!(trusted(Some(&after), cfg, &entries).unwrap(), None);
-        assert_eq!(project_trusted(Some(&after), Path::new("/w/sub")), Some(true));
+        assert_eq!(
+            project_trusted(Some(&after), Path::new("/w/sub")),
+            Some(true)
+        );
         let back = untrusted(Some(&after), cfg, &entries).unwrap().unwrap();
         assert_eq!(back, config);
         assert_eq!(trust(Some(config), &entries), vec![Trust::Untrusted]);
