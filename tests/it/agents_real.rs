@@ -183,13 +183,13 @@ fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
         .as_array()
         .unwrap()
         .iter()
+        .rev()
         .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| {
+        .find_map(|p| {
             p["functionResponse"]["response"]["output"]
                 .as_str()
                 .map(str::to_owned)
         })
-        .last()
         .unwrap_or_default();
     assert!(
         response.contains("<hook_context>") && has_f821(&response),

@@ -207,12 +207,12 @@ pub fn trusted(
     for e in entries {
         let hooks = doc
             .entry("hooks")
-            .or_insert_with(|| implicit())
+            .or_insert_with(implicit)
             .as_table_mut()
             .with_context(|| format!("{}: `hooks` is not a table", path.display()))?;
         let state = hooks
             .entry("state")
-            .or_insert_with(|| implicit())
+            .or_insert_with(implicit)
             .as_table_mut()
             .with_context(|| format!("{}: `hooks.state` is not a table", path.display()))?;
         let slot = state
