@@ -101,7 +101,8 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path.endswith("/models"):
             return self.send_json({"object": "list", "data": [{"id": "stand-in", "object": "model"}], "models": []})
-        self.send_json({})
+        # Anything else (a package registry pointed here to keep a run offline): not found.
+        self.send_json({"error": "not found"}, 404)
 
     def do_HEAD(self):
         self.send_response(200)

@@ -237,6 +237,69 @@ fn qwen_code_appends_the_hook_context_to_the_tool_result() {
     assert!(has_f821(&tool), "{tool}");
 }
 
+#[test]
+fn opencode_plugin_appends_the_feedback_to_the_tool_output() {
+    let world = World::writing();
+    let shown = world.install("opencode", false);
+    assert!(shown.contains("opencode: install in"), "{shown}");
+    let config = world.home.join(".config/opencode");
+    std::fs::create_dir_all(&config).unwrap();
+    let port = world.model.port;
+    std::fs::write(
+        config.join("opencode.json"),
+        serde_json::json!({
+            "autoupdate": false,
+            "share": "disabled",
+            "model": "standin/m",
+            "provider": {"standin": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Stand-in",
+                "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "stand-in"},
+                "models": {"m": {"name": "m", "tool_call": true}}
+            }},
+            "permission": {"edit": "allow", "bash": "allow"}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    // OpenCode installs `@opencode-ai/plugin` into its config folders at every start and
+    // waits for it; its registry is the stand-in, which has nothing: the run stays offline.
+    std::fs::write(
+        world.home.join(".npmrc"),
+        format!("registry=http://127.0.0.1:{port}/\n"),
+    )
+    .unwrap();
+    let mut cmd = world.command(
+        &agent_bin("opencode"),
+        &["run", "write the app", "-m", "standin/m"],
+    );
+    cmd.env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1");
+    let out = world.run(cmd);
+    wrote(&world, &out);
+    let body = after_tool(
+        &world,
+        |b| {
+            b["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+        },
+        &out,
+    );
+    let tool = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    assert!(
+        tool.starts_with("\"Wrote file successfully.\\n\\nOpenFiles found") && has_f821(&tool),
+        "{tool}"
+    );
+}
+
 /// Ask the real `codex app-server` for its view of the workspace's hooks (`hooks/list`,
 /// what its /hooks screen shows).
 fn codex_hooks(world: &World) -> Vec<Value> {

@@ -140,6 +140,7 @@ impl World {
     pub fn command(&self, program: &Path, args: &[&str]) -> Command {
         let mut c = self.env.command_of(program, args);
         c.current_dir(&self.ws)
+            .env("PWD", &self.ws)
             .env("HOME", &self.home)
             .env("PATH", self.path())
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
