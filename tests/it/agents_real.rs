@@ -300,6 +300,85 @@ fn opencode_plugin_appends_the_feedback_to_the_tool_output() {
     );
 }
 
+/// Codex's configuration for a run against the stand-in: a model the catalog describes
+/// with its patch tool, no update check, no analytics, and the project trusted (the user's
+/// own decision; Codex asks on first run).
+fn codex_config(world: &World) -> std::path::PathBuf {
+    let codex = world.home.join(".codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let catalog = codex.join("models.json");
+    std::fs::write(
+        &catalog,
+        serde_json::json!({"models": [{
+            "slug": "stand-in", "display_name": "Stand-in", "description": null,
+            "supported_reasoning_levels": [], "shell_type": "shell_command", "visibility": "list",
+            "supported_in_api": true, "priority": 1, "availability_nux": null, "upgrade": null,
+            "base_instructions": "You are a coding agent.", "model_messages": null,
+            "supports_reasoning_summaries": false, "default_reasoning_summary": "auto",
+            "support_verbosity": false, "default_verbosity": null,
+            "apply_patch_tool_type": "freeform",
+            "truncation_policy": {"mode": "bytes", "limit": 10000},
+            "supports_parallel_tool_calls": false, "supports_image_detail_original": false,
+            "context_window": 200000, "auto_compact_token_limit": null,
+            "effective_context_window_percent": 95, "experimental_supported_tools": [],
+            "input_modalities": ["text"], "supports_search_tool": false
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let config = codex.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"stand-in\"\nmodel_catalog_json = {catalog:?}\nmodel_provider = \"standin\"\ncheck_for_update_on_startup = false\n\n[model_providers.standin]\nname = \"stand-in\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_KEY\"\n\n[analytics]\nenabled = false\n\n[projects.{:?}]\ntrust_level = \"trusted\"\n",
+            world.model.port,
+            world.ws.display().to_string()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[test]
+fn codex_runs_the_hook_install_trusted_and_sends_the_feedback_as_a_developer_message() {
+    let world = World::writing();
+    codex_config(&world);
+    let shown = world.install("codex", false);
+    assert!(shown.contains("codex: trust the hook in"), "{shown}");
+    let mut cmd = world.command(
+        &agent_bin("codex"),
+        &[
+            "exec",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "write the app",
+        ],
+    );
+    cmd.env("STANDIN_KEY", "stand-in");
+    let out = world.run(cmd);
+    wrote(&world, &out);
+    let body = after_tool(
+        &world,
+        |b| b["input"].to_string().contains("custom_tool_call_output"),
+        &out,
+    );
+    let items = body["input"].as_array().unwrap();
+    let call = items
+        .iter()
+        .position(|i| i["type"] == "custom_tool_call")
+        .unwrap();
+    let output = items
+        .iter()
+        .position(|i| i["type"] == "custom_tool_call_output")
+        .unwrap();
+    // Between the patch call and its output: a developer message with the checker's text.
+    let developer = items[call..output]
+        .iter()
+        .find(|i| i["role"] == "developer")
+        .map(|i| i["content"].to_string())
+        .unwrap_or_default();
+    assert!(has_f821(&developer), "{body}");
+}
+
 /// Ask the real `codex app-server` for its view of the workspace's hooks (`hooks/list`,
 /// what its /hooks screen shows).
 fn codex_hooks(world: &World) -> Vec<Value> {
