@@ -439,16 +439,20 @@ fn codex_trusts_the_hook_install_records_and_uninstall_takes_it_back() {
     let shown = world.install("codex", false);
     assert!(shown.contains("codex: trust the hook in"), "{shown}");
     let hooks = codex_hooks(&world);
-    let ours = hooks
+    let ours: Vec<&Value> = hooks
         .iter()
-        .find(|h| {
+        .filter(|h| {
             h["command"]
                 .as_str()
                 .is_some_and(|c| c.contains("--tag openfiles-hook"))
         })
-        .unwrap_or_else(|| panic!("Codex does not list our hook: {hooks:?}"));
-    assert_eq!(ours["trustStatus"], "trusted", "{ours}");
-    assert_eq!(ours["enabled"], true, "{ours}");
+        .collect();
+    // The edit hook and the session-start hook, both trusted.
+    assert_eq!(ours.len(), 2, "Codex lists our hooks: {hooks:?}");
+    for h in &ours {
+        assert_eq!(h["trustStatus"], "trusted", "{h}");
+        assert_eq!(h["enabled"], true, "{h}");
+    }
     let out = world
         .command(
             Path::new(common::bin()),
