@@ -198,6 +198,70 @@ fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
 }
 
 #[test]
+fn gemini_cli_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_problems() {
+    let world = World::new(|ws| {
+        vec![
+            "--mcp-tool".into(),
+            "openfiles_diagnostics".into(),
+            "--mcp-args".into(),
+            serde_json::json!({"paths": [ws.join(APP)]})
+                .to_string()
+                .into(),
+        ]
+    });
+    std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
+    world.install("gemini", true);
+    let gemini = world.home.join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("trustedFolders.json"),
+        serde_json::json!({ world.ws.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        r#"{"telemetry":{"enabled":false},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+    )
+    .unwrap();
+    let mut cmd = world.command(
+        &agent_bin("gemini"),
+        &["-p", "check the app", "-m", "gemini-2.5-flash", "--yolo"],
+    );
+    cmd.env("GEMINI_API_KEY", "stand-in")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", world.model.port),
+        )
+        .env("GEMINI_CLI_NO_RELAUNCH", "true");
+    let out = world.run(cmd);
+    let listed: Vec<String> = world
+        .model
+        .requests()
+        .iter()
+        .flat_map(|r| r["body"]["tools"].as_array().cloned().unwrap_or_default())
+        .flat_map(|t| {
+            t["functionDeclarations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|d| d["name"].as_str().map(str::to_owned))
+        .filter(|n| n.contains("openfiles_"))
+        .collect();
+    assert!(
+        listed.iter().any(|n| n.ends_with("openfiles_diagnostics")),
+        "openfiles tools offered: {listed:?}\n{out}"
+    );
+    let body = after_tool(
+        &world,
+        |b| b["contents"].to_string().contains("functionResponse"),
+        &out,
+    );
+    let text = body["contents"].to_string();
+    assert!(text.contains("F821"), "{text}");
+}
+
+#[test]
 fn qwen_code_appends_the_hook_context_to_the_tool_result() {
     let world = World::writing();
     let shown = world.install("qwen", false);
