@@ -59,6 +59,29 @@ if [ ${#npm_need[@]} -gt 0 ]; then
   $SUDO npm install -g --no-audit --no-fund --loglevel=error "${npm_need[@]}" >/dev/null
 fi
 
+# The real agent CLIs for tests/it/agents_real.rs, pinned, in their own prefix (nothing on
+# the global PATH changes): OPENFILES_AGENTS_PREFIX, default /opt/openfiles-agents. About
+# 45 s and 1.4 GB cold; a no-op when the pinned versions are there.
+AGENTS_PREFIX="${OPENFILES_AGENTS_PREFIX:-/opt/openfiles-agents}"
+agents=(
+  @anthropic-ai/claude-code@2.1.332
+  @openai/codex@0.171.0
+  @google/gemini-cli@0.61.0
+  opencode-ai@1.18.33
+  @qwen-code/qwen-code@0.24.4
+)
+agents_ok=1
+for spec in "${agents[@]}"; do
+  name="${spec%@*}"; version="${spec##*@}"
+  pkg="$AGENTS_PREFIX/node_modules/$name/package.json"
+  if [ ! -f "$pkg" ] || ! grep -q "\"version\": \"$version\"" "$pkg"; then agents_ok=0; fi
+done
+if [ "$agents_ok" = 0 ]; then
+  echo "install-test-deps: npm (into $AGENTS_PREFIX): ${agents[*]}"
+  $SUDO mkdir -p "$AGENTS_PREFIX"
+  $SUDO npm install --prefix "$AGENTS_PREFIX" --no-audit --no-fund --loglevel=error "${agents[@]}" >/dev/null
+fi
+
 # pyenv shims: make freshly pip-installed executables visible.
 if have pyenv; then pyenv rehash >/dev/null 2>&1 || true; fi
 echo "install-test-deps: ok"

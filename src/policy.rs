@@ -36,6 +36,25 @@ pub const DEFAULT_IGNORE: &[&str] = &[
     "**/Gemfile.lock",
     "**/composer.lock",
     "**/go.sum",
+    // Agents' and openfiles's own configuration: written by `hooks install`, or rewritten by
+    // the agent itself (Qwen Code keeps a `.orig` copy), never an edit to review.
+    "**/.claude/settings*.json",
+    "**/.mcp.json",
+    "**/.codex/config.toml",
+    "**/.codex/hooks.json",
+    "**/.gemini/settings.json",
+    "**/.qwen/settings.json*",
+    "**/opencode.json",
+    "**/opencode.jsonc",
+    "**/.opencode/.gitignore",
+    "**/.opencode/package.json",
+    "**/.opencode/bun.lock",
+    "**/.opencode/plugins/openfiles.js",
+    "**/.cursor/hooks.json",
+    "**/.cursor/mcp.json",
+    "**/.windsurf/hooks.json",
+    "**/.github/hooks/openfiles.json",
+    "**/.vscode/mcp.json",
 ];
 
 /// Files that may hold secrets: in the session, never read by a checker.
@@ -307,6 +326,15 @@ mod tests {
             "target/debug/a.rs",
             "Cargo.lock",
             "x.log",
+            ".claude/settings.local.json",
+            ".mcp.json",
+            ".codex/hooks.json",
+            ".gemini/settings.json",
+            ".qwen/settings.json",
+            ".qwen/settings.json.orig",
+            "opencode.json",
+            ".opencode/.gitignore",
+            ".opencode/plugins/openfiles.js",
         ] {
             let path = root.join(f);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -5,7 +5,7 @@
 //! | gemini                           | `{"hookSpecificOutput":{"hookEventName":"AfterTool","additionalContext":T}}` |
 //! | cursor                           | `{"additional_context":T}`                                    |
 //! | copilot, vscode                  | `{"additionalContext":T,"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":T}}` |
-//! | claude, codex, qwen, kimi, droid | `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":T}}` |
+//! | claude, codex, qwen, kimi, droid, opencode (read by its plugin) | `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":T}}` |
 //! | everyone else                    | nothing                                                       |
 //!
 //! Key order is part of the shape; the structs below fix it whatever serde_json's map does.
@@ -136,17 +136,18 @@ pub fn render(agent: Agent, text: &str) -> Option<String> {
             additional_context: text,
             hook_specific_output: specific("PostToolUse"),
         }),
-        Agent::Claude | Agent::Codex | Agent::Qwen | Agent::Kimi | Agent::Droid => {
-            serde_json::to_string(&SpecificOnly {
-                hook_specific_output: specific("PostToolUse"),
-            })
+        // OpenCode: its plugin reads this line and appends the text to the tool's output.
+        Agent::Claude
+        | Agent::Codex
+        | Agent::Qwen
+        | Agent::Kimi
+        | Agent::Droid
+        | Agent::Opencode => serde_json::to_string(&SpecificOnly {
+            hook_specific_output: specific("PostToolUse"),
+        }),
+        Agent::Windsurf | Agent::Kiro | Agent::Cline | Agent::Goose | Agent::Unknown => {
+            return None
         }
-        Agent::Windsurf
-        | Agent::Kiro
-        | Agent::Cline
-        | Agent::Goose
-        | Agent::Opencode
-        | Agent::Unknown => return None,
     };
     json.ok()
 }

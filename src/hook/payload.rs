@@ -8,7 +8,7 @@
 //!   there are no paths;
 //! - paths come from the payload itself and its `tool_input`, `toolArgs` (a JSON string in
 //!   Copilot's payloads), `tool_info`, `input` and `args` objects: single-path keys, list keys
-//!   and patch text (`*** Begin Patch` blocks or unified-diff `+++ ` lines); a nested value
+//!   and patch text (`command`, `patch`, `patchText` (OpenCode), `input`: `*** Begin Patch` blocks or unified-diff `+++ ` lines); a nested value
 //!   that is a JSON object encoded as a string is decoded first;
 //! - values with a newline or of 4096+ characters are dropped, relative paths resolve against
 //!   the working directory when there is one, duplicates are removed (first order kept).
@@ -36,7 +36,7 @@ const SINGLE_KEYS: &[&str] = &[
 /// Keys that hold a list of paths (strings, or objects with `path` / `file_path`).
 const LIST_KEYS: &[&str] = &["file_paths", "filePaths", "paths", "files"];
 /// Keys that may hold patch text.
-const PATCH_KEYS: &[&str] = &["command", "patch", "input"];
+const PATCH_KEYS: &[&str] = &["command", "patch", "patchText", "input"];
 /// Nested objects searched after the payload itself, in this order.
 const NESTED_KEYS: &[&str] = &["tool_input", "toolArgs", "tool_info", "input", "args"];
 /// Tool names that look like writes (matched as lowercase substrings).

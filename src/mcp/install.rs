@@ -6,12 +6,14 @@
 //! | claude | `.mcp.json` | `~/.claude.json` | `mcpServers.openfiles` |
 //! | codex | `.codex/config.toml` | `~/.codex/config.toml` | `[mcp_servers.openfiles]` |
 //! | gemini | `.gemini/settings.json` | `~/.gemini/settings.json` | `mcpServers.openfiles` |
+//! | qwen | `.qwen/settings.json` | `~/.qwen/settings.json` | `mcpServers.openfiles` |
 //! | cursor | `.cursor/mcp.json` | `~/.cursor/mcp.json` | `mcpServers.openfiles` |
 //! | opencode | `opencode.json` | `~/.config/opencode/opencode.json` | `mcp.openfiles` (local) |
 //! | copilot | `.vscode/mcp.json` | — | `servers.openfiles` (stdio) |
 //!
-//! The command is an absolute path (`--bin` as the hooks resolve it, a bare name looked up
-//! on `PATH`), with `mcp --tag openfiles-mcp`: the tag is how uninstall and status
+//! The command is the one the hooks write (`--bin` as [`resolve_bin`] resolves it:
+//! `openfiles` when that name on `PATH` is this program, else its absolute path), with
+//! `mcp --tag openfiles-mcp`: the tag is how uninstall and status
 //! recognise our entry. Other servers and settings keep their values and order, JSON files
 //! their layout (the hooks' `JsonStyle`), TOML its comments (`toml_edit`); every change is shown as a diff before it is
 //! written; installing twice changes nothing; uninstall removes only our entry (and the
@@ -24,12 +26,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
+#[cfg(doc)]
+use crate::hook::install::resolve_bin;
 use crate::hook::install::{write_diff, write_file, Action, JsonStyle, Scope};
 
 /// In the arguments of every server entry we write; `openfiles mcp` ignores it.
 pub const TAG: &str = "openfiles-mcp";
 /// Agents whose MCP configuration we know.
-pub const SUPPORTED: &[&str] = &["claude", "codex", "gemini", "cursor", "opencode", "copilot"];
+pub const SUPPORTED: &[&str] = &[
+    "claude", "codex", "gemini", "qwen", "cursor", "opencode", "copilot",
+];
 
 #[derive(Debug, Clone)]
 enum Format {
@@ -47,26 +53,6 @@ struct Target {
     agent: &'static str,
     path: PathBuf,
     format: Format,
-}
-
-/// The absolute program path to write for `bin` (already checked to resolve by the hook
-/// installer's rule): a bare name is looked up on `PATH`. Symlinks are kept as they are, so
-/// a Nix profile path stays valid across upgrades.
-pub fn absolute_bin(bin: &str) -> anyhow::Result<PathBuf> {
-    let p = Path::new(bin);
-    if p.is_absolute() {
-        return Ok(p.to_owned());
-    }
-    if bin.contains('/') {
-        return Ok(std::env::current_dir()?.join(p));
-    }
-    std::env::var_os("PATH")
-        .and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(bin))
-                .find(|c| c.is_file())
-        })
-        .with_context(|| format!("--bin {bin}: not found on PATH"))
 }
 
 fn target(agent: &str, scope: &Scope, bin: &Path) -> Option<Target> {
@@ -98,6 +84,14 @@ fn target(agent: &str, scope: &Scope, bin: &Path) -> Option<Target> {
             Format::Json {
                 at: &["mcpServers"],
                 entry: plain,
+            },
+        ),
+        "qwen" => (
+            "qwen",
+            at(".qwen/settings.json", ".qwen/settings.json"),
+            Format::Json {
+                at: &["mcpServers"],
+                entry: plain.clone(),
             },
         ),
         "cursor" => (
@@ -318,7 +312,7 @@ pub fn apply(
     dry_run: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
-    let bin = absolute_bin(bin)?;
+    let bin = PathBuf::from(bin);
     for t in targets(agents, scope, &bin, action == Action::Install)? {
         let old = match fs::read_to_string(&t.path) {
             Ok(s) => Some(s),

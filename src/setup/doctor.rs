@@ -553,11 +553,18 @@ fn run_hooks_of(agent: &str, who: &str, file: &Path, root: &Path) -> Vec<Check> 
         // The marker is there but no command we can run (a hand-written config).
         return vec![check(S, Level::Ok, format!("{who}: {label}"))];
     }
+    let skipped = agent_skips(agent, file, &text, root);
     commands
         .iter()
-        .map(|cmd| match run_hook_command(cmd, root) {
-            Ok(()) => check(S, Level::Ok, format!("{who}: {label}: `{cmd}` runs")),
-            Err(why) => check(
+        .map(|cmd| match (run_hook_command(cmd, root), &skipped) {
+            (Ok(()), None) => check(S, Level::Ok, format!("{who}: {label}: `{cmd}` runs")),
+            (Ok(()), Some((why, hint))) => check(
+                S,
+                Level::Warn,
+                format!("{who}: {label}: `{cmd}` works, but {agent} will skip it: {why}"),
+            )
+            .hint(hint.clone()),
+            (Err(why), _) => check(
                 S,
                 Level::Fail,
                 format!("{who}: {label}: the installed command `{cmd}` {why}"),
@@ -567,6 +574,143 @@ fn run_hooks_of(agent: &str, who: &str, file: &Path, root: &Path) -> Vec<Check> 
             )),
         })
         .collect()
+}
+
+/// Why `agent` itself will not run the hooks in `file` (its own trust and settings rules,
+/// `contrib/hooks/README.md`), with what to do; `None` when nothing stops it.
+fn agent_skips(agent: &str, file: &Path, text: &str, root: &Path) -> Option<(String, String)> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from)?;
+    let read = |p: &Path| std::fs::read_to_string(p).ok();
+    let json = |p: &Path| read(p).and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let in_project = file.starts_with(root);
+    match agent {
+        "codex" => {
+            use crate::hook::install::codex_trust::{self, Trust};
+            let config_path = codex_trust::config_path(&home);
+            let config = read(&config_path);
+            if in_project && codex_trust::project_trusted(config.as_deref(), root) != Some(true) {
+                return Some((
+                    format!("Codex loads {}/.codex only in a trusted project", root.display()),
+                    format!(
+                        "trust the project when Codex asks, or add [projects.\"{}\"] trust_level = \"trusted\" to {}",
+                        root.display(),
+                        config_path.display()
+                    ),
+                ));
+            }
+            let entries = codex_trust::our_entries(file, text);
+            let trust = codex_trust::trust(config.as_deref(), &entries);
+            let why = match trust.iter().find(|t| **t != Trust::Trusted) {
+                None => return None,
+                Some(Trust::Modified) => "the hook changed since it was trusted",
+                Some(_) => "the hook is not trusted",
+            };
+            Some((
+                format!("{why} ({})", config_path.display()),
+                "openfiles hooks install --agent codex (records the trust), or trust it in Codex's /hooks screen".into(),
+            ))
+        }
+        "gemini" if in_project => {
+            let rules = json(&home.join(".gemini/trustedFolders.json"));
+            let trusted = rules
+                .as_ref()
+                .and_then(|r| r.as_object())
+                .is_some_and(|r| folder_trusted(r, root));
+            (!trusted).then(|| {
+                (
+                    "Gemini loads a project's settings only in a trusted folder".into(),
+                    format!(
+                        "trust {} when Gemini asks (it records it in ~/.gemini/trustedFolders.json)",
+                        root.display()
+                    ),
+                )
+            })
+        }
+        "qwen" => {
+            let user = json(&home.join(".qwen/settings.json"));
+            let folder_trust = user
+                .as_ref()
+                .and_then(|u| u.pointer("/security/folderTrust/enabled"))
+                .and_then(serde_json::Value::as_bool)
+                == Some(true);
+            let disabled = [user, json(&root.join(".qwen/settings.json"))]
+                .iter()
+                .flatten()
+                .any(|d| d["disableAllHooks"] == true);
+            if disabled {
+                return Some((
+                    "\"disableAllHooks\": true in its settings".into(),
+                    "remove disableAllHooks from ~/.qwen/settings.json or .qwen/settings.json"
+                        .into(),
+                ));
+            }
+            let trusted = json(&home.join(".qwen/trustedFolders.json"))
+                .as_ref()
+                .and_then(|r| r.as_object())
+                .is_some_and(|r| folder_trusted(r, root));
+            (in_project && folder_trust && !trusted).then(|| {
+                (
+                    "Qwen Code's folder trust is on and this folder is not trusted".into(),
+                    format!("trust {} in Qwen Code (/permissions)", root.display()),
+                )
+            })
+        }
+        "claude" => {
+            // Claude's settings, highest precedence first: managed, local, project, user.
+            let files = [
+                std::path::PathBuf::from("/etc/claude-code/managed-settings.json"),
+                root.join(".claude/settings.local.json"),
+                root.join(".claude/settings.json"),
+                home.join(".claude/settings.json"),
+            ];
+            let docs: Vec<(std::path::PathBuf, serde_json::Value)> = files
+                .into_iter()
+                .filter_map(|f| json(&f).map(|d| (f, d)))
+                .collect();
+            if let Some((f, _)) = docs.iter().find(|(_, d)| d["disableAllHooks"] == true) {
+                return Some((
+                    format!("\"disableAllHooks\": true in {}", f.display()),
+                    format!("remove disableAllHooks from {}", f.display()),
+                ));
+            }
+            docs.first()
+                .filter(|(f, d)| f.starts_with("/etc") && d["allowManagedHooksOnly"] == true)
+                .map(|(f, _)| {
+                    (
+                        format!(
+                            "only managed hooks run (allowManagedHooksOnly in {})",
+                            f.display()
+                        ),
+                        "ask your administrator to add the hook to the managed settings".into(),
+                    )
+                })
+        }
+        _ => None,
+    }
+}
+
+/// Gemini's and Qwen Code's `trustedFolders.json` rules: `"DIR": "TRUST_FOLDER"` trusts DIR
+/// and below, `"DIR": "TRUST_PARENT"` DIR's parent and below; the nearest rule wins.
+fn folder_trusted(rules: &serde_json::Map<String, serde_json::Value>, dir: &Path) -> bool {
+    let mut best: Option<(usize, bool)> = None;
+    for (path, rule) in rules {
+        let p = Path::new(path);
+        let (base, trust) = match rule.as_str() {
+            Some("TRUST_FOLDER") => (p, true),
+            Some("TRUST_PARENT") => (p.parent().unwrap_or(p), true),
+            Some("DO_NOT_TRUST") => (p, false),
+            _ => continue,
+        };
+        if dir.starts_with(base) {
+            let depth = base.components().count();
+            if best.is_none_or(|(d, _)| depth >= d) {
+                best = Some((depth, trust));
+            }
+        }
+    }
+    best.is_some_and(|(_, t)| t)
 }
 
 /// Run one hook command line as an agent would (`sh -c`, in the workspace) with an empty

@@ -1,6 +1,7 @@
 //! The hand-written-config snippets in contrib/hooks/ are exactly what
 //! `openfiles hooks install` writes into an empty workspace, so they never drift apart; and
-//! the OpenCode plugin, run by a JavaScript runtime, really reports `file.edited`.
+//! the OpenCode plugin, run by a JavaScript runtime, really reports an edit tool's call and
+//! appends the hook's feedback to the tool's output.
 
 use crate::common;
 
@@ -27,6 +28,7 @@ fn contrib_snippets_match_the_installer() {
             "copilot.openfiles.json",
         ),
         ("gemini", ".gemini/settings.json", "gemini.settings.json"),
+        ("qwen", ".qwen/settings.json", "qwen.settings.json"),
         ("cursor", ".cursor/hooks.json", "cursor.hooks.json"),
         ("windsurf", ".windsurf/hooks.json", "windsurf.hooks.json"),
         (
@@ -63,15 +65,29 @@ fn contrib_snippets_match_the_installer() {
 }
 
 /// OpenCode runs plugins on Bun; Bun is not installed here, so node runs the plugin with a
-/// stand-in for the one Bun call it makes (`Bun.spawn` with a Blob on stdin, awaited via
-/// `exited`). Everything else is real: the installed plugin file, the `openfiles` binary
-/// found on PATH, a workspace with a fresh heartbeat, and the queue line it appends.
+/// stand-in for the one Bun call it makes (`Bun.spawn` with a Blob on stdin and a piped
+/// stdout, awaited via `exited`). Everything else is real: the installed plugin file, the
+/// `openfiles` binary found on PATH, a workspace with a fresh heartbeat and the extension's
+/// `diagnostics.json`, the queue line the hook appends, and the feedback it prints, which the
+/// plugin appends to the tool's output. (The real OpenCode: `agents_real::opencode_…`.)
 #[test]
-fn opencode_plugin_reports_file_edited_through_the_hook() {
+fn opencode_plugin_reports_the_edit_and_appends_the_feedback() {
     let tmp = tempfile::tempdir().unwrap();
     let ws = tmp.path().join("ws");
-    fs::create_dir_all(&ws).unwrap();
+    fs::create_dir_all(ws.join(".openfiles")).unwrap();
     heartbeat(&ws);
+    let edited = ws.join("src/index.ts");
+    let doc = serde_json::json!({
+        "version": 1, "updatedAt": 1,
+        "hook": {"feedback": "errorsAndWarnings", "timeoutMs": 20_000},
+        "files": {"src/index.ts": {"path": edited, "checkedAt": 99_999_999_999_999u64, "errors": 1, "warnings": 0,
+            "items": [{"line": 1, "column": 7, "severity": "error", "source": "ts", "code": "2322", "message": "Type 'string' is not assignable to type 'number'."}]}}
+    });
+    fs::write(
+        ws.join(".openfiles/diagnostics.json"),
+        serde_json::to_vec(&doc).unwrap(),
+    )
+    .unwrap();
     let out = openfiles(
         tmp.path(),
         &[
@@ -95,14 +111,21 @@ fn opencode_plugin_reports_file_edited_through_the_hook() {
         &driver,
         r#"import { spawnSync } from "node:child_process";
 globalThis.Bun = {
-  spawn: (argv, opts) => ({
-    exited: opts.stdin.text().then((input) => spawnSync(argv[0], argv.slice(1), { input }).status),
-  }),
+  spawn: (argv, opts) => {
+    const run = opts.stdin.text().then((input) => spawnSync(argv[0], argv.slice(1), { input }));
+    return {
+      stdout: new ReadableStream({ async start(c) { c.enqueue((await run).stdout); c.close(); } }),
+      exited: run.then((r) => r.status),
+    };
+  },
 };
 const { OpenFiles } = await import(process.argv[2]);
 const hooks = await OpenFiles({ directory: process.argv[3] });
-await hooks.event({ event: { type: "session.idle", properties: {} } });
-await hooks.event({ event: { type: "file.edited", properties: { file: process.argv[4] } } });
+const read = { title: "", output: "file contents", metadata: {} };
+await hooks["tool.execute.after"]({ tool: "read", sessionID: "s", callID: "c1", args: { filePath: process.argv[4] } }, read);
+const write = { title: "", output: "Wrote file successfully.", metadata: {} };
+await hooks["tool.execute.after"]({ tool: "write", sessionID: "s", callID: "c2", args: { filePath: process.argv[4], content: "x" } }, write);
+process.stdout.write(JSON.stringify({ read: read.output, write: write.output }));
 "#,
     )
     .unwrap();
@@ -113,7 +136,6 @@ await hooks.event({ event: { type: "file.edited", properties: { file: process.ar
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .unwrap();
-    let edited = ws.join("src/index.ts");
     let out = std::process::Command::new("node")
         .arg(&driver)
         .arg(&module)
@@ -129,13 +151,22 @@ await hooks.event({ event: { type: "file.edited", properties: { file: process.ar
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let outputs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        outputs["read"], "file contents",
+        "not an edit tool: untouched"
+    );
+    assert_eq!(
+        outputs["write"],
+        "Wrote file successfully.\n\nOpenFiles found 1 error in files you edited:\n- src/index.ts:1:7 error 2322 (ts): Type 'string' is not assignable to type 'number'.\nFix these before you report the task as done."
+    );
     let queue = fs::read_to_string(ws.join(".openfiles/queue.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = queue
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 1, "only file.edited reports: {queue}");
+    assert_eq!(lines.len(), 1, "only the edit tool reports: {queue}");
     assert_eq!(lines[0]["agent"], "opencode");
-    assert_eq!(lines[0]["tool"], "edit");
+    assert_eq!(lines[0]["tool"], "write");
     assert_eq!(lines[0]["paths"], serde_json::json!([edited]));
 }

@@ -170,7 +170,7 @@ fn every_agent_installs_its_own_format_and_uninstall_removes_the_files_it_create
     let (tmp, ws) = setup();
     let w = ws.to_str().unwrap();
     let all = [
-        "claude", "codex", "copilot", "gemini", "cursor", "windsurf", "opencode",
+        "claude", "codex", "copilot", "gemini", "qwen", "cursor", "windsurf", "opencode",
     ];
     let mut args = vec!["install", "--workspace", w];
     for a in all {
@@ -204,12 +204,17 @@ fn every_agent_installs_its_own_format_and_uninstall_removes_the_files_it_create
         read_json(&ws.join(".windsurf/hooks.json")),
         json!({"hooks": {"post_write_code": [{"command": "openfiles hook --agent windsurf --no-feedback --tag openfiles-hook", "show_output": false}]}})
     );
+    assert_eq!(
+        read_json(&ws.join(".qwen/settings.json")),
+        json!({"hooks": {"PostToolUse": [{"matcher": "write_file|edit", "hooks": [{"type": "command", "command": "openfiles hook --agent qwen --tag openfiles-hook", "name": "openfiles", "timeout": 15}]}]}})
+    );
     let plugin = fs::read_to_string(ws.join(".opencode/plugins/openfiles.js")).unwrap();
     assert!(
-        plugin.contains("file.edited")
-            && plugin.contains("\"--agent\", \"opencode\", \"--no-feedback\"")
+        plugin.contains("\"tool.execute.after\"")
+            && plugin.contains("[\"openfiles\", \"hook\", \"--agent\", \"opencode\", \"--tag\", \"openfiles-hook\"]")
+            && !plugin.contains("--no-feedback"),
+        "{plugin}"
     );
-    assert!(plugin.contains("tool_name: \"edit\", file_path: file, cwd: directory"));
 
     let (ok, out, _) = hooks(tmp.path(), &["status", "--workspace", w]);
     assert!(ok);
@@ -241,6 +246,7 @@ fn every_agent_installs_its_own_format_and_uninstall_removes_the_files_it_create
         ".codex/hooks.json",
         ".github/hooks/openfiles.json",
         ".gemini/settings.json",
+        ".qwen/settings.json",
         ".cursor/hooks.json",
         ".windsurf/hooks.json",
         ".opencode/plugins/openfiles.js",
@@ -348,6 +354,11 @@ fn invalid_json_is_never_touched_and_unknown_agents_are_named() {
     );
     assert!(!ok);
     assert!(err.contains("does not know the agent `emacs`"), "{err}");
+    // It points at something that exists.
+    assert!(err.contains("contrib/hooks/README.md"), "{err}");
+    assert!(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("contrib/hooks/README.md")
+        .is_file());
     let (ok, _, err) = hooks(tmp.path(), &["install", "--workspace", w]);
     assert!(!ok);
     assert!(err.contains("name at least one agent"), "{err}");
@@ -476,4 +487,77 @@ fn install_then_uninstall_restores_bytes_and_output_errors_never_cancel_a_write(
     );
     assert!(ok, "{err}");
     assert!(!codex.exists(), "an empty .codex/ was left behind");
+}
+
+/// Codex runs a project hook only once the user trusted it: install records the trust for
+/// our entry in Codex's own configuration (as its /hooks screen does) and says so;
+/// uninstall gives that file back byte for byte. (The real Codex's view of the record:
+/// `agents_real::codex_…`.)
+#[test]
+fn codex_install_records_the_hooks_trust_and_uninstall_removes_exactly_that() {
+    let (tmp, ws) = setup();
+    let ws = ws.canonicalize().unwrap();
+    let w = ws.to_str().unwrap();
+    let config = tmp.path().join("home/.codex/config.toml");
+    fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let before = "# mine\nmodel = \"o3\"\n\n[hooks.state.\"/elsewhere/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n";
+    fs::write(&config, before).unwrap();
+    let (ok, out, err) = hooks(
+        tmp.path(),
+        &["install", "--agent", "codex", "--workspace", w],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("codex: trust the hook in") && out.contains("/hooks screen"),
+        "{out}"
+    );
+    assert!(
+        out.contains("only in a trusted project"),
+        "the project is not trusted: {out}"
+    );
+    let after = fs::read_to_string(&config).unwrap();
+    assert!(after.starts_with(before), "{after}");
+    let doc: toml::Table = after.parse().unwrap();
+    let key = format!("{w}/.codex/hooks.json:post_tool_use:0:0");
+    assert_eq!(
+        doc["hooks"]["state"][&key]["trusted_hash"].as_str(),
+        Some("sha256:8c562570ebb5eba49b2d94f5a1bcec7206a6af57264bbf737d54bc63f02a43d8"),
+        "{after}"
+    );
+    let (ok, out, _) = hooks(
+        tmp.path(),
+        &["install", "--agent", "codex", "--workspace", w],
+    );
+    assert!(ok && out.contains("already trusted"), "{out}");
+    assert_eq!(fs::read_to_string(&config).unwrap(), after);
+    let (ok, out, err) = hooks(
+        tmp.path(),
+        &["uninstall", "--agent", "codex", "--workspace", w],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("remove the hook's trust"), "{out}");
+    assert_eq!(fs::read_to_string(&config).unwrap(), before);
+}
+
+/// The hooks and the MCP server entry name the same program: `openfiles` when that name on
+/// `PATH` is this program (as after an install).
+#[test]
+fn hooks_and_mcp_write_the_same_command() {
+    let (tmp, ws) = setup();
+    let w = ws.to_str().unwrap();
+    for extra in [&[][..], &["--mcp"][..]] {
+        let mut args = vec!["install", "--agent", "qwen", "--workspace", w];
+        args.extend_from_slice(extra);
+        let (ok, _, err) = hooks(tmp.path(), &args);
+        assert!(ok, "{err}");
+    }
+    let doc = read_json(&ws.join(".qwen/settings.json"));
+    assert_eq!(
+        doc["mcpServers"]["openfiles"]["command"], "openfiles",
+        "{doc}"
+    );
+    assert_eq!(
+        doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
+        "openfiles hook --agent qwen --tag openfiles-hook"
+    );
 }

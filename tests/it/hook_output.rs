@@ -39,7 +39,7 @@ const TEXT: &str = "T \"q\"\nline";
 #[test]
 fn exact_output_json_per_agent() {
     let post = r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"T \"q\"\nline"}}"#;
-    for agent in ["claude", "codex", "qwen", "kimi", "droid"] {
+    for agent in ["claude", "codex", "qwen", "kimi", "droid", "opencode"] {
         assert_eq!(
             render(Agent::from_id(Some(agent)), TEXT).as_deref(),
             Some(post),
@@ -59,7 +59,7 @@ fn exact_output_json_per_agent() {
     let copilot = r#"{"additionalContext":"T \"q\"\nline","hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"T \"q\"\nline"}}"#;
     assert_eq!(render(Agent::Copilot, TEXT).as_deref(), Some(copilot));
     assert_eq!(render(Agent::Vscode, TEXT).as_deref(), Some(copilot));
-    for agent in ["windsurf", "kiro", "cline", "goose", "opencode", "unknown"] {
+    for agent in ["windsurf", "kiro", "cline", "goose", "unknown"] {
         assert_eq!(render(Agent::from_id(Some(agent)), TEXT), None, "{agent}");
     }
 }
@@ -78,9 +78,10 @@ fn who_waits_for_feedback() {
     assert!(Agent::Claude.wants_feedback(None));
     assert!(Agent::Cursor.wants_feedback(Some("postToolUse")));
     assert!(!Agent::Cursor.wants_feedback(Some("afterFileEdit")));
+    // OpenCode's plugin appends the feedback to the edit tool's output.
+    assert!(Agent::Opencode.wants_feedback(None));
     for agent in [
         Agent::Windsurf,
-        Agent::Opencode,
         Agent::Kiro,
         Agent::Cline,
         Agent::Goose,

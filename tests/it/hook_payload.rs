@@ -172,6 +172,19 @@ fn opencode_plugin_payload() {
         paths(r#"{"tool_name":"edit","file_path":"/w/src/index.ts","cwd":"/w"}"#),
         vec![p("/w/src/index.ts")]
     );
+    // What the plugin sends from `tool.execute.after`: the tool's own arguments.
+    assert_eq!(
+        paths(
+            r#"{"hook_event_name":"PostToolUse","tool_name":"write","tool_input":{"filePath":"/w/src/app.py","content":"x"},"cwd":"/w"}"#
+        ),
+        vec![p("/w/src/app.py")]
+    );
+    assert_eq!(
+        paths(
+            r#"{"tool_name":"apply_patch","tool_input":{"patchText":"*** Begin Patch\n*** Add File: src/b.py\n+x\n*** End Patch"},"cwd":"/w"}"#
+        ),
+        vec![p("/w/src/b.py")]
+    );
 }
 
 #[test]

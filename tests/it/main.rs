@@ -3,6 +3,7 @@
 //! (`cargo test -p CRATE --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
+mod agents_real;
 mod baseline;
 mod claws_bus;
 mod claws_capture;

@@ -1,5 +1,5 @@
 //! `openfiles hooks install|uninstall|status --mcp` on real files: every agent's MCP
-//! configuration gets an absolute command, others' servers and settings survive (TOML
+//! configuration gets the command the hooks get, others' servers and settings survive (TOML
 //! comments too), a second install changes nothing, uninstall gives the files back.
 
 use std::path::Path;
@@ -36,7 +36,7 @@ fn install_merges_is_idempotent_and_uninstall_restores() {
     let vscode_before =
         r#"{"servers": {"gh": {"type": "http", "url": "https://x"}}, "inputs": []}"#;
     std::fs::write(ws.join(".vscode/mcp.json"), vscode_before).unwrap();
-    let all = "claude,codex,gemini,cursor,opencode,copilot";
+    let all = "claude,codex,gemini,qwen,cursor,opencode,copilot";
 
     let dry = openfiles(
         &ws,
@@ -64,6 +64,7 @@ fn install_merges_is_idempotent_and_uninstall_restores() {
     assert_eq!(claude["mcpServers"]["openfiles"]["args"][0], "mcp");
     for (file, at) in [
         (".gemini/settings.json", "/mcpServers/openfiles/command"),
+        (".qwen/settings.json", "/mcpServers/openfiles/command"),
         (".cursor/mcp.json", "/mcpServers/openfiles/command"),
         ("opencode.json", "/mcp/openfiles/command/0"),
         (".vscode/mcp.json", "/servers/openfiles/command"),
@@ -105,7 +106,7 @@ fn install_merges_is_idempotent_and_uninstall_restores() {
     .map(|f| std::fs::read_to_string(ws.join(f)).unwrap())
     .collect();
     let again = openfiles(&ws, &["hooks", "install", "--mcp", "--agent", all]);
-    assert_eq!(again.matches("already configured").count(), 6, "{again}");
+    assert_eq!(again.matches("already configured").count(), 7, "{again}");
     let after: Vec<String> = [
         ".mcp.json",
         ".codex/config.toml",
@@ -119,7 +120,7 @@ fn install_merges_is_idempotent_and_uninstall_restores() {
 
     let status = openfiles(&ws, &["hooks", "status", "--mcp"]);
     let in_ws = status.split("user:").next().unwrap();
-    assert_eq!(in_ws.matches(" configured ").count(), 6, "{status}");
+    assert_eq!(in_ws.matches(" configured ").count(), 7, "{status}");
 
     openfiles(&ws, &["hooks", "uninstall", "--mcp"]);
     assert!(!ws.join(".mcp.json").exists());

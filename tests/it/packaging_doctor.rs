@@ -255,6 +255,14 @@ fn doctor_asks_the_service_for_its_tools_and_runs_the_installed_hooks() {
         .arg(&ws)
         .env("HOME", env.dir.path()),
     );
+    // The user trusted the project in Codex (else Codex never reads its `.codex/`).
+    let codex_config = env.dir.path().join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&codex_config).unwrap_or_default();
+    text.push_str(&format!(
+        "\n[projects.{:?}]\ntrust_level = \"trusted\"\n",
+        ws.display().to_string()
+    ));
+    std::fs::write(&codex_config, text).unwrap();
 
     let out = common::packaging::output(
         env.command(&["doctor", "--json", "--workspace"])
@@ -307,4 +315,122 @@ fn doctor_asks_the_service_for_its_tools_and_runs_the_installed_hooks() {
         "a hook that cannot run is broken"
     );
     svc.terminate();
+}
+
+/// `doctor` asks each agent's own rules, not only whether the command runs: Codex's project
+/// and hook trust, Gemini's folder trust, Claude's `disableAllHooks`. It never says "runs"
+/// for a hook the agent will skip.
+#[test]
+fn doctor_says_when_the_agent_itself_will_skip_the_hook() {
+    let env = common::Env::new();
+    let ws = env.workspace("proj");
+    let home = env.dir.path();
+    for agent in ["codex", "gemini", "claude"] {
+        common::packaging::ok(
+            env.command(&[
+                "hooks",
+                "install",
+                "--agent",
+                agent,
+                "--bin",
+                common::bin(),
+                "--workspace",
+            ])
+            .arg(&ws)
+            .env("HOME", home),
+        );
+    }
+    let line = |report: &Value, agent: &str| -> Value {
+        checks(report, "hooks")
+            .into_iter()
+            .find(|c| {
+                c["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{agent}: "))
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("{report:#}"))
+    };
+    let (_, report, _) = doctor(&env, &ws, &["--json"]);
+    let codex = line(&report, "codex");
+    assert_eq!(codex["level"], "warn", "{codex}");
+    assert!(
+        codex["message"]
+            .as_str()
+            .unwrap()
+            .contains("only in a trusted project"),
+        "{codex}"
+    );
+    let gemini = line(&report, "gemini");
+    assert_eq!(gemini["level"], "warn", "{gemini}");
+    assert!(
+        gemini["message"]
+            .as_str()
+            .unwrap()
+            .contains("trusted folder"),
+        "{gemini}"
+    );
+    assert_eq!(line(&report, "claude")["level"], "ok", "{report:#}");
+
+    // The user trusts the project in Codex and the folder in Gemini; Claude's hooks are off.
+    let codex_config = home.join(".codex/config.toml");
+    let trusted = std::fs::read_to_string(&codex_config).unwrap();
+    std::fs::write(
+        &codex_config,
+        format!(
+            "{trusted}\n[projects.{:?}]\ntrust_level = \"trusted\"\n",
+            ws.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/trustedFolders.json"),
+        serde_json::json!({ ws.parent().unwrap().join("proj").to_str().unwrap(): "TRUST_FOLDER" })
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(
+        home.join(".claude/settings.json"),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .unwrap();
+    let (_, report, _) = doctor(&env, &ws, &["--json"]);
+    let codex = line(&report, "codex");
+    assert!(
+        codex["level"] == "ok" && codex["message"].as_str().unwrap().ends_with("runs"),
+        "{codex}"
+    );
+    assert_eq!(line(&report, "gemini")["level"], "ok", "{report:#}");
+    let claude = line(&report, "claude");
+    assert_eq!(claude["level"], "warn", "{claude}");
+    assert!(
+        claude["message"]
+            .as_str()
+            .unwrap()
+            .contains("disableAllHooks"),
+        "{claude}"
+    );
+
+    // Our trust record gone (the hook as Codex's /hooks screen shows it: untrusted).
+    std::fs::write(
+        &codex_config,
+        format!(
+            "[projects.{:?}]\ntrust_level = \"trusted\"\n",
+            ws.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (_, report, _) = doctor(&env, &ws, &["--json"]);
+    let codex = line(&report, "codex");
+    assert!(
+        codex["level"] == "warn"
+            && codex["message"]
+                .as_str()
+                .unwrap()
+                .contains("the hook is not trusted"),
+        "{codex}"
+    );
 }

@@ -21,7 +21,7 @@ pub const SESSION_START: &str = "--event SessionStart";
 
 /// Agents `hooks install` knows.
 pub const SUPPORTED: &[&str] = &[
-    "claude", "codex", "copilot", "gemini", "cursor", "windsurf", "opencode",
+    "claude", "codex", "copilot", "gemini", "qwen", "cursor", "windsurf", "opencode",
 ];
 
 /// Which configuration to write.
@@ -166,6 +166,20 @@ pub fn target(agent: &str, scope: &Scope, bin: &str) -> Option<Target> {
                 None,
             ),
         ),
+        "qwen" => (
+            "qwen",
+            at(".qwen/settings.json", ".qwen/settings.json"),
+            json_hooks(
+                vec![JsonHook {
+                    event: "PostToolUse",
+                    entry: json!({
+                        "matcher": "write_file|edit",
+                        "hooks": [{"type": "command", "command": command(bin, "qwen", ""), "name": "openfiles", "timeout": 15}]
+                    }),
+                }],
+                None,
+            ),
+        ),
         "cursor" => (
             "cursor",
             at(".cursor/hooks.json", ".cursor/hooks.json"),
@@ -215,27 +229,45 @@ fn json_hooks(hooks: Vec<JsonHook>, version: Option<u64>) -> Content {
     Content::Json { hooks, version }
 }
 
-/// OpenCode's plugin: on `file.edited`, run the hook with the payload the table gives.
+/// The most characters of feedback the OpenCode plugin appends to a tool's output (the
+/// hook's own text stays under `feedback::MAX_CHARS` already; this guards the agent).
+pub const OPENCODE_BUDGET: usize = 9000;
+
+/// OpenCode's plugin: after an edit tool ran (`tool.execute.after`), hand the call to the
+/// hook as a PostToolUse payload and append the feedback it prints to the tool's output,
+/// which is what the model reads next.
 pub fn opencode_plugin(bin: &str) -> String {
     let bin_js = serde_json::to_string(bin).unwrap_or_else(|_| "\"openfiles\"".into());
     format!(
-        r#"// openfiles: report files OpenCode edits to `openfiles hook` ({MARKER}).
+        r#"// openfiles: check the files OpenCode edits and show the model what `openfiles hook` found ({MARKER}).
 // Installed by `openfiles hooks install --agent opencode`; removed by `openfiles hooks uninstall`.
+const EDIT_TOOLS = new Set(["edit", "write", "multiedit", "patch", "apply_patch"]);
+const BUDGET = {OPENCODE_BUDGET};
 export const OpenFiles = async ({{ directory }}) => ({{
-  event: async ({{ event }}) => {{
-    if (event.type !== "file.edited") return;
-    const file = event.properties?.file;
-    if (!file) return;
-    const payload = JSON.stringify({{ tool_name: "edit", file_path: file, cwd: directory }});
+  "tool.execute.after": async (input, output) => {{
+    if (!EDIT_TOOLS.has(input?.tool)) return;
+    const payload = JSON.stringify({{
+      hook_event_name: "PostToolUse",
+      tool_name: input.tool,
+      tool_input: input.args ?? {{}},
+      cwd: directory,
+    }});
     try {{
-      const proc = Bun.spawn([{bin_js}, "hook", "--agent", "opencode", "--no-feedback", "--tag", "openfiles-hook"], {{
+      const proc = Bun.spawn([{bin_js}, "hook", "--agent", "opencode", "--tag", "openfiles-hook"], {{
         stdin: new Blob([payload]),
-        stdout: "ignore",
+        stdout: "pipe",
         stderr: "ignore",
       }});
+      const text = await new Response(proc.stdout).text();
       await proc.exited;
+      const line = text.trim();
+      if (!line) return;
+      const context = JSON.parse(line)?.hookSpecificOutput?.additionalContext;
+      if (typeof context !== "string" || !context) return;
+      const before = typeof output.output === "string" ? output.output : "";
+      output.output = `${{before}}\n\n${{context.slice(0, BUDGET)}}`;
     }} catch {{
-      // openfiles is not installed or not on PATH: never break the agent.
+      // openfiles is not installed or not on PATH, or printed nothing: never break the agent.
     }}
   }},
 }});

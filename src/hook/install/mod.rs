@@ -9,6 +9,7 @@
 //! own plugin file. Writes are atomic (temp file + rename).
 
 pub mod agents;
+pub mod codex_trust;
 pub mod merge;
 
 use std::fs;
@@ -107,7 +108,7 @@ fn targets(opts: &Options, require: bool) -> anyhow::Result<Vec<Target>> {
         for id in id.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let target = agents::target(id, &opts.scope, &opts.bin).with_context(|| {
                 format!(
-                    "`hooks install` does not know the agent `{id}` (known: {}); see contrib/hooks/ for hand-written configs",
+                    "`hooks install` does not know the agent `{id}` (known: {}); other agents can run `openfiles hook --agent {id}` from their own post-edit hook (contrib/hooks/README.md)",
                     SUPPORTED.join(", ")
                 )
             })?;
@@ -142,6 +143,9 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
                 Action::Uninstall => "nothing to remove",
             };
             writeln!(out, "{}: {state} in {path}", target.agent)?;
+            if target.agent == "codex" {
+                codex_trust_apply(action, opts, target, old.as_deref(), new.as_deref(), out)?;
+            }
             continue;
         }
         let verb = match (action, &new) {
@@ -161,11 +165,82 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
                 remove_empty_parents(&target.path, &opts.scope);
             }
         }
+        if target.agent == "codex" {
+            codex_trust_apply(action, opts, target, old.as_deref(), new.as_deref(), out)?;
+        }
     }
     if opts.dry_run {
         writeln!(out, "(dry run: nothing written)")?;
     }
     Ok(0)
+}
+
+/// Codex runs a hook only once the user trusted it: record that trust for our entries on
+/// install (as Codex's `/hooks` screen does), take exactly those records out on uninstall
+/// ([`codex_trust`]). Also says when Codex will not load the workspace's `.codex/` at all.
+fn codex_trust_apply(
+    action: Action,
+    opts: &Options,
+    target: &Target,
+    old: Option<&str>,
+    new: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let home = match &opts.scope {
+        Scope::User(h) => h.clone(),
+        Scope::Workspace(_) => agents::home().context("cannot find your home directory")?,
+    };
+    let config = codex_trust::config_path(&home);
+    let text = match fs::read_to_string(&config) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", config.display())),
+    };
+    let (entries, changed) = match action {
+        Action::Install => {
+            let entries = codex_trust::our_entries(&target.path, new.unwrap_or(""));
+            let changed = codex_trust::trusted(text.as_deref(), &config, &entries)?;
+            (entries, changed)
+        }
+        Action::Uninstall => {
+            let entries = codex_trust::our_entries(&target.path, old.unwrap_or(""));
+            let changed = codex_trust::untrusted(text.as_deref(), &config, &entries)?;
+            (entries, changed)
+        }
+    };
+    let shown = config.display();
+    match (&changed, action) {
+        (None, Action::Install) if !entries.is_empty() => {
+            writeln!(out, "codex: the hook is already trusted in {shown}")?
+        }
+        (None, _) => {}
+        (Some(after), Action::Install) => {
+            writeln!(
+                out,
+                "codex: trust the hook in {shown} (Codex runs a hook only once it is trusted; installing it is asking for it, so this records the trust as Codex's /hooks screen does)"
+            )?;
+            write_diff(out, &config, text.as_deref(), Some(after))?;
+        }
+        (Some(after), Action::Uninstall) => {
+            writeln!(out, "codex: remove the hook's trust from {shown}")?;
+            write_diff(out, &config, text.as_deref(), Some(after))?;
+        }
+    }
+    if let (Some(after), false) = (&changed, opts.dry_run) {
+        write_file(&config, after)?;
+    }
+    if let (Action::Install, Scope::Workspace(dir)) = (action, &opts.scope) {
+        let now = changed.as_deref().or(text.as_deref());
+        if codex_trust::project_trusted(now, dir) != Some(true) {
+            writeln!(
+                out,
+                "codex: note: Codex loads {}/.codex only in a trusted project; trust it when Codex asks, or add [projects.\"{}\"] trust_level = \"trusted\" to {shown}",
+                dir.display(),
+                dir.display()
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// A writer that never fails: output errors (a closed pipe) are dropped, so printing can

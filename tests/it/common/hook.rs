@@ -19,6 +19,7 @@ pub fn openfiles(tmp: &Path, args: &[&str]) -> Command {
         .env("OPENFILES_SOCKET", tmp.join("run/nobody.sock"))
         .env("HOME", tmp.join("home"))
         .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("CODEX_HOME")
         .env_remove("GEMINI_PROJECT_DIR")
         .current_dir(tmp);
     cmd

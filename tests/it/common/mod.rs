@@ -15,6 +15,7 @@
 //! - [`tmux`]: a real terminal (a tmux server of the test's own) for terminal-UI tests.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod claws;
 pub mod hook;
 pub mod packaging;
