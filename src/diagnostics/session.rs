@@ -458,6 +458,7 @@ mod tests {
     fn item(msg: &str) -> Item {
         Item {
             introduced: None,
+            fixes: Vec::new(),
             line: 1,
             column: 1,
             severity: Severity::Error,

@@ -27,6 +27,7 @@ pub async fn settle() {
 pub fn error(line: u32, source: &str, message: &str) -> Item {
     Item {
         introduced: None,
+        fixes: Vec::new(),
         line,
         column: 1,
         severity: Severity::Error,

@@ -354,7 +354,10 @@ async fn initialize(
             "textDocument": {
                 "synchronization": {"dynamicRegistration": false, "didSave": true},
                 "publishDiagnostics": {"relatedInformation": true, "versionSupport": true,
-                    "tagSupport": {"valueSet": [1, 2]}, "codeDescriptionSupport": true, "dataSupport": true},
+                    "tagSupport": {"valueSet": [1, 2]}, "codeDescriptionSupport": true, "dataSupport": true,
+                    "codeActionsInline": true},
+                "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix"]}},
+                    "isPreferredSupport": true, "dataSupport": true},
                 "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
             },
             "workspace": {
@@ -539,7 +542,17 @@ fn note(method: &str, params: Value, state: &Mutex<State>, spec: &ServerSpec) {
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|d| serde_json::from_value::<Diagnostic>(d.clone()).ok())
+                .filter_map(|d| {
+                    let mut diag = serde_json::from_value::<Diagnostic>(d.clone()).ok()?;
+                    // clangd's inline fixes (`codeActionsInline`) ride in `data`.
+                    if let Some(actions) = d.get("codeActions").filter(|a| a.is_array()) {
+                        diag.data = Some(json!({
+                            crate::convert::INLINE_ACTIONS: actions,
+                            "data": diag.data.take(),
+                        }));
+                    }
+                    Some(diag)
+                })
                 .collect::<Vec<_>>();
             tracing::trace!(server = %spec.name, path = %path.display(), ?version, n = diagnostics.len(), "push");
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());

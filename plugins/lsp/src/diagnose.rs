@@ -18,12 +18,12 @@
 
 use crate::client::Client;
 use crate::config::DiagnosticsMode;
-use crate::convert::{path_to_uri, to_item};
+use crate::convert::{inline_fixes, path_to_uri, to_item, Doc};
 use crate::error::CheckError;
 use crate::transport::Error;
 use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
-use openfiles_plugin_api::{confine, Item};
+use openfiles_plugin_api::{confine, content_hash, Item};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -72,13 +72,30 @@ async fn run(
     let uri = path_to_uri(path);
     refresh_others(client, path);
     report_watched(client, also);
+    // Fixes only for the file's own text, not for a given one (the baseline's).
+    let fixes = given.is_none();
     let sent = sync(client, path, &uri, language_id, given)?;
     let enc = client.caps.encoding;
     // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
     let to_items = |ds: &[Diagnostic]| {
         let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        let mut hash = None;
         ds.iter()
-            .map(|d| to_item(d, &text, enc, &client.name))
+            .map(|d| {
+                let mut item = to_item(d, &text, enc, &client.name);
+                if fixes && d.data.is_some() {
+                    let sha256 = hash.get_or_insert_with(|| content_hash(text.as_bytes()));
+                    let doc = Doc {
+                        path,
+                        uri: &uri,
+                        text: &text,
+                        sha256,
+                        enc,
+                    };
+                    item.fixes = inline_fixes(d, &doc);
+                }
+                item
+            })
             .collect::<Vec<_>>()
     };
 

@@ -397,6 +397,7 @@ impl Tsc {
             };
             let item = Item {
                 introduced: None,
+                fixes: Vec::new(),
                 line,
                 column,
                 severity: d.severity,
