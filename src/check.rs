@@ -342,9 +342,15 @@ fn in_process(
         }
         // Each check is bounded by `timeout` in its plugin host; this only guards a host bug.
         let deadline = Instant::now() + timeout + Duration::from_secs(10);
-        let waits = pipelines
-            .iter()
-            .map(|(h, paths)| h.wait(paths.clone(), since, Some(deadline), false));
+        // Complete, then with the fixes asked after the answers (a plugin's second step).
+        let waits = pipelines.iter().map(|(h, paths)| async move {
+            let r = h.wait(paths.clone(), since, Some(deadline), false).await;
+            if !r.complete {
+                return r;
+            }
+            h.fixes_idle().await;
+            h.wait(paths.clone(), since, Some(deadline), false).await
+        });
         let outcomes = futures_util::future::join_all(waits).await;
         for (h, _) in &pipelines {
             h.stop().await;

@@ -212,6 +212,7 @@ fn fix(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
             since: 1,
             timeout_ms: Some(timeout_ms.min(15_000)),
             partial: false,
+            session: None,
         }),
         Duration::from_secs(30),
         Some(call),

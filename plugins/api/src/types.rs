@@ -54,6 +54,10 @@ pub struct Capabilities {
     /// committed text. Without it, that source's items are not classified.
     #[serde(default)]
     pub checks_texts: bool,
+    /// True when the plugin fetches fixes in a second step ([`CheckRequest::fixes_only`]):
+    /// the service then asks for them right after a check's answer, never delaying it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late_fixes: bool,
 }
 
 /// One check: a batch of files of one workspace.
@@ -95,6 +99,12 @@ pub struct CheckRequest {
     /// runs code the repository brings — what is skipped is said with [`Item::untrusted`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted: bool,
+    /// Do not check: answer with the fixes for the items this plugin last reported for
+    /// `files`, when those files still hold the text they were reported for (else no items).
+    /// Only items that have fixes need be returned; the service matches them to its own by
+    /// position, code and message. Sent only to plugins with [`Capabilities::late_fixes`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixes_only: bool,
 }
 
 /// The answer to one check.

@@ -86,6 +86,7 @@ impl Plugin for CargoCheck {
             project_wide: true,
             notes: Vec::new(),
             checks_texts: false,
+            late_fixes: false,
         };
         Ok((
             CargoCheck {

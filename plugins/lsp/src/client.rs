@@ -65,6 +65,8 @@ pub struct ServerCaps {
     pub commands: Vec<String>,
     /// `workspace.workspaceFolders`: several folders supported, and changes to them.
     pub folders: bool,
+    /// `codeActionProvider`: quick fixes can be asked for (`crate::fixes`).
+    pub code_actions: bool,
 }
 
 /// An open document as the server knows it.
@@ -101,6 +103,8 @@ pub struct Client {
     pub world: std::sync::atomic::AtomicU64,
     /// Modification times of unopened files last reported by `didChangeWatchedFiles`.
     pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
+    /// What the last check of each file reported, for its fixes (`crate::fixes`).
+    pub reported: Mutex<HashMap<PathBuf, crate::fixes::Reported>>,
 }
 
 impl Client {
@@ -192,12 +196,17 @@ impl Client {
                 save_include_text,
                 commands,
                 folders: folder_support,
+                code_actions: !matches!(
+                    c.code_action_provider,
+                    None | Some(lsp_types::CodeActionProviderCapability::Simple(false))
+                ),
             },
             state,
             changed: rx,
             docs: Mutex::default(),
             world: Default::default(),
             watched: Mutex::default(),
+            reported: Mutex::default(),
         }))
     }
 

@@ -106,9 +106,18 @@ async fn run(
         // tsserver answers for the newest text it has, which may be a concurrent check's.
         let items = tsserver::diagnostics(client, &uri, deadline).await?;
         let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        if fixes {
+            let raw = items
+                .iter()
+                .filter_map(crate::fixes::from_tsserver)
+                .collect();
+            crate::fixes::remember(client, path, text.clone(), raw);
+        }
         return Ok(tsserver::to_items(&items, &text));
     }
     let mut items = Vec::new();
+    // The raw diagnostics behind `items`, for their fixes (`crate::fixes`).
+    let mut raw: Vec<Diagnostic> = Vec::new();
     let mut version = sent.version;
     loop {
         let pulls = if mode == DiagnosticsMode::Push {
@@ -117,15 +126,16 @@ async fn run(
             pull_identifiers(client)
         };
         for identifier in &pulls {
-            items.extend(to_items(
-                &pull(client, &uri, identifier.clone(), deadline).await?,
-            ));
+            let pulled = pull(client, &uri, identifier.clone(), deadline).await?;
+            items.extend(to_items(&pulled));
+            raw.extend(pulled);
         }
         // A newer text sent meanwhile (a concurrent check) may have interrupted the server's
         // computation (pyright then answers an empty list): ask again for the newer text.
         if let Some(newer) = current_version(client, path).filter(|v| *v > version) {
             version = newer;
             items.clear();
+            raw.clear();
             continue;
         }
         let progress = !client.spec.wait_for_progress.is_empty();
@@ -163,7 +173,12 @@ async fn run(
                 .unwrap_or_default()
         };
         items.extend(to_items(&pushed));
+        raw.extend(pushed);
         break;
+    }
+    if fixes {
+        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        crate::fixes::remember(client, path, text, raw);
     }
     Ok(items)
 }
@@ -264,7 +279,7 @@ pub const MAX_TEXT_BYTES: u64 = 32 << 20;
 
 /// A file's text, read the one confined way (`openfiles_plugin_api::confine`): no symlink
 /// followed below the server's root, a regular file, at most [`MAX_TEXT_BYTES`], UTF-8.
-fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
     let bytes = confine::read_workspace_file(root, path, MAX_TEXT_BYTES).map_err(|e| match e {
         confine::ConfineError::Io(io) => io,
         other => std::io::Error::other(other.to_string()),

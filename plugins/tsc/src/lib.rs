@@ -87,6 +87,7 @@ impl Plugin for Tsc {
             project_wide: true,
             notes,
             checks_texts: false,
+            late_fixes: false,
         };
         Ok((
             Tsc {
