@@ -24,6 +24,9 @@ const PYTHON: &str = "import os\nimport sys\n\n\ndef f(x):\n    unused = 3\n    
 /// E711 (comparison to `None`) is not among ruff's default rules.
 const RUFF_TOML: &str = "[lint]\nextend-select = [\"E711\"]\n";
 
+/// Python files go to ruff alone (pyright, which would run beside it, has no fixes to test).
+const ONLY_RUFF: &str = "[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n";
+
 fn json_check(env: &Env, file: &Path) -> Value {
     let out = env
         .command(&["check", "--json", file.to_str().unwrap()])
@@ -141,6 +144,7 @@ fn check_fix_applies_rustc_suggestions_and_cargo_check_is_clean_after() {
 fn check_fix_applies_ruffs_safe_fixes_and_unsafe_ones_only_when_asked() {
     let mut env = Env::new();
     env.plugin_path = Some(common::plugins::plugin("lsp").into_os_string());
+    std::fs::write(&env.config, ONLY_RUFF).unwrap();
     let ws = env.workspace("py");
     let file = ws.join("mod.py");
     std::fs::write(&file, PYTHON).unwrap();
@@ -263,7 +267,11 @@ impl Drop for Mcp {
 fn mcp_fix_applies_safe_fixes_and_refuses_content_they_were_not_made_for() {
     let mut env = Env::new();
     env.plugin_path = Some(common::plugins::plugin("lsp").into_os_string());
-    std::fs::write(&env.config, "[watch]\nenabled = false\n").unwrap();
+    std::fs::write(
+        &env.config,
+        format!("[watch]\nenabled = false\n{ONLY_RUFF}"),
+    )
+    .unwrap();
     let ws = env.workspace("py");
     let file = ws.join("mod.py");
     std::fs::write(&file, PYTHON).unwrap();
@@ -324,4 +332,95 @@ fn mcp_fix_applies_safe_fixes_and_refuses_content_they_were_not_made_for() {
     assert!(std::fs::read_to_string(&file)
         .unwrap()
         .contains("x is None"));
+}
+
+/// Planted for clang (through clangd, whose fix-its come inline with its diagnostics): a
+/// missing `;` and a misspelt name (safe fixes, the second found once the first is fixed),
+/// an assignment used as a condition (two fixes, neither preferred: unsafe).
+const C: &str = "#include <stdio.h>\n\nint main(void) {\n    int count = 3;\n    int total = 0\n    printf(\"%d %d\\n\", coutn, total);\n    if (total = 4) return 1;\n    return 0;\n}\n";
+
+#[test]
+fn check_fix_applies_clangs_fix_its_and_the_compilers_agree() {
+    let mut env = Env::new();
+    env.plugin_path = Some(common::plugins::plugin("lsp").into_os_string());
+    let ws = env.workspace("c");
+    std::fs::write(ws.join("compile_flags.txt"), "-xc\n-std=c11\n-Wall\n").unwrap();
+    let file = ws.join("main.c");
+    std::fs::write(&file, C).unwrap();
+
+    let v = json_check(&env, &file);
+    let found = items(&v);
+    let semi = found
+        .iter()
+        .find(|i| i["code"] == "expected_semi_declaration")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(semi["fixes"][0]["title"], "insert ';'");
+    assert!(has_safe_fix(semi));
+    let parens = found
+        .iter()
+        .find(|i| i["code"] == "-Wparentheses")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(parens["fixes"].as_array().unwrap().len(), 2);
+    assert!(!has_safe_fix(parens));
+
+    let out = env
+        .command(&["check", "--fix", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("applied 2 fix(es) in 1 file(s)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("change 'coutn' to 'count'"), "{stderr}");
+    // clangd's own check finds no error left; gcc only the warning whose fixes are unsafe.
+    let clangd = run(&ws, "clangd", &["--check=main.c"]);
+    assert!(
+        clangd.contains("All checks completed, 0 errors"),
+        "{clangd}"
+    );
+    let gcc = run(&ws, "gcc", &["-fsyntax-only", "-Wall", "main.c"]);
+    assert_eq!(gcc.matches("warning:").count(), 1, "{gcc}");
+    assert!(
+        gcc.contains("-Wparentheses") && !gcc.contains("error"),
+        "{gcc}"
+    );
+}
+
+/// Planted for TypeScript (typescript-language-server, whose fixes are asked for after its
+/// answer): two misspellings and a missing import, each with a preferred quick fix.
+const TS: &str = "const count: number = 3;\nconsole.log(coutn);\nexport function f(a: string): number {\n  return a.lenght + helper();\n}\n";
+
+#[test]
+fn check_fix_applies_typescripts_quick_fixes_and_tsc_is_clean_after() {
+    let mut env = Env::new();
+    env.plugin_path = Some(common::plugins::plugin("lsp").into_os_string());
+    let ws = env.workspace("web");
+    std::fs::write(
+        ws.join("tsconfig.json"),
+        r#"{"compilerOptions":{"strict":true}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("util.ts"),
+        "export function helper(): number {\n  return 1;\n}\n",
+    )
+    .unwrap();
+    let file = ws.join("main.ts");
+    std::fs::write(&file, TS).unwrap();
+
+    let out = env
+        .command(&["check", "--fix", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("applied 3 fix(es) in 1 file(s)"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("Add import from \"./util\""), "{stderr}");
+    assert!(stdout.contains("0 error(s)"), "{stdout}");
+    let after = run(&ws, "tsc", &["--noEmit", "-p", "."]);
+    assert!(!after.contains("error"), "{after}");
 }
