@@ -449,6 +449,7 @@ mod tests {
     ) -> Item {
         Item {
             introduced,
+            fixes: Vec::new(),
             line,
             column,
             severity,

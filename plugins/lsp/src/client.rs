@@ -379,11 +379,15 @@ async fn initialize(
             "window": {"workDoneProgress": true, "showMessage": {}},
         },
     });
-    let params = serde_json::from_value(params).map_err(|source| Error::Decode {
+    let decode = |source| Error::Decode {
         method: "initialize".into(),
         source,
-    })?;
-    call::<lsp_types::request::Initialize>(t, params, timeout).await
+    };
+    // Checked against the typed shape, sent as written: the typed shape would drop
+    // extensions such as clangd's `codeActionsInline`.
+    let _: lsp_types::InitializeParams = serde_json::from_value(params.clone()).map_err(decode)?;
+    let v = t.request("initialize", params, timeout).await?;
+    serde_json::from_value(v).map_err(decode)
 }
 
 /// The value at a dotted section path of `settings` (`null` if absent; no section = all).
