@@ -69,6 +69,14 @@ pub struct ServerCaps {
     pub code_actions: bool,
 }
 
+/// What the last check of a file reported: the text positions refer to, and the
+/// diagnostics (for their fixes, `crate::fixes`).
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub text: Arc<str>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 /// An open document as the server knows it.
 #[derive(Debug, Clone)]
 pub struct Doc {
@@ -104,7 +112,7 @@ pub struct Client {
     /// Modification times of unopened files last reported by `didChangeWatchedFiles`.
     pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
     /// What the last check of each file reported, for its fixes (`crate::fixes`).
-    pub reported: Mutex<HashMap<PathBuf, crate::fixes::Reported>>,
+    pub reported: Mutex<HashMap<PathBuf, Reported>>,
 }
 
 impl Client {

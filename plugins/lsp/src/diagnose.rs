@@ -279,7 +279,7 @@ pub const MAX_TEXT_BYTES: u64 = 32 << 20;
 
 /// A file's text, read the one confined way (`openfiles_plugin_api::confine`): no symlink
 /// followed below the server's root, a regular file, at most [`MAX_TEXT_BYTES`], UTF-8.
-pub(crate) fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
+fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
     let bytes = confine::read_workspace_file(root, path, MAX_TEXT_BYTES).map_err(|e| match e {
         confine::ConfineError::Io(io) => io,
         other => std::io::Error::other(other.to_string()),

@@ -9,7 +9,7 @@
 //! Diagnostics whose fixes came with them (`data`: clangd's inline actions, ruff's fix) and
 //! notes (info, hints) are not asked about.
 
-use crate::client::Client;
+use crate::client::{Client, Reported};
 use crate::convert::{action_fix, path_to_uri, to_item, Doc};
 use lsp_types::{Diagnostic, DiagnosticSeverity};
 use openfiles_plugin_api::{content_hash, Item};
@@ -17,13 +17,6 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::time::Instant;
-
-/// What a check reported for a file: the text positions refer to, and the diagnostics.
-#[derive(Debug, Clone)]
-pub struct Reported {
-    pub text: Arc<str>,
-    pub diagnostics: Vec<Diagnostic>,
-}
 
 /// Record what a check of `path` reported (only for the file's own text, never a given one).
 pub fn remember(client: &Client, path: &Path, text: Arc<str>, diagnostics: Vec<Diagnostic>) {
@@ -53,10 +46,7 @@ pub async fn fixes(client: &Client, path: &Path, deadline: Instant) -> Vec<Item>
         .get(path)
         .map(|d| d.text.clone());
     if open.as_deref() != Some(&*rep.text)
-        || crate::diagnose::read_text(&client.root, path)
-            .ok()
-            .as_deref()
-            != Some(&*rep.text)
+        || on_disk(&client.root, path).as_deref() != Some(rep.text.as_bytes())
     {
         return Vec::new();
     }
@@ -100,6 +90,14 @@ pub async fn fixes(client: &Client, path: &Path, deadline: Instant) -> Vec<Item>
         }
     }
     out
+}
+
+/// Largest file whose fixes are asked for (as `diagnose` sends at most).
+const MAX_TEXT_BYTES: u64 = 32 << 20;
+
+/// The file's bytes, read the confined way.
+fn on_disk(root: &Path, path: &Path) -> Option<Vec<u8>> {
+    openfiles_plugin_api::confine::read_workspace_file(root, path, MAX_TEXT_BYTES).ok()
 }
 
 /// An error or warning whose fixes did not come with it.
