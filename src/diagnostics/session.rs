@@ -431,7 +431,7 @@ impl Session {
 /// Merge the sources' items (identical items once: same line, column, severity, code and
 /// message, whichever source said it), sorted by position.
 pub fn merge<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<Item> {
-    let mut seen = BTreeSet::new();
+    let mut seen = BTreeMap::new();
     let mut out: Vec<Item> = Vec::new();
     for it in items {
         let key = (
@@ -441,8 +441,18 @@ pub fn merge<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<Item> {
             it.code.clone(),
             it.message.clone(),
         );
-        if seen.insert(key) {
-            out.push(it.clone());
+        match seen.get(&key) {
+            None => {
+                seen.insert(key, out.len());
+                out.push(it.clone());
+            }
+            // The same problem from two sources (tsc and the language server): kept once,
+            // with the fixes whichever had them.
+            Some(&i) => {
+                if out[i].fixes.is_empty() && !it.fixes.is_empty() {
+                    out[i].fixes.clone_from(&it.fixes);
+                }
+            }
         }
     }
     out.sort_by_key(|a| (a.line, a.column, a.severity));
@@ -531,8 +541,16 @@ mod tests {
         let g2 = s.edited(p, 3);
         s.dispatched(p, &[src(1, false)], 3);
         s.answered(p, g2, 1, vec![item("boom")], 4);
-        assert_eq!(s.add_fixes(p, g1, 1, &[fixed]), 0, "fixes for the old text");
+        assert_eq!(
+            s.add_fixes(p, g1, 1, &[fixed.clone()]),
+            0,
+            "fixes for the old text"
+        );
         assert!(s.get(p).unwrap().entry.items[0].fixes.is_empty());
+        // Two sources with the same problem: one item, with the fixes one of them had.
+        let merged = merge([item("boom"), fixed].iter());
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].fixes.len(), 1);
     }
 
     #[test]
