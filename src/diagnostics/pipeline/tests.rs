@@ -611,6 +611,7 @@ async fn a_warm_up_checks_one_shallow_file_per_server_and_leaves_no_session() {
     assert_eq!(warm.sources, ["lsp"]);
     assert_eq!(warm.files, [b.path("src/d.ts")]);
     assert_eq!(st.session_files, 0, "a warm-up is no edit");
+}
 
 /// Issue 34: a source with late fixes is asked for them after its answer, which a waiter
 /// gets at once; the fixes join the items of that answer, and fixes that come after the file
