@@ -178,7 +178,10 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             control::ok_reply(id, serde_json::json!({}))
         }
         Request::Edited(e) => control::ok_reply(id, edited(ctx, e, EditOrigin::Control).await),
-        Request::Wait(w) => control::ok_reply(id, wait(ctx, w, false).await),
+        Request::Wait(w) => {
+            let fixes = w.fixes;
+            control::ok_reply(id, wait(ctx, w, fixes).await)
+        }
         Request::Check(c) => control::ok_reply(id, check(ctx, c).await),
         Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
             Ok(h) => {
@@ -416,6 +419,7 @@ async fn check(ctx: &Context, c: Check) -> WaitReply {
             timeout_ms,
             partial: false,
             session: None,
+            fixes: false,
         },
         true,
     )

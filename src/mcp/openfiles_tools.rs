@@ -5,6 +5,7 @@
 //!   takes the session's files from `diagnostics.json` and waits until none is pending.
 //!   The text is the hook's feedback (same wording, level and limits), or a line saying
 //!   there is nothing to fix, plus which files are still being checked at the deadline.
+//!   It waits for the fixes sources fetch after their answer too (`Wait::fixes`).
 //!   Listed problems that come with the checkers' own fixes are followed by those fixes in
 //!   full (title, safe, exact edits, the content hash they were made for), as JSON lines.
 //! - `openfiles_fix`: applies one problem's fix or every safe fix of a file (`crate::fixes`),
@@ -105,6 +106,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value, tool: &str) -> Result<Strin
             // A tool call waits for every source: the model asked for fresh problems.
             partial: false,
             session: None,
+            fixes: true,
         }),
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),
@@ -213,6 +215,7 @@ fn fix(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
             timeout_ms: Some(timeout_ms.min(15_000)),
             partial: false,
             session: None,
+            fixes: true,
         }),
         Duration::from_secs(30),
         Some(call),

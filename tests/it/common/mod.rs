@@ -209,6 +209,7 @@ impl Env {
                 timeout_ms: Some(timeout_ms),
                 partial: false,
                 session: None,
+                fixes: false,
             }))
             .unwrap()
     }
