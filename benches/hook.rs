@@ -128,6 +128,7 @@ fn fake_service(socket: PathBuf, root: PathBuf) {
                                         p.strip_prefix(&root).unwrap_or(p).display().to_string();
                                     let item = Item {
                                         introduced: None,
+                                        fixes: Vec::new(),
                                         line: 2,
                                         column: 13,
                                         severity: Severity::Error,

@@ -165,6 +165,7 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
                 timeout_ms: Some(10_000),
                 partial: false,
                 session: None,
+                fixes: false,
             }))
             .unwrap();
         assert!(w.complete);
@@ -221,6 +222,7 @@ fn rss_10k_session(env: &Env, ws: &Path, pid: u32) -> u64 {
             timeout_ms: Some(120_000),
             partial: false,
             session: None,
+            fixes: false,
         }))
         .unwrap();
     assert!(w.complete);

@@ -46,6 +46,15 @@ pub struct Options {
     pub json: bool,
     pub fail_on: FailOn,
     pub timeout: Duration,
+    /// `--fix` (safe fixes) or `--fix --unsafe` (every problem's first fix).
+    pub fix: Option<FixMode>,
+}
+
+/// Which fixes `--fix` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixMode {
+    Safe,
+    Unsafe,
 }
 
 /// Run the command; returns the exit code.
@@ -64,30 +73,10 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
         }
     }
     let spinner = Spinner::new(!opts.json);
-    // No service: checked in-process. A socket that is not the user's: the same, and said.
-    let service = match crate::paths::control_socket(socket) {
-        Ok(path) => Client::connect(&path, Some(Duration::from_secs(5))).map_err(|e| match e {
-            ClientError::Unreachable { .. } => None,
-            refused => Some(refused.to_string()),
-        }),
-        Err(e) => Err(Some(e.to_string())),
-    };
-    if let Err(Some(why)) = &service {
-        eprintln!("openfiles: {why}; checking without the service");
+    let (mut entries, mut rejected) = check_all(socket, config, paths, opts.timeout, &spinner)?;
+    if let Some(fix) = opts.fix {
+        (entries, rejected) = fix_rounds(socket, config, &opts, fix, entries, rejected, &spinner)?;
     }
-    let (entries, rejected) = match service {
-        Ok(client) => {
-            spinner.say(&format!(
-                "checking {} file(s) with the running service…",
-                paths.len()
-            ));
-            through_service(client, paths, opts.timeout)?
-        }
-        Err(_) => {
-            spinner.say("starting checkers…");
-            in_process(config, paths, opts.timeout, &spinner)?
-        }
-    };
     spinner.finish();
     // Files found under a named directory that the policy skips are simply not part of it;
     // a file named on the command line that is not checked is an error.
@@ -143,6 +132,134 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
 }
 
 type Entries = Vec<(String, FileEntry)>;
+
+/// Check `paths` through the running service, or in-process when there is none.
+fn check_all(
+    socket: Option<&Path>,
+    config: Option<&Path>,
+    paths: Vec<PathBuf>,
+    timeout: Duration,
+    spinner: &Spinner,
+) -> anyhow::Result<(Entries, Vec<Rejected>)> {
+    // No service: checked in-process. A socket that is not the user's: the same, and said.
+    let service = match crate::paths::control_socket(socket) {
+        Ok(path) => Client::connect(&path, Some(Duration::from_secs(5))).map_err(|e| match e {
+            ClientError::Unreachable { .. } => None,
+            refused => Some(refused.to_string()),
+        }),
+        Err(e) => Err(Some(e.to_string())),
+    };
+    if let Err(Some(why)) = &service {
+        eprintln!("openfiles: {why}; checking without the service");
+    }
+    match service {
+        Ok(client) => {
+            spinner.say(&format!(
+                "checking {} file(s) with the running service…",
+                paths.len()
+            ));
+            through_service(client, paths, timeout)
+        }
+        Err(_) => {
+            spinner.say("starting checkers…");
+            in_process(config, paths, timeout, spinner)
+        }
+    }
+}
+
+/// How many times `--fix` applies and checks again at most (a fix that overlapped another
+/// one waits for the next round, as with `ruff check --fix`).
+const FIX_ROUNDS: usize = 4;
+
+/// `--fix`: apply the checkers' fixes (safe ones, or every first fix with `--unsafe`) to the
+/// checked files, check the changed files again, repeat while fixes apply; then say on stderr
+/// what changed. Returns the final entries.
+fn fix_rounds(
+    socket: Option<&Path>,
+    config: Option<&Path>,
+    opts: &Options,
+    fix: FixMode,
+    mut entries: Entries,
+    rejected: Vec<Rejected>,
+    spinner: &Spinner,
+) -> anyhow::Result<(Entries, Vec<Rejected>)> {
+    let unsafe_too = fix == FixMode::Unsafe;
+    let mut applied: Vec<crate::fixes::Chosen> = Vec::new();
+    let mut changed: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut skipped: Vec<String> = Vec::new();
+    for _ in 0..FIX_ROUNDS {
+        let mut by_root: BTreeMap<PathBuf, Vec<crate::fixes::Chosen>> = BTreeMap::new();
+        for (_, e) in &entries {
+            let root = crate::workspace::resolve::root_for(&e.path)
+                .unwrap_or_else(|_| e.path.parent().unwrap_or(&e.path).to_owned());
+            by_root
+                .entry(root)
+                .or_default()
+                .extend(crate::fixes::chosen(&e.path, &e.items, unsafe_too));
+        }
+        if by_root.values().all(Vec::is_empty) {
+            break;
+        }
+        skipped.clear();
+        let mut this_round = BTreeSet::new();
+        for (root, chosen) in by_root {
+            let out = crate::fixes::apply(&root, chosen)?;
+            applied.extend(out.applied);
+            for (c, why) in out.skipped {
+                skipped.push(format!(
+                    "{}:{}:{}: {}: not applied: {why}",
+                    display_path(&c.file),
+                    c.item.line,
+                    c.item.column,
+                    c.fix.title
+                ));
+            }
+            this_round.extend(out.changed);
+        }
+        if this_round.is_empty() {
+            break;
+        }
+        changed.extend(this_round.iter().cloned());
+        let paths: Vec<PathBuf> = entries.iter().map(|(_, e)| e.path.clone()).collect();
+        spinner.say("checking the fixed files again…");
+        let (again, _) = check_all(socket, config, paths, opts.timeout, spinner)?;
+        entries = again;
+    }
+    spinner.finish();
+    let mut err = std::io::stderr().lock();
+    for c in &applied {
+        let _ = writeln!(
+            err,
+            "fixed {}:{}:{} {}: {} ({})",
+            escape(&display_path(&c.file)),
+            c.item.line,
+            c.item.column,
+            escape(c.item.code.as_deref().unwrap_or(&c.item.source)),
+            escape(&c.fix.title),
+            escape(&c.summary)
+        );
+    }
+    for s in &skipped {
+        let _ = writeln!(err, "{}", escape(s));
+    }
+    let left: usize = entries
+        .iter()
+        .flat_map(|(_, e)| &e.items)
+        .filter(|i| !i.fixes.is_empty() && crate::fixes::choose(i, unsafe_too).is_none())
+        .count();
+    let _ = writeln!(
+        err,
+        "openfiles: applied {} fix(es) in {} file(s){}",
+        applied.len(),
+        changed.len(),
+        if left > 0 {
+            format!("; {left} problem(s) have only unsafe fixes (apply them with --fix --unsafe)")
+        } else {
+            String::new()
+        }
+    );
+    Ok((entries, rejected))
+}
 
 /// The files under `dir`, walked with `.gitignore` rules (hidden files and ignored folders
 /// left out), sorted.
@@ -225,9 +342,15 @@ fn in_process(
         }
         // Each check is bounded by `timeout` in its plugin host; this only guards a host bug.
         let deadline = Instant::now() + timeout + Duration::from_secs(10);
-        let waits = pipelines
-            .iter()
-            .map(|(h, paths)| h.wait(paths.clone(), since, Some(deadline), false));
+        // Complete, then with the fixes asked after the answers (a plugin's second step).
+        let waits = pipelines.iter().map(|(h, paths)| async move {
+            let r = h.wait(paths.clone(), since, Some(deadline), false).await;
+            if !r.complete {
+                return r;
+            }
+            h.fixes_idle().await;
+            h.wait(paths.clone(), since, Some(deadline), false).await
+        });
         let outcomes = futures_util::future::join_all(waits).await;
         for (h, _) in &pipelines {
             h.stop().await;

@@ -431,6 +431,13 @@ pub struct CheckArgs {
     /// Give up on a checker after this many seconds.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout: u64,
+    /// Apply the checkers' safe fixes (rustc's machine-applicable suggestions, ruff's safe
+    /// fixes, a language server's preferred quick fixes), check again, and say what changed.
+    #[arg(long)]
+    pub fix: bool,
+    /// With --fix: also apply fixes the checker does not call safe (each problem's first).
+    #[arg(long = "unsafe", requires = "fix")]
+    pub unsafe_fixes: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -611,6 +618,11 @@ pub fn run() -> std::process::ExitCode {
                 json: args.json,
                 fail_on: args.fail_on,
                 timeout: std::time::Duration::from_secs(args.timeout),
+                fix: match (args.fix, args.unsafe_fixes) {
+                    (false, _) => None,
+                    (true, false) => Some(crate::check::FixMode::Safe),
+                    (true, true) => Some(crate::check::FixMode::Unsafe),
+                },
             },
         ),
         Command::Session(SessionCommand::Clear { dir }) => {

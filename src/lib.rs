@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod control;
 pub mod diagnostics;
+pub mod fixes;
 pub mod fswatch;
 pub mod gitcmd;
 pub mod hook;

@@ -178,7 +178,10 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             control::ok_reply(id, serde_json::json!({}))
         }
         Request::Edited(e) => control::ok_reply(id, edited(ctx, e, EditOrigin::Control).await),
-        Request::Wait(w) => control::ok_reply(id, wait(ctx, w).await),
+        Request::Wait(w) => {
+            let fixes = w.fixes;
+            control::ok_reply(id, wait(ctx, w, fixes).await)
+        }
         Request::Check(c) => control::ok_reply(id, check(ctx, c).await),
         Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
             Ok(h) => {
@@ -346,7 +349,9 @@ async fn edited(ctx: &Context, e: Edited, origin: EditOrigin) -> EditedReply {
     }
 }
 
-async fn wait(ctx: &Context, w: Wait) -> WaitReply {
+/// `fixes`: once complete, also wait for the fixes asked after the answers (a plugin's
+/// second step, bounded by its budget) and answer with the entries that carry them.
+async fn wait(ctx: &Context, w: Wait, fixes: bool) -> WaitReply {
     let (groups, _) = group(ctx, w.paths, false).await;
     // An explicit timeout counts from now; without one, each workspace waits until the
     // edit's time plus its own `hooks.timeout_ms` (what `hook.timeoutMs` promises agents).
@@ -355,8 +360,25 @@ async fn wait(ctx: &Context, w: Wait) -> WaitReply {
         .map(|t| Instant::now() + Duration::from_millis(t.min(600_000)));
     let session = w.session.as_ref();
     let waits = groups.into_iter().map(|(h, paths)| async move {
-        h.wait_for(paths, w.since, deadline, w.partial, session.cloned())
-            .await
+        let r = h
+            .wait_for(
+                paths.clone(),
+                w.since,
+                deadline,
+                w.partial,
+                session.cloned(),
+            )
+            .await;
+        if !(fixes && r.complete) {
+            return r;
+        }
+        // The same entries, now with the fixes asked after the answers.
+        h.fixes_idle().await;
+        let again = h.wait_for(paths, w.since, deadline, w.partial, None).await;
+        crate::diagnostics::waiters::WaitOutcome {
+            entries: again.entries,
+            ..r
+        }
     });
     let results = futures_util::future::join_all(waits).await;
     let complete = results.iter().all(|r| r.complete);
@@ -397,7 +419,9 @@ async fn check(ctx: &Context, c: Check) -> WaitReply {
             timeout_ms,
             partial: false,
             session: None,
+            fixes: false,
         },
+        true,
     )
     .await;
     answer.rejected = reply.rejected;

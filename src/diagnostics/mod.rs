@@ -50,6 +50,8 @@ pub struct SourceInfo {
     pub project_markers: Vec<String>,
     /// Checks a given text (`CheckRequest::texts`): its baseline can come from a committed text.
     pub checks_texts: bool,
+    /// Fetches fixes in a second step (`CheckRequest::fixes_only`), asked after each answer.
+    pub late_fixes: bool,
 }
 
 /// Why a source gave no answer for a check. Every variant becomes an explanatory item on

@@ -312,6 +312,35 @@ impl Session {
         ask
     }
 
+    /// Fixes that came after `source`'s answer for `path` at generation `gen` (a plugin's
+    /// second step, `CheckRequest::fixes_only`): each item of that answer, and of the entry,
+    /// without fixes that matches a fixed item by position, code and message gets its fixes.
+    /// Returns how many items got fixes; none when the file moved on (the fixes are for
+    /// text it no longer has) or the source's answer is not the current one.
+    pub fn add_fixes(&mut self, path: &Path, gen: u64, source: SourceId, fixed: &[Item]) -> usize {
+        let Some(st) = self.files.get_mut(path) else {
+            return 0;
+        };
+        if st.gen != gen {
+            return 0;
+        }
+        let FileState { sources, entry, .. } = st;
+        let Some(s) = sources.get_mut(&source).filter(|s| s.answered == gen) else {
+            return 0;
+        };
+        let key = |i: &Item| (i.line, i.column, i.code.clone(), i.message.clone());
+        let mut n = 0;
+        for f in fixed.iter().filter(|f| !f.fixes.is_empty()) {
+            for i in s.items.iter_mut().chain(entry.items.iter_mut()) {
+                if i.fixes.is_empty() && key(i) == key(f) {
+                    i.fixes.clone_from(&f.fixes);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// A source answered for `path` at generation `gen`. Returns true if the file's entry
     /// changed (the answer is for the current content).
     pub fn answered(
@@ -402,7 +431,7 @@ impl Session {
 /// Merge the sources' items (identical items once: same line, column, severity, code and
 /// message, whichever source said it), sorted by position.
 pub fn merge<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<Item> {
-    let mut seen = BTreeSet::new();
+    let mut seen = BTreeMap::new();
     let mut out: Vec<Item> = Vec::new();
     for it in items {
         let key = (
@@ -412,8 +441,18 @@ pub fn merge<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<Item> {
             it.code.clone(),
             it.message.clone(),
         );
-        if seen.insert(key) {
-            out.push(it.clone());
+        match seen.get(&key) {
+            None => {
+                seen.insert(key, out.len());
+                out.push(it.clone());
+            }
+            // The same problem from two sources (tsc and the language server): kept once,
+            // with the fixes whichever had them.
+            Some(&i) => {
+                if out[i].fixes.is_empty() && !it.fixes.is_empty() {
+                    out[i].fixes.clone_from(&it.fixes);
+                }
+            }
         }
     }
     out.sort_by_key(|a| (a.line, a.column, a.severity));
@@ -458,6 +497,7 @@ mod tests {
     fn item(msg: &str) -> Item {
         Item {
             introduced: None,
+            fixes: Vec::new(),
             line: 1,
             column: 1,
             severity: Severity::Error,
@@ -474,7 +514,43 @@ mod tests {
             project_wide,
             project_markers: Vec::new(),
             checks_texts: false,
+            late_fixes: false,
         }
+    }
+
+    #[test]
+    fn late_fixes_join_their_items_only_for_the_generation_they_are_for() {
+        let mut s = Session::default();
+        let p = Path::new("/w/a.ts");
+        let g1 = s.edited(p, 1);
+        s.dispatched(p, &[src(1, false)], 1);
+        s.answered(p, g1, 1, vec![item("boom")], 2);
+        let mut fixed = item("boom");
+        fixed.fixes = vec![openfiles_plugin_api::Fix {
+            title: "t".into(),
+            safe: true,
+            files: Vec::new(),
+        }];
+        assert_eq!(
+            s.add_fixes(p, g1, 2, std::slice::from_ref(&fixed)),
+            0,
+            "another source"
+        );
+        assert_eq!(s.add_fixes(p, g1, 1, std::slice::from_ref(&fixed)), 2);
+        assert_eq!(s.get(p).unwrap().entry.items[0].fixes.len(), 1);
+        let g2 = s.edited(p, 3);
+        s.dispatched(p, &[src(1, false)], 3);
+        s.answered(p, g2, 1, vec![item("boom")], 4);
+        assert_eq!(
+            s.add_fixes(p, g1, 1, &[fixed.clone()]),
+            0,
+            "fixes for the old text"
+        );
+        assert!(s.get(p).unwrap().entry.items[0].fixes.is_empty());
+        // Two sources with the same problem: one item, with the fixes one of them had.
+        let merged = merge([item("boom"), fixed].iter());
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].fixes.len(), 1);
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub async fn settle() {
 pub fn error(line: u32, source: &str, message: &str) -> Item {
     Item {
         introduced: None,
+        fixes: Vec::new(),
         line,
         column: 1,
         severity: Severity::Error,
@@ -64,6 +65,7 @@ pub fn per_file(id: SourceId, name: &str) -> SourceInfo {
         project_wide: false,
         project_markers: Vec::new(),
         checks_texts: false,
+        late_fixes: false,
     }
 }
 
@@ -75,6 +77,7 @@ pub fn project_wide(id: SourceId, name: &str, markers: &[&str]) -> SourceInfo {
         project_wide: true,
         project_markers: markers.iter().map(|m| (*m).to_owned()).collect(),
         checks_texts: false,
+        late_fixes: false,
     }
 }
 

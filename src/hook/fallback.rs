@@ -173,6 +173,11 @@ fn lenient_item(v: &Value) -> Option<Item> {
     let pos = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(1).max(1) as u32;
     Some(Item {
         introduced: v.get("introduced").and_then(Value::as_bool),
+        // Fixes are read leniently too: a malformed list is no fixes, not a lost item.
+        fixes: v
+            .get("fixes")
+            .and_then(|f| serde_json::from_value(f.clone()).ok())
+            .unwrap_or_default(),
         line: pos("line"),
         column: pos("column"),
         severity,

@@ -8,6 +8,11 @@
 //! Fix these before you report the task as done.
 //! ```
 //!
+//! A listed problem with a safe fix (the checker's own, see `crate::fixes`) gets a compact
+//! line under it, `  fix: replace `usize` with `u32` at 3:18`: at most [`MAX_FIX_LINES`]
+//! such lines per text, each at most [`MAX_FIX_CHARS`] characters; the full edits are the
+//! MCP tools' (`openfiles_diagnostics`, `openfiles_fix`).
+//!
 //! When some sources had not answered yet (partial feedback), a line before the closing one
 //! names them: `Still checking: tsc (more problems may follow).`
 //!
@@ -25,6 +30,10 @@ use openfiles_wire::spec::{Item, Severity};
 pub const MAX_ITEMS_PER_FILE: usize = 20;
 /// The text is always shorter than this many characters.
 pub const MAX_CHARS: usize = 9000;
+/// Fix lines (`  fix: …`) in one text at most.
+pub const MAX_FIX_LINES: usize = 10;
+/// A fix line is cut to this many characters.
+pub const MAX_FIX_CHARS: usize = 120;
 /// Marker line put where the text was cut.
 pub const TRUNCATED: &str = "… (truncated)";
 /// The last line of every non-empty feedback text.
@@ -48,6 +57,9 @@ pub struct FileView {
     /// Problems at the level that were already there before the session (not listed under
     /// `feedbackScope = introduced`, only counted).
     pub already: u32,
+    /// Per listed item (same order; shorter or empty when none), the compact summary of its
+    /// safe fix (`replace `usize` with `u32` at 3:18`).
+    pub fixes: Vec<Option<String>>,
 }
 
 /// An error the session's edits caused in a file it did not edit.
@@ -111,9 +123,16 @@ pub fn format_report(report: &Report) -> Option<String> {
         .sum();
 
     let mut body: Vec<String> = Vec::new();
+    let mut fix_lines = 0;
     for file in &listed {
-        for item in file.items.iter().take(MAX_ITEMS_PER_FILE) {
+        for (i, item) in file.items.iter().take(MAX_ITEMS_PER_FILE).enumerate() {
             body.push(item_line(&file.display, item));
+            if let Some(Some(fix)) = file.fixes.get(i) {
+                if fix_lines < MAX_FIX_LINES {
+                    fix_lines += 1;
+                    body.push(fix_line(fix));
+                }
+            }
         }
         if file.items.len() > MAX_ITEMS_PER_FILE {
             body.push(format!(
@@ -248,6 +267,18 @@ pub fn item_line(display: &str, item: &Item) -> String {
     line
 }
 
+/// `  fix: <summary>`, one line, at most [`MAX_FIX_CHARS`] characters.
+pub fn fix_line(summary: &str) -> String {
+    let one: String = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = format!("  fix: {one}");
+    if line.chars().count() <= MAX_FIX_CHARS {
+        return line;
+    }
+    let mut cut: String = line.chars().take(MAX_FIX_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
 fn severity_word(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
@@ -308,6 +339,7 @@ mod tests {
     fn err(line: u32, msg: &str) -> Item {
         Item {
             introduced: Some(true),
+            fixes: Vec::new(),
             line,
             column: 1,
             severity: Severity::Error,
@@ -315,6 +347,41 @@ mod tests {
             code: None,
             message: msg.into(),
         }
+    }
+
+    #[test]
+    fn safe_fixes_show_under_their_problem_within_the_limits() {
+        let items: Vec<Item> = (1..=12).map(|i| err(i, "mismatched types")).collect();
+        let mut fixes: Vec<Option<String>> = (1..=12)
+            .map(|i| Some(format!("replace `usize` with `u32` at {i}:18")))
+            .collect();
+        fixes[1] = None;
+        fixes[2] = Some(format!("insert `{}` at 3:1", "x".repeat(300)));
+        let view = FileView {
+            display: "src/main.rs".into(),
+            errors: 12,
+            warnings: 0,
+            items,
+            with_warnings: true,
+            running: Vec::new(),
+            already: 0,
+            fixes,
+        };
+        let text = format(&[view]).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "- src/main.rs:1:1 error (rustc): mismatched types"
+        );
+        assert_eq!(lines[2], "  fix: replace `usize` with `u32` at 1:18");
+        assert!(lines[3].starts_with("- src/main.rs:2:1"), "{text}");
+        assert!(lines[5].starts_with("  fix: insert `xxx"));
+        assert!(lines[5].ends_with('…'));
+        assert_eq!(lines[5].chars().count(), MAX_FIX_CHARS);
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("  fix: ")).count(),
+            MAX_FIX_LINES
+        );
     }
 
     #[test]
@@ -327,6 +394,7 @@ mod tests {
             with_warnings: true,
             running: Vec::new(),
             already: 3,
+            fixes: Vec::new(),
         };
         let broken: Vec<Broken> = (1..=12)
             .map(|i| Broken {
@@ -381,6 +449,7 @@ mod tests {
     ) -> Item {
         Item {
             introduced,
+            fixes: Vec::new(),
             line,
             column,
             severity,
@@ -613,6 +682,7 @@ mod tests {
     fn item_line_collapses_whitespace_and_omits_empty_parts() {
         let item = Item {
             introduced: None,
+            fixes: Vec::new(),
             line: 3,
             column: 18,
             severity: Severity::Error,

@@ -147,6 +147,7 @@ mod tests {
             items: (0..errors)
                 .map(|i| Item {
                     introduced: Some(true),
+                    fixes: Vec::new(),
                     line: i + 1,
                     column: 7,
                     severity: Severity::Error,
@@ -158,6 +159,7 @@ mod tests {
             with_warnings: false,
             running: Vec::new(),
             already: 0,
+            fixes: Vec::new(),
         }
     }
 

@@ -113,6 +113,7 @@ pub fn report(
                 timeout_ms,
                 partial: true,
                 session: edit.session.map(str::to_owned),
+                fixes: false,
             }))
             .map_err(ServiceError::WaitFailed)?;
         rounds += 1;

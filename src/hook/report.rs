@@ -7,14 +7,16 @@
 //! are listed (those marked `introduced: false` are counted), and the entries of files the
 //! edits broke (`affectedBy`) give the "broken elsewhere" section. Shared by the service path
 //! (entries from a `wait` reply) and the fallback (entries read from `diagnostics.json`).
-//! Pure: no I/O.
+//! No I/O but one: a listed problem with a safe fix gets its compact summary, which quotes
+//! the text the fix replaces, read from the file (confined to the workspace, only when the
+//! file still has the content the fix was made for).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use super::feedback::{Broken, FileView, Report};
 use openfiles_wire::spec::{
-    BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Severity,
+    BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Item, Severity,
 };
 
 /// One workspace's entries, as a `wait` reply or `diagnostics.json` holds them.
@@ -83,23 +85,27 @@ impl<'a> Entries<'a> {
                         || (with_warnings && i.severity == Severity::Warning)
                 })
                 .collect();
-            let (items, already, errors, warnings) = match self.hook.feedback_scope {
-                FeedbackScope::All => (
-                    at_level.into_iter().cloned().collect(),
-                    0,
-                    entry.errors,
-                    entry.warnings,
-                ),
-                FeedbackScope::Introduced => {
-                    let (old, new): (Vec<_>, Vec<_>) = at_level
-                        .into_iter()
-                        .partition(|i| i.introduced == Some(false));
-                    let count = |s: Severity| new.iter().filter(|i| i.severity == s).count() as u32;
-                    let (e, w) = (count(Severity::Error), count(Severity::Warning));
-                    (new.into_iter().cloned().collect(), old.len() as u32, e, w)
-                }
-            };
+            let (items, already, errors, warnings): (Vec<Item>, _, _, _) =
+                match self.hook.feedback_scope {
+                    FeedbackScope::All => (
+                        at_level.into_iter().cloned().collect(),
+                        0,
+                        entry.errors,
+                        entry.warnings,
+                    ),
+                    FeedbackScope::Introduced => {
+                        let (old, new): (Vec<_>, Vec<_>) = at_level
+                            .into_iter()
+                            .partition(|i| i.introduced == Some(false));
+                        let count =
+                            |s: Severity| new.iter().filter(|i| i.severity == s).count() as u32;
+                        let (e, w) = (count(Severity::Error), count(Severity::Warning));
+                        (new.into_iter().cloned().collect(), old.len() as u32, e, w)
+                    }
+                };
+            let fixes = fix_summaries(self.root, &entry.path, &items);
             out.push(FileView {
+                fixes,
                 display: display_path(self.root, &entry.path),
                 errors,
                 warnings,
@@ -163,6 +169,37 @@ impl<'a> Entries<'a> {
         }
         report
     }
+}
+
+/// Per item, the summary of its safe fix (`None` without one); empty when no item has one.
+/// The file is read once, confined to `root`; a fix made for other content than the file's
+/// now is not shown.
+fn fix_summaries(root: &Path, path: &Path, items: &[Item]) -> Vec<Option<String>> {
+    if !items
+        .iter()
+        .any(|i| crate::fixes::choose(i, false).is_some())
+    {
+        return Vec::new();
+    }
+    let text = openfiles_plugin_api::confine::read_workspace_file(
+        root,
+        path,
+        crate::fixes::MAX_FILE_BYTES,
+    )
+    .ok()
+    .and_then(|b| String::from_utf8(b).ok());
+    let Some(text) = text else {
+        return Vec::new();
+    };
+    let hash = openfiles_plugin_api::content_hash(text.as_bytes());
+    items
+        .iter()
+        .map(|i| {
+            let fix = crate::fixes::choose(i, false)?;
+            let fresh = fix.files.iter().all(|f| f.path != path || f.sha256 == hash);
+            fresh.then(|| crate::fixes::summary(fix, |p| (p == path).then(|| text.clone())))
+        })
+        .collect()
 }
 
 /// Workspace-relative with `/` separators, or the absolute path when outside `root`.

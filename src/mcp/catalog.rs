@@ -227,6 +227,7 @@ mod tests {
         for name in [
             "openfiles_diagnostics",
             "openfiles_check",
+            "openfiles_fix",
             "openfiles_status",
         ] {
             assert!(cat.get(name).is_some(), "{name}");

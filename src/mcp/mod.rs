@@ -9,7 +9,8 @@
 //! - `claws_tools.rs`: terminal, bus and forwarded orchestration tools;
 //! - `worker.rs`: `claws_worker`, `claws_fleet`, `claws_workers_wait`, sub-workers; `agent.rs`:
 //!   which agent CLI workers start and the marker that always ends one;
-//! - `openfiles_tools.rs`: `openfiles_diagnostics`, `openfiles_check`, `openfiles_status`;
+//! - `openfiles_tools.rs`: `openfiles_diagnostics`, `openfiles_check`, `openfiles_fix`,
+//!   `openfiles_status`;
 //!
 //! The tool names, argument schemas, defaults, result shapes and bus events of the Claws
 //! tools follow Claws's own MCP server, so prompts written for it work unchanged.

@@ -5,6 +5,13 @@
 //!   takes the session's files from `diagnostics.json` and waits until none is pending.
 //!   The text is the hook's feedback (same wording, level and limits), or a line saying
 //!   there is nothing to fix, plus which files are still being checked at the deadline.
+//!   It waits for the fixes sources fetch after their answer too (`Wait::fixes`).
+//!   Listed problems that come with the checkers' own fixes are followed by those fixes in
+//!   full (title, safe, exact edits, the content hash they were made for), as JSON lines.
+//! - `openfiles_fix`: applies one problem's fix or every safe fix of a file (`crate::fixes`),
+//!   only to the exact content the fixes were made for (anything else is refused, nothing
+//!   written), reports the change as this agent's edit and answers with the file's problems
+//!   once checked again.
 //! - `openfiles_check`: `check` on the control socket (what `openfiles check` does with a
 //!   service), every item of every severity, and the same summary line.
 //! - `openfiles_status`: the service and this workspace's state, as JSON.
@@ -28,7 +35,8 @@ const DEFAULT_WAIT_MS: u64 = 60_000;
 pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, Fail> {
     ctx.service(Some(call))?;
     match name {
-        "openfiles_diagnostics" => diagnostics(ctx, call, args),
+        "openfiles_diagnostics" => diagnostics(ctx, call, args, "openfiles_diagnostics"),
+        "openfiles_fix" => fix(ctx, call, args),
         "openfiles_check" => check(ctx, call, args),
         "openfiles_status" => status(ctx, call),
         other => Err(Fail::Tool(format!("unknown tool: {other}"))),
@@ -45,7 +53,7 @@ fn paths(ctx: &Ctx, args: &Value) -> Vec<PathBuf> {
         .collect()
 }
 
-fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+fn diagnostics(ctx: &Ctx, call: &Call, args: &Value, tool: &str) -> Result<String, Fail> {
     let timeout_ms = args["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS);
     let asked = paths(ctx, args);
     let mut notes = Vec::new();
@@ -66,7 +74,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
             &Request::Edited(Edited {
                 paths: asked,
                 agent: Some("mcp".into()),
-                tool: Some("openfiles_diagnostics".into()),
+                tool: Some(tool.into()),
                 event: None,
                 ts: openfiles_wire::spec::now_ms(),
             }),
@@ -98,6 +106,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
             // A tool call waits for every source: the model asked for fresh problems.
             partial: false,
             session: None,
+            fixes: true,
         }),
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),
@@ -134,7 +143,192 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
         text.push('\n');
         text.push_str(&notes.join("\n"));
     }
+    let fixes = full_fixes(&report);
+    if !fixes.is_empty() {
+        text.push_str(
+            "\nThe checkers' fixes for these problems (apply with openfiles_fix; \"safe\": the \
+             checker says it can be applied without looking):\n",
+        );
+        text.push_str(&fixes.join("\n"));
+    }
     Ok(text)
+}
+
+/// Fixes listed in full at most (a text stays readable).
+const MAX_FULL_FIXES: usize = 40;
+
+/// `- file:line:column: {fix as JSON}` for every fix of every listed problem.
+fn full_fixes(report: &feedback::Report) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &report.files {
+        for item in &f.items {
+            for fix in &item.fixes {
+                if out.len() == MAX_FULL_FIXES {
+                    out.push(format!(
+                        "- … more fixes not shown ({MAX_FULL_FIXES} listed)"
+                    ));
+                    return out;
+                }
+                let json = serde_json::to_string(fix).unwrap_or_default();
+                out.push(format!(
+                    "- {}:{}:{}: {json}",
+                    f.display, item.line, item.column
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `openfiles_fix`: one problem's fix (`line`, optional `column`; `unsafe` allows a fix the
+/// checker does not call safe) or every safe fix of `path`.
+fn fix(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let timeout_ms = args["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS);
+    let Some(asked) = args["path"].as_str() else {
+        return Err(Fail::Invalid("`path` is required".into()));
+    };
+    let root = ctx
+        .place
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| ctx.place.root.clone());
+    let path = match ctx.place.abs(asked).canonicalize() {
+        Ok(p) if p.starts_with(&root) => p,
+        Ok(p) => {
+            return Err(Fail::Invalid(format!(
+                "{}: outside the workspace this server serves ({})",
+                p.display(),
+                root.display()
+            )))
+        }
+        Err(_) => return Err(Fail::Invalid(format!("{asked}: no such file"))),
+    };
+    let line = args["line"].as_u64();
+    let column = args["column"].as_u64();
+    let unsafe_too = args["unsafe"].as_bool().unwrap_or(false);
+    // The file's current entry (what the service knows for its current content).
+    let waited: WaitReply = control_as(
+        &ctx.place.control,
+        &Request::Wait(Wait {
+            paths: vec![path.clone()],
+            since: 1,
+            timeout_ms: Some(timeout_ms.min(15_000)),
+            partial: false,
+            session: None,
+            fixes: true,
+        }),
+        Duration::from_secs(30),
+        Some(call),
+    )?;
+    let entry = waited.workspaces.iter().find_map(|ws| {
+        Entries {
+            root: &ws.root,
+            hook: &ws.hook,
+            files: &ws.files,
+            baseline: ws.baseline.as_ref(),
+        }
+        .find(&path)
+        .cloned()
+    });
+    let shown = display_path(&root, &path);
+    let Some(entry) = entry else {
+        return Err(Fail::Tool(format!(
+            "{shown}: openfiles knows no problems of this file (call openfiles_diagnostics with it first)"
+        )));
+    };
+    let items: Vec<_> = entry
+        .items
+        .iter()
+        .filter(|i| line.is_none_or(|l| u64::from(i.line) == l))
+        .filter(|i| column.is_none_or(|c| u64::from(i.column) == c))
+        .cloned()
+        .collect();
+    // Naming one problem takes its fix; otherwise every safe fix.
+    let mut chosen = crate::fixes::chosen(&path, &items, unsafe_too && line.is_some());
+    if line.is_some() {
+        chosen.truncate(1);
+    }
+    if chosen.is_empty() {
+        let unsafe_only = items
+            .iter()
+            .filter(|i| !i.fixes.is_empty() && crate::fixes::choose(i, false).is_none())
+            .count();
+        let mut text = format!(
+            "No {}fix to apply in {shown}{}.",
+            if unsafe_too { "" } else { "safe " },
+            line.map(|l| format!(" at line {l}")).unwrap_or_default()
+        );
+        if unsafe_only > 0 && !unsafe_too {
+            text.push_str(&format!(
+                " {unsafe_only} problem(s) have fixes the checker does not call safe: name one \
+                 with `line` and `unsafe: true` to apply it."
+            ));
+        }
+        return Ok(text);
+    }
+    // Only for the exact content the fixes were made for: otherwise nothing is written.
+    let current = openfiles_plugin_api::confine::read_workspace_file(
+        &root,
+        &path,
+        crate::fixes::MAX_FILE_BYTES,
+    )
+    .map_err(|e| Fail::Tool(format!("{shown}: {e}")))?;
+    let hash = openfiles_plugin_api::content_hash(&current);
+    if chosen
+        .iter()
+        .flat_map(|c| &c.fix.files)
+        .any(|f| f.path == path && f.sha256 != hash)
+    {
+        return Err(Fail::Tool(format!(
+            "{shown} changed since its problems were found, so its fixes no longer fit it: \
+             nothing was changed. Call openfiles_diagnostics with it to get fixes for its \
+             content now."
+        )));
+    }
+    let out = crate::fixes::apply(&root, chosen).map_err(|e| Fail::Tool(e.to_string()))?;
+    let mut lines = vec![format!(
+        "Applied {} fix(es) in {} file(s):",
+        out.applied.len(),
+        out.changed.len()
+    )];
+    for c in &out.applied {
+        lines.push(format!(
+            "- {}:{}:{} {}: {} ({})",
+            display_path(&root, &c.file),
+            c.item.line,
+            c.item.column,
+            c.item.code.as_deref().unwrap_or(&c.item.source),
+            c.fix.title,
+            c.summary
+        ));
+    }
+    for (c, why) in &out.skipped {
+        lines.push(format!(
+            "- not applied: {}:{}:{} {}: {why}",
+            display_path(&root, &c.file),
+            c.item.line,
+            c.item.column,
+            c.fix.title
+        ));
+    }
+    if out.changed.is_empty() {
+        return Ok(lines.join("\n"));
+    }
+    // Reported as this agent's edit, then checked again.
+    let paths: Vec<Value> = out
+        .changed
+        .iter()
+        .map(|p| Value::from(p.to_string_lossy().into_owned()))
+        .collect();
+    let after = diagnostics(
+        ctx,
+        call,
+        &json!({"paths": paths, "timeout_ms": timeout_ms}),
+        "openfiles_fix",
+    )?;
+    lines.push(String::new());
+    lines.push(after);
+    Ok(lines.join("\n"))
 }
 
 fn check(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {

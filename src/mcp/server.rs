@@ -342,7 +342,7 @@ fn handle(
                     "protocolVersion": version,
                     "capabilities": {"tools": {"listChanged": false}},
                     "serverInfo": {"name": "openfiles", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": "openfiles: diagnostics of the files you edit (openfiles_diagnostics, openfiles_check) and Claws terminals, workers and bus (claws_*) for the workspace.",
+                    "instructions": "openfiles: diagnostics of the files you edit (openfiles_diagnostics, openfiles_check; openfiles_fix applies the checkers' own fixes) and Claws terminals, workers and bus (claws_*) for the workspace.",
                 }),
             ));
         }

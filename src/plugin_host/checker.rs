@@ -23,6 +23,7 @@ impl Checker for PluginManager {
                     project_wide: caps.project_wide,
                     project_markers: caps.project_markers.clone(),
                     checks_texts: caps.checks_texts,
+                    late_fixes: caps.late_fixes,
                 })
             })
             .collect()

@@ -122,6 +122,7 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
             timeout_ms: Some(left.as_millis() as u64),
             partial: false,
             session: None,
+            fixes: false,
         }))?;
         merge(&mut reply, part);
     }

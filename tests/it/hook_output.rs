@@ -12,6 +12,7 @@ use openfiles_wire::spec::{Feedback, FileEntry, HookSettings, Item, Severity};
 fn item(line: u32, severity: Severity, code: Option<&str>, message: &str) -> Item {
     Item {
         introduced: None,
+        fixes: Vec::new(),
         line,
         column: 5,
         severity,
@@ -31,6 +32,7 @@ fn view(display: &str, items: Vec<Item>) -> FileView {
         items,
         with_warnings: true,
         running: Vec::new(),
+        fixes: Vec::new(),
     }
 }
 

@@ -36,6 +36,7 @@ const RANKS: &[(&str, u8)] = &[
     ("fswatch", 4),
     ("gitcmd", 4),
     ("visible", 4),
+    ("fixes", 4),
 ];
 
 /// Allowed imports between rooms of one rank (besides the leaves).

@@ -15,6 +15,7 @@ mod claws_service;
 mod claws_terminals;
 mod claws_ws;
 mod common;
+mod fixes;
 mod hook_contrib;
 mod hook_fallback;
 mod hook_install;

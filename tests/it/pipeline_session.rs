@@ -376,6 +376,7 @@ fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
             timeout_ms: None,
             partial: false,
             session: None,
+            fixes: false,
         }))
         .unwrap();
     assert!(!w.complete);

@@ -227,6 +227,7 @@ fn a_plugin_host_killed_mid_check_through_the_service() {
                         timeout_ms: Some(240_000),
                         partial: false,
                         session: None,
+                        fixes: false,
                     },
                 ))
                 .unwrap()

@@ -129,6 +129,7 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
                     timeout_ms: Some(60_000),
                     partial: false,
                     session: None,
+                    fixes: false,
                 }))
                 .is_ok_and(|r| r.ok),
         );

@@ -18,7 +18,8 @@ pub mod tools;
 pub mod types;
 
 pub use types::{
-    Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Severity, UNTRUSTED_CODE,
+    content_hash, Capabilities, CheckRequest, CheckResponse, FileEdits, FileResult, Fix, Init,
+    Item, Severity, TextEdit, UNTRUSTED_CODE,
 };
 
 /// Major version of the C ABI. The loader refuses a table whose major differs.

@@ -54,6 +54,10 @@ pub struct Capabilities {
     /// committed text. Without it, that source's items are not classified.
     #[serde(default)]
     pub checks_texts: bool,
+    /// True when the plugin fetches fixes in a second step ([`CheckRequest::fixes_only`]):
+    /// the service then asks for them right after a check's answer, never delaying it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late_fixes: bool,
 }
 
 /// One check: a batch of files of one workspace.
@@ -95,6 +99,12 @@ pub struct CheckRequest {
     /// runs code the repository brings — what is skipped is said with [`Item::untrusted`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted: bool,
+    /// Do not check: answer with the fixes for the items this plugin last reported for
+    /// `files`, when those files still hold the text they were reported for (else no items).
+    /// Only items that have fixes need be returned; the service matches them to its own by
+    /// position, code and message. Sent only to plugins with [`Capabilities::late_fixes`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixes_only: bool,
 }
 
 /// The answer to one check.
@@ -133,6 +143,59 @@ pub struct Item {
     /// problem, `false` when the project had it before (its baseline); absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub introduced: Option<bool>,
+    /// The checker's own fixes for this problem (rustc's suggestions, a language server's
+    /// quick fixes): exact text edits. An extra field of `diagnostics.json` (absent when
+    /// empty), so readers that do not know it are unaffected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<Fix>,
+}
+
+/// One fix a checker offers for a problem: exact edits, in one or more files.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fix {
+    /// What the fix does, in the checker's words (`"Remove unused import: `os`"`).
+    pub title: String,
+    /// The checker calls it safe to apply without looking (rustc `MachineApplicable`, ruff's
+    /// safe fixes, a language server's preferred quick fix).
+    #[serde(default)]
+    pub safe: bool,
+    /// The edits, per file.
+    pub files: Vec<FileEdits>,
+}
+
+/// A fix's edits in one file, and the content they were made for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileEdits {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// SHA-256 (lowercase hex) of the file's content the edits were made for: a fix is applied
+    /// only to exactly that content ([`content_hash`]).
+    pub sha256: String,
+    /// Non-overlapping edits, positions in the content named by `sha256`.
+    pub edits: Vec<TextEdit>,
+}
+
+/// Replace the text from (`line`, `column`) up to, not including, (`endLine`, `endColumn`)
+/// with `newText`. Lines and columns are 1-based, columns in characters, as an [`Item`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextEdit {
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+    pub new_text: String,
+}
+
+/// The [`FileEdits::sha256`] of a file's content.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Severity levels as `diagnostics.json` spells them.
@@ -173,6 +236,7 @@ impl Item {
             source: source.into(),
             code: None,
             message: message.into(),
+            fixes: Vec::new(),
         }
     }
 }

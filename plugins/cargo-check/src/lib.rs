@@ -86,6 +86,7 @@ impl Plugin for CargoCheck {
             project_wide: true,
             notes: Vec::new(),
             checks_texts: false,
+            late_fixes: false,
         };
         Ok((
             CargoCheck {
@@ -250,6 +251,7 @@ impl CargoCheck {
         }
         let status = child.wait().map_err(|e| e.to_string())?;
         self.runs.finished(id);
+        stamp_fixes(root, &mut found);
         let stderr = err_thread.join().unwrap_or_default();
         if !status.success() && !any {
             let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
@@ -262,6 +264,33 @@ impl CargoCheck {
             ));
         }
         Ok(found)
+    }
+}
+
+/// Give every fix the hash of the content its edits are for (each file read once, the
+/// confined way); a fix whose file cannot be read is dropped.
+fn stamp_fixes(root: &Path, found: &mut HashMap<PathBuf, Vec<Item>>) {
+    let mut hashes: HashMap<PathBuf, Option<String>> = HashMap::new();
+    for item in found.values_mut().flatten() {
+        item.fixes.retain_mut(|fix| {
+            fix.files.iter_mut().all(|f| {
+                if let Ok(p) = std::fs::canonicalize(&f.path) {
+                    f.path = p;
+                }
+                let hash = hashes.entry(f.path.clone()).or_insert_with(|| {
+                    openfiles_plugin_api::confine::read_workspace_file(root, &f.path, 32 << 20)
+                        .ok()
+                        .map(|b| openfiles_plugin_api::content_hash(&b))
+                });
+                match hash {
+                    Some(h) => {
+                        f.sha256 = h.clone();
+                        true
+                    }
+                    None => false,
+                }
+            })
+        });
     }
 }
 

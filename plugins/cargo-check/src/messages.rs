@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use openfiles_plugin_api::{Item, Severity};
+use openfiles_plugin_api::{FileEdits, Fix, Item, Severity, TextEdit};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -20,6 +20,8 @@ struct Diagnostic {
     level: String,
     #[serde(default)]
     spans: Vec<Span>,
+    #[serde(default)]
+    children: Vec<Diagnostic>,
 }
 
 #[derive(Deserialize)]
@@ -32,9 +34,17 @@ struct Span {
     file_name: String,
     line_start: u32,
     column_start: u32,
+    #[serde(default)]
+    line_end: u32,
+    #[serde(default)]
+    column_end: u32,
     is_primary: bool,
     label: Option<String>,
     expansion: Option<Box<Expansion>>,
+    #[serde(default)]
+    suggested_replacement: Option<String>,
+    #[serde(default)]
+    suggestion_applicability: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -81,14 +91,14 @@ pub fn parse_line(line: &str, root: &Path) -> Option<Located> {
     if let Some(label) = primary.label.as_deref().filter(|l| !l.is_empty()) {
         message = format!("{message}: {label}");
     }
-    let file = Path::new(&span.file_name);
+    let fixes = std::iter::once(("", &diag.spans))
+        .chain(diag.children.iter().map(|c| (c.message.as_str(), &c.spans)))
+        .filter_map(|(title, spans)| fix(title, spans, root))
+        .collect();
     Some(Located {
-        path: if file.is_absolute() {
-            file.to_owned()
-        } else {
-            root.join(file)
-        },
+        path: absolute(root, &span.file_name),
         item: Item {
+            fixes,
             introduced: None,
             line: span.line_start.max(1),
             column: span.column_start.max(1),
@@ -98,6 +108,63 @@ pub fn parse_line(line: &str, root: &Path) -> Option<Located> {
             message,
         },
     })
+}
+
+fn absolute(root: &Path, file: &str) -> PathBuf {
+    let file = Path::new(file);
+    if file.is_absolute() {
+        file.to_owned()
+    } else {
+        root.join(file)
+    }
+}
+
+/// rustc's suggestion in `spans` (a diagnostic's own or a `help` child's) as a fix: every span
+/// carrying a `suggested_replacement` is one edit; safe when all are `MachineApplicable` (what
+/// `cargo fix` applies). Suggestions with placeholders or inside macros are not fixes. The
+/// content hashes are left empty for the caller, which reads the files once.
+fn fix(title: &str, spans: &[Span], root: &Path) -> Option<Fix> {
+    let suggested: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.suggested_replacement.is_some())
+        .collect();
+    if suggested.is_empty()
+        || suggested.iter().any(|s| {
+            s.file_name.starts_with('<')
+                || s.suggestion_applicability.as_deref() == Some("HasPlaceholders")
+                || s.line_end == 0
+        })
+    {
+        return None;
+    }
+    let safe = suggested
+        .iter()
+        .all(|s| s.suggestion_applicability.as_deref() == Some("MachineApplicable"));
+    let mut files: Vec<FileEdits> = Vec::new();
+    for s in suggested {
+        let path = absolute(root, &s.file_name);
+        let edit = TextEdit {
+            line: s.line_start.max(1),
+            column: s.column_start.max(1),
+            end_line: s.line_end.max(1),
+            end_column: s.column_end.max(1),
+            new_text: s.suggested_replacement.clone().unwrap_or_default(),
+        };
+        match files.iter_mut().find(|f| f.path == path) {
+            Some(f) => f.edits.push(edit),
+            None => files.push(FileEdits {
+                path,
+                sha256: String::new(),
+                edits: vec![edit],
+            }),
+        }
+    }
+    let title = if title.is_empty() {
+        "apply the compiler's suggestion".to_owned()
+    } else {
+        title.to_owned()
+    };
+    Some(Fix { title, safe, files })
 }
 
 #[cfg(test)]
@@ -135,6 +202,21 @@ mod tests {
         )
         .is_none());
         assert!(parse_line("not json", Path::new("/w")).is_none());
+    }
+
+    #[test]
+    fn help_suggestions_become_fixes_safe_only_when_machine_applicable() {
+        let line = r#"{"reason":"compiler-message","message":{"code":{"code":"unused_imports"},"level":"warning","message":"unused import: `std::fmt`","spans":[{"file_name":"src/lib.rs","line_start":1,"line_end":1,"column_start":5,"column_end":13,"is_primary":true,"label":null,"expansion":null,"suggested_replacement":null,"suggestion_applicability":null}],"children":[{"message":"remove the whole `use` item","code":null,"level":"help","spans":[{"file_name":"src/lib.rs","line_start":1,"line_end":2,"column_start":1,"column_end":1,"is_primary":true,"label":null,"expansion":null,"suggested_replacement":"","suggestion_applicability":"MachineApplicable"}],"children":[]},{"message":"maybe this","code":null,"level":"help","spans":[{"file_name":"src/lib.rs","line_start":3,"line_end":3,"column_start":2,"column_end":4,"is_primary":true,"label":null,"expansion":null,"suggested_replacement":"x","suggestion_applicability":"MaybeIncorrect"}],"children":[]},{"message":"fill in","code":null,"level":"help","spans":[{"file_name":"src/lib.rs","line_start":3,"line_end":3,"column_start":2,"column_end":4,"is_primary":true,"label":null,"expansion":null,"suggested_replacement":"/* value */","suggestion_applicability":"HasPlaceholders"}],"children":[]}]}}"#;
+        let got = parse_line(line, Path::new("/w")).unwrap();
+        let fixes = &got.item.fixes;
+        assert_eq!(fixes.len(), 2, "{fixes:?}");
+        assert_eq!(fixes[0].title, "remove the whole `use` item");
+        assert!(fixes[0].safe);
+        assert_eq!(fixes[0].files[0].path, PathBuf::from("/w/src/lib.rs"));
+        let e = &fixes[0].files[0].edits[0];
+        assert_eq!((e.line, e.column, e.end_line, e.end_column), (1, 1, 2, 1));
+        assert_eq!(e.new_text, "");
+        assert!(!fixes[1].safe);
     }
 
     #[test]

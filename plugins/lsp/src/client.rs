@@ -65,6 +65,16 @@ pub struct ServerCaps {
     pub commands: Vec<String>,
     /// `workspace.workspaceFolders`: several folders supported, and changes to them.
     pub folders: bool,
+    /// `codeActionProvider`: quick fixes can be asked for (`crate::fixes`).
+    pub code_actions: bool,
+}
+
+/// What the last check of a file reported: the text positions refer to, and the
+/// diagnostics (for their fixes, `crate::fixes`).
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub text: Arc<str>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// An open document as the server knows it.
@@ -101,6 +111,8 @@ pub struct Client {
     pub world: std::sync::atomic::AtomicU64,
     /// Modification times of unopened files last reported by `didChangeWatchedFiles`.
     pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
+    /// What the last check of each file reported, for its fixes (`crate::fixes`).
+    pub reported: Mutex<HashMap<PathBuf, Reported>>,
 }
 
 impl Client {
@@ -192,12 +204,17 @@ impl Client {
                 save_include_text,
                 commands,
                 folders: folder_support,
+                code_actions: !matches!(
+                    c.code_action_provider,
+                    None | Some(lsp_types::CodeActionProviderCapability::Simple(false))
+                ),
             },
             state,
             changed: rx,
             docs: Mutex::default(),
             world: Default::default(),
             watched: Mutex::default(),
+            reported: Mutex::default(),
         }))
     }
 
@@ -354,7 +371,10 @@ async fn initialize(
             "textDocument": {
                 "synchronization": {"dynamicRegistration": false, "didSave": true},
                 "publishDiagnostics": {"relatedInformation": true, "versionSupport": true,
-                    "tagSupport": {"valueSet": [1, 2]}, "codeDescriptionSupport": true, "dataSupport": true},
+                    "tagSupport": {"valueSet": [1, 2]}, "codeDescriptionSupport": true, "dataSupport": true,
+                    "codeActionsInline": true},
+                "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix"]}},
+                    "isPreferredSupport": true, "dataSupport": true},
                 "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
             },
             "workspace": {
@@ -367,11 +387,15 @@ async fn initialize(
             "window": {"workDoneProgress": true, "showMessage": {}},
         },
     });
-    let params = serde_json::from_value(params).map_err(|source| Error::Decode {
+    let decode = |source| Error::Decode {
         method: "initialize".into(),
         source,
-    })?;
-    call::<lsp_types::request::Initialize>(t, params, timeout).await
+    };
+    // Checked against the typed shape, sent as written: the typed shape would drop
+    // extensions such as clangd's `codeActionsInline`.
+    let _: lsp_types::InitializeParams = serde_json::from_value(params.clone()).map_err(decode)?;
+    let v = t.request("initialize", params, timeout).await?;
+    serde_json::from_value(v).map_err(decode)
 }
 
 /// The value at a dotted section path of `settings` (`null` if absent; no section = all).
@@ -539,7 +563,17 @@ fn note(method: &str, params: Value, state: &Mutex<State>, spec: &ServerSpec) {
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|d| serde_json::from_value::<Diagnostic>(d.clone()).ok())
+                .filter_map(|d| {
+                    let mut diag = serde_json::from_value::<Diagnostic>(d.clone()).ok()?;
+                    // clangd's inline fixes (`codeActionsInline`) ride in `data`.
+                    if let Some(actions) = d.get("codeActions").filter(|a| a.is_array()) {
+                        diag.data = Some(json!({
+                            crate::convert::INLINE_ACTIONS: actions,
+                            "data": diag.data.take(),
+                        }));
+                    }
+                    Some(diag)
+                })
                 .collect::<Vec<_>>();
             tracing::trace!(server = %spec.name, path = %path.display(), ?version, n = diagnostics.len(), "push");
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());

@@ -4,10 +4,13 @@
 //! counts UTF-8 bytes, UTF-16 code units or UTF-32 code points, as negotiated; the output
 //! column counts Unicode scalar values of the line, 1-based), severities (1–4 →
 //! error/warning/info/hint, absent → error), codes (numbers become strings) and the merge
-//! of several servers' items for one file (identical problems appear once).
+//! of several servers' items for one file (identical problems appear once), and the fixes a
+//! server hands with its diagnostics ([`inline_fixes`]: clangd's inline `codeActions`, ruff's
+//! `data`) or in answer to `textDocument/codeAction` ([`action_fix`]).
 
 use lsp_types::{Diagnostic, DiagnosticSeverity, NumberOrString};
-use openfiles_plugin_api::{Item, Severity};
+use openfiles_plugin_api::{FileEdits, Fix, Item, Severity, TextEdit};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The negotiated unit of `Position.character`.
@@ -101,6 +104,7 @@ pub fn to_item(d: &Diagnostic, text: &str, enc: Encoding, server: &str) -> Item 
     });
     Item {
         introduced: None,
+        fixes: Vec::new(),
         line,
         column,
         severity,
@@ -126,6 +130,118 @@ pub fn merge(mut items: Vec<Item>) -> Vec<Item> {
             == (b.line, b.column, b.severity, &b.code, &b.message)
     });
     items
+}
+
+/// Where [`crate::client`] keeps the `codeActions` a server attached to a pushed diagnostic
+/// (clangd's `codeActionsInline`), inside the diagnostic's `data` (the original `data` under
+/// `"data"`), since `lsp_types::Diagnostic` has no field for them.
+pub const INLINE_ACTIONS: &str = "openfiles.codeActions";
+
+/// The document a fix is for: its path, URI, the text the server saw and its hash.
+pub struct Doc<'a> {
+    pub path: &'a Path,
+    pub uri: &'a str,
+    pub text: &'a str,
+    pub sha256: &'a str,
+    pub enc: Encoding,
+}
+
+/// The fixes a server handed with diagnostic `d`: clangd's inline code actions, or ruff's
+/// `data` (`title`, `edits`, `is_preferred` — ruff's safe fixes are the preferred ones).
+pub fn inline_fixes(d: &Diagnostic, doc: &Doc) -> Vec<Fix> {
+    let Some(data) = d.data.as_ref() else {
+        return Vec::new();
+    };
+    if let Some(actions) = data.get(INLINE_ACTIONS).and_then(Value::as_array) {
+        return actions.iter().filter_map(|a| action_fix(a, doc)).collect();
+    }
+    let (Some(title), Some(edits)) = (
+        data.get("title").and_then(Value::as_str),
+        data.get("edits").and_then(Value::as_array),
+    ) else {
+        return Vec::new();
+    };
+    let safe = data.get("is_preferred").and_then(Value::as_bool) == Some(true);
+    edits_fix(title, safe, edits, doc).into_iter().collect()
+}
+
+/// A `CodeAction` as a fix: a quick fix whose workspace edit (`changes` or `documentChanges`)
+/// touches only `doc`; safe when the server marks it preferred. Commands, other kinds and
+/// edits of other files are not fixes here.
+pub fn action_fix(action: &Value, doc: &Doc) -> Option<Fix> {
+    let kind = action
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("quickfix");
+    if !kind.starts_with("quickfix") {
+        return None;
+    }
+    let title = action.get("title").and_then(Value::as_str)?;
+    let edit = action.get("edit")?;
+    let mut edits: Vec<Value> = Vec::new();
+    if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        for (uri, list) in changes {
+            if !same_uri(uri, doc) {
+                return None;
+            }
+            edits.extend(list.as_array()?.iter().cloned());
+        }
+    }
+    for change in edit
+        .get("documentChanges")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let uri = change
+            .pointer("/textDocument/uri")
+            .and_then(Value::as_str)?;
+        if !same_uri(uri, doc) {
+            return None;
+        }
+        edits.extend(change.get("edits")?.as_array()?.iter().cloned());
+    }
+    let safe = action.get("isPreferred").and_then(Value::as_bool) == Some(true);
+    edits_fix(title, safe, &edits, doc)
+}
+
+fn same_uri(uri: &str, doc: &Doc) -> bool {
+    uri == doc.uri || uri_to_path(uri).is_some_and(|p| p == doc.path)
+}
+
+/// LSP `TextEdit`s of `doc` as a fix (positions converted to the items' 1-based characters).
+fn edits_fix(title: &str, safe: bool, edits: &[Value], doc: &Doc) -> Option<Fix> {
+    let mut out = Vec::with_capacity(edits.len());
+    for e in edits {
+        let r = e.get("range")?;
+        let pos = |k: &str| -> Option<(u32, u32)> {
+            let p = r.get(k)?;
+            let line = u32::try_from(p.get("line")?.as_u64()?).ok()?;
+            let ch = u32::try_from(p.get("character")?.as_u64()?).ok()?;
+            Some(to_line_col(doc.text, line, ch, doc.enc))
+        };
+        let (line, column) = pos("start")?;
+        let (end_line, end_column) = pos("end")?;
+        out.push(TextEdit {
+            line,
+            column,
+            end_line,
+            end_column,
+            new_text: e.get("newText")?.as_str()?.to_owned(),
+        });
+    }
+    if out.is_empty() {
+        return None;
+    }
+    Some(Fix {
+        title: title.to_owned(),
+        safe,
+        files: vec![FileEdits {
+            path: doc.path.to_owned(),
+            sha256: doc.sha256.to_owned(),
+            edits: out,
+        }],
+    })
 }
 
 #[cfg(test)]
@@ -183,5 +299,57 @@ mod tests {
         c.line = 7;
         // Kept once (the source that sorts first), in position order.
         assert_eq!(merge(vec![c.clone(), a, b.clone()]), vec![b, c]);
+    }
+
+    fn doc_of<'a>(path: &'a Path, uri: &'a str, text: &'a str) -> Doc<'a> {
+        Doc {
+            path,
+            uri,
+            text,
+            sha256: "h",
+            enc: Encoding::Utf16,
+        }
+    }
+
+    #[test]
+    fn ruff_data_and_inline_code_actions_become_fixes_of_this_file_only() {
+        let path = Path::new("/w/a.py");
+        let uri = path_to_uri(path);
+        let text = "import os\nx = 1\n";
+        let doc = doc_of(path, &uri, text);
+        let ruff: Diagnostic = serde_json::from_value(serde_json::json!({
+            "range": {"start": {"line": 0, "character": 7}, "end": {"line": 0, "character": 9}},
+            "message": "unused", "data": {"title": "Remove unused import: `os`", "is_preferred": true,
+            "edits": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}, "newText": ""}]}
+        }))
+        .unwrap();
+        let f = inline_fixes(&ruff, &doc);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].safe);
+        let e = &f[0].files[0].edits[0];
+        assert_eq!((e.line, e.column, e.end_line, e.end_column), (1, 1, 2, 1));
+        assert_eq!(f[0].files[0].sha256, "h");
+        let other = path_to_uri(Path::new("/w/b.py"));
+        let clangd: Diagnostic = serde_json::from_value(serde_json::json!({
+            "range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 1}},
+            "message": "m", "data": {INLINE_ACTIONS: [
+                {"title": "insert ';'", "kind": "quickfix", "isPreferred": true,
+                 "edit": {"changes": {uri.clone(): [{"range": {"start": {"line": 1, "character": 5}, "end": {"line": 1, "character": 5}}, "newText": ";"}]}}},
+                {"title": "elsewhere", "edit": {"changes": {other: [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "newText": "x"}]}}},
+                {"title": "refactor", "kind": "refactor.extract", "edit": {"changes": {}}},
+                {"title": "a command", "command": {"command": "x"}}
+            ]}
+        }))
+        .unwrap();
+        let f = inline_fixes(&clangd, &doc);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].title, "insert ';'");
+        assert_eq!(f[0].files[0].edits[0].column, 6);
+        let ts = serde_json::json!({"title": "Change spelling to 'count'", "kind": "quickfix",
+            "edit": {"documentChanges": [{"textDocument": {"uri": uri, "version": 1},
+              "edits": [{"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 1}}, "newText": "y"}]}]}});
+        let f = action_fix(&ts, &doc).unwrap();
+        assert!(!f.safe);
+        assert_eq!(f.files[0].edits[0].new_text, "y");
     }
 }

@@ -18,12 +18,12 @@
 
 use crate::client::Client;
 use crate::config::DiagnosticsMode;
-use crate::convert::{path_to_uri, to_item};
+use crate::convert::{inline_fixes, path_to_uri, to_item, Doc};
 use crate::error::CheckError;
 use crate::transport::Error;
 use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
-use openfiles_plugin_api::{confine, Item};
+use openfiles_plugin_api::{confine, content_hash, Item};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -72,13 +72,30 @@ async fn run(
     let uri = path_to_uri(path);
     refresh_others(client, path);
     report_watched(client, also);
+    // Fixes only for the file's own text, not for a given one (the baseline's).
+    let fixes = given.is_none();
     let sent = sync(client, path, &uri, language_id, given)?;
     let enc = client.caps.encoding;
     // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
     let to_items = |ds: &[Diagnostic]| {
         let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        let mut hash = None;
         ds.iter()
-            .map(|d| to_item(d, &text, enc, &client.name))
+            .map(|d| {
+                let mut item = to_item(d, &text, enc, &client.name);
+                if fixes && d.data.is_some() {
+                    let sha256 = hash.get_or_insert_with(|| content_hash(text.as_bytes()));
+                    let doc = Doc {
+                        path,
+                        uri: &uri,
+                        text: &text,
+                        sha256,
+                        enc,
+                    };
+                    item.fixes = inline_fixes(d, &doc);
+                }
+                item
+            })
             .collect::<Vec<_>>()
     };
 
@@ -89,9 +106,18 @@ async fn run(
         // tsserver answers for the newest text it has, which may be a concurrent check's.
         let items = tsserver::diagnostics(client, &uri, deadline).await?;
         let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        if fixes {
+            let raw = items
+                .iter()
+                .filter_map(crate::fixes::from_tsserver)
+                .collect();
+            crate::fixes::remember(client, path, text.clone(), raw);
+        }
         return Ok(tsserver::to_items(&items, &text));
     }
     let mut items = Vec::new();
+    // The raw diagnostics behind `items`, for their fixes (`crate::fixes`).
+    let mut raw: Vec<Diagnostic> = Vec::new();
     let mut version = sent.version;
     loop {
         let pulls = if mode == DiagnosticsMode::Push {
@@ -100,15 +126,16 @@ async fn run(
             pull_identifiers(client)
         };
         for identifier in &pulls {
-            items.extend(to_items(
-                &pull(client, &uri, identifier.clone(), deadline).await?,
-            ));
+            let pulled = pull(client, &uri, identifier.clone(), deadline).await?;
+            items.extend(to_items(&pulled));
+            raw.extend(pulled);
         }
         // A newer text sent meanwhile (a concurrent check) may have interrupted the server's
         // computation (pyright then answers an empty list): ask again for the newer text.
         if let Some(newer) = current_version(client, path).filter(|v| *v > version) {
             version = newer;
             items.clear();
+            raw.clear();
             continue;
         }
         let progress = !client.spec.wait_for_progress.is_empty();
@@ -146,7 +173,12 @@ async fn run(
                 .unwrap_or_default()
         };
         items.extend(to_items(&pushed));
+        raw.extend(pushed);
         break;
+    }
+    if fixes {
+        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+        crate::fixes::remember(client, path, text, raw);
     }
     Ok(items)
 }

@@ -19,6 +19,7 @@ pub mod config;
 pub mod convert;
 pub mod diagnose;
 pub mod error;
+pub mod fixes;
 pub mod limits;
 pub mod server;
 pub mod transport;
@@ -119,6 +120,7 @@ impl Plugin for LspPlugin {
             project_wide: false,
             notes: Vec::new(),
             checks_texts: true,
+            late_fixes: true,
         };
         let inner = Inner {
             config,
@@ -356,6 +358,36 @@ impl Inner {
             .await
             .map_err(|e| e.to_string())?;
         let mut set = JoinSet::new();
+        let (fix_jobs, jobs) = if req.fixes_only {
+            (jobs, Vec::new())
+        } else {
+            (Vec::new(), jobs)
+        };
+        // Fixes for what the last check reported: only from servers already running.
+        {
+            for job in fix_jobs {
+                let path = req.files[job.file].clone();
+                let me = self.clone();
+                let cancel = cancel.clone();
+                set.spawn(async move {
+                    let key = me.key(&job);
+                    let slot = me.slot(&job, &key);
+                    let items = match slot.status().await.and(Some(())) {
+                        None => Vec::new(),
+                        Some(()) => {
+                            match tokio::time::timeout_at(deadline, me.client(&job)).await {
+                                Ok(Ok(client)) => tokio::select! {
+                                    items = fixes::fixes(&client, &path, deadline) => items,
+                                    _ = cancel.cancelled() => Vec::new(),
+                                },
+                                _ => Vec::new(),
+                            }
+                        }
+                    };
+                    (job.file, items)
+                });
+            }
+        }
         for job in jobs {
             let path = req.files[job.file].clone();
             // Other session files this server handles (for its file watcher).

@@ -88,6 +88,7 @@ fn to_item(d: &Value, text: &str) -> Option<Item> {
     });
     Some(Item {
         introduced: None,
+        fixes: Vec::new(),
         line,
         column,
         severity,

@@ -87,6 +87,7 @@ impl Plugin for Tsc {
             project_wide: true,
             notes,
             checks_texts: false,
+            late_fixes: false,
         };
         Ok((
             Tsc {
@@ -397,6 +398,7 @@ impl Tsc {
             };
             let item = Item {
                 introduced: None,
+                fixes: Vec::new(),
                 line,
                 column,
                 severity: d.severity,

@@ -306,6 +306,7 @@ mod tests {
     fn item(line: u32, msg: &str) -> Item {
         Item {
             introduced: None,
+            fixes: Vec::new(),
             line,
             column: 1,
             severity: Severity::Error,

@@ -131,6 +131,18 @@ pub(super) enum Msg {
     },
     Warmed(Warmed),
     Checked(Checked),
+    /// The answer to a fix request (`CheckRequest::fixes_only`) for `files` at their
+    /// generations, asked at `asked`; `None` when it failed or timed out.
+    Fixes {
+        source: crate::diagnostics::SourceId,
+        files: Vec<(PathBuf, u64)>,
+        result: Option<openfiles_plugin_api::CheckResponse>,
+        asked: tokio::time::Instant,
+    },
+    /// Answered once no fix request is in flight.
+    FixesIdle {
+        reply: oneshot::Sender<()>,
+    },
     Base(BaseMsg),
     Written {
         cursor: Cursor,
@@ -322,6 +334,12 @@ impl PipelineHandle {
     }
 
     /// Flush pending writes and stop.
+    /// Wait until the fixes asked after the answers so far came in (each fix request is
+    /// bounded by its budget): what `check` waits for before it reads the entries.
+    pub async fn fixes_idle(&self) {
+        let _ = self.ask(|reply| Msg::FixesIdle { reply }).await;
+    }
+
     pub async fn stop(&self) {
         let _ = self.ask(|reply| Msg::Stop { reply }).await;
     }

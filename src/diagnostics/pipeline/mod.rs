@@ -89,7 +89,13 @@ pub struct Pipeline {
     base: BaseState,
     /// The result channel: what the actor's own jobs send back (never the request channel).
     tx: mpsc::UnboundedSender<Msg>,
+    /// Fix requests (`CheckRequest::fixes_only`) in flight, and who waits for none to be.
+    fixes_in_flight: usize,
+    fixes_idle: Vec<oneshot::Sender<()>>,
 }
+
+/// How long a plugin may take to fetch the fixes of one answer (its second step).
+pub const FIX_BUDGET_MS: u64 = 3_000;
 
 impl Pipeline {
     /// Start the actor for `root`, restoring its persisted session. Returns the handle and
@@ -165,6 +171,8 @@ impl Pipeline {
             state_path: state_path.unwrap_or_default(),
             base,
             tx: results.clone(),
+            fixes_in_flight: 0,
+            fixes_idle: Vec::new(),
         };
         for path in p.dirty.clone() {
             p.session.edited(&path, 0);
@@ -280,6 +288,35 @@ impl Pipeline {
                 let _ = reply.send(self.warm());
             }
             Msg::Warmed(w) => self.warmed(w),
+            Msg::Fixes {
+                source,
+                files,
+                result,
+                asked,
+            } => {
+                self.fixes_in_flight = self.fixes_in_flight.saturating_sub(1);
+                let mut n = 0;
+                for fr in result.map(|r| r.files).unwrap_or_default() {
+                    if let Some((_, gen)) = files.iter().find(|(p, _)| *p == fr.path) {
+                        n += self.session.add_fixes(&fr.path, *gen, source, &fr.items);
+                    }
+                }
+                let ms = asked.elapsed().as_millis() as u64;
+                tracing::debug!(root = %self.root.display(), source, n, ms, "late fixes");
+                self.needs_write |= n > 0;
+                if self.fixes_in_flight == 0 {
+                    for w in self.fixes_idle.drain(..) {
+                        let _ = w.send(());
+                    }
+                }
+            }
+            Msg::FixesIdle { reply } => {
+                if self.fixes_in_flight == 0 {
+                    let _ = reply.send(());
+                } else {
+                    self.fixes_idle.push(reply);
+                }
+            }
             Msg::Base(m) => self.base_msg(m),
             Msg::Written { cursor, result } => {
                 self.writing = None;
@@ -524,9 +561,23 @@ impl Pipeline {
                 for fr in resp.files {
                     by_file.entry(fr.path).or_default().extend(fr.items);
                 }
+                let late = project.is_none()
+                    && files.first().is_some_and(|(f, _)| {
+                        self.scheduler
+                            .sources_for(f)
+                            .iter()
+                            .any(|s| s.id == source && s.late_fixes)
+                    });
+                let mut want_fixes = Vec::new();
                 for (path, gen) in &files {
                     let items = by_file.remove(path).unwrap_or_default();
-                    self.session.answered(path, *gen, source, items, now);
+                    let wants = late && items.iter().any(wants_fix);
+                    if self.session.answered(path, *gen, source, items, now) && wants {
+                        want_fixes.push((path.clone(), *gen));
+                    }
+                }
+                if !want_fixes.is_empty() {
+                    self.ask_fixes(source, want_fixes);
                 }
                 let name = self.source_name(source, by_file.keys());
                 let by: Vec<String> = files
@@ -570,6 +621,37 @@ impl Pipeline {
             self.scheduler
                 .finished(&self.session, source, proj, timeout_ms);
         }
+    }
+
+    /// Ask `source` for the fixes of its answer for `files` (their generations): off the
+    /// answer's path, within [`FIX_BUDGET_MS`]; what comes back joins the items if the files
+    /// did not change meanwhile (`Session::add_fixes`).
+    fn ask_fixes(&mut self, source: super::SourceId, files: Vec<(PathBuf, u64)>) {
+        let request = openfiles_plugin_api::CheckRequest {
+            workspace: self.root.clone(),
+            files: files.iter().map(|(p, _)| p.clone()).collect(),
+            timeout_ms: FIX_BUDGET_MS,
+            fixes_only: true,
+            ..Default::default()
+        };
+        let fut = self.scheduler.checker().check(source, request);
+        let tx = self.tx.clone();
+        let asked = Instant::now();
+        self.fixes_in_flight += 1;
+        tokio::spawn(async move {
+            // The host enforces the budget; this bound only guards against a host bug.
+            let limit = Duration::from_millis(FIX_BUDGET_MS + 2_000);
+            let result = tokio::time::timeout(limit, fut)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            let _ = tx.send(Msg::Fixes {
+                source,
+                files,
+                result,
+                asked,
+            });
+        });
     }
 
     /// The name of `source`, from a file it handles.
@@ -712,6 +794,14 @@ impl Pipeline {
             tracing::error!(root = %self.root.display(), "final write failed: {e}");
         }
     }
+}
+
+/// An item worth asking a fix for: a problem the feedback lists (error or warning) that came
+/// without one, not one of openfiles' own notes.
+fn wants_fix(i: &Item) -> bool {
+    i.fixes.is_empty()
+        && matches!(i.severity, Severity::Error | Severity::Warning)
+        && i.source != "openfiles"
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -612,3 +612,53 @@ async fn a_warm_up_checks_one_shallow_file_per_server_and_leaves_no_session() {
     assert_eq!(warm.files, [b.path("src/d.ts")]);
     assert_eq!(st.session_files, 0, "a warm-up is no edit");
 }
+
+/// Issue 34: a source with late fixes is asked for them after its answer, which a waiter
+/// gets at once; the fixes join the items of that answer, and fixes that come after the file
+/// changed are dropped. A source without the capability is never asked.
+#[tokio::test(start_paused = true)]
+async fn late_fixes_follow_the_answer_and_are_dropped_when_the_file_changed() {
+    let mut late = per_file(0, "lsp");
+    late.late_fixes = true;
+    let mut b = Bench::start(
+        vec![(late, "ts"), (per_file(1, "other"), "py")],
+        &["a.ts", "b.py"],
+    );
+    let since = b.edit(&["a.ts", "b.py"]).await;
+    settle().await;
+    let mut calls = b.calls.take();
+    calls.sort_by_key(|c| c.source);
+    let [check, other]: [_; 2] = calls.try_into().unwrap();
+    let (a, py) = (b.path("a.ts"), b.path("b.py"));
+    let w = b.wait(&["a.ts"], since, false);
+    check.answer(vec![(&a, vec![error(1, "lsp", "typo")])]);
+    other.answer(vec![(&py, vec![error(1, "other", "no fixes asked")])]);
+    // The waiter has its answer without waiting for fixes.
+    let out = answered(w).await;
+    assert!(out.complete && out.entries.files["a.ts"].items[0].fixes.is_empty());
+    let ask = b.calls.one().await;
+    assert_eq!((ask.source, ask.names()), (0, vec!["a.ts".to_owned()]));
+    assert!(ask.request.fixes_only);
+    let mut fixed = error(1, "lsp", "typo");
+    fixed.fixes = vec![openfiles_plugin_api::Fix {
+        title: "Change spelling".into(),
+        safe: true,
+        files: Vec::new(),
+    }];
+    ask.answer(vec![(&a, vec![fixed.clone()])]);
+    let e = b.entry("a.ts").await;
+    assert_eq!(e.items[0].fixes[0].title, "Change spelling");
+
+    // Fixes that arrive after the next edit are for text the file no longer has.
+    let since = b.edit(&["a.ts"]).await;
+    let check = b.calls.one().await;
+    check.answer(vec![(&a, vec![error(1, "lsp", "typo")])]);
+    let ask = b.calls.one().await;
+    b.edit(&["a.ts"]).await;
+    ask.answer(vec![(&a, vec![fixed])]);
+    let check = b.calls.one().await;
+    check.answer(vec![(&a, vec![error(1, "lsp", "typo")])]);
+    let w = b.wait(&["a.ts"], since, false);
+    let out = answered(w).await;
+    assert!(out.entries.files["a.ts"].items[0].fixes.is_empty());
+}

@@ -210,6 +210,7 @@ impl Env {
                 timeout_ms: Some(timeout_ms),
                 partial: false,
                 session: None,
+                fixes: false,
             }))
             .unwrap()
     }

@@ -302,6 +302,11 @@ pub struct Wait {
     /// come, once, in the `earlier` of its next wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Once complete, also wait for the fixes a source fetches after its answer (bounded by
+    /// their budget) and answer with the items that carry them. The MCP tools ask for it;
+    /// the hook does not (a result never waits for its fixes there).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixes: bool,
 }
 
 /// Reply to `warm`.

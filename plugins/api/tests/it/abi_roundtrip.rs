@@ -61,6 +61,7 @@ impl Plugin for Echo {
                 .map(|path| FileResult {
                     items: vec![Item {
                         introduced: None,
+                        fixes: Vec::new(),
                         line: 3,
                         column: 5,
                         severity: Severity::Warning,

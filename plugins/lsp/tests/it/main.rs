@@ -8,6 +8,7 @@ mod bash;
 mod clangd;
 mod confined;
 mod faults;
+mod fixes;
 mod gopls;
 mod lifecycle;
 mod monorepo;

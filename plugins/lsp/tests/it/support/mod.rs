@@ -79,6 +79,22 @@ impl Env {
             .collect()
     }
 
+    /// The fixes for what the last check of `file` reported (`CheckRequest::fixes_only`):
+    /// the items that got one.
+    pub fn fixes(&self, file: &Path, timeout_ms: u64) -> Vec<Item> {
+        let req = CheckRequest {
+            trusted: true,
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            workspace: self.ws.clone(),
+            files: vec![file.to_path_buf()],
+            timeout_ms,
+            fixes_only: true,
+            ..Default::default()
+        };
+        let resp = self.plugin.check(req).expect("fixes");
+        resp.files.into_iter().flat_map(|f| f.items).collect()
+    }
+
     pub fn pid(&self, server: &str) -> u32 {
         self.plugin
             .server_pids()

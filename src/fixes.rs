@@ -1,0 +1,341 @@
+//! Applying the checkers' own fixes ([`Fix`] on an [`Item`]): the one way `openfiles check
+//! --fix` and the MCP tool `openfiles_fix` change a file.
+//!
+//! Owns: which fix of a problem is taken ([`choose`]: the first safe one, or with `unsafe`
+//! the first at all), the content check (a fix is applied only to the exact content it was
+//! made for: every file it edits must still hash to its [`FileEdits::sha256`]), conflicts
+//! (two fixes whose edits overlap: the later one waits for the next round), and the write
+//! (all edits of a file at once, by temp file and rename, keeping the file's mode, every file
+//! reached from the workspace root without following symlinks; nothing is written unless
+//! every fix taken still matches its content).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use openfiles_plugin_api::{confine, content_hash, Fix, Item, TextEdit};
+
+/// Largest file a fix is applied to.
+pub const MAX_FILE_BYTES: u64 = 32 << 20;
+
+/// One fix to apply: the problem it is for (its file and item) and the fix.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    pub file: PathBuf,
+    pub item: Item,
+    pub fix: Fix,
+    /// Set by [`apply`] on the fixes it applied: [`summary`] of the fix on the content it was
+    /// applied to.
+    pub summary: String,
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The fixes applied.
+    pub applied: Vec<Chosen>,
+    /// Fixes not applied, and why (their file changed, they overlap one applied before).
+    pub skipped: Vec<(Chosen, String)>,
+    /// Every file written.
+    pub changed: Vec<PathBuf>,
+}
+
+/// Why fixes could not be applied at all.
+#[derive(Debug, thiserror::Error)]
+pub enum FixError {
+    #[error("{path}: {why}")]
+    Read { path: String, why: String },
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The fix taken for `item`: its first safe fix, or (with `unsafe_too`) its first fix.
+pub fn choose(item: &Item, unsafe_too: bool) -> Option<&Fix> {
+    item.fixes
+        .iter()
+        .find(|f| f.safe)
+        .or_else(|| item.fixes.iter().find(|_| unsafe_too))
+}
+
+/// Every fix [`choose`] takes for the items of `file`.
+pub fn chosen(file: &Path, items: &[Item], unsafe_too: bool) -> Vec<Chosen> {
+    items
+        .iter()
+        .filter_map(|i| {
+            choose(i, unsafe_too).map(|f| Chosen {
+                file: file.to_owned(),
+                item: i.clone(),
+                fix: f.clone(),
+                summary: String::new(),
+            })
+        })
+        .collect()
+}
+
+/// A fix's edit as a byte range of the content.
+struct Span {
+    start: usize,
+    end: usize,
+    text: String,
+}
+
+/// Apply `fixes` to files under `root`. A fix whose content changed (hash), that reaches
+/// outside `root`, or whose edits overlap one taken before is skipped with the reason; the
+/// rest are written, one atomic replacement per file.
+pub fn apply(root: &Path, fixes: Vec<Chosen>) -> Result<Outcome, FixError> {
+    let mut out = Outcome::default();
+    // Current content per file, read once.
+    let mut contents: BTreeMap<PathBuf, Result<String, String>> = BTreeMap::new();
+    let mut spans: BTreeMap<PathBuf, Vec<Span>> = BTreeMap::new();
+    for mut chosen in fixes {
+        match place(root, &chosen.fix, &mut contents, &spans) {
+            Ok(placed) => {
+                chosen.summary = summary(&chosen.fix, |p| {
+                    contents.get(p).and_then(|c| c.as_ref().ok()).cloned()
+                });
+                for (path, mut s) in placed {
+                    spans.entry(path).or_default().append(&mut s);
+                }
+                out.applied.push(chosen);
+            }
+            Err(why) => out.skipped.push((chosen, why)),
+        }
+    }
+    for (path, mut edits) in spans {
+        let Some(Ok(text)) = contents.get(&path) else {
+            continue;
+        };
+        edits.sort_by_key(|s| (s.start, s.end));
+        let mut new = String::with_capacity(text.len());
+        let mut at = 0;
+        for s in &edits {
+            new.push_str(&text[at..s.start]);
+            new.push_str(&s.text);
+            at = s.end;
+        }
+        new.push_str(&text[at..]);
+        let shown = path.display().to_string();
+        let mode = std::fs::symlink_metadata(&path)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .map_err(|e| FixError::Read {
+                path: shown.clone(),
+                why: e.to_string(),
+            })?;
+        let rel = path.strip_prefix(root).map_err(|_| FixError::Read {
+            path: shown.clone(),
+            why: "outside the workspace".into(),
+        })?;
+        openfiles_os::fsutil::write_atomic_in(root, rel, new.as_bytes(), mode, 0o755).map_err(
+            |source| FixError::Write {
+                path: shown,
+                source,
+            },
+        )?;
+        out.changed.push(path);
+    }
+    Ok(out)
+}
+
+/// The byte ranges of `fix` in each file it edits, checked against the current content and
+/// against the ranges already taken.
+fn place(
+    root: &Path,
+    fix: &Fix,
+    contents: &mut BTreeMap<PathBuf, Result<String, String>>,
+    taken: &BTreeMap<PathBuf, Vec<Span>>,
+) -> Result<Vec<(PathBuf, Vec<Span>)>, String> {
+    let mut placed = Vec::new();
+    for f in &fix.files {
+        let text = contents
+            .entry(f.path.clone())
+            .or_insert_with(|| read(root, &f.path))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        if content_hash(text.as_bytes()) != f.sha256 {
+            return Err(format!(
+                "{} changed since this problem was found; check it again",
+                f.path.display()
+            ));
+        }
+        let mut mine: Vec<Span> = Vec::new();
+        for e in &f.edits {
+            let span = to_span(text, e)
+                .ok_or_else(|| format!("an edit lies outside {}", f.path.display()))?;
+            let clash = |o: &Span| {
+                (o.start < span.end && span.start < o.end)
+                    || o.start == span.start
+                    || (o.start == o.end && span.start < o.start && o.start < span.end)
+            };
+            if taken.get(&f.path).into_iter().flatten().any(clash) {
+                return Err("overlaps a fix applied before it; run again".into());
+            }
+            if mine
+                .iter()
+                .any(|o| o.start < span.end && span.start < o.end)
+            {
+                return Err("its own edits overlap".into());
+            }
+            mine.push(span);
+        }
+        placed.push((f.path.clone(), mine));
+    }
+    Ok(placed)
+}
+
+fn read(root: &Path, path: &Path) -> Result<String, String> {
+    let bytes = confine::read_workspace_file(root, path, MAX_FILE_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
+/// The byte offset of 1-based (`line`, `column` in characters); the position just past the
+/// last character of a line (or of the text) is valid, anything further is not.
+fn offset(text: &str, line: u32, column: u32) -> Option<usize> {
+    let mut start = 0;
+    for _ in 1..line {
+        start += text[start..].find('\n')? + 1;
+    }
+    let rest = &text[start..];
+    let line_len = rest.find('\n').unwrap_or(rest.len());
+    let skip = column.checked_sub(1)? as usize;
+    let mut chars = rest[..line_len].char_indices().map(|(i, _)| i);
+    match chars.nth(skip) {
+        Some(i) => Some(start + i),
+        None if skip == rest[..line_len].chars().count() => Some(start + line_len),
+        None => None,
+    }
+}
+
+fn to_span(text: &str, e: &TextEdit) -> Option<Span> {
+    let start = offset(text, e.line, e.column)?;
+    let end = offset(text, e.end_line, e.end_column)?;
+    (start <= end).then(|| Span {
+        start,
+        end,
+        text: e.new_text.clone(),
+    })
+}
+
+/// A fix in a few words for the feedback: `replace `usize` with `u32` at 3:18`, `insert `;`
+/// at 5:14`, `delete 1:1–2:1`; several edits give the first and a count.
+pub fn summary(fix: &Fix, text_of: impl Fn(&Path) -> Option<String>) -> String {
+    let edits: Vec<(&Path, &TextEdit)> = fix
+        .files
+        .iter()
+        .flat_map(|f| f.edits.iter().map(move |e| (f.path.as_path(), e)))
+        .collect();
+    let Some((path, e)) = edits.first() else {
+        return fix.title.clone();
+    };
+    let old = text_of(path).and_then(|t| {
+        let s = to_span(&t, e)?;
+        Some(t[s.start..s.end].to_owned())
+    });
+    let at = format!("{}:{}", e.line, e.column);
+    let short = |s: &str| {
+        let one: String = s.chars().take(40).collect();
+        let one = one.replace('\n', "\\n");
+        if s.chars().count() > 40 {
+            format!("{one}…")
+        } else {
+            one
+        }
+    };
+    let what = match (old.as_deref(), e.new_text.as_str()) {
+        (Some(""), new) => format!("insert `{}` at {at}", short(new)),
+        (Some(old), "") => format!("delete `{}` at {at}", short(old)),
+        (Some(old), new) => format!("replace `{}` with `{}` at {at}", short(old), short(new)),
+        (None, "") => format!("delete at {at}"),
+        (None, new) => format!("put `{}` at {at}", short(new)),
+    };
+    match edits.len() {
+        1 => what,
+        n => format!("{what} (+{} more edit(s))", n - 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openfiles_plugin_api::{FileEdits, Severity};
+
+    fn fix(path: &Path, text: &str, safe: bool, edits: Vec<TextEdit>) -> Fix {
+        Fix {
+            title: "t".into(),
+            safe,
+            files: vec![FileEdits {
+                path: path.to_owned(),
+                sha256: content_hash(text.as_bytes()),
+                edits,
+            }],
+        }
+    }
+
+    fn edit(l: u32, c: u32, el: u32, ec: u32, new: &str) -> TextEdit {
+        TextEdit {
+            line: l,
+            column: c,
+            end_line: el,
+            end_column: ec,
+            new_text: new.into(),
+        }
+    }
+
+    fn item(fixes: Vec<Fix>) -> Item {
+        Item {
+            fixes,
+            ..Item::note(Severity::Error, "x", "m")
+        }
+    }
+
+    #[test]
+    fn offsets_count_characters_and_allow_the_end_of_a_line() {
+        let t = "aé\nxyz";
+        assert_eq!(offset(t, 1, 1), Some(0));
+        assert_eq!(offset(t, 1, 3), Some(3)); // past "aé" (é is 2 bytes)
+        assert_eq!(offset(t, 2, 1), Some(4));
+        assert_eq!(offset(t, 2, 4), Some(7));
+        assert_eq!(offset(t, 2, 5), None);
+        assert_eq!(offset(t, 3, 1), None);
+        assert_eq!(offset("a\n", 2, 1), Some(2));
+    }
+
+    #[test]
+    fn safe_fixes_apply_stale_and_overlapping_ones_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let path = root.join("a.rs");
+        let text = "let x: usize = 3;\nuse std::fmt;\n";
+        std::fs::write(&path, text).unwrap();
+        let replace = fix(&path, text, true, vec![edit(1, 8, 1, 13, "u32")]);
+        let overlap = fix(&path, text, true, vec![edit(1, 10, 1, 11, "Z")]);
+        let delete = fix(&path, text, true, vec![edit(2, 1, 3, 1, "")]);
+        let stale = fix(&path, "old", true, vec![edit(1, 1, 1, 1, "x")]);
+        let unsafe_one = fix(&path, text, false, vec![edit(1, 1, 1, 1, "pub ")]);
+        let items = [
+            item(vec![unsafe_one.clone(), replace.clone()]),
+            item(vec![overlap]),
+            item(vec![delete]),
+            item(vec![stale]),
+            item(vec![unsafe_one]),
+        ];
+        assert_eq!(choose(&items[0], false), Some(&replace));
+        let picked = chosen(&path, &items, false);
+        assert_eq!(picked.len(), 4, "the unsafe-only item is left");
+        let summary_of = summary(&replace, |_| Some(text.to_owned()));
+        assert_eq!(summary_of, "replace `usize` with `u32` at 1:8");
+        let out = apply(&root, picked).unwrap();
+        assert_eq!(out.applied.len(), 2);
+        assert_eq!(out.skipped.len(), 2);
+        assert!(out.skipped.iter().any(|(_, w)| w.contains("changed since")));
+        assert!(out.skipped.iter().any(|(_, w)| w.contains("overlaps")));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "let x: u32 = 3;\n");
+        assert_eq!(out.changed, vec![path.clone()]);
+        // Applying the same fixes again: the content changed, nothing is written.
+        let again = apply(&root, chosen(&path, &items[..1], false)).unwrap();
+        assert!(again.applied.is_empty() && again.changed.is_empty());
+    }
+}
