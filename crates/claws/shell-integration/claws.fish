@@ -6,6 +6,15 @@
 # the token (typed between them) out of the line and check the line with
 # `commandline --is-valid` (fish keeps a refused line in its editor, so a refused line is
 # cleared instead of executed).
+# Every mark goes to the terminal itself, named here at start-up (the pty fish's stdout is on
+# now; /dev/tty if that cannot be told): never to the stdout of the moment, so a redirected
+# block or function (`begin …; end > f`) gets only its own output. (fish cannot keep a
+# descriptor of its own open, so each mark opens the device.)
+set -g __claws_tty /dev/tty
+if isatty stdout; and builtin -q path
+    set -l t (path resolve /proc/self/fd/1)
+    test -c "$t"; and set -g __claws_tty $t
+end
 # The nonce comes in a private file (never the environment), read and deleted at once.
 set -g __claws_nonce ""
 set -g __claws_hup ""
@@ -48,7 +57,7 @@ function __claws_k1
     if test $v -ne 0
         set -l why "syntax error"
         test $v -eq 2; and set why "incomplete command"
-        printf '\e]633;R;%s;%s;%s\a' $__claws_nonce $__claws_tag $why
+        printf '\e]633;R;%s;%s;%s\a' $__claws_nonce $__claws_tag $why >$__claws_tty
         set -g __claws_tag 0
         commandline -r ''
     end
@@ -72,18 +81,18 @@ end
 
 function __claws_preexec --on-event fish_preexec
     if test "$__claws_tag" != 0
-        printf '\e]633;X;%s;%s\a' $__claws_nonce $__claws_tag
+        printf '\e]633;X;%s;%s\a' $__claws_nonce $__claws_tag >$__claws_tty
         set -g __claws_tag 0
     end
     set -l c (__claws_esc "$argv[1]" | string collect)
-    printf '\e]633;E;%s;%s\a\e]633;C;%s\a' $__claws_nonce "$c" $__claws_nonce
+    printf '\e]633;E;%s;%s\a\e]633;C;%s\a' $__claws_nonce "$c" $__claws_nonce >$__claws_tty
     set -g __claws_running 1
 end
 
 function __claws_postexec --on-event fish_postexec
     set -l ec $status
     if test "$__claws_running" = 1
-        printf '\e]633;D;%s;%s\a' $__claws_nonce $ec
+        printf '\e]633;D;%s;%s\a' $__claws_nonce $ec >$__claws_tty
         set -g __claws_running 0
     end
 end
@@ -91,8 +100,8 @@ end
 function __claws_prompt --on-event fish_prompt
     # An `exec` line that ran nothing.
     if test "$__claws_tag" != 0
-        printf '\e]633;R;%s;%s\a' $__claws_nonce $__claws_tag
+        printf '\e]633;R;%s;%s\a' $__claws_nonce $__claws_tag >$__claws_tty
         set -g __claws_tag 0
     end
-    printf '\e]633;A;%s\a' $__claws_nonce
+    printf '\e]633;A;%s\a' $__claws_nonce >$__claws_tty
 end
