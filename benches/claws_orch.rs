@@ -10,7 +10,12 @@
 //!   at the orchestrator;
 //! - the fleet: 100 workers × 10 events/s for N s into one observer subscribed to
 //!   `worker.**`: events expected, received, dropped notices, and the process RSS at 10 s
-//!   and at the end.
+//!   and at the end;
+//! - `slowdisk` (a server of its own): publish → push p50/p99 while the event log sits on a
+//!   slow, fsync-heavy disk — a neighbour thread writes and `fdatasync`s the same filesystem
+//!   without pause, and small segments (64 KiB, 1 MiB in all) make the log rotate and prune
+//!   every few hundred events. `ORCH_SLOW_N` publishes (default 3000), 8 other workers
+//!   publishing alongside (every one of their events counts as load on the log).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::path::{Path, PathBuf};
@@ -94,9 +99,13 @@ impl Peer {
     }
 }
 
-fn p50(mut v: Vec<f64>) -> f64 {
+fn p50(v: Vec<f64>) -> f64 {
+    pct(v, 0.5)
+}
+
+fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
+    v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
 fn rss_kib() -> u64 {
@@ -234,6 +243,84 @@ async fn fleet(sock: &Path) {
     println!("fleet_rss_kib_at_end: {}", rss_kib());
 }
 
+/// A neighbour that keeps the disk busy: 256 KiB appended and `fdatasync`ed in a loop, the
+/// file started over every 64 MiB, until `stop`.
+fn fsync_neighbour(
+    dir: &Path,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    let path = dir.join("neighbour.bin");
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let block = vec![0x5au8; 256 << 10];
+        let mut syncs = 0u64;
+        let mut f = std::fs::File::create(&path).unwrap();
+        let mut written = 0usize;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            f.write_all(&block).unwrap();
+            f.sync_data().unwrap();
+            syncs += 1;
+            written += block.len();
+            if written >= 64 << 20 {
+                f = std::fs::File::create(&path).unwrap();
+                written = 0;
+            }
+        }
+        syncs
+    })
+}
+
+async fn slow_disk(sock: &Path, dir: &Path) {
+    let n: usize = std::env::var("ORCH_SLOW_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let neighbour = fsync_neighbour(dir, stop.clone());
+    // Other workers publishing alongside, each as fast as its answers come back.
+    let mut load = Vec::new();
+    for k in 0..8 {
+        let mut p = Peer::hello(sock, "worker", &format!("slow-load{k}")).await;
+        let stop = stop.clone();
+        load.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let v = p
+                    .call(json!({"id": i, "cmd": "publish", "topic": format!("load.{k}"), "payload": {"i": i, "pad": "x".repeat(200)}}))
+                    .await;
+                assert_eq!(v["ok"], true, "{v}");
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            i
+        }));
+    }
+    let mut w = Peer::hello(sock, "worker", "slow-w").await;
+    let mut o = Peer::hello(sock, "observer", "slow-o").await;
+    o.call(json!({"id": 1, "cmd": "subscribe", "topic": "bench.slow"}))
+        .await;
+    let mut us = Vec::new();
+    for i in 0..n {
+        let t0 = Instant::now();
+        w.send(&json!({"id": i, "cmd": "publish", "topic": "bench.slow", "payload": {"i": i}}))
+            .await;
+        o.push("bench.slow").await;
+        us.push(t0.elapsed().as_secs_f64() * 1e6);
+        w.line().await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut others = 0;
+    for h in load {
+        others += h.await.unwrap();
+    }
+    let syncs = neighbour.join().unwrap();
+    println!("slowdisk_publishes: {n} (+{others} from 8 load workers)");
+    println!("slowdisk_neighbour_fsyncs: {syncs}");
+    println!("slowdisk_publish_push_p50_us: {:.0}", pct(us.clone(), 0.5));
+    println!("slowdisk_publish_push_p99_us: {:.0}", pct(us.clone(), 0.99));
+    println!("slowdisk_publish_push_max_us: {:.0}", pct(us, 1.0));
+}
+
 fn main() {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -247,17 +334,36 @@ fn main() {
         },
         ..Default::default()
     };
-    let server = rt
-        .block_on(ClawsServer::start(dir.path(), &cfg, Default::default()))
-        .unwrap();
-    let sock = server.socket_path().to_owned();
     let only = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let run = |part: &str| only.is_none() || only.as_deref() == Some(part);
-    if run("latency") {
-        rt.block_on(latency(&sock));
+    if run("latency") || run("fleet") {
+        let server = rt
+            .block_on(ClawsServer::start(dir.path(), &cfg, Default::default()))
+            .unwrap();
+        let sock = server.socket_path().to_owned();
+        if run("latency") {
+            rt.block_on(latency(&sock));
+        }
+        if run("fleet") {
+            rt.block_on(fleet(&sock));
+        }
+        rt.block_on(server.stop());
     }
-    if run("fleet") {
-        rt.block_on(fleet(&sock));
+    if run("slowdisk") {
+        let dir = tempfile::tempdir_in(
+            std::env::var_os("ORCH_SLOW_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
+        )
+        .unwrap();
+        let cfg = ClawsConfig {
+            event_segment_bytes: 64 << 10,
+            event_log_bytes: 1 << 20,
+            ..cfg.clone()
+        };
+        let server = rt
+            .block_on(ClawsServer::start(dir.path(), &cfg, Default::default()))
+            .unwrap();
+        let sock = server.socket_path().to_owned();
+        rt.block_on(slow_disk(&sock, dir.path()));
+        rt.block_on(server.stop());
     }
-    rt.block_on(server.stop());
 }

@@ -408,7 +408,7 @@ async fn server_topics_for_terminals() {
     s.ok(json!({"cmd": "send", "id": t, "text": "exit 7"}))
         .await;
     // The state change comes first, then the exit event.
-    while until(&mut o, &format!("vehicle.{t}.state")).await["payload"]["to"] != "exited" {}
+    while until(&mut o, &format!("vehicle.{t}.state")).await["payload"]["to"] != "CLOSED" {}
     let f = until(&mut o, "system.worker.process_exited").await;
     assert_eq!(f["payload"]["exit_code"], 7);
     assert_eq!(f["payload"]["terminal_id"], t.as_str());
@@ -468,5 +468,75 @@ async fn hundred_peers_thousand_messages_exactly_once() {
         assert_eq!(seen.keys().copied().collect::<BTreeSet<_>>(), want);
         assert!(seen.values().all(|&n| n == 1), "exactly once");
     }
+    s.stop().await;
+}
+
+/// The extension's vehicle states (issue 30 item 6): PROVISIONING and BOOTING at `create`,
+/// READY at the first prompt, BUSY/IDLE around each command, CLOSING at `close`, CLOSED once
+/// the shell is gone; each `{terminalId, from, to, ts}` (ISO) plus our `shellState`, in
+/// order, and `list` answers with `vehicleState`. A shell without integration is READY at
+/// its first output; one that exits by itself goes CLOSING then CLOSED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vehicle_states_as_the_extension_publishes_them() {
+    let s = TestServer::start().await;
+    let (mut o, _) = peer(&s, "observer", json!({})).await;
+    sub(&mut o, "vehicle.**.state").await;
+    let list_state = |v: &Value, t: &str| {
+        v["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["id"] == t)
+            .map(|d| d["vehicleState"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    // One state frame of terminal `t`: (from, to).
+    async fn next(o: &mut Conn, t: &str) -> (Value, String) {
+        let f = until(o, &format!("vehicle.{t}.state")).await;
+        let p = &f["payload"];
+        assert_eq!(p["terminalId"], t, "{f}");
+        let ts = p["ts"].as_str().unwrap();
+        assert!(
+            ts.len() >= 20 && ts.as_bytes()[10] == b'T' && ts.ends_with('Z'),
+            "{f}"
+        );
+        assert!(p["shellState"].is_string(), "{f}");
+        (p["from"].clone(), p["to"].as_str().unwrap().to_owned())
+    }
+    let t = s.create(json!({"shellPath": "/bin/bash"})).await;
+    assert_eq!(next(&mut o, &t).await, (Value::Null, "PROVISIONING".into()));
+    assert_eq!(
+        next(&mut o, &t).await,
+        (json!("PROVISIONING"), "BOOTING".into())
+    );
+    assert_eq!(next(&mut o, &t).await, (json!("BOOTING"), "READY".into()));
+    let v = s.ok(json!({"cmd": "list"})).await;
+    assert_eq!(list_state(&v, &t), "READY");
+    s.exec(&t, "true").await;
+    assert_eq!(next(&mut o, &t).await, (json!("READY"), "BUSY".into()));
+    assert_eq!(next(&mut o, &t).await, (json!("BUSY"), "IDLE".into()));
+    let v = s.ok(json!({"cmd": "list"})).await;
+    assert_eq!(list_state(&v, &t), "IDLE");
+    s.exec(&t, "sh -c 'exit 3'").await;
+    assert_eq!(next(&mut o, &t).await, (json!("IDLE"), "BUSY".into()));
+    assert_eq!(next(&mut o, &t).await, (json!("BUSY"), "IDLE".into()));
+    s.ok(json!({"cmd": "close", "id": t})).await;
+    assert_eq!(next(&mut o, &t).await, (json!("IDLE"), "CLOSING".into()));
+    assert_eq!(next(&mut o, &t).await, (json!("CLOSING"), "CLOSED".into()));
+
+    // No integration: READY at the first output; `exit` by itself: CLOSING, CLOSED, and
+    // `list` keeps the exited terminal as CLOSED.
+    let t = s
+        .create(json!({"shellPath": "/bin/sh", "env": {"PS1": "sh-prompt$ "}}))
+        .await;
+    assert_eq!(next(&mut o, &t).await.1, "PROVISIONING");
+    assert_eq!(next(&mut o, &t).await.1, "BOOTING");
+    assert_eq!(next(&mut o, &t).await, (json!("BOOTING"), "READY".into()));
+    s.ok(json!({"cmd": "send", "id": t, "text": "exit 0"}))
+        .await;
+    assert_eq!(next(&mut o, &t).await, (json!("READY"), "CLOSING".into()));
+    assert_eq!(next(&mut o, &t).await, (json!("CLOSING"), "CLOSED".into()));
+    let v = s.ok(json!({"cmd": "list"})).await;
+    assert_eq!(list_state(&v, &t), "CLOSED");
     s.stop().await;
 }

@@ -97,14 +97,20 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
         Command::TaskComplete(c) => orch::tasks::complete(shared, conn, c).into(),
         Command::TaskCancel(c) => orch::tasks::cancel(shared, conn, c).into(),
         Command::TaskList(c) => orch::tasks::list(shared, c).into(),
-        Command::LifecyclePlan(c) => orch::lifecycle::plan(shared, c).into(),
-        Command::LifecycleAdvance(c) => orch::lifecycle::advance(shared, c).into(),
+        // A lifecycle change is answered once its state is on disk (written by the
+        // lifecycle's own thread; this task waits without holding a lock or a thread).
+        Command::LifecyclePlan(c) => saved(shared, orch::lifecycle::plan(shared, c)).await,
+        Command::LifecycleAdvance(c) => saved(shared, orch::lifecycle::advance(shared, c)).await,
         Command::LifecycleSnapshot => orch::lifecycle::snapshot(shared).into(),
-        Command::LifecycleReflect(c) => orch::lifecycle::reflect(shared, c).into(),
-        Command::LifecycleRegisterSpawn(c) => orch::lifecycle::register_spawn(shared, c).into(),
-        Command::LifecycleRegisterMonitor(c) => orch::lifecycle::register_monitor(shared, c).into(),
+        Command::LifecycleReflect(c) => saved(shared, orch::lifecycle::reflect(shared, c)).await,
+        Command::LifecycleRegisterSpawn(c) => {
+            saved(shared, orch::lifecycle::register_spawn(shared, c)).await
+        }
+        Command::LifecycleRegisterMonitor(c) => {
+            saved(shared, orch::lifecycle::register_monitor(shared, c)).await
+        }
         Command::LifecycleMarkWorkerStatus(c) => {
-            orch::lifecycle::mark_worker_status(shared, c).into()
+            saved(shared, orch::lifecycle::mark_worker_status(shared, c)).await
         }
         Command::MonitorsRegisterIntent(c) => orch::monitors::register_intent(shared, c).into(),
         Command::MonitorsIsCorrArmed(c) => orch::monitors::is_armed(shared, c).into(),
@@ -118,6 +124,12 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
         Command::SchemaList => orch::schemas::list().into(),
         Command::SchemaGet(c) => orch::schemas::get(c).into(),
     }
+}
+
+/// `body` once the lifecycle state it changed is written.
+async fn saved(shared: &ServerState, body: Body) -> Answer {
+    shared.orch.lifecycle.saved().await;
+    body.into()
 }
 
 fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, String> {
@@ -144,6 +156,7 @@ fn entry(t: &Terminal) -> Value {
         "status": if exit.is_some() { "exited" } else { "running" },
         "exitCode": exit,
         "shellState": t.phase().name(),
+        "vehicleState": t.vehicle().name(),
     })
 }
 

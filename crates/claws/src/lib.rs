@@ -286,6 +286,8 @@ impl ServerState {
     }
 
     fn announce_closed(&self, t: &Terminal, origin: CloseOrigin) {
+        // CLOSED follows once the shell is gone (the reaper).
+        t.to_vehicle(self, terminal::Vehicle::Closing);
         self.orch.lifecycle.mark(self, &t.id.to_string(), "closed");
         let id = t.id.to_string();
         self.bus.publish_server(
@@ -331,59 +333,80 @@ impl Lazy {
     /// The state, made now if no client came before. A failure is returned to this client
     /// and the next one tries again.
     pub(crate) async fn get(&self) -> Result<Arc<ServerState>, ClawsError> {
-        self.state
-            .get_or_try_init(|| async { self.make() })
-            .await
-            .cloned()
+        self.state.get_or_try_init(|| self.make()).await.cloned()
     }
 
     fn made(&self) -> Option<&Arc<ServerState>> {
         self.state.get()
     }
 
-    fn make(&self) -> Result<Arc<ServerState>, ClawsError> {
-        let (cfg, claws_dir) = (&self.cfg, &self.claws_dir);
-        let io_at = |p: &Path| {
-            let p = p.to_owned();
-            move |source| ClawsError::Io { path: p, source }
-        };
-        openfiles_os::fsutil::verify_own_dirs(claws_dir, 1).map_err(io_at(claws_dir))?;
-        let shell_dir = claws_dir.join("shell");
-        shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
-        let ids = state::IdCounter::load(claws_dir).map_err(io_at(claws_dir))?;
-        let events_dir = bus::log::stream_dir(claws_dir).map_err(io_at(claws_dir))?;
-        let mut log = bus::log::EventLog::open(
-            &events_dir,
-            bus::log::Limits {
-                segment_bytes: cfg.event_segment_bytes,
-                segment_age: Duration::from_secs(cfg.event_segment_seconds.max(1)),
-                total_bytes: cfg.event_log_bytes,
-            },
-        )
-        .map_err(io_at(&events_dir))?;
-        if cfg.event_log.compact {
-            log.0.compact();
-        }
-        let shared = Arc::new(ServerState {
-            root: self.root.clone(),
-            claws_dir: claws_dir.clone(),
-            shell_dir,
-            cfg: cfg.clone(),
-            registry: self.registry.clone(),
-            started: self.started,
-            terminals: Mutex::new(BTreeMap::new()),
-            ids,
-            history: history::History::new(cfg.history_events, cfg.history_output_bytes),
-            bus: bus::Bus::new(Some(log)),
-            drift: drift::DriftWarning::default(),
-            orch: orch::Orchestra::new(&self.root, claws_dir, cfg),
-        });
+    /// Make the state: its disk work (scripts, id counter, reading the event log for the
+    /// last sequence number, the lifecycle file) on a blocking thread, never a runtime
+    /// thread; then start its timers.
+    async fn make(&self) -> Result<Arc<ServerState>, ClawsError> {
+        let (root, claws_dir, cfg) = (self.root.clone(), self.claws_dir.clone(), self.cfg.clone());
+        let (registry, started) = (self.registry.clone(), self.started);
+        let shared =
+            tokio::task::spawn_blocking(move || build(root, claws_dir, cfg, registry, started))
+                .await
+                .map_err(|e| ClawsError::Io {
+                    path: self.claws_dir.clone(),
+                    source: io::Error::other(e.to_string()),
+                })??;
+        let shared = Arc::new(shared);
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         tasks.push(tokio::spawn(heartbeat(shared.clone(), self.stop.clone())));
         tasks.push(tokio::spawn(watch(shared.clone(), self.stop.clone())));
         tracing::debug!(root = %self.root.display(), "claws state made for its first client");
         Ok(shared)
     }
+}
+
+/// A server's state from its folder (blocking: reads and writes files).
+fn build(
+    root: PathBuf,
+    claws_dir: PathBuf,
+    cfg: ClawsConfig,
+    registry: Arc<ClawsRegistry>,
+    started: Instant,
+) -> Result<ServerState, ClawsError> {
+    let (cfg, claws_dir) = (&cfg, &claws_dir);
+    let io_at = |p: &Path| {
+        let p = p.to_owned();
+        move |source| ClawsError::Io { path: p, source }
+    };
+    openfiles_os::fsutil::verify_own_dirs(claws_dir, 1).map_err(io_at(claws_dir))?;
+    let shell_dir = claws_dir.join("shell");
+    shell::install_scripts(&shell_dir).map_err(io_at(&shell_dir))?;
+    let ids = state::IdCounter::load(claws_dir).map_err(io_at(claws_dir))?;
+    let events_dir = bus::log::stream_dir(claws_dir).map_err(io_at(claws_dir))?;
+    let mut log = bus::log::EventLog::open(
+        &events_dir,
+        bus::log::Limits {
+            segment_bytes: cfg.event_segment_bytes,
+            segment_age: Duration::from_secs(cfg.event_segment_seconds.max(1)),
+            total_bytes: cfg.event_log_bytes,
+        },
+    )
+    .map_err(io_at(&events_dir))?;
+    if cfg.event_log.compact {
+        log.0.compact();
+    }
+    let bus = bus::Bus::new(Some(log)).map_err(io_at(&events_dir))?;
+    Ok(ServerState {
+        orch: orch::Orchestra::new(&root, claws_dir, cfg),
+        root,
+        claws_dir: claws_dir.clone(),
+        shell_dir,
+        cfg: cfg.clone(),
+        registry,
+        started,
+        terminals: Mutex::new(BTreeMap::new()),
+        ids,
+        history: history::History::new(cfg.history_events, cfg.history_output_bytes),
+        bus,
+        drift: drift::DriftWarning::default(),
+    })
 }
 
 impl ClawsServer {
@@ -521,6 +544,11 @@ impl ClawsServer {
         for h in hangups {
             let _ = h.await;
         }
+        // Every event (the terminals' last ones too) and the lifecycle state reach the disk
+        // before stop returns.
+        shared.orch.lifecycle.saved().await;
+        let s = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || s.bus.close_log()).await;
     }
 }
 

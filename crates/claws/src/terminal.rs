@@ -27,6 +27,9 @@ use super::strip::{plain_output, Mark, MarkKind};
 use super::{now_ms, pty, shell, ServerState};
 
 mod reader;
+mod vehicle;
+
+pub use vehicle::Vehicle;
 
 /// Grace between SIGHUP and SIGKILL when a terminal is closed.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -137,6 +140,9 @@ pub struct Terminal {
     input: mpsc::UnboundedSender<Input>,
     state: Mutex<State>,
     phase: watch::Sender<Phase>,
+    /// The extension's vehicle state; its changes are published while this is held, so
+    /// they reach the bus in the order they happened.
+    vehicle: Mutex<Vehicle>,
     /// Counts prompt marks (what the continuation cancel waits for).
     prompts: watch::Sender<u64>,
     /// One `exec` types at a time (the next waits for its answer), so an exec's keys are not
@@ -215,11 +221,15 @@ impl Terminal {
                 exit_code: None,
             }),
             phase: watch::channel(Phase::Starting).0,
+            vehicle: Mutex::new(Vehicle::Provisioning),
             prompts: watch::channel(0).0,
             exec_turn: tokio::sync::Semaphore::new(1),
             closed: CancellationToken::new(),
             hangup_marker: shell::hangup_marker(&env),
         });
+        // PROVISIONING, then BOOTING, before anything the shell does can move it on.
+        term.publish_vehicle(shared, None, Vehicle::Provisioning);
+        term.to_vehicle(shared, Vehicle::Booting);
         tokio::spawn(writer(shared.clone(), term.clone(), rx));
         tokio::spawn(reaper(shared.clone(), term.clone(), child.child));
         if let Err(e) = reader::start(shared.clone(), term.clone(), nonce, log_file) {
@@ -227,6 +237,7 @@ impl Terminal {
             term.closed.cancel();
             let pg = nix::unistd::Pid::from_raw(term.pid as i32);
             let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+            term.to_vehicle(shared, Vehicle::Closing);
             return Err(e);
         }
         Ok(term)
@@ -240,6 +251,30 @@ impl Terminal {
 
     pub fn phase(&self) -> Phase {
         *self.phase.borrow()
+    }
+
+    pub fn vehicle(&self) -> Vehicle {
+        *self.vehicle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Move the vehicle state to `to` if the extension's table allows it, and publish
+    /// `vehicle.<id>.state` (the extension's `{terminalId, from, to, ts}`, plus our
+    /// `shellState`).
+    pub(crate) fn to_vehicle(&self, shared: &ServerState, to: Vehicle) {
+        let mut v = self.vehicle.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.allows(to) {
+            return;
+        }
+        let from = std::mem::replace(&mut *v, to);
+        self.publish_vehicle(shared, Some(from), to);
+    }
+
+    fn publish_vehicle(&self, shared: &ServerState, from: Option<Vehicle>, to: Vehicle) {
+        shared.bus.publish_server(
+            &format!("vehicle.{}.state", self.id),
+            json!({"terminalId": self.id.to_string(), "from": from.map(Vehicle::name),
+                   "to": to.name(), "ts": super::iso_now(), "shellState": self.phase().name()}),
+        );
     }
 
     pub fn has_integration(&self) -> bool {
@@ -409,13 +444,23 @@ impl Terminal {
         self.closed.cancel();
     }
 
+    /// Where the shell is now, and the vehicle state that follows from it: the first prompt
+    /// makes it READY, a command BUSY, the prompt after one IDLE, the exit CLOSING then
+    /// CLOSED.
     fn set_phase(&self, shared: &ServerState, to: Phase) {
         let from = self.phase.send_replace(to);
-        if from != to {
-            shared.bus.publish_server(
-                &format!("vehicle.{}.state", self.id),
-                json!({"terminalId": self.id.to_string(), "from": from.name(), "to": to.name(), "ts": now_ms()}),
-            );
+        if from == to {
+            return;
+        }
+        match (to, self.vehicle()) {
+            (Phase::Prompt, Vehicle::Booting) => self.to_vehicle(shared, Vehicle::Ready),
+            (Phase::Prompt, Vehicle::Busy) => self.to_vehicle(shared, Vehicle::Idle),
+            (Phase::Running, _) => self.to_vehicle(shared, Vehicle::Busy),
+            (Phase::Exited, _) => {
+                self.to_vehicle(shared, Vehicle::Closing);
+                self.to_vehicle(shared, Vehicle::Closed);
+            }
+            _ => {}
         }
     }
 

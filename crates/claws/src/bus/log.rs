@@ -8,6 +8,10 @@
 //! rewritten. Every start opens a fresh segment, so a line torn by a crash is only ever the
 //! last line of an old segment, and replay skips lines that do not parse. Segments rotate
 //! by size and age; the oldest are deleted past the total-size bound.
+//!
+//! Two halves: [`Tail`], kept by the bus under its lock, decides where each event goes (its
+//! cursor, and when a segment is full) without touching the disk; [`EventLog`], owned by the
+//! writer thread (`writer.rs`), does the file work in the same order.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -47,13 +51,48 @@ pub struct Limits {
     pub total_bytes: u64,
 }
 
+/// The disk half: the segment files.
 pub struct EventLog {
     dir: PathBuf,
     limits: Limits,
     segment: u32,
-    file: File,
+    /// None when the segment could not be opened or a write to it failed: its later events
+    /// are not stored (logged), so no cursor ever names a byte another event took.
+    file: Option<File>,
+}
+
+/// The bus's half: where the next event starts, and when a new segment begins (by size and
+/// age), decided without touching the disk.
+pub struct Tail {
+    segment: u32,
     size: u64,
     opened: Instant,
+    segment_bytes: u64,
+    segment_age: Duration,
+}
+
+impl Tail {
+    /// Where the next event will start.
+    pub fn position(&self) -> Cursor {
+        Cursor {
+            segment: self.segment,
+            offset: self.size,
+        }
+    }
+
+    /// Place an event line of `len` bytes (without its newline) at the end: the new segment
+    /// to start first, when the current one is full or too old.
+    pub fn place(&mut self, len: u64) -> Option<u32> {
+        let start = self.size > 0
+            && (self.size + len > self.segment_bytes || self.opened.elapsed() > self.segment_age);
+        if start {
+            self.segment += 1;
+            self.size = 0;
+            self.opened = Instant::now();
+        }
+        self.size += len + 1;
+        start.then_some(self.segment)
+    }
 }
 
 /// The number of a segment file: `NNNN-<hour>.jsonl`, or an older openfiles' `NNNN.jsonl`.
@@ -143,19 +182,20 @@ impl EventLog {
             dir: dir.to_owned(),
             limits,
             segment,
-            file,
-            size: 0,
-            opened: Instant::now(),
+            file: Some(file),
         };
         log.prune();
         Ok((log, last_seq))
     }
 
-    /// Where the next event will start.
-    pub fn position(&self) -> Cursor {
-        Cursor {
+    /// The bus's half for this log, at the start of its fresh segment.
+    pub fn tail(&self) -> Tail {
+        Tail {
             segment: self.segment,
-            offset: self.size,
+            size: 0,
+            opened: Instant::now(),
+            segment_bytes: self.limits.segment_bytes,
+            segment_age: self.limits.segment_age,
         }
     }
 
@@ -163,32 +203,47 @@ impl EventLog {
         &self.dir
     }
 
-    /// Append one event line (without its newline).
-    pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
-        if self.size > 0
-            && (self.size + line.len() as u64 > self.limits.segment_bytes
-                || self.opened.elapsed() > self.limits.segment_age)
-        {
-            self.rotate()?;
+    /// Write event lines (each with its newline) at the end of the current segment. A
+    /// failed write leaves the rest of the segment unstored (see [`EventLog::file`]).
+    pub fn write(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
         }
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line);
-        buf.push(b'\n');
-        self.file.write_all(&buf)?;
-        self.size += buf.len() as u64;
-        Ok(())
+        let Some(f) = self.file.as_mut() else { return };
+        if let Err(e) = f.write_all(bytes) {
+            tracing::warn!(error = %e, segment = self.segment, "claws event log write failed; this segment's later events are not stored");
+            self.file = None;
+        }
     }
 
-    fn rotate(&mut self) -> io::Result<()> {
+    /// Start segment `n` (the [`Tail`] decided it), then delete the oldest segments past
+    /// the total bound.
+    pub fn start_segment(&mut self, n: u32) {
+        self.segment = n;
         // `.claws/events/default`, `.claws/events`, `.claws`: never a new segment (or a
         // prune) through a symlink.
-        openfiles_os::fsutil::verify_own_dirs(&self.dir, 3)?;
-        self.segment += 1;
-        self.file = open_segment(&self.dir, self.segment)?;
-        self.size = 0;
-        self.opened = Instant::now();
+        let opened = openfiles_os::fsutil::verify_own_dirs(&self.dir, 3)
+            .and_then(|()| open_segment(&self.dir, n));
+        self.file = match opened {
+            Ok(f) => Some(f),
+            Err(e) => {
+                tracing::warn!(error = %e, segment = n, "claws event log segment not opened; its events are not stored");
+                return;
+            }
+        };
         self.prune();
-        Ok(())
+    }
+
+    /// Append one event line (without its newline), rotating as the bus would: the two
+    /// halves in one, for tests.
+    #[cfg(test)]
+    fn append_placed(&mut self, tail: &mut Tail, line: &[u8]) {
+        if let Some(n) = tail.place(line.len() as u64) {
+            self.start_segment(n);
+        }
+        let mut buf = line.to_vec();
+        buf.push(b'\n');
+        self.write(&buf);
     }
 
     /// Delete segments (never the current one) last written more than `age` ago: the
@@ -327,11 +382,12 @@ mod tests {
             total_bytes: 1200,
         };
         let (mut log, last) = EventLog::open(&ev, limits()).unwrap();
+        let mut tail = log.tail();
         assert_eq!(last, 0);
-        assert_eq!(log.position().to_string(), "0001:0");
+        assert_eq!(tail.position().to_string(), "0001:0");
         for seq in 1..=100u64 {
             let line = format!("{{\"sequence\":{seq},\"topic\":\"t.x\",\"payload\":{{}}}}");
-            log.append(line.as_bytes()).unwrap();
+            log.append_placed(&mut tail, line.as_bytes());
         }
         let segs = segments(&ev);
         assert!(
@@ -362,7 +418,7 @@ mod tests {
         drop(log);
         let (log, last) = EventLog::open(&ev, limits()).unwrap();
         assert_eq!(last, 100);
-        assert_eq!(log.position().segment, segs.last().unwrap() + 1);
+        assert_eq!(log.tail().position().segment, segs.last().unwrap() + 1);
     }
 
     /// The extension's layout, and an older openfiles' segments moved into it with their
@@ -383,9 +439,12 @@ mod tests {
             total_bytes: 8 << 20,
         };
         let (mut log, last) = EventLog::open(&stream, limits).unwrap();
+        let mut tail = log.tail();
         assert_eq!(last, 7, "the moved segment's events are read");
-        log.append(b"{\"sequence\":8,\"topic\":\"t.x\",\"payload\":{}}")
-            .unwrap();
+        log.append_placed(
+            &mut tail,
+            b"{\"sequence\":8,\"topic\":\"t.x\",\"payload\":{}}",
+        );
         let names: Vec<String> = std::fs::read_dir(&stream)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -1,9 +1,11 @@
 //! The claws/2 bus: peers (`hello`), subscriptions with `*`/`**` patterns, `publish`,
 //! `broadcast`, server-emitted topics, and the persisted event log with cursor replay.
 //!
-//! All bus state (peers, subscriptions, the sequence counter, the log writer) has one owner:
+//! All bus state (peers, subscriptions, the sequence counter, the log's tail) has one owner:
 //! a `std::sync::Mutex` held only for the few microseconds of an operation, never across an
-//! `.await`. Delivery is a `try_send` into each peer's bounded outgoing queue ([`Outbox`]);
+//! `.await` and never across disk work: under it an event gets its sequence number and its
+//! place in the log ([`log::Tail`]) and is queued for the log's writer thread (`writer.rs`),
+//! in that order, before it is fanned out. Delivery is a `try_send` into each peer's bounded outgoing queue ([`Outbox`]);
 //! a full queue drops the frame for that peer only and counts it, and the peer's writer
 //! announces `{push:"dropped", count}` once its queue has drained — so a stuck subscriber
 //! never slows the publisher, other peers or the terminals.
@@ -11,12 +13,15 @@
 //! Delivery is once per matching subscription: a peer with two subscriptions matching a
 //! topic gets two frames, each carrying its `subscriptionId`. Stable peers (`hello` with an
 //! `instanceNonce`) keep their subscriptions across reconnects. `system.heartbeat` and
-//! `vehicle.<id>.content` are live-only; every other event is appended to the log before it
+//! `vehicle.<id>.content` are live-only; every other event is placed in the log before it
 //! is delivered, so `subscribe` with `fromCursor` replays exactly the events before its
-//! `resumeCursor` and receives every later one live.
+//! `resumeCursor` (the replay waits until the writer has written that far) and receives
+//! every later one live. A publish acknowledged is queued for the log, which is drained
+//! before the server stops ([`Bus::close_log`]).
 
 pub mod log;
 pub mod topic;
+mod writer;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,7 +33,8 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use self::log::{Cursor, EventLog};
+use self::log::{Cursor, EventLog, Tail};
+use self::writer::{Op, Progress, Writer};
 use super::now_ms;
 use super::Connection;
 use openfiles_wire::claws::request;
@@ -167,17 +173,35 @@ struct State {
     saved: HashMap<String, Vec<Sub>>,
     seq: u64,
     next_sub: u64,
-    log: Option<EventLog>,
+    log: Option<Logging>,
+}
+
+/// The log as the bus sees it: where events go, and the writer that puts them there.
+struct Logging {
+    tail: Tail,
+    writer: Arc<Writer>,
+}
+
+impl Logging {
+    fn append(&mut self, line: &str) {
+        let start = self.tail.place(line.len() as u64);
+        let mut b = Vec::with_capacity(line.len() + 1);
+        b.extend_from_slice(line.as_bytes());
+        b.push(b'\n');
+        self.writer.push(Op::Append { start, line: b });
+    }
 }
 
 pub struct Bus {
     st: Mutex<State>,
     log_dir: Option<PathBuf>,
+    writer: Option<Arc<Writer>>,
 }
 
 /// Stored events to stream to one new subscription, then its `caught-up` frame.
 pub struct Replay {
     dir: PathBuf,
+    written: Arc<Progress>,
     sub_id: String,
     segs: Vec<String>,
     from: Cursor,
@@ -190,6 +214,8 @@ impl Replay {
     /// bounded channel behind `send`, a subscriber that does not read holds a few frames,
     /// not the whole log. Stops early (returning false) when `send` does.
     pub fn stream(self, mut send: impl FnMut(String) -> bool) -> bool {
+        // Events placed before `until` may still be on their way to the disk.
+        self.written.wait_written(self.until);
         let mut count = 0u64;
         let mut open = true;
         let segments = log::segments(&self.dir);
@@ -253,23 +279,38 @@ fn ephemeral(topic: &str) -> bool {
 }
 
 impl Bus {
-    /// A bus whose log lives in `log`'s directory (none: live-only, nothing replays).
-    pub fn new(log: Option<(EventLog, u64)>) -> Bus {
+    /// A bus whose log lives in `log`'s directory (none: live-only, nothing replays); `seq`
+    /// the last sequence number stored. Starts the log's writer thread.
+    pub fn new(log: Option<(EventLog, u64)>) -> std::io::Result<Bus> {
         let log_dir = log.as_ref().map(|(l, _)| l.dir().to_owned());
-        let (log, seq) = match log {
-            Some((l, s)) => (Some(l), s),
+        let (logging, seq) = match log {
+            Some((l, s)) => {
+                let tail = l.tail();
+                let writer = Arc::new(Writer::start(l, tail.position())?);
+                (Some(Logging { tail, writer }), s)
+            }
             None => (None, 0),
         };
-        Bus {
+        let writer = logging.as_ref().map(|l| l.writer.clone());
+        Ok(Bus {
             st: Mutex::new(State {
                 peers: HashMap::new(),
                 published: 0,
                 saved: HashMap::new(),
                 seq,
                 next_sub: 0,
-                log,
+                log: logging,
             }),
             log_dir,
+            writer,
+        })
+    }
+
+    /// Write every event queued for the log and stop its writer (blocking: the server's
+    /// stop, after its last events).
+    pub fn close_log(&self) {
+        if let Some(w) = &self.writer {
+            w.close();
         }
     }
 
@@ -282,10 +323,10 @@ impl Bus {
         self.lock().seq
     }
 
-    /// Delete event log segments older than `age`.
+    /// Delete event log segments older than `age` (on the writer thread).
     pub fn retain(&self, age: Duration) {
-        if let Some(log) = self.lock().log.as_mut() {
-            log.retain(age);
+        if let Some(w) = &self.writer {
+            w.push(Op::Retain(age));
         }
     }
 
@@ -525,9 +566,7 @@ impl Bus {
                         "payload": payload, "sentAt": now_ms()})
         .to_string();
         if let Some(log) = st.log.as_mut() {
-            if let Err(e) = log.append(ev.as_bytes()) {
-                tracing::warn!(error = %e, "claws event log append failed");
-            }
+            log.append(&ev);
         }
         seq
     }
@@ -570,7 +609,7 @@ impl Bus {
                 segment: 1,
                 offset: 0,
             },
-            EventLog::position,
+            |l| l.tail.position(),
         );
         if let Some(p) = st.peers.get_mut(&conn.conn_id) {
             p.subs.push(Sub {
@@ -579,9 +618,10 @@ impl Bus {
                 segs: topic::segments(topic),
             });
         }
-        let replay = match (from, &self.log_dir) {
-            (Some(from), Some(dir)) => Some(Replay {
+        let replay = match (from, &self.log_dir, &self.writer) {
+            (Some(from), Some(dir), Some(w)) => Some(Replay {
                 dir: dir.clone(),
+                written: w.progress(),
                 sub_id: id.clone(),
                 segs: topic::segments(topic),
                 from,
@@ -726,9 +766,7 @@ fn deliver(
         .to_string();
     if persist {
         if let Some(log) = st.log.as_mut() {
-            if let Err(e) = log.append(ev.as_bytes()) {
-                tracing::warn!(error = %e, "claws event log append failed");
-            }
+            log.append(&ev);
         }
     }
     let tsegs: Vec<&str> = topic.split('.').collect();

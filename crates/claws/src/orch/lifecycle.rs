@@ -1,6 +1,9 @@
 //! The mission lifecycle (`lifecycle.*`): the extension's phase machine (schema v3) with its
 //! rules, gates and auto-advance, persisted in `.claws/lifecycle-state.json` (temp file +
-//! rename after every change; a file of another schema is ignored, as the extension does).
+//! fsync + rename after every change; a file of another schema is ignored, as the extension
+//! does). The state is serialized under its mutex and written by a thread of its own
+//! ([`Saver`], the newest state wins), so no lock is held and no runtime thread waits across
+//! the disk; a `lifecycle.*` answer is sent once its state is written ([`Lifecycle::saved`]).
 //!
 //! Phases: SESSION-BOOT → PLAN → SPAWN → DEPLOY ⇄ RECOVER → OBSERVE → HARVEST → CLEANUP →
 //! REFLECT → (PLAN | SESSION-END), FAILED from most. Gates: REFLECT needs every spawned
@@ -174,8 +177,74 @@ impl State {
     }
 }
 
-pub struct Lifecycle {
+/// Writes the state file off the caller's thread: each change hands over its serialized
+/// state with a version number; one thread at a time writes the newest and announces the
+/// version written. Started when there is something to write, gone when there is not.
+struct Saver {
     path: PathBuf,
+    st: Mutex<Saving>,
+    done: tokio::sync::watch::Sender<u64>,
+}
+
+struct Saving {
+    latest: Option<(u64, Vec<u8>)>,
+    requested: u64,
+    running: bool,
+}
+
+impl Saver {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Saving> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn save(self: &Arc<Self>, text: Vec<u8>) {
+        let mut st = self.lock();
+        st.requested += 1;
+        st.latest = Some((st.requested, text));
+        if st.running {
+            return;
+        }
+        st.running = true;
+        drop(st);
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("claws-lifecycle".into())
+            .spawn(move || me.run());
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "no thread for the lifecycle state; writing it here");
+            self.run();
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            let (v, text) = {
+                let mut st = self.lock();
+                match st.latest.take() {
+                    Some(x) => x,
+                    None => {
+                        st.running = false;
+                        return;
+                    }
+                }
+            };
+            if let Err(e) = openfiles_os::fsutil::write_atomic(&self.path, &text, 0o600) {
+                tracing::warn!(error = %e, path = %self.path.display(), "lifecycle state not saved");
+            }
+            self.done.send_replace(v);
+        }
+    }
+
+    /// Wait until every state handed over so far is written.
+    async fn saved(&self) {
+        let v = self.lock().requested;
+        let mut rx = self.done.subscribe();
+        let _ = rx.wait_for(|d| *d >= v).await;
+    }
+}
+
+pub struct Lifecycle {
+    saver: Arc<Saver>,
     session_started_at: String,
     st: Mutex<Option<State>>,
     /// TTL bookkeeping of spawned workers by terminal id (this run only).
@@ -210,7 +279,15 @@ impl Lifecycle {
             .and_then(|b| serde_json::from_slice::<State>(&b).ok())
             .filter(|s| s.v == 3 && !transitions(&s.phase).is_empty() || s_phase_end(s));
         let l = Lifecycle {
-            path,
+            saver: Arc::new(Saver {
+                path,
+                st: Mutex::new(Saving {
+                    latest: None,
+                    requested: 0,
+                    running: false,
+                }),
+                done: tokio::sync::watch::channel(0).0,
+            }),
             session_started_at: iso_now(),
             st: Mutex::new(None),
             ttl: Mutex::new(HashMap::new()),
@@ -236,12 +313,17 @@ impl Lifecycle {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Hand the state to the saver (called under the state's lock, so versions follow the
+    /// order of the changes).
     fn flush(&self, s: &State) {
         let mut text = serde_json::to_vec_pretty(s).unwrap_or_default();
         text.push(b'\n');
-        if let Err(e) = openfiles_os::fsutil::write_atomic(&self.path, &text, 0o600) {
-            tracing::warn!(error = %e, path = %self.path.display(), "lifecycle state not saved");
-        }
+        self.saver.save(text);
+    }
+
+    /// Every change made so far is written (or its failure logged).
+    pub async fn saved(&self) {
+        self.saver.saved().await;
     }
 
     /// In a mission (PLAN … CLEANUP or FAILED): `create` passes the plan gate.

@@ -131,6 +131,10 @@ fn run(
                     }
                 }
             }
+            // A shell without integration has no prompt mark: its first output is READY.
+            if !term.integrable && term.vehicle() == super::Vehicle::Booting {
+                term.to_vehicle(shared, super::Vehicle::Ready);
+            }
             scanner.feed(base, chunk, &mut marks);
             for m in marks.drain(..) {
                 term.on_mark(shared, m);
