@@ -14,8 +14,12 @@
 //! - `slowdisk` (a server of its own): publish → push p50/p99 while the event log sits on a
 //!   slow, fsync-heavy disk — a neighbour thread writes and `fdatasync`s the same filesystem
 //!   without pause, and small segments (64 KiB, 1 MiB in all) make the log rotate and prune
-//!   every few hundred events. `ORCH_SLOW_N` publishes (default 3000), 8 other workers
-//!   publishing alongside (every one of their events counts as load on the log).
+//!   every few hundred events. `ORCH_SLOW_N` publishes (default 500), 8 other workers
+//!   publishing alongside (every one of their events counts as load on the log). The folder
+//!   is `ORCH_SLOW_DIR` (default: the temp dir). A disk where every write waits for the
+//!   device (as root): `truncate -s 512M /tmp/slow.img && mkfs.ext4 -q -F /tmp/slow.img &&
+//!   mkdir -p /mnt/slow && mount -o sync $(losetup --direct-io=on -f --show /tmp/slow.img)
+//!   /mnt/slow`, then `ORCH_SLOW_DIR=/mnt/slow cargo bench --bench claws_orch slowdisk`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use std::path::{Path, PathBuf};
@@ -274,8 +278,9 @@ async fn slow_disk(sock: &Path, dir: &Path) {
     let n: usize = std::env::var("ORCH_SLOW_N")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(500);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let t0 = Instant::now();
     let neighbour = fsync_neighbour(dir, stop.clone());
     // Other workers publishing alongside, each as fast as its answers come back.
     let mut load = Vec::new();
@@ -314,7 +319,12 @@ async fn slow_disk(sock: &Path, dir: &Path) {
         others += h.await.unwrap();
     }
     let syncs = neighbour.join().unwrap();
-    println!("slowdisk_publishes: {n} (+{others} from 8 load workers)");
+    let secs = t0.elapsed().as_secs_f64();
+    println!("slowdisk_seconds: {secs:.1}");
+    println!(
+        "slowdisk_publishes: {n} (+{others} from 8 load workers, {:.0}/s)",
+        others as f64 / secs
+    );
     println!("slowdisk_neighbour_fsyncs: {syncs}");
     println!("slowdisk_publish_push_p50_us: {:.0}", pct(us.clone(), 0.5));
     println!("slowdisk_publish_push_p99_us: {:.0}", pct(us.clone(), 0.99));
