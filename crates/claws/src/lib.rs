@@ -548,7 +548,7 @@ impl ClawsServer {
         // before stop returns.
         shared.orch.lifecycle.saved().await;
         let s = shared.clone();
-        let _ = tokio::task::spawn_blocking(move || s.bus.close_log()).await;
+        let _ = tokio::task::spawn_blocking(move || s.bus.flush_log()).await;
     }
 }
 

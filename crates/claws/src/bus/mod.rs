@@ -16,8 +16,8 @@
 //! `vehicle.<id>.content` are live-only; every other event is placed in the log before it
 //! is delivered, so `subscribe` with `fromCursor` replays exactly the events before its
 //! `resumeCursor` (the replay waits until the writer has written that far) and receives
-//! every later one live. A publish acknowledged is queued for the log, which is drained
-//! before the server stops ([`Bus::close_log`]).
+//! every later one live. A publish acknowledged is queued for the log, which is written out
+//! before the server's stop returns ([`Bus::flush_log`]).
 
 pub mod log;
 pub mod topic;
@@ -306,11 +306,13 @@ impl Bus {
         })
     }
 
-    /// Write every event queued for the log and stop its writer (blocking: the server's
-    /// stop, after its last events).
-    pub fn close_log(&self) {
-        if let Some(w) = &self.writer {
-            w.close();
+    /// Wait until every event placed in the log so far is written (blocking: the server's
+    /// stop, after its last events). The writer keeps running for any later one and drains
+    /// its queue when the bus is dropped.
+    pub fn flush_log(&self) {
+        let at = self.lock().log.as_ref().map(|l| l.tail.position());
+        if let (Some(at), Some(w)) = (at, &self.writer) {
+            w.progress().wait_written(at);
         }
     }
 

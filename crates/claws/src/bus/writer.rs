@@ -6,8 +6,9 @@
 //! the thread writes what is queued in one `write` per batch and then publishes how far the
 //! log is written ([`Progress`]), which a replay waits for before it reads.
 //!
-//! Nothing queued is lost: the queue is drained before the thread ends ([`Writer::close`],
-//! called when the server stops; dropping the writer also lets the thread drain and end).
+//! Nothing queued is lost: the server's stop waits until everything placed so far is
+//! written ([`Progress::wait_written`]), and dropping the writer lets the thread drain the
+//! queue and end.
 //! The queue is bounded in bytes ([`MAX_QUEUED`]): past it the bus waits for the disk, so a
 //! disk that stops answering costs bounded memory rather than unbounded.
 
@@ -125,7 +126,8 @@ impl Writer {
         self.shared.work.notify_one();
     }
 
-    /// Write everything queued, then end the thread (blocking; the server's stop).
+    /// Write everything queued, then end the thread (blocking).
+    #[cfg(test)]
     pub fn close(&self) {
         lock(&self.shared.q).closed = true;
         self.shared.work.notify_one();
