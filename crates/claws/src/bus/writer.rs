@@ -13,7 +13,6 @@
 //! disk that stops answering costs bounded memory rather than unbounded.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::log::{Cursor, EventLog};
@@ -71,7 +70,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The handle the bus keeps.
 pub struct Writer {
     shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Writer {
@@ -91,13 +89,10 @@ impl Writer {
             }),
         });
         let s = shared.clone();
-        let thread = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("claws-event-log".into())
             .spawn(move || run(&s, log, at))?;
-        Ok(Writer {
-            shared,
-            thread: Mutex::new(Some(thread)),
-        })
+        Ok(Writer { shared })
     }
 
     pub fn progress(&self) -> Arc<Progress> {
@@ -132,9 +127,8 @@ impl Writer {
         lock(&self.shared.q).closed = true;
         self.shared.work.notify_one();
         self.shared.space.notify_all();
-        if let Some(t) = lock(&self.thread).take() {
-            let _ = t.join();
-        }
+        // The thread marks the log written to the end as it ends.
+        self.shared.progress.wait_written(END);
     }
 }
 
@@ -149,12 +143,15 @@ impl Drop for Writer {
 /// Marks the log as written to the end when the thread ends, however it ends.
 struct EndGuard(Arc<Progress>);
 
+/// Past every event: where the progress stands once the thread has ended.
+const END: Cursor = Cursor {
+    segment: u32::MAX,
+    offset: u64::MAX,
+};
+
 impl Drop for EndGuard {
     fn drop(&mut self) {
-        self.0.set(Cursor {
-            segment: u32::MAX,
-            offset: u64::MAX,
-        });
+        self.0.set(END);
     }
 }
 
