@@ -41,19 +41,22 @@ if ! have ruff; then
   python3 -m pip install -q --disable-pip-version-check ruff
 fi
 
+if ! python3 -c 'import mcp, jsonschema' >/dev/null 2>&1; then
+  echo "install-test-deps: pip: mcp (the MCP Python SDK, for tests/it/mcp_sdk.rs)"
+  python3 -m pip install -q --disable-pip-version-check mcp jsonschema
+fi
+
 # The other Python type checkers (tested against their own command lines), pinned.
 pip_need=()
 have basedpyright-langserver || pip_need+=(basedpyright==1.40.2)
 have ty || pip_need+=(ty==0.0.104)
 python3 -c 'import yaml' >/dev/null 2>&1 || pip_need+=(pyyaml)   # the YAML tests' reference parser
+pip_pid=""
 if [ ${#pip_need[@]} -gt 0 ]; then
   echo "install-test-deps: pip: ${pip_need[*]}"
-  python3 -m pip install -q --disable-pip-version-check "${pip_need[@]}"
-fi
-
-if ! python3 -c 'import mcp, jsonschema' >/dev/null 2>&1; then
-  echo "install-test-deps: pip: mcp (the MCP Python SDK, for tests/it/mcp_sdk.rs)"
-  python3 -m pip install -q --disable-pip-version-check mcp jsonschema
+  # Beside npm's installs below (each is mostly waiting on the network).
+  python3 -m pip install -q --disable-pip-version-check "${pip_need[@]}" &
+  pip_pid=$!
 fi
 
 npm_need=()
@@ -98,6 +101,8 @@ if [ "$agents_ok" = 0 ]; then
   $SUDO mkdir -p "$AGENTS_PREFIX"
   $SUDO npm install --prefix "$AGENTS_PREFIX" --no-audit --no-fund --loglevel=error "${agents[@]}" >/dev/null
 fi
+
+if [ -n "$pip_pid" ]; then wait "$pip_pid"; fi
 
 # pyenv shims: make freshly pip-installed executables visible.
 if have pyenv; then pyenv rehash >/dev/null 2>&1 || true; fi
