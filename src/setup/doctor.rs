@@ -467,13 +467,16 @@ fn local_tool_checks(
     }
 }
 
+/// Where a tool was found and, when the service would not use it, the probe's complaint.
+type Lookup<'a> = dyn Fn(&str) -> Option<(PathBuf, Option<String>)> + 'a;
+
 /// One language's lines: per role (a job such as Python's type checking), the first of its
 /// tools found and usable, else "none: install X" with the command for this machine's
 /// package manager ([`super::checkers`]). `lookup` gives a tool's path and, when the service
 /// would not use it, the probe's complaint; `whose` says where it was looked up.
 fn language_checks(
     lang: probe::Language,
-    lookup: &dyn Fn(&str) -> Option<(PathBuf, Option<String>)>,
+    lookup: &Lookup<'_>,
     whose: &str,
     install_where: &str,
     out: &mut Vec<Check>,
