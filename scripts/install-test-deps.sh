@@ -46,6 +46,19 @@ if ! python3 -c 'import mcp, jsonschema' >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check mcp jsonschema
 fi
 
+# The other Python type checkers (tested against their own command lines), pinned.
+pip_need=()
+have basedpyright-langserver || pip_need+=(basedpyright==1.40.2)
+have ty || pip_need+=(ty==0.0.104)
+python3 -c 'import yaml' >/dev/null 2>&1 || pip_need+=(pyyaml)   # the YAML tests' reference parser
+pip_pid=""
+if [ ${#pip_need[@]} -gt 0 ]; then
+  echo "install-test-deps: pip: ${pip_need[*]}"
+  # Beside npm's installs below (each is mostly waiting on the network).
+  python3 -m pip install -q --disable-pip-version-check "${pip_need[@]}" &
+  pip_pid=$!
+fi
+
 npm_need=()
 have pyright-langserver || npm_need+=(pyright)
 have tsc || npm_need+=(typescript@5)
@@ -54,6 +67,13 @@ have typescript-language-server || npm_need+=(typescript-language-server)
 # optional dependency (@typescript/native-preview-linux-x64, …) that npm installs with it.
 have tsgo || npm_need+=(@typescript/native-preview@7.0.0-dev.20260707.2)   # the preview the tests were written against
 have bash-language-server || npm_need+=(bash-language-server)
+# ESLint, JSON, CSS and HTML servers; YAML; Dockerfiles (with dockerfile-utils, whose lint
+# command the tests compare with); PHP; the ESLint CLI and library the ESLint server loads.
+have vscode-eslint-language-server || npm_need+=(vscode-langservers-extracted@4.10.0)
+have yaml-language-server || npm_need+=(yaml-language-server@1.19.2)
+have docker-langserver || npm_need+=(dockerfile-language-server-nodejs@0.15.0)
+have intelephense || npm_need+=(intelephense@1.16.5)
+have eslint || npm_need+=(eslint@9.39.5)
 if [ ${#npm_need[@]} -gt 0 ]; then
   echo "install-test-deps: npm: ${npm_need[*]}"
   $SUDO npm install -g --no-audit --no-fund --loglevel=error "${npm_need[@]}" >/dev/null
@@ -81,6 +101,8 @@ if [ "$agents_ok" = 0 ]; then
   $SUDO mkdir -p "$AGENTS_PREFIX"
   $SUDO npm install --prefix "$AGENTS_PREFIX" --no-audit --no-fund --loglevel=error "${agents[@]}" >/dev/null
 fi
+
+if [ -n "$pip_pid" ]; then wait "$pip_pid"; fi
 
 # pyenv shims: make freshly pip-installed executables visible.
 if have pyenv; then pyenv rehash >/dev/null 2>&1 || true; fi

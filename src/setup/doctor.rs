@@ -361,6 +361,8 @@ fn ask_tools(socket: &Path, root: &Path) -> Result<ToolsReply, ClientError> {
     let tools = probe::languages(root)
         .into_iter()
         .flat_map(|l| l.tools())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .map(|t| ToolQuery {
             name: (*t).to_owned(),
             probe: probe::probe_args(t)
@@ -425,44 +427,21 @@ fn tool_checks(
         return;
     };
     let service_path = reply.path.clone().unwrap_or_default();
+    let lookup = |tool: &str| {
+        let t = reply.tools.iter().find(|t| t.name == tool)?;
+        Some((t.path.clone()?, t.probe_error.clone()))
+    };
     for lang in langs {
-        for tool in lang.tools() {
-            let found = reply.tools.iter().find(|t| t.name == *tool);
-            match found.and_then(|f| f.path.as_ref().map(|p| (p, &f.probe_error))) {
-                Some((p, None)) => out.push(check(
-                    S,
-                    Level::Ok,
-                    format!("{}: {tool} at {} (found by the service)", lang.name(), p.display()),
-                )),
-                Some((p, Some(err))) => out.push(
-                    check(
-                        S,
-                        Level::Warn,
-                        format!(
-                            "{}: the service does not use {tool} at {}: {err}",
-                            lang.name(),
-                            p.display()
-                        ),
-                    )
-                    .hint(if *tool == "rust-analyzer" {
-                        "rustup component add rust-analyzer (or put a working rust-analyzer on the service's PATH)".to_owned()
-                    } else {
-                        format!("repair or replace {tool} on the service's PATH")
-                    }),
-                ),
-                None => out.push(
-                    check(
-                        S,
-                        Level::Warn,
-                        format!("{}: {tool} not found on the service's PATH", lang.name()),
-                    )
-                    .hint(format!(
-                        "install {tool} where the service looks (its PATH: {service_path}); \
-                         with the Nix modules, add it to extraPackages"
-                    )),
-                ),
-            }
-        }
+        language_checks(
+            lang,
+            &lookup,
+            "found by the service",
+            &format!(
+                "where the service looks (its PATH: {service_path}; with the Nix modules, \
+                 add it to extraPackages)"
+            ),
+            out,
+        );
     }
 }
 
@@ -472,31 +451,115 @@ fn local_tool_checks(
     langs: &std::collections::BTreeSet<probe::Language>,
     out: &mut Vec<Check>,
 ) {
-    const S: &str = "languages";
     let path = std::env::var_os("PATH");
+    // The same lookup the service makes for `tools`, in this process's environment.
+    let lookup = |tool: &str| {
+        crate::control::tools::lookup(tool, path.as_deref(), Some(root)).map(|p| (p, None))
+    };
     for lang in langs {
-        for tool in lang.tools() {
-            // The same lookup the service makes for `tools`, in this process's environment.
-            match crate::control::tools::lookup(tool, path.as_deref(), Some(root)) {
-                Some(p) => out.push(check(
+        language_checks(
+            *lang,
+            &lookup,
+            "this shell's PATH",
+            "on this shell's PATH",
+            out,
+        );
+    }
+}
+
+/// Where a tool was found and, when the service would not use it, the probe's complaint.
+type Lookup<'a> = dyn Fn(&str) -> Option<(PathBuf, Option<String>)> + 'a;
+
+/// One language's lines: per role (a job such as Python's type checking), the first of its
+/// tools found and usable, else "none: install X" with the command for this machine's
+/// package manager ([`super::checkers`]). `lookup` gives a tool's path and, when the service
+/// would not use it, the probe's complaint; `whose` says where it was looked up.
+fn language_checks(
+    lang: probe::Language,
+    lookup: &Lookup<'_>,
+    whose: &str,
+    install_where: &str,
+    out: &mut Vec<Check>,
+) {
+    const S: &str = "languages";
+    let packages = super::checkers::Packages::detect();
+    for role in lang.roles() {
+        let seen: Vec<(&str, PathBuf, Option<String>)> = role
+            .tools
+            .iter()
+            .filter_map(|t| lookup(t).map(|(p, e)| (*t, p, e)))
+            .collect();
+        if let Some((tool, p, _)) = seen.iter().find(|(_, _, e)| e.is_none()) {
+            out.push(if role.opt_in {
+                check(
+                    S,
+                    Level::Info,
+                    format!(
+                        "{}: {tool} at {} ({whose}), used only when enabled: `[plugin.lsp] enable = [\"{}\"]`",
+                        lang.name(),
+                        p.display(),
+                        super::checkers::server_name(tool),
+                    ),
+                )
+            } else {
+                check(
                     S,
                     Level::Ok,
+                    format!("{}: {tool} at {} ({whose})", lang.name(), p.display()),
+                )
+            });
+            continue;
+        }
+        if let Some((tool, p, Some(err))) = seen.first() {
+            out.push(
+                check(
+                    S,
+                    Level::Warn,
                     format!(
-                        "{}: {tool} at {} (this shell's PATH)",
+                        "{}: the service does not use {tool} at {}: {err}",
                         lang.name(),
                         p.display()
                     ),
-                )),
-                None => out.push(
-                    check(
-                        S,
-                        Level::Warn,
-                        format!("{}: {tool} not found on this shell's PATH", lang.name()),
-                    )
-                    .hint(format!("install {tool} for {} diagnostics", lang.name())),
-                ),
-            }
+                )
+                .hint(if *tool == "rust-analyzer" {
+                    "rustup component add rust-analyzer (or put a working rust-analyzer on the service's PATH)".to_owned()
+                } else {
+                    format!("repair or replace {tool} on the service's PATH")
+                }),
+            );
+            continue;
         }
+        let first = role.tools.first().copied().unwrap_or_default();
+        let command = super::checkers::install_command(first, packages);
+        if role.opt_in {
+            out.push(check(
+                S,
+                Level::Info,
+                format!(
+                    "{} {}: none by default ({first}, opt-in: `[plugin.lsp] enable = [\"{}\"]` once installed with `{command}`)",
+                    lang.name(),
+                    role.name,
+                    super::checkers::server_name(first),
+                ),
+            ));
+            continue;
+        }
+        let others = match role.tools.len() {
+            0 | 1 => String::new(),
+            _ => format!(" (or {})", role.tools[1..].join(", ")),
+        };
+        out.push(
+            check(
+                S,
+                Level::Warn,
+                format!(
+                    "{} {}: none: install {first}{others}: `{command}`",
+                    lang.name(),
+                    role.name
+                ),
+            )
+            .hint(format!("install {first} {install_where}")),
+        );
     }
 }
 

@@ -3,6 +3,7 @@
 //! from the templates in `packaging/`, placed where [`places`] says), and `openfiles doctor` ([`doctor`], using the
 //! read-only probes in [`probe`] and [`installed`]) reports what works and what to fix.
 
+pub mod checkers;
 pub mod doctor;
 pub mod install;
 pub mod installed;

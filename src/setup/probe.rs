@@ -21,31 +21,73 @@ pub const HOOK_MARKER: &str = "openfiles hook";
 pub enum Language {
     Python,
     TypeScript,
+    /// Files under an ESLint configuration (found by its file).
+    EsLint,
     C,
     Rust,
     Go,
+    Shell,
+    Json,
+    Yaml,
+    Toml,
+    Css,
+    Html,
+    Dockerfile,
+    Php,
 }
 
 impl Language {
+    pub const ALL: [Language; 14] = [
+        Language::Python,
+        Language::TypeScript,
+        Language::EsLint,
+        Language::C,
+        Language::Rust,
+        Language::Go,
+        Language::Shell,
+        Language::Json,
+        Language::Yaml,
+        Language::Toml,
+        Language::Css,
+        Language::Html,
+        Language::Dockerfile,
+        Language::Php,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Language::Python => "Python",
             Language::TypeScript => "TypeScript/JavaScript",
+            Language::EsLint => "ESLint",
             Language::C => "C/C++",
             Language::Rust => "Rust",
             Language::Go => "Go",
+            Language::Shell => "Shell",
+            Language::Json => "JSON",
+            Language::Yaml => "YAML",
+            Language::Toml => "TOML",
+            Language::Css => "CSS",
+            Language::Html => "HTML",
+            Language::Dockerfile => "Dockerfile",
+            Language::Php => "PHP",
         }
     }
 
-    /// The executables that give diagnostics for this language.
-    pub fn tools(self) -> &'static [&'static str] {
-        match self {
-            Language::Python => &["ruff", "pyright-langserver"],
-            Language::TypeScript => &["typescript-language-server", "tsc"],
-            Language::C => &["clangd"],
-            Language::Rust => &["cargo", "rust-analyzer"],
-            Language::Go => &["gopls"],
+    /// The jobs done for this language and the tools that can do each
+    /// ([`super::checkers::roles`]).
+    pub fn roles(self) -> &'static [super::checkers::Role] {
+        super::checkers::roles(self.name())
+    }
+
+    /// The executables that give diagnostics for this language (every role's, once each).
+    pub fn tools(self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for t in self.roles().iter().flat_map(|r| r.tools.iter()) {
+            if !out.contains(t) {
+                out.push(t);
+            }
         }
+        out
     }
 
     fn of_extension(ext: &str) -> Option<Language> {
@@ -55,6 +97,14 @@ impl Language {
             "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "m" | "mm" => Language::C,
             "rs" => Language::Rust,
             "go" => Language::Go,
+            "sh" | "bash" => Language::Shell,
+            "json" | "jsonc" => Language::Json,
+            "yaml" | "yml" => Language::Yaml,
+            "toml" => Language::Toml,
+            "css" | "scss" | "less" => Language::Css,
+            "html" | "htm" => Language::Html,
+            "dockerfile" => Language::Dockerfile,
+            "php" => Language::Php,
             _ => return None,
         })
     }
@@ -66,6 +116,9 @@ impl Language {
             "compile_commands.json" | "CMakeLists.txt" => Language::C,
             "Cargo.toml" => Language::Rust,
             "go.mod" => Language::Go,
+            "Dockerfile" | "Containerfile" => Language::Dockerfile,
+            "composer.json" => Language::Php,
+            n if n.starts_with("eslint.config.") || n.starts_with(".eslintrc") => Language::EsLint,
             _ => return None,
         })
     }

@@ -233,7 +233,7 @@ fn legacy_python(ws: &Path) -> std::path::PathBuf {
 fn five_old_problems_and_one_new_name_only_the_new_one() {
     let env = env_with(
         &["lsp"],
-        "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
+        "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\", \"ty\"]\n",
     );
     let ws = env.workspace("py");
     let m = legacy_python(&ws);
@@ -287,7 +287,7 @@ fn five_old_problems_and_one_new_name_only_the_new_one() {
 fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
     let env = env_with(
         &["lsp"],
-        "[hooks]\ntimeout_ms = 120000\nfeedback_scope = \"all\"\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
+        "[hooks]\ntimeout_ms = 120000\nfeedback_scope = \"all\"\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\", \"ty\"]\n",
     );
     let ws = env.workspace("py");
     let m = legacy_python(&ws);
@@ -307,7 +307,7 @@ fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
     // No repository: nothing is classified, and the feedback says why.
     let env = env_with(
         &["lsp"],
-        "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\"]\n",
+        "[hooks]\ntimeout_ms = 120000\n[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\", \"ty\"]\n",
     );
     let ws = env.workspace("plain");
     let m = ws.join("m.py");

@@ -103,12 +103,16 @@ fn doctor_reports_tools_hooks_and_plugins_and_fails_without_a_service() {
     );
     let go = common::packaging::have("gopls");
     assert!(
-        has(
-            &report,
-            "languages",
-            if go { "ok" } else { "warn" },
-            "Go: gopls"
-        ),
+        if go {
+            has(&report, "languages", "ok", "Go: gopls")
+        } else {
+            has(
+                &report,
+                "languages",
+                "warn",
+                "Go types: none: install gopls",
+            )
+        },
         "{report:#}"
     );
     assert!(
@@ -433,4 +437,67 @@ fn doctor_says_when_the_agent_itself_will_skip_the_hook() {
                 .contains("the hook is not trusted"),
         "{codex}"
     );
+}
+
+/// Each language present gets its checker, or "none: install X" with the command for this
+/// machine's package manager; a checker that is only used when enabled says so.
+#[test]
+fn doctor_lists_each_language_with_its_checker_or_how_to_install_one() {
+    let env = common::Env::new();
+    let ws = env.workspace("polyglot");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    for (f, text) in [
+        ("Dockerfile", "FROM alpine\n"),
+        ("deploy/app.yaml", "a: 1\n"),
+        ("web/site.css", "a {}\n"),
+        ("web/index.php", "<?php\n"),
+        ("Taskfile.toml", "a = 1\n"),
+    ] {
+        let p = ws.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    // A PATH holding only a YAML server (a stand-in script: doctor only looks it up).
+    let bin = env.dir.path().join("only-yaml");
+    script(&bin, "yaml-language-server", "exit 0");
+    let out = common::packaging::output(
+        env.command(&["doctor", "--json", "--workspace"])
+            .arg(&ws)
+            .env("HOME", env.dir.path())
+            .env("XDG_CONFIG_HOME", env.dir.path().join("config-home"))
+            .env("PATH", &bin),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let yaml = format!(
+        "YAML: yaml-language-server at {}/yaml-language-server",
+        bin.display()
+    );
+    assert!(has(&report, "languages", "ok", &yaml), "{report:#}");
+    for line in [
+        "Dockerfile lint: none: install docker-langserver: `npm install -g dockerfile-language-server-nodejs`",
+        "CSS lint: none: install vscode-css-language-server: `npm install -g vscode-langservers-extracted`",
+        "PHP types: none: install intelephense: `npm install -g intelephense`",
+    ] {
+        assert!(has(&report, "languages", "warn", line), "{line}: {report:#}");
+    }
+    // TOML's server is opt-in: told how to get it, not warned about.
+    assert!(
+        has(
+            &report,
+            "languages",
+            "info",
+            "TOML schema: none by default (taplo, opt-in"
+        ),
+        "{report:#}"
+    );
+    // Languages the workspace does not hold are not listed.
+    for absent in ["Python", "Go", "Rust"] {
+        assert!(
+            !checks(&report, "languages")
+                .iter()
+                .any(|c| c["message"].as_str().unwrap().starts_with(absent)),
+            "{absent}: {report:#}"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! The real plugin cdylibs (cargo-check, tsc) loaded by `openfiles plugin-host` children and
+//! The real plugin cdylibs (cargo-check, tsc, lsp) loaded by `openfiles plugin-host` children and
 //! driven through the manager, and `openfiles plugins` listing what it found.
 
 use crate::common;
@@ -209,6 +209,58 @@ async fn a_hanging_tsc_times_out_and_is_killed_with_its_children() {
         .await
         .expect("the hanging tool (or its child) was not killed after the cancel")
         .unwrap();
+    token.cancel();
+    m.wait_stopped().await;
+}
+
+/// The lsp plugin through the host claims files by name (`Dockerfile`, which has no
+/// extension) as well as by extension, and the languages of issue 33 answer through it: a
+/// Dockerfile, a YAML file against its schema file, a PHP script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lsp_through_the_host_checks_dockerfiles_yaml_and_php() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    std::fs::create_dir_all(ws.join("deploy")).unwrap();
+    let docker = ws.join("Dockerfile");
+    std::fs::write(&docker, "FROM alpine\nMAINTAINER me\nWORKDIR app\n").unwrap();
+    std::fs::write(
+        ws.join("deploy/schema.json"),
+        r#"{"type":"object","properties":{"replicas":{"type":"integer"}}}"#,
+    )
+    .unwrap();
+    let yaml = ws.join("deploy/app.yaml");
+    std::fs::write(
+        &yaml,
+        "# yaml-language-server: $schema=./schema.json\nreplicas: two\n",
+    )
+    .unwrap();
+    let php = ws.join("index.php");
+    std::fs::write(&php, "<?php\necho undefined_fn(1);\n").unwrap();
+
+    let (m, token) = manager(&[plugin("lsp")], &root.join("state")).await;
+    let codes = |r: &openfiles::plugin_host::CheckResponse| -> Vec<(u32, String)> {
+        r.files[0]
+            .items
+            .iter()
+            .map(|i| (i.line, i.message.clone()))
+            .collect()
+    };
+    for (file, line, words) in [
+        (&docker, 2, "MAINTAINER has been deprecated"),
+        (&yaml, 2, "Incorrect type. Expected \"integer\""),
+        (&php, 2, "Undefined function 'undefined_fn'"),
+    ] {
+        let lsp = m.plugins_for(file);
+        assert_eq!(lsp.len(), 1, "{file:?}: {:#?}", m.status_rows());
+        let r = m.check(lsp[0], request(&ws, file)).await.unwrap();
+        assert!(
+            codes(&r)
+                .iter()
+                .any(|(l, msg)| *l == line && msg.contains(words)),
+            "{file:?}: {r:#?}"
+        );
+    }
     token.cancel();
     m.wait_stopped().await;
 }

@@ -9,7 +9,9 @@
 //! publishDiagnostics for that version, the shared tool's measure) is printed too. Both
 //! edit the file the same way (append one or two newlines, alternately). Goals (issue 4): ruff p50 ≤ 50 ms,
 //! pyright and typescript-language-server p50 ≤ 500 ms, overhead ≤ 10 ms. Issue 19 adds
-//! tsgo (opt-in, enabled here), bash-language-server and gopls.
+//! tsgo (opt-in, enabled here), bash-language-server and gopls; issue 33 basedpyright, ty, ESLint,
+//! the JSON, CSS and YAML servers, docker-langserver and intelephense.
+//! `OPENFILES_BENCH_SERVERS=ty,eslint` runs only those.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 use openfiles_plugin_api::{CheckRequest, Init, Plugin};
@@ -95,6 +97,82 @@ const CASES: &[Case] = &[
         raw_cmd: &["clangd"],
         raw_mode: "push",
     },
+    Case {
+        server: "basedpyright",
+        file: "m.py",
+        lang: "python",
+        text: "import os\n\n\ndef f(x: int) -> int:\n    return undefined_name + x\n\n\ny: int = \"text\"\n",
+        extra: &[("pyproject.toml", "[tool.basedpyright]\ntypeCheckingMode = \"standard\"\n")],
+        raw_cmd: &["basedpyright-langserver", "--stdio"],
+        raw_mode: "pull",
+    },
+    Case {
+        server: "ty",
+        file: "m.py",
+        lang: "python",
+        text: "import os\n\n\ndef f(x: int) -> int:\n    return undefined_name + x\n\n\ny: int = \"text\"\n",
+        extra: &[("ty.toml", "[rules]\n")],
+        raw_cmd: &["ty", "server"],
+        raw_mode: "pull",
+    },
+    Case {
+        server: "eslint",
+        file: "m.js",
+        lang: "javascript",
+        text: "import { readFile } from \"node:fs\";\nlet count = 1;\nexport function f(arg) {\n  if (count == 1) console.log(missing);\n}\n",
+        extra: &[
+            ("package.json", r#"{"type":"module"}"#),
+            ("eslint.config.js", "export default [{rules: {\"no-unused-vars\": \"error\", \"no-undef\": \"error\", eqeqeq: \"warn\"}}];\n"),
+        ],
+        // A bare client cannot run it: the server needs the extension's settings.
+        raw_cmd: &["vscode-eslint-language-server", "--stdio"],
+        raw_mode: "none",
+    },
+    Case {
+        server: "json",
+        file: "m.json",
+        lang: "json",
+        text: "{\n  \"$schema\": \"./s.json\",\n  \"port\": \"80\",\n  \"extra\": 1\n}\n",
+        extra: &[("s.json", r#"{"properties":{"port":{"type":"integer"}},"additionalProperties":false}"#)],
+        raw_cmd: &["vscode-json-language-server", "--stdio"],
+        raw_mode: "pull",
+    },
+    Case {
+        server: "css",
+        file: "m.css",
+        lang: "css",
+        text: ".a { colr: red; }\n.b { }\n.c { width: 1px\n",
+        extra: &[],
+        raw_cmd: &["vscode-css-language-server", "--stdio"],
+        raw_mode: "pull",
+    },
+    Case {
+        server: "yaml",
+        file: "m.yaml",
+        lang: "yaml",
+        text: "# yaml-language-server: $schema=./s.json\nport: \"80\"\nextra: 1\n",
+        extra: &[("s.json", r#"{"properties":{"port":{"type":"integer"}},"additionalProperties":false}"#)],
+        raw_cmd: &["yaml-language-server", "--stdio"],
+        raw_mode: "push",
+    },
+    Case {
+        server: "dockerfile",
+        file: "Dockerfile",
+        lang: "dockerfile",
+        text: "FROM alpine\nMAINTAINER me\nWORKDIR app\nCMD [\"a\"]\nCMD [\"b\"]\n",
+        extra: &[],
+        raw_cmd: &["docker-langserver", "--stdio"],
+        raw_mode: "push",
+    },
+    Case {
+        server: "intelephense",
+        file: "m.php",
+        lang: "php",
+        text: "<?php\necho undefined_fn(1);\n$x = new NoSuchClass();\n",
+        extra: &[],
+        raw_cmd: &["intelephense", "--stdio"],
+        raw_mode: "push",
+    },
 ];
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -133,8 +211,23 @@ fn main() {
         "rust-analyzer",
         "gopls",
         "bash-language-server",
+        "ty",
+        "eslint",
+        "json",
+        "css",
+        "yaml",
+        "dockerfile",
+        "intelephense",
     ];
+    // OPENFILES_BENCH_SERVERS=ty,eslint runs those only.
+    let only = std::env::var("OPENFILES_BENCH_SERVERS").ok();
     for case in CASES {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|s| s == case.server))
+        {
+            continue;
+        }
         if openfiles_plugin_lsp::config::on_path(case.raw_cmd[0]).is_none() {
             println!("{:<28} skipped: {} not found", case.server, case.raw_cmd[0]);
             continue;
@@ -182,8 +275,12 @@ fn main() {
         let (p50, p95) = (pct(&warm, 0.5), pct(&warm, 0.95));
         drop(plugin);
         std::fs::write(&file, case.text).expect("write");
-        let raw_same = raw(case, case.raw_mode, &file);
-        let raw_push = if case.raw_mode == "push" {
+        let raw_same = if case.raw_mode == "none" {
+            None
+        } else {
+            raw(case, case.raw_mode, &file)
+        };
+        let raw_push = if case.raw_mode == "push" || case.raw_mode == "none" {
             None
         } else {
             raw(case, "push", &file)

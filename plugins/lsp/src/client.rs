@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 const METHOD_NOT_FOUND: i64 = -32601;
+const REQUEST_FAILED: i64 = -32803;
 
 /// The latest push for one file.
 #[derive(Debug, Clone)]
@@ -51,6 +52,10 @@ pub struct State {
     pub waited_active: HashMap<String, ()>,
     /// How many such progresses have begun.
     pub waited_begun: u64,
+    /// The server said it is indexing ([`ServerSpec::indexing`]) and has not said it ended.
+    pub indexing: bool,
+    /// [`State::seq`] when indexing last ended: only a push after it is complete.
+    pub indexed_at: u64,
 }
 
 /// Static facts from `initialize`.
@@ -159,6 +164,9 @@ impl Client {
             }
         };
         transport.notify("initialized", json!({}));
+        for (method, params) in &spec.after_initialized {
+            transport.notify(method, params.clone());
+        }
         if !spec.settings.is_null() {
             transport.notify(
                 "workspace/didChangeConfiguration",
@@ -534,6 +542,12 @@ fn answer_request(
             Ok(json!({"applied": false, "failureReason": "openfiles does not edit files"}))
         }
         "window/showDocument" => Ok(json!({"success": false})),
+        // A schema behind a URL (yaml-language-server and the JSON server ask the client for
+        // them): openfiles downloads nothing at check time.
+        "vscode/content" => Err((
+            REQUEST_FAILED,
+            "openfiles does not download schemas: name a schema file instead".into(),
+        )),
         _ => {
             tracing::debug!(server = %spec.name, method, "unknown server request");
             Err((
@@ -613,6 +627,14 @@ fn note(method: &str, params: Value, state: &Mutex<State>, spec: &ServerSpec) {
                 }
                 _ => {}
             }
+        }
+        m if spec.indexing.as_ref().is_some_and(|(begin, _)| begin == m) => {
+            state.lock().unwrap_or_else(|e| e.into_inner()).indexing = true;
+        }
+        m if spec.indexing.as_ref().is_some_and(|(_, end)| end == m) => {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.indexing = false;
+            s.indexed_at = s.seq;
         }
         "window/logMessage" | "window/showMessage" => {
             let msg = params

@@ -72,6 +72,8 @@ pub struct ServerOverride {
     pub args: Option<Vec<String>>,
     /// File extensions without the dot.
     pub extensions: Option<Vec<String>>,
+    /// Exact file names handled whatever their extension (`Dockerfile`).
+    pub file_names: Option<Vec<String>>,
     /// Language id per extension (`{"h" = "cpp"}`); unlisted extensions use the usual ids.
     pub language_ids: Option<BTreeMap<String, String>>,
     pub root_markers: Option<Vec<String>>,
@@ -87,6 +89,9 @@ pub struct ServerOverride {
     /// clangd its compile database): with `share_servers`, one instance rooted at the
     /// workspace serves every project root, whatever workspace-folder support it announces.
     pub finds_projects: Option<bool>,
+    /// Used only for files inside a project (a root marker found between the file and the
+    /// workspace): ESLint without an ESLint configuration has nothing to say.
+    pub needs_project: Option<bool>,
 }
 
 /// How a server's results are obtained.
@@ -106,6 +111,8 @@ pub struct ServerSpec {
     pub command: String,
     pub args: Vec<String>,
     pub extensions: Vec<String>,
+    /// Exact file names handled whatever their extension.
+    pub file_names: Vec<String>,
     pub language_ids: BTreeMap<String, String>,
     pub root_markers: Vec<String>,
     pub initialization_options: Option<Value>,
@@ -123,6 +130,22 @@ pub struct ServerSpec {
     /// Runs code the project brings (rust-analyzer: build scripts, proc macros): started
     /// only in workspaces the user trusts.
     pub runs_project_code: bool,
+    /// Used only for files inside a project ([`ServerOverride::needs_project`]).
+    pub needs_project: bool,
+    /// Notifications sent once after `initialized` (yaml-language-server's
+    /// `yaml/registerContentRequest`, which makes it ask the client for http schemas, and
+    /// openfiles declines: no download at check time).
+    pub after_initialized: Vec<(String, Value)>,
+    /// Custom notifications the server sends around its indexing (intelephense's
+    /// `indexingStarted`/`indexingEnded`): while indexing, its pushes are incomplete, and
+    /// only a push after the end counts.
+    pub indexing: Option<(String, String)>,
+    /// One of several servers doing the same job on a file (`python-types`: pyright,
+    /// basedpyright, ty): only one of a group checks a file ([`ServerSpec::claims`]).
+    pub group: Option<String>,
+    /// Markers by which a project asks for this member of its group (`[tool.ty]`); without
+    /// any, the first member found in table order is used.
+    pub claims: Vec<String>,
 }
 
 fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str]) -> ServerSpec {
@@ -132,6 +155,7 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         command: command.into(),
         args: s(args),
         extensions: s(exts),
+        file_names: Vec::new(),
         language_ids: BTreeMap::new(),
         root_markers: s(markers),
         initialization_options: None,
@@ -143,6 +167,11 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         opt_in: false,
         finds_projects: false,
         runs_project_code: false,
+        needs_project: false,
+        after_initialized: Vec::new(),
+        indexing: None,
+        group: None,
+        claims: Vec::new(),
     }
 }
 
@@ -182,6 +211,38 @@ pub fn builtin() -> Vec<ServerSpec> {
     ra.probe = Some(vec!["--version".into()]);
     ra.runs_project_code = true;
     ra.wait_for_progress = vec!["cargo check".into(), "flycheck".into()];
+    let mut pyright = spec(
+        "pyright",
+        "pyright-langserver",
+        &["--stdio"],
+        &py,
+        &["pyrightconfig.json", "pyproject.toml[tool.pyright]"],
+    );
+    pyright.group = Some(PYTHON_TYPES.into());
+    let mut basedpyright = spec(
+        "basedpyright",
+        "basedpyright-langserver",
+        &["--stdio"],
+        &py,
+        &[
+            "pyrightconfig.json",
+            "pyproject.toml[tool.basedpyright]",
+            "pyproject.toml[tool.pyright]",
+        ],
+    );
+    basedpyright.group = Some(PYTHON_TYPES.into());
+    basedpyright.claims = vec!["pyproject.toml[tool.basedpyright]".into()];
+    // Astral's checker (PyPI `ty`): pull diagnostics; a project configures it in ty.toml or
+    // [tool.ty], which is also how a project asks for it over pyright.
+    let mut ty = spec(
+        "ty",
+        "ty",
+        &["server"],
+        &py,
+        &["ty.toml", "pyproject.toml[tool.ty]"],
+    );
+    ty.group = Some(PYTHON_TYPES.into());
+    ty.claims = vec!["ty.toml".into(), "pyproject.toml[tool.ty]".into()];
     let mut all = vec![
         spec(
             "ruff",
@@ -193,26 +254,12 @@ pub fn builtin() -> Vec<ServerSpec> {
         // A pyproject.toml is a pyright project only with a [tool.pyright] table: packages
         // without one are checked in the enclosing project, one program for all of them
         // (each workspace folder is a whole program in pyright, ~0.3 s and ~20 MiB apiece).
-        spec(
-            "pyright",
-            "pyright-langserver",
-            &["--stdio"],
-            &py,
-            &["pyrightconfig.json", "pyproject.toml[tool.pyright]"],
-        ),
-        spec(
-            "basedpyright",
-            "basedpyright-langserver",
-            &["--stdio"],
-            &py,
-            &[
-                "pyrightconfig.json",
-                "pyproject.toml[tool.basedpyright]",
-                "pyproject.toml[tool.pyright]",
-            ],
-        ),
+        pyright,
+        basedpyright,
+        ty,
         tsls,
         tsgo,
+        eslint(&ts),
         {
             // clangd looks up each file's compile database and .clangd in its parent folders.
             let mut clangd = spec(
@@ -235,6 +282,8 @@ pub fn builtin() -> Vec<ServerSpec> {
             &[],
         ),
     ];
+    all.extend(data_languages());
+    all.extend(untested());
     for s in &mut all {
         s.node_package = matches!(
             s.name.as_str(),
@@ -243,9 +292,207 @@ pub fn builtin() -> Vec<ServerSpec> {
                 | "typescript-language-server"
                 | "tsgo"
                 | "bash-language-server"
+                | "eslint"
         );
     }
     all
+}
+
+/// The group of Python type checkers: one of pyright, basedpyright and ty checks a file.
+pub const PYTHON_TYPES: &str = "python-types";
+
+/// ESLint through `vscode-eslint-language-server` (npm `vscode-langservers-extracted`). It
+/// loads the project's ESLint configuration, which is JavaScript: a program the repository
+/// brings, so only in workspaces the user trusts, and only for files under an ESLint
+/// configuration. The ESLint library is the project's (`node_modules/eslint`), else the one
+/// npm installed globally (`packageManager`).
+fn eslint(ts: &[&str]) -> ServerSpec {
+    let mut s = spec(
+        "eslint",
+        "vscode-eslint-language-server",
+        &["--stdio"],
+        ts,
+        &[
+            "eslint.config.js",
+            "eslint.config.mjs",
+            "eslint.config.cjs",
+            "eslint.config.ts",
+            "eslint.config.mts",
+            "eslint.config.cts",
+            ".eslintrc.js",
+            ".eslintrc.cjs",
+            ".eslintrc.json",
+            ".eslintrc.yaml",
+            ".eslintrc.yml",
+            ".eslintrc",
+        ],
+    );
+    s.runs_project_code = true;
+    s.needs_project = true;
+    // The settings the VS Code extension sends (the server asks for them per file, section
+    // ""): validate on type, problems in full, no code actions, the file's folder as the
+    // working directory (so its nearest configuration applies).
+    s.settings = serde_json::json!({
+        "validate": "on",
+        "run": "onType",
+        "packageManager": "npm",
+        "useESLintClass": false,
+        "useFlatConfig": null,
+        "experimental": {},
+        "codeAction": {
+            "disableRuleComment": {"enable": false, "location": "separateLine", "commentStyle": "line"},
+            "showDocumentation": {"enable": false},
+        },
+        "codeActionOnSave": {"enable": false, "mode": "all"},
+        "format": false,
+        "quiet": false,
+        "onIgnoredFiles": "off",
+        "options": {},
+        "rulesCustomizations": [],
+        "problems": {"shortenToSingleLine": false},
+        "nodePath": null,
+        "workingDirectory": {"mode": "location"},
+        "timeBudget": {"onValidation": {"warn": 8000, "error": 15000}, "onFixes": {"warn": 3000, "error": 6000}},
+    });
+    s
+}
+
+/// JSON, CSS, YAML, Dockerfiles and PHP: servers that check one file at a time, offline.
+/// Schemas are the ones a file names (`$schema`, `# yaml-language-server: $schema=`) or the
+/// user configures (`settings.json.schemas`, `settings.yaml.schemas`) and that are files:
+/// a schema behind http(s) is never downloaded (JSON: `schemaDownload` off, and only `file`
+/// handled by the server itself; YAML: schema store off, and http schemas asked of the
+/// client, which declines).
+fn data_languages() -> Vec<ServerSpec> {
+    use serde_json::json;
+    let mut json = spec(
+        "json",
+        "vscode-json-language-server",
+        &["--stdio"],
+        &["json", "jsonc"],
+        &[],
+    );
+    json.initialization_options = Some(json!({
+        "provideFormatter": false,
+        "handledSchemaProtocols": ["file"],
+    }));
+    json.settings = json!({
+        "json": {"validate": {"enable": true}, "schemaDownload": {"enable": false},
+                 "format": {"enable": false}, "schemas": []},
+        "http": {"proxyStrictSSL": true},
+    });
+    let mut css = spec(
+        "css",
+        "vscode-css-language-server",
+        &["--stdio"],
+        &["css", "scss", "less"],
+        &[],
+    );
+    css.settings = json!({
+        "css": {"validate": true},
+        "scss": {"validate": true},
+        "less": {"validate": true},
+    });
+    let mut yaml = spec(
+        "yaml",
+        "yaml-language-server",
+        &["--stdio"],
+        &["yaml", "yml"],
+        &[],
+    );
+    yaml.settings = json!({
+        "yaml": {"validate": true, "schemaStore": {"enable": false}, "schemas": {},
+                 "format": {"enable": false}, "hover": false, "completion": false},
+        "http": {"proxyStrictSSL": true},
+        "[yaml]": {},
+        "editor": {},
+        "files": {},
+    });
+    yaml.after_initialized = vec![(
+        "yaml/registerContentRequest".into(),
+        serde_json::Value::Null,
+    )];
+    let mut docker = spec(
+        "dockerfile",
+        "docker-langserver",
+        &["--stdio"],
+        &["dockerfile"],
+        &[],
+    );
+    docker.file_names = vec!["Dockerfile".into(), "Containerfile".into()];
+    let mut php = spec(
+        "intelephense",
+        "intelephense",
+        &["--stdio"],
+        &["php"],
+        &["composer.json"],
+    );
+    php.indexing = Some(("indexingStarted".into(), "indexingEnded".into()));
+    php.settings = json!({"intelephense": {"telemetry": {"enabled": false}}});
+    vec![json, css, yaml, docker, php]
+}
+
+/// Servers openfiles knows but no test has run here (they cannot be installed from the
+/// registries this project uses, or their LSP build is not published there): opt-in, each
+/// marked untested in the README.
+fn untested() -> Vec<ServerSpec> {
+    let mut v = vec![
+        // Even Better TOML's server; the PyPI and npm builds of taplo leave the LSP out.
+        {
+            let mut t = spec(
+                "taplo",
+                "taplo",
+                &["lsp", "stdio"],
+                &["toml"],
+                &[".taplo.toml", "taplo.toml"],
+            );
+            t.settings = serde_json::json!({
+                "evenBetterToml": {"schema": {"enabled": true, "catalogs": [], "associations": {}}},
+            });
+            t
+        },
+        // Validates only the CSS and JavaScript embedded in HTML.
+        spec(
+            "html",
+            "vscode-html-language-server",
+            &["--stdio"],
+            &["html", "htm"],
+            &[],
+        ),
+        spec(
+            "jdtls",
+            "jdtls",
+            &[],
+            &["java"],
+            &[
+                "pom.xml",
+                "build.gradle",
+                "build.gradle.kts",
+                "settings.gradle",
+                ".project",
+            ],
+        ),
+        spec("csharp-ls", "csharp-ls", &[], &["cs"], &["global.json"]),
+        spec("ruby-lsp", "ruby-lsp", &[], &["rb"], &["Gemfile"]),
+        spec(
+            "kotlin-language-server",
+            "kotlin-language-server",
+            &[],
+            &["kt", "kts"],
+            &["settings.gradle.kts", "build.gradle.kts", "pom.xml"],
+        ),
+        spec(
+            "sourcekit-lsp",
+            "sourcekit-lsp",
+            &[],
+            &["swift"],
+            &["Package.swift"],
+        ),
+    ];
+    for s in &mut v {
+        s.opt_in = true;
+    }
+    v
 }
 
 /// Parse the plugin's JSON config (`null` means defaults).
@@ -308,6 +555,12 @@ impl Config {
             if let Some(f) = o.finds_projects {
                 s.finds_projects = f;
             }
+            if let Some(f) = &o.file_names {
+                s.file_names = f.clone();
+            }
+            if let Some(n) = o.needs_project {
+                s.needs_project = n;
+            }
         }
         for name in &self.enable {
             if !out.iter().any(|s| &s.name == name) {
@@ -327,10 +580,38 @@ impl Config {
     }
 }
 
-/// The language id for a file extension.
-pub fn language_id(spec: &ServerSpec, ext: &str) -> String {
+/// JSON files that allow comments (as editors treat them).
+const JSONC_NAMES: &[&str] = &[
+    "tsconfig.json",
+    "jsconfig.json",
+    ".eslintrc.json",
+    "devcontainer.json",
+    ".devcontainer.json",
+    "settings.json",
+    "launch.json",
+    "tasks.json",
+    "extensions.json",
+    "keybindings.json",
+];
+
+/// The language id of a file (by extension; `Dockerfile` and commented JSON by name).
+pub fn language_id(spec: &ServerSpec, path: &Path) -> String {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     if let Some(id) = spec.language_ids.get(ext) {
         return id.clone();
+    }
+    if spec.file_names.iter().any(|f| f == name) && spec.name == "dockerfile" {
+        return "dockerfile".into();
+    }
+    if ext == "json" && (JSONC_NAMES.contains(&name) || name.starts_with("tsconfig.")) {
+        return "jsonc".into();
     }
     match ext {
         "py" | "pyi" => "python",
@@ -343,6 +624,11 @@ pub fn language_id(spec: &ServerSpec, ext: &str) -> String {
         "rs" => "rust",
         "go" => "go",
         "sh" | "bash" => "shellscript",
+        "yml" => "yaml",
+        "htm" => "html",
+        "kt" | "kts" => "kotlin",
+        "rb" => "ruby",
+        "cs" => "csharp",
         other => other,
     }
     .to_owned()

@@ -11,6 +11,8 @@
 //!    older one. Unversioned pushes are followed by a quiet window (`quiet_ms`) during which a
 //!    further push replaces the result (servers like typescript-language-server publish
 //!    syntactic and semantic results separately).
+//!    A server that announces its indexing (intelephense) is waited for: a push counts only
+//!    once indexing is over and after it ended.
 //! 4. Servers with `wait_for_progress` (rust-analyzer's flycheck) are final only once such a
 //!    progress has begun after our save and none is active.
 //!
@@ -487,11 +489,17 @@ async fn wait_push(
             if watch_pull && !s.pull_registrations.is_empty() {
                 return Ok(Waited::PullRegistered);
             }
-            s.pushes.get(path).and_then(|p| match p.version {
-                Some(v) if v >= version => Some((p.seq, true)),
-                None if p.seq > mark => Some((p.seq, false)),
-                _ => None,
-            })
+            // While the server indexes (intelephense), its pushes lack what the index
+            // brings: only a push after indexing ended is complete.
+            let indexed = !s.indexing;
+            s.pushes
+                .get(path)
+                .filter(|p| indexed && p.seq > s.indexed_at)
+                .and_then(|p| match p.version {
+                    Some(v) if v >= version => Some((p.seq, true)),
+                    None if p.seq > mark => Some((p.seq, false)),
+                    _ => None,
+                })
         };
         if let Some(f) = fresh {
             break f;

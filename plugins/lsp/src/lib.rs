@@ -84,7 +84,17 @@ impl Plugin for LspPlugin {
     fn create(init: Init) -> Result<(Self, Capabilities), String> {
         init_logging();
         let config = config::parse(&init.config)?;
-        let servers = config.servers()?;
+        let mut servers = config.servers()?;
+        for s in servers.iter_mut().filter(|s| s.name == "intelephense") {
+            // Its index cache goes to the plugin's state folder, not the system's temp folder.
+            if s.initialization_options.is_none() {
+                let store = init.state_dir.join("intelephense");
+                s.initialization_options = Some(serde_json::json!({
+                    "storagePath": store.join("workspaces"),
+                    "globalStoragePath": store.join("global"),
+                }));
+            }
+        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("lsp-plugin")
@@ -107,6 +117,13 @@ impl Plugin for LspPlugin {
             .collect();
         extensions.sort();
         extensions.dedup();
+        let mut file_names: Vec<String> = servers
+            .iter()
+            .filter(|s| resolver.find(s, &here, &here, false).is_some())
+            .flat_map(|s| s.file_names.clone())
+            .collect();
+        file_names.sort();
+        file_names.dedup();
         let mut project_markers: Vec<String> = servers
             .iter()
             .flat_map(|s| s.root_markers.clone())
@@ -115,7 +132,7 @@ impl Plugin for LspPlugin {
         project_markers.dedup();
         let caps = Capabilities {
             extensions,
-            file_names: Vec::new(),
+            file_names,
             project_markers,
             project_wide: false,
             notes: Vec::new(),
@@ -171,6 +188,59 @@ impl Plugin for LspPlugin {
 }
 
 openfiles_plugin_api::export_plugin!(LspPlugin);
+
+/// Whether `spec` is for this file (by extension or exact file name).
+fn handles(spec: &ServerSpec, ext: &str, name: &str) -> bool {
+    (!ext.is_empty() && spec.extensions.iter().any(|e| e == ext))
+        || spec.file_names.iter().any(|n| n == name)
+}
+
+/// Whether one of `spec`'s root markers is in a folder from `file`'s up to the workspace.
+fn in_project(spec: &ServerSpec, file: &Path, workspace: &Path) -> bool {
+    has_marker(&spec.root_markers, file, workspace)
+}
+
+fn has_marker(markers: &[String], file: &Path, workspace: &Path) -> bool {
+    file.ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(workspace))
+        .any(|d| {
+            markers
+                .iter()
+                .any(|m| openfiles_plugin_api::markers::present(d, m))
+        })
+}
+
+/// One server per group for a file: the first (in table order) whose `claims` the project
+/// makes (`[tool.ty]` asks for ty), else the first found. pyright, basedpyright and ty
+/// would report the same type errors in different words.
+fn pick_per_group(grouped: Vec<Job>, file: &Path, workspace: &Path) -> Vec<Job> {
+    let claimed =
+        |j: &Job| !j.spec.claims.is_empty() && has_marker(&j.spec.claims, file, workspace);
+    let mut chosen: Vec<usize> = Vec::new();
+    for (i, j) in grouped.iter().enumerate() {
+        let g = &j.spec.group;
+        let members = || {
+            grouped
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| &o.spec.group == g)
+        };
+        let pick = members()
+            .find(|(_, o)| claimed(o))
+            .or_else(|| members().next())
+            .map(|(k, _)| k);
+        if pick == Some(i) {
+            chosen.push(i);
+        }
+    }
+    grouped
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| chosen.contains(i))
+        .map(|(_, j)| j)
+        .collect()
+}
 
 /// Send this library's `tracing` events (server stderr lines, restarts, timeouts) to stderr,
 /// which the plugin host forwards to the service log. Loaded as a cdylib, the plugin has its
@@ -293,26 +363,19 @@ impl Inner {
     fn jobs(&self, workspace: &Path, files: &[PathBuf], trusted: bool) -> Vec<Job> {
         let mut jobs = Vec::new();
         for (i, f) in files.iter().enumerate() {
-            let Some(ext) = f.extension().and_then(|e| e.to_str()) else {
-                continue;
-            };
-            let mut python_checker = false;
-            for spec in self
-                .servers
-                .iter()
-                .filter(|s| s.extensions.iter().any(|e| e == ext))
-            {
-                // basedpyright stands in for pyright only when pyright is absent.
-                let is_pyright = spec.name == "pyright" || spec.name == "basedpyright";
-                if is_pyright && python_checker {
+            let ext = f.extension().and_then(|e| e.to_str()).unwrap_or_default();
+            let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            // Servers of a group (the Python type checkers) found for this file, in order.
+            let mut grouped: Vec<Job> = Vec::new();
+            for spec in self.servers.iter().filter(|s| handles(s, ext, name)) {
+                if spec.runs_project_code && !trusted {
                     continue;
                 }
-                if spec.runs_project_code && !trusted {
+                if spec.needs_project && !in_project(spec, f, workspace) {
                     continue;
                 }
                 let root = config::project_root(spec, f, workspace);
                 if let Some(exe) = self.resolver.find(spec, &root, workspace, trusted) {
-                    python_checker |= is_pyright;
                     // A server that finds each file's project itself is rooted at the
                     // workspace, as in an editor window (and so takes the TypeScript the
                     // workspace resolves) — unless the project brings its own server.
@@ -324,15 +387,21 @@ impl Inner {
                     } else {
                         root
                     };
-                    jobs.push(Job {
+                    let job = Job {
                         file: i,
                         spec: spec.clone(),
                         exe,
                         root,
                         workspace: workspace.to_path_buf(),
-                    });
+                    };
+                    if spec.group.is_some() {
+                        grouped.push(job);
+                    } else {
+                        jobs.push(job);
+                    }
                 }
             }
+            jobs.extend(pick_per_group(grouped, f, workspace));
         }
         jobs
     }
@@ -536,12 +605,7 @@ impl Inner {
         deadline: Instant,
         given: Option<Arc<str>>,
     ) -> Vec<Item> {
-        let lang = config::language_id(
-            &job.spec,
-            path.extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or_default(),
-        );
+        let lang = config::language_id(&job.spec, path);
         let name = &job.spec.name;
         let timed_out = || {
             vec![Item::note(

@@ -580,6 +580,34 @@ async fn a_file_edited_again_by_the_session_is_no_longer_owed() {
     assert_eq!(b.handle.status().await.owed, 0);
 }
 
+/// A source that handles several kinds of file (the lsp plugin: a JSON server for
+/// `package.json`, a TypeScript one for `.ts`) gets one warm-up file per kind: the shallowest
+/// file alone would leave the TypeScript server cold.
+#[tokio::test(start_paused = true)]
+async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
+    let mut b = Bench::start(
+        vec![
+            (per_file(0, "lsp"), "ts"),
+            (per_file(0, "lsp"), "json"),
+            (project_wide(1, "tsc", &["package.json"]), "ts"),
+        ],
+        &["package.json", "tsconfig.json", "src/d.ts", "src/e.ts"],
+    );
+    assert!(b.handle.warm().await);
+    settle().await;
+    let calls = b.calls.take();
+    let mut seen: Vec<_> = calls.iter().map(|c| (c.source, c.names())).collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![(0, vec!["d.ts".into()]), (0, vec!["package.json".into()])],
+        "one file per kind, tsc left alone"
+    );
+    for c in calls {
+        c.clean();
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_warm_up_checks_one_shallow_file_per_server_and_leaves_no_session() {
     let mut b = Bench::start(

@@ -9,7 +9,10 @@
 //! sources (cargo, tsc) are left alone: they keep no server to warm, and a run is real work.
 //! The representative file is the shallowest one the path policy lets a checker read (never
 //! a sensitive or ignored file), found by a bounded walk that skips hidden and vendored
-//! folders. One warm-up per workspace at a time.
+//! folders — one per kind of file (extension, or name for files without one) a source
+//! handles: the lsp source runs a different server for `package.json`, a `Dockerfile` and
+//! `src/app.ts`, and the shallowest file alone would warm the JSON server and leave the
+//! TypeScript one cold. One warm-up per workspace at a time.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,9 +79,10 @@ impl Pipeline {
     }
 }
 
-/// Per per-file source, the first file (breadth first) it handles that a checker may read.
+/// Per per-file source and kind of file, the first file (breadth first) of that kind it
+/// handles that a checker may read.
 fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo, PathBuf)> {
-    let mut picks: BTreeMap<usize, (SourceInfo, PathBuf)> = BTreeMap::new();
+    let mut picks: BTreeMap<(usize, String), (SourceInfo, PathBuf)> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
     let mut seen = 0;
     while let Some((dir, depth)) = queue.pop_front() {
@@ -104,10 +108,14 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
             if !kind.is_file() {
                 continue;
             }
+            let kind = match Path::new(&*name).extension() {
+                Some(ext) => ext.to_string_lossy().into_owned(),
+                None => name.clone().into_owned(),
+            };
             let sources: Vec<SourceInfo> = checker
                 .sources_for(&e.path())
                 .into_iter()
-                .filter(|s| !s.project_wide && !picks.contains_key(&s.id))
+                .filter(|s| !s.project_wide && !picks.contains_key(&(s.id, kind.clone())))
                 .collect();
             if sources.is_empty() {
                 continue;
@@ -116,7 +124,7 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 continue;
             };
             for s in sources {
-                picks.insert(s.id, (s, path.clone()));
+                picks.insert((s.id, kind.clone()), (s, path.clone()));
             }
         }
     }

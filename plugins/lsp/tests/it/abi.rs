@@ -25,7 +25,7 @@ fn the_cdylib_checks_a_file_through_the_c_abi() {
     let ws = dir.path().canonicalize().expect("canonical");
     let file = ws.join("m.py");
     std::fs::write(&file, "import os\n").expect("write");
-    let init = json!({"config": {"disable": ["pyright", "basedpyright"]}, "stateDir": ws, "hostVersion": "t"});
+    let init = json!({"config": {"disable": ["pyright", "basedpyright", "ty"]}, "stateDir": ws, "hostVersion": "t"});
     let (inst, caps) = lib.create(init.to_string().as_bytes()).expect("create");
     let caps: Value = serde_json::from_slice(&caps).expect("caps json");
     let exts = caps["extensions"].as_array().expect("extensions");

@@ -16,7 +16,7 @@ fn swap_for_symlink(path: &std::path::Path, target: &std::path::Path) {
 
 #[test]
 fn a_file_swapped_for_a_symlink_is_never_read_through_it() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"]}));
+    let env = Env::new(json!({"disable": ["pyright", "basedpyright", "ty"]}));
     let secret = env.ws.parent().unwrap().join("secret.py");
     std::fs::write(&secret, format!("token = {MARK}\n")).unwrap();
     let a = env.write("pkg/a.py", "import os\n");
@@ -71,7 +71,7 @@ fn a_file_swapped_for_a_symlink_is_never_read_through_it() {
 /// A FIFO named like a source file neither blocks the plugin nor is read.
 #[test]
 fn a_fifo_is_refused_without_blocking() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"]}));
+    let env = Env::new(json!({"disable": ["pyright", "basedpyright", "ty"]}));
     let fifo = env.ws.join("pipe.py");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.

@@ -27,7 +27,8 @@ fn is_zombie(pid: u32) -> bool {
 #[test]
 fn one_server_per_project_root_and_all_stop_on_destroy() {
     // Per-root mode (`share_servers = false`); shared servers are tested in monorepo.rs.
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "share_servers": false}));
+    let env =
+        Env::new(json!({"disable": ["pyright", "basedpyright", "ty"], "share_servers": false}));
     env.write("a/pyproject.toml", "[project]\nname = \"a\"\n");
     let a1 = env.write("a/one.py", "import os\n");
     let a2 = env.write("a/two.py", "import sys\n");
@@ -51,7 +52,8 @@ fn one_server_per_project_root_and_all_stop_on_destroy() {
 
 #[test]
 fn an_idle_server_stops_and_the_next_check_starts_it_again() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "idle_timeout_ms": 300}));
+    let env =
+        Env::new(json!({"disable": ["pyright", "basedpyright", "ty"], "idle_timeout_ms": 300}));
     let file = env.write("one.py", "import os\n");
     assert_eq!(
         all(&env.check(&file, 30_000)),

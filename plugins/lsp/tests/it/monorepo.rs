@@ -201,7 +201,8 @@ fn packages_without_a_pyright_table_share_one_program_and_keep_their_imports() {
 
 #[test]
 fn a_removed_package_and_an_idle_one_leave_the_servers_folders() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "idle_timeout_ms": 2_000}));
+    let env =
+        Env::new(json!({"disable": ["pyright", "basedpyright", "ty"], "idle_timeout_ms": 2_000}));
     let files = three_packages(&env);
     let ruff = ruff_expected(&env);
     for (i, f) in files.iter().enumerate() {
@@ -241,7 +242,8 @@ fn a_removed_package_and_an_idle_one_leave_the_servers_folders() {
 
 #[test]
 fn per_root_mode_keeps_one_server_per_package() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"], "share_servers": false}));
+    let env =
+        Env::new(json!({"disable": ["pyright", "basedpyright", "ty"], "share_servers": false}));
     let files = three_packages(&env);
     let ruff = ruff_expected(&env);
     for (i, f) in files.iter().enumerate() {
@@ -297,7 +299,7 @@ fn a_server_without_workspace_folder_support_gets_one_instance_per_root() {
 #[test]
 fn the_instance_limit_stops_the_least_recently_used_server() {
     let env = Env::new(json!({
-        "disable": ["pyright", "basedpyright"], "share_servers": false, "max_servers": 2,
+        "disable": ["pyright", "basedpyright", "ty"], "share_servers": false, "max_servers": 2,
     }));
     let files = three_packages(&env);
     let ruff = ruff_expected(&env);
@@ -326,7 +328,7 @@ fn the_instance_limit_stops_the_least_recently_used_server() {
 fn the_memory_limit_stops_the_least_recently_used_server() {
     // 1 MiB: any two servers are over it, the most recently used one is always kept.
     let env = Env::new(json!({
-        "disable": ["pyright", "basedpyright"], "share_servers": false, "max_memory_mib": 1,
+        "disable": ["pyright", "basedpyright", "ty"], "share_servers": false, "max_memory_mib": 1,
     }));
     let files = three_packages(&env);
     let ruff = ruff_expected(&env);

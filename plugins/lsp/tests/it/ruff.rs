@@ -9,7 +9,7 @@ const GOOD: &str = "def f(x: int) -> int:\n    return x\n";
 
 #[test]
 fn ruff_server_gives_fresh_results_like_the_cli() {
-    let env = Env::new(json!({"disable": ["pyright", "basedpyright"]}));
+    let env = Env::new(json!({"disable": ["pyright", "basedpyright", "ty"]}));
     let file = env.write("pkg/mod.py", BAD);
 
     let items = env.check(&file, 30_000);

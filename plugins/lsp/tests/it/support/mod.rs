@@ -60,10 +60,19 @@ impl Env {
         self.check_with(file, &[], timeout_ms)
     }
 
+    /// Check one file in a workspace the user does not trust.
+    pub fn check_untrusted(&self, file: &Path, timeout_ms: u64) -> Vec<Item> {
+        self.check_as(file, &[], timeout_ms, false)
+    }
+
     /// Check one file, naming other session files in `also_report`.
     pub fn check_with(&self, file: &Path, also: &[PathBuf], timeout_ms: u64) -> Vec<Item> {
+        self.check_as(file, also, timeout_ms, true)
+    }
+
+    fn check_as(&self, file: &Path, also: &[PathBuf], timeout_ms: u64, trusted: bool) -> Vec<Item> {
         let req = CheckRequest {
-            trusted: true,
+            trusted,
             id: IDS.fetch_add(1, Ordering::Relaxed),
             workspace: self.ws.clone(),
             files: vec![file.to_path_buf()],
@@ -218,4 +227,69 @@ pub fn gone(pid: u32) -> bool {
 /// Expected `(line, code)` pairs, written briefly: `e(&[(5, "F821")])`.
 pub fn e(v: &[(u32, &str)]) -> Vec<(u32, String)> {
     v.iter().map(|(l, c)| (*l, c.to_string())).collect()
+}
+
+/// (line, kind) of the schema errors among `items` (the servers' JSON-schema messages as the
+/// failing keyword), sorted: what `tests/fixtures/schema_check.py` prints for the same file.
+pub fn schema_kinds(items: &[Item]) -> Vec<(u32, String)> {
+    let kind = |m: &str| {
+        let k = if m.starts_with("Incorrect type") {
+            "type"
+        } else if m.starts_with("Missing property") {
+            "required"
+        } else if m.starts_with("Property ") && m.ends_with("is not allowed.") {
+            "additionalProperties"
+        } else if m.starts_with("Value is below the minimum") {
+            "minimum"
+        } else if m.starts_with("Value is not accepted") {
+            "enum"
+        } else {
+            return None;
+        };
+        Some(k.to_owned())
+    };
+    let mut v: Vec<_> = items
+        .iter()
+        .filter_map(|i| kind(&i.message).map(|k| (i.line, k)))
+        .collect();
+    v.sort();
+    v
+}
+
+/// What python-jsonschema says of `doc` against `schema` (paths relative to `dir`):
+/// (line, failing keyword), sorted.
+pub fn schema_cli(dir: &Path, schema: &str, doc: &str) -> Vec<(u32, String)> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/schema_check.py"
+    );
+    let out = run(dir, "python3", &[script, schema, doc]);
+    let v: Vec<(u32, String)> =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("schema_check: {e}: {out:?}"));
+    v
+}
+
+/// A local listener that counts the connections made to it: a schema URL pointing here
+/// shows whether a server tried to download it.
+pub struct Trap {
+    pub listener: std::net::TcpListener,
+    pub url: String,
+}
+
+impl Trap {
+    pub fn new(path: &str) -> Trap {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}/{path}", listener.local_addr().expect("addr"));
+        Trap { listener, url }
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        let mut n = 0;
+        while self.listener.accept().is_ok() {
+            n += 1;
+        }
+        n
+    }
 }
