@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
+# No test starts a service by accident (`crate::autostart`); the tests of it turn it on.
+export OPENFILES_AUTOSTART=0
 cargo test --workspace "$@" 2>&1 | tee "$log" || status=$?
 # One closing line over every test binary: "N passed, N failed".
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"

@@ -16,7 +16,7 @@ fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
 
 /// `openfiles status [--json]`.
 pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
-    let mut client = connect(socket)?;
+    let mut client = crate::control::client::connect_existing(socket)?;
     let st: StatusReply = client.call_as(&Request::Status)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&st)?);

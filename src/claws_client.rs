@@ -208,6 +208,58 @@ pub fn socket_for(args: &ClawsArgs) -> anyhow::Result<PathBuf> {
     )
 }
 
+/// [`socket_for`], and when no Claws server answers there (no `--claws-socket` given): start
+/// the service on first use (`crate::autostart`, as the hook does) and, when it serves a
+/// workspace holding the start folder, wait for that workspace's socket.
+fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let found = socket_for(args);
+    if args.claws_socket.is_some() {
+        return found;
+    }
+    match &found {
+        Ok(s) if std::os::unix::net::UnixStream::connect(s).is_ok() => return found,
+        Ok(_) => {}
+        // Only "none there" is worth a start; a refused symlink stays refused.
+        Err(e) if !e.to_string().starts_with("no .claws/claws.sock") => return found,
+        Err(_) => {}
+    }
+    let Ok(control) = crate::paths::control_socket(control) else {
+        return found;
+    };
+    let reply = crate::autostart::connect(&control, Some(std::time::Duration::from_secs(10)))
+        .and_then(|mut c| {
+            c.call_as::<openfiles_wire::control::WorkspacesReply>(
+                &openfiles_wire::control::Request::Workspaces,
+            )
+        });
+    let Ok(reply) = reply else {
+        return found;
+    };
+    let start = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    let start = start.canonicalize().unwrap_or(start);
+    let Some(root) = reply
+        .workspaces
+        .iter()
+        .map(|w| &w.root)
+        .filter(|r| start.starts_with(r))
+        .max_by_key(|r| r.components().count())
+    else {
+        return found;
+    };
+    let sock = root.join(".claws").join("claws.sock");
+    let deadline = std::time::Instant::now() + crate::autostart::LISTEN_BUDGET;
+    while std::time::Instant::now() < deadline {
+        if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
+            return socket_for(args);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    found
+}
+
 fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
     let v = Client::connect(sock)?.request(&req)?;
     if v.get("ok") != Some(&Value::Bool(true)) {
@@ -222,11 +274,11 @@ fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
 }
 
 /// Run `openfiles claws …`; the result is the exit code.
-pub fn run(args: ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
+pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> anyhow::Result<u8> {
     if let ClawsCmd::Serve { dir } = &args.cmd {
         return serve(dir, config);
     }
-    let sock = match socket_for(&args) {
+    let sock = match socket_or_start(&args, control) {
         Ok(sock) => sock,
         Err(e) if matches!(args.cmd, ClawsCmd::Exec { .. }) => {
             eprintln!("openfiles: {e:#}");

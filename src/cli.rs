@@ -175,6 +175,11 @@ pub struct ServeArgs {
     /// Validate the configuration (user file and every workspace's) and exit.
     #[arg(long)]
     pub check_config: bool,
+
+    /// Started on first use by a client (see `crate::autostart`): logs go to the log file
+    /// only, `status` says so, and the service exits after `[service] idle_exit_seconds`.
+    #[arg(long, hide = true)]
+    pub autostarted: bool,
 }
 
 #[derive(Debug, Args)]
@@ -561,6 +566,7 @@ pub fn run() -> std::process::ExitCode {
             config: cli.config,
             workspaces: args.workspaces,
             check_config: args.check_config,
+            autostarted: args.autostarted,
         }),
         Command::Status(args) if args.short => {
             crate::review::short::run(args.dir.as_deref(), args.json)
@@ -635,7 +641,9 @@ pub fn run() -> std::process::ExitCode {
         ),
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
-        Command::Claws(args) => crate::claws_client::run(args, cli.config.as_deref()),
+        Command::Claws(args) => {
+            crate::claws_client::run(args, cli.config.as_deref(), cli.socket.as_deref())
+        }
         Command::Mcp(args) => crate::mcp::run(crate::mcp::Options {
             workspace: args.workspace,
             socket: cli.socket,

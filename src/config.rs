@@ -59,7 +59,18 @@ pub struct ServiceConfig {
     pub roots: Vec<PathBuf>,
     /// Folders always registered as workspaces.
     pub workspaces: Vec<PathBuf>,
+    /// Clients that need the service (`hook`, `mcp`, `claws`, `review`, …) start
+    /// `openfiles serve` themselves when none answers and no systemd/launchd socket unit of
+    /// ours listens there (`crate::autostart`). `OPENFILES_AUTOSTART=0` turns it off too.
+    pub autostart: bool,
+    /// An autostarted service exits after this many seconds without edits, requests,
+    /// control connections, Claws terminals or Claws clients (`0`: never). A service started
+    /// by hand or by systemd/launchd never exits on its own.
+    pub idle_exit_seconds: u64,
 }
+
+/// Default of `[service] idle_exit_seconds`.
+pub const DEFAULT_IDLE_EXIT_SECONDS: u64 = 300;
 
 impl Default for ServiceConfig {
     fn default() -> Self {
@@ -68,6 +79,8 @@ impl Default for ServiceConfig {
             heartbeat_seconds: 30,
             roots: Vec::new(),
             workspaces: Vec::new(),
+            autostart: true,
+            idle_exit_seconds: DEFAULT_IDLE_EXIT_SECONDS,
         }
     }
 }

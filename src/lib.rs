@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` at the repository root for the map of modules.
 
 pub mod admin;
+pub mod autostart;
 pub mod check;
 pub mod claws_client;
 pub mod cli;

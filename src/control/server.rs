@@ -33,6 +33,8 @@ pub struct Context {
     pub started: Instant,
     pub activation: &'static str,
     pub socket: PathBuf,
+    /// Requests and open connections, for an autostarted service's idle exit.
+    pub activity: Arc<crate::service::idle::Activity>,
     /// Plugin state for `status`.
     pub plugins: Box<dyn Fn() -> Vec<openfiles_wire::control::PluginStatus> + Send + Sync>,
 }
@@ -78,6 +80,7 @@ async fn refuse(mut stream: UnixStream) {
 }
 
 async fn connection(stream: UnixStream, ctx: Arc<Context>) {
+    let _open = ctx.activity.connection();
     let (rd, mut wr) = stream.into_split();
     let mut reader = BufReader::new(rd);
     let mut buf = Vec::new();
@@ -104,6 +107,7 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        ctx.activity.touch();
         let incoming = control::decode(line);
         let mut reply = match incoming.request {
             Ok(req) => handle(req, &ctx, incoming.id.as_ref()).await,

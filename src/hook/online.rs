@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::feedback::{self, Report};
 use super::late;
 use super::report::{display_path, Entries};
-use crate::control::client::{Client, ClientError};
+use crate::control::client::ClientError;
 use openfiles_wire::control::{Edited, EditedReply, Request, Wait, WaitReply};
 
 /// Bound on the `edited` reply: long enough for a socket-activated start.
@@ -74,8 +74,9 @@ pub fn report(
     edit: &Edit<'_>,
     feedback: bool,
 ) -> Result<Option<String>, ServiceError> {
-    let mut client =
-        Client::connect(socket, Some(EDITED_REPLY_TIMEOUT)).map_err(ServiceError::NotDelivered)?;
+    // No service and nothing to socket-activate one: start it (`crate::autostart`).
+    let mut client = crate::autostart::connect(socket, Some(EDITED_REPLY_TIMEOUT))
+        .map_err(ServiceError::NotDelivered)?;
     let reply: EditedReply = client
         .call_as(&Request::Edited(Edited {
             paths: edit.paths.to_vec(),
@@ -142,7 +143,8 @@ pub fn report(
 /// Ask the service to warm the checkers of the workspace holding `dir` (a session start);
 /// the service answers at once, the servers start in the background.
 pub fn warm(socket: &Path, dir: &Path) -> Result<openfiles_wire::control::WarmReply, ClientError> {
-    let mut client = Client::connect(socket, Some(EDITED_REPLY_TIMEOUT))?;
+    // A session start is the earliest moment to start a service nothing socket-activates.
+    let mut client = crate::autostart::connect(socket, Some(EDITED_REPLY_TIMEOUT))?;
     client.call_as(&Request::Warm(openfiles_wire::control::PathArg {
         path: dir.to_owned(),
         force: false,

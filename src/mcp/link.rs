@@ -31,7 +31,7 @@ use openfiles_wire::claws::PROTOCOL_2;
 use serde::Deserialize;
 
 use super::call::{Call, Fail};
-use openfiles_wire::control::{Client, ClientError, Reply, Request};
+use openfiles_wire::control::{ClientError, Reply, Request};
 use openfiles_wire::line::{Conn, LineError, MAX_ANSWER};
 
 /// How long one wait for a bus answer lasts before the cancellation flag is checked.
@@ -114,7 +114,7 @@ pub fn control_call(
     timeout: Duration,
     call: Option<&Call>,
 ) -> Result<Reply, Fail> {
-    let mut client = Client::connect(sock, Some(timeout)).map_err(|e| {
+    let mut client = crate::autostart::connect(sock, Some(timeout)).map_err(|e| {
         Fail::Tool(format!(
             "{e} (start it with `openfiles serve` or `systemctl --user enable --now openfiles.socket`)"
         ))

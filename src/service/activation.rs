@@ -60,10 +60,45 @@ pub struct ControlListener {
 impl ControlListener {
     /// Remove the socket file at shutdown if we created it.
     pub fn cleanup(&self) {
-        if self.activation == Activation::Bound {
+        if let Some(file) = self.own_file() {
+            file.remove();
+        }
+    }
+
+    /// The socket file we bound (`None` when systemd or launchd own it).
+    pub fn own_file(&self) -> Option<OwnSocketFile> {
+        if self.activation != Activation::Bound {
+            return None;
+        }
+        Some(OwnSocketFile {
+            path: self.path.clone(),
+            id: file_id(&self.path),
+        })
+    }
+}
+
+/// The control socket file a service bound, and which file it was.
+#[derive(Debug, Clone)]
+pub struct OwnSocketFile {
+    path: PathBuf,
+    id: Option<(u64, u64)>,
+}
+
+impl OwnSocketFile {
+    /// Remove it — only while it is still the file we bound: an autostarted service that
+    /// stopped answering may already have a successor listening at the same path.
+    pub fn remove(&self) {
+        if self.id.is_some() && file_id(&self.path) == self.id {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// Obtain the control listener: inherited if the service manager passed one, else bound at

@@ -15,8 +15,9 @@ use tracing_subscriber::{
 static LEVEL: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
 /// Install the global subscriber. Safe to call once per process; later calls are ignored.
-/// `state_dir` is where `serve.log` goes when journald is not used.
-pub fn init(level: &str, state_dir: &std::path::Path) {
+/// `state_dir` is where `serve.log` goes when journald is not used; `stderr: false` leaves
+/// stderr out (an autostarted service's stderr is that file already).
+pub fn init(level: &str, state_dir: &std::path::Path, stderr: bool) {
     let (filter, from_env) = match EnvFilter::try_from_default_env() {
         Ok(f) => (f, true),
         Err(_) => (
@@ -57,12 +58,12 @@ pub fn init(level: &str, state_dir: &std::path::Path) {
         });
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(
+        .with(stderr.then(|| {
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
                 .with_ansi(colour)
-                .with_target(false),
-        )
+                .with_target(false)
+        }))
         .with(file)
         .try_init();
 }

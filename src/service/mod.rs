@@ -12,6 +12,7 @@
 //! removed if we bound it, and `run` returns. SIGHUP reloads the config.
 
 pub mod activation;
+pub mod idle;
 pub mod logfile;
 pub mod logging;
 pub mod notify;
@@ -31,6 +32,9 @@ use crate::plugin_host::PluginManager;
 use crate::workspace::instance::WorkspaceDeps;
 use crate::workspace::Registry;
 
+/// `status`'s `activation` of a service a client started on first use (`crate::autostart`).
+pub const AUTOSTARTED: &str = "autostarted";
+
 /// What `openfiles serve` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -38,6 +42,8 @@ pub struct Options {
     pub config: Option<PathBuf>,
     pub workspaces: Vec<PathBuf>,
     pub check_config: bool,
+    /// Started by a client on first use (`crate::autostart`): exits when idle.
+    pub autostarted: bool,
 }
 
 /// Run the service until it is told to stop. Returns the process exit code.
@@ -47,7 +53,12 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
     if opts.check_config {
         return check_config(&config, config_path.as_deref(), &opts.workspaces);
     }
-    logging::init(&config.service.log_level, &crate::paths::state_dir());
+    // Autostarted, stderr is the log file already (`crate::autostart`): no second copy.
+    logging::init(
+        &config.service.log_level,
+        &crate::paths::state_dir(),
+        !opts.autostarted,
+    );
     openfiles_os::memory::limit_arenas();
     raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -139,13 +150,19 @@ async fn serve(
         .ok()
         .and_then(|p| p.canonicalize().ok())
         .and_then(|p| Some((p.clone(), openfiles_wire::spec::mtime_ms(&p)?)));
+    let activity = idle::Activity::new();
     let ctx = Arc::new(Context {
+        activity: activity.clone(),
         binary,
         reload_error: reload_error.clone(),
         registry: registry.clone(),
         shutdown: shutdown.clone(),
         started,
-        activation: control.activation.as_str(),
+        activation: if opts.autostarted && control.activation == activation::Activation::Bound {
+            AUTOSTARTED
+        } else {
+            control.activation.as_str()
+        },
         socket: control.path.clone(),
         plugins: {
             let plugins = plugins.clone();
@@ -167,6 +184,16 @@ async fn serve(
         "ready"
     );
     tokio::spawn(status_line(shared.clone(), shutdown.clone()));
+    let idle_exit = config.service.idle_exit_seconds;
+    if opts.autostarted && idle_exit > 0 {
+        tokio::spawn(idle::exit_when_idle(
+            activity,
+            std::time::Duration::from_secs(idle_exit),
+            shared.clone(),
+            control.own_file(),
+            shutdown.clone(),
+        ));
+    }
     if let Some(interval) = notify::watchdog_interval() {
         tokio::spawn(notify::watchdog(interval, shutdown.clone()));
     }

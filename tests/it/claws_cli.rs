@@ -10,6 +10,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_openfiles");
 
 fn claws(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
+        .env("OPENFILES_AUTOSTART", "0")
         .arg("claws")
         .args(args)
         .current_dir(dir)

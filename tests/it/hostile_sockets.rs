@@ -103,6 +103,7 @@ fn text(b: &[u8]) -> String {
 
 fn claws(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
+        .env("OPENFILES_AUTOSTART", "0")
         .arg("claws")
         .args(args)
         .current_dir(dir)
@@ -193,6 +194,7 @@ fn a_socket_served_by_another_uid_is_refused_before_anything_is_sent() {
             .to_string();
     let mut cmd = Command::new(BIN);
     cmd.args(["hook", "--agent", "claude"])
+        .env("OPENFILES_AUTOSTART", "0")
         .env("OPENFILES_SOCKET", &sock)
         .env("HOME", tmp.path())
         .env_remove("CLAUDE_PROJECT_DIR")
@@ -232,6 +234,7 @@ fn the_hook_refuses_a_runtime_folder_another_user_planted_in_tmpdir() {
             .to_string();
     let mut cmd = Command::new(BIN);
     cmd.args(["hook", "--agent", "claude"])
+        .env("OPENFILES_AUTOSTART", "0")
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("OPENFILES_SOCKET")
         .env("TMPDIR", tmp.path())

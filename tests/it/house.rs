@@ -27,6 +27,7 @@ const RANKS: &[(&str, u8)] = &[
     ("claws_client", 1),
     ("control", 2),
     ("workspace", 2),
+    ("autostart", 3),
     ("diagnostics", 3),
     ("intake", 3),
     ("plugin_host", 3),

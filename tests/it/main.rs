@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
 mod agents_real;
+mod autostart;
 mod baseline;
 mod claws_bus;
 mod claws_capture;

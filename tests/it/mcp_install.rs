@@ -142,6 +142,7 @@ fn the_installed_command_line_runs() {
     let st = Command::new(env!("CARGO_BIN_EXE_openfiles"))
         .args(["mcp", "--tag", "openfiles-mcp"])
         .env("OPENFILES_SOCKET", "/nonexistent/openfiles.sock")
+        .env("OPENFILES_AUTOSTART", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()

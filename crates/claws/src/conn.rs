@@ -153,6 +153,7 @@ pub async fn serve_io<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let _counted = shared.registry.client();
     // Few answers in flight: a replay streams through here, so this bounds its memory too.
     let (resp_tx, resp_rx) = mpsc::channel::<String>(8);
     let (push_tx, push_rx) = mpsc::channel(shared.cfg.peer_queue_frames.max(1));

@@ -85,6 +85,8 @@ pub struct ClawsRegistry {
     pub(crate) queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
     /// Terminals open in every server.
     terminals: std::sync::atomic::AtomicUsize,
+    /// Clients connected to every server (Unix socket and WebSocket).
+    clients: std::sync::atomic::AtomicUsize,
     /// Woken when `terminals` changes (the service's status line).
     terminals_changed: tokio::sync::Notify,
 }
@@ -143,6 +145,18 @@ impl ClawsRegistry {
         self.terminals.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Clients connected to every server (an autostarted service is not idle while any is).
+    pub fn client_count(&self) -> usize {
+        self.clients.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Count one client for as long as the returned guard lives.
+    pub(crate) fn client(self: &Arc<Self>) -> ClientGuard {
+        self.clients
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ClientGuard(self.clone())
+    }
+
     /// Resolves once the terminal count changed (since the last time it resolved).
     pub async fn terminals_changed(&self) {
         self.terminals_changed.notified().await
@@ -153,6 +167,17 @@ impl ClawsRegistry {
         self.terminals.fetch_add(opened, Relaxed);
         self.terminals.fetch_sub(closed, Relaxed);
         self.terminals_changed.notify_one();
+    }
+}
+
+/// One connected client, counted in [`ClawsRegistry::client_count`] until dropped.
+pub(crate) struct ClientGuard(Arc<ClawsRegistry>);
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        self.0
+            .clients
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -17,6 +17,7 @@ pub fn openfiles(tmp: &Path, args: &[&str]) -> Command {
         .env("PATH", path_with_bin())
         .env("XDG_RUNTIME_DIR", tmp.join("run"))
         .env("OPENFILES_SOCKET", tmp.join("run/nobody.sock"))
+        .env("OPENFILES_AUTOSTART", "0")
         .env("HOME", tmp.join("home"))
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("CODEX_HOME")

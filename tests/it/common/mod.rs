@@ -114,6 +114,8 @@ impl Env {
             .env("OPENFILES_SOCKET", &self.socket)
             .env("OPENFILES_STATE_DIR", &self.state)
             .env("OPENFILES_CONFIG", &self.config)
+            // A test that wants no service gets none (the autostart tests turn it on).
+            .env("OPENFILES_AUTOSTART", "0")
             .env_remove("NOTIFY_SOCKET")
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")
@@ -169,6 +171,8 @@ impl Env {
             .args(["-E", "OPENFILES_STATE_DIR", "-E", "OPENFILES_CONFIG"])
             .env("OPENFILES_STATE_DIR", &self.state)
             .env("OPENFILES_CONFIG", &self.config)
+            // A test that wants no service gets none (the autostart tests turn it on).
+            .env("OPENFILES_AUTOSTART", "0")
             .env_remove("NOTIFY_SOCKET");
         if let Some(p) = &self.plugin_path {
             cmd.args(["-E", "OPENFILES_PLUGIN_PATH"])

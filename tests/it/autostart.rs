@@ -1,0 +1,293 @@
+//! Start on first use (`src/autostart.rs`, `src/service/idle.rs`): in a fresh environment
+//! with no service manager, no `XDG_RUNTIME_DIR` and no running service — a new HOME, the
+//! runtime folder then `$TMPDIR/openfiles-<uid>` — the first agent hook starts the service
+//! and gets the real ruff/pyright problem; twenty hooks at once start one service; an
+//! autostarted service exits when idle and the next client finds the session again; and
+//! `OPENFILES_AUTOSTART=0` / `[service] autostart = false` start nothing. (That a socket unit
+//! stops it is tested under a real user manager in `packaging_systemd`.)
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::hook::{run_hook, spawn_hook, wait_output, BIN};
+
+/// A user with nothing set up: a new HOME (config in `~/.config/openfiles`, state in
+/// `~/.local/state/openfiles`), a private TMPDIR and none of the service manager's
+/// variables. Stops the services it started when dropped.
+struct Fresh {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+    tmp: PathBuf,
+    plugins: Option<PathBuf>,
+}
+
+impl Fresh {
+    fn new(config: &str, plugins: Option<PathBuf>) -> Fresh {
+        let dir = tempfile::Builder::new()
+            .prefix("of-auto")
+            .tempdir()
+            .unwrap();
+        let home = dir.path().join("home");
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(home.join(".config/openfiles")).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(home.join(".config/openfiles/config.toml"), config).unwrap();
+        Fresh {
+            dir,
+            home,
+            tmp,
+            plugins,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("HOME", &self.home)
+            .env("TMPDIR", &self.tmp)
+            .current_dir(self.dir.path());
+        for var in [
+            "XDG_RUNTIME_DIR",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+            "OPENFILES_SOCKET",
+            "OPENFILES_CONFIG",
+            "OPENFILES_STATE_DIR",
+            "OPENFILES_AUTOSTART",
+            "NOTIFY_SOCKET",
+            "LISTEN_FDS",
+            "LISTEN_PID",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "CLAUDE_PROJECT_DIR",
+            "RUST_LOG",
+        ] {
+            c.env_remove(var);
+        }
+        match &self.plugins {
+            Some(p) => c.env("OPENFILES_PLUGIN_PATH", p),
+            None => c.env("OPENFILES_PLUGIN_PATH", self.dir.path().join("no-plugins")),
+        };
+        c
+    }
+
+    /// Where the runtime rules put the socket for this user.
+    fn socket(&self) -> PathBuf {
+        self.tmp
+            .join(format!("openfiles-{}", nix::unistd::getuid()))
+            .join("openfiles.sock")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.home.join(".local/state/openfiles/serve.log"))
+            .unwrap_or_default()
+    }
+
+    /// How many services started (each says "listening" once).
+    fn starts(&self) -> usize {
+        self.log()
+            .lines()
+            .filter(|l| l.contains(" listening"))
+            .count()
+    }
+
+    fn status(&self) -> Option<serde_json::Value> {
+        let out = self.cmd(&["status", "--json"]).output().unwrap();
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    fn project(&self, name: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::create_dir_all(p.join(".git")).unwrap();
+        p.canonicalize().unwrap()
+    }
+
+    fn hook(&self, file: &Path, extra: &[&str]) -> Output {
+        let mut args = vec!["hook", "--agent", "claude", "--verbose"];
+        args.extend_from_slice(extra);
+        run_hook(&mut self.cmd(&args), &payload(file))
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        // Whatever service this environment started is stopped, never left behind.
+        if let Some(st) = self.status() {
+            if let Some(pid) = st["pid"].as_i64() {
+                common::signal(pid as i32, libc::SIGTERM);
+                let start = std::time::Instant::now();
+                while alive(pid as i32) && start.elapsed() < common::PATIENCE {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+fn payload(file: &Path) -> String {
+    serde_json::json!({
+        "cwd": file.parent().unwrap(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": file, "content": "x"},
+    })
+    .to_string()
+}
+
+fn feedback(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "the hook printed no JSON ({e}): {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn the_first_hook_without_any_service_starts_one_and_gets_the_python_problem() {
+    let f = Fresh::new(
+        // Room for a cold ruff and pyright on a loaded machine (the cold-start figure is
+        // benches/cold_start.sh's, with the default deadline).
+        "[hooks]\ntimeout_ms = 60000\n",
+        Some(common::plugins::plugin("lsp")),
+    );
+    assert!(f.status().is_none(), "no service before the hook");
+    let ws = f.project("py");
+    let file = ws.join("m.py");
+    std::fs::write(&file, "def f():\n    return undefined_name\n").unwrap();
+
+    let out = f.hook(&file, &[]);
+    assert!(out.status.success());
+    let text = feedback(&out);
+    assert!(
+        text.contains("undefined_name") && (text.contains("F821") || text.contains("not defined")),
+        "{text}"
+    );
+
+    // The service runs in the user's private runtime folder, says how it was started, and
+    // logged to the file `openfiles logs` reads.
+    let st = f.status().expect("the autostarted service answers");
+    assert_eq!(st["activation"], "autostarted", "{st}");
+    assert_eq!(Path::new(st["socket"].as_str().unwrap()), f.socket());
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::fs::metadata(f.socket().parent().unwrap()).unwrap();
+    assert_eq!(dir.mode() & 0o777, 0o700);
+    let logs = f.cmd(&["logs", "-n", "200"]).output().unwrap();
+    let logs = String::from_utf8_lossy(&logs.stdout);
+    assert!(logs.contains("listening"), "{logs}");
+    assert_eq!(f.starts(), 1, "{logs}");
+    let doctor = f.cmd(&["doctor", "--json"]).output().unwrap();
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.contains("autostarted"), "{doctor}");
+}
+
+#[test]
+fn twenty_hooks_at_once_start_one_service() {
+    let f = Fresh::new("", None);
+    let ws = f.project("p");
+    let children: Vec<_> = (0..20)
+        .map(|i| {
+            let file = ws.join(format!("f{i}.txt"));
+            std::fs::write(&file, "x").unwrap();
+            spawn_hook(
+                &mut f.cmd(&["hook", "--agent", "claude", "--no-feedback", "--verbose"]),
+                &payload(&file),
+            )
+        })
+        .collect();
+    for child in children {
+        let out = wait_output(child, common::PATIENCE);
+        assert!(
+            out.status.success() && out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("queue"),
+            "every hook reached the service: {err}"
+        );
+    }
+    assert_eq!(f.starts(), 1, "{}", f.log());
+    assert!(!f.log().contains("already answering"), "{}", f.log());
+    let st = f.status().unwrap();
+    assert_eq!(st["activation"], "autostarted");
+}
+
+#[test]
+fn an_idle_autostarted_service_exits_and_the_next_client_finds_the_session() {
+    let f = Fresh::new(
+        "[service]\nidle_exit_seconds = 1\n[plugin.instant]\nextensions = [\"txt\"]\n",
+        Some(common::plugins::fixture("instant")),
+    );
+    let ws = f.project("idle");
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "x").unwrap();
+    let out = f.hook(&file, &[]);
+    assert!(out.status.success());
+    let first = f.status().unwrap();
+    let pid = first["pid"].as_i64().unwrap() as i32;
+
+    // Nothing happens for a second: the service ends itself, socket and all.
+    common::wait_until("the idle service exits", || !alive(pid));
+    assert!(!f.socket().exists());
+    assert!(f.log().contains("autostarted and idle"), "{}", f.log());
+
+    // The next client (review, as at the end of a CI job) starts it again; the session is
+    // there: the file the agent edited, with what was found.
+    let out = f
+        .cmd(&["review", "--json", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let review = String::from_utf8_lossy(&out.stdout);
+    assert!(review.contains("a.txt"), "{review}");
+    let second = f.status().unwrap();
+    assert_ne!(second["pid"], first["pid"]);
+    assert_eq!(f.starts(), 2);
+}
+
+#[test]
+fn autostart_turned_off_starts_nothing_and_says_why() {
+    let f = Fresh::new("", None);
+    let ws = f.project("off");
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "x").unwrap();
+    let mut cmd = f.cmd(&["hook", "--agent", "claude", "--verbose"]);
+    cmd.env("OPENFILES_AUTOSTART", "0");
+    let out = run_hook(&mut cmd, &payload(&file));
+    assert!(out.status.success() && out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("OPENFILES_AUTOSTART is off"), "{err}");
+    assert!(!f.socket().exists());
+
+    let g = Fresh::new("[service]\nautostart = false\n", None);
+    let out = g.hook(&file, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("autostart = false"), "{err}");
+    assert!(!g.socket().exists());
+    assert_eq!(g.starts(), 0);
+    // `status` reports; it never starts a service.
+    assert!(g.status().is_none());
+    let h = Fresh::new("", None);
+    assert!(h.status().is_none());
+    assert!(!h.socket().exists());
+}
