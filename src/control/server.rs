@@ -34,7 +34,7 @@ pub struct Context {
     pub activation: &'static str,
     pub socket: PathBuf,
     /// Requests and open connections, for an autostarted service's idle exit.
-    pub activity: Arc<crate::service::idle::Activity>,
+    pub activity: Arc<super::activity::Activity>,
     /// Plugin state for `status`.
     pub plugins: Box<dyn Fn() -> Vec<openfiles_wire::control::PluginStatus> + Send + Sync>,
 }

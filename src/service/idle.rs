@@ -1,68 +1,20 @@
-//! Idle exit of an autostarted service (`serve --autostarted`, see `crate::autostart`): owns
-//! the service's activity record — when the last control request arrived and how many
-//! control connections are open — and the one task that ends the service once nothing has
-//! happened for `[service] idle_exit_seconds`: no request (edits, waits, MCP and CLI calls),
-//! no open control connection (a waiting hook holds one), no Claws terminal and no Claws
-//! client. Nothing is lost by exiting: the shutdown path is the usual one (sessions and
+//! Idle exit of an autostarted service (`serve --autostarted`, see `crate::autostart`): the
+//! one task that ends the service once nothing has happened for `[service]
+//! idle_exit_seconds` — no request (edits, waits, MCP and CLI calls), no open control
+//! connection (a waiting hook holds one; `crate::control::activity`), no Claws terminal and
+//! no Claws client. Nothing is lost by exiting: the shutdown path is the usual one (sessions and
 //! marks are on disk), and the next client autostarts a service that restores them.
 //!
 //! The task wakes once per idle period at most: at `last activity + idle`; busy then (a
 //! connection, a terminal or a Claws client), it counts as activity and sleeps again.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::control::activity::Activity;
 use crate::workspace::instance::WorkspaceDeps;
-
-/// When the service was last used, and how many control connections are open.
-#[derive(Debug, Default)]
-pub struct Activity {
-    /// Milliseconds since the Unix epoch of the last request, connection or close.
-    last_ms: AtomicU64,
-    connections: AtomicUsize,
-}
-
-impl Activity {
-    pub fn new() -> Arc<Activity> {
-        let a = Activity::default();
-        a.touch();
-        Arc::new(a)
-    }
-
-    /// Something happened now.
-    pub fn touch(&self) {
-        self.last_ms
-            .store(openfiles_wire::spec::now_ms(), Ordering::Relaxed);
-    }
-
-    /// Count one open control connection until the guard drops (which counts as activity).
-    pub fn connection(self: &Arc<Self>) -> ConnectionGuard {
-        self.connections.fetch_add(1, Ordering::Relaxed);
-        self.touch();
-        ConnectionGuard(self.clone())
-    }
-
-    fn last_ms(&self) -> u64 {
-        self.last_ms.load(Ordering::Relaxed)
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::Relaxed)
-    }
-}
-
-/// An open control connection (see [`Activity::connection`]).
-pub struct ConnectionGuard(Arc<Activity>);
-
-impl Drop for ConnectionGuard {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::Relaxed);
-        self.0.touch();
-    }
-}
 
 /// End the service (cancel `shutdown`) after `idle` without activity; returns when it did or
 /// when the service stops for another reason. The socket file goes first, so a client

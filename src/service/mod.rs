@@ -150,7 +150,7 @@ async fn serve(
         .ok()
         .and_then(|p| p.canonicalize().ok())
         .and_then(|p| Some((p.clone(), openfiles_wire::spec::mtime_ms(&p)?)));
-    let activity = idle::Activity::new();
+    let activity = crate::control::activity::Activity::new();
     let ctx = Arc::new(Context {
         activity: activity.clone(),
         binary,

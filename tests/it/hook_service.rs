@@ -16,6 +16,9 @@ fn hook(env: &Env, ws: &Path, main: &Path) -> std::process::Output {
     let payload =
         json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": main}}).to_string();
     let mut cmd = env.command(&["hook", "--agent", "claude", "--verbose"]);
+    // Autostart allowed: where a service answers (or a socket-activator holds the socket)
+    // the hook must not start another one.
+    cmd.env_remove("OPENFILES_AUTOSTART");
     common::hook::run_hook(&mut cmd, &payload)
 }
 
@@ -65,6 +68,7 @@ fn hook_reports_through_a_running_service() {
     let main = common::rust_crate_with_type_error(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     assert_feedback(&hook(&env, &ws, &main));
+    assert_eq!(env.status().activation, "bound", "the service started by hand answered");
     // The service wrote the same result for agents that read the file.
     common::hook::wait_for_file(&ws.join(".openfiles/diagnostics.json"), |t| {
         t.contains("E0308")
@@ -82,6 +86,8 @@ fn first_hook_call_starts_a_socket_activated_service() {
     assert!(!ws.join(".openfiles/vscode").exists());
 
     assert_feedback(&hook(&env, &ws, &main));
+    // The socket-activated service answered, not an autostarted one.
+    assert_eq!(env.status().activation, "systemd");
 
     signal(activator.id() as i32, libc::SIGTERM);
     let status = activator.wait().unwrap();

@@ -322,6 +322,32 @@ fn socket_activation_under_a_real_systemd_user_manager() {
     );
     assert!(!sock.exists());
 
+    // The socket unit is stopped but still there: a hook finds no service and starts none
+    // (a second service would fight systemd for the socket), and says why.
+    let mut hook = m
+        .openfiles()
+        .args(["hook", "--agent", "claude", "--verbose"])
+        .env_remove("OPENFILES_AUTOSTART")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = hook.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.stdout.is_empty(), "{err}");
+    assert!(
+        err.contains("the systemd user unit openfiles.socket is set to listen there"),
+        "{err}"
+    );
+    assert!(!sock.exists(), "no autostarted service took the socket");
+    assert_eq!(m.property("openfiles.service", "ActiveState"), "inactive");
+
     // Uninstall with --now disables and removes everything install wrote.
     ok(m.openfiles().args(["service", "uninstall", "--now"]));
     let units = m.home.join(".config/systemd/user");
