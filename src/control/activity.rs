@@ -51,4 +51,3 @@ impl Drop for ConnectionGuard {
         self.0.touch();
     }
 }
-

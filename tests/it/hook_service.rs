@@ -68,7 +68,11 @@ fn hook_reports_through_a_running_service() {
     let main = common::rust_crate_with_type_error(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     assert_feedback(&hook(&env, &ws, &main));
-    assert_eq!(env.status().activation, "bound", "the service started by hand answered");
+    assert_eq!(
+        env.status().activation,
+        "bound",
+        "the service started by hand answered"
+    );
     // The service wrote the same result for agents that read the file.
     common::hook::wait_for_file(&ws.join(".openfiles/diagnostics.json"), |t| {
         t.contains("E0308")
