@@ -17,6 +17,7 @@ mod claws_service;
 mod claws_terminals;
 mod claws_ws;
 mod common;
+mod contrib_ci;
 mod fixes;
 mod hook_contrib;
 mod hook_fallback;
