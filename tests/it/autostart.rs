@@ -3,7 +3,8 @@
 //! runtime folder then `$TMPDIR/openfiles-<uid>` — the first agent hook starts the service
 //! and gets the real ruff/pyright problem; twenty hooks at once start one service; an
 //! autostarted service exits when idle and the next client finds the session again; and
-//! `OPENFILES_AUTOSTART=0` / `[service] autostart = false` start nothing. (That a socket unit
+//! `OPENFILES_AUTOSTART=0` / `[service] autostart = false` start nothing; `openfiles mcp`
+//! and `openfiles claws` start it as the hook does. (That a socket unit
 //! stops it is tested under a real user manager in `packaging_systemd`.)
 
 use crate::common;
@@ -294,4 +295,66 @@ fn autostart_turned_off_starts_nothing_and_says_why() {
     let h = Fresh::new("", None);
     assert!(h.status().is_none());
     assert!(!h.socket().exists());
+}
+
+#[test]
+fn mcp_and_claws_clients_start_the_service_too() {
+    let f = Fresh::new("", None);
+    let ws = f.project("clients");
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "x").unwrap();
+    // An agent's MCP server: its first message wakes (here: starts) the service.
+    let mut mcp = f
+        .cmd(&["mcp", "--workspace", ws.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = mcp.stdin.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(mcp.stdout.take().unwrap()));
+    use std::io::Write;
+    let call = |stdin: &mut std::process::ChildStdin, line: serde_json::Value| {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    };
+    call(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let init = lines.next().unwrap().unwrap();
+    assert!(init.contains("\"id\":1"), "{init}");
+    call(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "openfiles_status", "arguments": {}}}),
+    );
+    let status = lines.next().unwrap().unwrap();
+    assert!(status.contains("autostarted"), "{status}");
+    drop(stdin);
+    let _ = mcp.wait();
+    let st = f.status().expect("the service the MCP server started");
+    assert_eq!(st["activation"], "autostarted");
+    assert_eq!(f.starts(), 1, "{}", f.log());
+
+    // A hook makes the workspace known; with the service stopped, `openfiles claws` starts
+    // it again and waits for that workspace's Claws socket.
+    let out = f.hook(&file, &["--no-feedback"]);
+    assert!(out.status.success());
+    let pid = st["pid"].as_i64().unwrap() as i32;
+    common::signal(pid, libc::SIGTERM);
+    common::wait_until("the service stops", || !alive(pid));
+    let out = f
+        .cmd(&["claws", "-w", ws.to_str().unwrap(), "list"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no terminals");
+    assert_eq!(f.starts(), 2, "{}", f.log());
 }
