@@ -182,7 +182,7 @@ fn service_checks(socket: &Path, out: &mut Vec<Check>) -> Option<StatusReply> {
                 "systemd" => "socket-activated by systemd",
                 "launchd" => "socket-activated by launchd",
                 "bound" => "started by hand (not socket-activated)",
-                "autostarted" => "autostarted by a client (exits when idle)",
+                "autostarted" => "autostarted by a client (not socket-activated)",
                 other => other,
             };
             out.push(check(

@@ -143,6 +143,7 @@ process.stdout.write(JSON.stringify({ read: read.output, write: write.output }))
         .arg(&edited)
         .env("PATH", path)
         .env("OPENFILES_SOCKET", tmp.path().join("nobody.sock"))
+        .env("OPENFILES_AUTOSTART", "0")
         .current_dir(tmp.path())
         .output()
         .expect("node (installed with the TypeScript test tools)");

@@ -603,7 +603,7 @@ pub struct StatusReply {
     pub version: String,
     pub pid: u32,
     pub uptime_ms: u64,
-    /// `systemd`, `launchd` or `bound`.
+    /// `systemd`, `launchd`, `bound` (started by hand) or `autostarted` (by a client).
     pub activation: String,
     pub socket: PathBuf,
     pub workspaces: Vec<WorkspaceStatus>,
