@@ -298,7 +298,7 @@ pub fn socket_unit(socket: &Path) -> Option<String> {
         Some(Some(listens)) => listens
             .iter()
             .any(|l| same_path(l, socket))
-            .then(|| format!("the systemd user unit openfiles.socket is set to listen there")),
+            .then(|| "the systemd user unit openfiles.socket is set to listen there".to_owned()),
         // The manager runs but cannot be asked: an installed unit file counts.
         None => unit_files()
             .into_iter()
