@@ -157,8 +157,9 @@ pub fn session_key(agent: Agent, session: Option<&str>) -> String {
 
 /// A session starts: ask the service to warm the checkers of the payload's working folder.
 /// Needs the payload's `cwd` (an agent's session-start payload has it; a hand-run or
-/// `doctor`'s `{}` does not, and warms nothing). No fallback: without a service there is
-/// nothing to warm.
+/// `doctor`'s `{}` does not, and warms nothing). Where nothing socket-activates the service
+/// this starts it (`crate::autostart`); no fallback: without a service there is nothing to
+/// warm.
 fn warm(opts: &Options, parsed: &payload::Parsed) {
     let Some(cwd) = parsed.cwd.as_deref() else {
         say(

@@ -358,3 +358,32 @@ fn mcp_and_claws_clients_start_the_service_too() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no terminals");
     assert_eq!(f.starts(), 2, "{}", f.log());
 }
+
+#[test]
+fn a_session_start_hook_starts_the_service_before_the_first_edit() {
+    let f = Fresh::new("", None);
+    let ws = f.project("warm");
+    let payload = serde_json::json!({
+        "session_id": "s", "cwd": ws, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let mut cmd = f.cmd(&[
+        "hook",
+        "--agent",
+        "claude",
+        "--event",
+        "SessionStart",
+        "--verbose",
+    ]);
+    let out = run_hook(&mut cmd, &payload);
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    let st = f.status().expect("the session start started the service");
+    assert_eq!(st["activation"], "autostarted");
+    let roots: Vec<&str> = st["workspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["root"].as_str())
+        .collect();
+    assert!(roots.contains(&ws.to_str().unwrap()), "{st}");
+}
