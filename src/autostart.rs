@@ -14,8 +14,9 @@
 //!   fight systemd/launchd for the socket. Without a running user manager no unit can
 //!   activate anything, so its unit files do not stop an autostart.
 //! - **Exactly once**: the starter holds an exclusive `flock` on `autostart.lock` in the
-//!   socket's folder (the private 0700 runtime folder, made as `serve` makes it: refused when
-//!   it is a symlink or someone else's) from its second connection attempt until the new
+//!   socket's folder (the private 0700 runtime folder, made when missing; an existing one
+//!   that is a symlink, someone else's or open to others is refused, never re-moded) from
+//!   its second connection attempt until the new
 //!   service listens; twenty hooks at once start one service, the other nineteen find it
 //!   listening once they get the lock.
 //! - **Detached**: `serve` runs in its own session (`setsid`, then a second fork so it is
@@ -155,7 +156,7 @@ pub fn ensure_running(socket: &Path, budget: Duration) -> Result<Started, StartE
     let deadline = Instant::now() + budget;
     let socket = std::path::absolute(socket).unwrap_or_else(|_| socket.to_owned());
     let dir = socket.parent().unwrap_or(Path::new("/")).to_owned();
-    openfiles_os::fsutil::ensure_private_dir(&dir, 0o700).map_err(|source| StartError::Dir {
+    private_dir(&dir).map_err(|source| StartError::Dir {
         dir: dir.clone(),
         source,
     })?;
@@ -175,6 +176,22 @@ pub fn ensure_running(socket: &Path, budget: Duration) -> Result<Started, StartE
         pause = (pause * 2).min(Duration::from_millis(20));
     }
     Err(StartError::NotListening(budget))
+}
+
+/// The socket's folder, made 0700 when missing; an existing one must already be a private
+/// folder of the user's (never re-moded here: an explicit `--socket /tmp/x.sock` must not
+/// make a client chmod `/tmp`).
+fn private_dir(dir: &Path) -> io::Result<()> {
+    match crate::paths::dir_facts(dir) {
+        None => openfiles_os::fsutil::ensure_private_dir(dir, 0o700),
+        Some(f) if f.is_dir && f.uid == nix::unistd::getuid().as_raw() && f.mode & 0o077 == 0 => {
+            Ok(())
+        }
+        Some(_) => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "not a private (0700) folder of yours; not starting a service there",
+        )),
+    }
 }
 
 /// Something accepts connections at `socket` (a service, or a socket unit holding it).

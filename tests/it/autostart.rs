@@ -387,3 +387,27 @@ fn a_session_start_hook_starts_the_service_before_the_first_edit() {
         .collect();
     assert!(roots.contains(&ws.to_str().unwrap()), "{st}");
 }
+
+#[test]
+fn a_socket_in_a_shared_folder_is_not_autostarted_and_the_folder_is_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fresh::new("", None);
+    let shared = f.dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let ws = f.project("p");
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "x").unwrap();
+    let mut cmd = f.cmd(&["hook", "--agent", "claude", "--verbose"]);
+    cmd.env("OPENFILES_SOCKET", shared.join("x.sock"));
+    let out = run_hook(&mut cmd, &payload(&file));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a private (0700) folder of yours"),
+        "{err}"
+    );
+    let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777, "never re-moded");
+    assert!(!shared.join("x.sock").exists());
+    assert_eq!(f.starts(), 0);
+}
