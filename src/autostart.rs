@@ -18,7 +18,8 @@
 //!   that is a symlink, someone else's or open to others is refused, never re-moded) from
 //!   its second connection attempt until the new
 //!   service listens; twenty hooks at once start one service, the other nineteen find it
-//!   listening once they get the lock.
+//!   listening once they get the lock. A start that did not listen in time leaves
+//!   `autostart.failed`: for 30 s clients say so instead of each waiting again.
 //! - **Detached**: `serve` runs in its own session (`setsid`, then a second fork so it is
 //!   nobody's child: no zombie in a long-lived client such as `openfiles mcp`), in `/`, with
 //!   stdin from `/dev/null` and stdout/stderr appended to `<state dir>/serve.log`, the file
@@ -42,6 +43,10 @@ use openfiles_wire::control::{Client, ClientError};
 pub const ENV: &str = "OPENFILES_AUTOSTART";
 /// The lock file, next to the control socket.
 pub const LOCK_NAME: &str = "autostart.lock";
+/// Left next to the lock when a started service did not listen in time.
+pub const FAILED_NAME: &str = "autostart.failed";
+/// How long after a failed start clients do not try again.
+pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// How long a client waits for the lock and for the service it started to listen.
 pub const LISTEN_BUDGET: Duration = Duration::from_secs(5);
 /// The systemd socket unit and the LaunchAgent label of `service install` (the same as
@@ -139,6 +144,8 @@ pub enum StartError {
     Spawn { exe: PathBuf, source: io::Error },
     #[error("the service did not listen within {0:?} (see `openfiles logs`)")]
     NotListening(Duration),
+    #[error("a start failed less than {0:?} ago (see `openfiles logs`); not trying again yet")]
+    RecentlyFailed(Duration),
 }
 
 /// Who made the service answer.
@@ -165,16 +172,35 @@ pub fn ensure_running(socket: &Path, budget: Duration) -> Result<Started, StartE
     if listening(&socket) {
         return Ok(Started::Found);
     }
+    // A start that just failed (a broken config, a binary that cannot run) is not retried by
+    // every hook for a while: each would wait the whole budget for nothing.
+    let failed = dir.join(FAILED_NAME);
+    let recent = std::fs::symlink_metadata(&failed)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < RETRY_AFTER);
+    if recent {
+        return Err(StartError::RecentlyFailed(RETRY_AFTER));
+    }
     spawn_service(&socket)?;
     let mut pause = Duration::from_millis(1);
     while Instant::now() < deadline {
         if listening(&socket) {
+            let _ = std::fs::remove_file(&failed);
             drop(lock);
             return Ok(Started::ByUs);
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(20));
     }
+    let _ = std::fs::remove_file(&failed);
+    let _ = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&failed);
     Err(StartError::NotListening(budget))
 }
 

@@ -411,3 +411,22 @@ fn a_socket_in_a_shared_folder_is_not_autostarted_and_the_folder_is_left_alone()
     assert!(!shared.join("x.sock").exists());
     assert_eq!(f.starts(), 0);
 }
+
+#[test]
+fn a_service_that_cannot_start_is_reported_and_not_retried_by_every_hook() {
+    // A config the service refuses: the started `serve` exits at once, saying why in the
+    // log file (its stderr).
+    let f = Fresh::new("[service]\nno_such_key = 1\n", None);
+    let ws = f.project("broken");
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "x").unwrap();
+    let out = f.hook(&file, &["--no-feedback"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert!(err.contains("starting one failed"), "{err}");
+    assert!(f.log().contains("no_such_key"), "{}", f.log());
+    let out = f.hook(&file, &["--no-feedback"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not trying again yet"), "{err}");
+    assert!(f.status().is_none());
+}
