@@ -16,9 +16,8 @@
 //! - **Exactly once**: the starter holds an exclusive `flock` on `autostart.lock` in the
 //!   socket's folder (the private 0700 runtime folder, made when missing; an existing one
 //!   that is a symlink, someone else's or open to others is refused, never re-moded) from
-//!   its second connection attempt until the new
-//!   service listens; twenty hooks at once start one service, the other nineteen find it
-//!   listening once they get the lock. A start that did not listen in time leaves
+//!   its second connection attempt until the new service listens; twenty hooks at once
+//!   start one service, the other nineteen find it listening once they get the lock. A start that did not listen in time leaves
 //!   `autostart.failed`: for 30 s clients say so instead of each waiting again.
 //! - **Detached**: `serve` runs in its own session (`setsid`, then a second fork so it is
 //!   nobody's child: no zombie in a long-lived client such as `openfiles mcp`), in `/`, with
