@@ -1,8 +1,8 @@
 //! Idle exit of an autostarted service (`serve --autostarted`, see `crate::autostart`): the
 //! one task that ends the service once nothing has happened for `[service]
 //! idle_exit_seconds` — no request (edits, waits, MCP and CLI calls), no open control
-//! connection (a waiting hook holds one; `crate::control::activity`), no Claws terminal and
-//! no Claws client. Nothing is lost by exiting: the shutdown path is the usual one (sessions and
+//! connection (a waiting hook holds one; `crate::control::activity`), no check running (an
+//! edit the watcher or the queue brought), no Claws terminal and no Claws client. Nothing is lost by exiting: the shutdown path is the usual one (sessions and
 //! marks are on disk), and the next client autostarts a service that restores them.
 //!
 //! The task wakes once per idle period at most: at `last activity + idle`; busy then (a
@@ -41,7 +41,7 @@ pub async fn exit_when_idle(
         let terminals = shared.claws_registry.terminal_count();
         let clients = shared.claws_registry.client_count();
         let connections = activity.connections();
-        if terminals + clients + connections > 0 {
+        if terminals + clients + connections + activity.checks() > 0 {
             activity.touch();
             continue;
         }

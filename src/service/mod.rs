@@ -134,7 +134,9 @@ async fn serve(
     let shutdown = CancellationToken::new();
     let state_dir = crate::paths::state_dir();
     let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
+    let activity = crate::control::activity::Activity::new();
     let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
+    let checker = crate::control::activity::Counting::wrap(checker, activity.clone());
     let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
     let shared = Arc::new(WorkspaceDeps::new(
         state_dir,
@@ -150,7 +152,6 @@ async fn serve(
         .ok()
         .and_then(|p| p.canonicalize().ok())
         .and_then(|p| Some((p.clone(), openfiles_wire::spec::mtime_ms(&p)?)));
-    let activity = crate::control::activity::Activity::new();
     let ctx = Arc::new(Context {
         activity: activity.clone(),
         binary,
