@@ -34,12 +34,24 @@ fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
+/// Every path under `dir` with its mode and whether it is a folder, read in one look. A file
+/// replaced atomically while we walk (its temporary name gone by the time we look) is
+/// skipped: the service keeps writing in the background.
+fn walk(dir: &Path, out: &mut Vec<(PathBuf, u32, bool)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
         let p = e.unwrap().path();
-        out.push(p.clone());
-        if std::fs::symlink_metadata(&p).unwrap().is_dir() {
-            walk(&p, out);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) => {
+                out.push((p.clone(), m.mode() & 0o7777, m.is_dir()));
+                if m.is_dir() {
+                    walk(&p, out);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("{}: {e}", p.display()),
         }
     }
 }
@@ -80,12 +92,11 @@ fn modes_are_tight_under_umask_000() {
         !state_files.is_empty(),
         "the state dir holds the persisted workspace list"
     );
-    for p in &state_files {
-        let m = mode(p);
-        if std::fs::symlink_metadata(p).unwrap().is_dir() {
+    for (p, m, dir) in &state_files {
+        if *dir {
             assert_eq!(m & 0o077, 0, "{} is {m:o}", p.display());
         } else {
-            assert_eq!(m, 0o600, "{} is {m:o}", p.display());
+            assert_eq!(*m, 0o600, "{} is {m:o}", p.display());
         }
     }
     // The Claws socket of the workspace: 0600 in a 0700 `.claws/`.
@@ -101,7 +112,7 @@ fn modes_are_tight_under_umask_000() {
     assert_eq!(mode(claws.parent().unwrap()), 0o700, "claws dir");
     let mut claws_files = Vec::new();
     walk(claws.parent().unwrap(), &mut claws_files);
-    for p in &claws_files {
+    for (p, m, _) in &claws_files {
         // Shell history is written by the user's shell, with the user's umask (the
         // service's, here 000); it lies in the 0700 `.claws/` all the same.
         if p.file_name()
@@ -109,14 +120,13 @@ fn modes_are_tight_under_umask_000() {
         {
             continue;
         }
-        let m = mode(p);
         assert_eq!(m & 0o077, 0, "{} is {m:o}", p.display());
     }
     // Workspace files are shared with editors (readable) but never writable by others.
-    let mut ws_files = vec![ws.join(".openfiles")];
-    walk(&ws.join(".openfiles"), &mut ws_files);
-    for p in &ws_files {
-        let m = mode(p);
+    let dot = ws.join(".openfiles");
+    let mut ws_files = vec![(dot.clone(), mode(&dot), true)];
+    walk(&dot, &mut ws_files);
+    for (p, m, _) in &ws_files {
         assert_eq!(
             m & 0o022,
             0,
