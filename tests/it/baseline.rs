@@ -1,6 +1,6 @@
 //! Issue 15, the baseline: what the session's edits introduced, and the callers they broke in
-//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, ruff's
-//! language server) and real git repositories. See `docs/baseline.md` for the rule.
+//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, pyright's
+//! command line, ruff's and pyright's language servers) and real git repositories. See `docs/baseline.md` for the rule.
 
 use crate::common;
 use crate::common::git;
@@ -324,5 +324,98 @@ fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
             .and_then(|d| d.baseline)
             .is_some_and(|b| b.from == "none")
     });
+    svc.terminate();
+}
+
+/// A committed Python project: `m.py` defines `add`, `b.py` calls it, `c.py` calls it too
+/// and already had an error of its own (and a wrong call that the edit happens to make right).
+fn py_callers(ws: &Path) {
+    std::fs::write(ws.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
+    std::fs::write(
+        ws.join("m.py"),
+        "def add(a: int, b: int) -> int:\n    return a + b\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("b.py"), "from m import add\n\nthree = add(1, 2)\n").unwrap();
+    std::fs::write(
+        ws.join("c.py"),
+        "from m import add\n\nlegacy: int = \"not a number\"\nsix = add(1, 2, 3)\n",
+    )
+    .unwrap();
+    commit_all(ws);
+}
+
+/// Issue 33: pyright's command line over the project names the caller the edit broke in a
+/// file nobody edited, never the old error, lists a problem that pyright's language server
+/// reports too only once, and a revert clears it.
+#[test]
+fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears_it() {
+    let env = env_with(
+        &["lsp", "pyright"],
+        // The hook waits for pyright's command line too (not only the language server).
+        "[hooks]\ntimeout_ms = 240000\npartial_after_ms = 240000\n[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\", \"ruff\"]\n",
+    );
+    let ws = env.workspace("py");
+    py_callers(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let m = ws.join("m.py");
+    let committed = std::fs::read_to_string(&m).unwrap();
+    std::fs::write(
+        &m,
+        "def add(a: int, b: int, c: int) -> int:\n    return a + b + c + undefined_name\n",
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &m).unwrap_or_else(|| {
+        panic!(
+            "no feedback naming b.py; {:?}\nlog:\n{}",
+            diagnostics(&ws),
+            svc.log_text()
+        )
+    });
+    assert!(
+        text.contains(
+            "\n- b.py:3:9 error reportCallIssue (Pyright): Argument missing for parameter \"c\""
+        ),
+        "{text}"
+    );
+    // The edited file's own new error: both pyright's language server and its command line
+    // report it, and it is listed once.
+    assert_eq!(
+        text.matches("\"undefined_name\" is not defined").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        !text.contains("c.py"),
+        "an old error is never blamed on the edit: {text}"
+    );
+    wait_until("b.py is written as affected", || {
+        entry_keys(&ws).contains(&"b.py".to_string())
+    });
+    let d = diagnostics(&ws).unwrap();
+    assert_eq!(d.files["b.py"].affected_by, vec!["m.py".to_string()]);
+    assert!(!d.files.contains_key("c.py"), "{:?}", d.files.keys());
+    let edited = &d.files["m.py"];
+    assert!(
+        ["lsp", "pyright"]
+            .iter()
+            .all(|s| edited.sources.get(*s).is_some_and(|st| st.answered_at != 0)),
+        "both sources checked m.py: {:?}",
+        edited.sources
+    );
+    let undefined = edited
+        .items
+        .iter()
+        .filter(|i| i.code.as_deref() == Some("reportUndefinedVariable"))
+        .count();
+    assert_eq!(undefined, 1, "{:?}", edited.items);
+
+    // Revert: no feedback, and the affected entry leaves.
+    std::fs::write(&m, committed).unwrap();
+    assert_eq!(hook(&env, &ws, &m), None);
+    wait_until("b.py leaves diagnostics.json", || {
+        !entry_keys(&ws).contains(&"b.py".to_string())
+    });
+    assert!(!entry_keys(&ws).contains(&"c.py".to_string()));
     svc.terminate();
 }

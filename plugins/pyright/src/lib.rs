@@ -1,0 +1,277 @@
+//! `pyright`: an openfiles plugin that type-checks whole Python projects with pyright's own
+//! command line (`pyright --outputjson`, run at the project's root so that the project's
+//! `pyrightconfig.json` or `pyproject.toml` `[tool.pyright]` applies), so that callers an
+//! edit broke in files nobody edited are found (the knock-on of `docs/baseline.md`): the
+//! pyright language server (the lsp plugin) publishes only for the documents it was given.
+//!
+//! A project-wide source: files are grouped by their project root (the nearest folder with
+//! `pyrightconfig.json`, `pyproject.toml`, `setup.py` or `setup.cfg`, else the workspace),
+//! one pyright run per project. Every requested and `also_report` file gets a result (its
+//! items, or none); with `report_all`, every file of the project pyright found a problem in.
+//! Items with no file (a broken config) go on every file of the run. Columns are converted
+//! from UTF-16 units to characters, and items look exactly like the language server's
+//! (source `Pyright`, the rule as code, the same message), so the service keeps a problem
+//! both report once.
+//!
+//! Which pyright: the `pyright` setting, else — in a trusted workspace only — the project's
+//! `node_modules/.bin/pyright` at or above its root, else `pyright` on `PATH` (pyright reads
+//! the project's files and never runs them). With none, Python files get no items from this
+//! plugin (the language server still checks them) and `openfiles plugins` says so.
+//!
+//! Config (`[plugin.pyright]`): `pyright = "path/to/pyright"`, `extra_args = [..]`.
+
+pub mod parse;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use openfiles_plugin_api::markers::project_root;
+use openfiles_plugin_api::tools::{on_path, Findings, ToolRuns};
+use openfiles_plugin_api::{
+    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
+};
+use serde::Deserialize;
+
+/// The source name pyright's language server gives its diagnostics.
+const SOURCE: &str = "Pyright";
+const EXTENSIONS: &[&str] = &["py", "pyi"];
+/// Where a Python project's root is (what the pyright CLI would be run in).
+pub const MARKERS: &[&str] = &[
+    "pyrightconfig.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+];
+
+/// `[plugin.pyright]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub pyright: Option<PathBuf>,
+    pub extra_args: Vec<String>,
+}
+
+pub struct Pyright {
+    settings: Settings,
+    markers: Vec<String>,
+    runs: ToolRuns,
+}
+
+impl Plugin for Pyright {
+    const NAME: &'static str = "pyright";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+        let settings: Settings = if init.config.is_null() {
+            Settings::default()
+        } else {
+            serde_json::from_value(init.config).map_err(|e| format!("[plugin.pyright]: {e}"))?
+        };
+        let mut notes = Vec::new();
+        if settings.pyright.is_none() && on_path("pyright").is_none() {
+            notes.push(
+                "pyright is not on PATH: no project-wide Python check (callers broken in files you did not edit are not found); install it with `npm i -g pyright` or `pip install pyright`".into(),
+            );
+        }
+        let markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
+        let caps = Capabilities {
+            extensions: EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+            file_names: Vec::new(),
+            project_markers: markers.clone(),
+            project_wide: true,
+            notes,
+            checks_texts: false,
+            late_fixes: false,
+        };
+        Ok((
+            Pyright {
+                settings,
+                markers,
+                runs: ToolRuns::new(),
+            },
+            caps,
+        ))
+    }
+
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+        let mut projects: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        let mut seen = HashSet::new();
+        for file in request.files.iter().chain(request.also_report.iter()) {
+            let handled = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| EXTENSIONS.contains(&e));
+            if handled && seen.insert(file.clone()) {
+                projects
+                    .entry(project_root(file, &request.workspace, &self.markers))
+                    .or_default()
+                    .push(file.clone());
+            }
+        }
+        let mut missing = Vec::new();
+        let mut runnable = BTreeMap::new();
+        for (root, files) in projects {
+            match self.exe(&root, request.trusted) {
+                Some(exe) => {
+                    runnable.insert(root, (exe, files));
+                }
+                None => missing.extend(files),
+            }
+        }
+        let groups = runnable
+            .into_iter()
+            .map(|(root, (exe, files))| ((root, exe), files));
+        let mut files = self.runs.run_groups(
+            request.id,
+            SOURCE,
+            request.report_all,
+            groups,
+            |(root, exe), wanted| {
+                self.run(
+                    request.id,
+                    exe,
+                    root,
+                    wanted,
+                    &request.workspace,
+                    request.report_all,
+                )
+            },
+        )?;
+        // No pyright at all: nothing to say (the language server, if any, checks the file).
+        files.extend(missing.into_iter().map(|path| FileResult {
+            path,
+            items: Vec::new(),
+        }));
+        Ok(CheckResponse { files })
+    }
+
+    fn cancel(&self, check_id: u64) {
+        self.runs.cancel(check_id);
+    }
+}
+
+/// `node_modules/.bin/pyright` at or above `start` when the workspace is trusted.
+pub fn project_pyright(start: &Path, trusted: bool) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .take_while(|_| trusted)
+        .map(|d| d.join("node_modules/.bin/pyright"))
+        .find(|p| p.is_file())
+}
+
+impl Pyright {
+    /// The pyright to run for the project at `root` (see the module docs).
+    fn exe(&self, root: &Path, trusted: bool) -> Option<PathBuf> {
+        self.settings
+            .pyright
+            .clone()
+            .or_else(|| project_pyright(root, trusted))
+            .or_else(|| on_path("pyright"))
+    }
+
+    /// Run pyright at `root`; items per absolute file (only `wanted`, or with `report_all`
+    /// every file of the workspace), items with no file shared.
+    fn run(
+        &self,
+        id: u64,
+        exe: &Path,
+        root: &Path,
+        wanted: &[PathBuf],
+        workspace: &Path,
+        report_all: bool,
+    ) -> Result<Findings, String> {
+        let mut cmd = Command::new(exe);
+        cmd.arg("--outputjson")
+            .args(&self.settings.extra_args)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self
+            .runs
+            .spawn(id, &mut cmd)
+            .map_err(|e| format!("cannot run {} ({e})", exe.display()))?;
+        let mut stderr = child.stderr.take();
+        let err_thread = std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_string(&mut text);
+            }
+            text
+        });
+        let mut stdout = String::new();
+        if let Some(mut s) = child.stdout.take() {
+            let _ = s.read_to_string(&mut stdout);
+        }
+        let status = child.wait();
+        self.runs.finished(id);
+        let stderr = err_thread.join().unwrap_or_default();
+        let status = status.map_err(|e| e.to_string())?;
+        // Exit 0: no error, 1: errors found; anything else is pyright failing.
+        let diags = match parse::parse(&stdout) {
+            Ok(d) if matches!(status.code(), Some(0 | 1)) || !d.is_empty() => d,
+            outcome => {
+                let why = outcome.err().unwrap_or_default();
+                let text = if stderr.trim().is_empty() {
+                    &stdout
+                } else {
+                    &stderr
+                };
+                let tail: Vec<&str> = text.lines().take(12).collect();
+                return Err(format!(
+                    "pyright failed ({status}{}) in {}:\n{}",
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {why}")
+                    },
+                    root.display(),
+                    tail.join("\n")
+                ));
+            }
+        };
+        let wanted: HashSet<&PathBuf> = wanted.iter().collect();
+        let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
+        let mut found = Findings::default();
+        for d in diags {
+            let item = |line: u32, column: u32, message: String| Item {
+                introduced: None,
+                fixes: Vec::new(),
+                line,
+                column,
+                severity: d.severity,
+                source: SOURCE.into(),
+                code: d.rule.clone(),
+                message,
+            };
+            let Some(file) = &d.file else {
+                found.shared.push(item(1, 1, d.message.clone()));
+                continue;
+            };
+            let p = root.join(file);
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
+            if !(wanted.contains(&p) || (report_all && p.starts_with(workspace))) {
+                continue; // another file of the project, not asked for
+            }
+            let text = lines_cache.entry(p.clone()).or_insert_with(|| {
+                std::fs::read_to_string(&p)
+                    .map(|t| t.lines().map(str::to_owned).collect())
+                    .unwrap_or_default()
+            });
+            let column = text
+                .get(d.line as usize)
+                .map(|l| parse::char_column(l, d.character))
+                .unwrap_or(d.character + 1);
+            let it = item(d.line + 1, column, d.message.clone());
+            let items = found.per_file.entry(p).or_default();
+            if !items.contains(&it) {
+                items.push(it);
+            }
+        }
+        Ok(found)
+    }
+}
+
+export_plugin!(Pyright);

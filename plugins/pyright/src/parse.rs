@@ -1,0 +1,133 @@
+//! Reading `pyright --outputjson`: its `generalDiagnostics`, each with an absolute `file`, a
+//! `severity` (`error`, `warning`, `information`), a `message`, an optional `rule` and a
+//! 0-based `range` whose characters are UTF-16 units (as the language server's are).
+
+use openfiles_plugin_api::Severity;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    #[serde(default)]
+    general_diagnostics: Vec<Raw>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Raw {
+    #[serde(default)]
+    file: String,
+    #[serde(default)]
+    severity: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    range: Option<Range>,
+    #[serde(default)]
+    rule: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Range {
+    start: Position,
+}
+
+#[derive(Debug, Deserialize)]
+struct Position {
+    line: u32,
+    character: u32,
+}
+
+/// One pyright diagnostic as printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PyrightDiagnostic {
+    /// Absolute, as pyright prints it; `None` for a problem with no file (a config error).
+    pub file: Option<String>,
+    /// 0-based line.
+    pub line: u32,
+    /// 0-based UTF-16 column.
+    pub character: u32,
+    pub severity: Severity,
+    pub rule: Option<String>,
+    pub message: String,
+}
+
+/// Parse pyright's JSON report (anything printed before its opening brace is skipped).
+pub fn parse(stdout: &str) -> Result<Vec<PyrightDiagnostic>, String> {
+    let start = stdout.find('{').ok_or("no JSON report")?;
+    let report: Report = serde_json::from_str(&stdout[start..]).map_err(|e| e.to_string())?;
+    Ok(report
+        .general_diagnostics
+        .into_iter()
+        .map(|d| {
+            let (line, character) = d
+                .range
+                .map(|r| (r.start.line, r.start.character))
+                .unwrap_or((0, 0));
+            PyrightDiagnostic {
+                file: Some(d.file).filter(|f| !f.is_empty()),
+                line,
+                character,
+                severity: match d.severity.as_str() {
+                    "warning" => Severity::Warning,
+                    "information" => Severity::Info,
+                    _ => Severity::Error,
+                },
+                rule: d.rule.filter(|r| !r.is_empty()),
+                message: d.message,
+            }
+        })
+        .collect())
+}
+
+/// 1-based character column of a 0-based UTF-16 `character` on `text` (one line).
+pub fn char_column(text: &str, character: u32) -> u32 {
+    let mut units = 0u32;
+    let mut chars = 0u32;
+    for c in text.chars() {
+        if units >= character {
+            break;
+        }
+        units += c.len_utf16() as u32;
+        chars += 1;
+    }
+    if units < character {
+        chars += character - units;
+    }
+    chars + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_with_a_rule_an_elaboration_and_no_file() {
+        let out = r#"{"version":"1.1.414","generalDiagnostics":[
+            {"file":"/p/b.py","severity":"error","message":"Expected 2 positional arguments",
+             "range":{"start":{"line":2,"character":14},"end":{"line":2,"character":15}},"rule":"reportCallIssue"},
+            {"file":"/p/c.py","severity":"warning","message":"Type \"x\"\n  is not \"int\"",
+             "range":{"start":{"line":1,"character":9},"end":{"line":1,"character":12}}},
+            {"file":"","severity":"information","message":"config"}],
+            "summary":{"errorCount":1}}"#;
+        let d = parse(out).unwrap();
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[0].file.as_deref(), Some("/p/b.py"));
+        assert_eq!((d[0].line, d[0].character), (2, 14));
+        assert_eq!(d[0].rule.as_deref(), Some("reportCallIssue"));
+        assert_eq!(d[1].severity, Severity::Warning);
+        assert_eq!(d[1].rule, None);
+        assert!(d[1].message.contains('\n'));
+        assert_eq!(
+            (d[2].file.as_deref(), d[2].severity),
+            (None, Severity::Info)
+        );
+        assert!(parse("No configuration file found.\n").is_err());
+    }
+
+    #[test]
+    fn utf16_columns_become_character_columns() {
+        assert_eq!(char_column("s = \"😀\"; x", 9), 8);
+        assert_eq!(char_column("abc", 0), 1);
+        assert_eq!(char_column("abc", 5), 6);
+    }
+}
