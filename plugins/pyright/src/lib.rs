@@ -18,6 +18,10 @@
 //! the project's files and never runs them). With none, Python files get no items from this
 //! plugin (the language server still checks them) and `openfiles plugins` says so.
 //!
+//! A project that asks for another Python type checker (`[tool.basedpyright]`, `ty.toml`,
+//! `[tool.ty]` at or above its root: the lsp plugin's rule for which one checks a file) gets
+//! nothing from this plugin: pyright's rules are not the ones it chose.
+//!
 //! Config (`[plugin.pyright]`): `pyright = "path/to/pyright"`, `extra_args = [..]`.
 
 pub mod parse;
@@ -27,7 +31,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use openfiles_plugin_api::markers::project_root;
+use openfiles_plugin_api::markers::{self, project_root};
 use openfiles_plugin_api::tools::{on_path, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
@@ -37,6 +41,12 @@ use serde::Deserialize;
 /// The source name pyright's language server gives its diagnostics.
 const SOURCE: &str = "Pyright";
 const EXTENSIONS: &[&str] = &["py", "pyi"];
+/// Markers by which a project asks for another type checker than pyright.
+pub const OTHER_CHECKERS: &[&str] = &[
+    "pyproject.toml[tool.basedpyright]",
+    "ty.toml",
+    "pyproject.toml[tool.ty]",
+];
 /// Where a Python project's root is (what the pyright CLI would be run in).
 pub const MARKERS: &[&str] = &[
     "pyrightconfig.json",
@@ -113,6 +123,10 @@ impl Plugin for Pyright {
         let mut missing = Vec::new();
         let mut runnable = BTreeMap::new();
         for (root, files) in projects {
+            if other_checker(&root, &request.workspace) {
+                missing.extend(files);
+                continue;
+            }
             match self.exe(&root, request.trusted) {
                 Some(exe) => {
                     runnable.insert(root, (exe, files));
@@ -139,7 +153,7 @@ impl Plugin for Pyright {
                 )
             },
         )?;
-        // No pyright at all: nothing to say (the language server, if any, checks the file).
+        // No pyright, or another checker chosen: nothing to say (the language server, if any, checks the file).
         files.extend(missing.into_iter().map(|path| FileResult {
             path,
             items: Vec::new(),
@@ -150,6 +164,14 @@ impl Plugin for Pyright {
     fn cancel(&self, check_id: u64) {
         self.runs.cancel(check_id);
     }
+}
+
+/// Whether the project at `root` (or a folder above it, inside `workspace`) asks for
+/// another type checker ([`OTHER_CHECKERS`]).
+pub fn other_checker(root: &Path, workspace: &Path) -> bool {
+    root.ancestors()
+        .take_while(|d| d.starts_with(workspace))
+        .any(|d| OTHER_CHECKERS.iter().any(|m| markers::present(d, m)))
 }
 
 /// `node_modules/.bin/pyright` at or above `start` when the workspace is trusted.
@@ -275,3 +297,36 @@ impl Pyright {
 }
 
 export_plugin!(Pyright);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_that_chose_basedpyright_or_ty_is_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        let app = ws.join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::write(app.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
+        assert!(!other_checker(&app, ws));
+        std::fs::write(ws.join("pyproject.toml"), "[tool.basedpyright]\n").unwrap();
+        assert!(other_checker(&app, ws));
+        std::fs::write(ws.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        assert!(!other_checker(&app, ws));
+        std::fs::write(app.join("ty.toml"), "").unwrap();
+        assert!(other_checker(&app, ws));
+    }
+
+    #[test]
+    fn a_projects_own_pyright_runs_only_when_trusted() {
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("pyright"), "#!/bin/sh\n").unwrap();
+        let sub = d.path().join("pkg");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(project_pyright(&sub, true), Some(bin.join("pyright")));
+        assert_eq!(project_pyright(&sub, false), None);
+    }
+}

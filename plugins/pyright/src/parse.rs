@@ -126,7 +126,8 @@ mod tests {
 
     #[test]
     fn utf16_columns_become_character_columns() {
-        assert_eq!(char_column("s = \"😀\"; x", 9), 8);
+        // "😀" is 2 UTF-16 units, 1 character: `x` is unit 10, character 9.
+        assert_eq!(char_column("s = \"😀\"; x", 10), 10);
         assert_eq!(char_column("abc", 0), 1);
         assert_eq!(char_column("abc", 5), 6);
     }

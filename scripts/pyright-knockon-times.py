@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Python knock-on through the service (issue 33): what the pyright plugin (`pyright
+--outputjson` over the project) adds to the hook, and whether the hook names the callers.
+
+Generates the project of plugins/lsp/benches/python_knockon.py (a core library and PACKAGES
+service packages, 7 modules each; package 0 already has an error), commits it, and for each
+plugin set starts `openfiles serve` on it and makes EDITS edits that alternately break and
+restore `core/money.py`'s `price_with_tax` signature, timing the wall clock of `openfiles hook`
+after each (with `hooks.partial_after_ms` as long as the timeout, so the hook waits for every
+source). Prints p50/max per plugin set, and for the breaking edits how many of the expected
+callers (file:line) the hook named and whether it named the old error (it must not).
+Not a test: figures for the report. Usage (after `cargo build --workspace`):
+
+    scripts/pyright-knockon-times.py [--edits 12] [--packages 8] [--target target/debug]
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+CORE = '''from dataclasses import dataclass
+
+
+@dataclass
+class Money:
+    cents: int
+    currency: str = "EUR"
+
+
+def price_with_tax(amount: Money, rate: float) -> Money:
+    return Money(int(amount.cents * (1 + rate)), amount.currency)
+
+
+def fmt(amount: Money) -> str:
+    return f"{amount.cents / 100:.2f} {amount.currency}"
+'''
+GOOD = "def price_with_tax(amount: Money, rate: float) -> Money:"
+BROKEN = "def price_with_tax(amount: Money, rate: float, region: str) -> Money:"
+
+
+def service(i):
+    pre = "    bad: int = 'x'  # already broken, before the session\n" if i == 0 else ""
+    return (f"from core.money import Money, fmt, price_with_tax\n\n\n"
+            f"def quote_{i}(cents: int) -> str:\n    base = Money(cents)\n{pre}"
+            f"    total = price_with_tax(base, 0.2)\n    return fmt(total)\n")
+
+
+def make(root, packages):
+    os.makedirs(f"{root}/core")
+    open(f"{root}/core/__init__.py", "w").close()
+    open(f"{root}/core/money.py", "w").write(CORE)
+    callers = []
+    for i in range(packages):
+        d = f"{root}/svc{i}"
+        os.makedirs(d)
+        open(f"{d}/__init__.py", "w").close()
+        open(f"{d}/quotes.py", "w").write(service(i))
+        callers.append(f"svc{i}/quotes.py:{7 if i == 0 else 6}:")
+        for k in range(5):
+            open(f"{d}/util{k}.py", "w").write(
+                f"from core.money import Money, fmt\n\n\ndef f{k}(m: Money) -> str:\n    return fmt(m)\n")
+    open(f"{root}/pyrightconfig.json", "w").write('{"include": ["."]}\n')
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    return callers
+
+
+def run(binary, plugins, edits, packages):
+    tmp = tempfile.mkdtemp(prefix="pyright-knockon-")
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    callers = make(ws, packages)
+    env = dict(os.environ,
+               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
+               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
+               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
+               OPENFILES_PLUGIN_PATH=":".join(plugins))
+    with open(env["OPENFILES_CONFIG"], "w") as f:
+        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n"
+                "[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\"]\n")
+    log = open(os.path.join(tmp, "serve.log"), "w")
+    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    money = os.path.join(ws, "core", "money.py")
+    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
+                          "tool_input": {"file_path": money}}).encode()
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(env["OPENFILES_SOCKET"])
+                s.close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        times, found, blamed = [], [], 0
+        # One edit first to start the servers and take the baseline (not counted).
+        for n in range(edits + 2):
+            broken = n % 2 == 0
+            with open(money, "w") as f:
+                f.write(CORE.replace(GOOD, BROKEN) if broken else CORE)
+            start = time.perf_counter()
+            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env, cwd=ws,
+                                 capture_output=True)
+            took = (time.perf_counter() - start) * 1000
+            text = out.stdout.decode()
+            if n < 2:
+                continue
+            times.append(took)
+            if broken:
+                found.append(sum(1 for c in callers if f"- {c}" in text))
+                blamed += "bad: int" in text or "reportAssignmentType" in text
+        return times, found, len(callers), blamed
+    finally:
+        svc.terminate()
+        svc.wait()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--edits", type=int, default=12)
+    p.add_argument("--packages", type=int, default=8)
+    p.add_argument("--target", default="target/debug")
+    a = p.parse_args()
+    t = os.path.abspath(a.target)
+    binary = os.path.join(t, "openfiles")
+    lsp = os.path.join(t, "libopenfiles_plugin_lsp.so")
+    pyright = os.path.join(t, "libopenfiles_plugin_pyright.so")
+    for name, plugins in (("lsp (ruff + pyright-langserver)", [lsp]), ("lsp + pyright CLI plugin", [lsp, pyright])):
+        times, found, expected, blamed = run(binary, plugins, a.edits, a.packages)
+        print(f"{name}: hook p50 {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} edits; "
+              f"callers named per breaking edit {found} of {expected}; old error blamed {blamed} times")
+
+
+if __name__ == "__main__":
+    main()
