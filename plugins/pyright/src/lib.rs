@@ -15,8 +15,11 @@
 //!
 //! Which pyright: the `pyright` setting, else — in a trusted workspace only — the project's
 //! `node_modules/.bin/pyright` at or above its root, else `pyright` on `PATH` (pyright reads
-//! the project's files and never runs them). With none, Python files get no items from this
-//! plugin (the language server still checks them) and `openfiles plugins` says so.
+//! the project's files and never runs them). With no `pyright` setting and no `pyright` on
+//! `PATH` when the plugin starts, it claims no file (no tree snapshot is taken for a
+//! baseline nothing would use); the language server still checks Python, and `openfiles
+//! doctor` names pyright's package when no Python type checker is installed. No note: a
+//! machine without Python work is not warned about it.
 //!
 //! A project that asks for another Python type checker (`[tool.basedpyright]`, `ty.toml`,
 //! `[tool.ty]` at or above its root: the lsp plugin's rule for which one checks a file) gets
@@ -79,19 +82,19 @@ impl Plugin for Pyright {
         } else {
             serde_json::from_value(init.config).map_err(|e| format!("[plugin.pyright]: {e}"))?
         };
-        let mut notes = Vec::new();
-        if settings.pyright.is_none() && on_path("pyright").is_none() {
-            notes.push(
-                "pyright is not on PATH: no project-wide Python check (callers broken in files you did not edit are not found); install it with `npm i -g pyright` or `pip install pyright`".into(),
-            );
-        }
         let markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
         let caps = Capabilities {
-            extensions: EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+            // No pyright to run: claim no file, so no snapshot of the tree is taken for a
+            // baseline nothing would use.
+            extensions: if settings.pyright.is_some() || on_path("pyright").is_some() {
+                EXTENSIONS.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            },
             file_names: Vec::new(),
             project_markers: markers.clone(),
             project_wide: true,
-            notes,
+            notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,
         };
