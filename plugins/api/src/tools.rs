@@ -45,6 +45,13 @@ struct State {
     cancelled: HashSet<u64>,
 }
 
+/// What a tool run by [`ToolRuns::output`] printed, and how it ended.
+pub struct ToolOutput {
+    pub stdout: String,
+    pub stderr: String,
+    pub status: std::process::ExitStatus,
+}
+
 /// The tools running per check id, and the ids cancelled. One per plugin instance.
 #[derive(Default)]
 pub struct ToolRuns {
@@ -83,6 +90,38 @@ impl ToolRuns {
         }
         state.pids.entry(id).or_default().push(child.id());
         Ok(child)
+    }
+
+    /// Run `cmd` on behalf of check `id` to its end (stdin closed) and collect what it
+    /// printed: stdout and stderr read at once (stderr on a thread of its own, so neither pipe
+    /// can fill and stall the tool), then [`ToolRuns::finished`].
+    pub fn output(&self, id: u64, cmd: &mut Command) -> std::io::Result<ToolOutput> {
+        use std::io::Read;
+        use std::process::Stdio;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.spawn(id, cmd)?;
+        let mut stderr = child.stderr.take();
+        let err_thread = std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_string(&mut text);
+            }
+            text
+        });
+        let mut stdout = String::new();
+        if let Some(mut s) = child.stdout.take() {
+            let _ = s.read_to_string(&mut stdout);
+        }
+        let status = child.wait();
+        self.finished(id);
+        let stderr = err_thread.join().unwrap_or_default();
+        Ok(ToolOutput {
+            stdout,
+            stderr,
+            status: status?,
+        })
     }
 
     /// The tools of check `id` have been waited for.

@@ -30,12 +30,11 @@
 pub mod parse;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use openfiles_plugin_api::markers::{self, project_root};
-use openfiles_plugin_api::tools::{on_path, Findings, ToolRuns};
+use openfiles_plugin_api::tools::{on_path, Findings, ToolOutput, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
 };
@@ -210,30 +209,15 @@ impl Pyright {
         let mut cmd = Command::new(exe);
         cmd.arg("--outputjson")
             .args(&self.settings.extra_args)
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = self
+            .current_dir(root);
+        let ToolOutput {
+            stdout,
+            stderr,
+            status,
+        } = self
             .runs
-            .spawn(id, &mut cmd)
+            .output(id, &mut cmd)
             .map_err(|e| format!("cannot run {} ({e})", exe.display()))?;
-        let mut stderr = child.stderr.take();
-        let err_thread = std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_string(&mut text);
-            }
-            text
-        });
-        let mut stdout = String::new();
-        if let Some(mut s) = child.stdout.take() {
-            let _ = s.read_to_string(&mut stdout);
-        }
-        let status = child.wait();
-        self.runs.finished(id);
-        let stderr = err_thread.join().unwrap_or_default();
-        let status = status.map_err(|e| e.to_string())?;
         // Exit 0: no error, 1: errors found; anything else is pyright failing.
         let diags = match parse::parse(&stdout) {
             Ok(d) if matches!(status.code(), Some(0 | 1)) || !d.is_empty() => d,

@@ -19,11 +19,10 @@ pub mod compiler;
 pub mod parse;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use openfiles_plugin_api::tools::{Findings, ToolRuns};
+use openfiles_plugin_api::tools::{Findings, ToolOutput, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Item, Plugin, Severity,
 };
@@ -55,12 +54,6 @@ pub struct Tsc {
 }
 
 /// What one compiler run printed.
-struct Output {
-    stdout: String,
-    stderr: String,
-    status: std::process::ExitStatus,
-}
-
 impl Plugin for Tsc {
     const NAME: &'static str = "tsc";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
@@ -212,7 +205,7 @@ impl Tsc {
         tsconfig: Option<&Path>,
         wanted: &[PathBuf],
         cwd: &Path,
-    ) -> std::io::Result<Output> {
+    ) -> std::io::Result<ToolOutput> {
         let mut cmd = Command::new(&compiler.exe);
         // `--listFiles` names every file of the program, so a requested file that the
         // tsconfig leaves out is reported as unchecked instead of looking clean.
@@ -229,32 +222,8 @@ impl Tsc {
                 cmd.args(wanted);
             }
         }
-        cmd.args(&self.settings.extra_args)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = self.runs.spawn(id, &mut cmd)?;
-        let mut stderr = child.stderr.take();
-        let err_thread = std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_string(&mut text);
-            }
-            text
-        });
-        let mut stdout = String::new();
-        if let Some(mut s) = child.stdout.take() {
-            let _ = s.read_to_string(&mut stdout);
-        }
-        let status = child.wait();
-        self.runs.finished(id);
-        let stderr = err_thread.join().unwrap_or_default();
-        Ok(Output {
-            stdout,
-            stderr,
-            status: status?,
-        })
+        cmd.args(&self.settings.extra_args).current_dir(cwd);
+        self.runs.output(id, &mut cmd)
     }
 
     /// Run the chosen compiler; a `tsgo` that does not start or crashes is replaced by
@@ -267,7 +236,7 @@ impl Tsc {
         wanted: &[PathBuf],
         cwd: &Path,
         trusted: bool,
-    ) -> Result<(Output, Compiler, Option<String>), String> {
+    ) -> Result<(ToolOutput, Compiler, Option<String>), String> {
         let s = &self.settings;
         let chosen = compiler::choose(
             s.compiler,
@@ -343,7 +312,7 @@ impl Tsc {
             .unwrap_or(workspace)
             .to_owned();
         let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd, trusted)?;
-        let Output {
+        let ToolOutput {
             stdout,
             stderr,
             status,
