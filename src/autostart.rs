@@ -257,18 +257,9 @@ fn lock(path: &Path, deadline: Instant) -> Result<File, StartError> {
     }
 }
 
-/// Variables of the client's own service manager that must not reach the service.
-const MANAGER_VARS: &[&str] = &[
-    "NOTIFY_SOCKET",
-    "LISTEN_FDS",
-    "LISTEN_PID",
-    "LISTEN_FDNAMES",
-    "WATCHDOG_USEC",
-    "WATCHDOG_PID",
-    "JOURNAL_STREAM",
-    "INVOCATION_ID",
-    ENV,
-];
+/// Variables of the client's own service manager (beyond the handshakes no child of ours
+/// inherits, `openfiles_os::child_env::PRIVATE_ENV`) that must not reach the service.
+const MANAGER_VARS: &[&str] = &["JOURNAL_STREAM", "INVOCATION_ID", ENV];
 
 /// Start `openfiles --socket SOCKET serve --autostarted`, detached.
 fn spawn_service(socket: &Path) -> Result<(), StartError> {
@@ -289,7 +280,7 @@ fn spawn_service(socket: &Path) -> Result<(), StartError> {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
     }
-    for var in MANAGER_VARS {
+    for var in openfiles_os::child_env::PRIVATE_ENV.iter().chain(MANAGER_VARS) {
         cmd.env_remove(var);
     }
     // SAFETY: only async-signal-safe calls (setsid, fork, _exit) between fork and exec.
