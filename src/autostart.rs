@@ -280,7 +280,10 @@ fn spawn_service(socket: &Path) -> Result<(), StartError> {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
     }
-    for var in openfiles_os::child_env::PRIVATE_ENV.iter().chain(MANAGER_VARS) {
+    for var in openfiles_os::child_env::PRIVATE_ENV
+        .iter()
+        .chain(MANAGER_VARS)
+    {
         cmd.env_remove(var);
     }
     // SAFETY: only async-signal-safe calls (setsid, fork, _exit) between fork and exec.

@@ -110,7 +110,7 @@ impl Fresh {
     fn hook(&self, file: &Path, extra: &[&str]) -> Output {
         let mut args = vec!["hook", "--agent", "claude", "--verbose"];
         args.extend_from_slice(extra);
-        run_hook(&mut self.cmd(&args), &payload(file))
+        run_hook(&mut self.cmd(&args), &common::hook::write_payload(file))
     }
 }
 
@@ -134,30 +134,6 @@ fn alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
-fn payload(file: &Path) -> String {
-    serde_json::json!({
-        "cwd": file.parent().unwrap(),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Write",
-        "tool_input": {"file_path": file, "content": "x"},
-    })
-    .to_string()
-}
-
-fn feedback(out: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "the hook printed no JSON ({e}): {stdout:?}; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    v["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 #[test]
 fn the_first_hook_without_any_service_starts_one_and_gets_the_python_problem() {
     let f = Fresh::new(
@@ -173,7 +149,7 @@ fn the_first_hook_without_any_service_starts_one_and_gets_the_python_problem() {
 
     let out = f.hook(&file, &[]);
     assert!(out.status.success());
-    let text = feedback(&out);
+    let text = common::hook::additional_context(&out);
     assert!(
         text.contains("undefined_name") && (text.contains("F821") || text.contains("not defined")),
         "{text}"
@@ -210,7 +186,7 @@ fn twenty_hooks_at_once_start_one_service() {
             std::fs::write(&file, "x").unwrap();
             spawn_hook(
                 &mut f.cmd(&["hook", "--agent", "claude", "--no-feedback", "--verbose"]),
-                &payload(&file),
+                &common::hook::write_payload(&file),
             )
         })
         .collect();
@@ -278,7 +254,7 @@ fn autostart_turned_off_starts_nothing_and_says_why() {
     std::fs::write(&file, "x").unwrap();
     let mut cmd = f.cmd(&["hook", "--agent", "claude", "--verbose"]);
     cmd.env("OPENFILES_AUTOSTART", "0");
-    let out = run_hook(&mut cmd, &payload(&file));
+    let out = run_hook(&mut cmd, &common::hook::write_payload(&file));
     assert!(out.status.success() && out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("OPENFILES_AUTOSTART is off"), "{err}");
@@ -400,7 +376,7 @@ fn a_socket_in_a_shared_folder_is_not_autostarted_and_the_folder_is_left_alone()
     std::fs::write(&file, "x").unwrap();
     let mut cmd = f.cmd(&["hook", "--agent", "claude", "--verbose"]);
     cmd.env("OPENFILES_SOCKET", shared.join("x.sock"));
-    let out = run_hook(&mut cmd, &payload(&file));
+    let out = run_hook(&mut cmd, &common::hook::write_payload(&file));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("not a private (0700) folder of yours"),

@@ -104,30 +104,6 @@ fn python_project(dir: &Path) -> (PathBuf, PathBuf) {
     (ws.canonicalize().unwrap(), file.canonicalize().unwrap())
 }
 
-fn payload(file: &Path) -> String {
-    serde_json::json!({
-        "cwd": file.parent().unwrap(),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Write",
-        "tool_input": {"file_path": file, "content": "x"},
-    })
-    .to_string()
-}
-
-fn additional_context(out: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "the hook printed no JSON ({e}): {stdout:?}; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    v["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// Stop the service `openfiles status` names (run as `cmd` builds it).
 fn stop_service(mut status: Command) {
     let Ok(out) = status.args(["status", "--json"]).output() else {
@@ -200,8 +176,8 @@ fn ci_steps_in_order_give_the_agent_feedback_and_the_job_a_summary() {
     let (ws, file) = python_project(dir);
     let mut agent = fresh("sh", &home, &tmpdir, &job_path);
     agent.arg("-c").arg(&hook).current_dir(&ws);
-    let out = run_hook(&mut agent, &payload(&file));
-    let text = additional_context(&out);
+    let out = run_hook(&mut agent, &common::hook::write_payload(&file));
+    let text = common::hook::additional_context(&out);
     assert!(text.contains("undefined_name"), "{text}");
 
     // 4. the summary, from the real session.
@@ -319,8 +295,8 @@ fn devcontainer_feature_installs_as_an_unprivileged_user_and_the_hook_gets_feedb
         ])
         .arg(&hook)
         .current_dir(&ws);
-    let out = run_hook(&mut agent, &payload(&file));
-    let text = additional_context(&out);
+    let out = run_hook(&mut agent, &common::hook::write_payload(&file));
+    let text = common::hook::additional_context(&out);
     assert!(text.contains("undefined_name"), "{text}");
 
     let mut status = fresh("setpriv", &home, &tmpdir, &job_path);

@@ -99,6 +99,33 @@ pub fn wait_for_file(path: &Path, pred: impl Fn(&str) -> bool) -> String {
     }
 }
 
+/// A Claude Code `PostToolUse` payload for a `Write` of `file`.
+pub fn write_payload(file: &Path) -> String {
+    serde_json::json!({
+        "cwd": file.parent().unwrap(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": file, "content": "x"},
+    })
+    .to_string()
+}
+
+/// The `additionalContext` of the hook's JSON output ("" when it has none); panics with the
+/// hook's output when it printed no JSON.
+pub fn additional_context(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "the hook printed no JSON ({e}): {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
