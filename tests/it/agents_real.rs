@@ -145,11 +145,9 @@ fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_probl
     assert!(text.contains("F821"), "{text}");
 }
 
-#[test]
-fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
-    let world = World::writing();
-    world.install("gemini", false);
-    // Gemini's own rule: project settings (and their hooks) load only in a trusted folder.
+/// `gemini -p PROMPT` against the stand-in, in a folder Gemini trusts (its own rule: project
+/// settings, and their hooks, load only in a trusted folder), telemetry and updates off.
+fn gemini_command(world: &World, prompt: &str) -> std::process::Command {
     let gemini = world.home.join(".gemini");
     std::fs::create_dir_all(&gemini).unwrap();
     std::fs::write(
@@ -164,7 +162,7 @@ fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
     .unwrap();
     let mut cmd = world.command(
         &agent_bin("gemini"),
-        &["-p", "write the app", "-m", "gemini-2.5-flash", "--yolo"],
+        &["-p", prompt, "-m", "gemini-2.5-flash", "--yolo"],
     );
     cmd.env("GEMINI_API_KEY", "stand-in")
         .env(
@@ -172,6 +170,14 @@ fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
             format!("http://127.0.0.1:{}", world.model.port),
         )
         .env("GEMINI_CLI_NO_RELAUNCH", "true");
+    cmd
+}
+
+#[test]
+fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
+    let world = World::writing();
+    world.install("gemini", false);
+    let cmd = gemini_command(&world, "write the app");
     let out = world.run(cmd);
     wrote(&world, &out);
     let body = after_tool(
@@ -211,28 +217,7 @@ fn gemini_cli_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_proble
     });
     std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
     world.install("gemini", true);
-    let gemini = world.home.join(".gemini");
-    std::fs::create_dir_all(&gemini).unwrap();
-    std::fs::write(
-        gemini.join("trustedFolders.json"),
-        serde_json::json!({ world.ws.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        gemini.join("settings.json"),
-        r#"{"telemetry":{"enabled":false},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true,"disableUpdateNag":true},"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
-    )
-    .unwrap();
-    let mut cmd = world.command(
-        &agent_bin("gemini"),
-        &["-p", "check the app", "-m", "gemini-2.5-flash", "--yolo"],
-    );
-    cmd.env("GEMINI_API_KEY", "stand-in")
-        .env(
-            "GOOGLE_GEMINI_BASE_URL",
-            format!("http://127.0.0.1:{}", world.model.port),
-        )
-        .env("GEMINI_CLI_NO_RELAUNCH", "true");
+    let cmd = gemini_command(&world, "check the app");
     let out = world.run(cmd);
     let listed: Vec<String> = world
         .model
