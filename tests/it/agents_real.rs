@@ -84,17 +84,7 @@ fn claude_code_hands_the_hook_context_to_the_model_after_the_tool_result() {
 
 #[test]
 fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_problems() {
-    let world = World::new(|ws| {
-        vec![
-            "--mcp-tool".into(),
-            "openfiles_diagnostics".into(),
-            "--mcp-args".into(),
-            serde_json::json!({"paths": [ws.join(APP)]})
-                .to_string()
-                .into(),
-        ]
-    });
-    std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
+    let world = World::calling_diagnostics();
     world.install("claude", true);
     let mut cmd = world.command(
         &agent_bin("claude"),
@@ -205,17 +195,7 @@ fn gemini_cli_appends_the_hook_context_to_the_tool_response() {
 
 #[test]
 fn gemini_cli_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_problems() {
-    let world = World::new(|ws| {
-        vec![
-            "--mcp-tool".into(),
-            "openfiles_diagnostics".into(),
-            "--mcp-args".into(),
-            serde_json::json!({"paths": [ws.join(APP)]})
-                .to_string()
-                .into(),
-        ]
-    });
-    std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
+    let world = World::calling_diagnostics();
     world.install("gemini", true);
     let cmd = gemini_command(&world, "check the app");
     let out = world.run(cmd);

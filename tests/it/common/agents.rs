@@ -123,6 +123,23 @@ impl World {
         })
     }
 
+    /// `src/app.py` holds the undefined name already; the stand-in calls the MCP tool
+    /// `openfiles_diagnostics` on it.
+    pub fn calling_diagnostics() -> World {
+        let world = World::new(|ws| {
+            vec![
+                "--mcp-tool".into(),
+                "openfiles_diagnostics".into(),
+                "--mcp-args".into(),
+                serde_json::json!({"paths": [ws.join(APP)]})
+                    .to_string()
+                    .into(),
+            ]
+        });
+        std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
+        world
+    }
+
     /// `PATH`: the built `openfiles` first, then the agents.
     pub fn path(&self) -> std::ffi::OsString {
         let bin = Path::new(super::bin()).parent().unwrap().to_owned();
