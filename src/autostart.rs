@@ -25,7 +25,7 @@
 //!   `openfiles logs` reads; the service variables of the client's own service manager
 //!   (`NOTIFY_SOCKET`, `LISTEN_*`, `JOURNAL_STREAM`, …) are not passed on.
 //! - **Idle exit**: an autostarted service ends itself after `[service] idle_exit_seconds`
-//!   (`crate::service::idle`); the next client starts it again and it restores its sessions.
+//!   (the service's `idle.rs`); the next client starts it again and it restores its sessions.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -48,10 +48,10 @@ pub const FAILED_NAME: &str = "autostart.failed";
 pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// How long a client waits for the lock and for the service it started to listen.
 pub const LISTEN_BUDGET: Duration = Duration::from_secs(5);
-/// The systemd socket unit and the LaunchAgent label of `service install` (the same as
-/// `setup::units`', which ranks above this module).
-const SOCKET_UNIT: &str = "openfiles.socket";
-const LAUNCHD_LABEL: &str = "org.openfiles.openfiles";
+/// The systemd socket unit and the LaunchAgent label `service install` writes (named here
+/// once: `setup::units`, which ranks above this module, takes them from here).
+pub const SOCKET_UNIT: &str = "openfiles.socket";
+pub const LAUNCHD_LABEL: &str = "org.openfiles.openfiles";
 /// Bound on asking the user manager about our socket unit.
 const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -473,12 +473,6 @@ fn launch_agent() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_unit_names_are_the_installers() {
-        assert_eq!(SOCKET_UNIT, crate::setup::units::SOCKET_UNIT);
-        assert_eq!(LAUNCHD_LABEL, crate::setup::units::LAUNCHD_LABEL);
-    }
 
     #[test]
     fn the_variable_turns_it_off_with_the_usual_words() {

@@ -61,7 +61,7 @@ pub struct ServiceConfig {
     pub workspaces: Vec<PathBuf>,
     /// Clients that need the service (`hook`, `mcp`, `claws`, `review`, …) start
     /// `openfiles serve` themselves when none answers and no systemd/launchd socket unit of
-    /// ours listens there (`crate::autostart`). `OPENFILES_AUTOSTART=0` turns it off too.
+    /// ours listens there (`src/autostart.rs`). `OPENFILES_AUTOSTART=0` turns it off too.
     pub autostart: bool,
     /// An autostarted service exits after this many seconds without edits, requests,
     /// control connections, Claws terminals or Claws clients (`0`: never). A service started

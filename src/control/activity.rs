@@ -1,7 +1,7 @@
 //! The service's activity record: when the last request arrived, how many control
 //! connections are open (a waiting hook holds one) and how many checks are running (edits
 //! that came by the queue or the watcher, not only by the control socket: [`Counting`] wraps
-//! the checker). An autostarted service's idle exit (`crate::service::idle`) reads it.
+//! the checker). An autostarted service's idle exit (the service's `idle.rs`) reads it.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -20,11 +20,10 @@ pub const PLIST_TEMPLATE: &str =
 
 /// The binary path the packaged service unit names, replaced on install.
 pub const TEMPLATE_EXE: &str = "/usr/bin/openfiles";
-/// Unit names.
-pub const SOCKET_UNIT: &str = "openfiles.socket";
+/// Unit names, and the LaunchAgent label (and plist file stem): the socket unit's and the
+/// label are the ones a client looks for before it autostarts a service.
+pub use crate::autostart::{LAUNCHD_LABEL, SOCKET_UNIT};
 pub const SERVICE_UNIT: &str = "openfiles.service";
-/// The LaunchAgent label (and plist file stem).
-pub const LAUNCHD_LABEL: &str = "org.openfiles.openfiles";
 /// First line of every file `service install` writes; `uninstall` removes only files
 /// that carry it.
 pub const MARKER: &str = "Installed by `openfiles service install`";

@@ -89,7 +89,8 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
         let Ok(rd) = std::fs::read_dir(&dir) else {
             continue;
         };
-        let mut entries: Vec<_> = rd.flatten().collect();
+        // Never more than the walk may look at, even from one huge folder.
+        let mut entries: Vec<_> = rd.flatten().take(MAX_ENTRIES).collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             seen += 1;
