@@ -6,9 +6,8 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::Env;
 use serde_json::{json, Value};
@@ -209,60 +208,6 @@ fn check_fix_applies_ruffs_safe_fixes_and_unsafe_ones_only_when_asked() {
     assert!(after.contains("All checks passed"), "{after}\n{stderr}");
 }
 
-/// A tiny MCP client over `openfiles mcp`'s stdio.
-struct Mcp {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
-    id: u64,
-}
-
-impl Mcp {
-    fn start(env: &Env, ws: &Path) -> Mcp {
-        let mut child = env
-            .command(&["mcp", "--workspace", ws.to_str().unwrap()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Mcp {
-            child,
-            stdin,
-            lines,
-            id: 0,
-        }
-    }
-
-    /// Call a tool: (is_error, text).
-    fn tool(&mut self, name: &str, args: Value) -> (bool, String) {
-        self.id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call",
-            "params": {"name": name, "arguments": args}});
-        writeln!(self.stdin, "{msg}").unwrap();
-        loop {
-            let v: Value = serde_json::from_str(&self.lines.next().unwrap().unwrap()).unwrap();
-            if v["id"] == self.id {
-                let r = &v["result"];
-                let text = r["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                return (r["isError"] == true, text);
-            }
-        }
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn mcp_fix_applies_safe_fixes_and_refuses_content_they_were_not_made_for() {
     let mut env = Env::new();
@@ -277,7 +222,7 @@ fn mcp_fix_applies_safe_fixes_and_refuses_content_they_were_not_made_for() {
     std::fs::write(&file, PYTHON).unwrap();
     std::fs::write(ws.join("ruff.toml"), RUFF_TOML).unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let mut mcp = Mcp::start(&env, &ws);
+    let mut mcp = common::mcp::Mcp::start(&env, &ws);
 
     // The diagnostics tool: each safe fix compactly under its problem, then every fix in full.
     let (err, text) = mcp.tool("openfiles_diagnostics", json!({"paths": ["mod.py"]}));

@@ -5,8 +5,7 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::*;
 use serde_json::{json, Value};
@@ -101,57 +100,12 @@ fn the_python_sdk_drives_terminals_workers_and_diagnostics() {
     assert!(events.contains(&"system.worker.completed"), "{events:?}");
 }
 
-/// A raw stdio session with `openfiles mcp` (no SDK), for the cases an SDK never sends.
-struct Raw {
-    child: std::process::Child,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Raw {
-    fn start(env: &Env, ws: &std::path::Path) -> Raw {
-        let mut child = env
-            .command(&["mcp", "--workspace", ws.to_str().unwrap()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        Raw { child, out }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        assert!(self.out.read_line(&mut line).unwrap() > 0, "mcp exited");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    fn ask(&mut self, msg: Value) -> Value {
-        self.send(&msg.to_string());
-        self.recv()
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn versions_are_negotiated_and_bad_messages_get_errors_not_crashes() {
     let env = Env::new();
     let ws = env.workspace("ws");
     // No service runs: the protocol still works, and tools say what is missing.
-    let mut mcp = Raw::start(&env, &ws);
+    let mut mcp = common::mcp::Mcp::start(&env, &ws);
     let init = mcp.ask(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}));
     assert_eq!(init["result"]["protocolVersion"], "2024-11-05", "{init}");

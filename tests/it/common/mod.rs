@@ -18,6 +18,7 @@
 pub mod agents;
 pub mod claws;
 pub mod hook;
+pub mod mcp;
 pub mod packaging;
 pub mod plugins;
 pub mod tmux;
