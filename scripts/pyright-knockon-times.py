@@ -7,11 +7,12 @@ service packages, 7 modules each; package 0 already has an error), commits it, a
 plugin set starts `openfiles serve` on it and makes EDITS edits that alternately break and
 restore `core/money.py`'s `price_with_tax` signature, timing the wall clock of `openfiles hook`
 after each (with `hooks.partial_after_ms` as long as the timeout, so the hook waits for every
-source). Prints p50/max per plugin set, and for the breaking edits how many of the expected
+source; with `--defaults`, the default `partial_after_ms` and `knock_on_wait_ms`: the hook
+waits for pyright only while its last run was quick). Prints p50/max per plugin set, and for the breaking edits how many of the expected
 callers (file:line) the hook named and whether it named the old error (it must not).
 Not a test: figures for the report. Usage (after `cargo build --workspace`):
 
-    scripts/pyright-knockon-times.py [--edits 12] [--packages 8] [--target target/debug]
+    scripts/pyright-knockon-times.py [--edits 12] [--packages 8] [--target target/debug] [--defaults]
 """
 
 import argparse
@@ -70,7 +71,7 @@ def make(root, packages):
     return callers
 
 
-def run(binary, plugins, edits, packages):
+def run(binary, plugins, edits, packages, defaults=False):
     tmp = tempfile.mkdtemp(prefix="pyright-knockon-")
     ws = os.path.join(tmp, "ws")
     os.makedirs(ws)
@@ -81,8 +82,9 @@ def run(binary, plugins, edits, packages):
                OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
                OPENFILES_PLUGIN_PATH=":".join(plugins))
     with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n"
-                "[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\"]\n")
+        f.write("[hooks]\ntimeout_ms = 120000\n"
+                + ("" if defaults else "partial_after_ms = 120000\n")
+                + "[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\"]\n")
     log = open(os.path.join(tmp, "serve.log"), "w")
     svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
     money = os.path.join(ws, "core", "money.py")
@@ -126,13 +128,15 @@ def main():
     p.add_argument("--edits", type=int, default=12)
     p.add_argument("--packages", type=int, default=8)
     p.add_argument("--target", default="target/debug")
+    p.add_argument("--defaults", action="store_true",
+                   help="the default [hooks] grace and knock-on wait (not a hook that waits for everything)")
     a = p.parse_args()
     t = os.path.abspath(a.target)
     binary = os.path.join(t, "openfiles")
     lsp = os.path.join(t, "libopenfiles_plugin_lsp.so")
     pyright = os.path.join(t, "libopenfiles_plugin_pyright.so")
     for name, plugins in (("lsp (ruff + pyright-langserver)", [lsp]), ("lsp + pyright CLI plugin", [lsp, pyright])):
-        times, found, expected, blamed = run(binary, plugins, a.edits, a.packages)
+        times, found, expected, blamed = run(binary, plugins, a.edits, a.packages, a.defaults)
         print(f"{name}: hook p50 {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} edits; "
               f"callers named per breaking edit {found} of {expected}; old error blamed {blamed} times")
 

@@ -97,6 +97,8 @@ fn heartbeat_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 
 /// Default of `[hooks] partial_after_ms`.
 pub const DEFAULT_PARTIAL_AFTER_MS: u64 = 100;
+/// Default of `[hooks] knock_on_wait_ms`.
+pub const DEFAULT_KNOCK_ON_WAIT_MS: u64 = 2_000;
 
 /// What agents get back, written to `diagnostics.json`'s `hook` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,6 +111,12 @@ pub struct HooksConfig {
     /// project-wide ones (`tsc`, `cargo check`) still run, the hook gets what was found this
     /// long after the edit instead of waiting for them (naming them as still running).
     pub partial_after_ms: u64,
+    /// A project-wide source (pyright's command line, `go build`, a C compiler, `tsc`, `cargo
+    /// check`) whose last run over the project took at most this long is waited for, up to
+    /// this long after the edit, before that partial answer: so the edit's own hook names the
+    /// callers it broke in files nobody edited. A slower one is not waited for (its findings
+    /// come with a later hook). `0`: never wait for a project-wide source.
+    pub knock_on_wait_ms: u64,
     /// `introduced` (default): the feedback lists the problems the session's edits introduced
     /// and only counts those that were already there; `all`: every problem of the edited files.
     pub feedback_scope: FeedbackScope,
@@ -121,6 +129,7 @@ impl Default for HooksConfig {
             feedback: Feedback::ErrorsAndWarnings,
             timeout_ms: openfiles_wire::spec::DEFAULT_HOOK_TIMEOUT_MS,
             partial_after_ms: DEFAULT_PARTIAL_AFTER_MS,
+            knock_on_wait_ms: DEFAULT_KNOCK_ON_WAIT_MS,
         }
     }
 }
@@ -309,6 +318,7 @@ const WORKSPACE_KEYS: &[(&str, May)] = &[
     ("hooks.feedback", |_, _| true),
     ("hooks.timeout_ms", |_, _| true),
     ("hooks.partial_after_ms", |_, _| true),
+    ("hooks.knock_on_wait_ms", |_, _| true),
     ("hooks.feedback_scope", |_, _| true),
     ("watch.enabled", |_, _| true),
     ("diagnostics.ignore", |_, _| true),

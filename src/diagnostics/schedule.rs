@@ -8,6 +8,11 @@
 //! [`Checked`] through the `done` callback; the pipeline merges it into the session and calls
 //! [`Scheduler::finished`] to start the follow-up.
 //!
+//! It also keeps how long each project-wide source's last run over each project took: a
+//! source that was quick (at most `hooks.knock_on_wait_ms`, or not run yet) is marked
+//! awaited on the files it is launched for, so a hook's partial answer waits for what the
+//! edit broke elsewhere (see [`super::waiters`]).
+//!
 //! The scheduler owns no session state: it reads and marks the session the pipeline lends it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,6 +31,8 @@ pub struct Checked {
     pub project: Option<PathBuf>,
     pub files: Vec<(PathBuf, u64)>,
     pub result: Result<CheckResponse, CheckError>,
+    /// How long the check took.
+    pub took: Duration,
 }
 
 /// Where finished checks go (the pipeline's channel).
@@ -38,6 +45,8 @@ pub struct Scheduler {
     done: Done,
     in_flight: BTreeSet<(SourceId, PathBuf)>,
     follow_up: BTreeMap<(SourceId, PathBuf), BTreeSet<PathBuf>>,
+    /// How long the last successful run of a project-wide source over a project took.
+    last_run: BTreeMap<(SourceId, PathBuf), Duration>,
     next_check: u64,
 }
 
@@ -49,6 +58,7 @@ impl Scheduler {
             done,
             in_flight: BTreeSet::new(),
             follow_up: BTreeMap::new(),
+            last_run: BTreeMap::new(),
             next_check: 1,
         }
     }
@@ -73,6 +83,7 @@ impl Scheduler {
         sensitive: &BTreeSet<PathBuf>,
         timeout_ms: u64,
         max_file_bytes: u64,
+        knock_on_wait_ms: u64,
     ) {
         let now = openfiles_wire::spec::now_ms();
         let mut per_source: BTreeMap<SourceId, (SourceInfo, Vec<PathBuf>)> = BTreeMap::new();
@@ -113,6 +124,10 @@ impl Scheduler {
                 by_project.entry(proj).or_default().push(f);
             }
             for (proj, files) in by_project {
+                let awaited = self.quick(id, &proj, knock_on_wait_ms);
+                for f in &files {
+                    session.set_awaited(f, id, awaited);
+                }
                 if self.in_flight.contains(&(id, proj.clone())) {
                     self.follow_up.entry((id, proj)).or_default().extend(files);
                 } else {
@@ -122,14 +137,31 @@ impl Scheduler {
         }
     }
 
-    /// A project-wide run ended: start its follow-up with the files that still owe it.
+    /// Whether a partial answer should wait for project-wide `source` over `project`: its
+    /// last successful run took at most `knock_on_wait_ms`, or it has not run yet (the wait
+    /// is bounded by that time anyway).
+    fn quick(&self, source: SourceId, project: &Path, knock_on_wait_ms: u64) -> bool {
+        knock_on_wait_ms > 0
+            && self
+                .last_run
+                .get(&(source, project.to_owned()))
+                .is_none_or(|took| *took <= Duration::from_millis(knock_on_wait_ms))
+    }
+
+    /// A project-wide run ended (`ran`: how long it took, when it succeeded): start its
+    /// follow-up with the files that still owe it.
     pub fn finished(
         &mut self,
-        session: &Session,
+        session: &mut Session,
         source: SourceId,
         project: PathBuf,
+        ran: Option<Duration>,
         timeout_ms: u64,
+        knock_on_wait_ms: u64,
     ) {
+        if let Some(took) = ran {
+            self.last_run.insert((source, project.clone()), took);
+        }
         self.in_flight.remove(&(source, project.clone()));
         let Some(next) = self.follow_up.remove(&(source, project.clone())) else {
             return;
@@ -145,6 +177,10 @@ impl Scheduler {
                 .find(|s| s.id == source)
         });
         if let Some(info) = info {
+            let awaited = self.quick(source, &project, knock_on_wait_ms);
+            for f in &files {
+                session.set_awaited(f, source, awaited);
+            }
             self.launch(session, &info, Some(project), files, timeout_ms);
         }
     }
@@ -191,6 +227,7 @@ impl Scheduler {
         let fut = self.checker.check(info.id, request);
         let done = self.done.clone();
         let (source, name) = (info.id, info.name.clone());
+        let started = tokio::time::Instant::now();
         tokio::spawn(async move {
             // The plugin host enforces the deadline; this bound only guards against a host bug.
             let limit = Duration::from_millis(timeout_ms + 10_000);
@@ -206,6 +243,7 @@ impl Scheduler {
                 project,
                 files: with_gen,
                 result,
+                took: started.elapsed(),
             });
         });
     }

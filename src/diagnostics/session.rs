@@ -39,6 +39,9 @@ pub struct SourceState {
     pub at: u64,
     /// Its items for that generation.
     pub items: Vec<Item>,
+    /// A project-wide source a partial answer waits for (within `hooks.knock_on_wait_ms`):
+    /// its last run over the file's project was quick (set when it is launched).
+    pub awaited: bool,
 }
 
 /// One session file.
@@ -93,16 +96,17 @@ impl FileState {
 
     /// Settled, or every source that is not project-wide has answered for the current
     /// content (and at least one source has) and the baseline is in: what the fast sources
-    /// found is known, and what it broke elsewhere would be.
-    pub fn partial_ready(&self) -> bool {
+    /// found is known, and what it broke elsewhere would be. With `knock_on`, the
+    /// [`awaited`](SourceState::awaited) project-wide sources must have answered too (what
+    /// the edit broke in files nobody edited is then known).
+    pub fn partial_ready(&self, knock_on: bool) -> bool {
         self.settled()
             || (self.dispatched
                 && !self.base_pending
                 && self.sources.values().any(|s| s.answered == self.gen)
-                && self
-                    .sources
-                    .values()
-                    .all(|s| s.project_wide || s.answered == self.gen))
+                && self.sources.values().all(|s| {
+                    (s.project_wide && !(knock_on && s.awaited)) || s.answered == self.gen
+                }))
     }
 
     /// Rebuild the entry from the answers for the current generation, each source's items
@@ -251,6 +255,7 @@ impl Session {
                 answered: st.gen,
                 at: now,
                 items,
+                awaited: false,
             },
         );
         st.view = Some(view);
@@ -260,6 +265,17 @@ impl Session {
         by.dedup();
         st.entry.affected_by = by;
         st.rebuild(now);
+    }
+
+    /// Mark whether a partial answer waits for project-wide `source` on this file.
+    pub fn set_awaited(&mut self, path: &Path, source: SourceId, awaited: bool) {
+        if let Some(s) = self
+            .files
+            .get_mut(path)
+            .and_then(|st| st.sources.get_mut(&source))
+        {
+            s.awaited = awaited;
+        }
     }
 
     /// Whether `path` is in the session only because an edit broke it.
@@ -297,6 +313,7 @@ impl Session {
                 answered: 0,
                 at: 0,
                 items: Vec::new(),
+                awaited: false,
             });
             state.name.clone_from(&s.name);
             state.project_wide = s.project_wide;
@@ -400,6 +417,7 @@ impl Session {
             answered: 0,
             at: 0,
             items: Vec::new(),
+            awaited: false,
         });
         state.answered = st.gen;
         state.at = now;
@@ -421,6 +439,7 @@ impl Session {
                     answered: st.gen,
                     at: now,
                     items,
+                    awaited: false,
                 },
             );
             st.rebuild(now);
@@ -578,7 +597,18 @@ mod tests {
         assert!(s.answered(p, g, 0, vec![item("x")], 5));
         let st = s.get(p).unwrap();
         assert_eq!(st.entry.checked_at, 0);
-        assert!(st.partial_ready());
+        assert!(st.partial_ready(false));
+        assert!(
+            st.partial_ready(true),
+            "a project-wide source not awaited is not waited for"
+        );
+        s.set_awaited(p, 1, true);
+        let st = s.get(p).unwrap();
+        assert!(st.partial_ready(false));
+        assert!(
+            !st.partial_ready(true),
+            "an awaited project-wide source is waited for while knock-on may be"
+        );
         assert_eq!(
             st.entry.items.len(),
             1,

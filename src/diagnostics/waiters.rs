@@ -5,6 +5,9 @@
 //! (`hooks.partial_after_ms` after `since`) has passed and every path is
 //! [`partial_ready`](super::session::FileState::partial_ready) — the fast sources have
 //! answered, only project-wide ones still run; at its deadline; or when the asker is gone.
+//! Until its knock-on time (`hooks.knock_on_wait_ms` after `since`), a partial answer also
+//! waits for the project-wide sources marked awaited (quick the last time they ran), so the
+//! edit's own hook names the callers it broke in files nobody edited.
 //! The entries it gets carry, per source, whether it answered for the current content, so the
 //! asker can say which sources are still running.
 //!
@@ -42,6 +45,8 @@ pub struct Waiter {
     pub deadline: Instant,
     /// When a partial answer may be given; `None`: only complete answers (or the deadline).
     pub partial_at: Option<Instant>,
+    /// Until then a partial answer waits for the awaited project-wide sources too.
+    pub knock_on_until: Option<Instant>,
     /// The agent session asking, if it said (see [`Late`]).
     pub session: Option<String>,
     pub reply: oneshot::Sender<WaitOutcome>,
@@ -61,7 +66,14 @@ impl Waiters {
         let now = Instant::now();
         self.0
             .iter()
-            .flat_map(|w| [Some(w.deadline), w.partial_at.filter(|at| *at > now)])
+            .flat_map(|w| {
+                [
+                    Some(w.deadline),
+                    w.partial_at.filter(|at| *at > now),
+                    w.knock_on_until
+                        .filter(|at| *at > now && w.partial_at.is_some()),
+                ]
+            })
             .flatten()
             .min()
     }
@@ -84,11 +96,12 @@ impl Waiters {
                     .get(p)
                     .is_none_or(|s| s.entry.checked_at >= w.since && s.settled())
             });
+            let knock_on = w.knock_on_until.is_some_and(|at| now < at);
             let partial = !complete
                 && w.partial_at.is_some_and(|at| now >= at)
                 && w.paths
                     .iter()
-                    .all(|p| session.get(p).is_none_or(|s| s.partial_ready()));
+                    .all(|p| session.get(p).is_none_or(|s| s.partial_ready(knock_on)));
             if complete || partial || all || now >= w.deadline || w.reply.is_closed() {
                 let mut earlier = None;
                 if let Some(key) = w.session.as_deref().filter(|_| !w.reply.is_closed()) {
@@ -137,6 +150,7 @@ mod tests {
             since: 0,
             deadline,
             partial_at,
+            knock_on_until: None,
             session: None,
             reply: oneshot::channel().0,
         }
@@ -156,5 +170,10 @@ mod tests {
         let mut w = Waiters::default();
         w.push(waiter(now + s(10), Some(now - s(1))));
         assert_eq!(w.next_timer(), Some(now + s(10)));
+        // The end of the knock-on wait is a timer while it is ahead.
+        let mut knock = waiter(now + s(10), Some(now - s(1)));
+        knock.knock_on_until = Some(now + s(2));
+        w.push(knock);
+        assert_eq!(w.next_timer(), Some(now + s(2)));
     }
 }

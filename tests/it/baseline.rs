@@ -352,8 +352,10 @@ fn py_callers(ws: &Path) {
 fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears_it() {
     let env = env_with(
         &["lsp", "pyright"],
-        // The hook waits for pyright's command line too (not only the language server).
-        "[hooks]\ntimeout_ms = 240000\npartial_after_ms = 240000\n[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\", \"ruff\"]\n",
+        // Partial answers at the default grace, but a project-wide source that was quick (or
+        // never ran) is waited for first: the edit's own hook names the broken caller. (The
+        // wait is long here only so that a loaded machine cannot make pyright "slow".)
+        "[hooks]\ntimeout_ms = 240000\nknock_on_wait_ms = 240000\n[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\", \"ruff\"]\n",
     );
     let ws = env.workspace("py");
     py_callers(&ws);

@@ -274,11 +274,13 @@ impl Pipeline {
                     .map(Instant::from_std)
                     .unwrap_or_else(|| after(self.config.hooks.timeout_ms));
                 let partial_at = partial.then(|| after(self.config.hooks.partial_after_ms));
+                let knock_on_until = partial.then(|| after(self.config.hooks.knock_on_wait_ms));
                 self.waiters.push(Waiter {
                     paths,
                     since,
                     deadline,
                     partial_at,
+                    knock_on_until,
                     session,
                     reply,
                 });
@@ -540,6 +542,7 @@ impl Pipeline {
             &self.sensitive,
             timeout_ms,
             max_file_bytes,
+            self.config.hooks.knock_on_wait_ms,
         );
         self.needs_write = true;
     }
@@ -554,7 +557,9 @@ impl Pipeline {
             project,
             files,
             result,
+            took,
         } = c;
+        let ran = result.is_ok().then_some(took);
         match result {
             Ok(resp) => {
                 let mut by_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
@@ -618,8 +623,9 @@ impl Pipeline {
         self.needs_write = true;
         if let Some(proj) = project {
             let timeout_ms = self.config.diagnostics.check_timeout_ms;
+            let quick = self.config.hooks.knock_on_wait_ms;
             self.scheduler
-                .finished(&self.session, source, proj, timeout_ms);
+                .finished(&mut self.session, source, proj, ran, timeout_ms, quick);
         }
     }
 

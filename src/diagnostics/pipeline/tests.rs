@@ -34,8 +34,18 @@ struct Bench {
 }
 
 impl Bench {
-    /// A workspace holding `files` (workspace-relative), checked by `sources`.
+    /// A workspace holding `files` (workspace-relative), checked by `sources`; partial
+    /// answers never wait for project-wide sources (`hooks.knock_on_wait_ms = 0`).
     fn start(sources: Vec<(SourceInfo, &str)>, files: &[&str]) -> Bench {
+        Bench::start_with(sources, files, 0)
+    }
+
+    /// [`Bench::start`] with `hooks.knock_on_wait_ms`.
+    fn start_with(
+        sources: Vec<(SourceInfo, &str)>,
+        files: &[&str],
+        knock_on_wait_ms: u64,
+    ) -> Bench {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         for f in files {
@@ -46,6 +56,7 @@ impl Bench {
         let mut config = Config::default();
         config.hooks.timeout_ms = HOOK_TIMEOUT_MS;
         config.hooks.partial_after_ms = PARTIAL_AFTER_MS;
+        config.hooks.knock_on_wait_ms = knock_on_wait_ms;
         config.diagnostics.check_timeout_ms = CHECK_TIMEOUT_MS;
         let (checker, calls) = StandIn::start(sources);
         let handle = Pipeline::start_ephemeral(&root, Arc::new(config), checker).unwrap();
@@ -293,6 +304,62 @@ async fn a_partial_waiter_is_answered_at_the_grace_once_only_project_wide_source
     tsc.clean();
     let out = answered(full).await;
     assert!(out.complete && !out.partial);
+}
+
+/// A project-wide source that was quick (or never ran) is waited for before a partial
+/// answer, up to `hooks.knock_on_wait_ms` after the edit; one whose last run took longer is
+/// not waited for at the next edit.
+#[tokio::test(start_paused = true)]
+async fn a_partial_answer_waits_for_a_quick_project_wide_source_only() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let mut b = Bench::start_with(lsp_and_tsc(), &["a.ts"], KNOCK_ON_MS);
+    let a = b.path("a.ts");
+    // 1. tsc never ran: awaited. Past the grace the hook still waits, and gets tsc's answer.
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    assert!(!w.is_finished(), "answered without the quick tsc");
+    tsc.answer(vec![(
+        &a,
+        vec![error(2, "ts", "Expected 1 arguments, but got 0.")],
+    )]);
+    let out = answered(w).await;
+    assert!(out.complete, "tsc answered within the knock-on wait");
+    assert_eq!(
+        messages(&out.entries.files["a.ts"]),
+        vec!["Expected 1 arguments, but got 0."]
+    );
+    // 2. tsc was quick (1 s): awaited again, but only until the knock-on wait ends.
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    tokio::time::sleep(Duration::from_millis(KNOCK_ON_MS - 100)).await;
+    assert!(!w.is_finished(), "answered before the knock-on wait ended");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let out = answered(w).await;
+    assert!(out.partial && !out.complete);
+    assert_eq!(running(&out.entries.files["a.ts"]), vec!["tsc"]);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    tsc.clean(); // this run took 3 s: slow
+    settle().await;
+    // 3. tsc was slow: the partial answer comes at the grace, tsc still running.
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, _tsc) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    let out = answered(w).await;
+    assert!(out.partial && !out.complete);
+    assert_eq!(running(&out.entries.files["a.ts"]), vec!["tsc"]);
 }
 
 #[tokio::test(start_paused = true)]
