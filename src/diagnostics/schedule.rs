@@ -8,14 +8,15 @@
 //! [`Checked`] through the `done` callback; the pipeline merges it into the session and calls
 //! [`Scheduler::finished`] to start the follow-up.
 //!
-//! It also keeps how long each project-wide source's last run over each project took: a
-//! source that was quick (at most `hooks.knock_on_wait_ms`, or not run yet) is marked
-//! awaited on the files it is launched for, so a hook's partial answer waits for what the
+//! It also keeps how long each project-wide source's last runs over each project took: a
+//! source that was quick in one of its last [`RUNS_KEPT`] runs (at most
+//! `hooks.knock_on_wait_ms`), or has not run yet, is marked awaited on the files it is
+//! launched for (one run slowed by a busy machine does not stop the waits), so a hook's partial answer waits for what the
 //! edit broke elsewhere (see [`super::waiters`]).
 //!
 //! The scheduler owns no session state: it reads and marks the session the pipeline lends it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,9 @@ use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
 use super::session::{self, Session};
 use super::{project_root, CheckError, Checker, SourceId, SourceInfo};
+
+/// How many of a project-wide source's last run times per project decide whether it is quick.
+pub const RUNS_KEPT: usize = 3;
 
 /// A finished check: which source, for which project, for which files at which generation.
 pub struct Checked {
@@ -45,8 +49,9 @@ pub struct Scheduler {
     done: Done,
     in_flight: BTreeSet<(SourceId, PathBuf)>,
     follow_up: BTreeMap<(SourceId, PathBuf), BTreeSet<PathBuf>>,
-    /// How long the last successful run of a project-wide source over a project took.
-    last_run: BTreeMap<(SourceId, PathBuf), Duration>,
+    /// How long the last successful runs of a project-wide source over a project took
+    /// (oldest first, at most [`RUNS_KEPT`]).
+    last_runs: BTreeMap<(SourceId, PathBuf), VecDeque<Duration>>,
     next_check: u64,
 }
 
@@ -58,7 +63,7 @@ impl Scheduler {
             done,
             in_flight: BTreeSet::new(),
             follow_up: BTreeMap::new(),
-            last_run: BTreeMap::new(),
+            last_runs: BTreeMap::new(),
             next_check: 1,
         }
     }
@@ -137,15 +142,16 @@ impl Scheduler {
         }
     }
 
-    /// Whether a partial answer should wait for project-wide `source` over `project`: its
-    /// last successful run took at most `knock_on_wait_ms`, or it has not run yet (the wait
-    /// is bounded by that time anyway).
+    /// Whether a partial answer should wait for project-wide `source` over `project`: one of
+    /// its last successful runs took at most `knock_on_wait_ms`, or it has not run yet (the
+    /// wait is bounded by that time anyway).
     fn quick(&self, source: SourceId, project: &Path, knock_on_wait_ms: u64) -> bool {
+        let limit = Duration::from_millis(knock_on_wait_ms);
         knock_on_wait_ms > 0
             && self
-                .last_run
+                .last_runs
                 .get(&(source, project.to_owned()))
-                .is_none_or(|took| *took <= Duration::from_millis(knock_on_wait_ms))
+                .is_none_or(|runs| runs.iter().any(|took| *took <= limit))
     }
 
     /// A project-wide run ended (`ran`: how long it took, when it succeeded): start its
@@ -160,7 +166,11 @@ impl Scheduler {
         knock_on_wait_ms: u64,
     ) {
         if let Some(took) = ran {
-            self.last_run.insert((source, project.clone()), took);
+            let runs = self.last_runs.entry((source, project.clone())).or_default();
+            if runs.len() == RUNS_KEPT {
+                runs.pop_front();
+            }
+            runs.push_back(took);
         }
         self.in_flight.remove(&(source, project.clone()));
         let Some(next) = self.follow_up.remove(&(source, project.clone())) else {
