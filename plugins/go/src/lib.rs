@@ -1,0 +1,450 @@
+//! `go`: an openfiles plugin that type-checks whole Go modules, so that callers an edit
+//! broke in packages nobody edited are found (the knock-on of `docs/baseline.md`): gopls
+//! (the lsp plugin) is asked only about the documents it was given.
+//!
+//! A project-wide source: files are grouped by their module (the nearest `go.mod`; under a
+//! `go.work` inside the workspace, the workspace of modules it uses), one run per group:
+//! `go vet -vettool=<helper> ./...` at its root. The helper (`src/helper/main.go`, this
+//! plugin's own Go source, built once per Go version into the plugin's state dir) is a
+//! type checker: go vet hands it each package (test files included) with the compiler's
+//! export data for its imports, and it type-checks it with go/types, as gopls does, printing
+//! every error with go/types' message, position and error code. So items look exactly like
+//! gopls's (source `compiler` or `syntax`, the code such as `WrongArgCount`, the message
+//! with its `\n\thave (…)\n\twant (…)` lines, the same position), and the service keeps a
+//! problem both report once. Columns are converted from bytes to characters.
+//!
+//! go vet type-checks a package only when its imports compile: the importers of a package
+//! that does not are not reported (the compiler's errors for that package are, and the
+//! package itself is checked again alone, so its own errors keep gopls's shape). Errors of
+//! the go command itself (a broken `go.mod`, a missing module) go on every file of the run.
+//!
+//! What runs, and what a repository can change about it: the go command (the `go` setting,
+//! else `go` on `PATH`; never one the workspace holds), the Go compiler and our helper —
+//! building Go code does not run it (Go's security policy). Offline: `GOTOOLCHAIN=local`
+//! (a `toolchain` line cannot download a Go), `GOPROXY=off`, `GOSUMDB=off` (only modules
+//! already in the module cache, which were verified when downloaded), `-buildvcs=false` (no
+//! `git`). Nothing is written into the workspace: go vet writes no binary, a `-mod=mod` in
+//! the user's `GOFLAGS` is dropped (go.mod and go.sum stay as they are); the build cache and
+//! module cache are the user's (content-addressed, shared with the baseline's snapshot
+//! runs). cgo runs the C compiler over the repository's C code with the repository's
+//! `#cgo` flags (go checks them against an allowlist): only in a trusted workspace; an
+//! untrusted one is checked with `CGO_ENABLED=0` (files that `import "C"` are left out).
+//!
+//! Config (`[plugin.go]`): `go = "path/to/go"`, `extra_args = [..]` (go vet build flags such
+//! as `-tags=integration`).
+
+pub mod parse;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use openfiles_plugin_api::markers::project_root;
+use openfiles_plugin_api::tools::{on_path, Findings, ToolOutput, ToolRuns};
+use openfiles_plugin_api::{
+    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
+    Severity,
+};
+use serde::Deserialize;
+
+/// Source of the plugin's own notes (a failed run).
+const SOURCE: &str = "go";
+/// The helper's Go source.
+const HELPER_SOURCE: &str = include_str!("helper/main.go");
+/// At most this many packages that failed to compile are checked again alone.
+const MAX_RECHECKS: usize = 8;
+
+/// `[plugin.go]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub go: Option<PathBuf>,
+    pub extra_args: Vec<String>,
+}
+
+pub struct Go {
+    settings: Settings,
+    state_dir: PathBuf,
+    runs: ToolRuns,
+    /// Built helpers by `go version` output.
+    helpers: Mutex<HashMap<String, PathBuf>>,
+}
+
+impl Plugin for Go {
+    const NAME: &'static str = "go";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+        let settings: Settings = if init.config.is_null() {
+            Settings::default()
+        } else {
+            serde_json::from_value(init.config).map_err(|e| format!("[plugin.go]: {e}"))?
+        };
+        let caps = Capabilities {
+            // No go to run: claim no file (no snapshot for a baseline nothing would use).
+            extensions: if settings.go.is_some() || on_path("go").is_some() {
+                vec!["go".into()]
+            } else {
+                Vec::new()
+            },
+            file_names: Vec::new(),
+            project_markers: vec!["go.mod".into()],
+            project_wide: true,
+            notes: Vec::new(),
+            checks_texts: false,
+            late_fixes: false,
+        };
+        Ok((
+            Go {
+                settings,
+                state_dir: init.state_dir,
+                runs: ToolRuns::new(),
+                helpers: Mutex::new(HashMap::new()),
+            },
+            caps,
+        ))
+    }
+
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+        let markers = vec!["go.mod".to_string()];
+        let mut groups: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        let mut outside = Vec::new();
+        let mut seen = HashSet::new();
+        for file in request.files.iter().chain(request.also_report.iter()) {
+            if file.extension().and_then(|e| e.to_str()) != Some("go") || !seen.insert(file) {
+                continue;
+            }
+            let module = project_root(file, &request.workspace, &markers);
+            if !module.join("go.mod").is_file() {
+                outside.push(file.clone()); // no module: gopls alone
+                continue;
+            }
+            groups
+                .entry(go_work_root(&module, &request.workspace).unwrap_or(module))
+                .or_default()
+                .push(file.clone());
+        }
+        let go = self
+            .settings
+            .go
+            .clone()
+            .or_else(|| on_path("go"))
+            .ok_or("no go on PATH")?;
+        let mut files = if groups.is_empty() {
+            Vec::new()
+        } else {
+            let helper = self.helper(request.id, &go);
+            self.runs.run_groups(
+                request.id,
+                SOURCE,
+                request.report_all,
+                groups,
+                |root, wanted| {
+                    let helper = helper.as_ref().map_err(Clone::clone)?;
+                    self.run(&go, helper, root, wanted, &request)
+                },
+            )?
+        };
+        files.extend(outside.into_iter().map(|path| FileResult {
+            path,
+            items: Vec::new(),
+        }));
+        Ok(CheckResponse { files })
+    }
+
+    fn cancel(&self, check_id: u64) {
+        self.runs.cancel(check_id);
+    }
+}
+
+/// The folder of a `go.work` at or above `module` inside `workspace` (unless `GOWORK=off`).
+pub fn go_work_root(module: &Path, workspace: &Path) -> Option<PathBuf> {
+    if std::env::var_os("GOWORK").is_some_and(|v| v == "off") {
+        return None;
+    }
+    module
+        .ancestors()
+        .take_while(|d| d.starts_with(workspace))
+        .find(|d| d.join("go.work").is_file())
+        .map(Path::to_owned)
+}
+
+/// The user's `GOFLAGS` without `-mod=mod` (which would let go rewrite go.mod and go.sum).
+pub fn goflags(user: &str) -> String {
+    user.split_whitespace()
+        .filter(|f| !matches!(*f, "-mod=mod" | "--mod=mod"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The environment every go command of this plugin runs with (see the module docs).
+pub fn go_command(go: &Path, trusted: bool) -> Command {
+    let mut cmd = Command::new(go);
+    cmd.env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOSUMDB", "off")
+        .env(
+            "GOFLAGS",
+            goflags(&std::env::var("GOFLAGS").unwrap_or_default()),
+        );
+    if !trusted {
+        cmd.env("CGO_ENABLED", "0");
+    }
+    cmd
+}
+
+impl Go {
+    /// The helper built for this `go` (built once per Go version, kept in the state dir).
+    fn helper(&self, id: u64, go: &Path) -> Result<PathBuf, String> {
+        let version = Command::new(go)
+            .arg("version")
+            .env("GOTOOLCHAIN", "local")
+            .output()
+            .map_err(|e| format!("cannot run {} ({e})", go.display()))?;
+        let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+        if let Some(p) = self
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&version)
+        {
+            return Ok(p.clone());
+        }
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (HELPER_SOURCE, &version, go).hash(&mut h);
+        let dir = self
+            .state_dir
+            .join("helper")
+            .join(format!("{:016x}", h.finish()));
+        let exe = dir.join("openfiles-go-types");
+        if !exe.is_file() {
+            let src = dir.join("src");
+            std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+            std::fs::write(
+                src.join("go.mod"),
+                "module openfiles.dev/gotypes\n\ngo 1.18\n",
+            )
+            .and_then(|()| std::fs::write(src.join("main.go"), HELPER_SOURCE))
+            .map_err(|e| format!("{}: {e}", src.display()))?;
+            let tmp = dir.join(format!("openfiles-go-types.{}.{id}", std::process::id()));
+            let mut cmd = go_command(go, false);
+            // Our own source: none of the user's flags or workspaces apply to it.
+            cmd.env("GOFLAGS", "")
+                .env("GOWORK", "off")
+                .args(["build", "-buildvcs=false", "-o"])
+                .arg(&tmp)
+                .arg(".")
+                .current_dir(&src);
+            let out = self
+                .runs
+                .output(id, &mut cmd)
+                .map_err(|e| format!("cannot run {} ({e})", go.display()))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "building the Go type checker with {version} failed:\n{}",
+                    out.stderr.lines().take(12).collect::<Vec<_>>().join("\n")
+                ));
+            }
+            std::fs::rename(&tmp, &exe).map_err(|e| format!("{}: {e}", exe.display()))?;
+        }
+        self.helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(version, exe.clone());
+        Ok(exe)
+    }
+
+    /// The package patterns of a run at `root`: `./...`, or under a `go.work` every module
+    /// it uses.
+    fn patterns(&self, id: u64, go: &Path, root: &Path, trusted: bool) -> Vec<String> {
+        if !root.join("go.work").is_file() {
+            return vec!["./...".into()];
+        }
+        let mut cmd = go_command(go, trusted);
+        cmd.args(["list", "-m", "-f", "{{.Dir}}"]).current_dir(root);
+        match self.runs.output(id, &mut cmd) {
+            Ok(out) if out.status.success() => {
+                let dirs: Vec<String> = out
+                    .stdout
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|d| format!("{}/...", d.trim()))
+                    .collect();
+                if dirs.is_empty() {
+                    vec!["./...".into()]
+                } else {
+                    dirs
+                }
+            }
+            _ => vec!["./...".into()],
+        }
+    }
+
+    /// One `go vet -vettool` over `patterns` at `root`.
+    fn vet(
+        &self,
+        id: u64,
+        go: &Path,
+        helper: &Path,
+        root: &Path,
+        patterns: &[String],
+        trusted: bool,
+    ) -> Result<(parse::VetOutput, ToolOutput), String> {
+        let mut cmd = go_command(go, trusted);
+        cmd.arg("vet")
+            .arg(format!("-vettool={}", helper.display()))
+            .arg("-buildvcs=false")
+            .args(&self.settings.extra_args)
+            .args(patterns)
+            .current_dir(root);
+        let out = self
+            .runs
+            .output(id, &mut cmd)
+            .map_err(|e| format!("cannot run {} ({e})", go.display()))?;
+        Ok((parse::parse(&out.stderr), out))
+    }
+
+    /// Check the module (or go.work) at `root`: items per absolute file (only `wanted`, or
+    /// with `report_all` every file of the workspace), the go command's errors shared.
+    fn run(
+        &self,
+        go: &Path,
+        helper: &Path,
+        root: &Path,
+        wanted: &[PathBuf],
+        request: &CheckRequest,
+    ) -> Result<Findings, String> {
+        let id = request.id;
+        let patterns = self.patterns(id, go, root, request.trusted);
+        let (mut found, out) = self.vet(id, go, helper, root, &patterns, request.trusted)?;
+        // Packages that did not compile (an importer needed them, so go vet skipped them):
+        // checked again alone, so their own errors keep go/types' shape.
+        let failed = std::mem::take(&mut found.failed_packages);
+        for package in failed.iter().take(MAX_RECHECKS) {
+            if self.runs.is_cancelled(id) {
+                return Err("cancelled".into());
+            }
+            let (again, _) = self.vet(
+                id,
+                go,
+                helper,
+                root,
+                std::slice::from_ref(package),
+                request.trusted,
+            )?;
+            found.typed.extend(again.typed);
+            found.checked.extend(again.checked);
+        }
+        if found.typed.is_empty() && found.compiler.is_empty() && !out.status.success() {
+            let text: Vec<&str> = found
+                .other
+                .iter()
+                .map(String::as_str)
+                .filter(|l| !l.starts_with("exit status"))
+                .take(12)
+                .collect();
+            return Err(format!(
+                "go vet failed ({}) in {}:\n{}",
+                out.status,
+                root.display(),
+                text.join("\n")
+            ));
+        }
+        let canonical = |f: &str| {
+            let p = root.join(f);
+            std::fs::canonicalize(&p).unwrap_or(p)
+        };
+        let checked: HashSet<PathBuf> = found.checked.iter().map(|f| canonical(f)).collect();
+        let wanted: HashSet<&PathBuf> = wanted.iter().collect();
+        let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
+        let mut findings = Findings::default();
+        let compiler = found
+            .compiler
+            .iter()
+            .map(|d| (d, canonical(&d.file)))
+            // The compiler's view of a file the type checker saw is a second copy.
+            .filter(|(_, p)| !checked.contains(p));
+        let typed = found.typed.iter().map(|d| (d, canonical(&d.file)));
+        for (d, p) in typed.chain(compiler) {
+            if d.file.is_empty() {
+                findings.shared.push(item(d, 1, 1));
+                continue;
+            }
+            if !(wanted.contains(&p) || (request.report_all && p.starts_with(&request.workspace))) {
+                continue;
+            }
+            let text = lines_cache.entry(p.clone()).or_insert_with(|| {
+                std::fs::read_to_string(&p)
+                    .map(|t| t.lines().map(str::to_owned).collect())
+                    .unwrap_or_default()
+            });
+            let column = text
+                .get(d.line as usize - 1)
+                .map(|l| parse::char_column(l, d.byte_column))
+                .unwrap_or(d.byte_column);
+            let it = item(d, d.line, column);
+            let items = findings.per_file.entry(p).or_default();
+            if !items.contains(&it) {
+                items.push(it); // a package and its test variant: the same error once
+            }
+        }
+        if !out.status.success() && !found.other.is_empty() {
+            // The go command's own errors (a module it cannot load…): on every file of the run.
+            let text: Vec<&str> = found
+                .other
+                .iter()
+                .map(String::as_str)
+                .filter(|l| !l.starts_with("exit status"))
+                .take(12)
+                .collect();
+            if !text.is_empty() {
+                findings
+                    .shared
+                    .push(Item::note(Severity::Error, SOURCE, text.join("\n")));
+            }
+        }
+        Ok(findings)
+    }
+}
+
+fn item(d: &parse::GoDiagnostic, line: u32, column: u32) -> Item {
+    Item {
+        introduced: None,
+        fixes: Vec::new(),
+        line,
+        column,
+        severity: Severity::Error,
+        source: d.source.clone(),
+        code: d.code.clone(),
+        message: d.message.clone(),
+    }
+}
+
+export_plugin!(Go);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_users_goflags_keep_all_but_mod_mod() {
+        assert_eq!(goflags("-mod=mod -tags=x  -trimpath"), "-tags=x -trimpath");
+        assert_eq!(goflags(""), "");
+        assert_eq!(goflags("-mod=vendor"), "-mod=vendor");
+    }
+
+    #[test]
+    fn a_go_work_inside_the_workspace_is_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        let m = ws.join("svc");
+        std::fs::create_dir_all(&m).unwrap();
+        assert_eq!(go_work_root(&m, ws), None);
+        std::fs::write(ws.join("go.work"), "go 1.19\nuse ./svc\n").unwrap();
+        assert_eq!(go_work_root(&m, ws), Some(ws.to_owned()));
+        // One above the workspace is not the workspace's.
+        assert_eq!(go_work_root(&m, &m), None);
+    }
+}
