@@ -1,6 +1,6 @@
 //! Issue 15, the baseline: what the session's edits introduced, and the callers they broke in
 //! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, pyright's
-//! command line, ruff's and pyright's language servers) and real git repositories. See `docs/baseline.md` for the rule.
+//! command line, the go plugin, ruff's, pyright's and gopls's language servers) and real git repositories. See `docs/baseline.md` for the rule.
 
 use crate::common;
 use crate::common::git;
@@ -419,5 +419,157 @@ fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears
         !entry_keys(&ws).contains(&"b.py".to_string())
     });
     assert!(!entry_keys(&ws).contains(&"c.py".to_string()));
+    svc.terminate();
+}
+
+/// A committed Go module of five packages: `money.Format(cents)` is called from `cart` and
+/// `report`; `legacy` already had an error and calls `Format` with the two arguments the
+/// edit is about to make right; `cmd/shop` is the program (it imports `cart`, which will not
+/// compile after the edit, so go vet cannot check it: it has nothing to name there).
+fn go_shop(ws: &Path) {
+    let files: &[(&str, &str)] = &[
+        ("go.mod", "module example.com/shop\n\ngo 1.19\n"),
+        (
+            "money/money.go",
+            "// Package money formats amounts.\npackage money\n\nimport \"fmt\"\n\n// Format shows cents as a decimal amount.\nfunc Format(cents int) string {\n\treturn fmt.Sprintf(\"%d.%02d\", cents/100, cents%100)\n}\n",
+        ),
+        (
+            "cart/cart.go",
+            "// Package cart holds what a customer buys.\npackage cart\n\nimport \"example.com/shop/money\"\n\n// Cart is a list of prices in cents.\ntype Cart struct{ Prices []int }\n\nfunc (c *Cart) sum() int {\n\tn := 0\n\tfor _, p := range c.Prices {\n\t\tn += p\n\t}\n\treturn n\n}\n\n// Total is the cart's total, formatted.\nfunc (c *Cart) Total() string {\n\treturn money.Format(c.sum())\n}\n",
+        ),
+        (
+            "report/report.go",
+            "// Package report prints totals.\npackage report\n\nimport \"example.com/shop/money\"\n\n// Line is one report line.\nfunc Line(total, fee int) string {\n\treturn \"total: \" + money.Format(total) + \" fee: \" + money.Format(fee)\n}\n",
+        ),
+        (
+            "legacy/legacy.go",
+            "// Package legacy is old code.\npackage legacy\n\nimport \"example.com/shop/money\"\n\n// Broken was always broken.\nvar Broken int = \"not a number\"\n\n// Old formats in euros.\nfunc Old() string { return money.Format(1, \"EUR\") }\n",
+        ),
+        (
+            "cmd/shop/main.go",
+            "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shop/cart\"\n\t\"example.com/shop/report\"\n)\n\nfunc main() {\n\tc := cart.Cart{Prices: []int{100, 250}}\n\tfmt.Println(c.Total(), report.Line(350, 30))\n}\n",
+        ),
+    ];
+    for (rel, text) in files {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    commit_all(ws);
+}
+
+/// Issue 33: the go plugin (go vet with its go/types checker) names the callers an edit of
+/// `money.Format`'s signature broke in packages nobody edited, never the old error, lists a
+/// problem that gopls reports too only once, and a revert clears it.
+#[test]
+fn go_names_the_broken_callers_in_other_packages_never_an_old_error_and_a_revert_clears_it() {
+    let env = env_with(
+        &["lsp", "go"],
+        // The hook waits for the go plugin too (not only gopls).
+        "[hooks]\ntimeout_ms = 240000\npartial_after_ms = 240000\n",
+    );
+    let ws = env.workspace("goshop");
+    go_shop(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let money = ws.join("money/money.go");
+    let committed = std::fs::read_to_string(&money).unwrap();
+    std::fs::write(
+        &money,
+        committed
+            .replace("Format(cents int)", "Format(cents int, currency string)")
+            .replace("cents%100)", "cents%100) + \" \" + currency"),
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &money).unwrap_or_else(|| {
+        panic!(
+            "no feedback naming cart.go; {:?}\nlog:\n{}",
+            diagnostics(&ws),
+            svc.log_text()
+        )
+    });
+    let wrong = "error WrongArgCount (compiler): not enough arguments in call to money.Format have (int) want (int, string)";
+    assert!(
+        text.contains(&format!("\n- cart/cart.go:19:29 {wrong}")),
+        "{text}"
+    );
+    for column in [39, 70] {
+        assert!(
+            text.contains(&format!("\n- report/report.go:8:{column} {wrong}")),
+            "{text}"
+        );
+    }
+    assert!(
+        !text.contains("legacy"),
+        "an old error is never blamed on the edit: {text}"
+    );
+    wait_until("cart.go and report.go are written as affected", || {
+        let keys = entry_keys(&ws);
+        keys.contains(&"cart/cart.go".to_string()) && keys.contains(&"report/report.go".to_string())
+    });
+    let d = diagnostics(&ws).unwrap();
+    for f in ["cart/cart.go", "report/report.go"] {
+        assert_eq!(d.files[f].affected_by, vec!["money/money.go".to_string()]);
+    }
+    assert!(
+        !d.files.contains_key("legacy/legacy.go"),
+        "{:?}",
+        d.files.keys()
+    );
+
+    // The caller's own new error, edited: gopls and the go plugin both report it, and it is
+    // listed once.
+    let cart = ws.join("cart/cart.go");
+    let cart_committed = std::fs::read_to_string(&cart).unwrap();
+    std::fs::write(
+        &cart,
+        cart_committed.replace(
+            "\tn := 0\n",
+            "\tn := 0\n\tvar label int = \"sum\"\n\t_ = label\n",
+        ),
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &cart).unwrap_or_else(|| panic!("no feedback for cart.go"));
+    let assign =
+        "cannot use \"sum\" (untyped string constant) as int value in variable declaration";
+    assert_eq!(text.matches(assign).count(), 1, "{text}");
+    assert!(
+        text.contains(&format!(
+            "\n- cart/cart.go:11:18 error IncompatibleAssign (compiler): {assign}"
+        )),
+        "{text}"
+    );
+    wait_until("gopls and the go plugin both checked cart.go", || {
+        diagnostics(&ws).is_some_and(|d| {
+            d.files.get("cart/cart.go").is_some_and(|f| {
+                ["lsp", "go"]
+                    .iter()
+                    .all(|s| f.sources.get(*s).is_some_and(|st| st.answered_at != 0))
+            })
+        })
+    });
+    let d = diagnostics(&ws).unwrap();
+    let edited = &d.files["cart/cart.go"];
+    let assigns = edited
+        .items
+        .iter()
+        .filter(|i| i.code.as_deref() == Some("IncompatibleAssign"))
+        .count();
+    assert_eq!(assigns, 1, "{:?}", edited.items);
+    let calls = edited
+        .items
+        .iter()
+        .filter(|i| i.code.as_deref() == Some("WrongArgCount"))
+        .count();
+    assert_eq!(calls, 1, "{:?}", edited.items);
+
+    // Revert both: no feedback, and the affected entry leaves.
+    std::fs::write(&cart, cart_committed).unwrap();
+    std::fs::write(&money, committed).unwrap();
+    let _ = hook(&env, &ws, &cart);
+    assert_eq!(hook(&env, &ws, &money), None);
+    wait_until("report.go leaves diagnostics.json", || {
+        !entry_keys(&ws).contains(&"report/report.go".to_string())
+    });
+    assert!(!entry_keys(&ws).contains(&"legacy/legacy.go".to_string()));
     svc.terminate();
 }

@@ -15,8 +15,12 @@
 //!
 //! go vet type-checks a package only when its imports compile: the importers of a package
 //! that does not are not reported (the compiler's errors for that package are, and the
-//! package itself is checked again alone, so its own errors keep gopls's shape). Errors of
-//! the go command itself (a broken `go.mod`, a missing module) go on every file of the run.
+//! package itself is checked again alone, so its own errors keep gopls's shape — unless it
+//! has an external test package, `package x_test`, which needs it compiled again: then its
+//! errors are the compiler's, source `go`, no code, at the compiler's position, which can
+//! differ from gopls's by a column, so once such a file is edited a problem can be listed
+//! twice). A run with no finding that failed (a broken `go.mod`, a missing module) is
+//! explained on every file of the run; the go command's other words are dropped.
 //!
 //! What runs, and what a repository can change about it: the go command (the `go` setting,
 //! else `go` on `PATH`; never one the workspace holds), the Go compiler and our helper —
@@ -342,7 +346,7 @@ impl Go {
                 .other
                 .iter()
                 .map(String::as_str)
-                .filter(|l| !l.starts_with("exit status"))
+                .filter(|l| !l.starts_with("exit status") && !l.starts_with("note: "))
                 .take(12)
                 .collect();
             return Err(format!(
@@ -388,21 +392,6 @@ impl Go {
             let items = findings.per_file.entry(p).or_default();
             if !items.contains(&it) {
                 items.push(it); // a package and its test variant: the same error once
-            }
-        }
-        if !out.status.success() && !found.other.is_empty() {
-            // The go command's own errors (a module it cannot load…): on every file of the run.
-            let text: Vec<&str> = found
-                .other
-                .iter()
-                .map(String::as_str)
-                .filter(|l| !l.starts_with("exit status"))
-                .take(12)
-                .collect();
-            if !text.is_empty() {
-                findings
-                    .shared
-                    .push(Item::note(Severity::Error, SOURCE, text.join("\n")));
             }
         }
         Ok(findings)

@@ -4,7 +4,7 @@
 //! Integration tests of the root package do not make cargo build the other workspace
 //! members' cdylibs, so the first test that needs them runs
 //! `cargo build --lib --examples -p openfiles-test-fixtures -p openfiles-plugin-cargo-check
-//! -p openfiles-plugin-tsc -p openfiles-plugin-lsp -p openfiles-plugin-pyright` into the same target directory (the outer `cargo test` has
+//! -p openfiles-plugin-tsc -p openfiles-plugin-lsp -p openfiles-plugin-pyright -p openfiles-plugin-go` into the same target directory (the outer `cargo test` has
 //! released its build lock by the time tests run). It is a no-op when they are fresh.
 
 use std::path::{Path, PathBuf};
@@ -44,6 +44,8 @@ pub fn built() -> &'static Path {
                 "openfiles-plugin-lsp",
                 "-p",
                 "openfiles-plugin-pyright",
+                "-p",
+                "openfiles-plugin-go",
             ]);
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
@@ -75,7 +77,7 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// A real plugin library, `libopenfiles_plugin_<name>.so` (the naming rule of
-/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc`, `lsp` or `pyright`.
+/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc`, `lsp`, `pyright` or `go`.
 pub fn plugin(name: &str) -> PathBuf {
     dll(built(), &format!("openfiles_plugin_{name}"))
 }

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Go knock-on through the service (issue 33): what the go plugin (go vet with its go/types
+checker over the module) adds to the hook, and whether the hook names the broken callers.
+
+Clones a real Go module (default: a local clone of github.com/google/go-cmp; nothing is
+fetched), and for each plugin set starts `openfiles serve` on it and makes EDITS edits that
+alternately break and restore the signature of an exported function used by another package
+(go-cmp's `cmp/internal/function.NameOf`, called from package `cmp`), timing the wall clock of
+`openfiles hook` after each (with `hooks.partial_after_ms` as long as the timeout, so the hook
+waits for every source). Prints p50/max per plugin set, and for the breaking edits how many of
+the callers the compiler names (`go build -gcflags=-e ./...` on the broken tree: file:line)
+the hook named, and whether it named an error the commit already had (it must not).
+Not a test: figures for the report. Usage (after `cargo build --workspace`):
+
+    scripts/go-knockon-times.py --repo /tmp/go-cmp [--edits 12] [--target target/debug]
+"""
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+
+FILE = "cmp/internal/function/func.go"
+GOOD = "func NameOf(v reflect.Value) string {"
+BROKEN = "func NameOf(v reflect.Value, qualified bool) string {"
+GO_ENV = dict(os.environ, GOTOOLCHAIN="local", GOPROXY="off", GOFLAGS="")
+
+
+def compiler_callers(ws):
+    """file:line of every error `go build -gcflags=-e ./...` prints, outside the edited file."""
+    out = subprocess.run(["go", "build", "-gcflags=-e", "./..."], cwd=ws, env=GO_ENV,
+                         capture_output=True, text=True)
+    found = set()
+    for line in out.stderr.splitlines():
+        m = re.match(r"^(?:\./)?([^\s:]+\.go):(\d+):\d+: ", line)
+        if m and m.group(1) != FILE:
+            found.add(f"{m.group(1)}:{m.group(2)}:")
+    return sorted(found)
+
+
+def old_errors(ws):
+    """file:line of the errors the commit already has (go vet with the type checker is not
+    needed: the compiler's list for the unedited tree)."""
+    out = subprocess.run(["go", "vet", "./..."], cwd=ws, env=GO_ENV, capture_output=True, text=True)
+    return sorted({f"{m.group(1)}:{m.group(2)}:" for m in
+                   re.finditer(r"(?m)^(?:vet: )?(?:\./)?([^\s:]+\.go):(\d+):\d+: ", out.stderr)})
+
+
+def run(binary, plugins, edits, repo):
+    tmp = tempfile.mkdtemp(prefix="go-knockon-")
+    ws = os.path.join(tmp, "ws")
+    subprocess.run(["git", "clone", "-q", repo, ws], check=True)
+    old = old_errors(ws)
+    env = dict(os.environ,
+               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
+               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
+               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
+               OPENFILES_PLUGIN_PATH=":".join(plugins))
+    with open(env["OPENFILES_CONFIG"], "w") as f:
+        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n")
+    log = open(os.path.join(tmp, "serve.log"), "w")
+    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    path = os.path.join(ws, FILE)
+    committed = open(path).read()
+    assert GOOD in committed, f"{FILE} has no {GOOD!r}"
+    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
+                          "tool_input": {"file_path": path}}).encode()
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(env["OPENFILES_SOCKET"])
+                s.close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        times, found, blamed, expected = [], [], 0, None
+        # One edit first to start the servers and take the baseline (not counted).
+        for n in range(edits + 2):
+            broken = n % 2 == 0
+            with open(path, "w") as f:
+                f.write(committed.replace(GOOD, BROKEN) if broken else committed)
+            if broken and expected is None:
+                expected = compiler_callers(ws)
+            start = time.perf_counter()
+            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env, cwd=ws,
+                                 capture_output=True)
+            took = (time.perf_counter() - start) * 1000
+            text = out.stdout.decode()
+            if text.strip():
+                text = json.loads(text)["hookSpecificOutput"]["additionalContext"]
+            if n < 2:
+                continue
+            times.append(took)
+            if broken:
+                found.append(sum(1 for c in expected if f"- {c}" in text))
+                blamed += any(f"- {o}" in text for o in old)
+            elif text.strip():
+                blamed += 1  # a restored tree has nothing new to say
+            if os.environ.get("GO_KNOCKON_VERBOSE"):
+                print(f"--- edit {n} ({'break' if broken else 'restore'}), {took:.0f} ms:\n{text}")
+        return times, found, len(expected or []), blamed, old
+    finally:
+        svc.terminate()
+        svc.wait()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--edits", type=int, default=12)
+    p.add_argument("--repo", required=True, help="a local clone of github.com/google/go-cmp")
+    p.add_argument("--target", default="target/debug")
+    a = p.parse_args()
+    t = os.path.abspath(a.target)
+    binary = os.path.join(t, "openfiles")
+    lsp = os.path.join(t, "libopenfiles_plugin_lsp.so")
+    go = os.path.join(t, "libopenfiles_plugin_go.so")
+    for name, plugins in (("lsp (gopls)", [lsp]), ("lsp + go plugin", [lsp, go])):
+        times, found, expected, blamed, old = run(binary, plugins, a.edits, os.path.abspath(a.repo))
+        print(f"{name}: hook p50 {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} edits; "
+              f"compiler's callers named per breaking edit {found} of {expected}; "
+              f"old errors ({len(old)} in the commit) or stale ones blamed {blamed} times")
+
+
+if __name__ == "__main__":
+    main()
