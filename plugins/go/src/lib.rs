@@ -3,39 +3,36 @@
 //! (the lsp plugin) is asked only about the documents it was given.
 //!
 //! A project-wide source: files are grouped by their module (the nearest `go.mod`; under a
-//! `go.work` inside the workspace, the workspace of modules it uses), one run per group:
-//! `go vet -vettool=<helper> ./...` at its root. The helper (`src/helper/main.go`, this
-//! plugin's own Go source, built once per Go version into the plugin's state dir) is a
-//! type checker: go vet hands it each package (test files included) with the compiler's
-//! export data for its imports, and it type-checks it with go/types, as gopls does, printing
-//! every error with go/types' message, position and error code. So items look exactly like
-//! gopls's (source `compiler` or `syntax`, the code such as `WrongArgCount`, the message
-//! with its `\n\thave (…)\n\twant (…)` lines, the same position), and the service keeps a
-//! problem both report once. Columns are converted from bytes to characters.
-//!
-//! go vet type-checks a package only when its imports compile: the importers of a package
-//! that does not are not reported (the compiler's errors for that package are, and the
-//! package itself is checked again alone, so its own errors keep gopls's shape — unless it
-//! has an external test package, `package x_test`, which needs it compiled again: then its
-//! errors are the compiler's, source `go`, no code, at the compiler's position, which can
-//! differ from gopls's by a column, so once such a file is edited a problem can be listed
-//! twice). A run with no finding that failed (a broken `go.mod`, a missing module) is
-//! explained on every file of the run; the go command's other words are dropped.
+//! `go.work` inside the workspace, the workspace of modules it uses), one run per group at
+//! its root of the plugin's type checker (`src/helper/main.go`, this plugin's own Go source,
+//! built once per Go version into the plugin's state dir). It lists the packages with
+//! `go list -e -json -deps -test -export ./...` (the go command compiles what they import:
+//! export data, from the user's build cache) and type-checks every package of the module,
+//! test files included, from source with go/types, as gopls does: the module's packages are
+//! imported as the checker saw them, so the importers of a package that does not compile are
+//! still checked, as gopls checks them. Every error has go/types' message, position and error
+//! code, so items look exactly like gopls's (source `compiler` or `syntax`, the code such as
+//! `WrongArgCount`, the message with its `\n\thave (…)\n\twant (…)` lines, the same position)
+//! and the service keeps a problem both report once. Columns are converted from bytes to
+//! characters. Files that `import "C"` are checked with `C.` names unchecked (go/types'
+//! `FakeImportC`). A run that found nothing and failed (a broken `go.mod`, a missing module)
+//! is explained on every file of the run.
 //!
 //! What runs, and what a repository can change about it: the go command (the `go` setting,
-//! else `go` on `PATH`; never one the workspace holds), the Go compiler and our helper —
-//! building Go code does not run it (Go's security policy). Offline: `GOTOOLCHAIN=local`
+//! else `go` on `PATH`; never one the workspace holds), the Go compiler (for the export data)
+//! and the checker — building Go code does not run it (Go's security policy; a repository
+//! cannot set `GOFLAGS` or `-toolexec`). Offline: `GOTOOLCHAIN=local`
 //! (a `toolchain` line cannot download a Go), `GOPROXY=off`, `GOSUMDB=off` (only modules
 //! already in the module cache, which were verified when downloaded), `-buildvcs=false` (no
-//! `git`). Nothing is written into the workspace: go vet writes no binary, a `-mod=mod` in
+//! `git`). Nothing is written into the workspace: go list writes no binary, a `-mod=mod` in
 //! the user's `GOFLAGS` is dropped (go.mod and go.sum stay as they are); the build cache and
 //! module cache are the user's (content-addressed, shared with the baseline's snapshot
 //! runs). cgo runs the C compiler over the repository's C code with the repository's
 //! `#cgo` flags (go checks them against an allowlist): only in a trusted workspace; an
 //! untrusted one is checked with `CGO_ENABLED=0` (files that `import "C"` are left out).
 //!
-//! Config (`[plugin.go]`): `go = "path/to/go"`, `extra_args = [..]` (go vet build flags such
-//! as `-tags=integration`).
+//! Config (`[plugin.go]`): `go = "path/to/go"`, `extra_args = [..]` (go list build flags
+//! such as `-tags=integration`).
 
 pub mod parse;
 
@@ -45,7 +42,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use openfiles_plugin_api::markers::project_root;
-use openfiles_plugin_api::tools::{on_path, Findings, ToolOutput, ToolRuns};
+use openfiles_plugin_api::tools::{on_path, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -56,8 +53,6 @@ use serde::Deserialize;
 const SOURCE: &str = "go";
 /// The helper's Go source.
 const HELPER_SOURCE: &str = include_str!("helper/main.go");
-/// At most this many packages that failed to compile are checked again alone.
-const MAX_RECHECKS: usize = 8;
 
 /// `[plugin.go]`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -182,9 +177,10 @@ pub fn goflags(user: &str) -> String {
         .join(" ")
 }
 
-/// The environment every go command of this plugin runs with (see the module docs).
-pub fn go_command(go: &Path, trusted: bool) -> Command {
-    let mut cmd = Command::new(go);
+/// `program` with the environment every go command of this plugin runs with (see the
+/// module docs).
+pub fn go_command(program: &Path, trusted: bool) -> Command {
+    let mut cmd = Command::new(program);
     cmd.env("GOTOOLCHAIN", "local")
         .env("GOPROXY", "off")
         .env("GOSUMDB", "off")
@@ -286,32 +282,8 @@ impl Go {
         }
     }
 
-    /// One `go vet -vettool` over `patterns` at `root`.
-    fn vet(
-        &self,
-        id: u64,
-        go: &Path,
-        helper: &Path,
-        root: &Path,
-        patterns: &[String],
-        trusted: bool,
-    ) -> Result<(parse::VetOutput, ToolOutput), String> {
-        let mut cmd = go_command(go, trusted);
-        cmd.arg("vet")
-            .arg(format!("-vettool={}", helper.display()))
-            .arg("-buildvcs=false")
-            .args(&self.settings.extra_args)
-            .args(patterns)
-            .current_dir(root);
-        let out = self
-            .runs
-            .output(id, &mut cmd)
-            .map_err(|e| format!("cannot run {} ({e})", go.display()))?;
-        Ok((parse::parse(&out.stderr), out))
-    }
-
     /// Check the module (or go.work) at `root`: items per absolute file (only `wanted`, or
-    /// with `report_all` every file of the workspace), the go command's errors shared.
+    /// with `report_all` every file of the workspace).
     fn run(
         &self,
         go: &Path,
@@ -322,35 +294,26 @@ impl Go {
     ) -> Result<Findings, String> {
         let id = request.id;
         let patterns = self.patterns(id, go, root, request.trusted);
-        let (mut found, out) = self.vet(id, go, helper, root, &patterns, request.trusted)?;
-        // Packages that did not compile (an importer needed them, so go vet skipped them):
-        // checked again alone, so their own errors keep go/types' shape.
-        let failed = std::mem::take(&mut found.failed_packages);
-        for package in failed.iter().take(MAX_RECHECKS) {
-            if self.runs.is_cancelled(id) {
-                return Err("cancelled".into());
-            }
-            let (again, _) = self.vet(
-                id,
-                go,
-                helper,
-                root,
-                std::slice::from_ref(package),
-                request.trusted,
-            )?;
-            found.typed.extend(again.typed);
-            found.checked.extend(again.checked);
-        }
-        if found.typed.is_empty() && found.compiler.is_empty() && !out.status.success() {
+        let mut cmd = go_command(helper, request.trusted);
+        cmd.arg(go)
+            .args(&self.settings.extra_args)
+            .args(&patterns)
+            .current_dir(root);
+        let out = self
+            .runs
+            .output(id, &mut cmd)
+            .map_err(|e| format!("cannot run {} ({e})", helper.display()))?;
+        let found = parse::parse(&format!("{}\n{}", out.stdout, out.stderr));
+        if found.checked.is_empty() && found.typed.is_empty() && !out.status.success() {
             let text: Vec<&str> = found
                 .other
                 .iter()
                 .map(String::as_str)
-                .filter(|l| !l.starts_with("exit status") && !l.starts_with("note: "))
+                .filter(|l| !l.starts_with("note: "))
                 .take(12)
                 .collect();
             return Err(format!(
-                "go vet failed ({}) in {}:\n{}",
+                "go list failed ({}) in {}:\n{}",
                 out.status,
                 root.display(),
                 text.join("\n")
@@ -360,18 +323,10 @@ impl Go {
             let p = root.join(f);
             std::fs::canonicalize(&p).unwrap_or(p)
         };
-        let checked: HashSet<PathBuf> = found.checked.iter().map(|f| canonical(f)).collect();
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
         let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
         let mut findings = Findings::default();
-        let compiler = found
-            .compiler
-            .iter()
-            .map(|d| (d, canonical(&d.file)))
-            // The compiler's view of a file the type checker saw is a second copy.
-            .filter(|(_, p)| !checked.contains(p));
-        let typed = found.typed.iter().map(|d| (d, canonical(&d.file)));
-        for (d, p) in typed.chain(compiler) {
+        for (d, p) in found.typed.iter().map(|d| (d, canonical(&d.file))) {
             if d.file.is_empty() {
                 findings.shared.push(item(d, 1, 1));
                 continue;
@@ -391,7 +346,7 @@ impl Go {
             let it = item(d, d.line, column);
             let items = findings.per_file.entry(p).or_default();
             if !items.contains(&it) {
-                items.push(it); // a package and its test variant: the same error once
+                items.push(it); // a package and its test variants: the same error once
             }
         }
         Ok(findings)

@@ -1,15 +1,19 @@
-// openfiles-go-types: the type checker the openfiles go plugin runs as `go vet -vettool`.
+// openfiles-go-types: the type checker of the openfiles go plugin.
 //
-// go vet hands it one package at a time (a JSON config naming the package's files and the
-// compiler's export data for its imports); it type-checks the package with go/types, as
-// gopls does, and prints every error as one JSON line after a marker, with go/types' own
-// message, position and error code (gopls's `code`). It runs no analyzer and reads no
-// file the config does not name. Part of the plugin's source (plugins/go/src/helper),
-// built with the user's go into the plugin's state dir; openfiles' own code, never the
-// repository's.
+// Run as `openfiles-go-types GO PATTERN...` in a module's root, it lists the packages
+// with `GO list -e -json -deps -test -export PATTERN...` (the go command compiles what they
+// import and names the export data), then type-checks every package of the main modules,
+// test variants included, from source with go/types, as gopls does: in dependency order,
+// each importing the main modules' packages as this tool checked them (so the importers of
+// a package that does not compile are still checked, as gopls checks them) and every other
+// package from the compiler's export data. Every error is printed as one JSON line after a
+// marker, with go/types' own message, position (line, byte column) and error code (gopls's
+// `code`). It runs no analyzer. Part of the plugin's source (plugins/go/src/helper), built
+// with the user's go into the plugin's state dir: openfiles' own code, never a repository's.
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -21,6 +25,8 @@ import (
 	"go/types"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 )
@@ -28,8 +34,6 @@ import (
 // Marker starts every line this tool prints for the plugin.
 const Marker = "openfiles-go-types:"
 
-// codes are go/types' error code names by value (go/types/errorcodes.go of go1.19; the
-// values are stable across releases, newer codes are past the end).
 var codes = []string{
 	"", "Test", "BlankPkgName", "MismatchedPkgName", "InvalidPkgUse", "BadImportPath",
 	"BrokenImport", "ImportCRenamed", "UnusedImport", "InvalidInitCycle", "DuplicateDecl",
@@ -65,16 +69,16 @@ var codes = []string{
 	"MisplacedConstraintIface", "InvalidMethodTypeParams", "MisplacedTypeParam",
 }
 
-type config struct {
-	ID          string
-	Compiler    string
-	Dir         string
-	ImportPath  string
-	GoFiles     []string
-	ImportMap   map[string]string
-	PackageFile map[string]string
-	VetxOnly    bool
-	VetxOutput  string
+type listed struct {
+	ImportPath string
+	Name       string
+	Dir        string
+	GoFiles    []string
+	Export     string
+	ForTest    string
+	Standard   bool
+	ImportMap  map[string]string
+	Module     *struct{ Main bool }
 }
 
 type finding struct {
@@ -107,91 +111,103 @@ func code(err types.Error) string {
 }
 
 func main() {
-	args := os.Args[1:]
-	for _, a := range args {
-		switch {
-		case a == "-flags":
-			fmt.Println("[]")
-			return
-		case strings.HasPrefix(a, "-V"):
-			fmt.Println("openfiles-go-types version 1")
-			return
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: openfiles-go-types GO PATTERN...")
+		os.Exit(2)
+	}
+	args := append([]string{"list", "-e", "-json", "-deps", "-test", "-export", "-buildvcs=false"}, os.Args[2:]...)
+	cmd := exec.Command(os.Args[1], args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var pkgs []*listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		p := new(listed)
+		if e := dec.Decode(p); e != nil {
+			break
 		}
+		pkgs = append(pkgs, p)
 	}
-	if len(args) == 0 || !strings.HasSuffix(args[len(args)-1], ".cfg") {
-		fmt.Fprintln(os.Stderr, "openfiles-go-types: run by go vet -vettool only")
-		os.Exit(2)
+	if len(pkgs) == 0 {
+		// The go command could not list anything (a broken go.mod…): say what it said.
+		os.Stderr.Write(stderr.Bytes())
+		if err == nil {
+			fmt.Fprintln(os.Stderr, "go list found no package")
+		}
+		os.Exit(1)
 	}
-	data, err := os.ReadFile(args[len(args)-1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "openfiles-go-types:", err)
-		os.Exit(2)
+	byID := map[string]*listed{}
+	for _, p := range pkgs {
+		byID[p.ImportPath] = p
 	}
-	var cfg config
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "openfiles-go-types:", err)
-		os.Exit(2)
-	}
-	if cfg.VetxOutput != "" {
-		// No facts: an empty file, so go vet caches the (empty) result.
-		_ = os.WriteFile(cfg.VetxOutput, nil, 0o666)
-	}
-	if cfg.VetxOnly || len(cfg.GoFiles) == 0 {
-		return
-	}
-	emit(finding{Checked: cfg.GoFiles})
 	fset := token.NewFileSet()
+	exports := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		if p := byID[path]; p != nil && p.Export != "" {
+			return os.Open(p.Export)
+		}
+		return nil, fmt.Errorf("no export data for %q", path)
+	})
+	checked := map[string]*types.Package{}
+	for _, p := range pkgs {
+		if p.Standard || p.Module == nil || !p.Module.Main || strings.HasSuffix(p.ImportPath, ".test") || len(p.GoFiles) == 0 {
+			continue
+		}
+		checked[p.ImportPath] = check(fset, p, checked, exports)
+	}
+}
+
+// check type-checks one package of a main module and prints what it found.
+func check(fset *token.FileSet, p *listed, checked map[string]*types.Package, exports types.Importer) *types.Package {
+	var names []string
+	for _, f := range p.GoFiles {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(p.Dir, f)
+		}
+		names = append(names, f)
+	}
+	emit(finding{Checked: names})
 	var files []*ast.File
-	syntax := false
-	for _, name := range cfg.GoFiles {
+	for _, name := range names {
 		f, err := parser.ParseFile(fset, name, nil, parser.AllErrors|parser.ParseComments)
 		if list, ok := err.(scanner.ErrorList); ok {
 			for _, e := range list {
 				emit(finding{File: e.Pos.Filename, Line: e.Pos.Line, Column: e.Pos.Column, Message: e.Msg, Source: "syntax"})
 			}
-			syntax = true
 		} else if err != nil {
 			emit(finding{File: name, Line: 1, Column: 1, Message: err.Error(), Source: "syntax"})
-			syntax = true
 		}
 		if f != nil {
 			files = append(files, f)
 		}
 	}
-	if syntax {
-		return
-	}
-	lookup := func(path string) (io.ReadCloser, error) {
-		file, ok := cfg.PackageFile[path]
-		if !ok {
-			return nil, fmt.Errorf("no package file for %q", path)
-		}
-		return os.Open(file)
-	}
-	compiler := cfg.Compiler
-	if compiler == "" {
-		compiler = "gc"
-	}
-	imp := importer.ForCompiler(fset, compiler, lookup)
 	tc := &types.Config{
-		Importer: importerFunc(func(importPath string) (*types.Package, error) {
-			path, ok := cfg.ImportMap[importPath]
-			if !ok {
-				path = importPath
+		Importer: importerFunc(func(path string) (*types.Package, error) {
+			if id, ok := p.ImportMap[path]; ok {
+				path = id
 			}
-			return imp.Import(path)
+			if pkg := checked[path]; pkg != nil {
+				return pkg, nil
+			}
+			return exports.Import(path)
 		}),
-		Sizes: types.SizesFor(compiler, build.Default.GOARCH),
+		FakeImportC: true,
+		Sizes:       types.SizesFor("gc", build.Default.GOARCH),
 		Error: func(err error) {
 			if te, ok := err.(types.Error); ok {
-				p := te.Fset.Position(te.Pos)
-				emit(finding{File: p.Filename, Line: p.Line, Column: p.Column, Message: te.Msg, Code: code(te), Source: "compiler"})
+				at := te.Fset.Position(te.Pos)
+				emit(finding{File: at.Filename, Line: at.Line, Column: at.Column, Message: te.Msg, Code: code(te), Source: "compiler"})
 			} else {
 				emit(finding{Message: err.Error(), Source: "compiler"})
 			}
 		},
 	}
-	_, _ = tc.Check(cfg.ImportPath, fset, files, nil)
+	path := p.ImportPath
+	if i := strings.Index(path, " ["); i >= 0 {
+		path = path[:i]
+	}
+	pkg, _ := tc.Check(path, fset, files, nil)
+	return pkg
 }
 
 type importerFunc func(path string) (*types.Package, error)

@@ -1,8 +1,8 @@
 //! The go plugin against the real Go toolchain (`go` on PATH, installed by
 //! `scripts/install-test-deps.sh`): a caller broken in another package named only with
-//! `report_all`, at go/types' position in characters with gopls's message and code; a
-//! package that does not compile checked on its own; a broken `go.mod` explained on every
-//! file; a cancelled check stops.
+//! `report_all`, at go/types' position in characters with gopls's message and code; the
+//! importers of a package that does not compile still checked (as gopls checks them); a
+//! broken `go.mod` explained on every file; a cancelled check stops.
 
 use std::path::{Path, PathBuf};
 
@@ -119,7 +119,7 @@ fn a_caller_in_another_package_is_named_only_with_report_all_in_goplss_shape() {
 }
 
 #[test]
-fn a_package_that_does_not_compile_keeps_goplss_shape_and_hides_its_importers() {
+fn a_package_that_does_not_compile_keeps_goplss_shape_and_its_importers_are_checked() {
     let (_tmp, ws) = module();
     let state = tempfile::tempdir().unwrap();
     let lib = write(
@@ -135,8 +135,11 @@ fn a_package_that_does_not_compile_keeps_goplss_shape_and_hides_its_importers() 
     assert_eq!(got[0].message, "undeclared name: missing");
     assert_eq!(got[0].code.as_deref(), Some("UndeclaredName"));
     assert_eq!((got[0].line, got[0].column), (4, 48));
-    // app imports a package that does not compile: go vet cannot check it.
-    assert!(items(&resp, &ws.join("app/app.go")).is_empty(), "{resp:?}");
+    // app imports a package that does not compile, and is checked all the same.
+    let caller = items(&resp, &ws.join("app/app.go"));
+    assert_eq!(caller.len(), 1, "{resp:?}");
+    assert_eq!(caller[0].code.as_deref(), Some("WrongArgCount"));
+    assert_eq!((caller[0].line, caller[0].column), (7, 39));
 }
 
 #[test]
