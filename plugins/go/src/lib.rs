@@ -380,6 +380,29 @@ mod tests {
     }
 
     #[test]
+    fn offline_always_and_no_c_compiler_unless_trusted() {
+        let env = |trusted| -> HashMap<String, Option<String>> {
+            go_command(Path::new("go"), trusted)
+                .get_envs()
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.map(|v| v.to_string_lossy().into_owned()),
+                    )
+                })
+                .collect()
+        };
+        for trusted in [false, true] {
+            let e = env(trusted);
+            assert_eq!(e["GOTOOLCHAIN"].as_deref(), Some("local"));
+            assert_eq!(e["GOPROXY"].as_deref(), Some("off"));
+            assert_eq!(e["GOSUMDB"].as_deref(), Some("off"));
+        }
+        assert_eq!(env(false)["CGO_ENABLED"].as_deref(), Some("0"));
+        assert!(!env(true).contains_key("CGO_ENABLED"));
+    }
+
+    #[test]
     fn a_go_work_inside_the_workspace_is_the_root() {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path();
