@@ -16,7 +16,10 @@
 //! and the service keeps a problem both report once. Columns are converted from bytes to
 //! characters. Files that `import "C"` are checked with `C.` names unchecked (go/types'
 //! `FakeImportC`). A run that found nothing and failed (a broken `go.mod`, a missing module)
-//! is explained on every file of the run.
+//! is explained on every file of the run. The messages are those of the go/types of the
+//! user's `go` (the checker is built with it), gopls's those of the Go it was built with: the
+//! same when both come from one Go release (Debian's gopls and go 1.19 do); across releases a
+//! reworded message is listed by both. The checker needs Go 1.18 or later.
 //!
 //! What runs, and what a repository can change about it: the go command (the `go` setting,
 //! else `go` on `PATH`; never one the workspace holds), the Go compiler (for the export data)
