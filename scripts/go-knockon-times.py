@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Go knock-on through the service (issue 33): what the go plugin (go vet with its go/types
+"""Go knock-on through the service (issue 33): what the go plugin (its go/types
 checker over the module) adds to the hook, and whether the hook names the broken callers.
 
 Clones a real Go module (default: a local clone of github.com/google/go-cmp; nothing is
