@@ -1,0 +1,754 @@
+//! The compile database: where a file's is (clangd's rule), its translation units, and each
+//! unit's flags cut down to an allowlist.
+//!
+//! A file's database is the first of `compile_commands.json`, `compile_flags.txt`,
+//! `build/compile_commands.json` found in the file's folder or a folder above it, inside the
+//! workspace (what clangd looks for, in its order). `compile_commands.json` lists the units;
+//! with `compile_flags.txt` every C/C++ source file below its folder is a unit, with its flags.
+//!
+//! The database is written by the repository, so it is data: the compiler it names is never
+//! run (its base name only says C or C++), and of its flags only those that change how the
+//! code is read are kept ([`allow`]): include folders, macros, the language and its standard,
+//! `-include` of a workspace file, and feature, warning and target switches that neither
+//! load nor write anything. Everything else — `-fplugin`, `-wrapper`, `-B`, `-specs`,
+//! `-Wp,`/`-Wl,`/`-Wa,`, `@files`, `-o`, `-M*`, `-Xclang`, dump and profile switches — is
+//! dropped, with its value.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+use openfiles_plugin_api::confine::{read_regular, Last};
+
+/// The largest `compile_commands.json` read.
+pub const MAX_DB_BYTES: u64 = 64 << 20;
+/// The most source files a `compile_flags.txt` folder contributes.
+pub const MAX_FLAG_UNITS: usize = 20_000;
+
+/// Extensions of C/C++ translation units (what a `compile_flags.txt` folder's units are).
+pub const SOURCE_EXTENSIONS: &[&str] = &["c", "cc", "cpp", "cxx", "c++", "C"];
+/// Extensions the compiler reads as C++ whatever it was asked.
+const CXX_EXTENSIONS: &[&str] = &["cc", "cpp", "cxx", "c++", "C", "hpp", "hh", "hxx", "h++"];
+
+/// One translation unit: a source file and the (allowed) flags to read it with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Unit {
+    /// Absolute, normalized.
+    pub file: PathBuf,
+    /// The folder the entry ran in (relative paths of its flags are resolved against it).
+    pub dir: PathBuf,
+    /// The allowed flags, include folders and `-include` files absolute.
+    pub args: Vec<String>,
+    /// Read as C++ (`-x c++` is added when the file's extension alone would say C).
+    pub cxx: bool,
+    /// `-iquote` folders (searched for `#include "…"` only, after the file's own folder).
+    pub quote_dirs: Vec<PathBuf>,
+    /// `-I`, `-isystem`, `-idirafter` folders, in the compiler's order.
+    pub angle_dirs: Vec<PathBuf>,
+    /// `-include`/`-imacros` files (read before the unit).
+    pub forced: Vec<PathBuf>,
+}
+
+/// A loaded database.
+#[derive(Debug, Clone)]
+pub struct Db {
+    /// The database file (`compile_commands.json` or `compile_flags.txt`).
+    pub path: PathBuf,
+    pub units: Vec<Unit>,
+}
+
+/// Where the database of `file` is (see the module docs), inside `workspace`.
+pub fn find(file: &Path, workspace: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(workspace))
+        .flat_map(|d| {
+            [
+                d.join("compile_commands.json"),
+                d.join("compile_flags.txt"),
+                d.join("build/compile_commands.json"),
+            ]
+        })
+        .find(|p| p.is_file())
+}
+
+/// Paths of a database written for one tree (`from`, the real workspace) read in another
+/// (`to`, its snapshot): a path under `from` moves under `to` when it exists there (a
+/// generated header in an untracked build folder stays where it is).
+#[derive(Debug, Clone)]
+pub struct Remap {
+    pub from: PathBuf,
+    pub to: PathBuf,
+}
+
+impl Remap {
+    fn path(&self, p: PathBuf) -> PathBuf {
+        match p.strip_prefix(&self.from) {
+            Ok(rel) => {
+                let q = self.to.join(rel);
+                if q.exists() {
+                    q
+                } else {
+                    p
+                }
+            }
+            Err(_) => p,
+        }
+    }
+
+    /// A unit's own file always moves (the snapshot's copy is the one to check).
+    fn unit_file(&self, p: PathBuf) -> PathBuf {
+        match p.strip_prefix(&self.from) {
+            Ok(rel) => self.to.join(rel),
+            Err(_) => p,
+        }
+    }
+}
+
+/// Read the database at `path` (see the module docs). `remap` for a snapshot's run;
+/// `workspace` bounds `-include` files.
+pub fn load(path: &Path, remap: Option<&Remap>, workspace: &Path) -> Result<Db, String> {
+    let bytes = read_regular(path, Last::Follow, MAX_DB_BYTES)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let folder = path.parent().unwrap_or(Path::new("/")).to_owned();
+    let is_flags = path.file_name().is_some_and(|n| n == "compile_flags.txt");
+    let mut units = Vec::new();
+    let mut seen = HashSet::new();
+    if is_flags {
+        let text = String::from_utf8_lossy(&bytes);
+        let args: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let dir = match remap {
+            Some(r) => r.path(folder.clone()),
+            None => folder.clone(),
+        };
+        let root = match remap {
+            Some(r) => r.unit_file(folder),
+            None => folder,
+        };
+        for file in walk_sources(&root) {
+            let cxx = has_ext(&file, CXX_EXTENSIONS);
+            let u = unit(file, dir.clone(), &args, cxx, remap, workspace);
+            if seen.insert(u.clone()) {
+                units.push(u);
+            }
+        }
+    } else {
+        let entries: Vec<serde_json::Value> = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{} is not a compile database: {e}", path.display()))?;
+        for e in entries {
+            let Some(dir) = e.get("directory").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            let Some(file) = e.get("file").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            let dir = folder.join(dir); // a relative directory is relative to the database
+            let args: Vec<String> = match (e.get("arguments"), e.get("command")) {
+                (Some(serde_json::Value::Array(a)), _) => a
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect(),
+                (_, Some(serde_json::Value::String(c))) => split_command(c),
+                _ => continue,
+            };
+            let Some(compiler) = args.first() else {
+                continue;
+            };
+            let file = normalize(&dir.join(file));
+            if !has_ext(&file, SOURCE_EXTENSIONS) && !has_ext(&file, crate::EXTENSIONS) {
+                continue;
+            }
+            let cxx = is_cxx_compiler(compiler) || has_ext(&file, CXX_EXTENSIONS);
+            let (file, dir) = match remap {
+                Some(r) => (r.unit_file(file), r.path(normalize(&dir))),
+                None => (file, normalize(&dir)),
+            };
+            let u = unit(file, dir, &args[1..], cxx, remap, workspace);
+            if seen.insert(u.clone()) {
+                units.push(u);
+            }
+        }
+    }
+    Ok(Db {
+        path: path.to_owned(),
+        units,
+    })
+}
+
+/// Whether a compiler's base name is a C++ driver (`g++`, `clang++-14`, `c++`, `CC`…).
+/// Only the name is looked at: the program is never run.
+pub fn is_cxx_compiler(compiler: &str) -> bool {
+    let base = compiler.rsplit('/').next().unwrap_or(compiler);
+    base.contains("++") || base == "CC" || base.contains("cxx")
+}
+
+fn has_ext(p: &Path, exts: &[&str]) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| exts.contains(&e))
+}
+
+/// Lexically clean `p` (`.` and `..` removed), without touching the disk.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The source files below `root` (no hidden folder, no symlink followed), at most
+/// [`MAX_FLAG_UNITS`].
+fn walk_sources(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            let p = e.path();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() && has_ext(&p, SOURCE_EXTENSIONS) {
+                out.push(p);
+                if out.len() >= MAX_FLAG_UNITS {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Build a unit from an entry's arguments (after the compiler).
+fn unit(
+    file: PathBuf,
+    dir: PathBuf,
+    raw: &[String],
+    cxx: bool,
+    remap: Option<&Remap>,
+    workspace: &Path,
+) -> Unit {
+    let a = allow(raw, &dir, remap, workspace);
+    Unit {
+        file,
+        dir,
+        args: a.args,
+        cxx,
+        quote_dirs: a.quote_dirs,
+        angle_dirs: a.angle_dirs,
+        forced: a.forced,
+    }
+}
+
+/// What [`allow`] keeps.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Allowed {
+    pub args: Vec<String>,
+    pub quote_dirs: Vec<PathBuf>,
+    pub angle_dirs: Vec<PathBuf>,
+    pub forced: Vec<PathBuf>,
+}
+
+/// Flags that take the next argument as their value and are dropped with it.
+const DROP_WITH_VALUE: &[&str] = &[
+    "-o",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MJ",
+    "-Xclang",
+    "-Xlinker",
+    "-Xassembler",
+    "-Xpreprocessor",
+    "-Xopenmp-target",
+    "-mllvm",
+    "-arch",
+    "-target",
+    "--target",
+    "-isysroot",
+    "--sysroot",
+    "-include-pch",
+    "-iprefix",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-iwithsysroot",
+    "-imultilib",
+    "-ivfsoverlay",
+    "-aux-info",
+    "-wrapper",
+    "-B",
+    "-L",
+    "-l",
+    "-T",
+    "-u",
+    "-z",
+    "-e",
+    "-dumpdir",
+    "-dumpbase",
+    "-dumpbase-ext",
+    "--param",
+    "-specs",
+    "--specs",
+    "-fplugin",
+    "-fpass-plugin",
+    "-load",
+    "-plugin",
+    "--serialize-diagnostics",
+    "-serialize-diagnostics",
+    "-main-file-name",
+    "-gcc-toolchain",
+    "--gcc-toolchain",
+    "-resource-dir",
+];
+
+/// `-f` switches that write, load or reformat something (a prefix of the name after
+/// `-f`/`-fno-`).
+const DENY_F: &[&str] = &[
+    "plugin",
+    "pass-plugin",
+    "dump",
+    "profile",
+    "stack-usage",
+    "callgraph",
+    "save",
+    "record",
+    "crash",
+    "module",
+    "implicit-module",
+    "prebuilt",
+    "pch",
+    "diagnostics",
+    "color",
+    "caret",
+    "show-",
+    "message-length",
+    "coverage",
+    "test-coverage",
+    "instrument",
+    "sanitize",
+    "xray",
+    "lto",
+    "debug",
+    "syntax-only",
+    "embed",
+    "opt-record",
+    "time-trace",
+    "time-report",
+    "proc-stat",
+    "ast-dump",
+    "depfile",
+    "use-ld",
+    "linker",
+    "ld-path",
+    "gnu-runtime",
+    "error-limit",
+    "max-errors",
+    "build-session",
+    "temp-file",
+    "working-directory",
+    "split-",
+    "mem-report",
+    "stats",
+    "preprocessed",
+    "directives-only",
+    "auto-profile",
+    "lsan",
+    "asan",
+    "callgraph-info",
+    "opt-info",
+    "report-bug",
+];
+
+/// `-f<name>=<value>` switches kept with their value.
+const F_WITH_VALUE: &[&str] = &[
+    "visibility",
+    "template-depth",
+    "constexpr-depth",
+    "constexpr-steps",
+    "input-charset",
+    "exec-charset",
+    "wide-exec-charset",
+    "ms-compatibility-version",
+    "bracket-depth",
+    "gnu89-inline",
+    "openmp-version",
+    "cf-protection",
+    "stack-protector",
+    "trivial-auto-var-init",
+    "strict-flex-arrays",
+    "abi-version",
+    "sized-deallocation",
+    "char8_t",
+    "coroutines",
+    "new-alignment",
+];
+
+fn plain(s: &str, extra: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || extra.contains(c))
+}
+
+fn f_ok(rest: &str) -> bool {
+    let name = rest.strip_prefix("no-").unwrap_or(rest);
+    if DENY_F.iter().any(|d| name.starts_with(d)) {
+        return false;
+    }
+    match name.split_once('=') {
+        None => plain(name, "+"),
+        Some((key, value)) => F_WITH_VALUE.contains(&key) && plain(value, ".+"),
+    }
+}
+
+fn w_ok(rest: &str) -> bool {
+    // `-Wp,`, `-Wl,`, `-Wa,` hand text to other programs: a comma is never kept.
+    !rest.contains(',') && plain(rest, "=+") && !matches!(rest, "p" | "l" | "a")
+}
+
+fn m_ok(rest: &str) -> bool {
+    rest != "llvm" && plain(rest, "=.+")
+}
+
+const LANGUAGES: &[&str] = &["c", "c++", "c-header", "c++-header"];
+
+/// Keep the allowed flags of `raw` (see the module docs), paths made absolute against `dir`
+/// and moved by `remap`; `-include`/`-imacros` only of a regular file inside `workspace`.
+pub fn allow(raw: &[String], dir: &Path, remap: Option<&Remap>, workspace: &Path) -> Allowed {
+    let mut out = Allowed::default();
+    let abs = |p: &str| {
+        let q = normalize(&dir.join(p));
+        match remap {
+            Some(r) => r.path(q),
+            None => q,
+        }
+    };
+    let mut i = 0;
+    while i < raw.len() {
+        let a = raw[i].as_str();
+        i += 1;
+        if let Some(d) = take(raw, &mut i, a, "-iquote") {
+            let d = abs(&d);
+            out.args.extend(["-iquote".into(), d.display().to_string()]);
+            out.quote_dirs.push(d);
+        } else if let Some(d) = take(raw, &mut i, a, "-isystem") {
+            let d = abs(&d);
+            out.args
+                .extend(["-isystem".into(), d.display().to_string()]);
+            out.angle_dirs.push(d);
+        } else if let Some(d) = take(raw, &mut i, a, "-idirafter") {
+            let d = abs(&d);
+            out.args
+                .extend(["-idirafter".into(), d.display().to_string()]);
+            out.angle_dirs.push(d);
+        } else if a == "-imacros" || a == "-include" {
+            let Some(f) = raw.get(i) else { continue };
+            i += 1;
+            let f = abs(f);
+            if f.starts_with(workspace) && f.is_file() && !f.is_symlink() {
+                out.args.extend([a.to_owned(), f.display().to_string()]);
+                out.forced.push(f);
+            }
+        } else if a.starts_with("-include") || a.starts_with("-imacros") {
+            // `-include-pch`, `-includefoo`: dropped (the first with its value).
+            if a == "-include-pch" {
+                i += 1;
+            }
+        } else if let Some(d) = take(raw, &mut i, a, "-I") {
+            let d = abs(&d);
+            out.args.push(format!("-I{}", d.display()));
+            out.angle_dirs.push(d);
+        } else if let Some(m) = take(raw, &mut i, a, "-D") {
+            if !m.is_empty() {
+                out.args.push(format!("-D{m}"));
+            }
+        } else if let Some(m) = take(raw, &mut i, a, "-U") {
+            if !m.is_empty() {
+                out.args.push(format!("-U{m}"));
+            }
+        } else if let Some(lang) = take(raw, &mut i, a, "-x") {
+            if LANGUAGES.contains(&lang.as_str()) {
+                out.args.extend(["-x".into(), lang]);
+            }
+        } else if DROP_WITH_VALUE.contains(&a) {
+            i += 1;
+        } else if let Some(std) = a.strip_prefix("-std=").or(a.strip_prefix("--std=")) {
+            if plain(std, "+") {
+                out.args.push(format!("-std={std}"));
+            }
+        } else if let Some(rest) = a.strip_prefix("-f") {
+            if f_ok(rest) {
+                out.args.push(a.to_owned());
+            }
+        } else if let Some(rest) = a.strip_prefix("-W") {
+            if w_ok(rest) {
+                out.args.push(a.to_owned());
+            }
+        } else if let Some(rest) = a.strip_prefix("-m") {
+            if m_ok(rest) {
+                out.args.push(a.to_owned());
+            }
+        } else if matches!(
+            a,
+            "-ansi"
+                | "-pedantic"
+                | "-pedantic-errors"
+                | "-w"
+                | "-pthread"
+                | "-nostdinc"
+                | "-nostdinc++"
+                | "-undef"
+                | "-trigraphs"
+                | "-O"
+                | "-O0"
+                | "-O1"
+                | "-O2"
+                | "-O3"
+                | "-Os"
+                | "-Og"
+                | "-Oz"
+                | "-Ofast"
+        ) {
+            out.args.push(a.to_owned());
+        }
+        // Anything else (inputs, `@files`, `-c`, `-g`, `-M*`, `-B…`, `-specs=…`) is dropped.
+    }
+    out
+}
+
+/// `a`'s value when it is `flag` with its value attached or as the next argument (then
+/// consumed).
+fn take(raw: &[String], i: &mut usize, a: &str, flag: &str) -> Option<String> {
+    let rest = a.strip_prefix(flag)?;
+    if !rest.is_empty() {
+        return Some(rest.trim_start_matches('=').to_owned());
+    }
+    let v = raw.get(*i)?.clone();
+    *i += 1;
+    Some(v)
+}
+
+/// Split a `command` string the way a POSIX shell splits words (quotes and backslashes; no
+/// expansion of any kind).
+pub fn split_command(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for d in chars.by_ref() {
+                    if d == '\'' {
+                        break;
+                    }
+                    cur.push(d);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(d) = chars.next() {
+                    match d {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => cur.push(e),
+                            Some(e) => {
+                                cur.push('\\');
+                                cur.push(e);
+                            }
+                            None => {}
+                        },
+                        _ => cur.push(d),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(d) = chars.next() {
+                    cur.push(d);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_allowed_flags_survive_and_paths_become_absolute() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        std::fs::write(ws.join("pre.h"), "").unwrap();
+        let raw = strings(&[
+            "-Iinclude",
+            "-I",
+            "/usr/include/x",
+            "-iquote",
+            "q",
+            "-isystem/sys",
+            "-DFOO=1",
+            "-D",
+            "BAR",
+            "-UBAZ",
+            "-std=c11",
+            "-include",
+            "pre.h",
+            "-include",
+            "/etc/passwd",
+            "-Wall",
+            "-Wno-unused",
+            "-Werror=format",
+            "-O2",
+            "-fPIC",
+            "-fno-common",
+            "-fvisibility=hidden",
+            "-m64",
+            "-march=native",
+            // Everything below is dropped.
+            "-fplugin=/tmp/evil.so",
+            "-fplugin",
+            "/tmp/evil.so",
+            "-wrapper",
+            "/bin/sh,-c,touch /tmp/pwned",
+            "-B/tmp/evil",
+            "-B",
+            "/tmp/evil",
+            "-specs=/tmp/evil.specs",
+            "-Wp,-MD,/tmp/out.d",
+            "-Wl,-rpath,/x",
+            "-Wa,--defsym,x=1",
+            "@/tmp/response",
+            "-o",
+            "/tmp/out.o",
+            "-MD",
+            "-MF",
+            "/tmp/dep.d",
+            "-Xclang",
+            "-load",
+            "-Xclang",
+            "/tmp/evil.so",
+            "-mllvm",
+            "-debug",
+            "-fdump-tree-all",
+            "-fprofile-generate",
+            "-fmodules",
+            "-fdiagnostics-format=json",
+            "-save-temps",
+            "-c",
+            "main.c",
+        ]);
+        let a = allow(&raw, ws, None, ws);
+        let w = ws.display();
+        assert_eq!(
+            a.args,
+            strings(&[
+                &format!("-I{w}/include"),
+                "-I/usr/include/x",
+                "-iquote",
+                &format!("{w}/q"),
+                "-isystem",
+                "/sys",
+                "-DFOO=1",
+                "-DBAR",
+                "-UBAZ",
+                "-std=c11",
+                "-include",
+                &format!("{w}/pre.h"),
+                "-Wall",
+                "-Wno-unused",
+                "-Werror=format",
+                "-O2",
+                "-fPIC",
+                "-fno-common",
+                "-fvisibility=hidden",
+                "-m64",
+                "-march=native",
+            ])
+        );
+        assert_eq!(a.forced, vec![ws.join("pre.h")]);
+        assert_eq!(a.quote_dirs, vec![ws.join("q")]);
+        assert_eq!(
+            a.angle_dirs,
+            vec![
+                ws.join("include"),
+                PathBuf::from("/usr/include/x"),
+                PathBuf::from("/sys")
+            ]
+        );
+    }
+
+    #[test]
+    fn commands_split_like_a_shell_without_expansion() {
+        assert_eq!(
+            split_command(r#"/usr/bin/cc -DX="a b" -I'my dir' a\ b.c $(rm -rf /)"#),
+            strings(&[
+                "/usr/bin/cc",
+                "-DX=a b",
+                "-Imy dir",
+                "a b.c",
+                "$(rm",
+                "-rf",
+                "/)"
+            ])
+        );
+        assert!(is_cxx_compiler("/usr/bin/g++-12"));
+        assert!(is_cxx_compiler("clang++"));
+        assert!(!is_cxx_compiler("/usr/bin/cc"));
+        assert!(!is_cxx_compiler("gcc"));
+    }
+
+    #[test]
+    fn the_database_is_found_the_way_clangd_finds_it() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        std::fs::create_dir_all(ws.join("src/sub")).unwrap();
+        std::fs::create_dir_all(ws.join("build")).unwrap();
+        let f = ws.join("src/sub/a.c");
+        assert_eq!(find(&f, ws), None);
+        std::fs::write(ws.join("build/compile_commands.json"), "[]").unwrap();
+        assert_eq!(find(&f, ws), Some(ws.join("build/compile_commands.json")));
+        std::fs::write(ws.join("src/compile_flags.txt"), "-DX\n").unwrap();
+        assert_eq!(find(&f, ws), Some(ws.join("src/compile_flags.txt")));
+        // Never above the workspace.
+        assert_eq!(find(&f, &ws.join("src/sub")), None);
+    }
+}

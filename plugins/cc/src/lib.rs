@@ -1,0 +1,572 @@
+//! `cc`: an openfiles plugin that finds what an edit of a C/C++ header broke in the
+//! translation units that include it, which nobody edited (the knock-on of
+//! `docs/baseline.md`): clangd (the lsp plugin) publishes only for the documents it was given.
+//!
+//! A project-wide source over a compile database ([`db`]: `compile_commands.json` or
+//! `compile_flags.txt`, found the way clangd finds it). Each unit is read with
+//! `clang -fsyntax-only` (clang 14+ from `PATH`: the front end clangd is built on, so the
+//! same messages), else `gcc`/`g++`'s, with the database's flags cut down to an allowlist;
+//! the compiler the database names is never run. Per check, the units read are:
+//! - over a snapshot of the commit (`cache_of` set, the baseline): every unit, once per
+//!   commit (the database is read from the real workspace when the commit has none, its
+//!   paths moved into the snapshot);
+//! - otherwise: the units whose includes reach an edited file ([`includes`], an
+//!   over-approximation), the edited units themselves, and every unit the last check of this
+//!   database found an error through (remembered in the state dir), so an error it reported
+//!   in a file nobody edited is either found again or known to be gone.
+//!
+//! Units run in parallel (`jobs`, default the machine's cores). An error located in a header
+//! belongs to that header. Columns are converted from bytes to characters; a warning's flag
+//! is its code; notes are left out (they name paths, which differ between the snapshot and
+//! the workspace).
+//!
+//! Edited files: clangd checks those itself, with messages this plugin cannot reproduce
+//! exactly (it has clang's diagnostic names as codes, and capitalizes), and the service
+//! keeps only exactly equal items once. So when clangd is on `PATH`, the files of `files`
+//! and `also_report` that clangd handles get no items from this plugin (its report is about
+//! the files nobody edited); without clangd they get everything (`report_edited` overrides).
+//!
+//! With no C compiler on `PATH` (and no `compiler` setting) the plugin claims no file.
+//!
+//! Config (`[plugin.cc]`): `compiler = "/usr/bin/clang-14"`, `report_edited = true|false`,
+//! `jobs = 2`.
+
+pub mod db;
+pub mod includes;
+pub mod parse;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use openfiles_plugin_api::confine::{read_regular, Last};
+use openfiles_plugin_api::tools::{is_executable, ToolOutput, ToolRuns};
+use openfiles_plugin_api::{
+    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
+    Severity,
+};
+use serde::Deserialize;
+
+use db::{Db, Remap, Unit};
+
+/// The C/C++ files handled (sources and headers).
+pub const EXTENSIONS: &[&str] = &[
+    "c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "h++", "inl", "ipp",
+];
+/// The ones clangd (the lsp plugin's built-in server) checks when they are edited.
+pub const CLANGD_EXTENSIONS: &[&str] = &["c", "h", "cpp", "cc", "cxx", "hpp", "hh"];
+/// Where a C/C++ project's root is.
+pub const MARKERS: &[&str] = &["compile_commands.json", "compile_flags.txt"];
+/// The clang drivers looked for on `PATH`, best first.
+const CLANGS: &[&str] = &[
+    "clang", "clang-20", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14",
+];
+/// Environment variables that make a compiler write a file or take more options.
+const ENV_REMOVED: &[&str] = &[
+    "DEPENDENCIES_OUTPUT",
+    "SUNPRO_DEPENDENCIES",
+    "CCC_OVERRIDE_OPTIONS",
+];
+
+/// `[plugin.cc]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// The clang or gcc to run (default: clang on `PATH`, else gcc).
+    pub compiler: Option<PathBuf>,
+    /// Report the edited files' own problems too (default: only when clangd is not on `PATH`).
+    pub report_edited: Option<bool>,
+    /// Units read at once (default: the machine's cores).
+    pub jobs: Option<usize>,
+}
+
+/// Which compiler family reads the units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Clang,
+    Gcc,
+}
+
+impl Kind {
+    /// The items' source: the name clangd gives clang's own diagnostics, or `gcc`.
+    pub fn source(self) -> &'static str {
+        match self {
+            Kind::Clang => "clang",
+            Kind::Gcc => "gcc",
+        }
+    }
+
+    fn of(path: &Path) -> Kind {
+        let base = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        if base.is_some_and(|b| b.contains("clang")) {
+            Kind::Clang
+        } else {
+            Kind::Gcc
+        }
+    }
+}
+
+/// `name` in an absolute folder of `PATH` (a relative entry would be looked up from the
+/// folder a compiler runs in: a repository's).
+pub fn on_absolute_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// The compiler to run: the setting, else clang, else gcc, from `PATH`.
+pub fn find_compiler(setting: Option<&Path>) -> Option<(PathBuf, Kind)> {
+    if let Some(p) = setting {
+        let p = if p.is_absolute() {
+            Some(p.to_owned())
+        } else {
+            on_absolute_path(&p.to_string_lossy())
+        };
+        return p.filter(|p| is_executable(p)).map(|p| {
+            let k = Kind::of(&p);
+            (p, k)
+        });
+    }
+    CLANGS
+        .iter()
+        .find_map(|c| on_absolute_path(c))
+        .map(|p| (p, Kind::Clang))
+        .or_else(|| on_absolute_path("gcc").map(|p| (p, Kind::Gcc)))
+}
+
+#[derive(Default)]
+struct Active {
+    cancelled: HashSet<u64>,
+    subs: HashMap<u64, HashSet<u64>>,
+}
+
+pub struct Cc {
+    compiler: Option<(PathBuf, Kind)>,
+    report_edited: bool,
+    jobs: usize,
+    state_file: PathBuf,
+    /// Per database (its path), the units whose last check found an error.
+    last_errors: Mutex<BTreeMap<PathBuf, BTreeSet<PathBuf>>>,
+    runs: ToolRuns,
+    active: Mutex<Active>,
+    next_sub: AtomicU64,
+}
+
+impl Plugin for Cc {
+    const NAME: &'static str = "cc";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+        let settings: Settings = if init.config.is_null() {
+            Settings::default()
+        } else {
+            serde_json::from_value(init.config).map_err(|e| format!("[plugin.cc]: {e}"))?
+        };
+        let compiler = find_compiler(settings.compiler.as_deref());
+        let state_file = init.state_dir.join("last-errors.json");
+        let last_errors = std::fs::read(&state_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let jobs = settings.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        });
+        let caps = Capabilities {
+            // No compiler: claim no file (no snapshot of the tree for a baseline nothing uses).
+            extensions: if compiler.is_some() {
+                EXTENSIONS.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            },
+            file_names: Vec::new(),
+            project_markers: MARKERS.iter().map(|m| m.to_string()).collect(),
+            project_wide: true,
+            notes: Vec::new(),
+            checks_texts: false,
+            late_fixes: false,
+        };
+        Ok((
+            Cc {
+                compiler,
+                report_edited: settings
+                    .report_edited
+                    .unwrap_or_else(|| on_absolute_path("clangd").is_none()),
+                jobs: jobs.max(1),
+                state_file,
+                last_errors: Mutex::new(last_errors),
+                runs: ToolRuns::new(),
+                active: Mutex::new(Active::default()),
+                next_sub: AtomicU64::new(1 << 62),
+            },
+            caps,
+        ))
+    }
+
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+        let result = self.check_all(&request);
+        let cancelled = {
+            let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
+            a.subs.remove(&request.id);
+            a.cancelled.remove(&request.id)
+        };
+        if cancelled {
+            return Err("cancelled".into());
+        }
+        result
+    }
+
+    fn cancel(&self, check_id: u64) {
+        let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        a.cancelled.insert(check_id);
+        for sub in a.subs.get(&check_id).into_iter().flatten() {
+            self.runs.cancel(*sub);
+        }
+    }
+}
+
+fn handled(p: &Path) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| EXTENSIONS.contains(&e))
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| db::normalize(p))
+}
+
+impl Cc {
+    fn is_cancelled(&self, id: u64) -> bool {
+        let a = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        a.cancelled.contains(&id)
+    }
+
+    /// The database of `file`: in the snapshot's tree, else (for a snapshot's run) in the
+    /// real workspace's, whose paths are then moved into the snapshot.
+    fn db_of(&self, file: &Path, request: &CheckRequest, snapshot: bool) -> Option<PathBuf> {
+        if let Some(p) = db::find(file, &request.workspace) {
+            return Some(p);
+        }
+        let real = request.cache_of.as_ref().filter(|_| snapshot)?;
+        let rel = file.strip_prefix(&request.workspace).ok()?;
+        db::find(&real.join(rel), real)
+    }
+
+    fn check_all(&self, request: &CheckRequest) -> Result<CheckResponse, String> {
+        let ws = &request.workspace;
+        let snapshot = request.cache_of.as_ref().is_some_and(|c| c != ws);
+        let remap = request
+            .cache_of
+            .as_ref()
+            .filter(|_| snapshot)
+            .map(|c| Remap {
+                from: c.clone(),
+                to: ws.clone(),
+            });
+        let mut seen = HashSet::new();
+        let mut groups: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        let mut files = Vec::new();
+        for f in request.files.iter().chain(request.also_report.iter()) {
+            if !handled(f) || !seen.insert(f.clone()) {
+                continue;
+            }
+            match self.db_of(f, request, snapshot) {
+                Some(db) if self.compiler.is_some() => {
+                    groups.entry(db).or_default().push(f.clone())
+                }
+                // No database: nothing to read it with (clangd falls back to guesses).
+                _ => files.push(FileResult {
+                    path: f.clone(),
+                    items: Vec::new(),
+                }),
+            }
+        }
+        let edited: HashSet<PathBuf> = request
+            .files
+            .iter()
+            .chain(request.also_report.iter())
+            .map(|p| canonical(p))
+            .collect();
+        for (db_path, wanted) in groups {
+            if self.is_cancelled(request.id) {
+                return Err("cancelled".into());
+            }
+            match db::load(&db_path, remap.as_ref(), ws) {
+                Ok(db) => files.extend(self.check_db(request, &db, &wanted, snapshot, &edited)),
+                Err(why) => files.extend(wanted.into_iter().map(|path| FileResult {
+                    path,
+                    items: vec![Item::note(Severity::Error, "cc", why.clone())],
+                })),
+            }
+        }
+        Ok(CheckResponse { files })
+    }
+
+    /// Which units of `db` this check reads (see the module docs).
+    fn select<'a>(&self, request: &CheckRequest, db: &'a Db, snapshot: bool) -> Vec<&'a Unit> {
+        if snapshot {
+            return db.units.iter().filter(|u| u.file.is_file()).collect();
+        }
+        let mut targets: HashSet<PathBuf> = request.files.iter().map(|p| canonical(p)).collect();
+        if self.report_edited || !request.report_all {
+            targets.extend(request.also_report.iter().map(|p| canonical(p)));
+        }
+        let last = self
+            .last_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&db.path)
+            .cloned()
+            .unwrap_or_default();
+        let mut scanner = includes::Scanner::new(&request.workspace);
+        db.units
+            .iter()
+            .filter(|u| {
+                last.contains(&u.file)
+                    || targets.contains(&canonical(&u.file))
+                    || scanner.reaches(u, &targets)
+            })
+            .collect()
+    }
+
+    fn check_db(
+        &self,
+        request: &CheckRequest,
+        db: &Db,
+        wanted: &[PathBuf],
+        snapshot: bool,
+        edited: &HashSet<PathBuf>,
+    ) -> Vec<FileResult> {
+        let Some((compiler, kind)) = self.compiler.clone() else {
+            return Vec::new();
+        };
+        let ws = &request.workspace;
+        let units = self.select(request, db, snapshot);
+        let outputs = self.run_units(request.id, &compiler, kind, &units);
+        let mut lines: HashMap<PathBuf, Vec<String>> = HashMap::new();
+        let mut per_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
+        let mut broken = BTreeSet::new();
+        let mut checked = BTreeSet::new();
+        for (unit, out) in units.iter().zip(outputs) {
+            let Some(out) = out else { continue }; // cancelled before it ran
+            checked.insert(unit.file.clone());
+            let out = match out {
+                Ok(o) => o,
+                Err(why) => parse::Output {
+                    diags: Vec::new(),
+                    unlocated: vec![why],
+                },
+            };
+            let mut add = |path: PathBuf, item: Item| {
+                let items = per_file.entry(path).or_default();
+                if !items.contains(&item) {
+                    items.push(item);
+                }
+            };
+            for message in out.unlocated {
+                broken.insert(unit.file.clone());
+                add(
+                    unit.file.clone(),
+                    Item::note(Severity::Error, kind.source(), message),
+                );
+            }
+            for d in out.diags {
+                let printed = Path::new(&d.file);
+                let path = canonical(&if printed.is_absolute() {
+                    printed.to_owned()
+                } else {
+                    unit.dir.join(printed)
+                });
+                if d.severity == Severity::Error {
+                    broken.insert(unit.file.clone());
+                }
+                let text = lines.entry(path.clone()).or_insert_with(|| {
+                    read_regular(&path, Last::Follow, 16 << 20)
+                        .map(|b| {
+                            String::from_utf8_lossy(&b)
+                                .lines()
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                });
+                let column = text
+                    .get(d.line.saturating_sub(1) as usize)
+                    .map(|l| parse::char_column(l, d.column))
+                    .unwrap_or(d.column.max(1));
+                add(
+                    path,
+                    Item {
+                        line: d.line.max(1),
+                        column,
+                        severity: d.severity,
+                        source: kind.source().into(),
+                        code: d.code,
+                        message: d.message,
+                        introduced: None,
+                        fixes: Vec::new(),
+                    },
+                );
+            }
+        }
+        if !snapshot {
+            self.remember(&db.path, &checked, &broken);
+        }
+        // clangd reports the edited files itself (see the module docs).
+        let quiet = |p: &Path| {
+            !snapshot
+                && !self.report_edited
+                && p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| CLANGD_EXTENSIONS.contains(&e))
+        };
+        let mut out: Vec<FileResult> = wanted
+            .iter()
+            .map(|path| FileResult {
+                path: path.clone(),
+                items: if quiet(path) {
+                    Vec::new()
+                } else {
+                    per_file.remove(&canonical(path)).unwrap_or_default()
+                },
+            })
+            .collect();
+        if request.report_all {
+            let mut rest: Vec<FileResult> = per_file
+                .into_iter()
+                .filter(|(p, items)| {
+                    !items.is_empty() && p.starts_with(ws) && !(edited.contains(p) && quiet(p))
+                })
+                .map(|(path, items)| FileResult { path, items })
+                .collect();
+            rest.sort_by(|a, b| a.path.cmp(&b.path));
+            out.extend(rest);
+        }
+        out
+    }
+
+    /// Remember which units of the database at `db` the check found errors through.
+    fn remember(&self, db: &Path, checked: &BTreeSet<PathBuf>, broken: &BTreeSet<PathBuf>) {
+        let mut all = self.last_errors.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = all.entry(db.to_owned()).or_default();
+        let before = entry.clone();
+        entry.retain(|u| !checked.contains(u));
+        entry.extend(broken.iter().cloned());
+        if *entry == before {
+            return;
+        }
+        if entry.is_empty() {
+            all.remove(db);
+        }
+        if let Ok(bytes) = serde_json::to_vec(&*all) {
+            let tmp = self.state_file.with_extension("json.tmp");
+            if std::fs::write(&tmp, bytes).is_ok() {
+                let _ = std::fs::rename(&tmp, &self.state_file);
+            }
+        }
+    }
+
+    /// Read `units` in parallel; `None` for a unit not read because the check was cancelled.
+    fn run_units(
+        &self,
+        id: u64,
+        compiler: &Path,
+        kind: Kind,
+        units: &[&Unit],
+    ) -> Vec<Option<Result<parse::Output, String>>> {
+        let results: Mutex<Vec<Option<Result<parse::Output, String>>>> =
+            Mutex::new((0..units.len()).map(|_| None).collect());
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..self.jobs.min(units.len()) {
+                s.spawn(|| loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(unit) = units.get(k) else { break };
+                    let Some(r) = self.run_unit(id, compiler, kind, unit) else {
+                        break;
+                    };
+                    results.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(r);
+                });
+            }
+        });
+        results.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The command line that reads `unit` (see the module docs).
+    pub fn command(compiler: &Path, kind: Kind, unit: &Unit) -> Command {
+        let mut cmd = Command::new(compiler);
+        cmd.arg("-fsyntax-only");
+        match kind {
+            Kind::Clang => cmd.args([
+                "-fno-color-diagnostics",
+                "-fno-caret-diagnostics",
+                "-fdiagnostics-absolute-paths",
+            ]),
+            Kind::Gcc => cmd.args([
+                "-fdiagnostics-plain-output",
+                "-fdiagnostics-column-unit=byte",
+                "-fdiagnostics-color=never",
+            ]),
+        };
+        cmd.args(&unit.args);
+        let says_cxx = unit
+            .file
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| !matches!(e, "c" | "h"));
+        if unit.cxx && !says_cxx && !unit.args.iter().any(|a| a == "-x") {
+            cmd.args(["-x", "c++"]);
+        }
+        cmd.arg(&unit.file);
+        let dir = if unit.dir.is_dir() {
+            unit.dir.clone()
+        } else {
+            unit.file.parent().map(Path::to_owned).unwrap_or_default()
+        };
+        cmd.current_dir(dir);
+        for v in ENV_REMOVED {
+            cmd.env_remove(v);
+        }
+        cmd
+    }
+
+    /// Read one unit; `None` when the check was cancelled first.
+    fn run_unit(
+        &self,
+        id: u64,
+        compiler: &Path,
+        kind: Kind,
+        unit: &Unit,
+    ) -> Option<Result<parse::Output, String>> {
+        let sub = self.next_sub.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
+            if a.cancelled.contains(&id) {
+                return None;
+            }
+            a.subs.entry(id).or_default().insert(sub);
+        }
+        let mut cmd = Self::command(compiler, kind, unit);
+        let out = self.runs.output(sub, &mut cmd);
+        {
+            let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = a.subs.get_mut(&id) {
+                s.remove(&sub);
+            }
+        }
+        if self.runs.take_cancelled(sub) {
+            return None;
+        }
+        Some(match out {
+            Ok(ToolOutput { stderr, .. }) => Ok(parse::parse(&stderr)),
+            Err(e) => Err(format!("cannot run {} ({e})", compiler.display())),
+        })
+    }
+}
+
+export_plugin!(Cc);
