@@ -12,6 +12,8 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have zsh || need_apt+=(zsh)
 have fish || need_apt+=(fish)
 have clangd || need_apt+=(clangd)
+have clang-14 || have clang || need_apt+=(clang-14)   # the cc plugin reads translation units with clang -fsyntax-only (~6.5 MB beside clangd)
+have gcc || need_apt+=(gcc)                          # the cc plugin's fallback, tested too
 have nix-instantiate || need_apt+=(nix-bin)
 have systemd-socket-activate || need_apt+=(systemd)
 have setpriv || need_apt+=(util-linux)

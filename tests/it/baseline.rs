@@ -1,6 +1,6 @@
 //! Issue 15, the baseline: what the session's edits introduced, and the callers they broke in
 //! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, pyright's
-//! command line, the go plugin, ruff's, pyright's and gopls's language servers) and real git repositories. See `docs/baseline.md` for the rule.
+//! command line, the go and cc plugins, ruff's, pyright's, gopls's and clangd's language servers) and real git repositories. See `docs/baseline.md` for the rule.
 
 use crate::common;
 use crate::common::git;
@@ -569,5 +569,136 @@ fn go_names_the_broken_callers_in_other_packages_never_an_old_error_and_a_revert
         !entry_keys(&ws).contains(&"report/report.go".to_string())
     });
     assert!(!entry_keys(&ws).contains(&"legacy/legacy.go".to_string()));
+    svc.terminate();
+}
+
+/// A committed C project: `include/geom.h` declares `area` and `perimeter`, `src/geom.c`
+/// defines them, `src/shapes.c` calls `area`, `src/report.c` calls `perimeter`, and
+/// `src/legacy.c` (which includes the header too) already had an error of its own. The
+/// compile database is written by the build, in the untracked `build/`, with absolute paths.
+fn c_project(ws: &Path) {
+    let w = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w(".gitignore", "build/\n");
+    w("include/geom.h", GEOM_H);
+    w(
+        "src/geom.c",
+        "#include \"geom.h\"\n\nint area(int w, int h) { return w * h; }\nint perimeter(int w, int h) { return 2 * (w + h); }\n",
+    );
+    w(
+        "src/shapes.c",
+        "#include \"geom.h\"\n\nint tile_area(void) {\n    return area(2, 3);\n}\n",
+    );
+    w(
+        "src/report.c",
+        "#include <stdio.h>\n#include \"geom.h\"\n\nvoid report(void) {\n    printf(\"%d\\n\", perimeter(1, 2));\n}\n",
+    );
+    w(
+        "src/legacy.c",
+        "#include \"geom.h\"\n\nint legacy(void) {\n    return perimeter(1, 2) + missing_var;\n}\n",
+    );
+    commit_all(ws);
+    let entries: Vec<Value> = ["geom", "shapes", "report", "legacy"]
+        .iter()
+        .map(|f| {
+            json!({
+                "directory": ws.join("build"),
+                "arguments": ["/usr/bin/cc", "-c", format!("-I{}", ws.join("include").display()),
+                    "-std=c11", "-Wall", "-o", format!("{f}.o"), ws.join(format!("src/{f}.c"))],
+                "file": ws.join(format!("src/{f}.c")),
+            })
+        })
+        .collect();
+    w(
+        "build/compile_commands.json",
+        &serde_json::to_string_pretty(&entries).unwrap(),
+    );
+}
+
+const GEOM_H: &str = "#ifndef GEOM_H\n#define GEOM_H\nint area(int w, int h);\nint perimeter(int w, int h);\n#endif\n";
+
+/// Issue 33, C/C++: the cc plugin (clang -fsyntax-only over the units that include the
+/// edited header) names the caller the edit broke in a file nobody edited, never the old
+/// error of another unit, lists the header's own error (which clangd reports) once, and a
+/// revert clears it.
+#[test]
+fn cc_names_the_broken_c_caller_never_an_old_error_and_a_revert_clears_it() {
+    let env = env_with(
+        &["lsp", "cc"],
+        // The hook waits for the cc plugin too (not only clangd).
+        "[hooks]\ntimeout_ms = 240000\npartial_after_ms = 240000\n",
+    );
+    let ws = env.workspace("c");
+    c_project(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let h = ws.join("include/geom.h");
+    std::fs::write(
+        &h,
+        "#ifndef GEOM_H\n#define GEOM_H\nint area(int w, int h, int d);\nint perimeter(int w, int h);\nextern unknown_t origin;\n#endif\n",
+    )
+    .unwrap();
+    let text = hook(&env, &ws, &h).unwrap_or_else(|| {
+        panic!(
+            "no feedback naming src/shapes.c; {:?}\nlog:\n{}",
+            diagnostics(&ws),
+            svc.log_text()
+        )
+    });
+    assert!(
+        text.contains(
+            "\n- src/shapes.c:4:21 error (clang): too few arguments to function call, expected 3, have 2"
+        ),
+        "{text}"
+    );
+    // The header's own new error: clangd reports it, the units that include it meet it too;
+    // it is listed once.
+    assert_eq!(
+        text.to_lowercase()
+            .matches("unknown type name 'unknown_t'")
+            .count(),
+        1,
+        "{text}"
+    );
+    let mut lines: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+    let all = lines.len();
+    lines.sort();
+    lines.dedup();
+    assert_eq!(lines.len(), all, "nothing is listed twice: {text}");
+    assert!(
+        !text.contains("legacy.c") && !text.contains("missing_var"),
+        "an old error is never blamed on the edit: {text}"
+    );
+    assert!(!text.contains("report.c"), "{text}");
+    wait_until("src/shapes.c is written as affected", || {
+        entry_keys(&ws).contains(&"src/shapes.c".to_string())
+    });
+    let d = diagnostics(&ws).unwrap();
+    assert_eq!(
+        d.files["src/shapes.c"].affected_by,
+        vec!["include/geom.h".to_string()]
+    );
+    assert!(
+        !d.files.contains_key("src/legacy.c"),
+        "{:?}",
+        d.files.keys()
+    );
+    let edited = &d.files["include/geom.h"];
+    assert!(
+        ["lsp", "cc"]
+            .iter()
+            .all(|s| edited.sources.get(*s).is_some_and(|st| st.answered_at != 0)),
+        "both sources checked the header: {:?}",
+        edited.sources
+    );
+
+    // Revert: no feedback, and the affected entries leave.
+    std::fs::write(&h, GEOM_H).unwrap();
+    assert_eq!(hook(&env, &ws, &h), None);
+    wait_until("src/shapes.c leaves diagnostics.json", || {
+        !entry_keys(&ws).iter().any(|k| k.starts_with("src/"))
+    });
     svc.terminate();
 }

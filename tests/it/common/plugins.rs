@@ -4,7 +4,8 @@
 //! Integration tests of the root package do not make cargo build the other workspace
 //! members' cdylibs, so the first test that needs them runs
 //! `cargo build --lib --examples -p openfiles-test-fixtures -p openfiles-plugin-cargo-check
-//! -p openfiles-plugin-tsc -p openfiles-plugin-lsp -p openfiles-plugin-pyright -p openfiles-plugin-go` into the same target directory (the outer `cargo test` has
+//! -p openfiles-plugin-tsc -p openfiles-plugin-lsp -p openfiles-plugin-pyright -p openfiles-plugin-go
+//! -p openfiles-plugin-cc` into the same target directory (the outer `cargo test` has
 //! released its build lock by the time tests run). It is a no-op when they are fresh.
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ pub fn built() -> &'static Path {
                 "openfiles-plugin-pyright",
                 "-p",
                 "openfiles-plugin-go",
+                "-p",
+                "openfiles-plugin-cc",
             ]);
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
@@ -77,7 +80,7 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// A real plugin library, `libopenfiles_plugin_<name>.so` (the naming rule of
-/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc`, `lsp`, `pyright` or `go`.
+/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc`, `lsp`, `pyright`, `go` or `cc`.
 pub fn plugin(name: &str) -> PathBuf {
     dll(built(), &format!("openfiles_plugin_{name}"))
 }
