@@ -320,8 +320,8 @@ const DROP_WITH_VALUE: &[&str] = &[
     "-resource-dir",
 ];
 
-/// `-f` switches that write, load or reformat something (a prefix of the name after
-/// `-f`/`-fno-`).
+/// `-f` switches that write, load or reformat something (a part of the name after
+/// `-f`/`-fno-`; a harmless switch that happens to hold one is dropped too).
 const DENY_F: &[&str] = &[
     "plugin",
     "pass-plugin",
@@ -376,6 +376,10 @@ const DENY_F: &[&str] = &[
     "callgraph-info",
     "opt-info",
     "report-bug",
+    "compare-debug",
+    "deps",
+    "offload",
+    "wrapper",
 ];
 
 /// `-f<name>=<value>` switches kept with their value.
@@ -410,7 +414,7 @@ fn plain(s: &str, extra: &str) -> bool {
 
 fn f_ok(rest: &str) -> bool {
     let name = rest.strip_prefix("no-").unwrap_or(rest);
-    if DENY_F.iter().any(|d| name.starts_with(d)) {
+    if DENY_F.iter().any(|d| name.contains(d)) {
         return false;
     }
     match name.split_once('=') {

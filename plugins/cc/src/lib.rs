@@ -236,6 +236,14 @@ fn handled(p: &Path) -> bool {
         .is_some_and(|e| EXTENSIONS.contains(&e))
 }
 
+/// `p` (canonical) spelled under `ws` as the request spells the workspace.
+fn in_workspace(p: PathBuf, ws: &Path, ws_canonical: &Path) -> PathBuf {
+    match p.strip_prefix(ws_canonical) {
+        Ok(rel) if ws != ws_canonical => ws.join(rel),
+        _ => p,
+    }
+}
+
 fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| db::normalize(p))
 }
@@ -309,8 +317,14 @@ impl Cc {
 
     /// Which units of `db` this check reads (see the module docs).
     fn select<'a>(&self, request: &CheckRequest, db: &'a Db, snapshot: bool) -> Vec<&'a Unit> {
+        // Only the workspace's own units (a database may name any file on the machine).
+        let ws = &request.workspace;
         if snapshot {
-            return db.units.iter().filter(|u| u.file.is_file()).collect();
+            return db
+                .units
+                .iter()
+                .filter(|u| u.file.starts_with(ws) && u.file.is_file())
+                .collect();
         }
         let mut targets: HashSet<PathBuf> = request.files.iter().map(|p| canonical(p)).collect();
         if self.report_edited || !request.report_all {
@@ -326,6 +340,7 @@ impl Cc {
         let mut scanner = includes::Scanner::new(&request.workspace);
         db.units
             .iter()
+            .filter(|u| u.file.starts_with(ws))
             .filter(|u| {
                 last.contains(&u.file)
                     || targets.contains(&canonical(&u.file))
@@ -347,6 +362,11 @@ impl Cc {
         };
         let ws = &request.workspace;
         let units = self.select(request, db, snapshot);
+        let ws_canonical = canonical(ws);
+        let edited: HashSet<PathBuf> = edited
+            .iter()
+            .map(|e| in_workspace(e.clone(), ws, &ws_canonical))
+            .collect();
         let outputs = self.run_units(request.id, &compiler, kind, &units);
         let mut lines: HashMap<PathBuf, Vec<String>> = HashMap::new();
         let mut per_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
@@ -377,11 +397,15 @@ impl Cc {
             }
             for d in out.diags {
                 let printed = Path::new(&d.file);
-                let path = canonical(&if printed.is_absolute() {
-                    printed.to_owned()
-                } else {
-                    unit.dir.join(printed)
-                });
+                let path = in_workspace(
+                    canonical(&if printed.is_absolute() {
+                        printed.to_owned()
+                    } else {
+                        unit.dir.join(printed)
+                    }),
+                    ws,
+                    &ws_canonical,
+                );
                 if d.severity == Severity::Error {
                     broken.insert(unit.file.clone());
                 }
@@ -432,7 +456,9 @@ impl Cc {
                 items: if quiet(path) {
                     Vec::new()
                 } else {
-                    per_file.remove(&canonical(path)).unwrap_or_default()
+                    per_file
+                        .remove(&in_workspace(canonical(path), ws, &ws_canonical))
+                        .unwrap_or_default()
                 },
             })
             .collect();

@@ -2,7 +2,8 @@
 //! gcc): the callers an edited header broke, in files nobody edited, named at their line and
 //! character column; a unit that cannot read the header is left alone; the units it reported
 //! are read again until they are fixed; the baseline's run over a snapshot with the real
-//! workspace's database; and a hostile database that runs nothing and writes nothing.
+//! workspace's database; `compile_flags.txt`; a cancelled check; and a hostile database that
+//! runs nothing and writes nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -338,4 +339,43 @@ fn hostile(config: serde_json::Value) {
         ui.iter().any(|i| i.message.contains("too few arguments")),
         "{ui:#?}"
     );
+}
+
+#[test]
+fn compile_flags_txt_makes_every_source_below_it_a_unit() {
+    let f = project(serde_json::Value::Null);
+    std::fs::remove_dir_all(f.ws.join("build")).unwrap();
+    write(
+        &f.ws.join("compile_flags.txt"),
+        "-Iinclude\n-std=c11\n-fplugin=/tmp/evil.so\n",
+    );
+    let api = f.ws.join("include/api.h");
+    write(&api, BROKEN_API);
+    let resp = f.cc.check(request(&f.ws, 1, vec![api])).unwrap();
+    let files: Vec<String> = reported(&resp).into_iter().map(|(p, _)| p).collect();
+    let w = f.ws.display().to_string();
+    assert_eq!(
+        files,
+        vec![
+            format!("{w}/src/calc.c"),
+            format!("{w}/src/main.c"),
+            format!("{w}/src/ui.c"),
+        ]
+    );
+}
+
+#[test]
+fn a_cancelled_check_reads_nothing() {
+    let f = project(serde_json::Value::Null);
+    let api = f.ws.join("include/api.h");
+    write(&api, BROKEN_API);
+    f.cc.cancel(9);
+    assert_eq!(
+        f.cc.check(request(&f.ws, 9, vec![api.clone()]))
+            .unwrap_err(),
+        "cancelled"
+    );
+    // The id is forgotten: the next check with another id runs.
+    let resp = f.cc.check(request(&f.ws, 10, vec![api])).unwrap();
+    assert!(!reported(&resp).is_empty());
 }
