@@ -58,23 +58,29 @@ def write_db(ws):
     return entries
 
 
-def by_hand(ws, entries, clang):
-    """Errors of clang -fsyntax-only over every unit: {(relpath, line, col, message)}."""
+def by_hand(ws, entries, compiler):
+    """Errors of `compiler` -fsyntax-only over every unit: {(relpath, line, col, message)}."""
+    if "clang" in os.path.basename(compiler):
+        plain = ["-fno-color-diagnostics", "-fno-caret-diagnostics", "-fdiagnostics-absolute-paths"]
+    else:
+        plain = ["-fdiagnostics-plain-output", "-fdiagnostics-column-unit=byte"]
     found = set()
     for e in entries:
         args = [a for a in e["arguments"][1:] if a not in ("-c",)]
         i = args.index("-o")
         del args[i:i + 2]
-        out = subprocess.run([clang, "-fsyntax-only", "-fno-color-diagnostics", "-fno-caret-diagnostics",
-                              "-fdiagnostics-absolute-paths", *args], cwd=e["directory"], capture_output=True)
+        out = subprocess.run([compiler, "-fsyntax-only", *plain, *args], cwd=e["directory"], capture_output=True)
         for line in out.stderr.decode(errors="replace").splitlines():
             m = ERROR.match(line)
-            if m and m.group(1).startswith(ws + "/"):
-                found.add((os.path.relpath(m.group(1), ws), int(m.group(2)), int(m.group(3)), m.group(4)))
+            if m:
+                path = os.path.normpath(os.path.join(e["directory"], m.group(1)))
+                if not path.startswith(ws + "/"):
+                    continue
+                found.add((os.path.relpath(path, ws), int(m.group(2)), int(m.group(3)), m.group(4)))
     return found
 
 
-def run(binary, plugins, edits, repo, clang):
+def run(binary, plugins, edits, repo, clang, config=""):
     tmp = tempfile.mkdtemp(prefix="c-knockon-")
     ws = os.path.join(tmp, "ws")
     subprocess.run(["git", "clone", "-q", repo, ws], check=True)
@@ -95,7 +101,7 @@ def run(binary, plugins, edits, repo, clang):
                OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
                OPENFILES_PLUGIN_PATH=":".join(plugins))
     with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n")
+        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n" + config)
     log = open(os.path.join(tmp, "serve.log"), "w")
     svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
     payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
@@ -174,13 +180,17 @@ def main():
     binary = os.path.join(t, "openfiles")
     lsp = os.path.join(t, "libopenfiles_plugin_lsp.so")
     cc = os.path.join(t, "libopenfiles_plugin_cc.so")
-    for name, plugins in (("lsp (clangd)", [lsp]), ("lsp + cc plugin", [lsp, cc])):
-        times, named, expected, blamed, matched, new, text = run(binary, plugins, a.edits, os.path.abspath(a.repo), a.clang)
+    gcc = shutil.which("gcc")
+    sets = (("lsp (clangd)", [lsp], a.clang, ""), ("lsp + cc plugin (clang)", [lsp, cc], a.clang, ""),
+            ("lsp + cc plugin (gcc, the fallback)", [lsp, cc], gcc, f'[plugin.cc]\ncompiler = "{gcc}"\n'))
+    for name, plugins, reference, config in sets:
+        times, named, expected, blamed, matched, new, text = run(
+            binary, plugins, a.edits, os.path.abspath(a.repo), reference, config)
         print(f"{name}: hook p50 {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} edits; "
               f"new errors (listed, '… and N more') per breaking edit {named} of {expected}; old errors blamed {blamed}; "
-              f"affected items matched vs clang by hand (matched, expected, extra) {matched}")
+              f"affected items matched vs {os.path.basename(reference)} by hand (matched, expected, extra) {matched}")
         print("  first measured hook:", *text.splitlines(), sep="\n    ")
-    print("new errors by hand:", *[f"{p}:{l}:{c} {m}" for (p, l, c, m) in new], sep="\n  ")
+        print("  new errors by hand:", *[f"{p}:{l}:{c} {m}" for (p, l, c, m) in new], sep="\n    ")
 
 
 if __name__ == "__main__":
