@@ -10,14 +10,15 @@ libraries are not installed are old errors), and for each plugin set starts `ope
 serve` on it and makes EDITS edits that alternately break and restore a header prototype
 (`redisFree` in hiredis.h gains a parameter), timing the wall clock of `openfiles hook` after
 each (with `hooks.partial_after_ms` as long as the timeout, so the hook waits for every
-source). The reference is clang -fsyntax-only run by hand over every unit, before and after
+source; with `--defaults`, the default `partial_after_ms` and `knock_on_wait_ms`: the hook
+waits for the plugin only while its last run was quick). The reference is clang -fsyntax-only run by hand over every unit, before and after
 the edit: its new errors are the callers to name, its errors before the edit the old ones
 that must never be blamed. Prints hook p50/max per plugin set, callers named per breaking
 edit, old errors blamed, and the items of the files the plugin marked affected matched
 against the reference. Not a test: figures for the report. Usage (after `cargo build
 --workspace`):
 
-    scripts/c-knockon-times.py --repo /tmp/hiredis [--edits 12] [--target target/debug]
+    scripts/c-knockon-times.py --repo /tmp/hiredis [--edits 12] [--target target/debug] [--defaults]
 """
 
 import argparse
@@ -80,7 +81,7 @@ def by_hand(ws, entries, compiler):
     return found
 
 
-def run(binary, plugins, edits, repo, clang, config=""):
+def run(binary, plugins, edits, repo, clang, config="", defaults=False):
     tmp = tempfile.mkdtemp(prefix="c-knockon-")
     ws = os.path.join(tmp, "ws")
     subprocess.run(["git", "clone", "-q", repo, ws], check=True)
@@ -101,7 +102,7 @@ def run(binary, plugins, edits, repo, clang, config=""):
                OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
                OPENFILES_PLUGIN_PATH=":".join(plugins))
     with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n" + config)
+        f.write("[hooks]\ntimeout_ms = 120000\n" + ("" if defaults else "partial_after_ms = 120000\n") + config)
     log = open(os.path.join(tmp, "serve.log"), "w")
     svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
     payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
@@ -174,6 +175,8 @@ def main():
     p.add_argument("--repo", required=True, help="a git clone of hiredis")
     p.add_argument("--edits", type=int, default=12)
     p.add_argument("--target", default="target/debug")
+    p.add_argument("--defaults", action="store_true",
+                   help="the default hooks.partial_after_ms and knock_on_wait_ms")
     p.add_argument("--clang", default=shutil.which("clang") or shutil.which("clang-14"))
     a = p.parse_args()
     t = os.path.abspath(a.target)
@@ -185,7 +188,7 @@ def main():
             ("lsp + cc plugin (gcc, the fallback)", [lsp, cc], gcc, f'[plugin.cc]\ncompiler = "{gcc}"\n'))
     for name, plugins, reference, config in sets:
         times, named, expected, blamed, matched, new, text = run(
-            binary, plugins, a.edits, os.path.abspath(a.repo), reference, config)
+            binary, plugins, a.edits, os.path.abspath(a.repo), reference, config, a.defaults)
         print(f"{name}: hook p50 {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} edits; "
               f"new errors (listed, '… and N more') per breaking edit {named} of {expected}; old errors blamed {blamed}; "
               f"affected items matched vs {os.path.basename(reference)} by hand (matched, expected, extra) {matched}")
