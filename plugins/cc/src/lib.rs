@@ -15,7 +15,9 @@
 //!   database found an error through (remembered in the state dir), so an error it reported
 //!   in a file nobody edited is either found again or known to be gone.
 //!
-//! Units run in parallel (`jobs`, default the machine's cores). An error located in a header
+//! A unit whose flags the compiler refuses (a database written for gcc read by clang, or the
+//! other way round) is read again without them, as clangd drops them. Units run in parallel
+//! (`jobs`, default the machine's cores). An error located in a header
 //! belongs to that header. Columns are converted from bytes to characters; a warning's flag
 //! is its code; notes are left out (they name paths, which differ between the snapshot and
 //! the workspace).
@@ -42,7 +44,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use openfiles_plugin_api::confine::{read_regular, Last};
-use openfiles_plugin_api::tools::{is_executable, ToolOutput, ToolRuns};
+use openfiles_plugin_api::tools::{is_executable, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -577,8 +579,25 @@ impl Cc {
             }
             a.subs.entry(id).or_default().insert(sub);
         }
-        let mut cmd = Self::command(compiler, kind, unit);
-        let out = self.runs.output(sub, &mut cmd);
+        let run = |unit: &Unit| {
+            let out = self
+                .runs
+                .output(sub, &mut Self::command(compiler, kind, unit));
+            out.map(|o| parse::parse(&o.stderr))
+        };
+        let mut out = run(unit);
+        // A database written for the other compiler: read the unit again without the flags
+        // this one refused (as clangd drops them).
+        if let Ok(first) = &out {
+            let refused = parse::unknown_flags(first);
+            if !refused.is_empty() && !self.runs.is_cancelled(sub) {
+                let mut fewer = unit.clone();
+                fewer.args.retain(|a| !refused.contains(a));
+                if fewer.args.len() < unit.args.len() {
+                    out = run(&fewer);
+                }
+            }
+        }
         {
             let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(s) = a.subs.get_mut(&id) {
@@ -588,10 +607,7 @@ impl Cc {
         if self.runs.take_cancelled(sub) {
             return None;
         }
-        Some(match out {
-            Ok(ToolOutput { stderr, .. }) => Ok(parse::parse(&stderr)),
-            Err(e) => Err(format!("cannot run {} ({e})", compiler.display())),
-        })
+        Some(out.map_err(|e| format!("cannot run {} ({e})", compiler.display())))
     }
 }
 

@@ -76,6 +76,28 @@ pub fn parse(stderr: &str) -> Output {
     out
 }
 
+/// The flags the compiler refused (clang's `unknown argument: '-fx'`, gcc's `unrecognized
+/// command-line option ‘-fx’`): a database written for one compiler read by the other.
+pub fn unknown_flags(out: &Output) -> Vec<String> {
+    out.unlocated
+        .iter()
+        .filter_map(|m| {
+            let rest = m
+                .strip_prefix("unknown argument")
+                .or_else(|| m.strip_prefix("unrecognized command-line option"))?;
+            let rest = rest.trim_start_matches([':', ' ']);
+            let mut chars = rest.chars();
+            let close = match chars.next()? {
+                '\'' => '\'',
+                '‘' => '’',
+                _ => return None,
+            };
+            let flag: String = chars.take_while(|c| *c != close).collect();
+            flag.starts_with('-').then_some(flag)
+        })
+        .collect()
+}
+
 /// `file:line:column` or `file:line`.
 fn location(s: &str) -> Option<(&str, u32, u32)> {
     let (rest, last) = s.rsplit_once(':')?;
@@ -148,6 +170,16 @@ mod tests {
         assert_eq!(o.diags[0].message, "too few arguments to function ‘f’");
         assert_eq!(o.diags[1].code.as_deref(), Some("-Wunused-variable"));
         assert!(o.unlocated.is_empty());
+    }
+
+    #[test]
+    fn flags_the_compiler_refused() {
+        let clang = parse("clang: error: unknown argument: '-fconserve-stack'\nclang: error: unknown argument '-fbogus'; did you mean '-fbogu'?\n");
+        assert_eq!(unknown_flags(&clang), vec!["-fconserve-stack", "-fbogus"]);
+        let gcc = parse(
+            "gcc: error: unrecognized command-line option ‘-Wbogus’; did you mean ‘-Wbool’?\n",
+        );
+        assert_eq!(unknown_flags(&gcc), vec!["-Wbogus"]);
     }
 
     #[test]

@@ -379,3 +379,31 @@ fn a_cancelled_check_reads_nothing() {
     let resp = f.cc.check(request(&f.ws, 10, vec![api])).unwrap();
     assert!(!reported(&resp).is_empty());
 }
+
+/// A database written for gcc read by clang and the other way round: the flags the compiler
+/// refuses are dropped (as clangd drops them) and the units are still read.
+#[test]
+fn flags_the_other_compiler_refuses_are_dropped() {
+    for config in [
+        serde_json::Value::Null,
+        serde_json::json!({"compiler": "gcc"}),
+    ] {
+        let f = project(config);
+        let w = f.ws.display().to_string();
+        let entries = serde_json::json!([{
+            "directory": w,
+            "arguments": ["cc", "-fconserve-stack", "-fno-addrsig", format!("-I{w}/include"), "-c", "src/ui.c"],
+            "file": "src/ui.c",
+        }]);
+        write(
+            &f.ws.join("build/compile_commands.json"),
+            &serde_json::to_string(&entries).unwrap(),
+        );
+        let api = f.ws.join("include/api.h");
+        write(&api, BROKEN_API);
+        let resp = f.cc.check(request(&f.ws, 1, vec![api])).unwrap();
+        let ui = items_of(&resp, &f.ws.join("src/ui.c"));
+        assert_eq!(ui.len(), 1, "{ui:#?}");
+        assert!(ui[0].message.contains("too few arguments"), "{ui:#?}");
+    }
+}
