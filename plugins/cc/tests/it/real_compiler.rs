@@ -407,3 +407,48 @@ fn flags_the_other_compiler_refuses_are_dropped() {
         assert!(ui[0].message.contains("too few arguments"), "{ui:#?}");
     }
 }
+
+/// C++: a class's method in a `.hpp` changes; the `.cpp` that calls it is named, with both
+/// compilers (g++ named in the database, only its base name read).
+#[test]
+fn cpp_units_are_read_as_cpp() {
+    for config in [
+        serde_json::Value::Null,
+        serde_json::json!({"compiler": "gcc"}),
+    ] {
+        let f = project(config);
+        let w = f.ws.display().to_string();
+        write(
+            &f.ws.join("lib/shape.hpp"),
+            "#pragma once\nnamespace geo {\nstruct Shape {\n    int area(int scale) const;\n};\n}\n",
+        );
+        write(
+            &f.ws.join("lib/use.cpp"),
+            "#include \"shape.hpp\"\n#include <vector>\n\nint total(const std::vector<geo::Shape>& v) {\n    int t = 0;\n    for (auto& s : v) t += s.area(2);\n    return t;\n}\n",
+        );
+        let entries = serde_json::json!([{
+            "directory": format!("{w}/lib"),
+            "command": "/usr/bin/g++ -std=c++17 -c use.cpp -o use.o",
+            "file": "use.cpp",
+        }]);
+        write(
+            &f.ws.join("build/compile_commands.json"),
+            &serde_json::to_string(&entries).unwrap(),
+        );
+        let hpp = f.ws.join("lib/shape.hpp");
+        let clean = f.cc.check(request(&f.ws, 1, vec![hpp.clone()])).unwrap();
+        assert_eq!(reported(&clean), Vec::new());
+        write(
+            &hpp,
+            "#pragma once\nnamespace geo {\nstruct Shape {\n    int area(int scale, int unit) const;\n};\n}\n",
+        );
+        let resp = f.cc.check(request(&f.ws, 2, vec![hpp])).unwrap();
+        let items = items_of(&resp, &f.ws.join("lib/use.cpp"));
+        assert!(
+            items
+                .iter()
+                .any(|i| i.line == 6 && i.severity == Severity::Error),
+            "{items:#?}"
+        );
+    }
+}
