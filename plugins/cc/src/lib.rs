@@ -28,6 +28,10 @@
 //! and `also_report` that clangd handles get no items from this plugin (its report is about
 //! the files nobody edited); without clangd they get everything (`report_edited` overrides).
 //!
+//! A project whose baseline run found no database (the build had not written it yet) gets no
+//! report on files nobody edited until a later baseline run (a new commit) finds one: that
+//! baseline knows none of the project's old errors, and they would all be blamed on the edit.
+//!
 //! With no C compiler on `PATH` (and no `compiler` setting) the plugin claims no file.
 //!
 //! Config (`[plugin.cc]`): `compiler = "/usr/bin/clang-14"`, `report_edited = true|false`,
@@ -44,6 +48,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use openfiles_plugin_api::confine::{read_regular, Last};
+use openfiles_plugin_api::markers;
 use openfiles_plugin_api::tools::{is_executable, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
@@ -151,6 +156,12 @@ pub struct Cc {
     report_edited: bool,
     jobs: usize,
     state_file: PathBuf,
+    blind_file: PathBuf,
+    /// Projects (their roots in the real workspace, as the service computes them from
+    /// [`MARKERS`]) whose last baseline run found no compile database: the baseline knows
+    /// none of their old errors, so no file nobody edited is reported for them (a database
+    /// made after the baseline would otherwise have every old error blamed on the edit).
+    blind: Mutex<BTreeSet<PathBuf>>,
     /// Per database (its path), the units whose last check found an error.
     last_errors: Mutex<BTreeMap<PathBuf, BTreeSet<PathBuf>>>,
     runs: ToolRuns,
@@ -171,6 +182,11 @@ impl Plugin for Cc {
         let compiler = find_compiler(settings.compiler.as_deref());
         let state_file = init.state_dir.join("last-errors.json");
         let last_errors = std::fs::read(&state_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let blind_file = init.state_dir.join("baselines-without-database.json");
+        let blind = std::fs::read(&blind_file)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
@@ -201,6 +217,8 @@ impl Plugin for Cc {
                     .unwrap_or_else(|| on_absolute_path("clangd").is_none()),
                 jobs: jobs.max(1),
                 state_file,
+                blind_file,
+                blind: Mutex::new(blind),
                 last_errors: Mutex::new(last_errors),
                 runs: ToolRuns::new(),
                 active: Mutex::new(Active::default()),
@@ -281,11 +299,14 @@ impl Cc {
         let mut seen = HashSet::new();
         let mut groups: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         let mut files = Vec::new();
+        let mut without_db = false;
         for f in request.files.iter().chain(request.also_report.iter()) {
             if !handled(f) || !seen.insert(f.clone()) {
                 continue;
             }
-            match self.db_of(f, request, snapshot) {
+            let db = self.db_of(f, request, snapshot);
+            without_db |= db.is_none();
+            match db {
                 Some(db) if self.compiler.is_some() => {
                     groups.entry(db).or_default().push(f.clone())
                 }
@@ -294,6 +315,11 @@ impl Cc {
                     path: f.clone(),
                     items: Vec::new(),
                 }),
+            }
+        }
+        if let Some(real) = request.cache_of.as_ref().filter(|_| snapshot) {
+            if let Some(project) = self.project_of(request, real) {
+                self.set_blind(&project, without_db && groups.is_empty());
             }
         }
         let edited: HashSet<PathBuf> = request
@@ -464,7 +490,14 @@ impl Cc {
                 },
             })
             .collect();
-        if request.report_all {
+        let blind = !snapshot
+            && self.project_of(request, ws).is_some_and(|p| {
+                self.blind
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(&p)
+            });
+        if request.report_all && !blind {
             let mut rest: Vec<FileResult> = per_file
                 .into_iter()
                 .filter(|(p, items)| {
@@ -476,6 +509,36 @@ impl Cc {
             out.extend(rest);
         }
         out
+    }
+
+    /// The project (in the real workspace `real`) of the request's first file, as the
+    /// service computes it.
+    fn project_of(&self, request: &CheckRequest, real: &Path) -> Option<PathBuf> {
+        let first = request.files.first()?;
+        let file = match first.strip_prefix(&request.workspace) {
+            Ok(rel) => real.join(rel),
+            Err(_) => first.clone(),
+        };
+        let markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
+        Some(markers::project_root(&file, real, &markers))
+    }
+
+    /// Remember whether the baseline of the project at `real` was taken without a database.
+    fn set_blind(&self, real: &Path, blind: bool) {
+        let mut all = self.blind.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = if blind {
+            all.insert(real.to_owned())
+        } else {
+            all.remove(real)
+        };
+        if changed {
+            if let Ok(bytes) = serde_json::to_vec(&*all) {
+                let tmp = self.blind_file.with_extension("json.tmp");
+                if std::fs::write(&tmp, bytes).is_ok() {
+                    let _ = std::fs::rename(&tmp, &self.blind_file);
+                }
+            }
+        }
     }
 
     /// Remember which units of the database at `db` the check found errors through.

@@ -452,3 +452,38 @@ fn cpp_units_are_read_as_cpp() {
         );
     }
 }
+
+/// A baseline taken before the build wrote its database knows none of the old errors: until
+/// a baseline run finds a database, no file nobody edited is reported (never an old error
+/// blamed on the edit).
+#[test]
+fn a_database_made_after_the_baseline_blames_nothing() {
+    let f = project(serde_json::Value::Null);
+    let db = f.ws.join("build/compile_commands.json");
+    let saved = std::fs::read_to_string(&db).unwrap();
+    std::fs::remove_file(&db).unwrap();
+    let snap_tmp = tempfile::tempdir().unwrap();
+    let snap = snap_tmp.path().canonicalize().unwrap();
+    write(&snap.join("include/api.h"), API);
+    let baseline = |id| {
+        let mut req = request(&snap, id, vec![snap.join("include/api.h")]);
+        req.cache_of = Some(f.ws.clone());
+        f.cc.check(req).unwrap()
+    };
+    assert_eq!(reported(&baseline(1)), Vec::new());
+    // The build writes its database; the header is edited.
+    write(&db, &saved);
+    let api = f.ws.join("include/api.h");
+    write(&api, BROKEN_API);
+    let resp = f.cc.check(request(&f.ws, 2, vec![api.clone()])).unwrap();
+    assert_eq!(reported(&resp), Vec::new());
+    // A restarted service remembers it.
+    let again = plugin(serde_json::Value::Null, f._state.path());
+    let resp = again.check(request(&f.ws, 3, vec![api.clone()])).unwrap();
+    assert_eq!(reported(&resp), Vec::new());
+    // The next baseline (a new commit) has the database: callers are named again.
+    write(&snap.join("src/ui.c"), "int show(void) { return 0; }\n");
+    assert_eq!(reported(&baseline(4)), Vec::new());
+    let resp = f.cc.check(request(&f.ws, 5, vec![api])).unwrap();
+    assert!(!items_of(&resp, &f.ws.join("src/ui.c")).is_empty());
+}
