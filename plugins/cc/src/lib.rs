@@ -490,18 +490,26 @@ impl Cc {
                 },
             })
             .collect();
+        // Files nobody edited, inside the project the service ran this check for (it clears
+        // what it no longer hears about only there, and knows the session's files only
+        // there).
+        let project = self
+            .project_of(request, ws)
+            .filter(|_| !snapshot)
+            .unwrap_or_else(|| ws.clone());
         let blind = !snapshot
-            && self.project_of(request, ws).is_some_and(|p| {
-                self.blind
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .contains(&p)
-            });
+            && self
+                .blind
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&project);
         if request.report_all && !blind {
             let mut rest: Vec<FileResult> = per_file
                 .into_iter()
                 .filter(|(p, items)| {
-                    !items.is_empty() && p.starts_with(ws) && !(edited.contains(p) && quiet(p))
+                    !items.is_empty()
+                        && p.starts_with(&project)
+                        && !(edited.contains(p) && quiet(p))
                 })
                 .map(|(path, items)| FileResult { path, items })
                 .collect();
