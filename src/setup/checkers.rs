@@ -3,7 +3,8 @@
 //! that checks it or "none: install X" with the command for the user's package manager.
 //!
 //! The table follows the built-in servers of the lsp plugin (`plugins/lsp/src/config.rs`)
-//! and the cargo-check and tsc plugins: a [`Role`] is one job (Python's type checking) that
+//! and the project-wide plugins (cargo-check, tsc, pyright, go, cc: the "project" roles,
+//! which find what an edit broke in files nobody edited): a [`Role`] is one job (Python's type checking) that
 //! any of its tools can do, the first found being the one used. Nothing here runs anything:
 //! the package manager is read from `/etc/os-release` (or the platform, on macOS).
 
@@ -46,6 +47,7 @@ const TABLE: &[(&str, &[Role])] = &[
                 "types",
                 &["pyright-langserver", "basedpyright-langserver", "ty"],
             ),
+            role("project", &["pyright", "basedpyright", "ty"]),
         ],
     ),
     (
@@ -59,7 +61,13 @@ const TABLE: &[(&str, &[Role])] = &[
         "ESLint",
         &[role("lint", &["vscode-eslint-language-server"])],
     ),
-    ("C/C++", &[role("compiler", &["clangd"])]),
+    (
+        "C/C++",
+        &[
+            role("compiler", &["clangd"]),
+            role("project", &["clang", "gcc"]),
+        ],
+    ),
     (
         "Rust",
         &[
@@ -67,7 +75,7 @@ const TABLE: &[(&str, &[Role])] = &[
             role("editor", &["rust-analyzer"]),
         ],
     ),
-    ("Go", &[role("types", &["gopls"])]),
+    ("Go", &[role("types", &["gopls"]), role("project", &["go"])]),
     (
         "Shell",
         &[
@@ -183,7 +191,8 @@ pub fn install_command(tool: &str, packages: Packages) -> String {
         "ruff" => python("ruff"),
         "ty" => python("ty"),
         "basedpyright-langserver" => python("basedpyright"),
-        "pyright-langserver" => npm("pyright"),
+        "pyright-langserver" | "pyright" => npm("pyright"),
+        "basedpyright" => python("basedpyright"),
         "typescript-language-server" => npm("typescript typescript-language-server"),
         "tsc" => npm("typescript"),
         "tsgo" => npm("@typescript/native-preview"),
@@ -209,6 +218,9 @@ pub fn install_command(tool: &str, packages: Packages) -> String {
             "llvm",
             "clang-tools",
         ),
+        "clang" => packages.system("clang", "clang", "clang", "llvm", "clang"),
+        "gcc" => packages.system("gcc", "gcc", "gcc", "gcc", "gcc"),
+        "go" => packages.system("golang-go", "golang", "go", "go", "go"),
         "shellcheck" => packages.system(
             "shellcheck",
             "ShellCheck",

@@ -452,6 +452,7 @@ fn doctor_lists_each_language_with_its_checker_or_how_to_install_one() {
         ("web/site.css", "a {}\n"),
         ("web/index.php", "<?php\n"),
         ("Taskfile.toml", "a = 1\n"),
+        ("native/lib.c", "int f(void);\n"),
     ] {
         let p = ws.join(f);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -478,6 +479,8 @@ fn doctor_lists_each_language_with_its_checker_or_how_to_install_one() {
         "Dockerfile lint: none: install docker-langserver: `npm install -g dockerfile-language-server-nodejs`",
         "CSS lint: none: install vscode-css-language-server: `npm install -g vscode-langservers-extracted`",
         "PHP types: none: install intelephense: `npm install -g intelephense`",
+        // The knock-on role: what finds callers an edit broke in files nobody edited.
+        "C/C++ project: none: install clang (or gcc)",
     ] {
         assert!(has(&report, "languages", "warn", line), "{line}: {report:#}");
     }
