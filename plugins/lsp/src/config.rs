@@ -231,7 +231,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         ],
     );
     basedpyright.group = Some(PYTHON_TYPES.into());
-    basedpyright.claims = vec!["pyproject.toml[tool.basedpyright]".into()];
+    basedpyright.claims = python_claims("basedpyright");
     // Astral's checker (PyPI `ty`): pull diagnostics; a project configures it in ty.toml or
     // [tool.ty], which is also how a project asks for it over pyright.
     let mut ty = spec(
@@ -242,7 +242,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         &["ty.toml", "pyproject.toml[tool.ty]"],
     );
     ty.group = Some(PYTHON_TYPES.into());
-    ty.claims = vec!["ty.toml".into(), "pyproject.toml[tool.ty]".into()];
+    ty.claims = python_claims("ty");
     let mut all = vec![
         spec(
             "ruff",
@@ -300,6 +300,15 @@ pub fn builtin() -> Vec<ServerSpec> {
 
 /// The group of Python type checkers: one of pyright, basedpyright and ty checks a file.
 pub const PYTHON_TYPES: &str = "python-types";
+
+/// The markers by which a project asks for a Python type checker (shared with the pyright
+/// plugin, which runs the same checker's command line).
+fn python_claims(name: &str) -> Vec<String> {
+    openfiles_plugin_api::markers::python_type_checker_claims(name)
+        .iter()
+        .map(|m| m.to_string())
+        .collect()
+}
 
 /// ESLint through `vscode-eslint-language-server` (npm `vscode-langservers-extracted`). It
 /// loads the project's ESLint configuration, which is JavaScript: a program the repository
