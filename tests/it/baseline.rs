@@ -1,6 +1,8 @@
 //! Issue 15, the baseline: what the session's edits introduced, and the callers they broke in
-//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, pyright's
-//! command line, the go and cc plugins, ruff's, pyright's, gopls's and clangd's language servers) and real git repositories. See `docs/baseline.md` for the rule.
+//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, the
+//! command lines of pyright, basedpyright and ty, the go and cc plugins, ruff's, the Python
+//! type checkers', gopls's and clangd's language servers) and real git repositories. See
+//! `docs/baseline.md` for the rule.
 
 use crate::common;
 use crate::common::git;
@@ -327,6 +329,8 @@ fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
     svc.terminate();
 }
 
+/// A committed Python project: `m.py` defines `add`, `b.py` calls it, `c.py` calls it too
+/// and already had an error of its own (and a wrong call that the edit happens to make right).
 /// `config` (a file name and its text) says which type checker the project chose.
 fn py_callers(ws: &Path, config: (&str, &str)) {
     std::fs::write(ws.join(config.0), config.1).unwrap();
