@@ -1,7 +1,8 @@
 //! The plugin's configuration and the table of known language servers.
 //!
 //! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
-//! table, finding a server's executable (workspace `node_modules/.bin`, then `PATH`) and a
+//! table, finding a server's executable (the project's `node_modules/.bin` or `.venv/bin` when
+//! trusted, then `PATH`) and a
 //! file's project root (nearest ancestor with a root marker, never above the workspace).
 //! Some built-in servers are opt-in (`tsgo --lsp`, TypeScript 7's preview server): they are
 //! only used when named in `enable`. rust-analyzer is experimental: no test has started a
@@ -651,8 +652,9 @@ pub struct Resolver {
 
 impl Resolver {
     /// The executable for `spec` as seen from a project: in a workspace the user trusts,
-    /// `<dir>/node_modules/.bin` for the project root and each ancestor up to the workspace,
-    /// then `PATH`; in any other, `PATH` only (an executable the repository brings never
+    /// `<dir>/node_modules/.bin`, then `<dir>/.venv/bin` (a Python project's own ruff,
+    /// basedpyright or ty), for the project root and each ancestor up to the workspace, then
+    /// `PATH`; in any other, `PATH` only (an executable the repository brings never
     /// runs there). `None` if absent (or present but its probe fails).
     pub fn find(
         &self,
@@ -668,7 +670,8 @@ impl Resolver {
             let local = root
                 .ancestors()
                 .take_while(|d| trusted && d.starts_with(workspace))
-                .map(|d| d.join("node_modules/.bin").join(cmd))
+                .flat_map(|d| [d.join("node_modules/.bin"), d.join(".venv/bin")])
+                .map(|bin| bin.join(cmd))
                 .find(|p| is_executable(p));
             local.or_else(|| on_path(&spec.command))
         }?;
@@ -760,22 +763,31 @@ mod tests {
         assert!(typo.servers().unwrap_err().contains("tsgoo"));
     }
 
-    /// A repository's `node_modules/.bin` is used only where the user trusts the workspace;
-    /// elsewhere the server comes from `PATH` (here: none, so not found).
+    /// A repository's `node_modules/.bin` and `.venv/bin` are used only where the user
+    /// trusts the workspace; elsewhere the server comes from `PATH` (here: none, so not found).
     #[test]
     fn a_workspace_server_runs_only_in_a_trusted_workspace() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().canonicalize().unwrap();
-        let bin = ws.join("node_modules/.bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let exe = bin.join("openfiles-test-no-such-server");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let s = spec("x", "openfiles-test-no-such-server", &[], &["x"], &[]);
+        let sub = ws.join("pkg");
+        std::fs::create_dir_all(&sub).unwrap();
         let r = Resolver::default();
-        assert_eq!(r.find(&s, &ws, &ws, true), Some(exe));
-        assert_eq!(r.find(&s, &ws, &ws, false), None);
+        for (bin, cmd) in [
+            ("node_modules/.bin", "openfiles-test-no-such-server"),
+            (".venv/bin", "openfiles-test-no-such-venv-server"),
+        ] {
+            let bin = ws.join(bin);
+            std::fs::create_dir_all(&bin).unwrap();
+            let exe = bin.join(cmd);
+            std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let s = spec("x", cmd, &[], &["x"], &[]);
+            assert_eq!(r.find(&s, &sub, &ws, true), Some(exe));
+            assert_eq!(r.find(&s, &sub, &ws, false), None);
+            // Never above the workspace.
+            assert_eq!(r.find(&s, &sub, &sub, true), None);
+        }
     }
 
     #[test]
