@@ -1,6 +1,8 @@
 //! Issue 15, the baseline: what the session's edits introduced, and the callers they broke in
-//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, pyright's
-//! command line, the go and cc plugins, ruff's, pyright's, gopls's and clangd's language servers) and real git repositories. See `docs/baseline.md` for the rule.
+//! files nobody edited, through a real `openfiles serve` with real tools (cargo, tsc, the
+//! command lines of pyright, basedpyright and ty, the go and cc plugins, ruff's, the Python
+//! type checkers', gopls's and clangd's language servers) and real git repositories. See
+//! `docs/baseline.md` for the rule.
 
 use crate::common;
 use crate::common::git;
@@ -329,8 +331,9 @@ fn scope_all_lists_every_problem_and_without_git_the_feedback_says_so() {
 
 /// A committed Python project: `m.py` defines `add`, `b.py` calls it, `c.py` calls it too
 /// and already had an error of its own (and a wrong call that the edit happens to make right).
-fn py_callers(ws: &Path) {
-    std::fs::write(ws.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
+/// `config` (a file name and its text) says which type checker the project chose.
+fn py_callers(ws: &Path, config: (&str, &str)) {
+    std::fs::write(ws.join(config.0), config.1).unwrap();
     std::fs::write(
         ws.join("m.py"),
         "def add(a: int, b: int) -> int:\n    return a + b\n",
@@ -345,20 +348,33 @@ fn py_callers(ws: &Path) {
     commit_all(ws);
 }
 
-/// Issue 33: pyright's command line over the project names the caller the edit broke in a
-/// file nobody edited, never the old error, lists a problem that pyright's language server
-/// reports too only once, and a revert clears it.
-#[test]
-fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears_it() {
+/// What a Python type checker's knock-on is checked with: the project's config choosing it,
+/// the language servers the lsp plugin may start, and the checker's words.
+struct PyChecker {
+    config: (&'static str, &'static str),
+    lsp_disable: &'static str,
+    /// The broken caller's line in the feedback.
+    caller: &'static str,
+    /// The edited file's own new error (`undefined_name`): its code and message.
+    undefined: (&'static str, &'static str),
+}
+
+/// Issue 33: the command line of the project's Python type checker over the project names
+/// the caller the edit broke in a file nobody edited, never the old error, lists a problem
+/// that the checker's language server reports too only once, and a revert clears it.
+fn python_knock_on(checker: PyChecker) {
     let env = env_with(
         &["lsp", "pyright"],
         // Partial answers at the default grace, but a project-wide source that was quick (or
         // never ran) is waited for first: the edit's own hook names the broken caller. (The
-        // wait is long here only so that a loaded machine cannot make pyright "slow".)
-        "[hooks]\ntimeout_ms = 240000\nknock_on_wait_ms = 240000\n[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\", \"ruff\"]\n",
+        // wait is long here only so that a loaded machine cannot make the checker "slow".)
+        &format!(
+            "[hooks]\ntimeout_ms = 240000\nknock_on_wait_ms = 240000\n[plugin.lsp]\ndisable = {}\n",
+            checker.lsp_disable
+        ),
     );
     let ws = env.workspace("py");
-    py_callers(&ws);
+    py_callers(&ws, checker.config);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let m = ws.join("m.py");
     let committed = std::fs::read_to_string(&m).unwrap();
@@ -374,19 +390,11 @@ fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears
             svc.log_text()
         )
     });
-    assert!(
-        text.contains(
-            "\n- b.py:3:9 error reportCallIssue (Pyright): Argument missing for parameter \"c\""
-        ),
-        "{text}"
-    );
-    // The edited file's own new error: both pyright's language server and its command line
-    // report it, and it is listed once.
-    assert_eq!(
-        text.matches("\"undefined_name\" is not defined").count(),
-        1,
-        "{text}"
-    );
+    assert!(text.contains(checker.caller), "{text}");
+    // The edited file's own new error: both the checker's language server and its command
+    // line report it, and it is listed once.
+    let (code, message) = checker.undefined;
+    assert_eq!(text.matches(message).count(), 1, "{text}");
     assert!(
         !text.contains("c.py"),
         "an old error is never blamed on the edit: {text}"
@@ -408,7 +416,7 @@ fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears
     let undefined = edited
         .items
         .iter()
-        .filter(|i| i.code.as_deref() == Some("reportUndefinedVariable"))
+        .filter(|i| i.code.as_deref() == Some(code))
         .count();
     assert_eq!(undefined, 1, "{:?}", edited.items);
 
@@ -420,6 +428,46 @@ fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears
     });
     assert!(!entry_keys(&ws).contains(&"c.py".to_string()));
     svc.terminate();
+}
+
+#[test]
+fn pyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears_it() {
+    python_knock_on(PyChecker {
+        config: ("pyproject.toml", "[tool.pyright]\n"),
+        lsp_disable: "[\"basedpyright\", \"ty\", \"ruff\"]",
+        caller:
+            "\n- b.py:3:9 error reportCallIssue (Pyright): Argument missing for parameter \"c\"",
+        undefined: (
+            "reportUndefinedVariable",
+            "\"undefined_name\" is not defined",
+        ),
+    });
+}
+
+/// A project that chose basedpyright: its command line, and its language server (the lsp
+/// plugin's choice by the same rule, with pyright and ty installed too).
+#[test]
+fn basedpyright_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears_it() {
+    python_knock_on(PyChecker {
+        config: (
+            "pyproject.toml",
+            "[tool.basedpyright]\ntypeCheckingMode = \"standard\"\n",
+        ),
+        lsp_disable: "[\"ruff\"]",
+        caller: "\n- b.py:3:9 error reportCallIssue (basedpyright): Argument missing for parameter \"c\"",
+        undefined: ("reportUndefinedVariable", "\"undefined_name\" is not defined"),
+    });
+}
+
+/// A project that chose ty (`ty.toml`): `ty check` and `ty server`.
+#[test]
+fn ty_names_the_broken_python_caller_never_an_old_error_and_a_revert_clears_it() {
+    python_knock_on(PyChecker {
+        config: ("ty.toml", ""),
+        lsp_disable: "[\"ruff\"]",
+        caller: "\n- b.py:3:9 error missing-argument (ty): No argument provided for required parameter `c` of function `add`",
+        undefined: ("unresolved-reference", "Name `undefined_name` used when not defined"),
+    });
 }
 
 /// A committed Go module of five packages: `money.Format(cents)` is called from `cart` and

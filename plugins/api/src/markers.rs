@@ -63,6 +63,42 @@ pub fn project_root(file: &Path, workspace: &Path, markers: &[String]) -> std::p
         .to_path_buf()
 }
 
+/// Whether a folder from `file`'s up to the workspace holds one of `markers`.
+pub fn near(markers: &[impl AsRef<str>], file: &Path, workspace: &Path) -> bool {
+    file.ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(workspace))
+        .any(|d| markers.iter().any(|m| present(d, m.as_ref())))
+}
+
+/// The Python type checkers, in the order a project without a preference gets them, each
+/// with the markers by which a project asks for it. One of them checks a Python file: the
+/// lsp plugin starts that one's language server, the pyright plugin runs that one's command
+/// line over the project (see [`pick_one`]), so both report a problem in the same words.
+pub const PYTHON_TYPE_CHECKERS: &[(&str, &[&str])] = &[
+    ("pyright", &[]),
+    ("basedpyright", &["pyproject.toml[tool.basedpyright]"]),
+    ("ty", &["ty.toml", "pyproject.toml[tool.ty]"]),
+];
+
+/// The markers by which a project asks for the Python type checker `name`.
+pub fn python_type_checker_claims(name: &str) -> &'static [&'static str] {
+    PYTHON_TYPE_CHECKERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, claims)| *claims)
+        .unwrap_or_default()
+}
+
+/// Which one of a group of tools doing the same job checks a file: of the `members`
+/// installed (in table order), the first the project asks for (`claimed`), else the first.
+pub fn pick_one<T>(members: &[T], claimed: impl Fn(&T) -> bool) -> Option<usize> {
+    members
+        .iter()
+        .position(claimed)
+        .or(if members.is_empty() { None } else { Some(0) })
+}
+
 /// Whether the TOML text has the table at `keys`. Unparsable text counts as having it.
 fn holds_table(bytes: &[u8], keys: &[&str]) -> bool {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -120,6 +156,38 @@ mod tests {
             std::fs::write(d.path().join("pyproject.toml"), text).unwrap();
             assert!(present(d.path(), m), "{text:?}");
         }
+    }
+
+    #[test]
+    fn one_python_type_checker_the_project_asks_for_else_the_first_installed() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        std::fs::create_dir_all(ws.join("app/src")).unwrap();
+        let file = ws.join("app/src/m.py");
+        let pick = |installed: &[&str]| {
+            let members: Vec<&(&str, &[&str])> = PYTHON_TYPE_CHECKERS
+                .iter()
+                .filter(|(n, _)| installed.contains(n))
+                .collect();
+            pick_one(&members, |(_, claims)| near(claims, &file, ws)).map(|i| members[i].0)
+        };
+        assert_eq!(pick(&["pyright", "basedpyright", "ty"]), Some("pyright"));
+        assert_eq!(pick(&["basedpyright", "ty"]), Some("basedpyright"));
+        assert_eq!(pick(&[]), None);
+        std::fs::write(ws.join("pyproject.toml"), "[tool.ty.rules]\n").unwrap();
+        assert_eq!(pick(&["pyright", "basedpyright", "ty"]), Some("ty"));
+        // Asked for but not installed: the first installed, as the language servers do.
+        assert_eq!(pick(&["pyright", "basedpyright"]), Some("pyright"));
+        std::fs::write(ws.join("app/pyproject.toml"), "[tool.basedpyright]\n").unwrap();
+        assert_eq!(
+            pick(&["pyright", "basedpyright", "ty"]),
+            Some("basedpyright")
+        );
+        assert_eq!(
+            python_type_checker_claims("ty"),
+            ["ty.toml", "pyproject.toml[tool.ty]"]
+        );
+        assert!(python_type_checker_claims("pyright").is_empty());
     }
 
     #[test]

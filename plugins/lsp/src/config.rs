@@ -1,7 +1,8 @@
 //! The plugin's configuration and the table of known language servers.
 //!
 //! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
-//! table, finding a server's executable (workspace `node_modules/.bin`, then `PATH`) and a
+//! table, finding a server's executable (the project's `node_modules/.bin` or `.venv/bin` when
+//! trusted, then `PATH`) and a
 //! file's project root (nearest ancestor with a root marker, never above the workspace).
 //! Some built-in servers are opt-in (`tsgo --lsp`, TypeScript 7's preview server): they are
 //! only used when named in `enable`. rust-analyzer is experimental: no test has started a
@@ -231,7 +232,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         ],
     );
     basedpyright.group = Some(PYTHON_TYPES.into());
-    basedpyright.claims = vec!["pyproject.toml[tool.basedpyright]".into()];
+    basedpyright.claims = python_claims("basedpyright");
     // Astral's checker (PyPI `ty`): pull diagnostics; a project configures it in ty.toml or
     // [tool.ty], which is also how a project asks for it over pyright.
     let mut ty = spec(
@@ -242,7 +243,7 @@ pub fn builtin() -> Vec<ServerSpec> {
         &["ty.toml", "pyproject.toml[tool.ty]"],
     );
     ty.group = Some(PYTHON_TYPES.into());
-    ty.claims = vec!["ty.toml".into(), "pyproject.toml[tool.ty]".into()];
+    ty.claims = python_claims("ty");
     let mut all = vec![
         spec(
             "ruff",
@@ -300,6 +301,15 @@ pub fn builtin() -> Vec<ServerSpec> {
 
 /// The group of Python type checkers: one of pyright, basedpyright and ty checks a file.
 pub const PYTHON_TYPES: &str = "python-types";
+
+/// The markers by which a project asks for a Python type checker (shared with the pyright
+/// plugin, which runs the same checker's command line).
+fn python_claims(name: &str) -> Vec<String> {
+    openfiles_plugin_api::markers::python_type_checker_claims(name)
+        .iter()
+        .map(|m| m.to_string())
+        .collect()
+}
 
 /// ESLint through `vscode-eslint-language-server` (npm `vscode-langservers-extracted`). It
 /// loads the project's ESLint configuration, which is JavaScript: a program the repository
@@ -642,8 +652,9 @@ pub struct Resolver {
 
 impl Resolver {
     /// The executable for `spec` as seen from a project: in a workspace the user trusts,
-    /// `<dir>/node_modules/.bin` for the project root and each ancestor up to the workspace,
-    /// then `PATH`; in any other, `PATH` only (an executable the repository brings never
+    /// `<dir>/node_modules/.bin`, then `<dir>/.venv/bin` (a Python project's own ruff,
+    /// basedpyright or ty), for the project root and each ancestor up to the workspace, then
+    /// `PATH`; in any other, `PATH` only (an executable the repository brings never
     /// runs there). `None` if absent (or present but its probe fails).
     pub fn find(
         &self,
@@ -659,7 +670,8 @@ impl Resolver {
             let local = root
                 .ancestors()
                 .take_while(|d| trusted && d.starts_with(workspace))
-                .map(|d| d.join("node_modules/.bin").join(cmd))
+                .flat_map(|d| [d.join("node_modules/.bin"), d.join(".venv/bin")])
+                .map(|bin| bin.join(cmd))
                 .find(|p| is_executable(p));
             local.or_else(|| on_path(&spec.command))
         }?;
@@ -751,22 +763,31 @@ mod tests {
         assert!(typo.servers().unwrap_err().contains("tsgoo"));
     }
 
-    /// A repository's `node_modules/.bin` is used only where the user trusts the workspace;
-    /// elsewhere the server comes from `PATH` (here: none, so not found).
+    /// A repository's `node_modules/.bin` and `.venv/bin` are used only where the user
+    /// trusts the workspace; elsewhere the server comes from `PATH` (here: none, so not found).
     #[test]
     fn a_workspace_server_runs_only_in_a_trusted_workspace() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().canonicalize().unwrap();
-        let bin = ws.join("node_modules/.bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let exe = bin.join("openfiles-test-no-such-server");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let s = spec("x", "openfiles-test-no-such-server", &[], &["x"], &[]);
+        let sub = ws.join("pkg");
+        std::fs::create_dir_all(&sub).unwrap();
         let r = Resolver::default();
-        assert_eq!(r.find(&s, &ws, &ws, true), Some(exe));
-        assert_eq!(r.find(&s, &ws, &ws, false), None);
+        for (bin, cmd) in [
+            ("node_modules/.bin", "openfiles-test-no-such-server"),
+            (".venv/bin", "openfiles-test-no-such-venv-server"),
+        ] {
+            let bin = ws.join(bin);
+            std::fs::create_dir_all(&bin).unwrap();
+            let exe = bin.join(cmd);
+            std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let s = spec("x", cmd, &[], &["x"], &[]);
+            assert_eq!(r.find(&s, &sub, &ws, true), Some(exe));
+            assert_eq!(r.find(&s, &sub, &ws, false), None);
+            // Never above the workspace.
+            assert_eq!(r.find(&s, &sub, &sub, true), None);
+        }
     }
 
     #[test]

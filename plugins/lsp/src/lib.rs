@@ -201,38 +201,30 @@ fn in_project(spec: &ServerSpec, file: &Path, workspace: &Path) -> bool {
 }
 
 fn has_marker(markers: &[String], file: &Path, workspace: &Path) -> bool {
-    file.ancestors()
-        .skip(1)
-        .take_while(|d| d.starts_with(workspace))
-        .any(|d| {
-            markers
-                .iter()
-                .any(|m| openfiles_plugin_api::markers::present(d, m))
-        })
+    openfiles_plugin_api::markers::near(markers, file, workspace)
 }
 
 /// One server per group for a file: the first (in table order) whose `claims` the project
-/// makes (`[tool.ty]` asks for ty), else the first found. pyright, basedpyright and ty
-/// would report the same type errors in different words.
+/// makes (`[tool.ty]` asks for ty), else the first found
+/// ([`openfiles_plugin_api::markers::pick_one`], the pyright plugin's rule too). pyright,
+/// basedpyright and ty would report the same type errors in different words.
 fn pick_per_group(grouped: Vec<Job>, file: &Path, workspace: &Path) -> Vec<Job> {
-    let claimed =
-        |j: &Job| !j.spec.claims.is_empty() && has_marker(&j.spec.claims, file, workspace);
-    let mut chosen: Vec<usize> = Vec::new();
-    for (i, j) in grouped.iter().enumerate() {
-        let g = &j.spec.group;
-        let members = || {
-            grouped
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| &o.spec.group == g)
-        };
-        let pick = members()
-            .find(|(_, o)| claimed(o))
-            .or_else(|| members().next())
-            .map(|(k, _)| k);
-        if pick == Some(i) {
-            chosen.push(i);
+    let mut groups: Vec<&Option<String>> = Vec::new();
+    for j in &grouped {
+        if !groups.contains(&&j.spec.group) {
+            groups.push(&j.spec.group);
         }
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    for g in groups {
+        let members: Vec<usize> = (0..grouped.len())
+            .filter(|&k| &grouped[k].spec.group == g)
+            .collect();
+        let pick = openfiles_plugin_api::markers::pick_one(&members, |&k| {
+            let claims = &grouped[k].spec.claims;
+            !claims.is_empty() && has_marker(claims, file, workspace)
+        });
+        chosen.extend(pick.map(|i| members[i]));
     }
     grouped
         .into_iter()

@@ -1,75 +1,143 @@
-//! `pyright`: an openfiles plugin that type-checks whole Python projects with pyright's own
-//! command line (`pyright --outputjson`, run at the project's root so that the project's
-//! `pyrightconfig.json` or `pyproject.toml` `[tool.pyright]` applies), so that callers an
-//! edit broke in files nobody edited are found (the knock-on of `docs/baseline.md`): the
-//! pyright language server (the lsp plugin) publishes only for the documents it was given.
+//! `pyright`: an openfiles plugin that type-checks whole Python projects with the command
+//! line of the Python type checker the project chose — pyright (`pyright --outputjson`),
+//! basedpyright (`basedpyright --outputjson`, the same report) or ty (`ty check
+//! --output-format github`, see [`ty`]) — run at the project's root so that the project's
+//! own configuration applies, so that callers an edit broke in files nobody edited are
+//! found (the knock-on of `docs/baseline.md`): the language servers (the lsp plugin)
+//! publish only for the documents they were given.
 //!
-//! A project-wide source: files are grouped by their project root (the nearest folder with
-//! `pyrightconfig.json`, `pyproject.toml`, `setup.py` or `setup.cfg`, else the workspace),
-//! one pyright run per project. Every requested and `also_report` file gets a result (its
-//! items, or none); with `report_all`, every file of the project pyright found a problem in.
-//! Items with no file (a broken config) go on every file of the run. Columns are converted
-//! from UTF-16 units to characters, and items look exactly like the language server's
-//! (source `Pyright`, the rule as code, the same message), so the service keeps a problem
-//! both report once.
+//! Which checker: the lsp plugin's rule, shared through
+//! [`openfiles_plugin_api::markers::pick_one`] and `PYTHON_TYPE_CHECKERS`: of those
+//! installed, the first the project asks for (`[tool.basedpyright]` → basedpyright;
+//! `ty.toml` or `[tool.ty]` → ty, at or above the file inside the workspace), else the first
+//! of pyright, basedpyright, ty. So the items come from the checker whose language server
+//! checks the edited file, and look exactly like its items (source `Pyright`,
+//! `basedpyright` or `ty` as the server sends it, the rule as code, the same message, the
+//! column in characters): the service keeps a problem both report once.
 //!
-//! Which pyright: the `pyright` setting, else — in a trusted workspace only — the project's
-//! `node_modules/.bin/pyright` at or above its root, else `pyright` on `PATH` (pyright reads
-//! the project's files and never runs them). With no `pyright` setting and no `pyright` on
-//! `PATH` when the plugin starts, it claims no file (no tree snapshot is taken for a
-//! baseline nothing would use); the language server still checks Python, and `openfiles
-//! doctor` names pyright's package when no Python type checker is installed. No note: a
-//! machine without Python work is not warned about it.
+//! A project-wide source: files are grouped by checker and project root (the nearest
+//! folder with `pyrightconfig.json`, `pyproject.toml`, `setup.py` or `setup.cfg`, for ty
+//! also `ty.toml`, else the workspace), one run per project. Every requested and
+//! `also_report` file gets a result (its items, or none); with `report_all`, every file of
+//! the project the checker found a problem in. Items with no file (a broken config) go on
+//! every file of the run.
 //!
-//! A project that asks for another Python type checker (`[tool.basedpyright]`, `ty.toml`,
-//! `[tool.ty]` at or above its root: the lsp plugin's rule for which one checks a file) gets
-//! nothing from this plugin: pyright's rules are not the ones it chose.
+//! Executables: a setting (`pyright`, `basedpyright`, `ty`), else — in a trusted workspace
+//! only — the project's own (`node_modules/.bin/NAME` or `.venv/bin/NAME` at or above its
+//! root, inside the workspace), else `NAME` on `PATH` (the checkers read the project's
+//! files and never run them). With none of the three configured or on `PATH` when the
+//! plugin starts, it claims no file (no tree snapshot is taken for a baseline nothing
+//! would use); the language servers still check Python, and `openfiles doctor` names a
+//! checker's package when none is installed. A file whose chosen checker is not installed
+//! gets nothing, and no note: a machine without Python work is not warned about it.
 //!
-//! Config (`[plugin.pyright]`): `pyright = "path/to/pyright"`, `extra_args = [..]`.
+//! Config (`[plugin.pyright]`): `pyright`, `basedpyright`, `ty` = "path/to/exe";
+//! `extra_args = [..]` (after `--outputjson`, for pyright and basedpyright),
+//! `ty_args = [..]` (after `ty check`'s own).
 
 pub mod parse;
+pub mod ty;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use openfiles_plugin_api::markers::{self, project_root};
-use openfiles_plugin_api::tools::{on_path, Findings, ToolOutput, ToolRuns};
+use openfiles_plugin_api::tools::{is_executable, on_path, Findings, ToolOutput, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
+    Severity,
 };
 use serde::Deserialize;
 
-/// The source name pyright's language server gives its diagnostics.
-const SOURCE: &str = "Pyright";
 const EXTENSIONS: &[&str] = &["py", "pyi"];
-/// Markers by which a project asks for another type checker than pyright.
-pub const OTHER_CHECKERS: &[&str] = &[
-    "pyproject.toml[tool.basedpyright]",
-    "ty.toml",
-    "pyproject.toml[tool.ty]",
-];
-/// Where a Python project's root is (what the pyright CLI would be run in).
+/// Where a Python project's root is (what pyright's or basedpyright's command line would be
+/// run in).
 pub const MARKERS: &[&str] = &[
     "pyrightconfig.json",
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
 ];
+/// Where a project's root is for ty (which reads `ty.toml` or `pyproject.toml`).
+pub const TY_MARKERS: &[&str] = &["ty.toml", "pyproject.toml", "setup.py", "setup.cfg"];
+
+/// A Python type checker whose command line this plugin runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Checker {
+    Pyright,
+    Basedpyright,
+    Ty,
+}
+
+impl Checker {
+    /// In the lsp plugin's table order ([`markers::PYTHON_TYPE_CHECKERS`]).
+    pub const ALL: [Checker; 3] = [Checker::Pyright, Checker::Basedpyright, Checker::Ty];
+
+    /// The executable's name, and the checker's in [`markers::PYTHON_TYPE_CHECKERS`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Checker::Pyright => "pyright",
+            Checker::Basedpyright => "basedpyright",
+            Checker::Ty => "ty",
+        }
+    }
+
+    /// The `source` the checker's language server gives its diagnostics.
+    pub fn source(self) -> &'static str {
+        match self {
+            Checker::Pyright => "Pyright",
+            Checker::Basedpyright => "basedpyright",
+            Checker::Ty => "ty",
+        }
+    }
+
+    fn root_markers(self) -> &'static [&'static str] {
+        match self {
+            Checker::Ty => TY_MARKERS,
+            _ => MARKERS,
+        }
+    }
+
+    /// Where a project installs it (relative to a folder at or above its root).
+    fn project_exes(self) -> &'static [&'static str] {
+        match self {
+            Checker::Pyright => &["node_modules/.bin/pyright", ".venv/bin/pyright"],
+            Checker::Basedpyright => &["node_modules/.bin/basedpyright", ".venv/bin/basedpyright"],
+            Checker::Ty => &[".venv/bin/ty"],
+        }
+    }
+}
 
 /// `[plugin.pyright]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub pyright: Option<PathBuf>,
+    pub basedpyright: Option<PathBuf>,
+    pub ty: Option<PathBuf>,
+    /// For pyright and basedpyright.
     pub extra_args: Vec<String>,
+    pub ty_args: Vec<String>,
+}
+
+impl Settings {
+    fn exe(&self, checker: Checker) -> Option<&PathBuf> {
+        match checker {
+            Checker::Pyright => self.pyright.as_ref(),
+            Checker::Basedpyright => self.basedpyright.as_ref(),
+            Checker::Ty => self.ty.as_ref(),
+        }
+    }
 }
 
 pub struct Pyright {
     settings: Settings,
-    markers: Vec<String>,
     runs: ToolRuns,
 }
+
+/// One run: a checker over one project.
+type Run = (Checker, PathBuf, PathBuf);
 
 impl Plugin for Pyright {
     const NAME: &'static str = "pyright";
@@ -81,17 +149,23 @@ impl Plugin for Pyright {
         } else {
             serde_json::from_value(init.config).map_err(|e| format!("[plugin.pyright]: {e}"))?
         };
-        let markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
+        let any = Checker::ALL
+            .iter()
+            .any(|&c| settings.exe(c).is_some() || on_path(c.name()).is_some());
+        let mut project_markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
+        project_markers.extend(TY_MARKERS.iter().map(|m| m.to_string()));
+        project_markers.sort();
+        project_markers.dedup();
         let caps = Capabilities {
-            // No pyright to run: claim no file, so no snapshot of the tree is taken for a
+            // No checker to run: claim no file, so no snapshot of the tree is taken for a
             // baseline nothing would use.
-            extensions: if settings.pyright.is_some() || on_path("pyright").is_some() {
+            extensions: if any {
                 EXTENSIONS.iter().map(|s| s.to_string()).collect()
             } else {
                 Vec::new()
             },
             file_names: Vec::new(),
-            project_markers: markers.clone(),
+            project_markers,
             project_wide: true,
             notes: Vec::new(),
             checks_texts: false,
@@ -100,7 +174,6 @@ impl Plugin for Pyright {
         Ok((
             Pyright {
                 settings,
-                markers,
                 runs: ToolRuns::new(),
             },
             caps,
@@ -108,54 +181,47 @@ impl Plugin for Pyright {
     }
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
-        let mut projects: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        let ws = &request.workspace;
+        let mut runs: BTreeMap<Run, Vec<PathBuf>> = BTreeMap::new();
+        let mut missing = Vec::new();
         let mut seen = HashSet::new();
         for file in request.files.iter().chain(request.also_report.iter()) {
             let handled = file
                 .extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| EXTENSIONS.contains(&e));
-            if handled && seen.insert(file.clone()) {
-                projects
-                    .entry(project_root(file, &request.workspace, &self.markers))
-                    .or_default()
-                    .push(file.clone());
-            }
-        }
-        let mut missing = Vec::new();
-        let mut runnable = BTreeMap::new();
-        for (root, files) in projects {
-            if other_checker(&root, &request.workspace) {
-                missing.extend(files);
+            if !handled || !seen.insert(file.clone()) {
                 continue;
             }
-            match self.exe(&root, request.trusted) {
-                Some(exe) => {
-                    runnable.insert(root, (exe, files));
-                }
-                None => missing.extend(files),
+            match self.choose(file, ws, request.trusted) {
+                Some(run) => runs.entry(run).or_default().push(file.clone()),
+                None => missing.push(file.clone()),
             }
         }
-        let groups = runnable
-            .into_iter()
-            .map(|(root, (exe, files))| ((root, exe), files));
-        let mut files = self.runs.run_groups(
-            request.id,
-            SOURCE,
-            request.report_all,
-            groups,
-            |(root, exe), wanted| {
-                self.run(
-                    request.id,
-                    exe,
-                    root,
-                    wanted,
-                    &request.workspace,
-                    request.report_all,
-                )
-            },
-        )?;
-        // No pyright, or another checker chosen: nothing to say (the language server, if any, checks the file).
+        let mut files = Vec::new();
+        for checker in Checker::ALL {
+            let groups: Vec<(Run, Vec<PathBuf>)> = runs
+                .iter()
+                .filter(|((c, _, _), _)| *c == checker)
+                .map(|(run, wanted)| (run.clone(), wanted.clone()))
+                .collect();
+            if groups.is_empty() {
+                continue;
+            }
+            files.extend(self.runs.run_groups(
+                request.id,
+                checker.source(),
+                request.report_all,
+                groups,
+                |run, wanted| {
+                    // With report_all, a file of a project nested in this one that chose
+                    // another checker (or is another project) is left to that one's run.
+                    let ours = |p: &Path| self.choose(p, ws, request.trusted).as_ref() == Some(run);
+                    self.run(request.id, run, wanted, ws, request.report_all, &ours)
+                },
+            )?);
+        }
+        // No checker installed: nothing to say (the language server, if any, checks the file).
         files.extend(missing.into_iter().map(|path| FileResult {
             path,
             items: Vec::new(),
@@ -168,48 +234,73 @@ impl Plugin for Pyright {
     }
 }
 
-/// Whether the project at `root` (or a folder above it, inside `workspace`) asks for
-/// another type checker ([`OTHER_CHECKERS`]).
-pub fn other_checker(root: &Path, workspace: &Path) -> bool {
+/// The executable `checker` brings into a project: `node_modules/.bin/NAME` or
+/// `.venv/bin/NAME` at or above `root` inside `workspace`, when the workspace is trusted.
+pub fn project_exe(
+    checker: Checker,
+    root: &Path,
+    workspace: &Path,
+    trusted: bool,
+) -> Option<PathBuf> {
     root.ancestors()
-        .take_while(|d| d.starts_with(workspace))
-        .any(|d| OTHER_CHECKERS.iter().any(|m| markers::present(d, m)))
-}
-
-/// `node_modules/.bin/pyright` at or above `start` when the workspace is trusted.
-pub fn project_pyright(start: &Path, trusted: bool) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .take_while(|_| trusted)
-        .map(|d| d.join("node_modules/.bin/pyright"))
-        .find(|p| p.is_file())
+        .take_while(|d| trusted && d.starts_with(workspace))
+        .flat_map(|d| checker.project_exes().iter().map(move |rel| d.join(rel)))
+        .find(|p| is_executable(p))
 }
 
 impl Pyright {
-    /// The pyright to run for the project at `root` (see the module docs).
-    fn exe(&self, root: &Path, trusted: bool) -> Option<PathBuf> {
-        self.settings
-            .pyright
-            .clone()
-            .or_else(|| project_pyright(root, trusted))
-            .or_else(|| on_path("pyright"))
+    /// The checker for `file` (the lsp plugin's rule, see the module docs), its project
+    /// root and executable; `None` when no checker is installed.
+    fn choose(&self, file: &Path, workspace: &Path, trusted: bool) -> Option<Run> {
+        let installed: Vec<Run> = Checker::ALL
+            .iter()
+            .filter_map(|&c| {
+                let markers: Vec<String> = c.root_markers().iter().map(|m| m.to_string()).collect();
+                let root = project_root(file, workspace, &markers);
+                let exe = self
+                    .settings
+                    .exe(c)
+                    .cloned()
+                    .or_else(|| project_exe(c, &root, workspace, trusted))
+                    .or_else(|| on_path(c.name()))?;
+                Some((c, root, exe))
+            })
+            .collect();
+        let pick = markers::pick_one(&installed, |(c, _, _)| {
+            let claims = markers::python_type_checker_claims(c.name());
+            !claims.is_empty() && markers::near(claims, file, workspace)
+        })?;
+        installed.into_iter().nth(pick)
     }
 
-    /// Run pyright at `root`; items per absolute file (only `wanted`, or with `report_all`
-    /// every file of the workspace), items with no file shared.
+    /// Run `checker` at `root`; items per absolute file (only `wanted`, or with
+    /// `report_all` every Python file of the workspace that is `ours`), items with no file
+    /// shared.
     fn run(
         &self,
         id: u64,
-        exe: &Path,
-        root: &Path,
+        (checker, root, exe): &Run,
         wanted: &[PathBuf],
         workspace: &Path,
         report_all: bool,
+        ours: &dyn Fn(&Path) -> bool,
     ) -> Result<Findings, String> {
+        let checker = *checker;
         let mut cmd = Command::new(exe);
-        cmd.arg("--outputjson")
-            .args(&self.settings.extra_args)
-            .current_dir(root);
+        match checker {
+            Checker::Ty => cmd
+                .args([
+                    "check",
+                    "--output-format",
+                    "github",
+                    "--no-progress",
+                    "--color",
+                    "never",
+                ])
+                .args(&self.settings.ty_args),
+            _ => cmd.arg("--outputjson").args(&self.settings.extra_args),
+        };
+        cmd.current_dir(root);
         let ToolOutput {
             stdout,
             stderr,
@@ -218,62 +309,105 @@ impl Pyright {
             .runs
             .output(id, &mut cmd)
             .map_err(|e| format!("cannot run {} ({e})", exe.display()))?;
-        // Exit 0: no error, 1: errors found; anything else is pyright failing.
-        let diags = match parse::parse(&stdout) {
-            Ok(d) if matches!(status.code(), Some(0 | 1)) || !d.is_empty() => d,
-            outcome => {
-                let why = outcome.err().unwrap_or_default();
-                let text = if stderr.trim().is_empty() {
-                    &stdout
+        let failed = |why: String| {
+            let text = if stderr.trim().is_empty() {
+                &stdout
+            } else {
+                &stderr
+            };
+            let tail: Vec<&str> = text.lines().take(12).collect();
+            format!(
+                "{} failed ({status}{}) in {}:\n{}",
+                checker.name(),
+                if why.is_empty() {
+                    String::new()
                 } else {
-                    &stderr
-                };
-                let tail: Vec<&str> = text.lines().take(12).collect();
-                return Err(format!(
-                    "pyright failed ({status}{}) in {}:\n{}",
-                    if why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", {why}")
-                    },
-                    root.display(),
-                    tail.join("\n")
-                ));
+                    format!(", {why}")
+                },
+                root.display(),
+                tail.join("\n")
+            )
+        };
+        // Exit 0: no error, 1: errors found; anything else is the checker failing.
+        let exited_well = matches!(status.code(), Some(0 | 1));
+        let diags: Vec<Found> = match checker {
+            Checker::Ty => {
+                let d = ty::parse(&stdout);
+                if !exited_well && d.is_empty() {
+                    return Err(failed(String::new()));
+                }
+                d.into_iter()
+                    .map(|d| Found {
+                        file: d.file,
+                        line: d.line,
+                        column: Column::Chars(d.column),
+                        severity: d.severity,
+                        rule: Some(d.rule),
+                        message: d.message,
+                    })
+                    .collect()
             }
+            _ => match parse::parse(&stdout) {
+                Ok(d) if exited_well || !d.is_empty() => d
+                    .into_iter()
+                    .map(|d| Found {
+                        file: d.file,
+                        line: d.line + 1,
+                        column: Column::Utf16(d.character),
+                        severity: d.severity,
+                        rule: d.rule,
+                        message: d.message,
+                    })
+                    .collect(),
+                outcome => return Err(failed(outcome.err().unwrap_or_default())),
+            },
         };
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
         let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
         let mut found = Findings::default();
         for d in diags {
-            let item = |line: u32, column: u32, message: String| Item {
+            let item = |line: u32, column: u32| Item {
                 introduced: None,
                 fixes: Vec::new(),
                 line,
                 column,
                 severity: d.severity,
-                source: SOURCE.into(),
+                source: checker.source().into(),
                 code: d.rule.clone(),
-                message,
+                message: d.message.clone(),
             };
             let Some(file) = &d.file else {
-                found.shared.push(item(1, 1, d.message.clone()));
+                found.shared.push(item(1, 1));
                 continue;
             };
             let p = root.join(file);
             let p = std::fs::canonicalize(&p).unwrap_or(p);
-            if !(wanted.contains(&p) || (report_all && p.starts_with(workspace))) {
-                continue; // another file of the project, not asked for
+            let python = p
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| EXTENSIONS.contains(&e));
+            if !python {
+                // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
+                found.shared.push(item(1, 1));
+                continue;
             }
-            let text = lines_cache.entry(p.clone()).or_insert_with(|| {
-                std::fs::read_to_string(&p)
-                    .map(|t| t.lines().map(str::to_owned).collect())
-                    .unwrap_or_default()
-            });
-            let column = text
-                .get(d.line as usize)
-                .map(|l| parse::char_column(l, d.character))
-                .unwrap_or(d.character + 1);
-            let it = item(d.line + 1, column, d.message.clone());
+            if !(wanted.contains(&p) || (report_all && p.starts_with(workspace) && ours(&p))) {
+                continue; // another file of the project not asked for, or another project's
+            }
+            let column = match d.column {
+                Column::Chars(c) => c,
+                Column::Utf16(units) => {
+                    let text = lines_cache.entry(p.clone()).or_insert_with(|| {
+                        std::fs::read_to_string(&p)
+                            .map(|t| t.lines().map(str::to_owned).collect())
+                            .unwrap_or_default()
+                    });
+                    text.get(d.line.saturating_sub(1) as usize)
+                        .map(|l| parse::char_column(l, units))
+                        .unwrap_or(units + 1)
+                }
+            };
+            let it = item(d.line, column);
             let items = found.per_file.entry(p).or_default();
             if !items.contains(&it) {
                 items.push(it);
@@ -283,37 +417,86 @@ impl Pyright {
     }
 }
 
+/// A column as a checker prints it.
+enum Column {
+    /// 1-based, in characters (ty).
+    Chars(u32),
+    /// 0-based, in UTF-16 units (pyright, basedpyright).
+    Utf16(u32),
+}
+
+/// One diagnostic of either report, lines 1-based.
+struct Found {
+    file: Option<String>,
+    line: u32,
+    column: Column,
+    severity: Severity,
+    rule: Option<String>,
+    message: String,
+}
+
 export_plugin!(Pyright);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn plugin(config: serde_json::Value) -> Pyright {
+        let state = tempfile::tempdir().unwrap();
+        Pyright::create(Init {
+            config,
+            state_dir: state.path().to_owned(),
+            host_version: "test".into(),
+        })
+        .unwrap()
+        .0
+    }
+
     #[test]
-    fn a_project_that_chose_basedpyright_or_ty_is_left_alone() {
+    fn the_project_chooses_its_checker_among_those_installed() {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path();
         let app = ws.join("app");
         std::fs::create_dir_all(&app).unwrap();
+        let file = app.join("m.py");
+        let all = plugin(serde_json::json!({
+            "pyright": "/p/pyright", "basedpyright": "/p/basedpyright", "ty": "/p/ty"}));
+        let chosen = |p: &Pyright| p.choose(&file, ws, false).map(|(c, root, _)| (c, root));
         std::fs::write(app.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
-        assert!(!other_checker(&app, ws));
+        assert_eq!(chosen(&all), Some((Checker::Pyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[tool.basedpyright]\n").unwrap();
-        assert!(other_checker(&app, ws));
+        assert_eq!(chosen(&all), Some((Checker::Basedpyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
-        assert!(!other_checker(&app, ws));
-        std::fs::write(app.join("ty.toml"), "").unwrap();
-        assert!(other_checker(&app, ws));
+        std::fs::write(ws.join("ty.toml"), "").unwrap();
+        assert_eq!(chosen(&all), Some((Checker::Ty, app.clone())));
+        std::fs::remove_file(app.join("pyproject.toml")).unwrap();
+        assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
     }
 
     #[test]
-    fn a_projects_own_pyright_runs_only_when_trusted() {
+    fn a_projects_own_checker_runs_only_when_trusted() {
         let d = tempfile::tempdir().unwrap();
-        let bin = d.path().join("node_modules/.bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::write(bin.join("pyright"), "#!/bin/sh\n").unwrap();
-        let sub = d.path().join("pkg");
+        let ws = d.path();
+        for rel in ["node_modules/.bin/pyright", ".venv/bin/ty"] {
+            let p = ws.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let sub = ws.join("pkg");
         std::fs::create_dir_all(&sub).unwrap();
-        assert_eq!(project_pyright(&sub, true), Some(bin.join("pyright")));
-        assert_eq!(project_pyright(&sub, false), None);
+        assert_eq!(
+            project_exe(Checker::Pyright, &sub, ws, true),
+            Some(ws.join("node_modules/.bin/pyright"))
+        );
+        assert_eq!(
+            project_exe(Checker::Ty, &sub, ws, true),
+            Some(ws.join(".venv/bin/ty"))
+        );
+        assert_eq!(project_exe(Checker::Ty, &sub, ws, false), None);
+        assert_eq!(project_exe(Checker::Basedpyright, &sub, ws, true), None);
+        // Above the workspace: never.
+        assert_eq!(project_exe(Checker::Ty, &sub, &sub, true), None);
     }
 }
