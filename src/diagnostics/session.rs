@@ -117,17 +117,17 @@ impl FileState {
     /// known); a slow project-wide source's baseline (a large project's first run) never
     /// holds a partial answer back.
     pub fn partial_ready(&self, knock_on: bool) -> bool {
-        let awaited = |s: &&SourceState| knock_on && s.project_wide && s.awaited;
-        // Still to wait for: an awaited source's answer, or its baseline.
-        let held = self
-            .sources
-            .values()
-            .filter(awaited)
-            .any(|s| s.answered != self.gen || self.base_pending.project_wide);
+        let awaiting = knock_on
+            && self
+                .sources
+                .values()
+                .any(|s| s.project_wide && s.awaited && s.answered != self.gen);
+        let awaited_base = knock_on && self.sources.values().any(|s| s.project_wide && s.awaited);
         self.settled()
             || (self.dispatched
                 && !self.base_pending.fast
-                && !held
+                && !(awaited_base && self.base_pending.project_wide)
+                && !awaiting
                 && self.sources.values().any(|s| s.answered == self.gen)
                 && self
                     .sources
