@@ -59,24 +59,9 @@ pub struct FileState {
     /// The file's baseline and the text its items are for: how items are classified
     /// (introduced or already there). `None`: not classified.
     pub view: Option<BaseView>,
-    /// Baselines this file's classification needs that are still being taken: the file does
-    /// not settle before they are in (the feedback would otherwise miss what the edit broke).
-    pub base_pending: BasePending,
-}
-
-/// Which of a file's baselines are still being taken.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BasePending {
-    /// A per-file source's (the committed text checked), or the session's commit itself.
-    pub fast: bool,
-    /// A project-wide source's (its run over the commit's snapshot).
-    pub project_wide: bool,
-}
-
-impl BasePending {
-    pub fn any(self) -> bool {
-        self.fast || self.project_wide
-    }
+    /// A baseline this file's classification needs is still being taken: the file does not
+    /// settle before it is in (the feedback would otherwise miss what the edit broke).
+    pub base_pending: bool,
 }
 
 impl FileState {
@@ -88,7 +73,7 @@ impl FileState {
             sources: BTreeMap::new(),
             edited_at: 0,
             view: None,
-            base_pending: BasePending::default(),
+            base_pending: false,
         }
     }
 
@@ -110,29 +95,18 @@ impl FileState {
     }
 
     /// Settled, or every source that is not project-wide has answered for the current
-    /// content (and at least one source has) and their baselines are in: what the fast
-    /// sources found is known and classified. With `knock_on`, the
-    /// [`awaited`](SourceState::awaited) project-wide sources must have answered too, and the
-    /// project-wide baselines be in (what the edit broke in files nobody edited is then
-    /// known); a slow project-wide source's baseline (a large project's first run) never
-    /// holds a partial answer back.
+    /// content (and at least one source has) and the baseline is in: what the fast sources
+    /// found is known, and what it broke elsewhere would be. With `knock_on`, the
+    /// [`awaited`](SourceState::awaited) project-wide sources must have answered too (what
+    /// the edit broke in files nobody edited is then known).
     pub fn partial_ready(&self, knock_on: bool) -> bool {
-        let awaiting = knock_on
-            && self
-                .sources
-                .values()
-                .any(|s| s.project_wide && s.awaited && s.answered != self.gen);
-        let awaited_base = knock_on && self.sources.values().any(|s| s.project_wide && s.awaited);
         self.settled()
             || (self.dispatched
-                && !self.base_pending.fast
-                && !(awaited_base && self.base_pending.project_wide)
-                && !awaiting
+                && !self.base_pending
                 && self.sources.values().any(|s| s.answered == self.gen)
-                && self
-                    .sources
-                    .values()
-                    .all(|s| s.project_wide || s.answered == self.gen))
+                && self.sources.values().all(|s| {
+                    (s.project_wide && !(knock_on && s.awaited)) || s.answered == self.gen
+                }))
     }
 
     /// Rebuild the entry from the answers for the current generation, each source's items
@@ -154,7 +128,7 @@ impl FileState {
             .collect();
         let items = merge(classified.iter().flatten());
         let complete = self.dispatched
-            && !self.base_pending.any()
+            && !self.base_pending
             && self.sources.values().all(|s| s.answered == gen);
         let path = std::mem::take(&mut self.entry.path);
         let affected_by = std::mem::take(&mut self.entry.affected_by);
@@ -233,14 +207,8 @@ impl Session {
     }
 
     /// The file's baseline view changed (its baseline came in, or the text its items are for
-    /// was read): classify again; `pending` says which baselines it needs are still coming.
-    pub fn set_view(
-        &mut self,
-        path: &Path,
-        view: Option<BaseView>,
-        pending: BasePending,
-        now: u64,
-    ) {
+    /// was read): classify again; `pending` says whether a baseline it needs is still coming.
+    pub fn set_view(&mut self, path: &Path, view: Option<BaseView>, pending: bool, now: u64) {
         if let Some(st) = self.files.get_mut(path) {
             if st.view != view || st.base_pending != pending {
                 st.view = view;
@@ -291,7 +259,7 @@ impl Session {
             },
         );
         st.view = Some(view);
-        st.base_pending = BasePending::default();
+        st.base_pending = false;
         let mut by = by;
         by.sort();
         by.dedup();
@@ -641,29 +609,6 @@ mod tests {
             !st.partial_ready(true),
             "an awaited project-wide source is waited for while knock-on may be"
         );
-        // The project-wide source's baseline (its snapshot run) is still being taken: that
-        // holds back only a partial answer that awaits it.
-        let pending = BasePending {
-            fast: false,
-            project_wide: true,
-        };
-        s.set_view(p, None, pending, 5);
-        let st = s.get(p).unwrap();
-        assert!(!st.partial_ready(true));
-        s.set_awaited(p, 1, false);
-        assert!(s.get(p).unwrap().partial_ready(true));
-        assert!(s.get(p).unwrap().partial_ready(false));
-        let fast = BasePending {
-            fast: true,
-            project_wide: false,
-        };
-        s.set_view(p, None, fast, 5);
-        assert!(
-            !s.get(p).unwrap().partial_ready(false),
-            "the fast sources' items are not classified yet"
-        );
-        s.set_view(p, None, BasePending::default(), 5);
-        let st = s.get(p).unwrap();
         assert_eq!(
             st.entry.items.len(),
             1,

@@ -15,7 +15,6 @@ use openfiles_plugin_api::{confine, CheckRequest, Item, Severity};
 use super::handle::{BaseMsg, Committed, CommittedFiles, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::{self, git, BaseView, Baseline, Coverage, Taken};
-use crate::diagnostics::session::BasePending;
 use crate::diagnostics::{project_root, writer, Checker, SourceId, SourceInfo};
 use crate::policy::Verdict;
 use openfiles_wire::spec::BaselineInfo;
@@ -319,18 +318,13 @@ impl Pipeline {
         }
         let b = &self.base.baseline;
         if !b.usable() {
-            // The commit itself is still being asked for: every baseline is to come.
             let pending = b.taken == Taken::Pending && self.base.dir.is_some();
-            let pending = BasePending {
-                fast: pending,
-                project_wide: pending,
-            };
             self.session
                 .set_view(path, None, pending, openfiles_wire::spec::now_ms());
             return;
         }
         let mut known = BTreeSet::new();
-        let mut pending = BasePending::default();
+        let mut pending = false;
         for s in self.scheduler.sources_for(path) {
             let project = project_root(path, &self.root, &s.project_markers);
             match b.known(&s.name, s.project_wide, path, &project) {
@@ -338,8 +332,7 @@ impl Pipeline {
                     known.insert(s.name);
                 }
                 Some(false) => {}
-                None if s.project_wide => pending.project_wide = true,
-                None => pending.fast = true,
+                None => pending = true,
             }
         }
         let file = b.file(path).cloned().unwrap_or_default();
