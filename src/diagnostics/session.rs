@@ -278,6 +278,18 @@ impl Session {
         }
     }
 
+    /// Whether the project-wide source that found an affected file's errors is checking an
+    /// edited file again (it has not answered for that file's current content): what it
+    /// found predates that edit, and may be gone (the agent reverted or fixed it).
+    pub fn rechecking(&self, affected: &FileState) -> bool {
+        affected.sources.keys().any(|id| {
+            self.files.values().any(|f| {
+                f.entry.affected_by.is_empty()
+                    && f.sources.get(id).is_some_and(|s| s.answered != f.gen)
+            })
+        })
+    }
+
     /// Whether `path` is in the session only because an edit broke it.
     pub fn is_affected(&self, path: &Path) -> bool {
         self.files
@@ -570,6 +582,44 @@ mod tests {
         let merged = merge([item("boom"), fixed].iter());
         assert_eq!(merged.len(), 1);
         assert_eq!(merged[0].fixes.len(), 1);
+    }
+
+    #[test]
+    fn a_file_an_edit_broke_is_unconfirmed_while_its_source_checks_a_newer_edit() {
+        let mut s = Session::default();
+        let (a, b) = (Path::new("/w/a.py"), Path::new("/w/b.py"));
+        let sources = [src(0, false), src(1, true)];
+        let g = s.edited(a, 1);
+        s.dispatched(a, &sources, 1);
+        s.answered(a, g, 0, Vec::new(), 2);
+        s.answered(a, g, 1, Vec::new(), 3);
+        let by = vec!["a.py".to_string()];
+        s.affected(
+            b,
+            1,
+            "s1",
+            vec![item("missing")],
+            BaseView::default(),
+            by,
+            3,
+        );
+        let affected = |s: &Session| s.get(b).unwrap().clone();
+        assert!(
+            !s.rechecking(&affected(&s)),
+            "found for a.py's current content"
+        );
+        // The agent edits a.py again (reverts): until the project-wide source answers for
+        // that content, what it found in b.py predates the edit.
+        let g2 = s.edited(a, 4);
+        assert!(s.rechecking(&affected(&s)));
+        s.dispatched(a, &sources, 4);
+        s.answered(a, g2, 0, Vec::new(), 5);
+        assert!(
+            s.rechecking(&affected(&s)),
+            "the language server's answer says nothing about b.py"
+        );
+        s.answered(a, g2, 1, Vec::new(), 6);
+        assert!(!s.rechecking(&affected(&s)));
     }
 
     #[test]

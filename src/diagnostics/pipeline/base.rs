@@ -559,7 +559,10 @@ impl ProjectJob {
                     .files
                     .into_iter()
                     .filter(|f| !f.items.is_empty())
-                    .filter_map(|f| Some((f.path.strip_prefix(&snap).ok()?.to_owned(), f.items)))
+                    .filter_map(|f| {
+                        let rel = f.path.strip_prefix(&snap).ok()?.to_owned();
+                        Some((rel, unsnap(f.items, &snap, &self.root)))
+                    })
                     .collect();
                 if let Ok(bytes) = serde_json::to_vec(&found) {
                     let _ = openfiles_os::fsutil::write_atomic(&cache, &bytes, 0o600);
@@ -579,6 +582,26 @@ impl ProjectJob {
     }
 }
 
+/// Items from a run over the snapshot `snap`, with every mention of the snapshot's folder in
+/// a message replaced by the workspace's `root`: a message that names paths (ty's list of the
+/// folders an import was searched in, a compiler's "included from") must read the same as
+/// the workspace's own run says it, or an old problem would look new.
+fn unsnap(mut items: Vec<Item>, snap: &Path, root: &Path) -> Vec<Item> {
+    let root = root.to_string_lossy();
+    let mut spellings = vec![snap.to_string_lossy().into_owned()];
+    if let Ok(c) = snap.canonicalize() {
+        spellings.push(c.to_string_lossy().into_owned());
+    }
+    for item in &mut items {
+        for s in &spellings {
+            if item.message.contains(s.as_str()) {
+                item.message = item.message.replace(s.as_str(), &root);
+            }
+        }
+    }
+    items
+}
+
 /// Keep the snapshots of `dir` to the one of `commit` (one commit's tree per workspace).
 fn prune(dir: &Path, commit: &str) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -594,6 +617,27 @@ fn prune(dir: &Path, commit: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_naming_the_snapshot_names_the_workspace() {
+        let d = tempfile::tempdir().unwrap();
+        let snap = d.path().join("baseline/abc");
+        std::fs::create_dir_all(&snap).unwrap();
+        let mut item = Item::note(
+            Severity::Error,
+            "ty",
+            format!(
+                "Cannot resolve imported module `chardet`\n\n1. {}/src (first-party code)",
+                snap.display()
+            ),
+        );
+        item.code = Some("unresolved-import".into());
+        let out = unsnap(vec![item], &snap, Path::new("/home/u/proj"));
+        assert_eq!(
+            out[0].message,
+            "Cannot resolve imported module `chardet`\n\n1. /home/u/proj/src (first-party code)"
+        );
+    }
 
     #[test]
     fn the_run_cache_is_named_by_a_stable_hash() {

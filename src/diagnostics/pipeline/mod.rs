@@ -707,8 +707,11 @@ impl Pipeline {
                         .map(|s| (writer::key(root, p), s.entry.clone()))
                 })
                 .collect();
+            // Files the edits broke, unless the source that found them is checking an edited
+            // file again: what it found predates that edit (an agent that reverted must not
+            // be told to fix them); they come with a later answer if they are still broken.
             for (p, s) in session.iter().filter(|_| broken) {
-                if !s.entry.affected_by.is_empty() {
+                if !s.entry.affected_by.is_empty() && !session.rechecking(s) {
                     files.insert(writer::key(root, p), s.entry.clone());
                 }
             }
