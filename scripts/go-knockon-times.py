@@ -7,12 +7,13 @@ fetched), and for each plugin set starts `openfiles serve` on it and makes EDITS
 alternately break and restore the signature of an exported function used by another package
 (go-cmp's `cmp/internal/function.NameOf`, called from package `cmp`), timing the wall clock of
 `openfiles hook` after each (with `hooks.partial_after_ms` as long as the timeout, so the hook
-waits for every source). Prints p50/max per plugin set, and for the breaking edits how many of
+waits for every source; with `--defaults`, the default `partial_after_ms` and
+`knock_on_wait_ms`: the hook waits for the plugin only while its last run was quick). Prints p50/max per plugin set, and for the breaking edits how many of
 the callers the compiler names (`go build -gcflags=-e ./...` on the broken tree: file:line)
 the hook named, and whether it named an error the commit already had (it must not).
 Not a test: figures for the report. Usage (after `cargo build --workspace`):
 
-    scripts/go-knockon-times.py --repo /tmp/go-cmp [--edits 12] [--target target/debug]
+    scripts/go-knockon-times.py --repo /tmp/go-cmp [--edits 12] [--target target/debug] [--defaults]
 """
 
 import argparse
@@ -51,7 +52,7 @@ def old_errors(ws):
                    re.finditer(r"(?m)^(?:vet: )?(?:\./)?([^\s:]+\.go):(\d+):\d+: ", out.stderr)})
 
 
-def run(binary, plugins, edits, repo):
+def run(binary, plugins, edits, repo, defaults=False):
     tmp = tempfile.mkdtemp(prefix="go-knockon-")
     ws = os.path.join(tmp, "ws")
     subprocess.run(["git", "clone", "-q", repo, ws], check=True)
@@ -62,7 +63,7 @@ def run(binary, plugins, edits, repo):
                OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
                OPENFILES_PLUGIN_PATH=":".join(plugins))
     with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\npartial_after_ms = 120000\n")
+        f.write("[hooks]\ntimeout_ms = 120000\n" + ("" if defaults else "partial_after_ms = 120000\n"))
     log = open(os.path.join(tmp, "serve.log"), "w")
     svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
     path = os.path.join(ws, FILE)
@@ -116,13 +117,15 @@ def main():
     p.add_argument("--edits", type=int, default=12)
     p.add_argument("--repo", required=True, help="a local clone of github.com/google/go-cmp")
     p.add_argument("--target", default="target/debug")
+    p.add_argument("--defaults", action="store_true",
+                   help="the default [hooks] grace and knock-on wait (not a hook that waits for everything)")
     a = p.parse_args()
     t = os.path.abspath(a.target)
     binary = os.path.join(t, "openfiles")
     lsp = os.path.join(t, "libopenfiles_plugin_lsp.so")
     go = os.path.join(t, "libopenfiles_plugin_go.so")
     for name, plugins in (("lsp (gopls)", [lsp]), ("lsp + go plugin", [lsp, go])):
-        times, found, expected, blamed, old = run(binary, plugins, a.edits, os.path.abspath(a.repo))
+        times, found, expected, blamed, old = run(binary, plugins, a.edits, os.path.abspath(a.repo), a.defaults)
         print(f"{name}: hook p50 {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} edits; "
               f"compiler's callers named per breaking edit {found} of {expected}; "
               f"old errors ({len(old)} in the commit) or stale ones blamed {blamed} times")
