@@ -27,11 +27,12 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
+
+from knockon_service import Service, WAIT_FOR_ALL
 
 HEADER = "hiredis.h"
 GOOD = "void redisFree(redisContext *c);"
@@ -96,40 +97,14 @@ def run(binary, plugins, edits, repo, clang, config="", defaults=False):
     new = {e for e in new if e[0] != HEADER}
     with open(header, "w") as f:
         f.write(committed)
-    env = dict(os.environ,
-               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
-               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
-               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
-               OPENFILES_PLUGIN_PATH=":".join(plugins))
-    with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\n" + ("" if defaults else "partial_after_ms = 120000\n") + config)
-    log = open(os.path.join(tmp, "serve.log"), "w")
-    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
-    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
-                          "tool_input": {"file_path": header}}).encode()
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(env["OPENFILES_SOCKET"])
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with Service(binary, plugins, ws, tmp, "" if defaults else WAIT_FOR_ALL, config) as svc:
         times, named, blamed, matched, first_text = [], [], 0, [], ""
         # One edit pair first to start the servers and take the baseline (not counted).
         for n in range(edits + 2):
             broken = n % 2 == 0
             with open(header, "w") as f:
                 f.write(committed.replace(GOOD, BROKEN) if broken else committed)
-            start = time.perf_counter()
-            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env, cwd=ws,
-                                 capture_output=True)
-            took = (time.perf_counter() - start) * 1000
-            text = out.stdout.decode()
-            if text.strip():
-                text = json.loads(text)["hookSpecificOutput"]["additionalContext"]
+            took, text = svc.hook(header)
             lines, more = set(), 0
             for line in text.splitlines():
                 m = HOOK_LINE.match(line)
@@ -163,11 +138,8 @@ def run(binary, plugins, edits, repo, clang, config="", defaults=False):
                         break
                     time.sleep(0.1)
                 matched.append((len(mine & new), len(new), len(mine - new)))
-        return times, named, len(new), blamed, matched, sorted(new), first_text
-    finally:
-        svc.terminate()
-        svc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return times, named, len(new), blamed, matched, sorted(new), first_text
 
 
 def main():

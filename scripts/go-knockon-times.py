@@ -17,14 +17,13 @@ Not a test: figures for the report. Usage (after `cargo build --workspace`):
 """
 
 import argparse
-import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import tempfile
-import time
+
+from knockon_service import Service, WAIT_FOR_ALL
 
 FILE = "cmp/internal/function/func.go"
 GOOD = "func NameOf(v reflect.Value) string {"
@@ -57,30 +56,10 @@ def run(binary, plugins, edits, repo, defaults=False):
     ws = os.path.join(tmp, "ws")
     subprocess.run(["git", "clone", "-q", repo, ws], check=True)
     old = old_errors(ws)
-    env = dict(os.environ,
-               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
-               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
-               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
-               OPENFILES_PLUGIN_PATH=":".join(plugins))
-    with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\n" + ("" if defaults else "partial_after_ms = 120000\n"))
-    log = open(os.path.join(tmp, "serve.log"), "w")
-    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
     path = os.path.join(ws, FILE)
     committed = open(path).read()
     assert GOOD in committed, f"{FILE} has no {GOOD!r}"
-    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
-                          "tool_input": {"file_path": path}}).encode()
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(env["OPENFILES_SOCKET"])
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with Service(binary, plugins, ws, tmp, "" if defaults else WAIT_FOR_ALL) as svc:
         times, found, blamed, expected = [], [], 0, None
         # One edit first to start the servers and take the baseline (not counted).
         for n in range(edits + 2):
@@ -89,13 +68,7 @@ def run(binary, plugins, edits, repo, defaults=False):
                 f.write(committed.replace(GOOD, BROKEN) if broken else committed)
             if broken and expected is None:
                 expected = compiler_callers(ws)
-            start = time.perf_counter()
-            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env, cwd=ws,
-                                 capture_output=True)
-            took = (time.perf_counter() - start) * 1000
-            text = out.stdout.decode()
-            if text.strip():
-                text = json.loads(text)["hookSpecificOutput"]["additionalContext"]
+            took, text = svc.hook(path)
             if n < 2:
                 continue
             times.append(took)
@@ -107,9 +80,6 @@ def run(binary, plugins, edits, repo, defaults=False):
             if os.environ.get("GO_KNOCKON_VERBOSE"):
                 print(f"--- edit {n} ({'break' if broken else 'restore'}), {took:.0f} ms:\n{text}")
         return times, found, len(expected or []), blamed, old
-    finally:
-        svc.terminate()
-        svc.wait()
 
 
 def main():

@@ -21,13 +21,12 @@ report. Usage (after `cargo build --workspace`):
 """
 
 import argparse
-import json
 import os
-import socket
 import statistics
 import subprocess
 import tempfile
-import time
+
+from knockon_service import Service, WAIT_FOR_ALL
 
 CORE = '''from dataclasses import dataclass
 
@@ -89,41 +88,16 @@ def run(binary, plugins, edits, packages, defaults, checker):
     ws = os.path.join(tmp, "ws")
     os.makedirs(ws)
     callers = make(ws, packages, checker)
-    env = dict(os.environ,
-               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
-               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
-               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
-               OPENFILES_PLUGIN_PATH=":".join(plugins))
-    with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\n"
-                + ("" if defaults else "partial_after_ms = 120000\n")
-                + ("[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\"]\n" if checker == "pyright" else ""))
-    log = open(os.path.join(tmp, "serve.log"), "w")
-    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    lsp = "[plugin.lsp]\ndisable = [\"basedpyright\", \"ty\"]\n" if checker == "pyright" else ""
     money = os.path.join(ws, "core", "money.py")
-    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
-                          "tool_input": {"file_path": money}}).encode()
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(env["OPENFILES_SOCKET"])
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with Service(binary, plugins, ws, tmp, "" if defaults else WAIT_FOR_ALL, lsp) as svc:
         times, found, blamed = [], [], 0
         # One edit first to start the servers and take the baseline (not counted).
         for n in range(edits + 2):
             broken = n % 2 == 0
             with open(money, "w") as f:
                 f.write(CORE.replace(GOOD, BROKEN) if broken else CORE)
-            start = time.perf_counter()
-            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env, cwd=ws,
-                                 capture_output=True)
-            took = (time.perf_counter() - start) * 1000
-            text = out.stdout.decode()
+            took, text = svc.hook(money)
             if n < 2:
                 continue
             times.append(took)
@@ -132,9 +106,6 @@ def run(binary, plugins, edits, packages, defaults, checker):
                 # The old error is svc0/quotes.py's line 6, whatever the checker calls it.
                 blamed += "- svc0/quotes.py:6:" in text
         return times, found, len(callers), blamed
-    finally:
-        svc.terminate()
-        svc.wait()
 
 
 def main():

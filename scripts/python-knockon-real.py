@@ -23,11 +23,11 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
-import time
+
+from knockon_service import Service
 
 
 def cli_errors(ws, checker):
@@ -90,41 +90,15 @@ def main():
     print(f"{a.checker} CLI: {len(before)} errors as committed; the edit adds {len(expected)} "
           f"in other files: {', '.join(f'{f}:{l}' for f, l in expected)}")
 
-    env = dict(os.environ,
-               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
-               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
-               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
-               OPENFILES_PLUGIN_PATH=":".join(plugins))
-    with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\n"
-                + ("" if a.wait_ms is None else f"knock_on_wait_ms = {a.wait_ms}\n"))
-    log = open(os.path.join(tmp, "serve.log"), "w")
-    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL,
-                           stderr=log)
-    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
-                          "tool_input": {"file_path": target}}).encode()
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(env["OPENFILES_SOCKET"])
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    hooks = "" if a.wait_ms is None else f"knock_on_wait_ms = {a.wait_ms}\n"
+    with Service(binary, plugins, ws, tmp, hooks) as svc:
         times, named, extra, blamed, shown = [], [], set(), 0, ""
         counted, stale = [], 0
         # Two edits first to start the servers and take the baseline (not counted).
         for n in range(a.edits + 2):
             breaking = n % 2 == 0
             open(target, "w").write(broken if breaking else clean)
-            start = time.perf_counter()
-            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env,
-                                 cwd=ws, capture_output=True)
-            took = (time.perf_counter() - start) * 1000
-            text = out.stdout.decode()
-            ctx = json.loads(text)["hookSpecificOutput"]["additionalContext"] if text.strip() else ""
+            took, ctx = svc.hook(target)
             if n < 2:
                 continue
             times.append(took)
@@ -150,10 +124,7 @@ def main():
               f"still named a broken caller: {stale}")
         if a.show:
             print(shown)
-    finally:
-        svc.terminate()
-        svc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,12 @@ it named the old error (it must not). Not a test: figures for the report. Usage 
 """
 
 import argparse
-import json
 import os
-import socket
 import statistics
 import subprocess
 import tempfile
-import time
+
+from knockon_service import Service
 
 CORE = """export interface Money { cents: number; currency: string }
 
@@ -64,40 +63,16 @@ def run(binary, plugins, edits, packages, wait_ms):
     ws = os.path.join(tmp, "ws")
     os.makedirs(ws)
     callers = make(ws, packages)
-    env = dict(os.environ,
-               OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
-               OPENFILES_STATE_DIR=os.path.join(tmp, "state"),
-               OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
-               OPENFILES_PLUGIN_PATH=":".join(plugins))
-    with open(env["OPENFILES_CONFIG"], "w") as f:
-        f.write("[hooks]\ntimeout_ms = 120000\n"
-                + ("" if wait_ms is None else f"knock_on_wait_ms = {wait_ms}\n"))
-    log = open(os.path.join(tmp, "serve.log"), "w")
-    svc = subprocess.Popen([binary, "serve", "-w", ws], env=env, stdout=subprocess.DEVNULL, stderr=log)
     core = os.path.join(ws, "src", "core.ts")
-    payload = json.dumps({"cwd": ws, "hook_event_name": "PostToolUse", "tool_name": "Edit",
-                          "tool_input": {"file_path": core}}).encode()
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(env["OPENFILES_SOCKET"])
-                s.close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    hooks = "" if wait_ms is None else f"knock_on_wait_ms = {wait_ms}\n"
+    with Service(binary, plugins, ws, tmp, hooks) as svc:
         times, found, blamed = [], [], 0
         # Two edits first to start the servers and take the baseline (not counted).
         for n in range(edits + 2):
             broken = n % 2 == 0
             with open(core, "w") as f:
                 f.write(CORE.replace(GOOD, BROKEN) if broken else CORE)
-            start = time.perf_counter()
-            out = subprocess.run([binary, "hook", "--agent", "claude"], input=payload, env=env,
-                                 cwd=ws, capture_output=True)
-            took = (time.perf_counter() - start) * 1000
-            text = out.stdout.decode()
+            took, text = svc.hook(core)
             if n < 2:
                 continue
             times.append(took)
@@ -105,9 +80,6 @@ def run(binary, plugins, edits, packages, wait_ms):
                 found.append(sum(1 for c in callers if f"- {c}" in text))
                 blamed += "legacy" in text or "m0.ts:2:" in text
         return times, found, len(callers), blamed
-    finally:
-        svc.terminate()
-        svc.wait()
 
 
 def main():
