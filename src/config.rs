@@ -111,11 +111,12 @@ pub struct HooksConfig {
     /// project-wide ones (`tsc`, `cargo check`) still run, the hook gets what was found this
     /// long after the edit instead of waiting for them (naming them as still running).
     pub partial_after_ms: u64,
-    /// A project-wide source (pyright's command line, `go build`, a C compiler, `tsc`, `cargo
-    /// check`) whose last run over the project took at most this long is waited for, up to
-    /// this long after the edit, before that partial answer: so the edit's own hook names the
-    /// callers it broke in files nobody edited. A slower one is not waited for (its findings
-    /// come with a later hook). `0`: never wait for a project-wide source.
+    /// A project-wide source (a Python type checker's command line, the go plugin's type
+    /// checker, a C compiler, `tsc`, `cargo check`) that took at most this long in one of its
+    /// last runs over the project (or has not run yet) is waited for, up to this long after
+    /// the edit, before that partial answer: so the edit's own hook names the callers it
+    /// broke in files nobody edited. A slower one is not waited for (its findings come with a
+    /// later hook). `0`: never wait for a project-wide source.
     pub knock_on_wait_ms: u64,
     /// `introduced` (default): the feedback lists the problems the session's edits introduced
     /// and only counts those that were already there; `all`: every problem of the edited files.

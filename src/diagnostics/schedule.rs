@@ -10,9 +10,9 @@
 //!
 //! It also keeps how long each project-wide source's last runs over each project took: a
 //! source that was quick in one of its last [`RUNS_KEPT`] runs (at most
-//! `hooks.knock_on_wait_ms`), or has not run yet, is marked awaited on the files it is
-//! launched for (one run slowed by a busy machine does not stop the waits), so a hook's partial answer waits for what the
-//! edit broke elsewhere (see [`super::waiters`]).
+//! `hooks.knock_on_wait_ms`; one run slowed by a busy machine does not stop the waits), or
+//! has not run yet, is marked awaited on the files it is launched for, so a hook's partial
+//! answer waits for what the edit broke elsewhere (see [`super::waiters`]).
 //!
 //! The scheduler owns no session state: it reads and marks the session the pipeline lends it.
 
