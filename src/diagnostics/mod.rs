@@ -48,6 +48,8 @@ pub struct SourceInfo {
     pub project_wide: bool,
     /// Files marking a project root, for grouping project-wide runs.
     pub project_markers: Vec<String>,
+    /// Handles a file only inside a project (one of `project_markers` at or above it).
+    pub needs_project: bool,
     /// Checks a given text (`CheckRequest::texts`): its baseline can come from a committed text.
     pub checks_texts: bool,
     /// Fetches fixes in a second step (`CheckRequest::fixes_only`), asked after each answer.

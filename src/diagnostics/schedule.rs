@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openfiles_plugin_api::{CheckRequest, CheckResponse};
+use openfiles_plugin_api::{markers, CheckRequest, CheckResponse};
 
 use super::session::{self, Session};
 use super::{project_root, CheckError, Checker, SourceId, SourceInfo};
@@ -68,9 +68,12 @@ impl Scheduler {
         }
     }
 
-    /// The sources that handle `path`.
+    /// The sources that handle `path`: those the checker names, less those that handle a file
+    /// only inside a project when no folder from `path`'s up to the workspace marks one.
     pub fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
-        self.checker.sources_for(path)
+        let mut sources = self.checker.sources_for(path);
+        sources.retain(|s| !s.needs_project || markers::near(&s.project_markers, path, &self.root));
+        sources
     }
 
     /// The checker, for checks outside the session (the baseline's).
@@ -104,7 +107,7 @@ impl Scheduler {
                 session.settle_with(&path, vec![session::refused_item(&why)], now);
                 continue;
             }
-            let sources = self.checker.sources_for(&path);
+            let sources = self.sources_for(&path);
             if sources.is_empty() {
                 session.settle_with(&path, vec![session::unhandled_item(&path)], now);
                 continue;
@@ -215,7 +218,7 @@ impl Scheduler {
                 .iter()
                 .map(|(p, _)| p)
                 .filter(|p| p.starts_with(proj) && !files.contains(p))
-                .filter(|p| self.checker.sources_for(p).iter().any(|s| s.id == info.id))
+                .filter(|p| self.sources_for(p).iter().any(|s| s.id == info.id))
                 .cloned()
                 .collect(),
             None => Vec::new(),

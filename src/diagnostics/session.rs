@@ -544,6 +544,7 @@ mod tests {
             name: format!("s{id}"),
             project_wide,
             project_markers: Vec::new(),
+            needs_project: false,
             checks_texts: false,
             late_fixes: false,
         }

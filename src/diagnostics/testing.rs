@@ -64,6 +64,7 @@ pub fn per_file(id: SourceId, name: &str) -> SourceInfo {
         name: name.into(),
         project_wide: false,
         project_markers: Vec::new(),
+        needs_project: false,
         checks_texts: false,
         late_fixes: false,
     }
@@ -76,6 +77,7 @@ pub fn project_wide(id: SourceId, name: &str, markers: &[&str]) -> SourceInfo {
         name: name.into(),
         project_wide: true,
         project_markers: markers.iter().map(|m| (*m).to_owned()).collect(),
+        needs_project: false,
         checks_texts: false,
         late_fixes: false,
     }

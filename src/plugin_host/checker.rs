@@ -22,6 +22,7 @@ impl Checker for PluginManager {
                     name: self.name(id)?.to_owned(),
                     project_wide: caps.project_wide,
                     project_markers: caps.project_markers.clone(),
+                    needs_project: caps.needs_project,
                     checks_texts: caps.checks_texts,
                     late_fixes: caps.late_fixes,
                 })

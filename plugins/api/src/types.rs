@@ -45,6 +45,11 @@ pub struct Capabilities {
     /// one run per project in flight and queues one follow-up.
     #[serde(default)]
     pub project_wide: bool,
+    /// True when the plugin handles a file only inside a project: one of `project_markers` in
+    /// a folder at or above it, inside the workspace (a C/C++ compile database). The service
+    /// does not ask it about other files, and takes no baseline for it there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_project: bool,
     /// Things the user should know about this plugin's setup (a tool it fell back from, a
     /// setting it could not honour), shown by `openfiles plugins` and `openfiles doctor`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

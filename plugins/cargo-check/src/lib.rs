@@ -84,6 +84,7 @@ impl Plugin for CargoCheck {
             file_names: Vec::new(),
             project_markers: vec!["Cargo.toml".into()],
             project_wide: true,
+            needs_project: false,
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,

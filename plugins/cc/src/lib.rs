@@ -32,7 +32,9 @@
 //! report on files nobody edited until a later baseline run (a new commit) finds one: that
 //! baseline knows none of the project's old errors, and they would all be blamed on the edit.
 //!
-//! With no C compiler on `PATH` (and no `compiler` setting) the plugin claims no file.
+//! With no C compiler on `PATH` (and no `compiler` setting) the plugin claims no file; with
+//! one, only files inside a project with a database (`needs_project`: the service does not
+//! ask about the others, nor take a baseline snapshot for them).
 //!
 //! Config (`[plugin.cc]`): `compiler = "/usr/bin/clang-14"`, `report_edited = true|false`,
 //! `jobs = 2`.
@@ -64,8 +66,13 @@ pub const EXTENSIONS: &[&str] = &[
 ];
 /// The ones clangd (the lsp plugin's built-in server) checks when they are edited.
 pub const CLANGD_EXTENSIONS: &[&str] = &["c", "h", "cpp", "cc", "cxx", "hpp", "hh"];
-/// Where a C/C++ project's root is.
-pub const MARKERS: &[&str] = &["compile_commands.json", "compile_flags.txt"];
+/// Where a C/C++ project's root is (the folder holding its database, or a `build/` folder
+/// with one); the plugin handles only files inside such a project (`needs_project`).
+pub const MARKERS: &[&str] = &[
+    "compile_commands.json",
+    "compile_flags.txt",
+    "build/compile_commands.json",
+];
 /// The clang drivers looked for on `PATH`, best first.
 const CLANGS: &[&str] = &[
     "clang", "clang-20", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14",
@@ -205,6 +212,9 @@ impl Plugin for Cc {
             file_names: Vec::new(),
             project_markers: MARKERS.iter().map(|m| m.to_string()).collect(),
             project_wide: true,
+            // Only where a compile database is: elsewhere clangd alone checks C, and no tree
+            // snapshot is taken for a baseline nothing would use.
+            needs_project: true,
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,

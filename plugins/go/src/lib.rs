@@ -93,6 +93,7 @@ impl Plugin for Go {
             file_names: Vec::new(),
             project_markers: vec!["go.mod".into()],
             project_wide: true,
+            needs_project: false,
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,

@@ -135,6 +135,7 @@ impl Plugin for LspPlugin {
             file_names,
             project_markers,
             project_wide: false,
+            needs_project: false,
             notes: Vec::new(),
             checks_texts: true,
             late_fixes: true,

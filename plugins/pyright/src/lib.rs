@@ -167,6 +167,7 @@ impl Plugin for Pyright {
             file_names: Vec::new(),
             project_markers,
             project_wide: true,
+            needs_project: false,
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,

@@ -78,6 +78,7 @@ impl Plugin for Tsc {
             file_names: Vec::new(),
             project_markers: vec!["tsconfig.json".into()],
             project_wide: true,
+            needs_project: false,
             notes,
             checks_texts: false,
             late_fixes: false,

@@ -375,6 +375,30 @@ async fn a_partial_answer_waits_for_a_quick_project_wide_source_only() {
     }
 }
 
+/// A source that handles a file only inside a project (the C compiler over a compile
+/// database) is not asked about a file with no project marker at or above it; once one
+/// appears, it is.
+#[tokio::test(start_paused = true)]
+async fn a_source_that_needs_a_project_is_asked_only_inside_one() {
+    let cc = SourceInfo {
+        needs_project: true,
+        ..project_wide(1, "cc", &["compile_commands.json"])
+    };
+    let mut b = Bench::start(vec![(per_file(0, "clangd"), "c"), (cc, "c")], &["src/a.c"]);
+    b.edit(&["src/a.c"]).await;
+    let calls = b.calls.take();
+    let asked: Vec<_> = calls.iter().map(|c| c.source).collect();
+    assert_eq!(asked, vec![0], "no compile database: clangd alone");
+    for c in calls {
+        c.clean();
+    }
+    settle().await;
+    std::fs::write(b.root.join("compile_commands.json"), "[]").unwrap();
+    b.edit(&["src/a.c"]).await;
+    let asked: Vec<_> = b.calls.take().iter().map(|c| c.source).collect();
+    assert_eq!(asked, vec![0, 1], "inside a project now");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_partial_waiter_past_its_grace_still_waits_for_the_fast_sources() {
     let mut b = Bench::start(lsp_and_tsc(), &["a.ts"]);

@@ -41,6 +41,7 @@ impl Plugin for Echo {
             Capabilities {
                 extensions: vec!["txt".into()],
                 project_wide: false,
+                needs_project: false,
                 notes: Vec::new(),
                 ..Capabilities::default()
             },
