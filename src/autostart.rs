@@ -258,7 +258,7 @@ fn lock(path: &Path, deadline: Instant) -> Result<File, StartError> {
 }
 
 /// Variables of the client's own service manager (beyond the handshakes no child of ours
-/// inherits, `openfiles_os::child_env::PRIVATE_ENV`) that must not reach the service.
+/// inherits, `openfiles_gate::child_env::PRIVATE_ENV`) that must not reach the service.
 const MANAGER_VARS: &[&str] = &["JOURNAL_STREAM", "INVOCATION_ID", ENV];
 
 /// Start `openfiles --socket SOCKET serve --autostarted`, detached.
@@ -280,7 +280,7 @@ fn spawn_service(socket: &Path) -> Result<(), StartError> {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
     }
-    for var in openfiles_os::child_env::PRIVATE_ENV
+    for var in openfiles_gate::child_env::PRIVATE_ENV
         .iter()
         .chain(MANAGER_VARS)
     {

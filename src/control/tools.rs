@@ -86,7 +86,7 @@ async fn probe(exe: &Path, args: &[String]) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    for var in openfiles_os::child_env::PRIVATE_ENV {
+    for var in openfiles_gate::child_env::PRIVATE_ENV {
         cmd.env_remove(var);
     }
     let shown = format!("`{} {}`", exe.display(), args.join(" "));

@@ -93,7 +93,7 @@ impl Host {
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
         let mut command = Command::new(host_exe);
-        for var in openfiles_os::child_env::PRIVATE_ENV {
+        for var in openfiles_gate::child_env::PRIVATE_ENV {
             command.env_remove(var);
         }
         let mut child = command

@@ -366,7 +366,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
         .unwrap();
     assert_eq!(ppid, service, "the plugin host is the service's child");
     let host_env = read_env(host);
-    for var in openfiles_os::child_env::PRIVATE_ENV {
+    for var in openfiles_gate::child_env::PRIVATE_ENV {
         let prefix = format!("{var}=");
         assert!(
             !host_env.iter().any(|v| v.starts_with(&prefix)),
@@ -381,7 +381,7 @@ fn service_manager_variables_do_not_reach_plugin_hosts() {
     let out = exec["event"]["output"].as_str().unwrap_or_default();
     assert!(out.contains("END-OF-ENV"), "{exec}");
     assert!(out.contains("SECRET_MARKER=ordinary"), "{out}");
-    for var in openfiles_os::child_env::PRIVATE_ENV {
+    for var in openfiles_gate::child_env::PRIVATE_ENV {
         assert!(
             !out.lines().any(|l| l.starts_with(&format!("{var}="))),
             "{var} leaked to a terminal: {out}"

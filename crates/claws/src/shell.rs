@@ -175,7 +175,7 @@ pub fn args_for(
 
 /// Variables a terminal must not inherit from the service.
 fn inherited(name: &str) -> bool {
-    // The service-manager handshakes (openfiles_os::child_env::PRIVATE_ENV) and editor leftovers.
+    // The service-manager handshakes (openfiles_gate::child_env::PRIVATE_ENV) and editor leftovers.
     // OPENFILES_SOCKET stays: an agent in a terminal runs `openfiles hook`, which must reach
     // this service.
     const EXACT: &[&str] = &[
@@ -200,7 +200,7 @@ fn inherited(name: &str) -> bool {
         "CURSOR_",
         "GIT_ASKPASS",
     ];
-    !openfiles_os::child_env::PRIVATE_ENV.contains(&name)
+    !openfiles_gate::child_env::PRIVATE_ENV.contains(&name)
         && !EXACT.contains(&name)
         && !PREFIX.iter().any(|p| name.starts_with(p))
 }

@@ -7,9 +7,12 @@
 //! (the types in [`types`]). See `README.md` in this crate for the full ABI.
 
 pub mod abi;
+/// The one way to start a process (`openfiles-gate`'s): every tool a plugin runs is a
+/// [`gate::Program`] of the check's workspace and trust.
+pub use openfiles_gate as gate;
 /// Opening files a repository controls (no symlinks followed, regular files only, capped):
-/// the one way the service and every plugin read workspace files.
-pub mod confine;
+/// the one way the service and every plugin read workspace files (`openfiles-gate`'s).
+pub use openfiles_gate::confine;
 #[cfg(feature = "host")]
 pub mod host;
 pub mod markers;

@@ -8,7 +8,7 @@
 //! stopped as soon as it starts, and [`ToolRuns::is_cancelled`] lets the plugin skip work.
 //! [`ToolRuns::run_groups`] is the whole loop of a project-wide plugin: one tool run per
 //! project, its findings spread over the project's files, a failed run explained on each.
-//! [`on_path`] finds a tool the way a shell would.
+//! [`on_path`] finds a tool the way a shell would, less `PATH`'s relative entries.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -17,19 +17,14 @@ use std::sync::Mutex;
 
 use crate::types::{FileResult, Item, Severity};
 
-/// `name` found on `PATH` as an executable file, as a shell would find it.
+/// `name` found on `PATH`'s absolute entries as an executable file (the gate's rule: a
+/// relative entry such as `.` is never searched). For a tool run for a workspace, use
+/// [`gate::Program::find`](crate::gate::Program::find) with the check's scope instead.
 pub fn on_path(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
+    crate::gate::spawn::search(name, &crate::gate::Scope::user())
 }
 
-/// Whether `p` is a regular file with an execute bit.
-pub fn is_executable(p: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+pub use crate::gate::spawn::is_executable;
 
 /// What one tool run found: items per file, and items about the project as a whole
 /// (a broken config file, say), which every file of the run reports.

@@ -1,0 +1,506 @@
+//! The one way openfiles starts a process.
+//!
+//! Every program the service, the CLI, the plugin host and the plugins start is built here,
+//! by [`Program`], from a [`Scope`]: the workspace it is started for (if any) and how far the
+//! user trusts it. The gate
+//!
+//! - resolves the executable: an absolute path, or a name found on `PATH`'s *absolute*
+//!   entries (a relative entry — `.`, `bin`, an empty one — is never searched, so a program
+//!   run from inside a repository cannot find the repository's `./go`); for a workspace
+//!   the user has not trusted, never a file inside that workspace, also not through a
+//!   symlink on `PATH` that leads into it;
+//! - sets the environment the trust level calls for ([`Scope::untrusted`]): the service
+//!   manager's handshakes never inherited; `PATH` without its relative entries (and, for an
+//!   untrusted workspace, without the entries inside it); for an untrusted workspace also Go
+//!   kept local (`GOTOOLCHAIN=local`: a repository's `toolchain` line downloads and runs a
+//!   toolchain; `CGO_ENABLED=0`: cgo runs a C compiler with the repository's flags;
+//!   `-buildvcs=false`) and git's repository-run programs off for any git a child runs
+//!   (`core.fsmonitor`, `core.hooksPath`, transports: the config given on git's command line
+//!   through `GIT_CONFIG_COUNT`, which wins over the repository's own);
+//! - records what it started ([`recent`]): program, arguments, workspace, trust and why, so
+//!   `openfiles status --json` can say what ran for a workspace and why it was allowed.
+//!
+//! `tests/it/house.rs` fails the build when a process is started anywhere else
+//! (`Command::new`, `fork`, `exec*`, `posix_spawn`).
+
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::child_env::PRIVATE_ENV;
+
+/// How far the user trusts what a program is started for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Trust {
+    /// Not on behalf of a workspace: the user's own programs (their shell in a terminal,
+    /// their editor, the service itself, `systemctl`). Resolved like a shell would, less
+    /// relative `PATH` entries.
+    User,
+    /// A workspace the user trusts: its own tools (`node_modules/.bin`, `.venv/bin`) may run.
+    Trusted,
+    /// A workspace the user has not trusted: only programs installed outside it, with the
+    /// features that obey a repository's files off.
+    Untrusted,
+}
+
+impl Trust {
+    /// The wire spelling (`status --json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::User => "user",
+            Trust::Trusted => "trusted",
+            Trust::Untrusted => "untrusted",
+        }
+    }
+}
+
+/// What a program is started for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scope {
+    workspace: Option<PathBuf>,
+    trust: Trust,
+}
+
+impl Scope {
+    /// The user's own program, for no workspace.
+    pub fn user() -> Scope {
+        Scope {
+            workspace: None,
+            trust: Trust::User,
+        }
+    }
+
+    /// A program started for `workspace`, trusted or not.
+    pub fn workspace(workspace: &Path, trusted: bool) -> Scope {
+        Scope {
+            workspace: Some(workspace.to_path_buf()),
+            trust: if trusted {
+                Trust::Trusted
+            } else {
+                Trust::Untrusted
+            },
+        }
+    }
+
+    pub fn trust(&self) -> Trust {
+        self.trust
+    }
+
+    pub fn workspace_root(&self) -> Option<&Path> {
+        self.workspace.as_deref()
+    }
+
+    /// Whether the features that obey a repository's files must be off.
+    pub fn untrusted(&self) -> bool {
+        self.trust == Trust::Untrusted
+    }
+
+    /// Whether `path` lies in the workspace, as written or once its symlinks are resolved.
+    fn holds(&self, path: &Path) -> bool {
+        let Some(ws) = &self.workspace else {
+            return false;
+        };
+        if path.starts_with(ws) {
+            return true;
+        }
+        let real_ws = std::fs::canonicalize(ws).unwrap_or_else(|_| ws.clone());
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        real.starts_with(&real_ws) || real.starts_with(ws)
+    }
+
+    /// Whether a `PATH` entry may be searched for this scope.
+    fn searches(&self, dir: &Path) -> bool {
+        dir.is_absolute() && !(self.untrusted() && self.holds(dir))
+    }
+}
+
+/// Why a program was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("`{name}` was not found on PATH")]
+    NotFound { name: String },
+    #[error("`{}` is a relative path; only absolute ones run", path.display())]
+    Relative { path: PathBuf },
+    #[error(
+        "`{}` is inside the workspace {}, which is not trusted (`openfiles trust {}` lets it run its own tools)",
+        path.display(),
+        workspace.display(),
+        workspace.display()
+    )]
+    InWorkspace { path: PathBuf, workspace: PathBuf },
+    #[error("`{}` is not an executable file", path.display())]
+    NotExecutable { path: PathBuf },
+}
+
+/// A program the gate allowed for a scope: build its [`Command`] with [`Program::command`].
+#[derive(Debug, Clone)]
+pub struct Program {
+    path: PathBuf,
+    scope: Scope,
+    why: &'static str,
+}
+
+/// Whether `p` is a regular file (after symlinks) with an execute bit.
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Where `name` would be found for `scope` on the current `PATH`, by the gate's rules (for
+/// lookups that only report: `doctor`, `tools`).
+pub fn search(name: &str, scope: &Scope) -> Option<PathBuf> {
+    search_in(name, scope, std::env::var_os("PATH").as_deref())
+}
+
+fn search_in(name: &str, scope: &Scope, path: Option<&OsStr>) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    std::env::split_paths(path?)
+        .filter(|d| scope.searches(d))
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p) && !(scope.untrusted() && scope.holds(p)))
+}
+
+impl Program {
+    /// `name` as the user installed it: found on `PATH`'s absolute entries (never inside an
+    /// untrusted workspace). A name with a `/` is taken as a path ([`Program::at`]).
+    pub fn find(name: &str, scope: &Scope, why: &'static str) -> Result<Program, Refused> {
+        if name.contains('/') {
+            return Program::at(Path::new(name), scope, why);
+        }
+        match search(name, scope) {
+            Some(path) => Ok(Program {
+                path,
+                scope: scope.clone(),
+                why,
+            }),
+            None => Err(Refused::NotFound {
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    /// The program at `path`, which must be absolute, executable and — for an untrusted
+    /// workspace — outside it (a workspace's `node_modules/.bin` server is found by its
+    /// caller and allowed here only when the workspace is trusted).
+    pub fn at(path: &Path, scope: &Scope, why: &'static str) -> Result<Program, Refused> {
+        if !path.is_absolute() {
+            return Err(Refused::Relative {
+                path: path.to_path_buf(),
+            });
+        }
+        if scope.untrusted() && scope.holds(path) {
+            return Err(Refused::InWorkspace {
+                path: path.to_path_buf(),
+                workspace: scope.workspace.clone().unwrap_or_default(),
+            });
+        }
+        if !is_executable(path) {
+            return Err(Refused::NotExecutable {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Program {
+            path: path.to_path_buf(),
+            scope: scope.clone(),
+            why,
+        })
+    }
+
+    /// This very program (`std::env::current_exe`): the service started by a client, a
+    /// plugin host started by the service.
+    pub fn this_exe(why: &'static str) -> std::io::Result<Program> {
+        Ok(Program {
+            path: std::env::current_exe()?,
+            scope: Scope::user(),
+            why,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The [`Command`] that runs this program with `args`, with the environment of its
+    /// scope; recorded in [`recent`]. Callers set stdio, cwd and further variables; one that
+    /// needs `tokio::process::Command` converts it with `From`.
+    pub fn command<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let mut cmd = Command::new(&self.path);
+        cmd.args(&args);
+        for (k, v) in environment(&self.scope, |k| std::env::var_os(k)) {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        record(self, &args);
+        cmd
+    }
+}
+
+/// The variables a child of `scope` gets set (`Some`) or removed (`None`), given the
+/// current environment `get`.
+pub fn environment(
+    scope: &Scope,
+    get: impl Fn(&str) -> Option<OsString>,
+) -> Vec<(String, Option<OsString>)> {
+    let mut out: Vec<(String, Option<OsString>)> =
+        PRIVATE_ENV.iter().map(|k| (k.to_string(), None)).collect();
+    if let Some(path) = get("PATH") {
+        let kept: Vec<PathBuf> = std::env::split_paths(&path)
+            .filter(|d| scope.searches(d))
+            .collect();
+        if let Ok(joined) = std::env::join_paths(kept) {
+            out.push(("PATH".into(), Some(joined)));
+        }
+    }
+    if scope.untrusted() {
+        out.push(("GOTOOLCHAIN".into(), Some("local".into())));
+        out.push(("CGO_ENABLED".into(), Some("0".into())));
+        let mut goflags = get("GOFLAGS")
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !goflags
+            .split_whitespace()
+            .any(|f| f.starts_with("-buildvcs"))
+        {
+            if !goflags.is_empty() {
+                goflags.push(' ');
+            }
+            goflags.push_str("-buildvcs=false");
+        }
+        out.push(("GOFLAGS".into(), Some(goflags.into())));
+        let first = get("GIT_CONFIG_COUNT")
+            .and_then(|n| n.to_str().and_then(|n| n.parse::<usize>().ok()))
+            .unwrap_or(0);
+        let mut n = first;
+        for (key, value) in GIT_OFF {
+            out.push((format!("GIT_CONFIG_KEY_{n}"), Some((*key).into())));
+            out.push((format!("GIT_CONFIG_VALUE_{n}"), Some((*value).into())));
+            n += 1;
+        }
+        out.push(("GIT_CONFIG_COUNT".into(), Some(n.to_string().into())));
+        out.push(("GIT_TERMINAL_PROMPT".into(), Some("0".into())));
+        out.push(("GIT_NO_LAZY_FETCH".into(), Some("1".into())));
+    }
+    out
+}
+
+/// Git settings given to every git a child of an untrusted workspace runs: no program the
+/// repository's config names.
+const GIT_OFF: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("protocol.allow", "never"),
+    ("core.sshCommand", "false"),
+    ("diff.external", ""),
+];
+
+/// One program the gate started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// When (ms since the epoch).
+    pub at_ms: u64,
+    pub program: PathBuf,
+    /// The first arguments (at most [`ARGS_KEPT`], each at most 200 bytes).
+    pub args: Vec<String>,
+    pub workspace: Option<PathBuf>,
+    pub trust: Trust,
+    /// Why it runs (the caller's words: "language server", "doctor probe", …).
+    pub why: &'static str,
+}
+
+/// How many programs [`recent`] keeps.
+pub const KEPT: usize = 128;
+/// How many of a program's arguments are kept.
+pub const ARGS_KEPT: usize = 8;
+
+static RAN: Mutex<VecDeque<Ran>> = Mutex::new(VecDeque::new());
+
+fn record(program: &Program, args: &[OsString]) {
+    let at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let args = args
+        .iter()
+        .take(ARGS_KEPT)
+        .map(|a| {
+            let mut s = a.to_string_lossy().into_owned();
+            if s.len() > 200 {
+                let mut end = 200;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                s.truncate(end);
+                s.push('…');
+            }
+            s
+        })
+        .collect();
+    let ran = Ran {
+        at_ms,
+        program: program.path.clone(),
+        args,
+        workspace: program.scope.workspace.clone(),
+        trust: program.scope.trust,
+        why: program.why,
+    };
+    let mut list = RAN.lock().unwrap_or_else(|e| e.into_inner());
+    if list.len() == KEPT {
+        list.pop_front();
+    }
+    list.push_back(ran);
+}
+
+/// The programs this process started, oldest first (at most [`KEPT`]).
+pub fn recent() -> Vec<Ran> {
+    RAN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn exe(dir: &Path, name: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_relative_path_entry_is_never_searched() {
+        let t = tempfile::tempdir().unwrap();
+        exe(t.path(), "openfiles-gate-tool");
+        let cwd = std::env::current_dir().unwrap();
+        let rel = pathdiff(t.path(), &cwd);
+        let path = std::env::join_paths([rel.clone(), PathBuf::from(".")]).unwrap();
+        assert_eq!(
+            search_in("openfiles-gate-tool", &Scope::user(), Some(&path)),
+            None,
+            "relative entry {rel:?} searched"
+        );
+        let abs = std::env::join_paths([t.path()]).unwrap();
+        assert_eq!(
+            search_in("openfiles-gate-tool", &Scope::user(), Some(&abs)),
+            Some(t.path().join("openfiles-gate-tool"))
+        );
+    }
+
+    fn pathdiff(target: &Path, from: &Path) -> PathBuf {
+        let up = from.components().count() - 1;
+        let mut p = PathBuf::new();
+        for _ in 0..up {
+            p.push("..");
+        }
+        p.join(target.strip_prefix("/").unwrap())
+    }
+
+    #[test]
+    fn an_untrusted_workspace_supplies_no_program() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().join("repo");
+        let bin = ws.join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let tool = exe(&bin, "openfiles-gate-server");
+        // A symlink on an absolute PATH entry outside the workspace that leads into it.
+        let outside = t.path().join("bin");
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&tool, outside.join("openfiles-gate-linked")).unwrap();
+        let untrusted = Scope::workspace(&ws, false);
+        let trusted = Scope::workspace(&ws, true);
+        assert!(matches!(
+            Program::at(&tool, &untrusted, "test"),
+            Err(Refused::InWorkspace { .. })
+        ));
+        assert!(Program::at(&tool, &trusted, "test").is_ok());
+        let path = std::env::join_paths([bin.clone(), outside.clone()]).unwrap();
+        assert_eq!(
+            search_in("openfiles-gate-server", &untrusted, Some(&path)),
+            None
+        );
+        assert_eq!(
+            search_in("openfiles-gate-linked", &untrusted, Some(&path)),
+            None
+        );
+        assert_eq!(
+            search_in("openfiles-gate-server", &trusted, Some(&path)),
+            Some(tool.clone())
+        );
+        assert!(matches!(
+            Program::at(Path::new("node_modules/.bin/x"), &trusted, "test"),
+            Err(Refused::Relative { .. })
+        ));
+    }
+
+    #[test]
+    fn an_untrusted_child_keeps_go_and_git_local() {
+        let ws = Path::new("/home/u/repo");
+        let env = |scope: &Scope| {
+            environment(scope, |k| match k {
+                "PATH" => Some("/usr/bin:.::/home/u/repo/bin:bin".into()),
+                "GIT_CONFIG_COUNT" => Some("2".into()),
+                "GOFLAGS" => Some("-mod=readonly".into()),
+                _ => None,
+            })
+        };
+        let get = |e: &[(String, Option<OsString>)], k: &str| {
+            e.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.clone())
+        };
+        let u = env(&Scope::workspace(ws, false));
+        assert_eq!(get(&u, "PATH"), Some("/usr/bin".into()));
+        assert_eq!(get(&u, "GOTOOLCHAIN"), Some("local".into()));
+        assert_eq!(get(&u, "CGO_ENABLED"), Some("0".into()));
+        assert_eq!(
+            get(&u, "GOFLAGS"),
+            Some("-mod=readonly -buildvcs=false".into())
+        );
+        assert_eq!(get(&u, "GIT_CONFIG_KEY_2"), Some("core.fsmonitor".into()));
+        assert_eq!(
+            get(&u, "GIT_CONFIG_COUNT"),
+            Some((2 + GIT_OFF.len()).to_string().into())
+        );
+        for var in PRIVATE_ENV {
+            assert!(u.contains(&(var.to_string(), None)), "{var} inherited");
+        }
+        let t = env(&Scope::workspace(ws, true));
+        assert_eq!(get(&t, "PATH"), Some("/usr/bin:/home/u/repo/bin".into()));
+        assert_eq!(get(&t, "GOTOOLCHAIN"), None);
+        assert_eq!(get(&t, "GIT_CONFIG_COUNT"), None);
+    }
+
+    #[test]
+    fn what_ran_is_recorded_with_its_scope() {
+        let p = Program::find("sh", &Scope::workspace(Path::new("/w"), false), "test").unwrap();
+        let status = p.command(["-c", "exit 3"]).status().unwrap();
+        assert_eq!(status.code(), Some(3));
+        let last = recent()
+            .into_iter()
+            .rev()
+            .find(|r| r.why == "test" && r.args == ["-c", "exit 3"])
+            .unwrap();
+        assert_eq!(last.trust, Trust::Untrusted);
+        assert_eq!(last.workspace.as_deref(), Some(Path::new("/w")));
+    }
+}
