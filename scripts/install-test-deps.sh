@@ -106,6 +106,11 @@ fi
 
 if [ -n "$pip_pid" ]; then wait "$pip_pid"; fi
 
+# Every crate Cargo.lock names, for every platform (`cargo build` fetches the host's alone):
+# tests/it/packaging_nix.rs plans the Nix build with `cargo metadata --offline --locked`,
+# which needs them all in the local cache. A no-op when they are there.
+cargo fetch --locked --quiet
+
 # pyenv shims: make freshly pip-installed executables visible.
 if have pyenv; then pyenv rehash >/dev/null 2>&1 || true; fi
 echo "install-test-deps: ok"

@@ -27,6 +27,8 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use openfiles_gate::Program;
+
 /// Settings given on every git command line.
 const ALWAYS: &[&str] = &[
     "core.fsmonitor=false",
@@ -44,8 +46,9 @@ const REPOSITORY_SCOPES: &[&str] = &["local", "worktree", "unknown"];
 const DIFFING: &[&str] = &["diff", "show", "log"];
 
 /// `git -C dir ARGS…` with the rule of this module applied. `args` starts with the
-/// subcommand.
-pub fn command<I, S>(dir: &Path, args: I) -> Command
+/// subcommand. Git is the user's own program (`PATH`'s absolute entries, through the gate);
+/// an error when there is none.
+pub fn command<I, S>(dir: &Path, args: I) -> std::io::Result<Command>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -56,13 +59,17 @@ where
         .map(|a| a.as_ref().to_string_lossy().into_owned())
         .unwrap_or_default();
     let found = repository_config(dir, &sub);
-    let mut cmd = base(dir);
+    let mut cmd = base(dir)?;
     // Command-line config is read last, so these win over the repository's. Set through
     // the environment (`GIT_CONFIG_KEY_n`), which takes a key with any characters; appended
-    // after the user's own (`GIT_CONFIG_COUNT`).
-    let first = std::env::var("GIT_CONFIG_COUNT")
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
+    // after the user's own (`GIT_CONFIG_COUNT`) and the gate's.
+    let first = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "GIT_CONFIG_COUNT")
+        .and_then(|(_, v)| v)
+        .map(|v| v.to_os_string())
+        .or_else(|| std::env::var_os("GIT_CONFIG_COUNT"))
+        .and_then(|n| n.to_str().and_then(|n| n.parse::<usize>().ok()))
         .unwrap_or(0);
     let mut n = first;
     for name in &found.filters {
@@ -99,13 +106,13 @@ where
         cmd.args(["--no-ext-diff", "--no-textconv"]);
     }
     cmd.args(args);
-    cmd
+    Ok(cmd)
 }
 
 /// `git -C dir` with the fixed settings (no lookup of the repository's config).
-fn base(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir);
+fn base(dir: &Path) -> std::io::Result<Command> {
+    let git = Program::user("git", "git")?;
+    let mut cmd = git.command([OsStr::new("-C"), dir.as_os_str()]);
     for setting in ALWAYS {
         cmd.args(["-c", setting]);
     }
@@ -116,7 +123,7 @@ fn base(dir: &Path) -> Command {
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .stdin(Stdio::null());
-    cmd
+    Ok(cmd)
 }
 
 /// What the config says that [`command`] must counter.
@@ -132,8 +139,8 @@ struct Found {
 /// Read (never run) the config relevant to [`command`]. Outside a repository, or without
 /// git, nothing is found.
 fn repository_config(dir: &Path, sub: &str) -> Found {
-    let out = base(dir)
-        .args([
+    let out = base(dir).and_then(|mut c| {
+        c.args([
             "config",
             "--show-scope",
             "-z",
@@ -142,7 +149,8 @@ fn repository_config(dir: &Path, sub: &str) -> Found {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output();
+        .output()
+    });
     match out {
         Ok(o) => parse(&o.stdout, sub),
         Err(_) => Found::default(),
@@ -208,7 +216,7 @@ local\0pager.diff\nevil2\0global\0pager.diff\ntrue\0local\0filter.bare.process\0
     #[test]
     fn diffing_commands_get_no_external_programs() {
         let t = tempfile::tempdir().unwrap();
-        let cmd = command(t.path(), ["diff", "HEAD", "--", "a"]);
+        let cmd = command(t.path(), ["diff", "HEAD", "--", "a"]).unwrap();
         let args: Vec<_> = cmd
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
@@ -219,7 +227,7 @@ local\0pager.diff\nevil2\0global\0pager.diff\ntrue\0local\0filter.bare.process\0
             ["diff", "--no-ext-diff", "--no-textconv", "HEAD", "--", "a"]
         );
         assert!(args.contains(&"core.fsmonitor=false".to_owned()));
-        let cmd = command(t.path(), ["rev-parse", "HEAD"]);
+        let cmd = command(t.path(), ["rev-parse", "HEAD"]).unwrap();
         assert!(!cmd.get_args().any(|a| a == "--no-ext-diff"));
     }
 }

@@ -65,18 +65,17 @@ fn tail(text: &[u8], n: usize) -> &[u8] {
 }
 
 fn journal(follow: bool, lines: usize, path: &Path) -> anyhow::Result<u8> {
-    let mut cmd = std::process::Command::new("journalctl");
-    cmd.args([
-        "--user",
-        "-u",
-        "openfiles.service",
-        "-n",
-        &lines.to_string(),
-    ]);
-    if follow {
-        cmd.arg("-f");
-    }
-    match cmd.status() {
+    let status = openfiles_gate::Program::user("journalctl", "logs")
+        .map_err(std::io::Error::from)
+        .and_then(|journalctl| {
+            let lines = lines.to_string();
+            let mut args = vec!["--user", "-u", "openfiles.service", "-n", &lines];
+            if follow {
+                args.push("-f");
+            }
+            journalctl.command(args).status()
+        });
+    match status {
         Ok(st) => Ok(u8::from(!st.success())),
         Err(_) => anyhow::bail!(
             "no log yet: {} does not exist and journalctl is not available (the service \

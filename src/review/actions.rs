@@ -16,6 +16,7 @@ use anyhow::Context as _;
 
 use super::model;
 use crate::gitcmd;
+use openfiles_gate::Program;
 use openfiles_wire::control::ReviewFile;
 
 /// The editor command line the user asked for.
@@ -28,22 +29,24 @@ pub fn editor() -> String {
 }
 
 /// The command that opens `f` at its first problem.
-pub fn edit_command(f: &ReviewFile) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c").arg(format!("{} \"$@\"", editor())).arg("sh");
+pub fn edit_command(f: &ReviewFile) -> std::io::Result<Command> {
+    // The user's own editor, as their shell would run `$VISUAL`/`$EDITOR`.
+    let sh = Program::user("sh", "the user's editor")?;
+    let mut c = sh.command(["-c"]);
+    c.arg(format!("{} \"$@\"", editor())).arg("sh");
     if let Some(item) = model::first_problem(&f.entry.items) {
         if f.entry.errors + f.entry.warnings > 0 && item.line > 0 {
             c.arg(format!("+{}", item.line));
         }
     }
     c.arg(&f.entry.path);
-    c
+    Ok(c)
 }
 
 /// Run the editor on `f`; the terminal is the child's until it exits.
 pub fn edit(f: &ReviewFile) -> anyhow::Result<String> {
     let status = edit_command(f)
-        .status()
+        .and_then(|mut c| c.status())
         .with_context(|| format!("cannot start the editor `{}`", editor()))?;
     Ok(if status.success() {
         format!("edited {}", f.key)
@@ -55,7 +58,8 @@ pub fn edit(f: &ReviewFile) -> anyhow::Result<String> {
 /// The `git diff` command showing `f` against HEAD (a file git does not track yet, or a
 /// repository without commits, is shown whole, as new). `Err` says why there is no diff.
 pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
-    let ok = |mut c: Command| {
+    let ok = |c: std::io::Result<Command>| {
+        let Ok(mut c) = c else { return false };
         c.stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -88,7 +92,8 @@ pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
             .map(OsStr::new)
             .into()
     };
-    let mut c = gitcmd::command(root, args.into_iter().chain([path]));
+    let mut c = gitcmd::command(root, args.into_iter().chain([path]))
+        .map_err(|e| format!("cannot run git: {e}"))?;
     // The terminal is the user's for this one: git pages it (with the user's pager).
     c.stdin(Stdio::inherit());
     Ok(c)

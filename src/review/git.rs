@@ -31,8 +31,7 @@ pub const AGENT: &str = "git";
 /// Run git in `dir` and return the NUL-separated paths it printed.
 fn git_paths(dir: &Path, args: &[&str]) -> anyhow::Result<Vec<PathBuf>> {
     let out = crate::gitcmd::command(dir, args)
-        .stderr(Stdio::piped())
-        .output()
+        .and_then(|mut c| c.stderr(Stdio::piped()).output())
         .context("cannot run git (is it installed?)")?;
     if !out.status.success() {
         anyhow::bail!(
@@ -54,7 +53,7 @@ fn git_paths(dir: &Path, args: &[&str]) -> anyhow::Result<Vec<PathBuf>> {
 pub fn changed_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     git_paths(dir, &["rev-parse", "--show-toplevel"])
         .with_context(|| format!("{} is not in a git repository", dir.display()))?;
-    let has_head = crate::gitcmd::command(dir, ["rev-parse", "--verify", "--quiet", "HEAD"])
+    let has_head = crate::gitcmd::command(dir, ["rev-parse", "--verify", "--quiet", "HEAD"])?
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()

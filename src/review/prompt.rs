@@ -208,11 +208,11 @@ pub fn copy(text: &str) -> anyhow::Result<String> {
         if needs.is_some_and(|v| std::env::var_os(v).is_none_or(|x| x.is_empty())) {
             continue;
         }
-        let Some(exe) = openfiles_plugin_api::tools::on_path(tool) else {
+        let Ok(exe) = openfiles_gate::Program::user(tool, "clipboard") else {
             continue;
         };
-        let child = std::process::Command::new(&exe)
-            .args(*args)
+        let child = exe
+            .command(*args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

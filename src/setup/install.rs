@@ -9,8 +9,8 @@
 //! unless `--force`. Both backends compile on every platform (the platform only picks the
 //! default), so the launchd code is type-checked and its `--dry-run` output tested on Linux.
 
+use openfiles_gate::Program;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context};
 
@@ -148,9 +148,9 @@ fn shell_line(cmd: &[String]) -> String {
 
 fn run_command(cmd: &[String]) -> anyhow::Result<()> {
     let (prog, args) = cmd.split_first().context("empty command")?;
-    let status = Command::new(prog)
-        .args(args)
-        .status()
+    let status = Program::user(prog, "service manager")
+        .map_err(std::io::Error::from)
+        .and_then(|p| p.command(args).status())
         .with_context(|| format!("cannot run {prog}"))?;
     if !status.success() {
         bail!("`{}` failed ({status})", shell_line(cmd));
@@ -205,10 +205,13 @@ pub fn restart(platform: Platform, socket: Option<&Path>) -> anyhow::Result<u8> 
 /// (false when there is no user manager to ask).
 fn systemd_unit_in_use() -> bool {
     let ask = |verb: &str| {
-        Command::new("systemctl")
-            .args(["--user", verb, SOCKET_UNIT, SERVICE_UNIT])
-            .stderr(std::process::Stdio::null())
-            .output()
+        Program::user("systemctl", "service manager")
+            .map_err(std::io::Error::from)
+            .and_then(|p| {
+                p.command(["--user", verb, SOCKET_UNIT, SERVICE_UNIT])
+                    .stderr(std::process::Stdio::null())
+                    .output()
+            })
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default()
     };
@@ -293,11 +296,13 @@ fn install(opts: &Options) -> anyhow::Result<u8> {
         // A loaded agent keeps its old definition and makes `bootstrap` fail: unload it
         // first (failing when it is not loaded is fine).
         let bootout = &manager_commands(Platform::Launchd, Action::Uninstall)?[0];
-        let _ = Command::new(&bootout[0])
-            .args(&bootout[1..])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        if let Ok(p) = Program::user(&bootout[0], "service manager") {
+            let _ = p
+                .command(&bootout[1..])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
     }
     finish(opts, &commands, "to start it on first use, run")
 }

@@ -112,14 +112,17 @@ pub fn units_report(platform: Platform) -> UnitsReport {
                 }
                 None => r.lines.push("agent: not installed".into()),
             }
-            let loaded = std::process::Command::new("launchctl")
-                .args([
-                    "print",
-                    &format!("gui/{}/{LAUNCHD_LABEL}", nix::unistd::getuid()),
-                ])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
+            let loaded = openfiles_gate::Program::user("launchctl", "service manager")
+                .map_err(std::io::Error::from)
+                .and_then(|p| {
+                    p.command([
+                        "print",
+                        &format!("gui/{}/{LAUNCHD_LABEL}", nix::unistd::getuid()),
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                })
                 .map(|s| s.success())
                 .unwrap_or(false);
             r.enabled = loaded;

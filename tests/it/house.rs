@@ -300,8 +300,10 @@ fn plugins_know_only_the_plugin_api() {
             };
             for (name, spec) in deps {
                 let path = spec.get("path").and_then(|p| p.as_str());
+                // The plugin API stands on the gate (and re-exports it to the plugins).
+                let api_on_gate = dir.ends_with("api") && name == "openfiles-gate";
                 assert!(
-                    name != "openfiles" && path.is_none_or(|p| p.ends_with("api")),
+                    api_on_gate || (name != "openfiles" && path.is_none_or(|p| p.ends_with("api"))),
                     "{} depends on {name} ({section}): plugins know only openfiles-plugin-api",
                     manifest.strip_prefix(root()).unwrap().display()
                 );
@@ -338,9 +340,13 @@ fn crates_depend_one_way() {
             .collect::<BTreeSet<_>>()
     };
     let allowed: &[(&str, BTreeSet<String>)] = &[
+        ("crates/gate", set(&[])),
         ("crates/os", set(&[])),
         ("crates/wire", set(&["openfiles-plugin-api"])),
-        ("crates/claws", set(&["openfiles-os", "openfiles-wire"])),
+        (
+            "crates/claws",
+            set(&["openfiles-gate", "openfiles-os", "openfiles-wire"]),
+        ),
     ];
     for (dir, may) in allowed {
         let deps = path_deps(&root().join(dir).join("Cargo.toml"));
@@ -358,6 +364,102 @@ fn crates_depend_one_way() {
             "{dir} has no place in crates_depend_one_way (tests/it/house.rs) and ARCHITECTURE.md"
         );
     }
+}
+
+/// What starts a process, outside the gate: `Command::new` (std's and tokio's), the libc
+/// and nix calls that replace or fork a process image.
+const SPAWNS: &[&str] = &[
+    "Command::new(",
+    "posix_spawn",
+    "libc::exec",
+    "unistd::exec",
+    "unistd::fork",
+    "libc::fork",
+    "libc::vfork",
+    "libc::system(",
+    "pty_process",
+];
+
+/// The one place each spawning call may appear: the gate, and the second fork of a detached
+/// service start, which runs inside the `pre_exec` of a command the gate built.
+const SPAWN_ALLOWED: &[(&str, &str)] = &[
+    ("crates/gate/src/spawn.rs", "Command::new("),
+    ("src/autostart.rs", "libc::fork"),
+];
+
+/// Every non-test source file of the service, the crates and the plugins.
+fn product_sources() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    for group in ["crates", "plugins"] {
+        for e in std::fs::read_dir(root().join(group)).unwrap() {
+            let src = e.unwrap().path().join("src");
+            if src.is_dir() {
+                rust_files(&src, &mut files);
+            }
+        }
+    }
+    files.retain(|f| {
+        let name = f.file_name().unwrap().to_string_lossy();
+        // Test-only modules (`#[cfg(test)] mod tests;` / `mod testing;`) and the fixtures'
+        // plugins.
+        name != "tests.rs"
+            && name != "testing.rs"
+            && !f.components().any(|c| c.as_os_str() == "test-fixtures")
+    });
+    files
+}
+
+/// Places outside the gate that start a process, as `file: call`.
+fn spawns_outside_the_gate(files: &[PathBuf]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(root()).unwrap_or(file);
+        let rel_s = rel.to_string_lossy();
+        let text = code(file);
+        for call in SPAWNS {
+            if text.contains(call) && !SPAWN_ALLOWED.contains(&(rel_s.as_ref(), *call)) {
+                found.push(format!("{rel_s}: {call}"));
+            }
+        }
+    }
+    found
+}
+
+/// One way to start a process (RELIABILITY.md, "Trust"): every program openfiles, its
+/// plugin host and its plugins start is an `openfiles_gate::Program`, which resolves it by
+/// the workspace's trust and sets the environment that trust calls for.
+#[test]
+fn every_process_starts_at_the_gate() {
+    let files = product_sources();
+    assert!(
+        files.len() > 100,
+        "the scan found only {} files",
+        files.len()
+    );
+    let found = spawns_outside_the_gate(&files);
+    assert!(
+        found.is_empty(),
+        "processes started outside openfiles_gate::Program (use Program::find/at/this_exe \
+         with the workspace's Scope):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_gate_rule_sees_a_spawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.rs");
+    std::fs::write(
+        &f,
+        "fn f() { let _ = tokio::process::Command::new(\"sh\"); }\n\
+         #[cfg(test)]\nmod tests { fn g() { std::process::Command::new(\"sh\"); } }\n",
+    )
+    .unwrap();
+    let found = spawns_outside_the_gate(std::slice::from_ref(&f));
+    assert_eq!(found.len(), 1, "{found:?}");
+    std::fs::write(&f, "// Command::new(\"sh\") in a comment\n").unwrap();
+    assert!(spawns_outside_the_gate(&[f]).is_empty());
 }
 
 #[test]

@@ -134,6 +134,16 @@ pub enum Refused {
     NotExecutable { path: PathBuf },
 }
 
+impl From<Refused> for std::io::Error {
+    fn from(e: Refused) -> std::io::Error {
+        let kind = match e {
+            Refused::NotFound { .. } => std::io::ErrorKind::NotFound,
+            _ => std::io::ErrorKind::PermissionDenied,
+        };
+        std::io::Error::new(kind, e)
+    }
+}
+
 /// A program the gate allowed for a scope: build its [`Command`] with [`Program::command`].
 #[derive(Debug, Clone)]
 pub struct Program {
@@ -181,6 +191,12 @@ impl Program {
                 name: name.to_owned(),
             }),
         }
+    }
+
+    /// The user's own program `name` (for no workspace: `systemctl`, `journalctl`, their
+    /// shell, their clipboard tool), found on `PATH`'s absolute entries.
+    pub fn user(name: &str, why: &'static str) -> Result<Program, Refused> {
+        Program::find(name, &Scope::user(), why)
     }
 
     /// The program at `path`, which must be absolute, executable and — for an untrusted

@@ -42,7 +42,7 @@ pub enum GitError {
 
 fn run(root: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
     gitcmd::command(root, args)
-        .output()
+        .and_then(|mut c| c.output())
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => GitError::Missing,
             _ => GitError::Io(e),
@@ -242,10 +242,12 @@ fn extract(top: &Path, entries: &[Entry], tree: &Path, cap: u64) -> Result<(), G
     }
     let blobs: Vec<&Entry> = entries.into_iter().filter(|e| e.is_blob()).collect();
     let mut cat = gitcmd::command(top, ["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+        .and_then(|mut c| {
+            c.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+        })
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => GitError::Missing,
             _ => GitError::Io(e),
