@@ -161,7 +161,7 @@ impl Default for WatchConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiagnosticsConfig {
-    /// Extra ignore globs (gitignore syntax), on top of the built-in ones.
+    /// Extra ignore globs (globset syntax, matched against workspace-relative paths: `**/gen/**`), on top of the built-in ones.
     pub ignore: Vec<String>,
     /// Extra sensitive-file globs: kept in the session, never read by a checker.
     pub sensitive: Vec<String>,

@@ -31,7 +31,7 @@ pub const ABI_MAJOR: u32 = 1;
 /// A diagnostic source. One instance serves every workspace of the host process;
 /// `check` may be called from several threads at once, `cancel` from any thread.
 pub trait Plugin: Send + Sync + Sized + 'static {
-    /// Short name, used in config (`[plugins.<name>]`), logs and `openfiles plugins`.
+    /// Short name, used in config (`[plugin.<name>]`), logs and `openfiles plugins`.
     const NAME: &'static str;
     /// The plugin's own version.
     const VERSION: &'static str;

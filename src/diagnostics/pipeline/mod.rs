@@ -239,7 +239,7 @@ impl Pipeline {
         }
     }
 
-    /// PipelineHandle one message; `Some` means stop after this burst.
+    /// Handle one message from a `PipelineHandle`; `Some` means stop after this burst.
     fn handle(&mut self, msg: Msg) -> Option<oneshot::Sender<()>> {
         match msg {
             Msg::Edited {

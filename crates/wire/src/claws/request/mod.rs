@@ -1,5 +1,5 @@
 //! Typed Claws requests: one struct per command, decoded from the request object after the
-//! envelope ([`super::proto::Request`]: `id`, `protocol`, `clientVersion`) is checked.
+//! envelope ([`super::Request`]: `id`, `protocol`, `clientVersion`) is checked.
 //!
 //! Decoding is lenient the way the editor extension's JavaScript is: a field of the wrong
 //! type reads as absent (so its default applies), numbers may come as strings, unknown
