@@ -424,7 +424,10 @@ mod tests {
             assert_eq!(e["GOSUMDB"].as_deref(), Some("off"));
         }
         assert_eq!(env(false)["CGO_ENABLED"].as_deref(), Some("0"));
-        assert!(env(false)["GOFLAGS"].as_deref().unwrap().contains("-buildvcs=false"));
+        assert!(env(false)["GOFLAGS"]
+            .as_deref()
+            .unwrap()
+            .contains("-buildvcs=false"));
         assert!(!env(true).contains_key("CGO_ENABLED"));
     }
 

@@ -125,7 +125,7 @@ impl Client {
     /// folders (the first is also `rootUri`), push settings.
     pub async fn start(
         spec: &ServerSpec,
-        exe: &Path,
+        exe: &openfiles_plugin_api::gate::Program,
         root: &Path,
         folders: &[PathBuf],
         startup: Duration,
