@@ -535,6 +535,13 @@ fn untested() -> Vec<ServerSpec> {
     ];
     for s in &mut v {
         s.opt_in = true;
+        // Their servers build the project to know it, and a build file is a program:
+        // jdtls and kotlin-language-server run Gradle or Maven, sourcekit-lsp compiles and
+        // runs Package.swift, ruby-lsp runs Bundler over the Gemfile, csharp-ls MSBuild.
+        s.runs_project_code = matches!(
+            s.name.as_str(),
+            "jdtls" | "kotlin-language-server" | "sourcekit-lsp" | "ruby-lsp" | "csharp-ls"
+        );
     }
     v
 }
@@ -903,6 +910,62 @@ mod tests {
             // Never above the workspace.
             assert_eq!(r.find(&s, &sub, &Scope::workspace(&sub, true)), None);
         }
+    }
+
+    #[test]
+    fn untrusted_servers_read_no_project_config_and_run_no_project_build() {
+        let all = builtin();
+        let get = |n: &str| all.iter().find(|s| s.name == n).unwrap().clone();
+        for n in [
+            "rust-analyzer",
+            "eslint",
+            "jdtls",
+            "kotlin-language-server",
+            "sourcekit-lsp",
+            "ruby-lsp",
+            "csharp-ls",
+        ] {
+            assert!(get(n).runs_project_code, "{n}");
+        }
+        let ws = Path::new("/w");
+        let dir = Path::new("/state/clangd/w");
+        // The user's own options of the same names are replaced, never given twice.
+        let mut clangd = get("clangd");
+        clangd.args = vec![
+            "--log=error".into(),
+            "--compile-commands-dir".into(),
+            "/w/build".into(),
+            "--enable-config".into(),
+            "-j=2".into(),
+        ];
+        let c = for_untrusted(&clangd, Path::new("/usr/bin/clangd"), Some(dir), ws).unwrap();
+        assert_eq!(
+            c.args,
+            [
+                "--log=error",
+                "-j=2",
+                "--enable-config=false",
+                "--compile-commands-dir=/state/clangd/w"
+            ]
+        );
+        assert!(for_untrusted(&clangd, Path::new("/usr/bin/clangd"), None, ws).is_err());
+        // typescript-language-server: the TypeScript beside it, never the workspace's.
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let global = root.join("lib/node_modules");
+        let cli = global.join("typescript-language-server/lib/cli.mjs");
+        let tsserver = global.join("typescript/lib/tsserver.js");
+        for f in [&cli, &tsserver] {
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, "").unwrap();
+        }
+        let tsls = get("typescript-language-server");
+        let s = for_untrusted(&tsls, &cli, None, ws).unwrap();
+        let init = s.initialization_options.unwrap();
+        assert_eq!(init["tsserver"]["path"], tsserver.display().to_string());
+        assert_eq!(init["disableAutomaticTypingAcquisition"], true);
+        // A TypeScript only inside the workspace is none.
+        assert!(for_untrusted(&tsls, &cli, None, &root).is_err());
     }
 
     #[test]
