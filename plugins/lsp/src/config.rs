@@ -158,6 +158,12 @@ pub struct ServerSpec {
     /// `node_modules/typescript` — JavaScript the repository brings — never runs; without one
     /// it is not started there.
     pub outside_typescript: bool,
+    /// The server asks the client for schemas it does not load itself (`vscode/content`):
+    /// in a workspace the user has not trusted, for every schema, files too
+    /// (`handledSchemaProtocols: []`), and the client answers only with a file inside the
+    /// server's folders, read the confined way — a `$schema` naming `~/.aws/credentials`
+    /// reads nothing (vscode-json-language-server).
+    pub schemas_from_client: bool,
     /// Notifications sent once after `initialized` (yaml-language-server's
     /// `yaml/registerContentRequest`, which makes it ask the client for http schemas, and
     /// openfiles declines: no download at check time).
@@ -197,6 +203,7 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         untrusted_args: Vec::new(),
         filtered_compile_db: false,
         outside_typescript: false,
+        schemas_from_client: false,
         after_initialized: Vec::new(),
         indexing: None,
         group: None,
@@ -420,6 +427,7 @@ fn data_languages() -> Vec<ServerSpec> {
         "provideFormatter": false,
         "handledSchemaProtocols": ["file"],
     }));
+    json.schemas_from_client = true;
     json.settings = json!({
         "json": {"validate": {"enable": true}, "schemaDownload": {"enable": false},
                  "format": {"enable": false}, "schemas": []},
@@ -790,6 +798,15 @@ pub fn for_untrusted(
         let dir = compile_commands_dir.ok_or("no folder for its compile database")?;
         s.args
             .push(format!("--compile-commands-dir={}", dir.display()));
+    }
+    if s.schemas_from_client {
+        let mut init = s
+            .initialization_options
+            .take()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({}));
+        init["handledSchemaProtocols"] = serde_json::json!([]);
+        s.initialization_options = Some(init);
     }
     if s.outside_typescript {
         let tsserver = typescript_beside(exe, workspace).ok_or_else(|| {

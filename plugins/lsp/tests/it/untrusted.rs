@@ -8,7 +8,9 @@
 //!   (`GOTOOLCHAIN=local`: a `toolchain` line downloads and runs a Go; `CGO_ENABLED=0`;
 //!   git's repository-run programs off);
 //! - typescript-language-server: the project's `node_modules/typescript` (JavaScript the
-//!   repository brings) never runs; the TypeScript installed beside the server does.
+//!   repository brings) never runs; the TypeScript installed beside the server does;
+//! - the JSON server: a `$schema` naming a file outside the workspace is not read; one
+//!   inside still is.
 
 use crate::support;
 use serde_json::json;
@@ -45,7 +47,7 @@ fn clangd_obeys_no_flag_the_repository_gives() {
     );
     let c = env.write("c/c.c", BAD);
     for file in [&a, &b, &c] {
-        let items = env.check_untrusted(file, 60_000);
+        let items = env.check_untrusted(file, 180_000);
         assert_eq!(
             errors(&items),
             vec![(2, "undeclared_var_use".to_string())],
@@ -100,7 +102,7 @@ fn clangd_obeys_no_flag_the_repository_gives() {
         "file": "m.c",
     }));
     env.write("a/compile_commands.json", &db.to_string());
-    let items = env.check_untrusted(&macro_user, 60_000);
+    let items = env.check_untrusted(&macro_user, 180_000);
     assert_eq!(
         errors(&items),
         vec![(2, "undeclared_var_use".to_string())],
@@ -125,7 +127,7 @@ fn gopls_runs_with_go_kept_local_in_an_untrusted_workspace() {
         "module example.com/t\n\ngo 1.19\n\ntoolchain go1.99.0\n",
     );
     let file = env.write("t.go", "package t\n\nvar X int = \"x\"\n");
-    let _ = env.check_untrusted(&file, 60_000);
+    let _ = env.check_untrusted(&file, 180_000);
     let vars = environ(env.pid("gopls"));
     for want in ["GOTOOLCHAIN=local", "CGO_ENABLED=0"] {
         assert!(vars.iter().any(|v| v == want), "{want} missing: {vars:?}");
@@ -159,7 +161,43 @@ fn typescript_language_server_never_runs_the_projects_typescript_when_untrusted(
     env.write("node_modules/typescript/lib/typescript.js", &js);
     env.write("tsconfig.json", r#"{"compilerOptions": {"strict": true}}"#);
     let file = env.write("a.ts", "const x: number = \"x\";\nexport {};\n");
-    let items = env.check_untrusted(&file, 60_000);
+    let items = env.check_untrusted(&file, 180_000);
     assert!(!marker.exists(), "the project's TypeScript ran");
     assert_eq!(errors(&items), vec![(1, "2322".to_string())], "{items:#?}");
+}
+
+#[test]
+fn a_json_schema_outside_an_untrusted_workspace_is_not_read() {
+    let env = Env::new(json!({}));
+    let outside = env.ws.parent().unwrap().join("private.schema.json");
+    std::fs::write(
+        &outside,
+        r#"{"type": "object", "required": ["secret_required"]}"#,
+    )
+    .unwrap();
+    env.write(
+        "schema/in.schema.json",
+        r#"{"type": "object", "required": ["needed"]}"#,
+    );
+    let out_doc = env.write(
+        "out.json",
+        &format!(
+            "{{\n  \"$schema\": \"{}\",\n  \"a\": 1\n}}\n",
+            outside.display()
+        ),
+    );
+    let in_doc = env.write(
+        "in.json",
+        "{\n  \"$schema\": \"./schema/in.schema.json\",\n  \"a\": 1\n}\n",
+    );
+    let said = |items: &[openfiles_plugin_api::Item], what: &str| {
+        items.iter().any(|i| i.message.contains(what))
+    };
+    let items = env.check_untrusted(&out_doc, 180_000);
+    assert!(!said(&items, "secret_required"), "{items:#?}");
+    let items = env.check_untrusted(&in_doc, 180_000);
+    assert!(said(&items, "needed"), "{items:#?}");
+    // Trusted, the user's own file is theirs to name.
+    let items = env.check(&out_doc, 180_000);
+    assert!(said(&items, "secret_required"), "{items:#?}");
 }
