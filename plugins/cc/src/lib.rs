@@ -56,11 +56,10 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use openfiles_plugin_api::confine::{read_regular, Last};
 use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::markers;
 use openfiles_plugin_api::private;
-use openfiles_plugin_api::tools::{is_executable, on_path, ToolRuns};
+use openfiles_plugin_api::tools::{is_executable, on_path, source_lines, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -458,16 +457,9 @@ impl Cc {
                 if d.severity == Severity::Error {
                     broken.insert(unit.file.clone());
                 }
-                let text = lines.entry(path.clone()).or_insert_with(|| {
-                    read_regular(&path, Last::Follow, 16 << 20)
-                        .map(|b| {
-                            String::from_utf8_lossy(&b)
-                                .lines()
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                });
+                let text = lines
+                    .entry(path.clone())
+                    .or_insert_with(|| source_lines(ws, &path));
                 let column = text
                     .get(d.line.saturating_sub(1) as usize)
                     .map(|l| parse::char_column(l, d.column))
