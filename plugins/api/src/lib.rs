@@ -7,6 +7,8 @@
 //! (the types in [`types`]). See `README.md` in this crate for the full ABI.
 
 pub mod abi;
+#[cfg(unix)]
+pub mod compile_db;
 /// The one way to start a process (`openfiles-gate`'s): every tool a plugin runs is a
 /// [`gate::Program`] of the check's workspace and trust.
 pub use openfiles_gate as gate;
@@ -16,6 +18,8 @@ pub use openfiles_gate::confine;
 #[cfg(feature = "host")]
 pub mod host;
 pub mod markers;
+#[cfg(unix)]
+pub mod private;
 #[cfg(unix)]
 pub mod tools;
 pub mod types;

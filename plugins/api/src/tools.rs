@@ -8,7 +8,11 @@
 //! stopped as soon as it starts, and [`ToolRuns::is_cancelled`] lets the plugin skip work.
 //! [`ToolRuns::run_groups`] is the whole loop of a project-wide plugin: one tool run per
 //! project, its findings spread over the project's files, a failed run explained on each.
-//! [`on_path`] finds a tool the way a shell would, less `PATH`'s relative entries.
+//! [`on_path`] finds a tool the way a shell would, less `PATH`'s relative entries; a tool
+//! run for a check is a [`gate::Program`](crate::gate::Program) of the check's [`scope`]
+//! (its [`Command`] comes from the gate, with the environment of the workspace's trust), and
+//! [`source_lines`] reads a file the tool reported the confined way (to turn its columns into
+//! characters).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -25,6 +29,36 @@ pub fn on_path(name: &str) -> Option<std::path::PathBuf> {
 }
 
 pub use crate::gate::spawn::is_executable;
+
+/// The scope of the tools a check runs: its workspace, trusted or not.
+pub fn scope(request: &crate::CheckRequest) -> crate::gate::Scope {
+    crate::gate::Scope::workspace(&request.workspace, request.trusted)
+}
+
+/// The largest file [`source_lines`] reads.
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
+/// The lines of `path`, a file inside `workspace` a tool reported a problem in, read the
+/// confined way ([`crate::confine::read_workspace_file`]: no symlink followed, a regular file
+/// only, never blocking on a FIFO, at most [`MAX_SOURCE_BYTES`]); outside the workspace, a
+/// regular file reached without blocking. Empty when it cannot be read (the caller keeps the
+/// tool's own column).
+pub fn source_lines(workspace: &std::path::Path, path: &std::path::Path) -> Vec<String> {
+    use crate::confine::{read_regular, read_workspace_file, Last};
+    let bytes = if path.starts_with(workspace) {
+        read_workspace_file(workspace, path, MAX_SOURCE_BYTES)
+    } else {
+        read_regular(path, Last::Follow, MAX_SOURCE_BYTES)
+    };
+    bytes
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// What one tool run found: items per file, and items about the project as a whole
 /// (a broken config file, say), which every file of the run reports.
@@ -258,6 +292,25 @@ mod tests {
             |_, _| panic!("a cancelled check runs no tool"),
         );
         assert_eq!(r.unwrap_err(), "cancelled");
+    }
+
+    #[test]
+    fn source_lines_never_block_on_a_fifo() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().canonicalize().unwrap();
+        std::fs::write(ws.join("a.go"), "package a\nvar x = 1\n").unwrap();
+        assert_eq!(
+            source_lines(&ws, &ws.join("a.go")),
+            ["package a", "var x = 1"]
+        );
+        let fifo = ws.join("b.go");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(source_lines(&ws, &fifo).is_empty());
+        std::os::unix::fs::symlink("/etc/passwd", ws.join("c.go")).unwrap();
+        assert!(source_lines(&ws, &ws.join("c.go")).is_empty());
     }
 
     #[test]

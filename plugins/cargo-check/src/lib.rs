@@ -9,6 +9,10 @@
 //! Every requested and `also_report` file gets a result (empty when clean), because a
 //! project-wide check can move an error to another file. Cancelling kills the cargo run.
 //!
+//! Only in a workspace the user trusts (cargo runs its build scripts and proc macros); cargo
+//! is a [`gate::Program`](openfiles_plugin_api::gate::Program) of the check's workspace and
+//! trust, found on `PATH`'s absolute entries (never `.`) or in rustup's folder.
+//!
 //! Config (`[plugin.cargo-check]`): `command = "check" | "clippy"`, `extra_args = [..]`,
 //! `all_targets = true`, `cargo = "cargo"`.
 
@@ -17,9 +21,10 @@ mod messages;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use openfiles_plugin_api::tools::{Findings, ToolRuns};
+use openfiles_plugin_api::gate::{Program, Scope};
+use openfiles_plugin_api::tools::{on_path, scope, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -118,6 +123,7 @@ impl Plugin for CargoCheck {
                 .collect();
             return Ok(CheckResponse { files });
         }
+        let cargo = self.program(&scope(&request))?;
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         let mut files = Vec::new();
         let mut seen = HashSet::new();
@@ -130,7 +136,7 @@ impl Plugin for CargoCheck {
             let root = package_dir(file).map(|package| {
                 roots
                     .entry(package.clone())
-                    .or_insert_with(|| self.workspace_root(&package))
+                    .or_insert_with(|| self.workspace_root(&cargo, &package))
                     .clone()
             });
             match root {
@@ -155,7 +161,7 @@ impl Plugin for CargoCheck {
                     Some(real) => self.target_dir(&real, "-baseline"),
                     None => self.target_dir(root, ""),
                 };
-                self.run_cargo(request.id, root, &target)
+                self.run_cargo(&cargo, request.id, root, &target)
                     .map(|per_file| Findings {
                         per_file,
                         shared: Vec::new(),
@@ -171,11 +177,22 @@ impl Plugin for CargoCheck {
 }
 
 impl CargoCheck {
+    /// The cargo to run for `scope`, by the gate's rules.
+    fn program(&self, scope: &Scope) -> Result<Program, String> {
+        let why = "cargo (cargo-check plugin)";
+        let found = if self.cargo.is_absolute() {
+            Program::at(&self.cargo, scope, why)
+        } else {
+            Program::find(&self.cargo.to_string_lossy(), scope, why)
+        };
+        found.map_err(|e| e.to_string())
+    }
+
     /// The cargo workspace root of the package in `package` (the folder of the workspace's
     /// `Cargo.toml`; the package itself when cargo cannot say).
-    fn workspace_root(&self, package: &Path) -> PathBuf {
-        let out = Command::new(&self.cargo)
-            .args(["locate-project", "--workspace", "--message-format", "plain"])
+    fn workspace_root(&self, cargo: &Program, package: &Path) -> PathBuf {
+        let out = cargo
+            .command(["locate-project", "--workspace", "--message-format", "plain"])
             .current_dir(package)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
@@ -205,13 +222,13 @@ impl CargoCheck {
     /// Run cargo at `root`, building in `target`; messages per absolute file.
     fn run_cargo(
         &self,
+        cargo: &Program,
         id: u64,
         root: &Path,
         target: &Path,
     ) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
-        let mut cmd = Command::new(&self.cargo);
-        cmd.arg(&self.settings.command)
-            .arg("--message-format=json")
+        let mut cmd = cargo.command([&self.settings.command]);
+        cmd.arg("--message-format=json")
             .arg("--workspace")
             .arg("--target-dir")
             .arg(target);
@@ -226,7 +243,7 @@ impl CargoCheck {
         let mut child = self
             .runs
             .spawn(id, &mut cmd)
-            .map_err(|e| format!("cannot run {}: {e}", self.cargo.display()))?;
+            .map_err(|e| format!("cannot run {}: {e}", cargo.path().display()))?;
         let stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
             let mut text = String::new();
@@ -295,18 +312,16 @@ fn stamp_fixes(root: &Path, found: &mut HashMap<PathBuf, Vec<Item>>) {
     }
 }
 
-/// The cargo to run: the setting as given when it is a path or found on `PATH`; else the
-/// rustup location (`$CARGO_HOME/bin`, `~/.cargo/bin`), which a service's minimal `PATH`
-/// often lacks; else the bare name (and the error names it).
+/// The cargo to run: the setting as given when it is a path, else found on `PATH`'s
+/// absolute entries ([`on_path`]); else the rustup location (`$CARGO_HOME/bin`,
+/// `~/.cargo/bin`), which a service's minimal `PATH` often lacks; else the bare name (looked
+/// up again at each check, and the error names it).
 pub fn resolve_cargo(setting: &str) -> PathBuf {
     if setting.contains('/') {
         return PathBuf::from(setting);
     }
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(setting).is_file()))
-        .unwrap_or(false);
-    if on_path {
-        return PathBuf::from(setting);
+    if let Some(p) = on_path(setting) {
+        return p;
     }
     let homes = [
         std::env::var_os("CARGO_HOME").map(PathBuf::from),

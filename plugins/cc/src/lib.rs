@@ -2,11 +2,15 @@
 //! translation units that include it, which nobody edited (the knock-on of
 //! `docs/baseline.md`): clangd (the lsp plugin) publishes only for the documents it was given.
 //!
-//! A project-wide source over a compile database ([`db`]: `compile_commands.json` or
-//! `compile_flags.txt`, found the way clangd finds it). Each unit is read with
+//! A project-wide source over a compile database ([`db`], the plugin API's
+//! [`compile_db`](openfiles_plugin_api::compile_db), whose allowlist the lsp plugin's clangd
+//! gets too: `compile_commands.json` or `compile_flags.txt`, found the way clangd finds it). Each unit is read with
 //! `clang -fsyntax-only` (clang 14+ from `PATH`: the front end clangd is built on, so the
 //! same messages), else `gcc`/`g++`'s, with the database's flags cut down to an allowlist;
-//! the compiler the database names is never run. Per check, the units read are:
+//! the compiler the database names is never run. The compiler is a
+//! [`gate::Program`](openfiles_plugin_api::gate::Program) of the check's workspace and trust:
+//! found on `PATH`'s absolute entries outside an untrusted workspace (never `.`), with the
+//! gate's environment. Per check, the units read are:
 //! - over a snapshot of the commit (`cache_of` set, the baseline): every unit, once per
 //!   commit (the database is read from the real workspace when the commit has none, its
 //!   paths moved into the snapshot);
@@ -14,6 +18,9 @@
 //!   over-approximation), the edited units themselves, and every unit the last check of this
 //!   database found an error through (remembered in the state dir), so an error it reported
 //!   in a file nobody edited is either found again or known to be gone.
+//!
+//! Its state files (`last-errors.json`, `baselines-without-database.json`) are private
+//! (0600 in a 0700 state dir, [`openfiles_plugin_api::private`]).
 //!
 //! A unit whose flags the compiler refuses (a database written for gcc read by clang, or the
 //! other way round) is read again without them, as clangd drops them. Units run in parallel
@@ -39,7 +46,7 @@
 //! Config (`[plugin.cc]`): `compiler = "/usr/bin/clang-14"`, `report_edited = true|false`,
 //! `jobs = 2`.
 
-pub mod db;
+pub use openfiles_plugin_api::compile_db as db;
 pub mod includes;
 pub mod parse;
 
@@ -49,9 +56,10 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use openfiles_plugin_api::confine::{read_regular, Last};
+use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::markers;
-use openfiles_plugin_api::tools::{is_executable, ToolRuns};
+use openfiles_plugin_api::private;
+use openfiles_plugin_api::tools::{is_executable, on_path, source_lines, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -61,18 +69,12 @@ use serde::Deserialize;
 use db::{Db, Remap, Unit};
 
 /// The C/C++ files handled (sources and headers).
-pub const EXTENSIONS: &[&str] = &[
-    "c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "h++", "inl", "ipp",
-];
+pub const EXTENSIONS: &[&str] = db::C_EXTENSIONS;
 /// The ones clangd (the lsp plugin's built-in server) checks when they are edited.
 pub const CLANGD_EXTENSIONS: &[&str] = &["c", "h", "cpp", "cc", "cxx", "hpp", "hh"];
 /// Where a C/C++ project's root is (the folder holding its database, or a `build/` folder
 /// with one); the plugin handles only files inside such a project (`needs_project`).
-pub const MARKERS: &[&str] = &[
-    "compile_commands.json",
-    "compile_flags.txt",
-    "build/compile_commands.json",
-];
+pub const MARKERS: &[&str] = db::DATABASE_NAMES;
 /// The clang drivers looked for on `PATH`, best first.
 const CLANGS: &[&str] = &[
     "clang", "clang-20", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14",
@@ -122,23 +124,15 @@ impl Kind {
     }
 }
 
-/// `name` in an absolute folder of `PATH` (a relative entry would be looked up from the
-/// folder a compiler runs in: a repository's).
-pub fn on_absolute_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
-/// The compiler to run: the setting, else clang, else gcc, from `PATH`.
+/// The compiler to run: the setting, else clang, else gcc, from `PATH`'s absolute entries
+/// ([`on_path`], the gate's rule: a relative entry would be looked up from the folder a
+/// compiler runs in, a repository's).
 pub fn find_compiler(setting: Option<&Path>) -> Option<(PathBuf, Kind)> {
     if let Some(p) = setting {
         let p = if p.is_absolute() {
             Some(p.to_owned())
         } else {
-            on_absolute_path(&p.to_string_lossy())
+            on_path(&p.to_string_lossy())
         };
         return p.filter(|p| is_executable(p)).map(|p| {
             let k = Kind::of(&p);
@@ -147,9 +141,9 @@ pub fn find_compiler(setting: Option<&Path>) -> Option<(PathBuf, Kind)> {
     }
     CLANGS
         .iter()
-        .find_map(|c| on_absolute_path(c))
+        .find_map(|c| on_path(c))
         .map(|p| (p, Kind::Clang))
-        .or_else(|| on_absolute_path("gcc").map(|p| (p, Kind::Gcc)))
+        .or_else(|| on_path("gcc").map(|p| (p, Kind::Gcc)))
 }
 
 #[derive(Default)]
@@ -187,6 +181,9 @@ impl Plugin for Cc {
             serde_json::from_value(init.config).map_err(|e| format!("[plugin.cc]: {e}"))?
         };
         let compiler = find_compiler(settings.compiler.as_deref());
+        if let Err(e) = private::create_dir(&init.state_dir) {
+            return Err(format!("{}: {e}", init.state_dir.display()));
+        }
         let state_file = init.state_dir.join("last-errors.json");
         let last_errors = std::fs::read(&state_file)
             .ok()
@@ -224,7 +221,7 @@ impl Plugin for Cc {
                 compiler,
                 report_edited: settings
                     .report_edited
-                    .unwrap_or_else(|| on_absolute_path("clangd").is_none()),
+                    .unwrap_or_else(|| on_path("clangd").is_none()),
                 jobs: jobs.max(1),
                 state_file,
                 blind_file,
@@ -405,6 +402,19 @@ impl Cc {
             .iter()
             .map(|e| in_workspace(e.clone(), ws, &ws_canonical))
             .collect();
+        let scope = Scope::workspace(ws, request.trusted);
+        let compiler = match Program::at(&compiler, &scope, "C/C++ compiler (cc)") {
+            Ok(p) => p,
+            Err(why) => {
+                return wanted
+                    .iter()
+                    .map(|path| FileResult {
+                        path: path.clone(),
+                        items: vec![Item::note(Severity::Error, "cc", why.to_string())],
+                    })
+                    .collect()
+            }
+        };
         let outputs = self.run_units(request.id, &compiler, kind, &units);
         let mut lines: HashMap<PathBuf, Vec<String>> = HashMap::new();
         let mut per_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
@@ -447,16 +457,9 @@ impl Cc {
                 if d.severity == Severity::Error {
                     broken.insert(unit.file.clone());
                 }
-                let text = lines.entry(path.clone()).or_insert_with(|| {
-                    read_regular(&path, Last::Follow, 16 << 20)
-                        .map(|b| {
-                            String::from_utf8_lossy(&b)
-                                .lines()
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                });
+                let text = lines
+                    .entry(path.clone())
+                    .or_insert_with(|| source_lines(ws, &path));
                 let column = text
                     .get(d.line.saturating_sub(1) as usize)
                     .map(|l| parse::char_column(l, d.column))
@@ -551,10 +554,7 @@ impl Cc {
         };
         if changed {
             if let Ok(bytes) = serde_json::to_vec(&*all) {
-                let tmp = self.blind_file.with_extension("json.tmp");
-                if std::fs::write(&tmp, bytes).is_ok() {
-                    let _ = std::fs::rename(&tmp, &self.blind_file);
-                }
+                let _ = private::write(&self.blind_file, &bytes);
             }
         }
     }
@@ -573,10 +573,7 @@ impl Cc {
             all.remove(db);
         }
         if let Ok(bytes) = serde_json::to_vec(&*all) {
-            let tmp = self.state_file.with_extension("json.tmp");
-            if std::fs::write(&tmp, bytes).is_ok() {
-                let _ = std::fs::rename(&tmp, &self.state_file);
-            }
+            let _ = private::write(&self.state_file, &bytes);
         }
     }
 
@@ -584,7 +581,7 @@ impl Cc {
     fn run_units(
         &self,
         id: u64,
-        compiler: &Path,
+        compiler: &Program,
         kind: Kind,
         units: &[&Unit],
     ) -> Vec<Option<Result<parse::Output, String>>> {
@@ -607,9 +604,8 @@ impl Cc {
     }
 
     /// The command line that reads `unit` (see the module docs).
-    pub fn command(compiler: &Path, kind: Kind, unit: &Unit) -> Command {
-        let mut cmd = Command::new(compiler);
-        cmd.arg("-fsyntax-only");
+    pub fn command(compiler: &Program, kind: Kind, unit: &Unit) -> Command {
+        let mut cmd = compiler.command(["-fsyntax-only"]);
         match kind {
             Kind::Clang => cmd.args([
                 "-fno-color-diagnostics",
@@ -622,16 +618,7 @@ impl Cc {
                 "-fdiagnostics-color=never",
             ]),
         };
-        cmd.args(&unit.args);
-        let says_cxx = unit
-            .file
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| !matches!(e, "c" | "h"));
-        if unit.cxx && !says_cxx && !unit.args.iter().any(|a| a == "-x") {
-            cmd.args(["-x", "c++"]);
-        }
-        cmd.arg(&unit.file);
+        cmd.args(db::unit_arguments(unit));
         let dir = if unit.dir.is_dir() {
             unit.dir.clone()
         } else {
@@ -648,7 +635,7 @@ impl Cc {
     fn run_unit(
         &self,
         id: u64,
-        compiler: &Path,
+        compiler: &Program,
         kind: Kind,
         unit: &Unit,
     ) -> Option<Result<parse::Output, String>> {
@@ -688,7 +675,7 @@ impl Cc {
         if self.runs.take_cancelled(sub) {
             return None;
         }
-        Some(out.map_err(|e| format!("cannot run {} ({e})", compiler.display())))
+        Some(out.map_err(|e| format!("cannot run {} ({e})", compiler.path().display())))
     }
 }
 

@@ -22,7 +22,8 @@
 //! reworded message is listed by both. The checker needs Go 1.18 or later.
 //!
 //! What runs, and what a repository can change about it: the go command (the `go` setting,
-//! else `go` on `PATH`; never one the workspace holds), the Go compiler (for the export data)
+//! else `go` on `PATH`'s absolute entries; never one the workspace holds: a
+//! [`gate::Program`](openfiles_plugin_api::gate::Program) of the check's workspace and trust), the Go compiler (for the export data)
 //! and the checker — building Go code does not run it (Go's security policy; a repository
 //! cannot set `GOFLAGS` or `-toolexec`). Offline: `GOTOOLCHAIN=local`
 //! (a `toolchain` line cannot download a Go), `GOPROXY=off`, `GOSUMDB=off` (only modules
@@ -34,6 +35,9 @@
 //! `#cgo` flags (go checks them against an allowlist): only in a trusted workspace; an
 //! untrusted one is checked with `CGO_ENABLED=0` (files that `import "C"` are left out).
 //!
+//! The files it reads itself (a reported file's lines, to turn byte columns into characters)
+//! are read the confined way ([`source_lines`]: no symlink, no FIFO, capped).
+//!
 //! Config (`[plugin.go]`): `go = "path/to/go"`, `extra_args = [..]` (go list build flags
 //! such as `-tags=integration`).
 
@@ -44,8 +48,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::markers::project_root;
-use openfiles_plugin_api::tools::{on_path, Findings, ToolRuns};
+use openfiles_plugin_api::tools::{on_path, scope, source_lines, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
@@ -128,12 +133,7 @@ impl Plugin for Go {
                 .or_default()
                 .push(file.clone());
         }
-        let go = self
-            .settings
-            .go
-            .clone()
-            .or_else(|| on_path("go"))
-            .ok_or("no go on PATH")?;
+        let go = self.go(&scope(&request))?;
         let mut files = if groups.is_empty() {
             Vec::new()
         } else {
@@ -182,30 +182,48 @@ pub fn goflags(user: &str) -> String {
 }
 
 /// `program` with the environment every go command of this plugin runs with (see the
-/// module docs).
-pub fn go_command(program: &Path, trusted: bool) -> Command {
-    let mut cmd = Command::new(program);
+/// module docs): the gate's for its scope (an untrusted workspace's: `CGO_ENABLED=0`, …),
+/// then Go kept offline and local whatever the trust.
+pub fn go_command(program: &Program) -> Command {
+    let mut cmd = program.command(std::iter::empty::<&str>());
+    let mut flags = goflags(&std::env::var("GOFLAGS").unwrap_or_default());
+    if program.scope().untrusted() && !flags.split_whitespace().any(|f| f.starts_with("-buildvcs"))
+    {
+        if !flags.is_empty() {
+            flags.push(' ');
+        }
+        flags.push_str("-buildvcs=false");
+    }
     cmd.env("GOTOOLCHAIN", "local")
         .env("GOPROXY", "off")
         .env("GOSUMDB", "off")
-        .env(
-            "GOFLAGS",
-            goflags(&std::env::var("GOFLAGS").unwrap_or_default()),
-        );
-    if !trusted {
-        cmd.env("CGO_ENABLED", "0");
-    }
+        .env("GOFLAGS", flags);
     cmd
 }
 
 impl Go {
+    /// The go command for `scope`: the setting, else `go` on `PATH` (the gate's rules).
+    fn go(&self, scope: &Scope) -> Result<Program, String> {
+        let found = match &self.settings.go {
+            Some(p) => Program::find(&p.to_string_lossy(), scope, "go (go plugin)"),
+            None => Program::find("go", scope, "go (go plugin)"),
+        };
+        found.map_err(|e| e.to_string())
+    }
+
     /// The helper built for this `go` (built once per Go version, kept in the state dir).
-    fn helper(&self, id: u64, go: &Path) -> Result<PathBuf, String> {
-        let version = Command::new(go)
+    fn helper(&self, id: u64, go: &Program) -> Result<PathBuf, String> {
+        // Our own source, built in our state dir: the user's program, for no workspace.
+        let go = Program::at(
+            go.path(),
+            &Scope::user(),
+            "go build of the go plugin's checker",
+        )
+        .map_err(|e| e.to_string())?;
+        let version = go_command(&go)
             .arg("version")
-            .env("GOTOOLCHAIN", "local")
             .output()
-            .map_err(|e| format!("cannot run {} ({e})", go.display()))?;
+            .map_err(|e| format!("cannot run {} ({e})", go.path().display()))?;
         let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
         if let Some(p) = self
             .helpers
@@ -217,7 +235,7 @@ impl Go {
         }
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (HELPER_SOURCE, &version, go).hash(&mut h);
+        (HELPER_SOURCE, &version, go.path()).hash(&mut h);
         let dir = self
             .state_dir
             .join("helper")
@@ -233,9 +251,10 @@ impl Go {
             .and_then(|()| std::fs::write(src.join("main.go"), HELPER_SOURCE))
             .map_err(|e| format!("{}: {e}", src.display()))?;
             let tmp = dir.join(format!("openfiles-go-types.{}.{id}", std::process::id()));
-            let mut cmd = go_command(go, false);
+            let mut cmd = go_command(&go);
             // Our own source: none of the user's flags or workspaces apply to it.
             cmd.env("GOFLAGS", "")
+                .env("CGO_ENABLED", "0")
                 .env("GOWORK", "off")
                 .args(["build", "-buildvcs=false", "-o"])
                 .arg(&tmp)
@@ -244,7 +263,7 @@ impl Go {
             let out = self
                 .runs
                 .output(id, &mut cmd)
-                .map_err(|e| format!("cannot run {} ({e})", go.display()))?;
+                .map_err(|e| format!("cannot run {} ({e})", go.path().display()))?;
             if !out.status.success() {
                 return Err(format!(
                     "building the Go type checker with {version} failed:\n{}",
@@ -262,11 +281,11 @@ impl Go {
 
     /// The package patterns of a run at `root`: `./...`, or under a `go.work` every module
     /// it uses.
-    fn patterns(&self, id: u64, go: &Path, root: &Path, trusted: bool) -> Vec<String> {
+    fn patterns(&self, id: u64, go: &Program, root: &Path) -> Vec<String> {
         if !root.join("go.work").is_file() {
             return vec!["./...".into()];
         }
-        let mut cmd = go_command(go, trusted);
+        let mut cmd = go_command(go);
         cmd.args(["list", "-m", "-f", "{{.Dir}}"]).current_dir(root);
         match self.runs.output(id, &mut cmd) {
             Ok(out) if out.status.success() => {
@@ -290,23 +309,25 @@ impl Go {
     /// with `report_all` every file of the workspace).
     fn run(
         &self,
-        go: &Path,
+        go: &Program,
         helper: &Path,
         root: &Path,
         wanted: &[PathBuf],
         request: &CheckRequest,
     ) -> Result<Findings, String> {
         let id = request.id;
-        let patterns = self.patterns(id, go, root, request.trusted);
-        let mut cmd = go_command(helper, request.trusted);
-        cmd.arg(go)
+        let patterns = self.patterns(id, go, root);
+        let helper = Program::at(helper, go.scope(), "the go plugin's checker")
+            .map_err(|e| e.to_string())?;
+        let mut cmd = go_command(&helper);
+        cmd.arg(go.path())
             .args(&self.settings.extra_args)
             .args(&patterns)
             .current_dir(root);
         let out = self
             .runs
             .output(id, &mut cmd)
-            .map_err(|e| format!("cannot run {} ({e})", helper.display()))?;
+            .map_err(|e| format!("cannot run {} ({e})", helper.path().display()))?;
         let found = parse::parse(&format!("{}\n{}", out.stdout, out.stderr));
         if found.checked.is_empty() && found.typed.is_empty() && !out.status.success() {
             let text: Vec<&str> = found
@@ -338,11 +359,9 @@ impl Go {
             if !(wanted.contains(&p) || (request.report_all && p.starts_with(&request.workspace))) {
                 continue;
             }
-            let text = lines_cache.entry(p.clone()).or_insert_with(|| {
-                std::fs::read_to_string(&p)
-                    .map(|t| t.lines().map(str::to_owned).collect())
-                    .unwrap_or_default()
-            });
+            let text = lines_cache
+                .entry(p.clone())
+                .or_insert_with(|| source_lines(&request.workspace, &p));
             let column = text
                 .get(d.line as usize - 1)
                 .map(|l| parse::char_column(l, d.byte_column))
@@ -386,7 +405,9 @@ mod tests {
     #[test]
     fn offline_always_and_no_c_compiler_unless_trusted() {
         let env = |trusted| -> HashMap<String, Option<String>> {
-            go_command(Path::new("go"), trusted)
+            let go =
+                Program::find("sh", &Scope::workspace(Path::new("/w"), trusted), "test").unwrap();
+            go_command(&go)
                 .get_envs()
                 .map(|(k, v)| {
                     (
@@ -403,6 +424,10 @@ mod tests {
             assert_eq!(e["GOSUMDB"].as_deref(), Some("off"));
         }
         assert_eq!(env(false)["CGO_ENABLED"].as_deref(), Some("0"));
+        assert!(env(false)["GOFLAGS"]
+            .as_deref()
+            .unwrap()
+            .contains("-buildvcs=false"));
         assert!(!env(true).contains_key("CGO_ENABLED"));
     }
 

@@ -125,7 +125,7 @@ impl Client {
     /// folders (the first is also `rootUri`), push settings.
     pub async fn start(
         spec: &ServerSpec,
-        exe: &Path,
+        exe: &openfiles_plugin_api::gate::Program,
         root: &Path,
         folders: &[PathBuf],
         startup: Duration,
@@ -543,11 +543,25 @@ fn answer_request(
         }
         "window/showDocument" => Ok(json!({"success": false})),
         // A schema behind a URL (yaml-language-server and the JSON server ask the client for
-        // them): openfiles downloads nothing at check time.
-        "vscode/content" => Err((
-            REQUEST_FAILED,
-            "openfiles does not download schemas: name a schema file instead".into(),
-        )),
+        // them): openfiles downloads nothing at check time. A schema file (asked for in an
+        // untrusted workspace, see `ServerSpec::schemas_from_client`): only one inside the
+        // server's folders, read the confined way.
+        "vscode/content" => {
+            let uri = params
+                .as_str()
+                .or_else(|| params.get(0).and_then(Value::as_str))
+                .unwrap_or_default();
+            match uri.strip_prefix("file://").and_then(|_| uri_to_path(uri)) {
+                Some(path) if spec.schemas_from_client => {
+                    schema_file(&path, &folders.lock().unwrap_or_else(|e| e.into_inner()))
+                }
+                Some(_) => Err((REQUEST_FAILED, "openfiles reads no schema file here".into())),
+                None => Err((
+                    REQUEST_FAILED,
+                    "openfiles does not download schemas: name a schema file instead".into(),
+                )),
+            }
+        }
         _ => {
             tracing::debug!(server = %spec.name, method, "unknown server request");
             Err((
@@ -556,6 +570,25 @@ fn answer_request(
             ))
         }
     }
+}
+
+/// The largest schema file served.
+const MAX_SCHEMA_BYTES: u64 = 8 << 20;
+
+/// A schema file's text for the server: only inside one of its folders, read confined.
+fn schema_file(path: &Path, folders: &[PathBuf]) -> Result<Value, (i64, String)> {
+    let Some(folder) = folders.iter().find(|f| path.starts_with(f)) else {
+        return Err((
+            REQUEST_FAILED,
+            format!(
+                "openfiles reads no schema outside the workspace ({})",
+                path.display()
+            ),
+        ));
+    };
+    openfiles_plugin_api::confine::read_workspace_file(folder, path, MAX_SCHEMA_BYTES)
+        .map(|b| Value::String(String::from_utf8_lossy(&b).into_owned()))
+        .map_err(|e| (REQUEST_FAILED, format!("{}: {e}", path.display())))
 }
 
 fn note(method: &str, params: Value, state: &Mutex<State>, spec: &ServerSpec) {

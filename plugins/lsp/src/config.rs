@@ -2,12 +2,24 @@
 //!
 //! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
 //! table, finding a server's executable (the project's `node_modules/.bin` or `.venv/bin` when
-//! trusted, then `PATH`) and a
-//! file's project root (nearest ancestor with a root marker, never above the workspace).
+//! trusted, then `PATH`'s absolute entries outside an untrusted workspace: the gate's rule) and
+//! a file's project root (nearest ancestor with a root marker, never above the workspace).
+//!
+//! What a server reads from a project that can name a program or a path is off in a
+//! workspace the user has not trusted: servers that run project code (rust-analyzer, ESLint)
+//! are not started there at all ([`ServerSpec::runs_project_code`]); clangd starts with its
+//! project configuration off ([`ServerSpec::untrusted_args`]: `.clangd` can add any compile
+//! flag) and gets its compile flags only from a database the plugin writes through the
+//! compile-database allowlist ([`ServerSpec::filtered_compile_db`], see `clangd_db`);
+//! typescript-language-server is given the TypeScript installed beside it
+//! ([`ServerSpec::outside_typescript`]: `tsserver.path`), never the project's
+//! `node_modules/typescript`, and no automatic type acquisition (npm at check time). See
+//! [`for_untrusted`].
 //! Some built-in servers are opt-in (`tsgo --lsp`, TypeScript 7's preview server): they are
 //! only used when named in `enable`. rust-analyzer is experimental: no test has started a
 //! real one (see the README).
-//! Nothing here starts a process except the optional `probe` (a quick `--version` run used
+//! Nothing here starts a process except the optional `probe` (a gate `Program` of the
+//! workspace's scope) (a quick `--version` run used
 //! for rustup's `rust-analyzer` proxy, which exists even when the component does not).
 
 use serde::Deserialize;
@@ -133,6 +145,25 @@ pub struct ServerSpec {
     pub runs_project_code: bool,
     /// Used only for files inside a project ([`ServerOverride::needs_project`]).
     pub needs_project: bool,
+    /// Arguments added in a workspace the user has not trusted, turning off what the server
+    /// would obey in the project's own files (clangd: `--enable-config=false`, no `.clangd`).
+    /// The same options among the configured `args` are dropped there.
+    pub untrusted_args: Vec<String>,
+    /// In a workspace the user has not trusted, the server reads compile flags only from a
+    /// database the plugin writes (the compile-database allowlist the cc plugin uses), named
+    /// by `--compile-commands-dir` (clangd).
+    pub filtered_compile_db: bool,
+    /// In a workspace the user has not trusted, the server (typescript-language-server) is
+    /// given `tsserver.path` of the TypeScript installed beside it, so the project's
+    /// `node_modules/typescript` — JavaScript the repository brings — never runs; without one
+    /// it is not started there.
+    pub outside_typescript: bool,
+    /// The server asks the client for schemas it does not load itself (`vscode/content`):
+    /// in a workspace the user has not trusted, for every schema, files too
+    /// (`handledSchemaProtocols: []`), and the client answers only with a file inside the
+    /// server's folders, read the confined way — a `$schema` naming `~/.aws/credentials`
+    /// reads nothing (vscode-json-language-server).
+    pub schemas_from_client: bool,
     /// Notifications sent once after `initialized` (yaml-language-server's
     /// `yaml/registerContentRequest`, which makes it ask the client for http schemas, and
     /// openfiles declines: no download at check time).
@@ -169,6 +200,10 @@ fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str
         finds_projects: false,
         runs_project_code: false,
         needs_project: false,
+        untrusted_args: Vec::new(),
+        filtered_compile_db: false,
+        outside_typescript: false,
+        schemas_from_client: false,
         after_initialized: Vec::new(),
         indexing: None,
         group: None,
@@ -192,6 +227,8 @@ pub fn builtin() -> Vec<ServerSpec> {
     // tsserver opens each file in the project of the nearest tsconfig.json, as it does for an
     // editor window holding many packages.
     tsls.finds_projects = true;
+    // It would run the project's `node_modules/typescript/lib/tsserver.js` first.
+    tsls.outside_typescript = true;
     // TypeScript 7's native server (npm @typescript/native-preview): pull diagnostics for
     // the text sent. Opt-in while it is a preview.
     let mut tsgo = spec(
@@ -271,6 +308,10 @@ pub fn builtin() -> Vec<ServerSpec> {
                 &["compile_commands.json", "compile_flags.txt", ".clangd"],
             );
             clangd.finds_projects = true;
+            // `.clangd` (CompileFlags: Add: [-MJ, …]) and the repository's compile database
+            // name paths clangd writes to: neither is read in an untrusted workspace.
+            clangd.untrusted_args = vec!["--enable-config=false".into()];
+            clangd.filtered_compile_db = true;
             clangd
         },
         ra,
@@ -386,6 +427,7 @@ fn data_languages() -> Vec<ServerSpec> {
         "provideFormatter": false,
         "handledSchemaProtocols": ["file"],
     }));
+    json.schemas_from_client = true;
     json.settings = json!({
         "json": {"validate": {"enable": true}, "schemaDownload": {"enable": false},
                  "format": {"enable": false}, "schemas": []},
@@ -501,6 +543,13 @@ fn untested() -> Vec<ServerSpec> {
     ];
     for s in &mut v {
         s.opt_in = true;
+        // Their servers build the project to know it, and a build file is a program:
+        // jdtls and kotlin-language-server run Gradle or Maven, sourcekit-lsp compiles and
+        // runs Package.swift, ruby-lsp runs Bundler over the Gemfile, csharp-ls MSBuild.
+        s.runs_project_code = matches!(
+            s.name.as_str(),
+            "jdtls" | "kotlin-language-server" | "sourcekit-lsp" | "ruby-lsp" | "csharp-ls"
+        );
     }
     v
 }
@@ -651,37 +700,37 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// The executable for `spec` as seen from a project: in a workspace the user trusts,
-    /// `<dir>/node_modules/.bin`, then `<dir>/.venv/bin` (a Python project's own ruff,
-    /// basedpyright or ty), for the project root and each ancestor up to the workspace, then
-    /// `PATH`; in any other, `PATH` only (an executable the repository brings never
-    /// runs there). `None` if absent (or present but its probe fails).
-    pub fn find(
-        &self,
-        spec: &ServerSpec,
-        root: &Path,
-        workspace: &Path,
-        trusted: bool,
-    ) -> Option<PathBuf> {
+    /// The executable for `spec` as seen from a project, for `scope` (its workspace and
+    /// trust): in a workspace the user trusts, `<dir>/node_modules/.bin`, then
+    /// `<dir>/.venv/bin` (a Python project's own ruff, basedpyright or ty), for the project
+    /// root and each ancestor up to the workspace, then `PATH`; in any other, `PATH`'s
+    /// absolute entries outside the workspace only (an executable the repository brings
+    /// never runs there; the gate's rule). `None` if absent (or present but its probe fails,
+    /// or the gate refuses it).
+    pub fn find(&self, spec: &ServerSpec, root: &Path, scope: &Scope) -> Option<PathBuf> {
         let cmd = Path::new(&spec.command);
+        let trusted = scope.trust() == Trust::Trusted;
+        let workspace = scope.workspace_root();
         let found = if cmd.components().count() > 1 {
             Some(cmd.to_path_buf()).filter(|p| is_executable(p))
         } else {
             let local = root
                 .ancestors()
-                .take_while(|d| trusted && d.starts_with(workspace))
+                .take_while(|d| trusted && workspace.is_some_and(|w| d.starts_with(w)))
                 .flat_map(|d| [d.join("node_modules/.bin"), d.join(".venv/bin")])
                 .map(|bin| bin.join(cmd))
                 .find(|p| is_executable(p));
-            local.or_else(|| on_path(&spec.command))
+            local.or_else(|| search(&spec.command, scope))
         }?;
+        let program = Program::at(&found, scope, "language server probe").ok()?;
         match &spec.probe {
             None => Some(found),
-            Some(args) => self.probe(&found, args).then_some(found),
+            Some(args) => self.probe(&program, args).then_some(found),
         }
     }
 
-    fn probe(&self, exe: &Path, args: &[String]) -> bool {
+    fn probe(&self, program: &Program, args: &[String]) -> bool {
+        let exe = program.path();
         let key = (exe.to_path_buf(), args.to_vec());
         if let Some(ok) = self
             .probes
@@ -691,14 +740,13 @@ impl Resolver {
         {
             return *ok;
         }
-        let ok = std::process::Command::new(exe)
-            .args(args)
+        let ok = program
+            .command(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
+            .is_ok_and(|s| s.success());
         if !ok {
             tracing::info!("{} {:?} failed; server not used", exe.display(), args);
         }
@@ -710,7 +758,98 @@ impl Resolver {
     }
 }
 
+pub use openfiles_plugin_api::gate::spawn::search;
+use openfiles_plugin_api::gate::{Program, Scope, Trust};
 pub use openfiles_plugin_api::tools::{is_executable, on_path};
+
+/// `spec` as started in a workspace the user has not trusted (see the module docs), from the
+/// executable `exe`; `compile_commands_dir` is the folder of the database the plugin wrote
+/// for it (servers with [`ServerSpec::filtered_compile_db`]). `Err` says why it cannot be
+/// started there.
+pub fn for_untrusted(
+    spec: &ServerSpec,
+    exe: &Path,
+    compile_commands_dir: Option<&Path>,
+    workspace: &Path,
+) -> Result<ServerSpec, String> {
+    let mut s = spec.clone();
+    // Options the plugin sets here, without their dashes and value.
+    let name = |a: &str| -> String {
+        let a = a.trim_start_matches('-');
+        a.split('=').next().unwrap_or(a).to_owned()
+    };
+    let mut own: Vec<String> = s.untrusted_args.iter().map(|a| name(a)).collect();
+    if s.filtered_compile_db {
+        own.push("compile-commands-dir".into());
+    }
+    // The same options among the configured ones would be given twice (clangd refuses that).
+    let mut kept = Vec::new();
+    let mut args = s.args.iter();
+    while let Some(a) = args.next() {
+        if !a.starts_with('-') || !own.contains(&name(a)) {
+            kept.push(a.clone());
+        } else if !a.contains('=') && name(a) == "compile-commands-dir" {
+            args.next(); // its value
+        }
+    }
+    s.args = kept;
+    s.args.extend(s.untrusted_args.iter().cloned());
+    if s.filtered_compile_db {
+        let dir = compile_commands_dir.ok_or("no folder for its compile database")?;
+        s.args
+            .push(format!("--compile-commands-dir={}", dir.display()));
+    }
+    if s.schemas_from_client {
+        let mut init = s
+            .initialization_options
+            .take()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({}));
+        init["handledSchemaProtocols"] = serde_json::json!([]);
+        s.initialization_options = Some(init);
+    }
+    if s.outside_typescript {
+        let tsserver = typescript_beside(exe, workspace).ok_or_else(|| {
+            format!(
+                "no TypeScript installed beside {} (npm i -g typescript), and the project's own runs only in a trusted workspace",
+                exe.display()
+            )
+        })?;
+        let mut init = s
+            .initialization_options
+            .take()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({}));
+        init["tsserver"] = match init.get("tsserver") {
+            Some(Value::Object(t)) => Value::Object(t.clone()),
+            _ => serde_json::json!({}),
+        };
+        init["tsserver"]["path"] = Value::String(tsserver.display().to_string());
+        init["tsserver"]["fallbackPath"] = Value::String(tsserver.display().to_string());
+        init["disableAutomaticTypingAcquisition"] = Value::Bool(true);
+        s.initialization_options = Some(init);
+    }
+    Ok(s)
+}
+
+/// The `tsserver.js` of the TypeScript a node program at `exe` would load itself (node's
+/// lookup: `node_modules/typescript` in the folders above its real path), outside
+/// `workspace`.
+pub fn typescript_beside(exe: &Path, workspace: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(exe).ok()?;
+    let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+    real.ancestors()
+        .skip(1)
+        .flat_map(|d| {
+            let mut c = vec![d.join("node_modules/typescript/lib/tsserver.js")];
+            if d.file_name().is_some_and(|n| n == "node_modules") {
+                c.push(d.join("typescript/lib/tsserver.js"));
+            }
+            c
+        })
+        .filter_map(|p| std::fs::canonicalize(&p).ok())
+        .find(|p| p.is_file() && !p.starts_with(&real_ws) && !p.starts_with(workspace))
+}
 
 /// The project root of `file` for `spec`: the nearest ancestor (not above `workspace`)
 /// holding one of the root markers ([`openfiles_plugin_api::markers`]), else the workspace.
@@ -783,11 +922,67 @@ mod tests {
             std::fs::write(&exe, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
             let s = spec("x", cmd, &[], &["x"], &[]);
-            assert_eq!(r.find(&s, &sub, &ws, true), Some(exe));
-            assert_eq!(r.find(&s, &sub, &ws, false), None);
+            assert_eq!(r.find(&s, &sub, &Scope::workspace(&ws, true)), Some(exe));
+            assert_eq!(r.find(&s, &sub, &Scope::workspace(&ws, false)), None);
             // Never above the workspace.
-            assert_eq!(r.find(&s, &sub, &sub, true), None);
+            assert_eq!(r.find(&s, &sub, &Scope::workspace(&sub, true)), None);
         }
+    }
+
+    #[test]
+    fn untrusted_servers_read_no_project_config_and_run_no_project_build() {
+        let all = builtin();
+        let get = |n: &str| all.iter().find(|s| s.name == n).unwrap().clone();
+        for n in [
+            "rust-analyzer",
+            "eslint",
+            "jdtls",
+            "kotlin-language-server",
+            "sourcekit-lsp",
+            "ruby-lsp",
+            "csharp-ls",
+        ] {
+            assert!(get(n).runs_project_code, "{n}");
+        }
+        let ws = Path::new("/w");
+        let dir = Path::new("/state/clangd/w");
+        // The user's own options of the same names are replaced, never given twice.
+        let mut clangd = get("clangd");
+        clangd.args = vec![
+            "--log=error".into(),
+            "--compile-commands-dir".into(),
+            "/w/build".into(),
+            "--enable-config".into(),
+            "-j=2".into(),
+        ];
+        let c = for_untrusted(&clangd, Path::new("/usr/bin/clangd"), Some(dir), ws).unwrap();
+        assert_eq!(
+            c.args,
+            [
+                "--log=error",
+                "-j=2",
+                "--enable-config=false",
+                "--compile-commands-dir=/state/clangd/w"
+            ]
+        );
+        assert!(for_untrusted(&clangd, Path::new("/usr/bin/clangd"), None, ws).is_err());
+        // typescript-language-server: the TypeScript beside it, never the workspace's.
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let global = root.join("lib/node_modules");
+        let cli = global.join("typescript-language-server/lib/cli.mjs");
+        let tsserver = global.join("typescript/lib/tsserver.js");
+        for f in [&cli, &tsserver] {
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, "").unwrap();
+        }
+        let tsls = get("typescript-language-server");
+        let s = for_untrusted(&tsls, &cli, None, ws).unwrap();
+        let init = s.initialization_options.unwrap();
+        assert_eq!(init["tsserver"]["path"], tsserver.display().to_string());
+        assert_eq!(init["disableAutomaticTypingAcquisition"], true);
+        // A TypeScript only inside the workspace is none.
+        assert!(for_untrusted(&tsls, &cli, None, &root).is_err());
     }
 
     #[test]
@@ -803,12 +998,13 @@ mod tests {
         let mut s = spec("x", "sh", &[], &["x"], &[]);
         let r = Resolver::default();
         let ws = std::env::temp_dir();
+        let scope = Scope::workspace(&ws, true);
         s.probe = Some(vec!["-c".into(), "exit 1".into()]);
-        assert_eq!(r.find(&s, &ws, &ws, true), None);
+        assert_eq!(r.find(&s, &ws, &scope), None);
         s.probe = Some(vec!["-c".into(), "exit 0".into()]);
-        assert!(r.find(&s, &ws, &ws, true).is_some());
+        assert!(r.find(&s, &ws, &scope).is_some());
         s.command = "/nonexistent/openfiles-test-server".into();
-        assert_eq!(r.find(&s, &ws, &ws, true), None);
+        assert_eq!(r.find(&s, &ws, &scope), None);
     }
 
     #[test]

@@ -9,11 +9,19 @@
 //! root, server, executable). It also keeps the running instances within `max_servers` and
 //! `max_memory_mib` ([`limits`]): before an instance starts, and after each check.
 //!
+//! Trust: every server is a [`gate::Program`](openfiles_plugin_api::gate::Program) of the
+//! check's workspace and trust (so an untrusted workspace's gopls gets `GOTOOLCHAIN=local`,
+//! `CGO_ENABLED=0`, …), and an instance serves one trust level (a workspace trusted later
+//! gets a new one). In a workspace the user has not trusted, a server that runs project code
+//! is not started, and the others start as [`config::for_untrusted`] says (clangd with its
+//! project configuration off and only the database [`clangd_db`] wrote).
+//!
 //! The host calls [`Plugin::check`] on its own threads; the plugin owns a small tokio runtime
 //! and blocks on it. Dropping the plugin stops every server (`shutdown` + `exit`).
 //! Columns in the output count Unicode scalar values of the line, 1-based, whatever position
 //! encoding the server negotiated.
 
+pub mod clangd_db;
 pub mod client;
 pub mod config;
 pub mod convert;
@@ -26,6 +34,7 @@ pub mod transport;
 pub mod tsserver;
 
 use config::{Config, Resolver, ServerSpec};
+use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::{
     Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin, Severity,
 };
@@ -51,6 +60,8 @@ struct Inner {
     config: Config,
     servers: Vec<ServerSpec>,
     resolver: Resolver,
+    /// The compile databases clangd gets in untrusted workspaces.
+    clangd_dbs: clangd_db::ClangdDbs,
     slots: Mutex<HashMap<SlotKey, Slot>>,
     /// (server, executable) pairs that take a single workspace folder: one slot per root.
     single_folder: Mutex<HashSet<(String, PathBuf)>>,
@@ -64,8 +75,11 @@ struct Job {
     file: usize,
     spec: ServerSpec,
     exe: PathBuf,
+    /// `exe`, allowed by the gate for the check's workspace and trust.
+    program: Program,
     root: PathBuf,
     workspace: PathBuf,
+    trusted: bool,
 }
 
 /// Which instance serves a job: `base` is the workspace when `shared`, else the project root.
@@ -75,6 +89,8 @@ struct SlotKey {
     server: String,
     exe: PathBuf,
     shared: bool,
+    /// An instance serves one trust level: started with that environment and those options.
+    trusted: bool,
 }
 
 impl Plugin for LspPlugin {
@@ -111,7 +127,7 @@ impl Plugin for LspPlugin {
             .filter(|s| {
                 s.node_package
                     || !builtin.contains(&s.name)
-                    || resolver.find(s, &here, &here, false).is_some()
+                    || resolver.find(s, &here, &Scope::user()).is_some()
             })
             .flat_map(|s| s.extensions.clone())
             .collect();
@@ -119,7 +135,7 @@ impl Plugin for LspPlugin {
         extensions.dedup();
         let mut file_names: Vec<String> = servers
             .iter()
-            .filter(|s| resolver.find(s, &here, &here, false).is_some())
+            .filter(|s| resolver.find(s, &here, &Scope::user()).is_some())
             .flat_map(|s| s.file_names.clone())
             .collect();
         file_names.sort();
@@ -144,6 +160,7 @@ impl Plugin for LspPlugin {
             config,
             servers,
             resolver,
+            clangd_dbs: clangd_db::ClangdDbs::new(init.state_dir.join("clangd")),
             slots: Mutex::default(),
             single_folder: Mutex::default(),
             tasks: Mutex::default(),
@@ -323,6 +340,7 @@ impl Inner {
             server: job.spec.name.clone(),
             exe: job.exe.clone(),
             shared,
+            trusted: job.trusted,
         }
     }
 
@@ -338,7 +356,7 @@ impl Inner {
                 };
                 let (slot, task) = Slot::spawn(
                     job.spec.clone(),
-                    job.exe.clone(),
+                    job.program.clone(),
                     key.base.clone(),
                     key.shared,
                     timing,
@@ -353,8 +371,17 @@ impl Inner {
             .clone()
     }
 
-    fn jobs(&self, workspace: &Path, files: &[PathBuf], trusted: bool) -> Vec<Job> {
+    /// The (file, server) pairs of a check, and notes on files a server could not be started
+    /// for (by file index).
+    fn jobs(
+        &self,
+        workspace: &Path,
+        files: &[PathBuf],
+        trusted: bool,
+    ) -> (Vec<Job>, Vec<(usize, Item)>) {
+        let scope = Scope::workspace(workspace, trusted);
         let mut jobs = Vec::new();
+        let mut notes = Vec::new();
         for (i, f) in files.iter().enumerate() {
             let ext = f.extension().and_then(|e| e.to_str()).unwrap_or_default();
             let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
@@ -368,7 +395,17 @@ impl Inner {
                     continue;
                 }
                 let root = config::project_root(spec, f, workspace);
-                if let Some(exe) = self.resolver.find(spec, &root, workspace, trusted) {
+                if let Some(exe) = self.resolver.find(spec, &root, &scope) {
+                    let started = self.started_as(spec, &exe, f, &scope);
+                    let (spec, program) = match started {
+                        Ok(s) => s,
+                        Err(why) => {
+                            let why = format!("{} not started: {why}", spec.name);
+                            tracing::info!(file = %f.display(), "{why}");
+                            notes.push((i, Item::note(Severity::Info, SOURCE, why)));
+                            continue;
+                        }
+                    };
                     // A server that finds each file's project itself is rooted at the
                     // workspace, as in an editor window (and so takes the TypeScript the
                     // workspace resolves) — unless the project brings its own server.
@@ -382,12 +419,14 @@ impl Inner {
                     };
                     let job = Job {
                         file: i,
-                        spec: spec.clone(),
+                        spec,
                         exe,
+                        program,
                         root,
                         workspace: workspace.to_path_buf(),
+                        trusted,
                     };
-                    if spec.group.is_some() {
+                    if job.spec.group.is_some() {
                         grouped.push(job);
                     } else {
                         jobs.push(job);
@@ -396,7 +435,30 @@ impl Inner {
             }
             jobs.extend(pick_per_group(grouped, f, workspace));
         }
-        jobs
+        (jobs, notes)
+    }
+
+    /// `spec` as started for `scope` (see [`config::for_untrusted`]) and its program; for
+    /// clangd in an untrusted workspace, the filtered database of `file` written first.
+    fn started_as(
+        &self,
+        spec: &ServerSpec,
+        exe: &Path,
+        file: &Path,
+        scope: &Scope,
+    ) -> Result<(ServerSpec, Program), String> {
+        let program = Program::at(exe, scope, "language server").map_err(|e| e.to_string())?;
+        if !scope.untrusted() {
+            return Ok((spec.clone(), program));
+        }
+        let workspace = scope.workspace_root().unwrap_or(Path::new("/"));
+        let dir = if spec.filtered_compile_db {
+            Some(self.clangd_dbs.prepare(workspace, file)?)
+        } else {
+            None
+        };
+        let spec = config::for_untrusted(spec, exe, dir.as_deref(), workspace)?;
+        Ok((spec, program))
     }
 
     async fn check(
@@ -416,9 +478,10 @@ impl Inner {
         let files = req.files.clone();
         let me = self.clone();
         let trusted = req.trusted;
-        let jobs = tokio::task::spawn_blocking(move || me.jobs(&workspace, &files, trusted))
-            .await
-            .map_err(|e| e.to_string())?;
+        let (jobs, notes) =
+            tokio::task::spawn_blocking(move || me.jobs(&workspace, &files, trusted))
+                .await
+                .map_err(|e| e.to_string())?;
         let mut set = JoinSet::new();
         let (fix_jobs, jobs) = if req.fixes_only {
             (jobs, Vec::new())
@@ -475,6 +538,11 @@ impl Inner {
             });
         }
         let mut per_file: HashMap<usize, Vec<Item>> = HashMap::new();
+        if !req.fixes_only {
+            for (file, note) in notes {
+                per_file.entry(file).or_default().push(note);
+            }
+        }
         while let Some(r) = set.join_next().await {
             let (file, items) = r.map_err(|e| format!("lsp check task failed: {e}"))?;
             per_file.entry(file).or_default().extend(items);

@@ -18,6 +18,7 @@
 
 use crate::client::Client;
 use crate::config::ServerSpec;
+use openfiles_plugin_api::gate::Program;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,7 +85,7 @@ impl Slot {
     /// (shutting its server down) when `stop` fires.
     pub fn spawn(
         spec: ServerSpec,
-        exe: PathBuf,
+        exe: Program,
         base: PathBuf,
         shared: bool,
         timing: Timing,
@@ -143,7 +144,8 @@ impl Slot {
 
 struct Actor {
     spec: ServerSpec,
-    exe: PathBuf,
+    /// The server, with the scope (workspace and trust) it runs for.
+    exe: Program,
     base: PathBuf,
     /// Serve several project roots as workspace folders, when the server supports it.
     shared: bool,

@@ -1,6 +1,7 @@
 //! JSON-RPC transport over a language server's stdio.
 //!
-//! Owns the child process and three tasks: a reader (stdout → responses to the pending map,
+//! Owns the child process — a [`gate::Program`](openfiles_plugin_api::gate::Program) of its
+//! workspace's scope, so it gets the environment of the workspace's trust — and three tasks: a reader (stdout → responses to the pending map,
 //! server requests and notifications to the client's inbox), a writer (one queue, so
 //! messages reach the server in the order they were sent) and a stderr logger (each line
 //! goes to `tracing` and into a short ring buffer quoted when the server breaks).
@@ -13,6 +14,7 @@
 //! `$/cancelRequest` is sent. When the server's stdout closes, every pending request fails
 //! with [`Error::StreamClosed`] and [`Transport::closed`] fires.
 
+use openfiles_plugin_api::gate::Program;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -91,12 +93,11 @@ impl Transport {
     /// Spawn `program args…` in `cwd`; return the transport and the inbox of server messages.
     pub fn spawn(
         name: &str,
-        program: &std::path::Path,
+        program: &Program,
         args: &[String],
         cwd: &std::path::Path,
     ) -> Result<(Arc<Transport>, mpsc::UnboundedReceiver<Incoming>), Error> {
-        let mut child = Command::new(program)
-            .args(args)
+        let mut child = Command::from(program.command(args))
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -104,7 +105,7 @@ impl Transport {
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| Error::Spawn {
-                command: program.display().to_string(),
+                command: program.path().display().to_string(),
                 source,
             })?;
         let (stdin, stdout, stderr) =
@@ -112,7 +113,7 @@ impl Transport {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => {
                     return Err(Error::Spawn {
-                        command: program.display().to_string(),
+                        command: program.path().display().to_string(),
                         source: std::io::Error::other("stdio not captured"),
                     })
                 }

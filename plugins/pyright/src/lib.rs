@@ -24,8 +24,11 @@
 //!
 //! Executables: a setting (`pyright`, `basedpyright`, `ty`), else — in a trusted workspace
 //! only — the project's own (`node_modules/.bin/NAME` or `.venv/bin/NAME` at or above its
-//! root, inside the workspace), else `NAME` on `PATH` (the checkers read the project's
-//! files and never run them). With none of the three configured or on `PATH` when the
+//! root, inside the workspace), else `NAME` on `PATH`'s absolute entries outside an
+//! untrusted workspace (the checkers read the project's files and never run them); each run
+//! is a [`gate::Program`](openfiles_plugin_api::gate::Program) of the check's workspace and
+//! trust. The files the plugin reads itself (a reported file's lines, to turn UTF-16 columns
+//! into characters) are read the confined way ([`source_lines`]: no symlink, no FIFO, capped). With none of the three configured or on `PATH` when the
 //! plugin starts, it claims no file (no tree snapshot is taken for a baseline nothing
 //! would use); the language servers still check Python, and `openfiles doctor` names a
 //! checker's package when none is installed. A file whose chosen checker is not installed
@@ -38,17 +41,18 @@
 pub mod parse;
 pub mod ty;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
+use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
 use openfiles_plugin_api::markers::{self, project_root};
-use openfiles_plugin_api::tools::{is_executable, on_path, Findings, ToolOutput, ToolRuns};
+use openfiles_plugin_api::tools::{
+    is_executable, on_path, scope, source_lines, Findings, ToolOutput, ToolRuns,
+};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
     Severity,
 };
 use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
 /// Where a Python project's root is (what pyright's or basedpyright's command line would be
@@ -183,6 +187,7 @@ impl Plugin for Pyright {
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
         let ws = &request.workspace;
+        let scope = scope(&request);
         let mut runs: BTreeMap<Run, Vec<PathBuf>> = BTreeMap::new();
         let mut missing = Vec::new();
         let mut seen = HashSet::new();
@@ -194,7 +199,7 @@ impl Plugin for Pyright {
             if !handled || !seen.insert(file.clone()) {
                 continue;
             }
-            match self.choose(file, ws, request.trusted) {
+            match self.choose(file, ws, &scope) {
                 Some(run) => runs.entry(run).or_default().push(file.clone()),
                 None => missing.push(file.clone()),
             }
@@ -217,8 +222,8 @@ impl Plugin for Pyright {
                 |run, wanted| {
                     // With report_all, a file of a project nested in this one that chose
                     // another checker (or is another project) is left to that one's run.
-                    let ours = |p: &Path| self.choose(p, ws, request.trusted).as_ref() == Some(run);
-                    self.run(request.id, run, wanted, ws, request.report_all, &ours)
+                    let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
+                    self.run(request.id, run, wanted, &scope, request.report_all, &ours)
                 },
             )?);
         }
@@ -252,7 +257,8 @@ pub fn project_exe(
 impl Pyright {
     /// The checker for `file` (the lsp plugin's rule, see the module docs), its project
     /// root and executable; `None` when no checker is installed.
-    fn choose(&self, file: &Path, workspace: &Path, trusted: bool) -> Option<Run> {
+    fn choose(&self, file: &Path, workspace: &Path, scope: &Scope) -> Option<Run> {
+        let trusted = scope.trust() == openfiles_plugin_api::gate::Trust::Trusted;
         let installed: Vec<Run> = Checker::ALL
             .iter()
             .filter_map(|&c| {
@@ -263,7 +269,7 @@ impl Pyright {
                     .exe(c)
                     .cloned()
                     .or_else(|| project_exe(c, &root, workspace, trusted))
-                    .or_else(|| on_path(c.name()))?;
+                    .or_else(|| search(c.name(), scope))?;
                 Some((c, root, exe))
             })
             .collect();
@@ -282,12 +288,19 @@ impl Pyright {
         id: u64,
         (checker, root, exe): &Run,
         wanted: &[PathBuf],
-        workspace: &Path,
+        scope: &Scope,
         report_all: bool,
         ours: &dyn Fn(&Path) -> bool,
     ) -> Result<Findings, String> {
         let checker = *checker;
-        let mut cmd = Command::new(exe);
+        let workspace = scope.workspace_root().unwrap_or(root);
+        let program = Program::at(exe, scope, "Python type checker (pyright plugin)")
+            .or_else(|e| match search(&exe.to_string_lossy(), scope) {
+                Some(found) => Program::at(&found, scope, "Python type checker (pyright plugin)"),
+                None => Err(e),
+            })
+            .map_err(|e| e.to_string())?;
+        let mut cmd = program.command(std::iter::empty::<&str>());
         match checker {
             Checker::Ty => cmd
                 .args([
@@ -398,11 +411,9 @@ impl Pyright {
             let column = match d.column {
                 Column::Chars(c) => c,
                 Column::Utf16(units) => {
-                    let text = lines_cache.entry(p.clone()).or_insert_with(|| {
-                        std::fs::read_to_string(&p)
-                            .map(|t| t.lines().map(str::to_owned).collect())
-                            .unwrap_or_default()
-                    });
+                    let text = lines_cache
+                        .entry(p.clone())
+                        .or_insert_with(|| source_lines(workspace, &p));
                     text.get(d.line.saturating_sub(1) as usize)
                         .map(|l| parse::char_column(l, units))
                         .unwrap_or(units + 1)
@@ -462,7 +473,10 @@ mod tests {
         let file = app.join("m.py");
         let all = plugin(serde_json::json!({
             "pyright": "/p/pyright", "basedpyright": "/p/basedpyright", "ty": "/p/ty"}));
-        let chosen = |p: &Pyright| p.choose(&file, ws, false).map(|(c, root, _)| (c, root));
+        let chosen = |p: &Pyright| {
+            p.choose(&file, ws, &Scope::workspace(ws, false))
+                .map(|(c, root, _)| (c, root))
+        };
         std::fs::write(app.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Pyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[tool.basedpyright]\n").unwrap();

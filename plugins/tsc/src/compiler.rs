@@ -285,10 +285,7 @@ impl Fallbacks {
         );
         if let (Some(file), Ok(text)) = (&self.file, serde_json::to_vec_pretty(&*map)) {
             // Best effort: the state dir is ours; a failed write only loses the memory.
-            let tmp = file.with_extension("json.tmp");
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, file);
-            }
+            let _ = openfiles_plugin_api::private::write(file, &text);
         }
     }
 

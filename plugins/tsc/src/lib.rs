@@ -11,6 +11,12 @@
 //! so they are never silently dropped. A file with no tsconfig above it is checked alone
 //! with the compiler's defaults. Columns are converted from UTF-16 units to characters.
 //!
+//! Every compiler run is a [`gate::Program`](openfiles_plugin_api::gate::Program) of the
+//! check's workspace and trust: a bare name (`tsc`) is found on `PATH`'s absolute entries
+//! outside an untrusted workspace, a project's own `node_modules` compiler runs only in a
+//! trusted one. The files the plugin reads itself (a reported file's lines, to turn UTF-16
+//! columns into characters) are read the confined way.
+//!
 //! Config (`[plugin.tsc]`): `compiler = "auto" | "tsc" | "tsgo"`, `tsc = "path/to/tsc"`,
 //! `tsgo = "path/to/tsgo"`, `extra_args = [..]`, `check_js = false` (also claim
 //! `.js/.jsx/.mjs/.cjs`, for projects with `checkJs`).
@@ -20,9 +26,10 @@ pub mod parse;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use openfiles_plugin_api::tools::{Findings, ToolOutput, ToolRuns};
+use openfiles_plugin_api::gate::{Program, Scope};
+use openfiles_plugin_api::tools::{scope, source_lines, Findings, ToolOutput, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Item, Plugin, Severity,
 };
@@ -111,6 +118,7 @@ impl Plugin for Tsc {
                     .push(file.clone());
             }
         }
+        let scope = scope(&request);
         let files = self.runs.run_groups(
             request.id,
             SOURCE,
@@ -124,7 +132,7 @@ impl Plugin for Tsc {
                     wanted,
                     &request.workspace,
                     all,
-                    request.trusted,
+                    &scope,
                 )
             },
         )?;
@@ -164,12 +172,13 @@ fn tsgo_setup_note(settings: &Settings, fallbacks: &Fallbacks) -> Option<String>
     if fallbacks.reason(&exe).is_some() {
         return None; // already among the notes
     }
-    let probe = Command::new(&exe)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output();
+    let probe = Tsc::program(&exe, &Scope::user()).and_then(|p| {
+        p.command(["--version"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+    });
     let reason = match probe {
         Ok(out) if out.status.success() => return None,
         Ok(out) => compiler::crash(&out.status, &String::from_utf8_lossy(&out.stderr), false)
@@ -185,6 +194,18 @@ fn tsgo_setup_note(settings: &Settings, fallbacks: &Fallbacks) -> Option<String>
 }
 
 impl Tsc {
+    /// The compiler at `exe` (a path, or a bare name looked up on `PATH`) for `scope`, by the
+    /// gate's rules.
+    fn program(exe: &Path, scope: &Scope) -> std::io::Result<Program> {
+        let why = "TypeScript compiler (tsc plugin)";
+        let found = if exe.is_absolute() {
+            Program::at(exe, scope, why)
+        } else {
+            Program::find(&exe.to_string_lossy(), scope, why)
+        };
+        found.map_err(|e| std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()))
+    }
+
     fn build_info(&self, tsconfig: &Path, kind: Kind) -> PathBuf {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -206,11 +227,16 @@ impl Tsc {
         tsconfig: Option<&Path>,
         wanted: &[PathBuf],
         cwd: &Path,
+        scope: &Scope,
     ) -> std::io::Result<ToolOutput> {
-        let mut cmd = Command::new(&compiler.exe);
         // `--listFiles` names every file of the program, so a requested file that the
         // tsconfig leaves out is reported as unchecked instead of looking clean.
-        cmd.args(["--noEmit", "--pretty", "false", "--listFiles"]);
+        let mut cmd = Self::program(&compiler.exe, scope)?.command([
+            "--noEmit",
+            "--pretty",
+            "false",
+            "--listFiles",
+        ]);
         match tsconfig {
             Some(cfg) => {
                 cmd.arg("-p")
@@ -236,8 +262,9 @@ impl Tsc {
         tsconfig: Option<&Path>,
         wanted: &[PathBuf],
         cwd: &Path,
-        trusted: bool,
+        scope: &Scope,
     ) -> Result<(ToolOutput, Compiler, Option<String>), String> {
+        let trusted = scope.trust() == openfiles_plugin_api::gate::Trust::Trusted;
         let s = &self.settings;
         let chosen = compiler::choose(
             s.compiler,
@@ -262,11 +289,11 @@ impl Tsc {
         if chosen.kind == Kind::Tsc || self.fallbacks.reason(&chosen.exe).is_some() {
             let c = tsc();
             let out = self
-                .run_once(id, &c, tsconfig, wanted, cwd)
+                .run_once(id, &c, tsconfig, wanted, cwd, scope)
                 .map_err(|e| cannot_run(&c, e))?;
             return Ok((out, c, None));
         }
-        let failure = match self.run_once(id, &chosen, tsconfig, wanted, cwd) {
+        let failure = match self.run_once(id, &chosen, tsconfig, wanted, cwd, scope) {
             Ok(out) => {
                 let parsed = !parse::parse(&out.stdout).is_empty()
                     || out.stdout.lines().any(|l| Path::new(l).is_absolute());
@@ -287,7 +314,7 @@ impl Tsc {
         self.fallbacks.record(&chosen.exe, &failure.to_string());
         let c = tsc();
         let out = self
-            .run_once(id, &c, tsconfig, wanted, cwd)
+            .run_once(id, &c, tsconfig, wanted, cwd, scope)
             .map_err(|e| cannot_run(&c, e))?;
         let note = format!(
             "tsgo {} failed ({failure}): these results are from tsc, which replaces it until it changes (see `openfiles plugins`)",
@@ -305,14 +332,14 @@ impl Tsc {
         wanted: &[PathBuf],
         workspace: &Path,
         report_all: bool,
-        trusted: bool,
+        scope: &Scope,
     ) -> Result<Findings, String> {
         let cwd = tsconfig
             .and_then(Path::parent)
             .or_else(|| wanted.first().and_then(|f| f.parent()))
             .unwrap_or(workspace)
             .to_owned();
-        let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd, trusted)?;
+        let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd, scope)?;
         let ToolOutput {
             stdout,
             stderr,
@@ -344,11 +371,9 @@ impl Tsc {
             });
             let (key, line, column, message) = match path {
                 Some(p) if wanted.contains(&p) || (report_all && p.starts_with(workspace)) => {
-                    let text = lines_cache.entry(p.clone()).or_insert_with(|| {
-                        std::fs::read_to_string(&p)
-                            .map(|t| t.lines().map(str::to_owned).collect())
-                            .unwrap_or_default()
-                    });
+                    let text = lines_cache
+                        .entry(p.clone())
+                        .or_insert_with(|| source_lines(workspace, &p));
                     let column = text
                         .get(d.line as usize - 1)
                         .map(|l| parse::utf16_to_char_column(l, d.column))

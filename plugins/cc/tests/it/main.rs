@@ -3,4 +3,5 @@
 //! (`cargo test -p openfiles-plugin-cc --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
+mod private;
 mod real_compiler;

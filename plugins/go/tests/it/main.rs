@@ -3,4 +3,5 @@
 //! (`cargo test -p openfiles-plugin-go --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
+mod path;
 mod real_go;

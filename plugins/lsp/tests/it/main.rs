@@ -23,4 +23,5 @@ mod rust_analyzer;
 mod support;
 mod tsgo;
 mod typescript;
+mod untrusted;
 mod yaml;

@@ -3,5 +3,6 @@
 //! (`cargo test -p openfiles-plugin-pyright --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
+mod confined;
 mod real_other_checkers;
 mod real_pyright;

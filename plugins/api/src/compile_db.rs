@@ -1,5 +1,7 @@
 //! The compile database: where a file's is (clangd's rule), its translation units, and each
-//! unit's flags cut down to an allowlist.
+//! unit's flags cut down to an allowlist — one rule for the cc plugin (which reads the units
+//! with clang or gcc) and the lsp plugin (which hands clangd, in a workspace the user has not
+//! trusted, only a database rewritten from these units: [`clangd_database`]).
 //!
 //! A file's database is the first of `compile_commands.json`, `compile_flags.txt`,
 //! `build/compile_commands.json` found in the file's folder or a folder above it, inside the
@@ -17,12 +19,23 @@
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
-use openfiles_plugin_api::confine::{read_regular, Last};
+use crate::confine::{read_regular, Last};
 
 /// The largest `compile_commands.json` read.
 pub const MAX_DB_BYTES: u64 = 64 << 20;
 /// The most source files a `compile_flags.txt` folder contributes.
 pub const MAX_FLAG_UNITS: usize = 20_000;
+
+/// The C/C++ files (sources and headers) the cc plugin handles.
+pub const C_EXTENSIONS: &[&str] = &[
+    "c", "h", "cc", "cpp", "cxx", "c++", "hpp", "hh", "hxx", "h++", "inl", "ipp",
+];
+/// The file names, in the order searched in each folder, of a compile database (clangd's).
+pub const DATABASE_NAMES: &[&str] = &[
+    "compile_commands.json",
+    "compile_flags.txt",
+    "build/compile_commands.json",
+];
 
 /// Extensions of C/C++ translation units (what a `compile_flags.txt` folder's units are).
 pub const SOURCE_EXTENSIONS: &[&str] = &["c", "cc", "cpp", "cxx", "c++", "C"];
@@ -61,13 +74,7 @@ pub fn find(file: &Path, workspace: &Path) -> Option<PathBuf> {
     file.ancestors()
         .skip(1)
         .take_while(|d| d.starts_with(workspace))
-        .flat_map(|d| {
-            [
-                d.join("compile_commands.json"),
-                d.join("compile_flags.txt"),
-                d.join("build/compile_commands.json"),
-            ]
-        })
+        .flat_map(|d| DATABASE_NAMES.iter().map(move |n| d.join(n)))
         .find(|p| p.is_file())
 }
 
@@ -159,7 +166,7 @@ pub fn load(path: &Path, remap: Option<&Remap>, workspace: &Path) -> Result<Db, 
                 continue;
             };
             let file = normalize(&dir.join(file));
-            if !has_ext(&file, SOURCE_EXTENSIONS) && !has_ext(&file, crate::EXTENSIONS) {
+            if !has_ext(&file, SOURCE_EXTENSIONS) && !has_ext(&file, C_EXTENSIONS) {
                 continue;
             }
             let cxx = is_cxx_compiler(compiler) || has_ext(&file, CXX_EXTENSIONS);
@@ -177,6 +184,38 @@ pub fn load(path: &Path, remap: Option<&Remap>, workspace: &Path) -> Result<Db, 
         path: path.to_owned(),
         units,
     })
+}
+
+/// The arguments that read `unit` after the compiler's own name: the allowed flags, `-x c++`
+/// when the unit is C++ but its extension says C, then the file.
+pub fn unit_arguments(unit: &Unit) -> Vec<String> {
+    let mut args = unit.args.clone();
+    let says_cxx = !has_ext(&unit.file, &["c", "h"]);
+    if unit.cxx && !says_cxx && !unit.args.iter().any(|a| a == "-x") {
+        args.extend(["-x".into(), "c++".into()]);
+    }
+    args.push(unit.file.display().to_string());
+    args
+}
+
+/// `db` as a `compile_commands.json` for clangd: one entry per unit, with only the allowed
+/// flags, a compiler name that is never a program the repository chose (`clang`, `clang++`;
+/// clangd runs no compiler without `--query-driver`), every path absolute.
+pub fn clangd_database(units: &[Unit]) -> serde_json::Value {
+    let entries: Vec<serde_json::Value> = units
+        .iter()
+        .map(|u| {
+            let driver = if u.cxx { "clang++" } else { "clang" };
+            let mut arguments = vec![driver.to_owned()];
+            arguments.extend(unit_arguments(u));
+            serde_json::json!({
+                "directory": u.dir.display().to_string(),
+                "file": u.file.display().to_string(),
+                "arguments": arguments,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(entries)
 }
 
 /// Whether a compiler's base name is a C++ driver (`g++`, `clang++-14`, `c++`, `CC`…).
