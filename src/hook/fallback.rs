@@ -6,8 +6,9 @@
 //!    that is a regular file (opened through `confine`: no symlink, no FIFO, bounded), owned
 //!    by this user, modified less than 60 s ago and not in the future (beyond
 //!    [`CLOCK_SKEW`]), and not tracked by git (a repository can commit a heartbeat, and a
-//!    clone gives it a fresh mtime; git is asked through `crate::gitcmd`, so the repository's
-//!    config runs nothing). None: do nothing — no queue line, no text.
+//!    clone gives it a fresh mtime; git is started through the gate, as for an untrusted
+//!    workspace, so neither a repository's `./git` nor its config runs anything). None: do
+//!    nothing — no queue line, no text.
 //! 2. Append one line to `.openfiles/queue.jsonl` with a single `write(2)` on an `O_APPEND`
 //!    descriptor (so concurrent writers never interleave inside a line), never through a
 //!    symlink.
@@ -204,16 +205,43 @@ pub fn live_editor(dir: &Path, now: SystemTime) -> Option<Workspace> {
 /// Which of `rels` (relative to `dir`) git tracks; not a repository: none. `None` when git
 /// cannot be asked inside what looks like a repository (a `.git` at or above `dir`): then
 /// nothing there can be vouched for.
+///
+/// git is started through the gate for an untrusted workspace (found on `PATH`'s absolute
+/// entries outside `dir`, so a repository's own `./git` never runs; the repository's
+/// fsmonitor, hooks and transports off) and with the same fixed settings as `crate::gitcmd`;
+/// `ls-files` reads only the index, so no filter or diff driver is involved.
 fn tracked_by_git(dir: &Path, rels: &[PathBuf]) -> Option<Vec<PathBuf>> {
-    let mut args: Vec<std::ffi::OsString> = vec!["ls-files".into(), "-z".into(), "--".into()];
+    let in_repo = || dir.ancestors().any(|d| d.join(".git").exists());
+    let scope = openfiles_gate::Scope::workspace(dir, false);
+    let Ok(git) = openfiles_gate::Program::find("git", &scope, "hook: is a heartbeat tracked")
+    else {
+        return (!in_repo()).then(Vec::new);
+    };
+    let mut args: Vec<std::ffi::OsString> = vec!["-C".into(), dir.as_os_str().to_owned()];
+    for setting in [
+        "core.fsmonitor=false",
+        "core.hooksPath=/dev/null",
+        "protocol.allow=never",
+        "gc.auto=0",
+        "maintenance.auto=false",
+    ] {
+        args.push("-c".into());
+        args.push(setting.into());
+    }
+    args.extend(["ls-files".into(), "-z".into(), "--".into()]);
     args.extend(rels.iter().map(|r| r.as_os_str().to_owned()));
-    let out = crate::gitcmd::command(dir, args)
+    let out = git
+        .command(args)
         // Names are names, not patterns (a `*` or `[` in a planted file name).
         .env("GIT_LITERAL_PATHSPECS", "1")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .output();
-    let in_repo = || dir.ancestors().any(|d| d.join(".git").exists());
     match out {
         // Outside a repository git exits non-zero: nothing is tracked. Inside one (another
         // owner's, refused as unsafe; a broken index), nothing can be vouched for.

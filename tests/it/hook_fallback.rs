@@ -473,3 +473,40 @@ fn a_live_editor_s_problems_are_relayed_under_its_name() {
     );
     assert_eq!(queue_lines(&root).len(), 1);
 }
+
+/// Asking git whether a heartbeat is tracked must not run the repository's own `git` (a
+/// relative `.` on the agent's `PATH`, the hook started in the repository): git is found
+/// through the gate, on `PATH`'s absolute entries outside the workspace.
+#[test]
+fn asking_git_never_runs_a_repository_s_git() {
+    let (tmp, root) = workspace();
+    git(&root, &["init", "-q"]);
+    heartbeat(&root);
+    let marker = tmp.path().join("ran");
+    let planted = root.join("git");
+    fs::write(
+        &planted,
+        format!("#!/bin/sh\ntouch {}\nexit 1\n", marker.display()),
+    )
+    .unwrap();
+    fs::set_permissions(
+        &planted,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut path = std::ffi::OsString::from(".:");
+    path.push(path_with_bin());
+    let out = run_hook(
+        openfiles(tmp.path(), &["hook", "--agent", "claude", "--no-feedback"])
+            .current_dir(&root)
+            .env("PATH", path),
+        &claude_edit(&root),
+    );
+    assert!(out.status.success());
+    assert!(!marker.exists(), "the repository's git ran");
+    assert_eq!(
+        queue_lines(&root).len(),
+        1,
+        "the live editor still gets the edit"
+    );
+}
