@@ -718,6 +718,34 @@ mod tests {
         assert_eq!(format_report(&Report::default()), None);
     }
 
+    /// What an editor found is never said in openfiles's voice: its header names the editor,
+    /// and its notes alone (the untrusted line) are not passed on.
+    #[test]
+    fn an_editor_s_findings_are_relayed_under_its_name() {
+        let from = Some("the editor \"Code\" (session 1f3a)".to_owned());
+        let broken = Broken {
+            display: "b.rs".into(),
+            item: err(2, "E0061"),
+        };
+        let text = format_report(&Report {
+            broken: vec![broken],
+            from: from.clone(),
+            ..Report::default()
+        })
+        .unwrap();
+        assert!(
+            text.starts_with("The editor \"Code\" (session 1f3a) found no new problem"),
+            "{text}"
+        );
+        assert!(!text.contains("OpenFiles found"), "{text}");
+        let notes_only = Report {
+            notes: vec![untrusted_note(&["cargo"], Path::new("/w"))],
+            from,
+            ..Report::default()
+        };
+        assert_eq!(format_report(&notes_only), None);
+    }
+
     #[test]
     fn header_is_singular_for_exactly_one() {
         assert_eq!(header(1, 0), "OpenFiles found 1 error in files you edited:");
