@@ -203,7 +203,25 @@ fn fix_rounds(
         skipped.clear();
         let mut this_round = BTreeSet::new();
         for (root, chosen) in by_root {
-            let out = crate::fixes::apply(&root, chosen)?;
+            let out = crate::fixes::apply(&root, chosen).map_err(|e| {
+                // The round stopped half way: every file already changed is named, this
+                // workspace's in the error, the others' (earlier rounds, other roots) here.
+                let others: Vec<String> = changed
+                    .iter()
+                    .chain(&this_round)
+                    .filter(|p| !e.done.contains(p))
+                    .map(|p| escape(&display_path(p)).into_owned())
+                    .collect();
+                if others.is_empty() {
+                    anyhow::anyhow!("{}", escape(&e.to_string()))
+                } else {
+                    anyhow::anyhow!(
+                        "{}; also fixed before: {}",
+                        escape(&e.to_string()),
+                        others.join(", ")
+                    )
+                }
+            })?;
             applied.extend(out.applied);
             for (c, why) in out.skipped {
                 skipped.push(format!(

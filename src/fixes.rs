@@ -8,6 +8,11 @@
 //! (all edits of a file at once, by temp file and rename, keeping the file's mode, every file
 //! reached from the workspace root without following symlinks; nothing is written unless
 //! every fix taken still matches its content).
+//!
+//! The content is checked twice: when the fixes are placed, and on the exact bytes being
+//! replaced, re-read right before the rename ([`replace_if_unchanged`]): an edit the agent made
+//! in between is kept and the round stops, naming the file. A round that stops half way
+//! ([`FixError`]) names every file it had already replaced and the one it stopped at.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -40,16 +45,38 @@ pub struct Outcome {
     pub changed: Vec<PathBuf>,
 }
 
-/// Why fixes could not be applied at all.
+/// Why a round of fixes stopped: a file could not be replaced. Files replaced before it stay
+/// replaced (each replacement is atomic, a round of several files is not), so the error
+/// names them too.
 #[derive(Debug, thiserror::Error)]
-pub enum FixError {
-    #[error("{path}: {why}")]
-    Read { path: String, why: String },
-    #[error("{path}: cannot write: {source}")]
-    Write {
-        path: String,
-        source: std::io::Error,
-    },
+#[error("{path}: {why}; {}", already(.done))]
+pub struct FixError {
+    /// The file the round stopped at (nothing was written to it).
+    pub path: String,
+    pub why: Stop,
+    /// The files this round had already replaced, in order.
+    pub done: Vec<PathBuf>,
+}
+
+/// Why a file was not replaced.
+#[derive(Debug, thiserror::Error)]
+pub enum Stop {
+    /// Its bytes were not those its fixes were made for when it was about to be replaced
+    /// (someone edited it meanwhile, or it is no longer a regular file).
+    #[error("changed while its fixes were being applied ({0}), so nothing was written to it; check it again")]
+    Changed(String),
+    #[error("cannot write: {0}")]
+    Write(std::io::Error),
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn already(done: &[PathBuf]) -> String {
+    if done.is_empty() {
+        return "no file was changed".to_owned();
+    }
+    let names: Vec<String> = done.iter().map(|p| p.display().to_string()).collect();
+    format!("already fixed before it: {}", names.join(", "))
 }
 
 /// The fix taken for `item`: its first safe fix, or (with `unsafe_too`) its first fix.
@@ -84,7 +111,8 @@ struct Span {
 
 /// Apply `fixes` to files under `root`. A fix whose content changed (hash), that reaches
 /// outside `root`, or whose edits overlap one taken before is skipped with the reason; the
-/// rest are written, one atomic replacement per file.
+/// rest are written, one atomic replacement per file, each only if the file still holds the
+/// bytes the fixes were placed on. The first file that cannot be replaced stops the round.
 pub fn apply(root: &Path, fixes: Vec<Chosen>) -> Result<Outcome, FixError> {
     let mut out = Outcome::default();
     // Current content per file, read once.
@@ -117,26 +145,124 @@ pub fn apply(root: &Path, fixes: Vec<Chosen>) -> Result<Outcome, FixError> {
             at = s.end;
         }
         new.push_str(&text[at..]);
-        let shown = path.display().to_string();
-        let mode = std::fs::symlink_metadata(&path)
-            .map(|m| m.permissions().mode() & 0o7777)
-            .map_err(|e| FixError::Read {
-                path: shown.clone(),
-                why: e.to_string(),
-            })?;
-        let rel = path.strip_prefix(root).map_err(|_| FixError::Read {
-            path: shown.clone(),
-            why: "outside the workspace".into(),
-        })?;
-        openfiles_os::fsutil::write_atomic_in(root, rel, new.as_bytes(), mode, 0o755).map_err(
-            |source| FixError::Write {
-                path: shown,
-                source,
-            },
-        )?;
+        #[cfg(test)]
+        tests::before_replace(&path);
+        let stop = |why: Stop, done: &[PathBuf]| FixError {
+            path: path.display().to_string(),
+            why,
+            done: done.to_vec(),
+        };
+        let rel = path
+            .strip_prefix(root)
+            .map_err(|_| stop(Stop::Refused("outside the workspace".into()), &out.changed))?;
+        replace_if_unchanged(root, rel, text.as_bytes(), new.as_bytes())
+            .map_err(|why| stop(why, &out.changed))?;
         out.changed.push(path);
     }
     Ok(out)
+}
+
+/// Replace `root/rel` with `new`, only if it still holds exactly `old` (the bytes its fixes
+/// were placed on). The folder is reached from `root` by descriptor without following a
+/// symlink; `new` goes to a temp file beside it first (synced), then the file is opened again
+/// (no symlink, no FIFO, regular) and compared with `old` immediately before the rename over
+/// it; on any difference the temp file is removed and nothing is replaced. The file keeps its
+/// mode. (No system call compares and renames at once: an edit landing between the compare
+/// and the rename, microseconds, is the window left.)
+fn replace_if_unchanged(root: &Path, rel: &Path, old: &[u8], new: &[u8]) -> Result<(), Stop> {
+    use nix::fcntl::{openat, renameat, OFlag, AT_FDCWD};
+    use nix::sys::stat::Mode;
+    use std::io::{Read, Write};
+    use std::os::unix::fs::MetadataExt;
+
+    let io = |e: nix::Error| Stop::Write(std::io::Error::from(e));
+    let mut names: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in rel.components() {
+        match c {
+            std::path::Component::Normal(n) => names.push(n),
+            _ => {
+                return Err(Stop::Refused(
+                    "not a plain path inside the workspace".into(),
+                ))
+            }
+        }
+    }
+    let Some(name) = names.pop() else {
+        return Err(Stop::Refused("not a file".into()));
+    };
+    let dir_flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut dir = openat(AT_FDCWD, root, dir_flags, Mode::empty()).map_err(io)?;
+    for n in &names {
+        dir = openat(&dir, *n, dir_flags | OFlag::O_NOFOLLOW, Mode::empty()).map_err(
+            |e| match e {
+                nix::Error::ELOOP | nix::Error::ENOTDIR => Stop::Refused(format!(
+                    "{} is a symlink; not written through",
+                    n.to_string_lossy()
+                )),
+                e => io(e),
+            },
+        )?;
+    }
+    // The current file: what it is now, read the confined way.
+    let current = |dir: &std::os::fd::OwnedFd| -> Result<(std::fs::File, std::fs::Metadata), Stop> {
+        let fd = openat(
+            dir,
+            name,
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_CLOEXEC
+                | OFlag::O_NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|e| Stop::Changed(format!("cannot open it again: {e}")))?;
+        let file = std::fs::File::from(fd);
+        let meta = file
+            .metadata()
+            .map_err(|e| Stop::Changed(format!("cannot stat it: {e}")))?;
+        if !meta.is_file() {
+            return Err(Stop::Changed("it is no longer a regular file".into()));
+        }
+        Ok((file, meta))
+    };
+    let (_, before) = current(&dir)?;
+    let mode = before.mode() & 0o7777;
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tmp = format!(
+        ".tmp-fix-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let fd = openat(
+        &dir,
+        tmp.as_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map_err(io)?;
+    let mut temp = std::fs::File::from(fd);
+    let result = (|| {
+        temp.write_all(new)
+            .and_then(|()| temp.set_permissions(std::fs::Permissions::from_mode(mode)))
+            .and_then(|()| temp.sync_data())
+            .map_err(Stop::Write)?;
+        // Immediately before the rename: still exactly the bytes the fixes were made for?
+        let (file, _) = current(&dir)?;
+        let mut now = Vec::with_capacity(old.len());
+        file.take(old.len() as u64 + 1)
+            .read_to_end(&mut now)
+            .map_err(|e| Stop::Changed(format!("cannot read it again: {e}")))?;
+        if now != old {
+            return Err(Stop::Changed(
+                "its content is not the one its fixes were made for".into(),
+            ));
+        }
+        renameat(&dir, tmp.as_str(), &dir, name).map_err(io)
+    })();
+    if result.is_err() {
+        let _ = nix::unistd::unlinkat(&dir, tmp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+    }
+    result
 }
 
 /// The byte ranges of `fix` in each file it edits, checked against the current content and
@@ -289,6 +415,120 @@ mod tests {
             fixes,
             ..Item::note(Severity::Error, "x", "m")
         }
+    }
+
+    /// A callback of the tests, given the file about to be replaced.
+    type Between = Box<dyn FnMut(&Path)>;
+
+    thread_local! {
+        /// Run by [`apply`] right before it replaces a file: the tests' window between the
+        /// read a fix was placed on and the replacement.
+        static BEFORE_REPLACE: std::cell::RefCell<Option<Between>> =
+            std::cell::RefCell::new(None);
+    }
+
+    pub(super) fn before_replace(path: &Path) {
+        BEFORE_REPLACE.with(|f| {
+            if let Some(f) = f.borrow_mut().as_mut() {
+                f(path)
+            }
+        });
+    }
+
+    /// Run `apply` with `between` called for each file between its read and its replacement.
+    fn apply_with(
+        root: &Path,
+        fixes: Vec<Chosen>,
+        between: impl FnMut(&Path) + 'static,
+    ) -> Result<Outcome, FixError> {
+        BEFORE_REPLACE.with(|f| *f.borrow_mut() = Some(Box::new(between)));
+        let out = apply(root, fixes);
+        BEFORE_REPLACE.with(|f| *f.borrow_mut() = None);
+        out
+    }
+
+    /// Issue: the hash was checked when the file was read, not when it was replaced; a line
+    /// the agent appended in between was lost and the output said "applied 1 fix". Now the
+    /// bytes being replaced are compared right before the rename: the file is left as the
+    /// agent wrote it and the error names it.
+    #[test]
+    fn an_edit_between_read_and_replace_is_kept_and_the_file_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let path = root.join("a.rs");
+        let text = "let x: usize = 3;\n";
+        std::fs::write(&path, text).unwrap();
+        let replace = fix(&path, text, true, vec![edit(1, 8, 1, 13, "u32")]);
+        let picked = chosen(&path, &[item(vec![replace])], false);
+        let out = apply_with(&root, picked, |p| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+            std::io::Write::write_all(&mut f, b"// the agent's line\n").unwrap();
+        });
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "let x: usize = 3;\n// the agent's line\n",
+            "the agent's edit survives, untouched"
+        );
+        let err = out.expect_err("a file that changed is not replaced");
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("changed"), "{msg}");
+        assert!(
+            !std::fs::read_dir(&root).unwrap().any(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".tmp")),
+            "no temp file is left"
+        );
+    }
+
+    /// Issue: when the second file of a two-file round could not be written, the first was
+    /// already rewritten and the report named only the failure. Now it names both.
+    #[test]
+    fn a_round_that_stops_half_way_names_what_it_changed_and_what_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (a, b) = (root.join("a.rs"), root.join("b.rs"));
+        let text = "let x: usize = 3;\n";
+        std::fs::write(&a, text).unwrap();
+        std::fs::write(&b, text).unwrap();
+        let mut picked = chosen(
+            &a,
+            &[item(vec![fix(
+                &a,
+                text,
+                true,
+                vec![edit(1, 8, 1, 13, "u32")],
+            )])],
+            false,
+        );
+        picked.extend(chosen(
+            &b,
+            &[item(vec![fix(
+                &b,
+                text,
+                true,
+                vec![edit(1, 8, 1, 13, "u32")],
+            )])],
+            false,
+        ));
+        let target = b.clone();
+        let out = apply_with(&root, picked, move |p| {
+            if p == target {
+                // b.rs can no longer be written as a file.
+                std::fs::remove_file(p).unwrap();
+                std::fs::create_dir(p).unwrap();
+            }
+        });
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "let x: u32 = 3;\n");
+        assert!(b.is_dir());
+        let msg = out.expect_err("the round stopped").to_string();
+        assert!(msg.contains(&b.display().to_string()), "{msg}");
+        assert!(
+            msg.contains(&a.display().to_string()),
+            "the file already changed is named too: {msg}"
+        );
     }
 
     #[test]

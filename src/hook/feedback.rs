@@ -16,6 +16,11 @@
 //! When some sources had not answered yet (partial feedback), a line before the closing one
 //! names them: `Still checking: tsc (more problems may follow).`
 //!
+//! Only the service speaks as openfiles. What the hook's fallback relays from an editor
+//! ([`Report::from`]) has a header naming that editor: `The editor "Code" (session 1f3a)
+//! found 1 error in files you edited (relayed by OpenFiles, which did not check them
+//! itself):`, and its notes alone are never passed on.
+//!
 //! Totals come from the files' `errors`/`warnings` counts, over files that have a listed
 //! item; at most [`MAX_ITEMS_PER_FILE`] items per file; the whole text stays under
 //! [`MAX_CHARS`] characters (cut with `… (truncated)`, keeping the closing line). Nothing
@@ -76,6 +81,10 @@ pub struct Report {
     pub broken: Vec<Broken>,
     /// Lines the reader should know (no baseline, …).
     pub notes: Vec<String>,
+    /// Who found these problems when it was not openfiles: the editor the hook's fallback
+    /// relays (`the editor "Visual Studio Code" (session …)`, already escaped). The text then
+    /// says so in its header instead of speaking as openfiles.
+    pub from: Option<String>,
 }
 
 impl Report {
@@ -86,6 +95,9 @@ impl Report {
             if !self.notes.contains(&n) {
                 self.notes.push(n);
             }
+        }
+        if self.from.is_none() {
+            self.from = other.from;
         }
     }
 }
@@ -108,6 +120,10 @@ pub fn format_report(report: &Report) -> Option<String> {
     let files = &report.files;
     let listed: Vec<&FileView> = files.iter().filter(|f| !f.items.is_empty()).collect();
     if listed.is_empty() && report.broken.is_empty() {
+        if report.from.is_some() {
+            // An editor's notes are not openfiles's to pass on in its own words.
+            return None;
+        }
         // Nothing to list, but the agent should still learn that a checker did not run.
         return report
             .notes
@@ -167,10 +183,11 @@ pub fn format_report(report: &Report) -> Option<String> {
         tail.push(still_checking(&running));
     }
     tail.push(CLOSING.to_owned());
-    let head = if listed.is_empty() {
-        BROKEN_ONLY_HEADER.to_owned()
-    } else {
-        header(errors, warnings)
+    let head = match (&report.from, listed.is_empty()) {
+        (None, true) => BROKEN_ONLY_HEADER.to_owned(),
+        (None, false) => header(errors, warnings),
+        (Some(from), true) => relayed_broken_only_header(from),
+        (Some(from), false) => relayed_header(from, errors, warnings),
     };
     Some(assemble(&head, &body, &tail.join("\n")))
 }
@@ -227,8 +244,44 @@ pub fn still_checking(names: &[&str]) -> String {
 
 /// `OpenFiles found 2 errors and 1 warning in files you edited:`.
 pub fn header(errors: u64, warnings: u64) -> String {
+    format!(
+        "OpenFiles found {} in files you edited:",
+        totals(errors, warnings)
+    )
+}
+
+/// What the hook's fallback relays from an editor says after the editor's name.
+pub const RELAYED: &str = "(relayed by OpenFiles, which did not check them itself)";
+
+/// `The editor "Code" (session 1f3a) found 2 errors in files you edited (relayed by …):`.
+pub fn relayed_header(from: &str, errors: u64, warnings: u64) -> String {
+    format!(
+        "{} found {} in files you edited {RELAYED}:",
+        capitalized(from),
+        totals(errors, warnings)
+    )
+}
+
+/// [`BROKEN_ONLY_HEADER`] for what an editor found.
+pub fn relayed_broken_only_header(from: &str) -> String {
+    format!(
+        "{} found no new problem in the files you edited, but errors your edits caused in files you did not edit {RELAYED}:",
+        capitalized(from)
+    )
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// `2 errors and 1 warning`, `problems` when both are 0.
+fn totals(errors: u64, warnings: u64) -> String {
     let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let totals = match (errors, warnings) {
+    match (errors, warnings) {
         (e, 0) if e > 0 => count(e, "error", "errors"),
         (0, w) if w > 0 => count(w, "warning", "warnings"),
         (0, 0) => "problems".to_owned(),
@@ -237,8 +290,7 @@ pub fn header(errors: u64, warnings: u64) -> String {
             count(e, "error", "errors"),
             count(w, "warning", "warnings")
         ),
-    };
-    format!("OpenFiles found {totals} in files you edited:")
+    }
 }
 
 /// `- <path>:<line>:<column> <severity>[ <code>][ (<source>)]: <message>`.
@@ -410,6 +462,7 @@ mod tests {
             files: vec![edited.clone()],
             broken: broken.clone(),
             notes: Vec::new(),
+            from: None,
         })
         .unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -663,6 +716,34 @@ mod tests {
         assert_eq!(format_report(&quiet).as_deref(), Some(note.as_str()));
         assert!(note.ends_with("openfiles trust /src/app"), "{note}");
         assert_eq!(format_report(&Report::default()), None);
+    }
+
+    /// What an editor found is never said in openfiles's voice: its header names the editor,
+    /// and its notes alone (the untrusted line) are not passed on.
+    #[test]
+    fn an_editor_s_findings_are_relayed_under_its_name() {
+        let from = Some("the editor \"Code\" (session 1f3a)".to_owned());
+        let broken = Broken {
+            display: "b.rs".into(),
+            item: err(2, "E0061"),
+        };
+        let text = format_report(&Report {
+            broken: vec![broken],
+            from: from.clone(),
+            ..Report::default()
+        })
+        .unwrap();
+        assert!(
+            text.starts_with("The editor \"Code\" (session 1f3a) found no new problem"),
+            "{text}"
+        );
+        assert!(!text.contains("OpenFiles found"), "{text}");
+        let notes_only = Report {
+            notes: vec![untrusted_note(&["cargo"], Path::new("/w"))],
+            from,
+            ..Report::default()
+        };
+        assert_eq!(format_report(&notes_only), None);
     }
 
     #[test]

@@ -214,15 +214,26 @@ fn without_service(
     edit: &online::Edit<'_>,
     feedback: bool,
 ) -> Option<String> {
-    let Some(root) = fallback::find_workspace(starts) else {
+    let Some(ws) = fallback::find_workspace(starts) else {
         say(
             opts,
-            format_args!("no workspace with a fresh heartbeat; nothing to do"),
+            format_args!(
+                "no workspace with a live editor's heartbeat (fresh, ours, not tracked by git); nothing to do"
+            ),
         );
         return None;
     };
+    say(
+        opts,
+        format_args!(
+            "no service: reporting to {} in {}",
+            ws.editor.describe(),
+            ws.root.display()
+        ),
+    );
+    let feedback = feedback && ws.diagnostics_untracked;
     let watcher = if feedback {
-        match fallback::watch(&root) {
+        match fallback::watch(&ws) {
             Ok(w) => Some(w),
             Err(err) => {
                 say(opts, format_args!("cannot watch diagnostics.json: {err}"));
@@ -239,22 +250,25 @@ fn without_service(
         tool: edit.tool.map(str::to_owned),
         paths: edit.paths.to_vec(),
     };
-    if let Err(err) = fallback::append_queue(&root, &line) {
+    if let Err(err) = fallback::append_queue(&ws.root, &line) {
         say(
             opts,
-            format_args!("cannot append to the queue in {}: {err}", root.display()),
+            format_args!("cannot append to the queue in {}: {err}", ws.root.display()),
         );
         return None;
     }
     if !feedback {
         return None;
     }
-    let (diag, forms) = fallback::wait(&root, edit.paths, edit.ts, watcher)?;
+    let (diag, forms) = fallback::wait(&ws, edit.paths, edit.ts, watcher)?;
     let entries = report::Entries {
-        root: &root,
+        root: &ws.root,
         hook: &diag.hook,
         files: &diag.files,
         baseline: diag.baseline.as_ref(),
     };
-    feedback::format_report(&entries.report(&forms, edit.ts))
+    let mut report = entries.report(&forms, edit.ts);
+    // Not openfiles's own finding: the agent is told whose it is.
+    report.from = Some(ws.editor.describe());
+    feedback::format_report(&report)
 }

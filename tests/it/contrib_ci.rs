@@ -195,7 +195,8 @@ fn ci_steps_in_order_give_the_agent_feedback_and_the_job_a_summary() {
         "{md}"
     );
     assert!(md.contains("| m.py | 2:12 | error |"), "{md}");
-    assert!(md.contains("undefined_name"), "{md}");
+    // Rendered as `undefined_name`: the underscore is a character reference.
+    assert!(md.contains("undefined&#95;name"), "{md}");
     // Asked to, the step fails the job when errors are left.
     let st = fresh("sh", &home, &tmpdir, &job_path)
         .arg(ci.join("summary.sh"))
@@ -310,4 +311,116 @@ fn devcontainer_feature_installs_as_an_unprivileged_user_and_the_hook_gets_feedb
         .arg(prefix.join("bin/openfiles"));
     // Signalled as root: allowed for any uid.
     stop_service(status);
+}
+
+/// Issue: `summary.sh` put file names and checker messages into `$GITHUB_STEP_SUMMARY` as
+/// raw Markdown and HTML, so a checker message `<a href=…>Fix: sign in</a>` became a link in
+/// the job's page, and a `|` in a file name split the table. Now every cell is text: the
+/// characters Markdown or HTML act on are character references. Through the real service and
+/// session (the `instant` fixture reports the file's `error: ` line as its message).
+#[test]
+fn the_job_summary_shows_names_and_messages_as_text() {
+    let mut env = common::Env::new();
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
+    let ws = env.workspace("ws");
+    common::git(&ws, &["init", "-q"]);
+    let name = "<img src=x onerror=alert(1)>|[y](z)*_.txt";
+    let file = ws.join(name);
+    std::fs::write(
+        &file,
+        "error: <a href=https://evil.example/login>Fix: sign in</a> `run` **now** _x_ [l](u) | cell\n",
+    )
+    .unwrap();
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let since = env.edited(&[&file]).ts;
+    env.wait(&[&file], since, 20_000);
+    common::wait_until("the session has the problem", || {
+        common::diagnostics(&ws).is_some_and(|d| d.files.get(name).is_some_and(|e| e.errors == 1))
+    });
+    let summary = env.dir.path().join("summary.md");
+    let out = env
+        .command_of(Path::new("sh"), &[])
+        .arg(repo().join("contrib/ci/summary.sh"))
+        .env("OPENFILES_BIN", BIN)
+        .env("OPENFILES_WORKSPACE", &ws)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    ok(out, "summary.sh");
+    let md = std::fs::read_to_string(&summary).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.contains("evil.example"))
+        .unwrap_or_else(|| panic!("no row with the message:\n{md}"));
+    for raw in ["<", ">", "`", "[", "]", "*", "_"] {
+        assert!(
+            !row.contains(raw),
+            "{raw:?} reached the summary raw:\n{row}"
+        );
+    }
+    assert_eq!(
+        row.matches('|').count(),
+        7,
+        "only the table's own separators:\n{row}"
+    );
+    assert!(
+        row.contains("&lt;a href=https://evil.example/login&gt;Fix: sign in&lt;/a&gt;"),
+        "{row}"
+    );
+    assert!(
+        row.starts_with("| &lt;img src=x onerror=alert(1)&gt;&#124;&#91;y&#93;(z)&#42;&#95;.txt | 1:1 | error |"),
+        "{row}"
+    );
+}
+
+/// Issue: the dev container Feature pasted its `agents` option into `sh -c`, so an option
+/// that closes the quote ran its own command at image build. Now each agent is checked
+/// against the known ids and passed as one argument: the build stops with a clear error and
+/// nothing runs. Run as the build runs it (root, no `_REMOTE_USER`), in a temporary HOME, with
+/// the built `openfiles` on PATH; the control case installs Claude's hook.
+#[test]
+fn the_feature_never_runs_its_agents_option_as_shell() {
+    let tmp = tempfile::Builder::new()
+        .prefix("of-feature-agents")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
+    let home = dir.join("home");
+    let tmpdir = dir.join("tmp");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    let marker = dir.join("MARKER");
+    let m = marker.to_str().unwrap();
+    let feature = repo().join("contrib/devcontainer/src/openfiles/install.sh");
+    let run = |agents: &str| {
+        fresh("sh", &home, &tmpdir, &common::hook::path_with_bin())
+            .arg(&feature)
+            .env("AGENTS", agents)
+            .env_remove("SOURCE")
+            .env_remove("_REMOTE_USER")
+            .env("PREFIX", dir.join("prefix"))
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for agents in [
+        format!("claude';touch${{IFS}}{m};'"),
+        format!("claude; touch {m}"),
+        format!("x'$(touch${{IFS}}{m})'"),
+        format!("claude\ntouch {m}"),
+        "*".to_owned(),
+    ] {
+        let out = run(&agents);
+        assert!(!marker.exists(), "{agents:?} ran a command: {out:?}");
+        assert_eq!(out.status.code(), Some(2), "{agents:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("unknown agent"),
+            "{agents:?}: {out:?}"
+        );
+        assert!(!home.join(".claude/settings.json").exists());
+    }
+    let out = run("claude");
+    ok(out, "the Feature with agents=claude");
+    assert!(claude_hook_command(&home).contains("hook"));
 }

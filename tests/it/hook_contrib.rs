@@ -159,7 +159,7 @@ process.stdout.write(JSON.stringify({ read: read.output, write: write.output }))
     );
     assert_eq!(
         outputs["write"],
-        "Wrote file successfully.\n\nOpenFiles found 1 error in files you edited:\n- src/index.ts:1:7 error 2322 (ts): Type 'string' is not assignable to type 'number'.\nFix these before you report the task as done."
+        "Wrote file successfully.\n\nThe editor \"test\" (session t) found 1 error in files you edited (relayed by OpenFiles, which did not check them itself):\n- src/index.ts:1:7 error 2322 (ts): Type 'string' is not assignable to type 'number'.\nFix these before you report the task as done."
     );
     let queue = fs::read_to_string(ws.join(".openfiles/queue.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = queue

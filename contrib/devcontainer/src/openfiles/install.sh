@@ -7,9 +7,33 @@
 # service manager is needed in the container.
 set -eu
 source="${SOURCE:-}"
-agents="$(printf '%s' "${AGENTS:-claude}" | tr ',' ' ')"
 prefix="${PREFIX:-/usr/local}"
 say() { echo "openfiles feature: $*"; }
+
+# The agents option names agents `openfiles hooks install` knows, and nothing else: each is
+# checked against that list here and later passed as one argument, never pasted into a
+# shell command.
+known="claude codex copilot gemini qwen cursor windsurf opencode"
+agents=""
+# Split into words, never expanded as file names (`*`).
+set -f
+for agent in $(printf '%s' "${AGENTS:-claude}" | tr ',' ' '); do
+  case " $known " in
+    *" $agent "*) agents="$agents $agent" ;;
+    *)
+      say "unknown agent in the agents option: '$agent' (known: $known)" >&2
+      exit 2
+      ;;
+  esac
+done
+set +f
+case "$prefix" in
+  /*) ;;
+  *)
+    say "the prefix option must be an absolute path, not '$prefix'" >&2
+    exit 2
+    ;;
+esac
 
 if [ -n "$source" ]; then
   case "$source" in
@@ -46,16 +70,18 @@ else
 fi
 say "$("$bin" --version)"
 
-# As the container's user: their hooks and config, files they own.
+# As the container's user: their hooks and config, files they own. The prefix and the agent
+# reach the user's shell as its arguments ($1, $2), not as part of its script.
 user="${_REMOTE_USER:-}"
-as_user() {
+install_hooks() {
   if [ "$(id -u)" = 0 ] && [ -n "$user" ] && [ "$user" != root ]; then
-    su -s /bin/sh "$user" -c "PATH='$prefix/bin':\"\$PATH\" $*"
+    su -s /bin/sh "$user" -c 'PATH="$1/bin:$PATH"; export PATH; exec openfiles hooks install --user --agent "$2"' \
+      openfiles-feature "$prefix" "$1"
   else
-    PATH="$prefix/bin:$PATH" sh -c "$*"
+    (PATH="$prefix/bin:$PATH" && export PATH && exec openfiles hooks install --user --agent "$1")
   fi
 }
 for agent in $agents; do
-  as_user "openfiles hooks install --user --agent '$agent'"
+  install_hooks "$agent"
 done
 say "done; the first agent hook starts the service"
