@@ -215,11 +215,11 @@ fn now_ms() -> u64 {
 async fn ws_with_auth_refuses_every_command_before_hello() {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("auth.token");
-    std::fs::write(&secret, "s3cret\n").unwrap();
+    common::claws::write_secret(&secret, "s3cret\n");
     let mut cfg = ws_cfg(ClawsWebSocketConfig::default());
     cfg.auth = openfiles::config::ClawsAuthConfig {
         enabled: true,
-        token_path: secret,
+        token_path: Some(secret),
     };
     let s = TestServer::with(cfg).await;
     let addr = s.server.as_ref().unwrap().web_socket_addr().unwrap();
