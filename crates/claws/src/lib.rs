@@ -119,12 +119,12 @@ impl ClawsRegistry {
         Arc::new(ClawsRegistry::default())
     }
 
-    /// (workspace, socket) pairs, in start order.
     /// The folders of the servers registered here (canonical): where no secret may lie.
     pub fn roots(&self) -> Vec<PathBuf> {
         self.servers().into_iter().map(|(root, _)| root).collect()
     }
 
+    /// (workspace, socket) pairs, in start order.
     pub fn servers(&self) -> Vec<(PathBuf, PathBuf)> {
         self.servers
             .lock()
