@@ -285,3 +285,29 @@ fn a_token_path_inside_the_workspace_is_refused() {
     let log = s.stop();
     assert!(log.contains("inside the workspace"), "logged: {log}");
 }
+
+/// `openfiles mcp` signs its bus `hello` with the workspace's secret from the user's state
+/// folder on its own: with `[claws.auth]` on, the Claws bus tools work through a real
+/// service (before, its `hello` carried no token and every bus tool failed `auth:required`).
+#[test]
+fn the_mcp_server_signs_its_hello_with_the_default_secret() {
+    let env = crate::common::Env::new();
+    std::fs::write(&env.config, "[claws.auth]\nenabled = true\n").unwrap();
+    let ws = env.workspace("ws");
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let mut mcp = crate::common::mcp::Mcp::start(&env, &ws);
+    let init = mcp.ask(
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let (failed, text) = mcp.tool(
+        "claws_publish",
+        serde_json::json!({"topic": "task.note", "payload": {"n": 1}}),
+    );
+    assert!(!failed, "{text}");
+    let (failed, text) = mcp.tool("claws_peers", serde_json::json!({}));
+    assert!(!failed && text.contains("openfiles-mcp"), "{text}");
+}
