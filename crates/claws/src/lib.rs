@@ -107,7 +107,7 @@ impl ClawsRegistry {
                 return Ok(Some(shared));
             }
         }
-        let Some(listener) = ws::bind(cfg)? else {
+        let Some(listener) = ws::bind(cfg, &self.roots())? else {
             return Ok(None);
         };
         let shared = ws::Shared::start(listener);

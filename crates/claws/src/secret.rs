@@ -51,7 +51,7 @@ pub enum SecretError {
     InWorkspace { path: PathBuf, workspace: PathBuf },
     #[error("{}: a relative [claws.auth] token_path; {}", path.display(), WHERE)]
     Relative { path: PathBuf },
-    #[error("{}: {why}; refused (the secret must be a regular file of yours, mode 0600)", path.display())]
+    #[error("{}: {why}; refused (a secret must be a regular file of yours, mode 0600)", path.display())]
     Unsafe { path: PathBuf, why: String },
     #[error("{}: empty or blank; an empty secret is no key", path.display())]
     Blank { path: PathBuf },
@@ -157,10 +157,48 @@ fn inside<'a>(path: &Path, workspaces: &'a [PathBuf]) -> Option<&'a PathBuf> {
         .find(|ws| path.starts_with(ws) || real.starts_with(ws))
 }
 
+/// Which file a read is for, and so how strict it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The `[claws.auth]` secret: ours, mode 0600 or stricter, never through a symlink.
+    Token,
+    /// The WebSocket's TLS key (`key_path`): ours or root's, no access for others and no
+    /// group write (a group such as `ssl-cert` may read it); a symlink is followed
+    /// (certificate tools link `live/` to `archive/`), its target judged.
+    TlsKey,
+    /// The certificate chain (`cert_path`): public, any owner; a symlink is followed.
+    TlsCert,
+}
+
 /// The secret in `path`, trimmed, judged by this module's rules: absolute, outside every one
 /// of `workspaces` (canonical roots), a regular file (no symlink, FIFO or device), ours, not
 /// readable or writable by group or others, at most [`MAX_SECRET_BYTES`], not blank.
 pub fn read(path: &Path, workspaces: &[PathBuf]) -> Result<Vec<u8>, SecretError> {
+    let bytes = read_file(path, workspaces, Kind::Token, MAX_SECRET_BYTES)?;
+    let unsafe_ = |why: String| SecretError::Unsafe {
+        path: path.to_owned(),
+        why,
+    };
+    // Trimmed as clients trim it (`auth::hello_token`).
+    let text = std::str::from_utf8(&bytes).map_err(|_| unsafe_("not UTF-8 text".into()))?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(SecretError::Blank {
+            path: path.to_owned(),
+        });
+    }
+    Ok(secret.as_bytes().to_vec())
+}
+
+/// A file the user's config names (`kind`), at most `cap` bytes: absolute, outside every
+/// one of `workspaces` (canonical roots; also once symlinks are resolved), a regular file
+/// (the open never blocks on a FIFO), owned and moded as `kind` requires.
+pub fn read_file(
+    path: &Path,
+    workspaces: &[PathBuf],
+    kind: Kind,
+    cap: u64,
+) -> Result<Vec<u8>, SecretError> {
     if !path.is_absolute() {
         return Err(SecretError::Relative {
             path: path.to_owned(),
@@ -180,9 +218,14 @@ pub fn read(path: &Path, workspaces: &[PathBuf]) -> Result<Vec<u8>, SecretError>
         path: path.to_owned(),
         source,
     };
+    let nofollow = if kind == Kind::Token {
+        libc::O_NOFOLLOW
+    } else {
+        0
+    };
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .custom_flags(nofollow | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
@@ -193,40 +236,47 @@ pub fn read(path: &Path, workspaces: &[PathBuf]) -> Result<Vec<u8>, SecretError>
         })?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(unsafe_("not a regular file".into()));
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "a socket or other special file"
+        };
+        return Err(unsafe_(format!("{what}, not a regular file")));
     }
     let uid = nix::unistd::getuid().as_raw();
-    if meta.uid() != uid {
+    let (owner_ok, mask) = match kind {
+        Kind::Token => (meta.uid() == uid, 0o077),
+        Kind::TlsKey => (meta.uid() == uid || meta.uid() == 0, 0o027),
+        Kind::TlsCert => (true, 0),
+    };
+    if !owner_ok {
         return Err(unsafe_(format!(
             "owned by uid {}, not by you (uid {uid})",
             meta.uid()
         )));
     }
-    if meta.mode() & 0o077 != 0 {
+    if meta.mode() & mask != 0 {
         return Err(unsafe_(format!(
             "mode {:04o}: the group or others may read or write it",
             meta.mode() & 0o7777
         )));
     }
-    if meta.len() > MAX_SECRET_BYTES {
-        return Err(unsafe_(format!("larger than {MAX_SECRET_BYTES} bytes")));
+    let too_large = || unsafe_(format!("larger than {cap} bytes"));
+    if meta.len() > cap {
+        return Err(too_large());
     }
     let mut bytes = Vec::new();
-    file.take(MAX_SECRET_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > MAX_SECRET_BYTES {
-        return Err(unsafe_(format!("larger than {MAX_SECRET_BYTES} bytes")));
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
     }
-    // Trimmed as clients trim it (`auth::hello_token`).
-    let text = std::str::from_utf8(&bytes).map_err(|_| unsafe_("not UTF-8 text".into()))?;
-    let secret = text.trim();
-    if secret.is_empty() {
-        return Err(SecretError::Blank {
-            path: path.to_owned(),
-        });
-    }
-    Ok(secret.as_bytes().to_vec())
+    Ok(bytes)
 }
 
 /// The canonical folder of the workspace whose Claws socket is `sock`
@@ -354,5 +404,37 @@ mod tests {
             let e = read(&own, &[]).unwrap_err();
             assert!(e.to_string().contains("owned by uid 65534"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_tls_key_is_private_and_neither_lies_in_a_workspace() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let ws = base.join("repo");
+        std::fs::create_dir_all(&ws).unwrap();
+        let key = base.join("k.pem");
+        write(&key, "KEY", 0o644);
+        let e = read_file(&key, &[], Kind::TlsKey, 100).unwrap_err();
+        assert!(e.to_string().contains("mode 0644"), "{e}");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert_eq!(read_file(&key, &[], Kind::TlsKey, 100).unwrap(), b"KEY");
+        // Certificate tools link `live/` to `archive/`: followed for TLS files.
+        std::os::unix::fs::symlink(&key, base.join("live.pem")).unwrap();
+        assert!(read_file(&base.join("live.pem"), &[], Kind::TlsKey, 100).is_ok());
+        let cert = ws.join("c.pem");
+        write(&cert, "CERT", 0o644);
+        let e = read_file(&cert, std::slice::from_ref(&ws), Kind::TlsCert, 100).unwrap_err();
+        assert!(matches!(e, SecretError::InWorkspace { .. }), "{e}");
+        // A link outside every workspace that leads into one.
+        std::os::unix::fs::symlink(&cert, base.join("c-link.pem")).unwrap();
+        let e = read_file(
+            &base.join("c-link.pem"),
+            std::slice::from_ref(&ws),
+            Kind::TlsCert,
+            100,
+        )
+        .unwrap_err();
+        assert!(matches!(e, SecretError::InWorkspace { .. }), "{e}");
+        assert!(read_file(&cert, &[], Kind::TlsCert, 100).is_ok());
     }
 }

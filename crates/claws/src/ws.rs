@@ -175,8 +175,12 @@ fn proc_net_addr(a: SocketAddr) -> String {
     format!("{ip}:{:04X}", a.port())
 }
 
-/// Bind the listener the settings ask for (None when disabled).
-pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
+/// Bind the listener the settings ask for (None when disabled); its certificate and key
+/// may not lie in any of `workspaces`.
+pub fn bind(
+    cfg: &ClawsConfig,
+    workspaces: &[std::path::PathBuf],
+) -> Result<Option<Listener>, WsError> {
     let ws = &cfg.web_socket;
     if !ws.enabled {
         return Ok(None);
@@ -195,7 +199,7 @@ pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
         return Err(WsError::NoAuth(local.to_string()));
     }
     let tls = match (&ws.cert_path, &ws.key_path) {
-        (Some(c), Some(k)) => Some(acceptor(c, k)?),
+        (Some(c), Some(k)) => Some(acceptor(c, k, workspaces)?),
         (None, None) => None,
         _ => return Err(WsError::Tls("cert_path and key_path go together".into())),
     };
@@ -214,12 +218,19 @@ pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
     }))
 }
 
-fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, WsError> {
+/// The TLS acceptor of `cert` and `key`, files the user's config names: absolute, outside
+/// every one of `workspaces`, the key private (`crate::secret::Kind::TlsKey`).
+fn acceptor(
+    cert: &Path,
+    key: &Path,
+    workspaces: &[std::path::PathBuf],
+) -> Result<tokio_rustls::TlsAcceptor, WsError> {
+    use crate::secret::{read_file, Kind};
     let tls = |m: String| WsError::Tls(m);
-    let read = |p: &Path| {
-        openfiles_os::fsutil::read_regular_capped(p, MAX_PEM_BYTES).map_err(|e| tls(e.to_string()))
+    let read = |p: &Path, kind| {
+        read_file(p, workspaces, kind, MAX_PEM_BYTES).map_err(|e| tls(e.to_string()))
     };
-    let (cert_pem, key_pem) = (read(cert)?, read(key)?);
+    let (cert_pem, key_pem) = (read(cert, Kind::TlsCert)?, read(key, Kind::TlsKey)?);
     let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| tls(format!("{}: {e}", cert.display())))?;
@@ -604,7 +615,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let listener = bind(&cfg).unwrap().unwrap();
+        let listener = bind(&cfg, &[]).unwrap().unwrap();
         let addr = listener.addr;
         let shared = Shared::start(listener);
         let none = raw_handshake(addr, None).await;
