@@ -101,7 +101,9 @@ impl Auth {
         let secret = match crate::secret::read(&self.token_path, workspaces) {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!("claws hello refused: [claws.auth] secret unusable: {e}");
+                // Said at start (an error); per hello only at debug, so refused hellos
+                // cannot flood the log.
+                tracing::debug!("claws hello refused: [claws.auth] secret unusable: {e}");
                 return Err("auth:invalid");
             }
         };
