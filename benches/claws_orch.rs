@@ -336,11 +336,12 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let secret: PathBuf = home.path().join("auth.token");
     std::fs::write(&secret, SECRET).unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let cfg = ClawsConfig {
         auth: ClawsAuthConfig {
             enabled: true,
-            token_path: secret,
+            token_path: Some(secret),
         },
         ..Default::default()
     };

@@ -15,6 +15,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
+use openfiles_claws::config::ClawsAuthConfig;
+use openfiles_claws::secret;
 use openfiles_wire::claws::request::{self as rq, Command, Target};
 use openfiles_wire::claws::PROTOCOL_2;
 use openfiles_wire::line::{Conn, LineError};
@@ -109,6 +111,14 @@ pub enum ClawsCmd {
         #[arg(value_name = "JSON")]
         request: String,
     },
+    /// Print where the workspace's `[claws.auth]` secret lives (its path, never the secret).
+    /// Example: openfiles claws token --workspace ~/src/app
+    ///
+    /// A Claws client signs its `hello` with that file's text (trimmed): HMAC-SHA256 over
+    /// `peerName:role:nonce:timestamp`. `openfiles claws` and `openfiles mcp` do so on their
+    /// own. The service makes the file (mode 0600, in your state folder) when it serves the
+    /// workspace with `[claws.auth] enabled`; `token_path` in your config names another one.
+    Token,
     /// Serve one folder's Claws socket in the foreground (development).
     #[command(hide = true)]
     Serve { dir: PathBuf },
@@ -161,14 +171,33 @@ impl Client {
     }
 }
 
-/// The CLI's claws/2 `hello` in `role`.
-fn hello(role: &str) -> Command {
-    Command::Hello(rq::Hello {
+/// The CLI's claws/2 `hello` in `role` to the socket `sock`, signed with the workspace's
+/// `[claws.auth]` secret when there is one we may read (`openfiles_claws::secret`: the
+/// user's state folder, or `token_path` from `auth`, the user's config); unsigned otherwise
+/// (a server with auth off needs none, one with auth on says `auth:required`).
+fn hello(role: &str, sock: &Path, auth: &ClawsAuthConfig) -> Command {
+    let mut h = rq::Hello {
         protocol: Some(PROTOCOL_2.to_owned()),
         role: Some(role.to_owned()),
         peer_name: Some("openfiles-cli".to_owned()),
         ..Default::default()
-    })
+    };
+    if let Some(root) = secret::root_of_socket(sock) {
+        if let Err(e) = secret::sign_hello(&mut h, &root, auth) {
+            if auth.enabled {
+                eprintln!("openfiles: hello not signed: {e}");
+            }
+        }
+    }
+    Command::Hello(h)
+}
+
+/// The user's `[claws.auth]` (the defaults when the config cannot be read: the command's
+/// own request shows what the server says).
+fn user_auth(config: Option<&Path>) -> ClawsAuthConfig {
+    crate::config::Config::load(config)
+        .map(|(c, _)| c.claws.auth)
+        .unwrap_or_default()
 }
 
 /// The socket to use: `--claws-socket` as given, else the nearest `.claws/claws.sock`.
@@ -277,6 +306,9 @@ fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
 pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> anyhow::Result<u8> {
     if let ClawsCmd::Serve { dir } = &args.cmd {
         return serve(dir, config);
+    }
+    if let ClawsCmd::Token = &args.cmd {
+        return token(&args, config);
     }
     let sock = match socket_or_start(&args, control) {
         Ok(sock) => sock,
@@ -400,7 +432,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
             count,
         } => {
             let mut c = Client::connect(&sock)?;
-            let h = c.request(&hello("observer"))?;
+            let h = c.request(&hello("observer", &sock, &user_auth(config)))?;
             if h["ok"] != Value::Bool(true) {
                 bail!("{}", h["error"]);
             }
@@ -426,7 +458,10 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
             let payload: Value =
                 serde_json::from_str(&payload).context("the payload is not JSON")?;
             let mut c = Client::connect(&sock)?;
-            c.request(&hello("worker"))?;
+            let h = c.request(&hello("worker", &sock, &user_auth(config)))?;
+            if h["ok"] != Value::Bool(true) {
+                bail!("{}", h["error"]);
+            }
             let v = c.request(&Command::Publish(rq::Publish {
                 topic: Some(topic),
                 payload: Some(payload),
@@ -441,7 +476,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
             let req: Value = serde_json::from_str(&text).context("not JSON")?;
             println!("{}", Client::connect(&sock)?.call(&req)?);
         }
-        ClawsCmd::Serve { .. } => unreachable!("handled above"),
+        ClawsCmd::Serve { .. } | ClawsCmd::Token => unreachable!("handled above"),
     }
     Ok(0)
 }
@@ -537,12 +572,57 @@ pub fn terminal_table(v: &Value) -> String {
     out
 }
 
+/// `claws token`: the path of the workspace's secret (the workspace of the nearest socket,
+/// else `--workspace` or the current folder itself).
+fn token(args: &ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
+    let root = match socket_for(args)
+        .ok()
+        .and_then(|s| secret::root_of_socket(&s))
+    {
+        Some(root) => root,
+        None => {
+            let dir = match &args.workspace {
+                Some(w) => w.clone(),
+                None => std::env::current_dir()?,
+            };
+            std::fs::canonicalize(&dir).with_context(|| format!("{}", dir.display()))?
+        }
+    };
+    let auth = crate::config::Config::load(config)?.0.claws.auth;
+    let path = secret::token_path(&auth, &root);
+    println!("{}", crate::visible::escape(&path.display().to_string()));
+    if !auth.enabled {
+        eprintln!("openfiles: [claws.auth] is off in your config: the server asks for no token");
+    } else {
+        match secret::read(&path, &[root]) {
+            Ok(_) => {}
+            Err(secret::SecretError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                eprintln!(
+                    "openfiles: not made yet: the service makes it when it serves this \
+                     workspace with [claws.auth] enabled"
+                );
+                return Ok(1);
+            }
+            Err(e) => {
+                eprintln!("openfiles: {e}");
+                return Ok(1);
+            }
+        }
+    }
+    Ok(0)
+}
+
 fn serve(dir: &Path, config: Option<&Path>) -> anyhow::Result<u8> {
     let (cfg, _) = crate::config::Config::load(config)?;
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
         let token = tokio_util::sync::CancellationToken::new();
         let server = openfiles_claws::ClawsServer::start(dir, &cfg.claws, token.clone()).await?;
+        for w in server.auth_warnings() {
+            eprintln!("openfiles: {}", crate::visible::escape(w));
+        }
         println!("claws socket ready: {}", server.socket_path().display());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {

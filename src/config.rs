@@ -209,6 +209,17 @@ impl Config {
         {
             *p = expand_home(p);
         }
+        // The user's own secret and certificate files, as they may spell them (`~/…`).
+        for p in [
+            &mut cfg.claws.auth.token_path,
+            &mut cfg.claws.web_socket.cert_path,
+            &mut cfg.claws.web_socket.key_path,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *p = expand_home(p);
+        }
         Ok(cfg)
     }
 

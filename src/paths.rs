@@ -145,10 +145,6 @@ pub fn runtime_dir_in(
     Err(RuntimeDirError { dir, why })
 }
 
-fn project_dirs() -> Option<directories::ProjectDirs> {
-    directories::ProjectDirs::from("", "", "openfiles")
-}
-
 /// The user's config file path (it may not exist).
 pub fn config_file(explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = explicit {
@@ -190,18 +186,10 @@ pub fn config_file_in(
     Some(file)
 }
 
-/// The state directory (not created here).
+/// The state directory (not created here): `openfiles_os::dirs`'s one rule, shared with the
+/// Claws crate (its `[claws.auth]` secret lives there too).
 pub fn state_dir() -> PathBuf {
-    if let Some(p) = std::env::var_os("OPENFILES_STATE_DIR").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    if let Some(d) = project_dirs() {
-        if let Some(s) = d.state_dir() {
-            return s.to_owned();
-        }
-        return d.data_local_dir().to_owned();
-    }
-    std::env::temp_dir().join(format!("openfiles-state-{}", nix::unistd::getuid()))
+    openfiles_os::dirs::state_dir()
 }
 
 /// The service's own log file when it runs without journald (rotated once, to `.1`).

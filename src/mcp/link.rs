@@ -262,6 +262,18 @@ impl Bus {
         // The identity the agent gave, read as the server reads a `hello`.
         let mut hello = Hello::deserialize(identity).unwrap_or_default();
         hello.protocol = Some(PROTOCOL_2.to_owned());
+        // Signed with the workspace's `[claws.auth]` secret (the user's state folder, or the
+        // user's `token_path`) when there is one we may read; with auth off none is needed.
+        let auth = crate::config::Config::load(None)
+            .map(|(c, _)| c.claws.auth)
+            .unwrap_or_default();
+        if let Some(root) = openfiles_claws::secret::root_of_socket(sock) {
+            if let Err(e) = openfiles_claws::secret::sign_hello(&mut hello, &root, &auth) {
+                if auth.enabled {
+                    return Err(Fail::Tool(format!("ERROR: hello not signed: {e}")));
+                }
+            }
+        }
         let answer = bus.request(Command::Hello(hello), Duration::from_secs(10), None)?;
         if answer.get("ok") != Some(&Value::Bool(true)) {
             return Err(Fail::Tool(format!(

@@ -1039,11 +1039,11 @@ fn flip_first(mut t: String) -> String {
 async fn hmac_auth_on_hello() {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("auth.token");
-    std::fs::write(&secret, "s3cret\n").unwrap();
+    common::claws::write_secret(&secret, "s3cret\n");
     let cfg = ClawsConfig {
         auth: openfiles::config::ClawsAuthConfig {
             enabled: true,
-            token_path: secret.clone(),
+            token_path: Some(secret.clone()),
         },
         ..Default::default()
     };
@@ -1078,7 +1078,7 @@ async fn hmac_auth_on_hello() {
         assert_eq!(v["error"], "auth:invalid", "{n}");
     }
     // Rotating the secret needs no restart.
-    std::fs::write(&secret, "other").unwrap();
+    common::claws::write_secret(&secret, "other");
     let v = s.call(hello("n6", now, tok("n6", now))).await;
     assert_eq!(v["error"], "auth:invalid");
     s.stop().await;
@@ -1095,7 +1095,7 @@ fn auth_cfg(token_path: std::path::PathBuf) -> ClawsConfig {
     ClawsConfig {
         auth: openfiles::config::ClawsAuthConfig {
             enabled: true,
-            token_path,
+            token_path: Some(token_path),
         },
         ..Default::default()
     }
@@ -1112,17 +1112,17 @@ fn signed_hello(secret: &str, nonce: &str, ts: u64) -> Value {
 async fn auth_refuses_an_empty_or_blank_secret() {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("auth.token");
-    std::fs::write(&secret, "").unwrap();
+    common::claws::write_secret(&secret, "");
     let s = TestServer::with(auth_cfg(secret.clone())).await;
     let now = now_ms();
     // Signed with the empty key the file holds: never a success.
     let v = s.call(signed_hello("", "e1", now)).await;
     assert_eq!(v["error"], "auth:invalid", "{v}");
-    std::fs::write(&secret, " \n\t\n").unwrap();
+    common::claws::write_secret(&secret, " \n\t\n");
     let v = s.call(signed_hello("", "e2", now)).await;
     assert_eq!(v["error"], "auth:invalid", "{v}");
     // A real secret again works (rotation needs no restart).
-    std::fs::write(&secret, "s3cret\n").unwrap();
+    common::claws::write_secret(&secret, "s3cret\n");
     s.ok(signed_hello("s3cret", "e3", now)).await;
     s.stop().await;
 }
@@ -1158,7 +1158,7 @@ async fn auth_secret_files_are_read_bounded_and_regular_only() {
 async fn used_nonces_stay_refused_after_a_restart() {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("auth.token");
-    std::fs::write(&secret, "s3cret").unwrap();
+    common::claws::write_secret(&secret, "s3cret");
     let cfg = auth_cfg(secret);
     let s = TestServer::with(cfg.clone()).await;
     let now = now_ms();
@@ -1195,7 +1195,7 @@ async fn used_nonces_stay_refused_after_a_restart() {
 async fn repeated_failed_hellos_close_the_connection() {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("auth.token");
-    std::fs::write(&secret, "s3cret").unwrap();
+    common::claws::write_secret(&secret, "s3cret");
     let s = TestServer::with(auth_cfg(secret)).await;
     let mut c = s.conn().await;
     for i in 0..5 {

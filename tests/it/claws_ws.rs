@@ -156,7 +156,8 @@ async fn ws_that_cannot_start_leaves_the_unix_socket_served() {
     server.stop().await;
     // A certificate and key that are devices (read to the end of memory before: the
     // service aborted), and a FIFO (blocked the start): the listener stays off, said why.
-    let fifo = dir.path().join("fifo");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let fifo = elsewhere.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     for (cert, key, why) in [
         ("/dev/zero".into(), "/dev/zero".into(), "a device"),
@@ -215,11 +216,11 @@ fn now_ms() -> u64 {
 async fn ws_with_auth_refuses_every_command_before_hello() {
     let secret_dir = tempfile::tempdir().unwrap();
     let secret = secret_dir.path().join("auth.token");
-    std::fs::write(&secret, "s3cret\n").unwrap();
+    common::claws::write_secret(&secret, "s3cret\n");
     let mut cfg = ws_cfg(ClawsWebSocketConfig::default());
     cfg.auth = openfiles::config::ClawsAuthConfig {
         enabled: true,
-        token_path: secret,
+        token_path: Some(secret),
     };
     let s = TestServer::with(cfg).await;
     let addr = s.server.as_ref().unwrap().web_socket_addr().unwrap();
@@ -309,7 +310,7 @@ async fn wss_with_a_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let (cp, kp) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
     std::fs::write(&cp, cert.cert.pem()).unwrap();
-    std::fs::write(&kp, cert.key_pair.serialize_pem()).unwrap();
+    common::claws::write_secret(&kp, &cert.key_pair.serialize_pem());
     let s = TestServer::with(ws_cfg(ClawsWebSocketConfig {
         cert_path: Some(cp),
         key_path: Some(kp),

@@ -13,6 +13,7 @@ mod claws_exec;
 mod claws_exec_version;
 mod claws_orch;
 mod claws_redirect;
+mod claws_secret;
 mod claws_service;
 mod claws_terminals;
 mod claws_ws;

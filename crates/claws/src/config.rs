@@ -109,21 +109,14 @@ impl Default for ClawsEventLogConfig {
 }
 
 /// `[claws.auth]`: HMAC tokens on `hello`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClawsAuthConfig {
     pub enabled: bool,
-    /// The shared secret's file (relative: to the workspace).
-    pub token_path: PathBuf,
-}
-
-impl Default for ClawsAuthConfig {
-    fn default() -> Self {
-        ClawsAuthConfig {
-            enabled: false,
-            token_path: PathBuf::from(".claws/auth.token"),
-        }
-    }
+    /// The shared secret's file: an absolute path outside every workspace, named only by
+    /// the user's own config. Unset (the default): one per workspace in the user's state
+    /// folder, made when missing (`crate::secret`; `openfiles claws token` prints it).
+    pub token_path: Option<PathBuf>,
 }
 
 /// `[claws.web_socket]`: the optional WebSocket listener beside the Unix socket.

@@ -40,6 +40,7 @@ mod history;
 mod orch;
 mod pty;
 mod ring;
+pub mod secret;
 mod shell;
 mod state;
 mod strip;
@@ -106,7 +107,7 @@ impl ClawsRegistry {
                 return Ok(Some(shared));
             }
         }
-        let Some(listener) = ws::bind(cfg)? else {
+        let Some(listener) = ws::bind(cfg, &self.roots())? else {
             return Ok(None);
         };
         let shared = ws::Shared::start(listener);
@@ -116,6 +117,11 @@ impl ClawsRegistry {
 
     pub fn new() -> Arc<ClawsRegistry> {
         Arc::new(ClawsRegistry::default())
+    }
+
+    /// The folders of the servers registered here (canonical): where no secret may lie.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.servers().into_iter().map(|(root, _)| root).collect()
     }
 
     /// (workspace, socket) pairs, in start order.
@@ -334,6 +340,9 @@ pub struct ClawsServer {
     ws_addr: Option<std::net::SocketAddr>,
     /// Why the WebSocket listener asked for is not listening.
     ws_error: Option<String>,
+    /// What is wrong with `[claws.auth]`'s secret, as logged at start (kept for callers
+    /// without a log: `openfiles claws serve`).
+    auth_warnings: Vec<String>,
     /// This workspace's route on the shared WebSocket listener (leaves when dropped).
     _ws_member: Option<ws::Member>,
     stop: CancellationToken,
@@ -475,16 +484,28 @@ impl ClawsServer {
             tracing::warn!("[claws] socket_path and log_directory are fixed (.claws/claws.sock, .claws/terminals); other values are ignored");
         }
         let listener = conn::bind(&socket).await?;
+        registry.add(&root, &socket);
+        let mut auth_warnings = Vec::new();
         if cfg.auth.enabled {
-            if let Err(e) = orch::peers::read_secret(&root.join(&cfg.auth.token_path)) {
-                tracing::error!(
-                    root = %root.display(),
+            let secret = secret::token_path(&cfg.auth, &root);
+            let made = match cfg.auth.token_path {
+                None => secret::ensure_default(&secret),
+                Some(_) => Ok(()),
+            };
+            let roots = registry.roots();
+            if let Err(e) = made.and_then(|()| secret::read(&secret, &roots)) {
+                let w = format!(
                     "[claws.auth] is on but its secret is unusable ({e}): every hello is \
                      refused until it is fixed"
                 );
+                tracing::error!(root = %root.display(), "{w}");
+                auth_warnings.push(w);
+            }
+            if let Some(w) = secret::workspace_token_warning(&root, &secret) {
+                tracing::warn!(root = %root.display(), "{w}");
+                auth_warnings.push(w);
             }
         }
-        registry.add(&root, &socket);
         let stop = shutdown.child_token();
         let lazy = Arc::new(Lazy {
             root,
@@ -521,6 +542,7 @@ impl ClawsServer {
             socket,
             ws_addr,
             ws_error,
+            auth_warnings,
             _ws_member: ws_member,
             stop,
             tasks,
@@ -538,6 +560,12 @@ impl ClawsServer {
     /// Why the WebSocket listener `[claws.web_socket]` asks for is not listening.
     pub fn web_socket_error(&self) -> Option<&str> {
         self.ws_error.as_deref()
+    }
+
+    /// What was wrong with the `[claws.auth]` secret at start (also logged): an unusable
+    /// secret, a `.claws/auth.token` the workspace carries that is not read.
+    pub fn auth_warnings(&self) -> &[String] {
+        &self.auth_warnings
     }
 
     pub fn terminal_count(&self) -> usize {

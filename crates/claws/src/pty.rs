@@ -1,4 +1,5 @@
-//! PTY creation and the shell process: `openpty`, then `tokio::process::Command` whose
+//! PTY creation and the shell process: `openpty`, then the shell's command from the gate
+//! (`openfiles_gate::Program`, the user's scope: "terminal shell") whose
 //! `pre_exec` (between fork and exec, async-signal-safe calls only) starts a new session and
 //! makes the slave the controlling terminal. The master is close-on-exec and non-blocking;
 //! it is written through tokio's `AsyncFd` (registered for writability only) and read by the
@@ -16,6 +17,8 @@ use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::pty::{openpty, Winsize};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
+
+use openfiles_gate::{spawn, Program, Scope};
 
 /// What to run in the PTY.
 pub struct Spawn<'a> {
@@ -66,11 +69,26 @@ pub fn spawn(s: &Spawn<'_>) -> io::Result<PtyChild> {
     )
     .map_err(io::Error::from)?;
 
-    let mut cmd = tokio::process::Command::new(s.program);
-    cmd.args(s.args)
-        .current_dir(s.cwd)
-        .env_clear()
-        .envs(s.env)
+    // The user's own shell (a terminal is theirs, whichever workspace it opens in), through
+    // the gate: an absolute path, or a name found on PATH's absolute entries.
+    let scope = Scope::user();
+    let program = match s.program.to_str() {
+        Some(name) if !name.contains('/') => Program::find(name, &scope, "terminal shell"),
+        _ => Program::at(s.program, &scope, "terminal shell"),
+    }
+    .map_err(|e| io::Error::new(io::ErrorKind::NotFound, format!("terminal shell: {e}")))?;
+    let mut cmd = tokio::process::Command::from(program.command(s.args));
+    // The terminal's environment is the one `shell::base_env` made, less what the gate
+    // keeps from every child of the user's (the service manager's handshakes, relative
+    // PATH entries).
+    cmd.env_clear().envs(s.env);
+    for (k, v) in spawn::environment(&scope, |k| s.env.get(k).map(Into::into)) {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.current_dir(s.cwd)
         .stdin(Stdio::from(pty.slave.try_clone()?))
         .stdout(Stdio::from(pty.slave.try_clone()?))
         .stderr(Stdio::from(pty.slave.try_clone()?))

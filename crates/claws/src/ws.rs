@@ -8,7 +8,8 @@
 //! [`MAX_PEM_BYTES`], never a FIFO or a device). Messages are capped at [`MAX_LINE`].
 //!
 //! Trust: every handshake passes a [`Gate`] first — no browser `Origin` the user did not
-//! allow, a `Host` that names this listener (no DNS rebinding), and without `[claws.auth]` a
+//! allow, a `Host` header that names this listener (no DNS rebinding; none at all is
+//! refused), and without `[claws.auth]` a
 //! peer that is provably this user (its socket's owner, read from `/proc/net/tcp`). The
 //! listener refuses to start on a non-loopback address unless `[claws.auth]` is on, and with
 //! auth on a WebSocket connection is refused every command but `hello` (`auth:required`)
@@ -62,8 +63,9 @@ pub struct Listener {
 /// - A handshake with an `Origin` header comes from a browser (Claws's own clients send
 ///   none): refused unless the origin is in `[claws.web_socket] allowed_origins`, so no web
 ///   page the user visits can drive a terminal.
-/// - The `Host` header must name this listener (its address, or `localhost` with its port):
-///   a page that rebinds its own DNS name to 127.0.0.1 sends its own name and is refused.
+/// - The `Host` header must be there and name this listener (its address, or `localhost`
+///   with its port): a page that rebinds its own DNS name to 127.0.0.1 sends its own name
+///   and is refused, and a handshake without one is refused too.
 /// - Without `[claws.auth]` there is no token to check, so the peer must provably be this
 ///   user: on Linux the connecting socket's owner is read from `/proc/net/tcp{,6}` (as
 ///   identd does); a peer of another uid, or one whose owner cannot be learned, is refused.
@@ -95,12 +97,16 @@ impl Gate {
                 ));
             }
         }
-        if let Some(host) = header("host") {
-            if !self.host_is_ours(host.trim()) {
+        // HTTP/1.1 requires `Host`, and every WebSocket client sends it; one without it
+        // cannot be told from a rebound page's request, so it is refused like one.
+        match header("host") {
+            Some(host) if self.host_is_ours(host.trim()) => {}
+            Some(host) => {
                 return Some(format!(
                     "WebSocket for host {host:?} refused (not this listener)"
-                ));
+                ))
             }
+            None => return Some("WebSocket handshake without a Host header refused".into()),
         }
         if !self.auth && !peer_is_us {
             return Some(
@@ -169,8 +175,12 @@ fn proc_net_addr(a: SocketAddr) -> String {
     format!("{ip}:{:04X}", a.port())
 }
 
-/// Bind the listener the settings ask for (None when disabled).
-pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
+/// Bind the listener the settings ask for (None when disabled); its certificate and key
+/// may not lie in any of `workspaces`.
+pub fn bind(
+    cfg: &ClawsConfig,
+    workspaces: &[std::path::PathBuf],
+) -> Result<Option<Listener>, WsError> {
     let ws = &cfg.web_socket;
     if !ws.enabled {
         return Ok(None);
@@ -189,7 +199,7 @@ pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
         return Err(WsError::NoAuth(local.to_string()));
     }
     let tls = match (&ws.cert_path, &ws.key_path) {
-        (Some(c), Some(k)) => Some(acceptor(c, k)?),
+        (Some(c), Some(k)) => Some(acceptor(c, k, workspaces)?),
         (None, None) => None,
         _ => return Err(WsError::Tls("cert_path and key_path go together".into())),
     };
@@ -208,12 +218,19 @@ pub fn bind(cfg: &ClawsConfig) -> Result<Option<Listener>, WsError> {
     }))
 }
 
-fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, WsError> {
+/// The TLS acceptor of `cert` and `key`, files the user's config names: absolute, outside
+/// every one of `workspaces`, the key private (`crate::secret::Kind::TlsKey`).
+fn acceptor(
+    cert: &Path,
+    key: &Path,
+    workspaces: &[std::path::PathBuf],
+) -> Result<tokio_rustls::TlsAcceptor, WsError> {
+    use crate::secret::{read_file, Kind};
     let tls = |m: String| WsError::Tls(m);
-    let read = |p: &Path| {
-        openfiles_os::fsutil::read_regular_capped(p, MAX_PEM_BYTES).map_err(|e| tls(e.to_string()))
+    let read = |p: &Path, kind| {
+        read_file(p, workspaces, kind, MAX_PEM_BYTES).map_err(|e| tls(e.to_string()))
     };
-    let (cert_pem, key_pem) = (read(cert)?, read(key)?);
+    let (cert_pem, key_pem) = (read(cert, Kind::TlsCert)?, read(key, Kind::TlsKey)?);
     let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| tls(format!("{}: {e}", cert.display())))?;
@@ -555,10 +572,56 @@ mod tests {
             g.refuse(&req(&[host]), false).is_some(),
             "another uid without auth"
         );
+        assert!(g.refuse(&req(&[]), true).is_some(), "no Host header");
+        assert!(
+            gate(true, &[]).refuse(&req(&[]), false).is_some(),
+            "no Host header, auth on"
+        );
         assert_eq!(
             gate(true, &[]).refuse(&req(&[host]), false),
             None,
             "auth decides"
         );
+    }
+
+    /// The status line a raw handshake (`host`: its `Host` header, if any) gets from a real
+    /// listener with no workspace joined: 403 at the gate, else 404 at the router.
+    async fn raw_handshake(addr: SocketAddr, host: Option<&str>) -> String {
+        use tokio::io::AsyncReadExt;
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
+        let req = format!(
+            "GET / HTTP/1.1\r\n{host}Upgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        String::from_utf8_lossy(&out)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// A handshake without `Host` is refused at the gate (before, it passed it).
+    #[tokio::test]
+    async fn a_handshake_without_a_host_header_is_refused() {
+        let cfg = ClawsConfig {
+            web_socket: crate::config::ClawsWebSocketConfig {
+                enabled: true,
+                port: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let listener = bind(&cfg, &[]).unwrap().unwrap();
+        let addr = listener.addr;
+        let shared = Shared::start(listener);
+        let none = raw_handshake(addr, None).await;
+        assert!(none.starts_with("HTTP/1.1 403"), "no Host: {none}");
+        let ours = raw_handshake(addr, Some(&addr.to_string())).await;
+        assert!(ours.starts_with("HTTP/1.1 404"), "through the gate: {ours}");
+        drop(shared);
     }
 }

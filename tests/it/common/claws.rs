@@ -236,3 +236,11 @@ impl Conn {
         }
     }
 }
+
+/// Write a `[claws.auth]` secret as a user keeps one: a regular file of mode 0600 (the server
+/// refuses one the group or others may read).
+pub fn write_secret(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}

@@ -119,7 +119,9 @@ pub fn hello(shared: &ServerState, conn: &Connection, req: Hello) -> Body {
     if req.protocol.as_deref() != Some(PROTOCOL_2) {
         return Err(format!("hello requires protocol: {PROTOCOL_2}"));
     }
-    if let Err(e) = shared.orch.auth.check(&req, now_ms()) {
+    let mut roots = shared.registry.roots();
+    roots.push(shared.root.clone());
+    if let Err(e) = shared.orch.auth.check(&req, now_ms(), &roots) {
         conn.hello_refused();
         return Err(e.to_owned());
     }

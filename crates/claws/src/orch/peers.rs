@@ -2,8 +2,9 @@
 //! where (event-protocol §10), and the universal event envelope the server stamps.
 //!
 //! Auth: token = hex HMAC-SHA256(secret, "<peerName>:<role>:<nonce>:<timestamp>"), the secret
-//! being the trimmed contents of `token_path` (read on every `hello`, so rotating it needs no
-//! restart; a regular file of at most [`MAX_SECRET_BYTES`], never a FIFO or a device). A
+//! being the trimmed contents of the user's secret (`crate::secret`: the user's state folder
+//! or `token_path` from the user's config, never a workspace's file; read on every `hello`,
+//! so rotating it needs no restart). A
 //! missing field is `auth:required`; a timestamp in the future or older than five minutes, a
 //! nonce seen before (or longer than [`MAX_NONCE_BYTES`]), an unreadable, empty or blank
 //! secret, or a wrong token are `auth:invalid`. An empty secret is never a key: the server
@@ -36,8 +37,6 @@ pub const MAX_TOKEN_AGE_MS: u64 = 5 * 60 * 1000;
 const MAX_NONCES: usize = 10_000;
 /// Longest nonce accepted (the record stays small).
 pub const MAX_NONCE_BYTES: usize = 256;
-/// Largest secret file read.
-pub const MAX_SECRET_BYTES: u64 = 64 << 10;
 /// Refused `hello`s after which a connection is closed.
 pub const MAX_FAILED_HELLOS: u32 = 5;
 /// The used-nonce record, in `.claws/`.
@@ -64,23 +63,6 @@ struct Nonces {
     not_before: u64,
 }
 
-/// The secret in `path`, trimmed: a regular file, bounded, not blank.
-pub fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
-    let bytes = openfiles_os::fsutil::read_regular_capped(path, MAX_SECRET_BYTES)
-        .map_err(|e| e.to_string())?;
-    // Trimmed as clients trim it (`auth::hello_token`).
-    let text =
-        std::str::from_utf8(&bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
-    let secret = text.trim();
-    if secret.is_empty() {
-        return Err(format!(
-            "{}: empty or blank; an empty secret is no key",
-            path.display()
-        ));
-    }
-    Ok(secret.as_bytes().to_vec())
-}
-
 impl Auth {
     pub fn new(root: &Path, claws_dir: &Path, cfg: &ClawsAuthConfig, now_ms: u64) -> Auth {
         let mut used = Nonces::default();
@@ -89,13 +71,19 @@ impl Auth {
         }
         Auth {
             enabled: cfg.enabled,
-            token_path: root.join(&cfg.token_path),
+            token_path: crate::secret::token_path(cfg, root),
             used: Mutex::new(used),
         }
     }
 
-    /// Check a `hello`'s token; the extension's error string when refused.
-    pub fn check(&self, h: &Hello, now_ms: u64) -> Result<(), &'static str> {
+    /// Check a `hello`'s token; the extension's error string when refused. The secret must
+    /// lie outside every one of `workspaces` (`crate::secret::read`).
+    pub fn check(
+        &self,
+        h: &Hello,
+        now_ms: u64,
+        workspaces: &[PathBuf],
+    ) -> Result<(), &'static str> {
         if !self.enabled {
             return Ok(());
         }
@@ -110,9 +98,11 @@ impl Auth {
         if ts < used.not_before || used.set.contains(nonce) || used.set.len() >= MAX_NONCES {
             return Err("auth:invalid");
         }
-        let secret = match read_secret(&self.token_path) {
+        let secret = match crate::secret::read(&self.token_path, workspaces) {
             Ok(s) => s,
             Err(e) => {
+                // Said at start (an error); per hello only at debug, so refused hellos
+                // cannot flood the log.
                 tracing::debug!("claws hello refused: [claws.auth] secret unusable: {e}");
                 return Err("auth:invalid");
             }
