@@ -10,7 +10,9 @@
 
 pub mod agents;
 pub mod codex_trust;
+pub mod compare;
 pub mod merge;
+pub mod rules;
 
 use std::fs;
 use std::io::{self, Write};
