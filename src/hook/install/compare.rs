@@ -127,10 +127,19 @@ fn judge_event(event: &str, want: &str, bin: &str, found: &[String]) -> Vec<Find
                     let prog = cmd.strip_suffix(t)?;
                     unquote_bin(prog).map(|bin| Kind::Same { bin, tagged })
                 });
-            at(same.unwrap_or_else(|| Kind::Different {
-                found: cmd.clone(),
-                expected: want.to_owned(),
-                what: what_differs(cmd, want),
+            at(same.unwrap_or_else(|| {
+                // Expected with the file's own program, when its first word is one.
+                let expected = cmd
+                    .split(' ')
+                    .next()
+                    .and_then(unquote_bin)
+                    .map(|b| format!("{}{tail}", quote_bin(&b)))
+                    .unwrap_or_else(|| want.to_owned());
+                Kind::Different {
+                    found: cmd.clone(),
+                    what: what_differs(cmd, &expected),
+                    expected,
+                }
             }))
         })
         .collect()
@@ -263,7 +272,7 @@ mod tests {
         let text = r#"{"hooks":{
             "PostToolUse":[{"hooks":[{"command":"openfiles hook --agent claude; touch /tmp/x"}]}],
             "Stop":[{"hooks":[{"command":"openfiles hook --agent claude"}]}]}}"#;
-        let found = compare(claude, text, "openfiles").unwrap();
+        let found = compare(claude, text, "/usr/bin/openfiles").unwrap();
         let Kind::Different { what, .. } = &found[0].kind else {
             panic!("{found:?}")
         };

@@ -223,7 +223,7 @@ mod tests {
         checks.push(check(
             "hooks",
             Level::Ok,
-            "claude: .claude/settings.json: `openfiles hook --agent claude` runs",
+            "claude: .claude/settings.json: PostToolUse, SessionStart as `hooks install` writes it; `openfiles` is /usr/bin/openfiles (openfiles 0.1.0)",
         ));
         checks.extend(system::judge_inotify(&system::InotifyFacts {
             max_user_watches: Some(8192),
@@ -251,7 +251,7 @@ mod tests {
               warn TypeScript: tsc not found on the service's PATH
                    -> install tsc where the service looks (its PATH: /usr/bin:/bin); with the Nix modules, add it to extraPackages
             hooks
-              ok   claude: .claude/settings.json: `openfiles hook --agent claude` runs
+              ok   claude: .claude/settings.json: PostToolUse, SessionStart as `hooks install` writes it; `openfiles` is /usr/bin/openfiles (openfiles 0.1.0)
             inotify
               warn max_user_watches = 8192 (below 65536: large workspaces may not be watched)
                    -> sudo sysctl fs.inotify.max_user_watches=524288
