@@ -23,8 +23,8 @@ use anyhow::{bail, Context};
 use openfiles_plugin_api::tools::{is_executable, on_path};
 use serde_json::Value;
 
-use agents::{Content, Target};
 pub use agents::MARKER;
+use agents::{Content, Target};
 pub use agents::{Scope, SUPPORTED};
 
 /// What to do.

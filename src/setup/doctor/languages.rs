@@ -272,39 +272,47 @@ fn language_checks(
             );
             continue;
         }
-        let first = role.tools.first().copied().unwrap_or_default();
-        let command = checkers::install_command(first, packages);
-        if role.opt_in {
-            out.push(check(
-                S,
-                Level::Info,
-                format!(
-                    "{} {}: none by default ({first}, opt-in: `[plugin.lsp] enable = [\"{}\"]` once installed with `{command}`)",
-                    lang.name(),
-                    role.name,
-                    checkers::server_name(first),
-                ),
-            ));
-            continue;
-        }
-        let others = match role.tools.len() {
-            0 | 1 => String::new(),
-            _ => format!(" (or {})", role.tools[1..].join(", ")),
-        };
-        out.push(
-            check(
-                S,
-                Level::Warn,
-                format!(
-                    "{} {}: none: install {first}{others}: `{command}`",
-                    lang.name(),
-                    role.name
-                ),
-            )
-            .hint(format!("install {first} {install_where}")),
-        );
+        out.push(none_found(lang, role, install_where, packages));
     }
     out
+}
+
+/// The line of a role no tool of which was found: how to install the first one.
+fn none_found(
+    lang: Language,
+    role: &checkers::Role,
+    install_where: &str,
+    packages: Packages,
+) -> Check {
+    const S: &str = "languages";
+    let first = role.tools.first().copied().unwrap_or_default();
+    let command = checkers::install_command(first, packages);
+    if role.opt_in {
+        return check(
+            S,
+            Level::Info,
+            format!(
+                "{} {}: none by default ({first}, opt-in: `[plugin.lsp] enable = [\"{}\"]` once installed with `{command}`)",
+                lang.name(),
+                role.name,
+                checkers::server_name(first),
+            ),
+        );
+    }
+    let others = match role.tools.len() {
+        0 | 1 => String::new(),
+        _ => format!(" (or {})", role.tools[1..].join(", ")),
+    };
+    check(
+        S,
+        Level::Warn,
+        format!(
+            "{} {}: none: install {first}{others}: `{command}`",
+            lang.name(),
+            role.name
+        ),
+    )
+    .hint(format!("install {first} {install_where}"))
 }
 
 #[cfg(test)]

@@ -260,8 +260,11 @@ mod tests {
               ok   /run/user/1000/openfiles/control.sock (0600, folder 0700, ours)
             1 problem(s), 4 warning(s)
         "#]].assert_eq(&render(&checks, false));
+    }
 
-        // The footer without problems, and colour only on the mark.
+    /// The footer without problems, and colour only on the mark.
+    #[test]
+    fn a_report_without_problems_and_its_colours() {
         let fine = [
             check("service", Level::Ok, "reachable"),
             check("socket", Level::Info, "absent"),
