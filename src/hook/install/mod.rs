@@ -1,5 +1,8 @@
 //! `openfiles hooks install|uninstall|status`: writing each agent's hook configuration so
-//! it runs `openfiles hook --agent ID`, and taking it out again.
+//! it runs `openfiles hook --agent ID`, and taking it out again; with `--mcp`, its MCP
+//! server configuration instead ([`mcp`]) — [`run`] is the one place that chooses. The
+//! agents, their files and their own rules are one table ([`agents::AGENTS`], [`rules`]);
+//! [`compare`] says how a file differs from what install writes (for `doctor`).
 //!
 //! JSON files are merged ([`merge`]): the user's other settings keep their values and
 //! order, the change is shown as a unified diff before it is written (and only shown with
@@ -11,6 +14,7 @@
 pub mod agents;
 pub mod codex_trust;
 pub mod compare;
+pub mod mcp;
 pub mod merge;
 pub mod rules;
 
@@ -43,6 +47,55 @@ pub struct Options {
     pub dry_run: bool,
     /// The program agents run (default `openfiles`).
     pub bin: String,
+}
+
+/// What `openfiles hooks install|uninstall|status` asks.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `None`: status.
+    pub action: Option<Action>,
+    /// Status as JSON.
+    pub json: bool,
+    /// The agents' MCP server configuration instead of their hooks.
+    pub mcp: bool,
+    /// Agent ids (`--agent`, repeatable or comma-separated).
+    pub agents: Vec<String>,
+    pub workspace: Option<PathBuf>,
+    pub user: bool,
+    pub dry_run: bool,
+    /// `--bin`.
+    pub bin: Option<String>,
+}
+
+/// Run `hooks install|uninstall|status [--mcp]`, printing to `out`; `this_exe` is the
+/// program written by default ([`resolve_bin`]).
+pub fn run(
+    req: Request,
+    this_exe: impl FnOnce() -> anyhow::Result<PathBuf>,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let scope = scope(req.workspace.as_deref(), req.user)?;
+    if req.mcp {
+        return match req.action {
+            Some(action) => {
+                let bin = resolve_bin(req.bin.as_deref(), this_exe)?;
+                mcp::apply(action, &req.agents, &scope, &bin, req.dry_run, out)
+            }
+            None if req.json => bail!("`hooks status --mcp` has no --json form yet"),
+            None => mcp::status(&req.agents, &scope, out),
+        };
+    }
+    let opts = Options {
+        agents: req.agents,
+        scope,
+        dry_run: req.dry_run,
+        bin: resolve_bin(req.bin.as_deref(), this_exe)?,
+    };
+    match req.action {
+        Some(action) => apply(action, &opts, out),
+        None if req.json => status_json(&opts, out),
+        None => status(&opts, out),
+    }
 }
 
 /// The command agents will run. `--bin` is kept as given when it resolves (a path to an

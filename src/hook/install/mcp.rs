@@ -27,8 +27,8 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 #[cfg(doc)]
-use crate::hook::install::resolve_bin;
-use crate::hook::install::{write_diff, write_file, Action, JsonStyle, Scope};
+use super::resolve_bin;
+use super::{write_diff, write_file, Action, JsonStyle, Scope};
 
 /// In the arguments of every server entry we write; `openfiles mcp` ignores it.
 pub const TAG: &str = "openfiles-mcp";
@@ -354,7 +354,7 @@ pub fn apply(
 /// Which agents have our MCP server configured, in the workspace and for the user.
 pub fn status(agents: &[String], scope: &Scope, out: &mut dyn Write) -> anyhow::Result<u8> {
     let mut scopes = vec![scope.clone()];
-    if let (Scope::Workspace(_), Some(home)) = (scope, crate::hook::install::agents::home()) {
+    if let (Scope::Workspace(_), Some(home)) = (scope, super::agents::home()) {
         scopes.push(Scope::User(home));
     }
     for scope in &scopes {
