@@ -112,16 +112,20 @@ pub fn units_report(platform: Platform) -> UnitsReport {
                 }
                 None => r.lines.push("agent: not installed".into()),
             }
-            let loaded = std::process::Command::new("launchctl")
-                .args([
-                    "print",
-                    &format!("gui/{}/{LAUNCHD_LABEL}", nix::unistd::getuid()),
-                ])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
+            let scope = openfiles_gate::Scope::user();
+            let loaded = openfiles_gate::Program::find("launchctl", &scope, "service status")
+                .ok()
+                .and_then(|p| {
+                    p.command([
+                        "print",
+                        &format!("gui/{}/{LAUNCHD_LABEL}", nix::unistd::getuid()),
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .ok()
+                })
+                .is_some_and(|s| s.success());
             r.enabled = loaded;
             r.lines
                 .push(format!("loaded: {}", if loaded { "yes" } else { "no" }));

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use openfiles_gate::confine::{self, ConfineError, Last};
 use openfiles_gate::{Program, Scope};
 
 use super::{check, Check, Level};
@@ -24,8 +23,7 @@ use crate::hook::install::agents::{self, Agent, AGENTS};
 use crate::hook::install::compare::{compare, Finding, Kind};
 use crate::hook::install::rules::Seen;
 
-/// The most bytes of an agent's settings file doctor reads.
-pub const SETTINGS_CAP: u64 = 1 << 20;
+use crate::hook::install::SETTINGS_CAP;
 /// How long the hooks' program may take to say its version.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -67,21 +65,11 @@ pub struct HookFacts {
     pub programs: BTreeMap<String, Resolution>,
 }
 
-/// Read a settings file: inside the workspace from its root without following any
-/// symlink; the user's own (a dotfile manager may link it) following the last one; both
-/// regular files only, never blocking, at most [`SETTINGS_CAP`] bytes.
-fn read(root: &Path, path: &Path) -> Result<String, ConfineError> {
-    let bytes = if path.starts_with(root) {
-        confine::read_workspace_file(root, path, SETTINGS_CAP)?
-    } else {
-        confine::read_regular(path, Last::Follow, SETTINGS_CAP)?
-    };
-    String::from_utf8(bytes).map_err(|_| {
-        ConfineError::Io(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "not UTF-8 text",
-        ))
-    })
+/// Read a settings file through the installer's one reader
+/// ([`crate::hook::install::read_settings`]: bounded, regular, no symlink followed inside
+/// the workspace, never blocking).
+fn read(root: &Path, path: &Path) -> Result<String, crate::hook::install::Unread> {
+    crate::hook::install::read_settings(Some(root), path)
 }
 
 impl HookFacts {
