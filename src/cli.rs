@@ -496,59 +496,70 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// True when the first non-option argument is `hook`.
+/// True when the command line asks for `hook`, as clap itself reads it (every global
+/// option and its value included, whatever options there are), even when the rest of the
+/// line does not parse: the hook never fails an agent.
 fn is_hook_call() -> bool {
-    let mut args = std::env::args_os().skip(1);
-    while let Some(a) = args.next() {
-        let a = a.to_string_lossy();
-        if a == "--socket" || a == "--config" {
-            args.next();
-        } else if !a.starts_with('-') {
-            return a == "hook";
+    use clap::CommandFactory;
+    is_hook_call_in(Cli::command(), std::env::args_os())
+}
+
+/// Clap's reading of `args`: the subcommand it finds, once each argument it rejects (an
+/// option or subcommand it does not know, say one of a newer openfiles) is left out.
+fn is_hook_call_in(cmd: clap::Command, args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    use clap::error::{ContextKind, ContextValue};
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    for _ in 0..args.len() {
+        let lenient = cmd.clone().ignore_errors(true).try_get_matches_from(&args);
+        if let Some(name) = lenient.ok().as_ref().and_then(|m| m.subcommand_name()) {
+            return name == "hook";
         }
+        let Err(e) = cmd.clone().try_get_matches_from(&args) else {
+            return false;
+        };
+        let rejected = [ContextKind::InvalidArg, ContextKind::InvalidSubcommand]
+            .into_iter()
+            .find_map(|k| match e.get(k) {
+                Some(ContextValue::String(s)) => Some(s.clone()),
+                _ => None,
+            });
+        let Some(rejected) = rejected else {
+            return false;
+        };
+        let at = args.iter().skip(1).position(|a| {
+            a.to_str().is_some_and(|a| {
+                a == rejected
+                    || a.strip_prefix(rejected.as_str())
+                        .is_some_and(|r| r.starts_with('='))
+            })
+        });
+        match at {
+            Some(i) => args.remove(i + 1),
+            None => return false,
+        };
     }
     false
 }
 
 fn hooks(cmd: HooksCommand) -> anyhow::Result<u8> {
-    use crate::hook::install;
+    use crate::hook::install::{self, Action};
     let (action, args, json) = match cmd {
-        HooksCommand::Install(a) => (Some(install::Action::Install), a, false),
-        HooksCommand::Uninstall(a) => (Some(install::Action::Uninstall), a, false),
+        HooksCommand::Install(a) => (Some(Action::Install), a, false),
+        HooksCommand::Uninstall(a) => (Some(Action::Uninstall), a, false),
         HooksCommand::Status(a) => (None, a.hooks, a.json),
     };
-    if args.mcp {
-        let scope = install::scope(args.workspace.as_deref(), args.user)?;
-        let mut out = std::io::stdout().lock();
-        return match action {
-            Some(action) => crate::mcp::install::apply(
-                action,
-                &args.agents,
-                &scope,
-                &install::resolve_bin(args.bin.as_deref(), || {
-                    Ok(crate::setup::install::chosen_exe()?.path)
-                })?,
-                args.dry_run,
-                &mut out,
-            ),
-            None if json => anyhow::bail!("`hooks status --mcp` has no --json form yet"),
-            None => crate::mcp::install::status(&args.agents, &scope, &mut out),
-        };
-    }
-    let opts = install::Options {
+    let req = install::Request {
+        action,
+        json,
+        mcp: args.mcp,
         agents: args.agents,
-        scope: install::scope(args.workspace.as_deref(), args.user)?,
+        workspace: args.workspace,
+        user: args.user,
         dry_run: args.dry_run,
-        bin: install::resolve_bin(args.bin.as_deref(), || {
-            Ok(crate::setup::install::chosen_exe()?.path)
-        })?,
+        bin: args.bin,
     };
-    let mut out = std::io::stdout().lock();
-    match action {
-        Some(action) => install::apply(action, &opts, &mut out),
-        None if json => install::status_json(&opts, &mut out),
-        None => install::status(&opts, &mut out),
-    }
+    let this_exe = || Ok(crate::setup::install::chosen_exe()?.path);
+    install::run(req, this_exe, &mut std::io::stdout().lock())
 }
 
 /// Parse the command line and run it; the returned code is the process exit status.
@@ -684,6 +695,58 @@ pub fn error_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+#[cfg(test)]
+mod hook_call_tests {
+    use clap::CommandFactory;
+
+    use super::{is_hook_call_in, Cli};
+
+    fn hook_call(cmd: clap::Command, args: &[&str]) -> bool {
+        is_hook_call_in(cmd, args.iter().map(std::ffi::OsString::from))
+    }
+
+    /// `hook` is told apart by clap's own reading of the line, so a global option with a
+    /// value — one added after this test was written too — never hides it.
+    #[test]
+    fn a_hook_call_is_recognised_behind_any_global_option() {
+        for args in [
+            &["openfiles", "hook", "--agent"][..],
+            &["openfiles", "--config", "X", "hook", "--agent"],
+            &[
+                "openfiles",
+                "--socket=/s",
+                "--config",
+                "X",
+                "hook",
+                "--event",
+            ],
+            &["openfiles", "--bogus", "hook", "--agent", "claude"],
+            // A newer openfiles's global option with its value.
+            &["openfiles", "--newer=1", "--newest", "X", "hook", "--agent"],
+        ] {
+            assert!(hook_call(Cli::command(), args), "{args:?}");
+        }
+        for args in [
+            &["openfiles", "status", "--bogus"][..],
+            &["openfiles", "--config", "hook"],
+            &["openfiles", "hooks", "install", "--agent"],
+        ] {
+            assert!(!hook_call(Cli::command(), args), "{args:?}");
+        }
+        // A global option with a value the old name list did not know.
+        let more = Cli::command().arg(
+            clap::Arg::new("profile")
+                .long("profile")
+                .global(true)
+                .num_args(1),
+        );
+        assert!(hook_call(
+            more,
+            &["openfiles", "--profile", "X", "hook", "--agent"]
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -200,10 +200,12 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             }
             Err(e) => control::error_reply(id, e),
         },
-        Request::Tools(q) => match super::tools::answer(q).await {
-            Ok(reply) => control::ok_reply(id, reply),
-            Err(e) => control::error_reply(id, format!("invalid tools request: {e}")),
-        },
+        Request::Tools(q) => {
+            match super::tools::answer(q.clone(), tools_trust(ctx, &q).await).await {
+                Ok(reply) => control::ok_reply(id, reply),
+                Err(e) => control::error_reply(id, format!("invalid tools request: {e}")),
+            }
+        }
         Request::Review(a) => match ctx.registry.lookup(a.path, false).await {
             Ok(h) => control::ok_reply(id, h.review().await),
             Err(e) => control::error_reply(id, e),
@@ -225,6 +227,22 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
         Request::Pause(a) => pause(ctx, a.path, true, id).await,
         Request::Resume(a) => pause(ctx, a.path, false, id).await,
     }
+}
+
+/// Whether the service trusts the workspace a `tools` request asks about: the trust of the
+/// registered workspace at that folder; an unregistered folder is not trusted.
+async fn tools_trust(ctx: &Context, q: &openfiles_wire::control::ToolsQuery) -> bool {
+    let Some(root) = q.root.as_deref() else {
+        return false;
+    };
+    let root = tokio::fs::canonicalize(root)
+        .await
+        .unwrap_or_else(|_| root.to_owned());
+    ctx.registry
+        .status()
+        .await
+        .iter()
+        .any(|w| w.root == root && w.trusted)
 }
 
 /// `pause` and `resume`.

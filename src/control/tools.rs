@@ -2,17 +2,22 @@
 //! one its plugin hosts and language servers inherit, so `openfiles doctor` reports what the
 //! service will find rather than what the user's shell finds.
 //!
-//! A tool is looked up in the workspace's `node_modules/.bin` first (as the lsp plugin does
-//! for npm-distributed servers), then on the service's `PATH`. A tool with a probe (the lsp
-//! plugin's `--version` run for rust-analyzer, which rustup's proxy fails without the
-//! component) counts only when the probe exits 0 within [`PROBE_TIMEOUT`]; it runs with
-//! stdin closed and the service's private variables removed, like any child of the service.
+//! A tool is looked up as the lsp plugin looks up npm- and venv-distributed servers: in the
+//! workspace's `node_modules/.bin` and `.venv/bin` first — only when the user trusts the
+//! workspace (an unregistered folder is not trusted); an untrusted workspace's copy is
+//! reported as held back and never run — then on the service's `PATH` by the gate's rules
+//! ([`openfiles_gate::spawn::search`]: absolute entries only, none inside an untrusted
+//! workspace). A tool with a probe (the lsp plugin's `--version` run for rust-analyzer, which
+//! rustup's proxy fails without the component) counts only when the probe exits 0 within
+//! [`PROBE_TIMEOUT`]; it is started through the gate ([`openfiles_gate::Program`]) with the
+//! workspace's scope, stdin closed.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use openfiles_plugin_api::tools::is_executable;
+use openfiles_gate::spawn::{is_executable, search};
+use openfiles_gate::{Program, Scope};
 
 use openfiles_wire::control::{ToolFound, ToolQuery, ToolsQuery, ToolsReply, MAX_TOOLS};
 
@@ -20,9 +25,12 @@ use openfiles_wire::control::{ToolFound, ToolQuery, ToolsQuery, ToolsReply, MAX_
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most arguments one probe may carry.
 const MAX_PROBE_ARGS: usize = 8;
+/// The workspace folders whose executables the lsp plugin prefers, in its order.
+pub const WORKSPACE_BINS: &[&str] = &["node_modules/.bin", ".venv/bin"];
 
-/// Answer a `tools` request; `Err` names what is wrong with the request.
-pub async fn answer(query: ToolsQuery) -> Result<ToolsReply, String> {
+/// Answer a `tools` request for a workspace the service trusts (`trusted`) or not;
+/// `Err` names what is wrong with the request.
+pub async fn answer(query: ToolsQuery, trusted: bool) -> Result<ToolsReply, String> {
     if query.tools.len() > MAX_TOOLS {
         return Err(format!("at most {MAX_TOOLS} tools per request"));
     }
@@ -42,54 +50,79 @@ pub async fn answer(query: ToolsQuery) -> Result<ToolsReply, String> {
             ));
         }
     }
-    let path = std::env::var_os("PATH");
+    let scope = scope(query.root.as_deref(), trusted);
     let mut tools = Vec::with_capacity(query.tools.len());
     for t in query.tools {
-        tools.push(one(t, path.as_deref(), query.root.as_deref()).await);
+        tools.push(one(t, &scope).await);
     }
     Ok(ToolsReply {
-        path: path.map(|p| p.to_string_lossy().into_owned()),
+        path: std::env::var_os("PATH").map(|p| p.to_string_lossy().into_owned()),
         tools,
     })
 }
 
-async fn one(t: ToolQuery, path: Option<&std::ffi::OsStr>, root: Option<&Path>) -> ToolFound {
-    let found = lookup(&t.name, path, root);
-    let probe_error = match &found {
-        Some(exe) if !t.probe.is_empty() => probe(exe, &t.probe).await.err(),
+/// The scope tools are looked up and probed in: the workspace at `root` (absolute), trusted
+/// or not, else the user's own.
+pub fn scope(root: Option<&Path>, trusted: bool) -> Scope {
+    match root.filter(|r| r.is_absolute()) {
+        Some(root) => Scope::workspace(root, trusted),
+        None => Scope::user(),
+    }
+}
+
+async fn one(t: ToolQuery, scope: &Scope) -> ToolFound {
+    let found = lookup(&t.name, scope);
+    let probe_error = match &found.path {
+        Some(exe) if !t.probe.is_empty() => probe(exe, &t.probe, scope).await.err(),
         _ => None,
     };
     ToolFound {
         name: t.name,
-        path: found,
+        path: found.path,
         probe_error,
+        held_back: found.held_back,
     }
 }
 
-/// `name` in `<root>/node_modules/.bin`, else on `path` (`doctor` uses it too when no service
-/// answers).
-pub fn lookup(name: &str, path: Option<&std::ffi::OsStr>, root: Option<&Path>) -> Option<PathBuf> {
-    let local = root
-        .filter(|r| r.is_absolute())
-        .map(|r| r.join("node_modules/.bin"));
-    local
-        .into_iter()
-        .chain(path.map(std::env::split_paths).into_iter().flatten())
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
+/// Where a tool was found for a scope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// What would be used: the workspace's own copy when trusted, else `PATH`'s.
+    pub path: Option<PathBuf>,
+    /// The workspace's own copy, not used because the workspace is not trusted.
+    pub held_back: Option<PathBuf>,
 }
 
-async fn probe(exe: &Path, args: &[String]) -> Result<(), String> {
-    let mut cmd = tokio::process::Command::new(exe);
-    cmd.args(args)
-        .stdin(Stdio::null())
+/// `name` in the workspace's [`WORKSPACE_BINS`] (used only when the scope trusts it), else
+/// on `PATH` by the gate's rules (`doctor` uses it too when no service answers).
+pub fn lookup(name: &str, scope: &Scope) -> Found {
+    let local = scope.workspace_root().and_then(|root| {
+        WORKSPACE_BINS
+            .iter()
+            .map(|d| root.join(d).join(name))
+            .find(|p| is_executable(p))
+    });
+    match local {
+        Some(p) if !scope.untrusted() => Found {
+            path: Some(p),
+            held_back: None,
+        },
+        held_back => Found {
+            path: search(name, scope),
+            held_back,
+        },
+    }
+}
+
+async fn probe(exe: &Path, args: &[String], scope: &Scope) -> Result<(), String> {
+    let shown = format!("`{} {}`", exe.display(), args.join(" "));
+    let program =
+        Program::at(exe, scope, "doctor probe").map_err(|e| format!("{shown} is not run: {e}"))?;
+    let mut cmd = tokio::process::Command::from(program.command(args));
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    for var in openfiles_gate::child_env::PRIVATE_ENV {
-        cmd.env_remove(var);
-    }
-    let shown = format!("`{} {}`", exe.display(), args.join(" "));
     let child = cmd
         .spawn()
         .map_err(|e| format!("{shown} cannot start: {e}"))?;
@@ -132,31 +165,34 @@ mod tests {
     }
 
     #[test]
-    fn node_modules_comes_first_and_names_must_be_plain() {
+    fn the_workspace_s_own_copy_is_used_only_when_trusted_and_names_must_be_plain() {
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("node_modules/.bin");
+        let root = dir.path().canonicalize().unwrap();
+        let bin = root.join("node_modules/.bin");
         std::fs::create_dir_all(&bin).unwrap();
-        script(&bin, "tsc", "exit 0");
-        let other = dir.path().join("other");
-        std::fs::create_dir_all(&other).unwrap();
-        script(&other, "tsc", "exit 0");
-        let path = std::ffi::OsString::from(other.as_os_str());
-        assert_eq!(
-            lookup("tsc", Some(&path), Some(dir.path())),
-            Some(bin.join("tsc"))
-        );
-        assert_eq!(lookup("tsc", Some(&path), None), Some(other.join("tsc")));
+        // A name on this machine's PATH too: `sh`.
+        script(&bin, "sh", "exit 0");
+        let trusted = lookup("sh", &Scope::workspace(&root, true));
+        assert_eq!(trusted.path, Some(bin.join("sh")));
+        assert_eq!(trusted.held_back, None);
+        let untrusted = lookup("sh", &Scope::workspace(&root, false));
+        assert_eq!(untrusted.held_back, Some(bin.join("sh")));
+        let used = untrusted.path.expect("sh on PATH");
+        assert!(!used.starts_with(&root), "{}", used.display());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let bad = rt.block_on(answer(ToolsQuery {
-            tools: vec![ToolQuery {
-                name: "../x".into(),
-                probe: vec![],
-            }],
-            root: None,
-        }));
+        let bad = rt.block_on(answer(
+            ToolsQuery {
+                tools: vec![ToolQuery {
+                    name: "../x".into(),
+                    probe: vec![],
+                }],
+                root: None,
+            },
+            false,
+        ));
         assert!(bad.unwrap_err().contains("not a plain executable name"));
     }
 
@@ -173,7 +209,11 @@ mod tests {
             .build()
             .unwrap();
         let err = rt
-            .block_on(probe(&dir.path().join("ra"), &["--version".into()]))
+            .block_on(probe(
+                &dir.path().join("ra"),
+                &["--version".into()],
+                &Scope::user(),
+            ))
             .unwrap_err();
         assert!(err.contains("is not installed for the toolchain"), "{err}");
         assert!(err.contains("--version"), "{err}");

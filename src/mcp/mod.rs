@@ -19,7 +19,6 @@ pub mod agent;
 pub mod call;
 pub mod catalog;
 mod claws_tools;
-pub mod install;
 pub mod link;
 mod openfiles_tools;
 mod pool;

@@ -510,3 +510,31 @@ fn asking_git_never_runs_a_repository_s_git() {
         "the live editor still gets the edit"
     );
 }
+
+/// Global options before `hook` — one with a value, and ones this openfiles does not know
+/// (a newer one's) — do not break the hook's promise: a broken payload, exit 0, nothing
+/// printed.
+#[test]
+fn global_options_before_hook_keep_its_promise_never_to_fail() {
+    let (tmp, _root) = workspace();
+    for args in [
+        &[
+            "--config",
+            "/nonexistent/config.toml",
+            "hook",
+            "--agent",
+            "claude",
+        ][..],
+        &["--newer-option", "X", "hook", "--agent", "claude"],
+        &["--newer=1", "--config", "X", "hook", "--agent"],
+    ] {
+        let out = run_hook(&mut openfiles(tmp.path(), args), "{broken");
+        assert!(
+            out.status.success(),
+            "{args:?}: {} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+}

@@ -3,8 +3,8 @@
 //! the workspace's checkers — ruff's server and pyright, through the real lsp plugin — and
 //! prints nothing (each agent reads no output as "no context"); the servers are then
 //! running for that workspace, `status --json` says so, and the warm-up left nothing in
-//! the session. A session start without the agent's working folder (`doctor` runs every
-//! installed hook with `{}`) warms nothing.
+//! the session. A session start without the agent's working folder (a payload of `{}`)
+//! warms nothing.
 
 use crate::common;
 
@@ -84,7 +84,7 @@ fn a_session_start_warms_the_workspace_checkers_and_prints_nothing() {
     std::fs::write(ws.join("src/app.py"), "def f() -> int:\n    return 1\n").unwrap();
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
 
-    // `doctor`'s run of the installed command: no working folder, nothing warmed.
+    // A session start without a payload (no working folder): nothing warmed.
     assert_eq!(session_start(&env, "claude", "{}"), "");
     assert_eq!(warm_state(&env, &ws), None);
     assert!(

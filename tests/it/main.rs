@@ -54,5 +54,6 @@ mod reliability_soak;
 mod review;
 mod service_core;
 mod service_reload;
+mod trust_doctor;
 mod trust_git;
 mod trust_terminal;

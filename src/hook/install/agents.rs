@@ -14,15 +14,72 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+use super::rules::Rules;
+
 /// Added to every command we install; `openfiles hook` ignores it.
 pub const MARKER: &str = "--tag openfiles-hook";
 /// The extra arguments of the session-start hook.
 pub const SESSION_START: &str = "--event SessionStart";
 
-/// Agents `hooks install` knows.
-pub const SUPPORTED: &[&str] = &[
-    "claude", "codex", "copilot", "gemini", "qwen", "cursor", "windsurf", "opencode",
-];
+/// Agents `hooks install` knows: the ids of [`AGENTS`], in its order.
+pub const SUPPORTED: &[&str] = &ids();
+
+const fn ids() -> [&'static str; AGENTS.len()] {
+    let mut out = [""; AGENTS.len()];
+    let mut i = 0;
+    while i < AGENTS.len() {
+        out[i] = AGENTS[i].id;
+        i += 1;
+    }
+    out
+}
+
+/// One agent `hooks install` knows: where it keeps its hooks, what we add there, and which
+/// of its own rules decide whether it runs them ([`super::rules::Rules`]). The one table:
+/// the installer, `hooks status` and `doctor` all read it.
+#[derive(Debug)]
+pub struct Agent {
+    pub id: &'static str,
+    /// The file `hooks install` writes in a workspace (relative to its root).
+    pub workspace_file: &'static str,
+    /// The file `hooks install --user` writes (relative to the home folder).
+    pub user_file: &'static str,
+    /// Other workspace files the agent reads hooks from (`doctor` looks at them too).
+    pub also_reads: &'static [&'static str],
+    /// What the file gets, for the program `bin`.
+    content: fn(&str) -> Content,
+    /// The agent's own rules for running a hook it found.
+    pub rules: Rules,
+}
+
+impl Agent {
+    /// What `hooks install` writes for this agent when agents are to run `bin`.
+    pub fn content(&self, bin: &str) -> Content {
+        (self.content)(bin)
+    }
+
+    /// The file `hooks install` writes in `scope`.
+    pub fn path(&self, scope: &Scope) -> PathBuf {
+        match scope {
+            Scope::Workspace(dir) => dir.join(self.workspace_file),
+            Scope::User(home) => home.join(self.user_file),
+        }
+    }
+
+    /// Every file in `scope` the agent reads hooks from: the installed one first.
+    pub fn files(&self, scope: &Scope) -> Vec<PathBuf> {
+        let mut out = vec![self.path(scope)];
+        if let Scope::Workspace(dir) = scope {
+            out.extend(self.also_reads.iter().map(|f| dir.join(f)));
+        }
+        out
+    }
+}
+
+/// The agent with this id.
+pub fn agent(id: &str) -> Option<&'static Agent> {
+    AGENTS.iter().find(|a| a.id == id)
+}
 
 /// Which configuration to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,14 +119,7 @@ pub struct Target {
 
 /// The command an agent runs: `<bin> hook --agent ID [extra…] --tag openfiles-hook`.
 pub fn command(bin: &str, agent: &str, extra: &str) -> String {
-    let bin = if bin
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+~".contains(c))
-    {
-        bin.to_owned()
-    } else {
-        format!("'{}'", bin.replace('\'', r"'\''"))
-    };
+    let bin = quote_bin(bin);
     let extra = if extra.is_empty() {
         String::new()
     } else {
@@ -78,151 +128,222 @@ pub fn command(bin: &str, agent: &str, extra: &str) -> String {
     format!("{bin} hook --agent {agent}{extra} {MARKER}")
 }
 
+/// `bin` as a command line starts with it: as is when it holds only plain characters,
+/// else single-quoted for `sh`.
+pub fn quote_bin(bin: &str) -> String {
+    if !bin.is_empty()
+        && bin
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+~".contains(c))
+    {
+        bin.to_owned()
+    } else {
+        format!("'{}'", bin.replace('\'', r"'\''"))
+    }
+}
+
+/// The program a command line starting with `quoted` runs, when `quoted` is exactly what
+/// [`quote_bin`] makes of some program (else `None`: not a command `hooks install` writes).
+pub fn unquote_bin(quoted: &str) -> Option<String> {
+    let bin = match quoted.strip_prefix('\'').and_then(|q| q.strip_suffix('\'')) {
+        Some(inner) => inner.replace(r"'\''", "'"),
+        None => quoted.to_owned(),
+    };
+    (quote_bin(&bin) == quoted).then_some(bin)
+}
+
 /// The target for `agent` in `scope`, or `None` for an agent `hooks install` does not know.
 pub fn target(agent: &str, scope: &Scope, bin: &str) -> Option<Target> {
-    let (base, user) = match scope {
-        Scope::Workspace(dir) => (dir.as_path(), false),
-        Scope::User(home) => (home.as_path(), true),
-    };
-    let at = |ws: &str, usr: &str| -> PathBuf { base.join(if user { usr } else { ws }) };
-    let (agent, path, content) = match agent {
-        "claude" => (
-            "claude",
-            at(".claude/settings.local.json", ".claude/settings.json"),
-            json_hooks(
-                vec![
-                    JsonHook {
-                        event: "PostToolUse",
-                        entry: json!({
-                            "matcher": "Edit|Write|MultiEdit|NotebookEdit",
-                            "hooks": [{"type": "command", "command": command(bin, "claude", ""), "timeout": 15}]
-                        }),
-                    },
-                    JsonHook {
-                        event: "SessionStart",
-                        entry: json!({
-                            "hooks": [{"type": "command", "command": command(bin, "claude", SESSION_START), "timeout": 15}]
-                        }),
-                    },
-                ],
-                None,
-            ),
-        ),
-        "codex" => (
-            "codex",
-            at(".codex/hooks.json", ".codex/hooks.json"),
-            json_hooks(
-                vec![
-                    JsonHook {
-                        event: "PostToolUse",
-                        entry: json!({
-                            "matcher": "apply_patch|Edit|Write",
-                            "hooks": [{"type": "command", "command": command(bin, "codex", ""), "timeout": 15}]
-                        }),
-                    },
-                    JsonHook {
-                        event: "SessionStart",
-                        entry: json!({
-                            "hooks": [{"type": "command", "command": command(bin, "codex", SESSION_START), "timeout": 15}]
-                        }),
-                    },
-                ],
-                None,
-            ),
-        ),
-        "copilot" => (
-            "copilot",
-            at(
-                ".github/hooks/openfiles.json",
-                ".copilot/hooks/openfiles.json",
-            ),
-            json_hooks(
-                vec![JsonHook {
-                    event: "postToolUse",
-                    entry: json!({"type": "command", "bash": command(bin, "copilot", ""), "timeoutSec": 15}),
-                }],
-                Some(1),
-            ),
-        ),
-        "gemini" => (
-            "gemini",
-            at(".gemini/settings.json", ".gemini/settings.json"),
-            json_hooks(
-                vec![
-                    JsonHook {
-                        event: "AfterTool",
-                        entry: json!({
-                            "matcher": "write_file|replace",
-                            "hooks": [{"name": "openfiles", "type": "command", "command": command(bin, "gemini", ""), "timeout": 15000}]
-                        }),
-                    },
-                    JsonHook {
-                        event: "SessionStart",
-                        entry: json!({
-                            "hooks": [{"name": "openfiles-warm", "type": "command", "command": command(bin, "gemini", SESSION_START), "timeout": 15000}]
-                        }),
-                    },
-                ],
-                None,
-            ),
-        ),
-        "qwen" => (
-            "qwen",
-            at(".qwen/settings.json", ".qwen/settings.json"),
-            json_hooks(
-                vec![JsonHook {
-                    event: "PostToolUse",
-                    entry: json!({
-                        "matcher": "write_file|edit",
-                        "hooks": [{"type": "command", "command": command(bin, "qwen", ""), "name": "openfiles", "timeout": 15}]
-                    }),
-                }],
-                None,
-            ),
-        ),
-        "cursor" => (
-            "cursor",
-            at(".cursor/hooks.json", ".cursor/hooks.json"),
-            json_hooks(
-                vec![
-                    JsonHook {
-                        event: "afterFileEdit",
-                        entry: json!({"command": command(bin, "cursor", "--event afterFileEdit --no-feedback")}),
-                    },
-                    JsonHook {
-                        event: "postToolUse",
-                        entry: json!({"command": command(bin, "cursor", "--event postToolUse")}),
-                    },
-                ],
-                Some(1),
-            ),
-        ),
-        "windsurf" => (
-            "windsurf",
-            at(".windsurf/hooks.json", ".codeium/windsurf/hooks.json"),
-            json_hooks(
-                vec![JsonHook {
-                    event: "post_write_code",
-                    entry: json!({"command": command(bin, "windsurf", "--no-feedback"), "show_output": false}),
-                }],
-                None,
-            ),
-        ),
-        "opencode" => (
-            "opencode",
-            at(
-                ".opencode/plugins/openfiles.js",
-                ".config/opencode/plugins/openfiles.js",
-            ),
-            Content::OwnFile(opencode_plugin(bin)),
-        ),
-        _ => return None,
-    };
+    let a = self::agent(agent)?;
     Some(Target {
-        agent,
-        path,
-        content,
+        agent: a.id,
+        path: a.path(scope),
+        content: a.content(bin),
     })
+}
+
+/// Every agent `hooks install` knows.
+pub const AGENTS: [Agent; 8] = [
+    Agent {
+        id: "claude",
+        workspace_file: ".claude/settings.local.json",
+        user_file: ".claude/settings.json",
+        also_reads: &[".claude/settings.json"],
+        content: claude,
+        rules: Rules::Claude,
+    },
+    Agent {
+        id: "codex",
+        workspace_file: ".codex/hooks.json",
+        user_file: ".codex/hooks.json",
+        also_reads: &[],
+        content: codex,
+        rules: Rules::Codex,
+    },
+    Agent {
+        id: "copilot",
+        workspace_file: ".github/hooks/openfiles.json",
+        user_file: ".copilot/hooks/openfiles.json",
+        also_reads: &[],
+        content: copilot,
+        rules: Rules::None,
+    },
+    Agent {
+        id: "gemini",
+        workspace_file: ".gemini/settings.json",
+        user_file: ".gemini/settings.json",
+        also_reads: &[],
+        content: gemini,
+        rules: Rules::Gemini,
+    },
+    Agent {
+        id: "qwen",
+        workspace_file: ".qwen/settings.json",
+        user_file: ".qwen/settings.json",
+        also_reads: &[],
+        content: qwen,
+        rules: Rules::Qwen,
+    },
+    Agent {
+        id: "cursor",
+        workspace_file: ".cursor/hooks.json",
+        user_file: ".cursor/hooks.json",
+        also_reads: &[],
+        content: cursor,
+        rules: Rules::None,
+    },
+    Agent {
+        id: "windsurf",
+        workspace_file: ".windsurf/hooks.json",
+        user_file: ".codeium/windsurf/hooks.json",
+        also_reads: &[],
+        content: windsurf,
+        rules: Rules::None,
+    },
+    Agent {
+        id: "opencode",
+        workspace_file: ".opencode/plugins/openfiles.js",
+        user_file: ".config/opencode/plugins/openfiles.js",
+        also_reads: &[],
+        content: opencode,
+        rules: Rules::None,
+    },
+];
+
+fn claude(bin: &str) -> Content {
+    json_hooks(
+        vec![
+            JsonHook {
+                event: "PostToolUse",
+                entry: json!({
+                    "matcher": "Edit|Write|MultiEdit|NotebookEdit",
+                    "hooks": [{"type": "command", "command": command(bin, "claude", ""), "timeout": 15}]
+                }),
+            },
+            JsonHook {
+                event: "SessionStart",
+                entry: json!({
+                    "hooks": [{"type": "command", "command": command(bin, "claude", SESSION_START), "timeout": 15}]
+                }),
+            },
+        ],
+        None,
+    )
+}
+
+fn codex(bin: &str) -> Content {
+    json_hooks(
+        vec![
+            JsonHook {
+                event: "PostToolUse",
+                entry: json!({
+                    "matcher": "apply_patch|Edit|Write",
+                    "hooks": [{"type": "command", "command": command(bin, "codex", ""), "timeout": 15}]
+                }),
+            },
+            JsonHook {
+                event: "SessionStart",
+                entry: json!({
+                    "hooks": [{"type": "command", "command": command(bin, "codex", SESSION_START), "timeout": 15}]
+                }),
+            },
+        ],
+        None,
+    )
+}
+
+fn copilot(bin: &str) -> Content {
+    json_hooks(
+        vec![JsonHook {
+            event: "postToolUse",
+            entry: json!({"type": "command", "bash": command(bin, "copilot", ""), "timeoutSec": 15}),
+        }],
+        Some(1),
+    )
+}
+
+fn gemini(bin: &str) -> Content {
+    json_hooks(
+        vec![
+            JsonHook {
+                event: "AfterTool",
+                entry: json!({
+                    "matcher": "write_file|replace",
+                    "hooks": [{"name": "openfiles", "type": "command", "command": command(bin, "gemini", ""), "timeout": 15000}]
+                }),
+            },
+            JsonHook {
+                event: "SessionStart",
+                entry: json!({
+                    "hooks": [{"name": "openfiles-warm", "type": "command", "command": command(bin, "gemini", SESSION_START), "timeout": 15000}]
+                }),
+            },
+        ],
+        None,
+    )
+}
+
+fn qwen(bin: &str) -> Content {
+    json_hooks(
+        vec![JsonHook {
+            event: "PostToolUse",
+            entry: json!({
+                "matcher": "write_file|edit",
+                "hooks": [{"type": "command", "command": command(bin, "qwen", ""), "name": "openfiles", "timeout": 15}]
+            }),
+        }],
+        None,
+    )
+}
+
+fn cursor(bin: &str) -> Content {
+    json_hooks(
+        vec![
+            JsonHook {
+                event: "afterFileEdit",
+                entry: json!({"command": command(bin, "cursor", "--event afterFileEdit --no-feedback")}),
+            },
+            JsonHook {
+                event: "postToolUse",
+                entry: json!({"command": command(bin, "cursor", "--event postToolUse")}),
+            },
+        ],
+        Some(1),
+    )
+}
+
+fn windsurf(bin: &str) -> Content {
+    json_hooks(
+        vec![JsonHook {
+            event: "post_write_code",
+            entry: json!({"command": command(bin, "windsurf", "--no-feedback"), "show_output": false}),
+        }],
+        None,
+    )
+}
+
+fn opencode(bin: &str) -> Content {
+    Content::OwnFile(opencode_plugin(bin))
 }
 
 fn json_hooks(hooks: Vec<JsonHook>, version: Option<u64>) -> Content {

@@ -29,7 +29,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toml_edit::{DocumentMut, Item, Table};
 
-use super::agents::MARKER;
+use super::MARKER;
 
 /// One hook of ours in a Codex hooks file: the state key and the hash Codex computes.
 #[derive(Debug, Clone, PartialEq, Eq)]

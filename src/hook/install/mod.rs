@@ -1,5 +1,8 @@
 //! `openfiles hooks install|uninstall|status`: writing each agent's hook configuration so
-//! it runs `openfiles hook --agent ID`, and taking it out again.
+//! it runs `openfiles hook --agent ID`, and taking it out again; with `--mcp`, its MCP
+//! server configuration instead ([`mcp`]) — [`run`] is the one place that chooses. The
+//! agents, their files and their own rules are one table ([`agents::AGENTS`], [`rules`]);
+//! [`compare`] says how a file differs from what install writes (for `doctor`).
 //!
 //! JSON files are merged ([`merge`]): the user's other settings keep their values and
 //! order, the change is shown as a unified diff before it is written (and only shown with
@@ -10,7 +13,10 @@
 
 pub mod agents;
 pub mod codex_trust;
+pub mod compare;
+pub mod mcp;
 pub mod merge;
+pub mod rules;
 
 use std::fs;
 use std::io::{self, Write};
@@ -18,10 +24,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use openfiles_gate::confine;
 use openfiles_plugin_api::tools::{is_executable, on_path};
 use serde_json::Value;
 
-use agents::{Content, Target, MARKER};
+pub use agents::MARKER;
+use agents::{Content, Target};
 pub use agents::{Scope, SUPPORTED};
 
 /// What to do.
@@ -40,6 +48,99 @@ pub struct Options {
     pub dry_run: bool,
     /// The program agents run (default `openfiles`).
     pub bin: String,
+}
+
+/// The most bytes of an agent's settings file read.
+pub const SETTINGS_CAP: u64 = 1 << 20;
+
+/// Why a settings file was not read.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unread(#[from] confine::ConfineError);
+
+impl Unread {
+    pub fn is_not_found(&self) -> bool {
+        self.0.is_not_found()
+    }
+}
+
+/// Read an agent's settings file (the one reader for them: `hooks`, `doctor`): inside the
+/// workspace `root` from the root down without following any symlink; elsewhere (the
+/// user's own, which a dotfile manager may link) following the last one; a regular file
+/// only, never blocking on a FIFO, at most [`SETTINGS_CAP`] bytes, UTF-8.
+pub fn read_settings(root: Option<&Path>, path: &Path) -> Result<String, Unread> {
+    let bytes = match root.filter(|r| path.starts_with(r)) {
+        Some(root) => confine::read_workspace_file(root, path, SETTINGS_CAP)?,
+        None => confine::read_regular(path, confine::Last::Follow, SETTINGS_CAP)?,
+    };
+    String::from_utf8(bytes).map_err(|_| {
+        Unread(confine::ConfineError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not UTF-8 text",
+        )))
+    })
+}
+
+/// [`read_settings`] for `scope`: `None` when there is no such file.
+pub fn read_in(scope: &Scope, path: &Path) -> anyhow::Result<Option<String>> {
+    let root = match scope {
+        Scope::Workspace(d) => Some(d.as_path()),
+        Scope::User(_) => None,
+    };
+    match read_settings(root, path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// What `openfiles hooks install|uninstall|status` asks.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `None`: status.
+    pub action: Option<Action>,
+    /// Status as JSON.
+    pub json: bool,
+    /// The agents' MCP server configuration instead of their hooks.
+    pub mcp: bool,
+    /// Agent ids (`--agent`, repeatable or comma-separated).
+    pub agents: Vec<String>,
+    pub workspace: Option<PathBuf>,
+    pub user: bool,
+    pub dry_run: bool,
+    /// `--bin`.
+    pub bin: Option<String>,
+}
+
+/// Run `hooks install|uninstall|status [--mcp]`, printing to `out`; `this_exe` is the
+/// program written by default ([`resolve_bin`]).
+pub fn run(
+    req: Request,
+    this_exe: impl FnOnce() -> anyhow::Result<PathBuf>,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let scope = scope(req.workspace.as_deref(), req.user)?;
+    if req.mcp {
+        return match req.action {
+            Some(action) => {
+                let bin = resolve_bin(req.bin.as_deref(), this_exe)?;
+                mcp::apply(action, &req.agents, &scope, &bin, req.dry_run, out)
+            }
+            None if req.json => bail!("`hooks status --mcp` has no --json form yet"),
+            None => mcp::status(&req.agents, &scope, out),
+        };
+    }
+    let opts = Options {
+        agents: req.agents,
+        scope,
+        dry_run: req.dry_run,
+        bin: resolve_bin(req.bin.as_deref(), this_exe)?,
+    };
+    match req.action {
+        Some(action) => apply(action, &opts, out),
+        None if req.json => status_json(&opts, out),
+        None => status(&opts, out),
+    }
 }
 
 /// The command agents will run. `--bin` is kept as given when it resolves (a path to an
@@ -128,13 +229,7 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
     let out = &mut Report(out);
     let targets = targets(opts, action == Action::Install)?;
     for target in &targets {
-        let old = match fs::read_to_string(&target.path) {
-            Ok(s) => Some(s),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot read {}", target.path.display()))
-            }
-        };
+        let old = read_in(&opts.scope, &target.path)?;
         let new = planned(action, target, old.as_deref())?;
         let path = target.path.display();
         if new.as_deref() == old.as_deref() {
@@ -191,11 +286,7 @@ fn codex_trust_apply(
         Scope::Workspace(_) => agents::home().context("cannot find your home directory")?,
     };
     let config = codex_trust::config_path(&home);
-    let text = match fs::read_to_string(&config) {
-        Ok(s) => Some(s),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", config.display())),
-    };
+    let text = read_in(&Scope::User(home.clone()), &config)?;
     let (entries, changed) = match action {
         Action::Install => {
             let entries = codex_trust::our_entries(&target.path, new.unwrap_or(""));
@@ -420,10 +511,10 @@ pub struct StatusLine {
 pub fn status_lines(opts: &Options) -> anyhow::Result<Vec<StatusLine>> {
     let mut lines = Vec::new();
     for target in targets(opts, false)? {
-        let state = match fs::read_to_string(&target.path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => "no file".to_owned(),
-            Err(e) => format!("unreadable: {e}"),
-            Ok(text) => match &target.content {
+        let state = match read_in(&opts.scope, &target.path) {
+            Ok(None) => "no file".to_owned(),
+            Err(e) => format!("unreadable: {e:#}"),
+            Ok(Some(text)) => match &target.content {
                 Content::OwnFile(_) if text.contains(MARKER) => "installed".to_owned(),
                 Content::OwnFile(_) => "not installed (file is not ours)".to_owned(),
                 Content::Json { .. } => match serde_json::from_str::<Value>(&text) {
@@ -507,4 +598,39 @@ pub fn status(opts: &Options, out: &mut dyn Write) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `hooks status` and `hooks install` read an agent's settings through the one reader:
+    /// a FIFO or a symlink a repository planted there is named, never waited on or followed.
+    #[test]
+    fn a_planted_fifo_or_symlink_is_unreadable_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        std::fs::create_dir_all(root.join(".gemini")).unwrap();
+        nix::unistd::mkfifo(
+            &root.join(".claude/settings.local.json"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join(".gemini/settings.json")).unwrap();
+        let opts = Options {
+            agents: vec!["claude,gemini".into()],
+            scope: Scope::Workspace(root.clone()),
+            dry_run: true,
+            bin: "openfiles".into(),
+        };
+        let lines = status_lines(&opts).unwrap();
+        assert!(
+            lines[0].state.contains("unreadable") && lines[0].state.contains("FIFO"),
+            "{lines:?}"
+        );
+        assert!(lines[1].state.contains("symlink"), "{lines:?}");
+        let err = apply(Action::Install, &opts, &mut Vec::new()).unwrap_err();
+        assert!(format!("{err:#}").contains("FIFO"), "{err:#}");
+    }
 }

@@ -401,7 +401,8 @@ pub const MAX_TOOLS: usize = 64;
 #[serde(rename_all = "camelCase")]
 pub struct ToolsQuery {
     pub tools: Vec<ToolQuery>,
-    /// A workspace folder whose `node_modules/.bin` is searched before `PATH`.
+    /// A workspace folder whose `node_modules/.bin` and `.venv/bin` are searched before
+    /// `PATH` when the service trusts it (an unregistered folder is not trusted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<PathBuf>,
 }
@@ -438,6 +439,10 @@ pub struct ToolFound {
     /// there was none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_error: Option<String>,
+    /// A copy inside the workspace (`node_modules/.bin`, `.venv/bin`) that is neither used
+    /// nor run because the user has not trusted the workspace (`openfiles trust`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<PathBuf>,
 }
 
 /// Reply to `hello`.

@@ -20,15 +20,15 @@
 //! file, when nothing else is left). A file that does not parse is never touched.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 #[cfg(doc)]
-use crate::hook::install::resolve_bin;
-use crate::hook::install::{write_diff, write_file, Action, JsonStyle, Scope};
+use super::resolve_bin;
+use super::{write_diff, write_file, Action, JsonStyle, Scope};
 
 /// In the arguments of every server entry we write; `openfiles mcp` ignores it.
 pub const TAG: &str = "openfiles-mcp";
@@ -314,11 +314,7 @@ pub fn apply(
 ) -> anyhow::Result<u8> {
     let bin = PathBuf::from(bin);
     for t in targets(agents, scope, &bin, action == Action::Install)? {
-        let old = match fs::read_to_string(&t.path) {
-            Ok(s) => Some(s),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", t.path.display())),
-        };
+        let old = super::read_in(scope, &t.path)?;
         let new = planned(action, &t, old.as_deref())?;
         let path = t.path.display();
         if new.as_deref() == old.as_deref() {
@@ -354,7 +350,7 @@ pub fn apply(
 /// Which agents have our MCP server configured, in the workspace and for the user.
 pub fn status(agents: &[String], scope: &Scope, out: &mut dyn Write) -> anyhow::Result<u8> {
     let mut scopes = vec![scope.clone()];
-    if let (Scope::Workspace(_), Some(home)) = (scope, crate::hook::install::agents::home()) {
+    if let (Scope::Workspace(_), Some(home)) = (scope, super::agents::home()) {
         scopes.push(Scope::User(home));
     }
     for scope in &scopes {
@@ -363,11 +359,11 @@ pub fn status(agents: &[String], scope: &Scope, out: &mut dyn Write) -> anyhow::
             Scope::User(_) => writeln!(out, "user:")?,
         }
         for t in targets(agents, scope, Path::new("openfiles"), false)? {
-            let state = match fs::read_to_string(&t.path) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => "no file".to_owned(),
-                Err(e) => format!("unreadable: {e}"),
-                Ok(text) if text.contains(TAG) => "configured".to_owned(),
-                Ok(_) => "not configured".to_owned(),
+            let state = match super::read_in(scope, &t.path) {
+                Ok(None) => "no file".to_owned(),
+                Err(e) => format!("unreadable: {e:#}"),
+                Ok(Some(text)) if text.contains(TAG) => "configured".to_owned(),
+                Ok(Some(_)) => "not configured".to_owned(),
             };
             writeln!(out, "  {:<9} {:<16} {}", t.agent, state, t.path.display())?;
         }
