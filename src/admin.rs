@@ -122,7 +122,7 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
         // No service (and no socket activation): recorded for when it starts.
         Err(e) if unreachable(&e) => {
             let root = crate::workspace::resolve::workspace_dir(&path, true)?;
-            crate::workspace::trust::TrustStore::load(&crate::paths::state_dir())
+            let keyed = crate::workspace::trust::load(&crate::paths::state_dir())
                 .set(&root, trusted)
                 .with_context(|| format!("cannot record the trust of {}", root.display()))?;
             TrustReply {
@@ -130,11 +130,13 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
                 trusted,
                 served: false,
                 named: false,
+                inode_only: keyed.is_some_and(crate::workspace::trust::Keyed::inode_only),
             }
         }
         Err(e) => return Err(e),
     };
-    let root = r.root.display();
+    let shown = r.root.display().to_string();
+    let root = crate::visible::escape(&shown);
     match (trusted, r.trusted) {
         (true, _) => println!(
             "trusted {root}: its checks may run its own tools (node_modules/.bin, its tsc/tsgo) \
@@ -149,6 +151,14 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
             "{root} stays trusted: you named it yourself (command line, config or `openfiles \
              add`); `openfiles forget` it to serve it only when an agent edits it"
         ),
+    }
+    if trusted && r.inode_only {
+        println!(
+            "note: this filesystem keeps no birth time and no extended attribute for {root}, so \
+             the trust is keyed to its inode only: a folder re-created at the same path could \
+             get that inode and be trusted too (revoke with `openfiles trust --revoke` before \
+             replacing the folder)"
+        );
     }
     Ok(0)
 }

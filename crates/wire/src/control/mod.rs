@@ -380,6 +380,11 @@ pub struct TrustReply {
     /// revoking the recorded trust does not change that.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub named: bool,
+    /// The filesystem gave neither the folder's birth time nor an extended attribute for
+    /// its trust mark: the trust is keyed to device and inode only, which a folder
+    /// re-created at the same path may get again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inode_only: bool,
 }
 
 /// Reply to `pause` and `resume`.
