@@ -341,10 +341,8 @@ fn in_process(
         for (root, paths) in by_root {
             let named = trust::named_offline(&root, &config, &state);
             let trusted = trust::is_trusted(&root, &store, named);
-            let checker = trust::Trusting::wrap(
-                checker.clone(),
-                Arc::new(std::sync::atomic::AtomicBool::new(trusted)),
-            );
+            let checker =
+                trust::Trusting::wrap(checker.clone(), trust::TrustFlag::new(&root, trusted));
             let handle = Pipeline::start_ephemeral(&root, config.clone(), checker)?;
             let out = handle.edited(paths, EditOrigin::Control).await;
             rejected.extend(out.rejected);

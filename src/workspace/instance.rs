@@ -111,7 +111,7 @@ pub struct Instance {
     /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
     claws: Option<openfiles_claws::ClawsServer>,
     /// The user trusts it; read by its checker on every request ([`super::trust`]).
-    trusted: Arc<std::sync::atomic::AtomicBool>,
+    trusted: Arc<super::trust::TrustFlag>,
 }
 
 /// A running watch-mode task: its own token and its own watcher subscription, so a
@@ -129,7 +129,7 @@ impl Instance {
         root: &Path,
         config: &Config,
         shared: Arc<WorkspaceDeps>,
-        trusted: Arc<std::sync::atomic::AtomicBool>,
+        trusted: Arc<super::trust::TrustFlag>,
     ) -> Result<Instance, String> {
         let cfg = Arc::new(config.for_workspace(root).map_err(|e| e.to_string())?);
         housekeeping(root)
@@ -238,14 +238,16 @@ impl Instance {
         }
     }
 
-    /// Whether the user trusts this workspace (what its checks may run).
+    /// Whether the user trusts this workspace (what its checks may run): decided so, for
+    /// the folder that is there now.
     pub fn trusted(&self) -> bool {
-        self.trusted.load(Ordering::Relaxed)
+        self.trusted.get()
     }
 
-    /// Trust the workspace, or stop trusting it; the next check runs accordingly.
+    /// Trust the workspace, or stop trusting it, as its folder is now; the next check runs
+    /// accordingly.
     pub fn set_trusted(&self, trusted: bool) {
-        self.trusted.store(trusted, Ordering::Relaxed);
+        self.trusted.set(trusted);
     }
 
     /// Apply a reloaded configuration (SIGHUP): the pipeline takes `[hooks]` and

@@ -413,7 +413,7 @@ impl Registry {
             return Ok(info(&root, e.source));
         }
         let trusted = trust::is_trusted(&root, &self.trust, trust::by_source(source));
-        let flag = Arc::new(std::sync::atomic::AtomicBool::new(trusted));
+        let flag = trust::TrustFlag::new(&root, trusted);
         let instance = Instance::start(&root, &self.config, self.shared.clone(), flag)
             .await
             .map_err(|message| WorkspaceError::Setup {

@@ -16,15 +16,15 @@
 //! (`openfiles_gate::trust`: keyed to device, inode, birth time and a mark, so a re-clone at
 //! the same path is not trusted), asked alike by the service and the in-process `check`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 
 use super::Source;
 use crate::diagnostics::{CheckError, Checker, SourceId, SourceInfo};
-pub use openfiles_gate::trust::{is_trusted, Keyed, TrustStore, FILE};
+pub use openfiles_gate::trust::{is_trusted, Keyed, Pin, TrustStore, FILE};
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
 /// Whether registering a workspace this way trusts it by itself.
@@ -69,15 +69,53 @@ pub fn load(state_dir: &Path) -> TrustStore {
     store
 }
 
+/// A served workspace's trust: the decision (shared by the registry, which changes it, and
+/// the workspace's checker, which reads it on every request) and the folder it was made for.
+/// The decision holds only while the folder at the root is that folder: one removed and
+/// re-cloned at the same path while the service runs is not trusted, whatever inode it got.
+#[derive(Debug)]
+pub struct TrustFlag {
+    root: PathBuf,
+    trusted: AtomicBool,
+    pin: Mutex<Option<Pin>>,
+}
+
+impl TrustFlag {
+    pub fn new(root: &Path, trusted: bool) -> Arc<TrustFlag> {
+        Arc::new(TrustFlag {
+            root: root.to_owned(),
+            trusted: AtomicBool::new(trusted),
+            pin: Mutex::new(Pin::of(root)),
+        })
+    }
+
+    /// Trust the workspace, or stop trusting it, as the folder is now.
+    pub fn set(&self, trusted: bool) {
+        *self.pin.lock().unwrap_or_else(|e| e.into_inner()) = Pin::of(&self.root);
+        self.trusted.store(trusted, Ordering::Relaxed);
+    }
+
+    /// Whether the workspace is trusted now: decided so, for this very folder.
+    pub fn get(&self) -> bool {
+        self.trusted.load(Ordering::Relaxed)
+            && self
+                .pin
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|p| p.holds(&self.root))
+    }
+}
+
 /// The checker a workspace's pipeline sees: the plugin manager, with the workspace's trust
 /// set on every request (so no request of an untrusted workspace can claim it).
 pub struct Trusting {
     inner: Arc<dyn Checker>,
-    trusted: Arc<AtomicBool>,
+    trusted: Arc<TrustFlag>,
 }
 
 impl Trusting {
-    pub fn wrap(inner: Arc<dyn Checker>, trusted: Arc<AtomicBool>) -> Arc<dyn Checker> {
+    pub fn wrap(inner: Arc<dyn Checker>, trusted: Arc<TrustFlag>) -> Arc<dyn Checker> {
         Arc::new(Trusting { inner, trusted })
     }
 }
@@ -92,7 +130,7 @@ impl Checker for Trusting {
         source: SourceId,
         mut request: CheckRequest,
     ) -> BoxFuture<'static, Result<CheckResponse, CheckError>> {
-        request.trusted = self.trusted.load(Ordering::Relaxed);
+        request.trusted = self.trusted.get();
         self.inner.check(source, request)
     }
 }

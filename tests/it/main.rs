@@ -54,4 +54,5 @@ mod review;
 mod service_core;
 mod service_reload;
 mod trust_git;
+mod trust_identity;
 mod trust_terminal;

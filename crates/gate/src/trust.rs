@@ -93,6 +93,33 @@ struct Identity {
     mark: Option<String>,
 }
 
+impl Identity {
+    fn same(&self, other: &Identity) -> bool {
+        self.dev == other.dev
+            && self.ino == other.ino
+            && self.birth == other.birth
+            && self.mark == other.mark
+    }
+}
+
+/// A folder as it was when a decision was made about it, to tell later whether it is still
+/// that folder (a running service's workspace removed and re-cloned at the same path is
+/// not): device, inode, birth time and mark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin(Identity);
+
+impl Pin {
+    /// The folder at `root` now; `None` when it cannot be opened.
+    pub fn of(root: &Path) -> Option<Pin> {
+        identity(root).ok().map(Pin)
+    }
+
+    /// Whether `root` is still the folder pinned.
+    pub fn holds(&self, root: &Path) -> bool {
+        identity(root).is_ok_and(|now| now.same(&self.0))
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
     version: u32,
@@ -466,6 +493,19 @@ mod tests {
         store.set(&ws, true).unwrap();
         assert!(store.outdated().is_empty());
         assert!(TrustStore::load(dir.path()).trusts(&ws));
+    }
+
+    #[test]
+    fn a_pin_holds_for_the_same_folder_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let pin = Pin::of(&ws).unwrap();
+        std::fs::write(ws.join("a"), "x").unwrap();
+        assert!(pin.holds(&ws), "contents changed, same folder");
+        let ino = std::fs::metadata(&ws).unwrap().ino();
+        assert!(recreate_with_inode(&ws, ino));
+        assert!(!pin.holds(&ws));
     }
 
     #[test]
