@@ -37,9 +37,12 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         println!("last config reload failed (the running settings are kept): {e}");
     }
     println!(
-        "{} workspace(s), {} terminal(s)",
+        "{} workspace(s), {} terminal(s); programs the service started: {} for workspaces, \
+         {} for none (plugin hosts) (`status --json`: which, and why)",
         st.workspaces.len(),
-        st.terminals
+        st.terminals,
+        st.workspaces.iter().map(|w| w.ran_total).sum::<usize>(),
+        st.ran_total
     );
     for w in &st.workspaces {
         let root = w.root.display().to_string();
@@ -76,6 +79,20 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
             println!(
                 "    hook deadlines passed {}, late results delivered {}, owed {}",
                 w.deadline_notes, w.late_deliveries, w.owed
+            );
+        }
+        if let Some(last) = w.ran.last() {
+            let name = last
+                .program
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            println!(
+                "    started {} program(s) for it; last {} ({}: {})",
+                w.ran_total,
+                crate::visible::escape(&name),
+                last.trust,
+                crate::visible::escape(&last.why)
             );
         }
         if let Some(warm) = &w.warm {

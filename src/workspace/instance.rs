@@ -215,6 +215,7 @@ impl Instance {
 
     pub async fn status(&self, root: &Path, source: &str) -> WorkspaceStatus {
         let p = self.pipeline.status().await;
+        let (ran, ran_total) = ran_for(Some(root));
         WorkspaceStatus {
             root: root.to_owned(),
             source: source.into(),
@@ -235,6 +236,8 @@ impl Instance {
             deadline_notes: p.deadline_notes,
             owed: p.owed,
             warm: p.warm,
+            ran_total,
+            ran,
         }
     }
 
@@ -393,4 +396,28 @@ fn housekeeping(root: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// What the service process started for `root` (or, with `None`, for no workspace: plugin
+/// hosts), from the gate's record (`status`): the last
+/// [`openfiles_wire::control::RAN_SHOWN`], and how many it keeps.
+pub fn ran_for(root: Option<&Path>) -> (Vec<openfiles_wire::control::Ran>, usize) {
+    let mine: Vec<openfiles_gate::spawn::Ran> = openfiles_gate::spawn::recent()
+        .into_iter()
+        .filter(|r| r.workspace.as_deref() == root)
+        .collect();
+    let total = mine.len();
+    let skip = total.saturating_sub(openfiles_wire::control::RAN_SHOWN);
+    let shown = mine
+        .into_iter()
+        .skip(skip)
+        .map(|r| openfiles_wire::control::Ran {
+            at_ms: r.at_ms,
+            program: r.program,
+            args: r.args,
+            trust: r.trust.as_str().into(),
+            why: r.why.into(),
+        })
+        .collect();
+    (shown, total)
 }

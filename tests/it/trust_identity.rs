@@ -204,6 +204,17 @@ fn a_repository_cloned_inside_a_trusted_workspace_is_untrusted_for_service_and_c
         "",
         "the service ran the nested repository's tools"
     );
+    // What the service process started, and why it was allowed: the plugin host, for no
+    // workspace (`status --json`).
+    assert!(
+        st.ran
+            .iter()
+            .any(|r| r.why == "plugin host" && r.trust == "user" && r.args[0] == "plugin-host"),
+        "{:?}",
+        st.ran
+    );
+    let human = run_ok(&env, &["status"]);
+    assert!(human.contains("programs the service started"), "{human}");
     drop(svc);
 
     // In-process `check` (no service): the same answer.
