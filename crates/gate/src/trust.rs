@@ -489,7 +489,7 @@ mod tests {
         std::fs::write(dir.path().join(FILE), old.to_string()).unwrap();
         let mut store = TrustStore::load(dir.path());
         assert!(!store.trusts(&ws));
-        assert_eq!(store.outdated(), [ws.clone()]);
+        assert_eq!(store.outdated(), std::slice::from_ref(&ws));
         store.set(&ws, true).unwrap();
         assert!(store.outdated().is_empty());
         assert!(TrustStore::load(dir.path()).trusts(&ws));
