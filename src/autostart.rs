@@ -31,6 +31,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -310,7 +311,20 @@ fn spawn_service(socket: &Path) -> Result<(), StartError> {
     for var in MANAGER_VARS {
         cmd.env_remove(var);
     }
-    openfiles_gate::spawn::detach(&mut cmd);
+    // SAFETY: only async-signal-safe calls (setsid, fork, _exit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            match libc::fork() {
+                -1 => Err(io::Error::last_os_error()),
+                // The grandchild execs the service; it is nobody's child once we exit.
+                0 => Ok(()),
+                _ => libc::_exit(0),
+            }
+        });
+    }
     let mut child = cmd.spawn().map_err(|source| StartError::Spawn {
         exe: exe.clone(),
         source,

@@ -250,28 +250,6 @@ impl Program {
     }
 }
 
-/// Make `cmd` start its program detached: in a session of its own (`setsid`) and as
-/// nobody's child (a second fork; the intermediate process exits at once, so the caller
-/// `wait`s for the child it spawned and the program lives on, never a zombie in a
-/// long-lived caller). For the service a client starts on first use.
-pub fn detach(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls (setsid, fork, _exit) between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            match libc::fork() {
-                -1 => Err(std::io::Error::last_os_error()),
-                // The grandchild execs the program; it is nobody's child once we exit.
-                0 => Ok(()),
-                _ => libc::_exit(0),
-            }
-        });
-    }
-}
-
 /// The variables a child of `scope` gets set (`Some`) or removed (`None`), given the
 /// current environment `get`.
 pub fn environment(
