@@ -37,9 +37,12 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         println!("last config reload failed (the running settings are kept): {e}");
     }
     println!(
-        "{} workspace(s), {} terminal(s)",
+        "{} workspace(s), {} terminal(s); programs the service started: {} for workspaces, \
+         {} for none (plugin hosts) (`status --json`: which, and why)",
         st.workspaces.len(),
-        st.terminals
+        st.terminals,
+        st.workspaces.iter().map(|w| w.ran_total).sum::<usize>(),
+        st.ran_total
     );
     for w in &st.workspaces {
         let root = w.root.display().to_string();
@@ -76,6 +79,20 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
             println!(
                 "    hook deadlines passed {}, late results delivered {}, owed {}",
                 w.deadline_notes, w.late_deliveries, w.owed
+            );
+        }
+        if let Some(last) = w.ran.last() {
+            let name = last
+                .program
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            println!(
+                "    started {} program(s) for it; last {} ({}: {})",
+                w.ran_total,
+                crate::visible::escape(&name),
+                last.trust,
+                crate::visible::escape(&last.why)
             );
         }
         if let Some(warm) = &w.warm {
@@ -122,7 +139,7 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
         // No service (and no socket activation): recorded for when it starts.
         Err(e) if unreachable(&e) => {
             let root = crate::workspace::resolve::workspace_dir(&path, true)?;
-            crate::workspace::trust::TrustStore::load(&crate::paths::state_dir())
+            let keyed = crate::workspace::trust::load(&crate::paths::state_dir())
                 .set(&root, trusted)
                 .with_context(|| format!("cannot record the trust of {}", root.display()))?;
             TrustReply {
@@ -130,11 +147,13 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
                 trusted,
                 served: false,
                 named: false,
+                inode_only: keyed.is_some_and(crate::workspace::trust::Keyed::inode_only),
             }
         }
         Err(e) => return Err(e),
     };
-    let root = r.root.display();
+    let shown = r.root.display().to_string();
+    let root = crate::visible::escape(&shown);
     match (trusted, r.trusted) {
         (true, _) => println!(
             "trusted {root}: its checks may run its own tools (node_modules/.bin, its tsc/tsgo) \
@@ -149,6 +168,14 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
             "{root} stays trusted: you named it yourself (command line, config or `openfiles \
              add`); `openfiles forget` it to serve it only when an agent edits it"
         ),
+    }
+    if trusted && r.inode_only {
+        println!(
+            "note: this filesystem keeps no birth time and no extended attribute for {root}, so \
+             the trust is keyed to its inode only: a folder re-created at the same path could \
+             get that inode and be trusted too (revoke with `openfiles trust --revoke` before \
+             replacing the folder)"
+        );
     }
     Ok(0)
 }

@@ -33,7 +33,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use openfiles_wire::control::{Client, ClientError};
@@ -75,6 +75,24 @@ pub fn env_setting(value: Option<&std::ffi::OsStr>) -> Option<bool> {
     Some(!matches!(v.as_str(), "0" | "false" | "no" | "off"))
 }
 
+/// The config file this client was given (`--config`, `OPENFILES_CONFIG`), set once by the
+/// command line before any command runs: [`decide`] reads its `[service] autostart`, and a
+/// service started here is given it too (`--config`), so `openfiles --config X add DIR`
+/// never starts a service that ignores X. A fact of the client process, like its arguments.
+static CONFIG: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// Record the config file the command line named (absolute: the service starts in `/`).
+/// Only the first call counts.
+pub fn use_config(path: Option<&Path>) {
+    let path = path.map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned()));
+    let _ = CONFIG.set(path);
+}
+
+/// The config file [`use_config`] recorded, if any.
+pub fn config() -> Option<&'static Path> {
+    CONFIG.get().and_then(|c| c.as_deref())
+}
+
 /// Decide for `socket` in this process's environment.
 pub fn decide(socket: &Path) -> Decision {
     match env_setting(std::env::var_os(ENV).as_deref()) {
@@ -82,7 +100,8 @@ pub fn decide(socket: &Path) -> Decision {
         Some(true) => {}
         None => {
             // A config that does not load is the service's to report, when it starts.
-            let on = crate::config::Config::load(None).map_or(true, |(c, _)| c.service.autostart);
+            let on =
+                crate::config::Config::load(config()).map_or(true, |(c, _)| c.service.autostart);
             if !on {
                 return Decision::Off("[service] autostart = false");
             }
@@ -261,16 +280,25 @@ fn lock(path: &Path, deadline: Instant) -> Result<File, StartError> {
 /// inherits, `openfiles_gate::child_env::PRIVATE_ENV`) that must not reach the service.
 const MANAGER_VARS: &[&str] = &["JOURNAL_STREAM", "INVOCATION_ID", ENV];
 
-/// Start `openfiles --socket SOCKET serve --autostarted`, detached.
+/// Start `openfiles --socket SOCKET [--config FILE] serve --autostarted`, detached, through
+/// the gate (`Program::this_exe`: recorded like every program openfiles starts).
 fn spawn_service(socket: &Path) -> Result<(), StartError> {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("openfiles"));
+    let program = openfiles_gate::Program::this_exe("the service, started on first use").map_err(
+        |source| StartError::Spawn {
+            exe: PathBuf::from("openfiles"),
+            source,
+        },
+    )?;
+    let exe = program.path().to_owned();
     let log = log_file();
-    let mut cmd = Command::new(&exe);
-    cmd.arg("--socket")
-        .arg(socket)
-        .args(["serve", "--autostarted"])
-        .current_dir("/")
-        .stdin(Stdio::null());
+    use std::ffi::OsStr;
+    let mut args: Vec<&OsStr> = vec![OsStr::new("--socket"), socket.as_os_str()];
+    if let Some(config) = config() {
+        args.extend([OsStr::new("--config"), config.as_os_str()]);
+    }
+    args.extend([OsStr::new("serve"), OsStr::new("--autostarted")]);
+    let mut cmd = program.command(args);
+    cmd.current_dir("/").stdin(Stdio::null());
     match log {
         Some(f) => {
             let err = f.try_clone().map_or(Stdio::null(), Stdio::from);
@@ -280,10 +308,7 @@ fn spawn_service(socket: &Path) -> Result<(), StartError> {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
     }
-    for var in openfiles_gate::child_env::PRIVATE_ENV
-        .iter()
-        .chain(MANAGER_VARS)
-    {
+    for var in MANAGER_VARS {
         cmd.env_remove(var);
     }
     // SAFETY: only async-signal-safe calls (setsid, fork, _exit) between fork and exec.
@@ -362,8 +387,14 @@ pub fn user_manager() -> Option<PathBuf> {
 /// `Listen=` paths of `openfiles.socket` as the user manager at `runtime` has it loaded:
 /// `Some(None)` when it has no such unit, `None` when it could not be asked.
 fn systemctl_listen(runtime: &Path) -> Option<Option<Vec<PathBuf>>> {
-    let mut child = Command::new("systemctl")
-        .args([
+    let systemctl = openfiles_gate::Program::find(
+        "systemctl",
+        &openfiles_gate::Scope::user(),
+        "asking the user manager about openfiles.socket",
+    )
+    .ok()?;
+    let mut child = systemctl
+        .command([
             "--user",
             "show",
             SOCKET_UNIT,

@@ -329,13 +329,27 @@ fn in_process(
         let state = crate::paths::state_dir();
         let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
         let checker: Arc<dyn Checker> = Arc::new(manager.clone());
-        // The same trust the service would give each workspace (`openfiles trust`, or named
-        // in the config): what its checks may run.
-        let trust = crate::workspace::trust::TrustStore::load(&state);
+        // The same workspace and trust the service would give each file: the registered
+        // workspace holding it (config, `openfiles add`), or the repository nested in it, or
+        // the folder an edit would register; trusted by `openfiles trust` or named by the
+        // user — one answer (`trust::is_trusted`) for both.
+        use crate::workspace::trust;
+        let store = trust::load(&state);
+        let registered: Vec<PathBuf> = config
+            .service
+            .workspaces
+            .iter()
+            .filter_map(|w| w.canonicalize().ok())
+            .chain(
+                crate::workspace::store::load(&state)
+                    .into_iter()
+                    .map(|w| w.root),
+            )
+            .collect();
         spinner.say(&format!("checking {} file(s)…", paths.len()));
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         for path in paths {
-            let root = crate::workspace::resolve::root_for(&path)
+            let root = crate::workspace::resolve::workspace_for(registered.iter(), &path)
                 .unwrap_or_else(|_| path.parent().unwrap_or(&path).to_owned());
             by_root.entry(root).or_default().push(path);
         }
@@ -343,16 +357,10 @@ fn in_process(
         let mut rejected = Vec::new();
         let mut pipelines = Vec::new();
         for (root, paths) in by_root {
-            let trusted = trust.trusts(&root)
-                || config
-                    .service
-                    .workspaces
-                    .iter()
-                    .any(|w| w.canonicalize().is_ok_and(|w| w == root));
-            let checker = crate::workspace::trust::Trusting::wrap(
-                checker.clone(),
-                Arc::new(std::sync::atomic::AtomicBool::new(trusted)),
-            );
+            let named = trust::named_offline(&root, &config, &state);
+            let trusted = trust::is_trusted(&root, &store, named);
+            let checker =
+                trust::Trusting::wrap(checker.clone(), trust::TrustFlag::new(&root, trusted));
             let handle = Pipeline::start_ephemeral(&root, config.clone(), checker)?;
             let out = handle.edited(paths, EditOrigin::Control).await;
             rejected.extend(out.rejected);

@@ -571,6 +571,8 @@ pub fn run() -> std::process::ExitCode {
         Err(_) if is_hook_call() => return std::process::ExitCode::SUCCESS,
         Err(err) => err.exit(),
     };
+    // A service a client starts on first use gets the config this command was given.
+    crate::autostart::use_config(cli.config.as_deref());
     let result = match cli.command {
         Command::Serve(args) => crate::service::run(crate::service::Options {
             socket: cli.socket,

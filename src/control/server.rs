@@ -286,7 +286,10 @@ async fn review_mark(ctx: &Context, m: ReviewMark) -> ReviewMarked {
 
 async fn status(ctx: &Context) -> StatusReply {
     let workspaces = ctx.registry.status().await;
+    let (ran, ran_total) = crate::workspace::instance::ran_for(None);
     StatusReply {
+        ran,
+        ran_total,
         version: env!("CARGO_PKG_VERSION").into(),
         pid: std::process::id(),
         uptime_ms: ctx.started.elapsed().as_millis() as u64,

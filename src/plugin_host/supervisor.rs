@@ -92,13 +92,15 @@ impl Host {
         host_exe: &Path,
         library: &Path,
     ) -> Result<(Host, String, String), StartError> {
-        let mut command = Command::new(host_exe);
-        for var in openfiles_gate::child_env::PRIVATE_ENV {
-            command.env_remove(var);
-        }
+        // Through the gate, for no workspace: the host serves every workspace, and each
+        // program it starts goes through the gate again with that workspace's trust.
+        let program =
+            openfiles_gate::Program::at(host_exe, &openfiles_gate::Scope::user(), "plugin host")
+                .map_err(|e| StartError::Host(e.to_string()))?;
+        let mut command = Command::from(
+            program.command([std::ffi::OsStr::new("plugin-host"), library.as_os_str()]),
+        );
         let mut child = command
-            .arg("plugin-host")
-            .arg(library)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

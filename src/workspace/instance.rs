@@ -111,7 +111,7 @@ pub struct Instance {
     /// The Claws server (`.claws/claws.sock`), unless disabled or refused.
     claws: Option<openfiles_claws::ClawsServer>,
     /// The user trusts it; read by its checker on every request ([`super::trust`]).
-    trusted: Arc<std::sync::atomic::AtomicBool>,
+    trusted: Arc<super::trust::TrustFlag>,
 }
 
 /// A running watch-mode task: its own token and its own watcher subscription, so a
@@ -129,7 +129,7 @@ impl Instance {
         root: &Path,
         config: &Config,
         shared: Arc<WorkspaceDeps>,
-        trusted: Arc<std::sync::atomic::AtomicBool>,
+        trusted: Arc<super::trust::TrustFlag>,
     ) -> Result<Instance, String> {
         let cfg = Arc::new(config.for_workspace(root).map_err(|e| e.to_string())?);
         housekeeping(root)
@@ -215,6 +215,7 @@ impl Instance {
 
     pub async fn status(&self, root: &Path, source: &str) -> WorkspaceStatus {
         let p = self.pipeline.status().await;
+        let (ran, ran_total) = ran_for(Some(root));
         WorkspaceStatus {
             root: root.to_owned(),
             source: source.into(),
@@ -235,17 +236,21 @@ impl Instance {
             deadline_notes: p.deadline_notes,
             owed: p.owed,
             warm: p.warm,
+            ran_total,
+            ran,
         }
     }
 
-    /// Whether the user trusts this workspace (what its checks may run).
+    /// Whether the user trusts this workspace (what its checks may run): decided so, for
+    /// the folder that is there now.
     pub fn trusted(&self) -> bool {
-        self.trusted.load(Ordering::Relaxed)
+        self.trusted.get()
     }
 
-    /// Trust the workspace, or stop trusting it; the next check runs accordingly.
+    /// Trust the workspace, or stop trusting it, as its folder is now; the next check runs
+    /// accordingly.
     pub fn set_trusted(&self, trusted: bool) {
-        self.trusted.store(trusted, Ordering::Relaxed);
+        self.trusted.set(trusted);
     }
 
     /// Apply a reloaded configuration (SIGHUP): the pipeline takes `[hooks]` and
@@ -391,4 +396,28 @@ fn housekeeping(root: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// What the service process started for `root` (or, with `None`, for no workspace: plugin
+/// hosts), from the gate's record (`status`): the last
+/// [`openfiles_wire::control::RAN_SHOWN`], and how many it keeps.
+pub fn ran_for(root: Option<&Path>) -> (Vec<openfiles_wire::control::Ran>, usize) {
+    let mine: Vec<openfiles_gate::spawn::Ran> = openfiles_gate::spawn::recent()
+        .into_iter()
+        .filter(|r| r.workspace.as_deref() == root)
+        .collect();
+    let total = mine.len();
+    let skip = total.saturating_sub(openfiles_wire::control::RAN_SHOWN);
+    let shown = mine
+        .into_iter()
+        .skip(skip)
+        .map(|r| openfiles_wire::control::Ran {
+            at_ms: r.at_ms,
+            program: r.program,
+            args: r.args,
+            trust: r.trust.as_str().into(),
+            why: r.why.into(),
+        })
+        .collect();
+    (shown, total)
 }

@@ -57,7 +57,7 @@ impl Source {
             Source::Edit => "edit",
         }
     }
-    fn parse(s: &str) -> Source {
+    pub(crate) fn parse(s: &str) -> Source {
         match s {
             "edit" => Source::Edit,
             "discovered" => Source::Discovered,
@@ -247,7 +247,7 @@ impl Registry {
             discovery,
             watch_roots: false,
             heartbeat_every,
-            trust: trust::TrustStore::load(&shared_state_dir),
+            trust: trust::load(&shared_state_dir),
         };
         let from_config = reg.config.service.workspaces.clone();
         let mut budget = pending::PRE_READY_STARTS.saturating_sub(from_config.len() + cli.len());
@@ -412,8 +412,8 @@ impl Registry {
             }
             return Ok(info(&root, e.source));
         }
-        let trusted = trust::by_source(source) || self.trust.trusts(&root);
-        let flag = Arc::new(std::sync::atomic::AtomicBool::new(trusted));
+        let trusted = trust::is_trusted(&root, &self.trust, trust::by_source(source));
+        let flag = trust::TrustFlag::new(&root, trusted);
         let instance = Instance::start(&root, &self.config, self.shared.clone(), flag)
             .await
             .map_err(|message| WorkspaceError::Setup {
@@ -473,7 +473,8 @@ impl Registry {
         trusted: bool,
     ) -> Result<openfiles_wire::control::TrustReply, WorkspaceError> {
         let root = resolve::workspace_dir(dir, true)?;
-        self.trust
+        let keyed = self
+            .trust
             .set(&root, trusted)
             .map_err(|e| WorkspaceError::Setup {
                 root: root.clone(),
@@ -481,7 +482,7 @@ impl Registry {
             })?;
         let entry = self.entries.get(&root);
         let named = entry.is_some_and(|e| trust::by_source(e.source));
-        let now = trusted || named;
+        let now = trust::is_trusted(&root, &self.trust, named);
         if let Some(e) = entry {
             e.instance.set_trusted(now);
         }
@@ -491,6 +492,7 @@ impl Registry {
             trusted: now,
             served: entry.is_some(),
             named,
+            inode_only: keyed.is_some_and(trust::Keyed::inode_only),
         })
     }
 
@@ -511,15 +513,16 @@ impl Registry {
         register: bool,
     ) -> Result<PipelineHandle, WorkspaceError> {
         self.start_pending_holding(path).await;
-        if let Some(root) = resolve::containing(self.entries.keys(), path) {
-            if let Some(e) = self.entries.get(&root) {
-                return Ok(e.instance.handle());
-            }
+        // The deepest registered workspace, unless the path lies in a repository nested in
+        // it: that one is its own workspace, with its own trust (never the outer one's).
+        let root = resolve::workspace_for(self.entries.keys(), path);
+        if let Some(e) = root.as_ref().ok().and_then(|r| self.entries.get(r)) {
+            return Ok(e.instance.handle());
         }
         if !register {
             return Err(ResolveError::NoWorkspace(path.to_owned()).into());
         }
-        let root = resolve::root_for(path)?;
+        let root = root?;
         if let Err(e) = self.add(&root, Source::Edit).await {
             // The edit's answer says why too; the log keeps it for `openfiles logs`.
             tracing::warn!("not serving {} for an edit: {e}", root.display());

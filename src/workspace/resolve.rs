@@ -2,15 +2,15 @@
 //!
 //! For an edited file that no registered workspace contains, the workspace is the nearest
 //! ancestor holding `.openfiles/` or a VCS root (`.git`, `.hg`, `.jj`, `.svn`), else the
-//! nearest project root (`Cargo.toml`, `package.json`, `pyproject.toml`, …). Such a folder
+//! nearest project root (`Cargo.toml`, `package.json`, `pyproject.toml`, …). Inside a
+//! registered workspace, a folder of its own (`.git`, `.openfiles/`: a nested repository) is
+//! its own workspace ([`workspace_for`]). Such a folder
 //! is still refused when it is `/`, a system or temporary folder, or the home folder
 //! ([`workspace_dir`]).
 //! A folder becomes a workspace only if it is a real directory owned by the service's user.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-use openfiles_wire::spec;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ResolveError {
@@ -81,7 +81,6 @@ pub fn is_home(dir: &Path) -> bool {
         .is_some_and(|h| h == dir)
 }
 
-const VCS_MARKERS: &[&str] = &[".git", ".hg", ".jj", ".svn"];
 const PROJECT_MARKERS: &[&str] = &[
     "Cargo.toml",
     "package.json",
@@ -131,15 +130,28 @@ pub fn root_for(path: &Path) -> Result<PathBuf, ResolveError> {
     let ancestors = || start.ancestors().filter(|a| a.parent().is_some());
     // The nearest folder with `.openfiles/` or a VCS root: a stray `.openfiles/` in a distant
     // parent (the temporary folder, home) never swallows a project's own checkout.
-    let own =
-        |a: &Path| a.join(spec::DIR).is_dir() || VCS_MARKERS.iter().any(|m| a.join(m).exists());
-    if let Some(dir) = ancestors().find(|a| own(a)) {
+    if let Some(dir) = ancestors().find(|a| crate::policy::is_own_root(a)) {
         return Ok(dir.to_owned());
     }
     if let Some(dir) = ancestors().find(|a| PROJECT_MARKERS.iter().any(|m| a.join(m).exists())) {
         return Ok(dir.to_owned());
     }
     Err(ResolveError::NoWorkspace(path.to_owned()))
+}
+
+/// The workspace `path` (absolute, its folder canonical) belongs to, given the registered
+/// `roots`: the deepest registered root that contains it — unless a folder between that root
+/// and the path is a workspace of its own (a nested repository: `.git` or `.openfiles/`),
+/// which is then the workspace, with its own trust —, else [`root_for`]. The service's lookup
+/// and the in-process `check` resolve alike, so they ask the trust question of one root.
+pub fn workspace_for<'a>(
+    roots: impl Iterator<Item = &'a PathBuf>,
+    path: &Path,
+) -> Result<PathBuf, ResolveError> {
+    match containing(roots, path) {
+        Some(root) => Ok(crate::policy::nested_root(&root, path).unwrap_or(root)),
+        None => root_for(path),
+    }
 }
 
 /// The deepest of `roots` that contains `path`.
@@ -203,6 +215,36 @@ mod tests {
             root_for(&root.join("proj/src/a.rs")).unwrap(),
             root.join("proj")
         );
+    }
+
+    /// A repository cloned inside a registered (trusted) workspace is its own workspace:
+    /// the service's lookup and the in-process `check` both resolve its files to it.
+    #[test]
+    fn a_repository_nested_in_a_registered_workspace_is_its_own() {
+        let t = tempfile::tempdir().unwrap();
+        let outer = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(outer.join(".git")).unwrap();
+        std::fs::create_dir_all(outer.join("vendor/lib/.git")).unwrap();
+        std::fs::create_dir_all(outer.join("vendor/lib/src")).unwrap();
+        std::fs::create_dir_all(outer.join("src")).unwrap();
+        let roots = [outer.clone()];
+        let nested = outer.join("vendor/lib");
+        assert_eq!(
+            workspace_for(roots.iter(), &nested.join("src/a.py")).unwrap(),
+            nested
+        );
+        assert_eq!(workspace_for(roots.iter(), &nested).unwrap(), nested);
+        assert_eq!(
+            workspace_for(roots.iter(), &outer.join("src/a.py")).unwrap(),
+            outer
+        );
+        // The policy of the outer workspace leaves its files to it (the watcher, the queue).
+        let policy = crate::policy::Policy::new(&outer, &Default::default()).unwrap();
+        std::fs::write(nested.join("src/a.py"), "x = 1\n").unwrap();
+        assert!(matches!(
+            policy.judge(&nested.join("src/a.py")),
+            crate::policy::Verdict::Skip { .. }
+        ));
     }
 
     #[test]

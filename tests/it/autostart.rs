@@ -406,3 +406,60 @@ fn a_service_that_cannot_start_is_reported_and_not_retried_by_every_hook() {
     assert!(err.contains("not trying again yet"), "{err}");
     assert!(f.status().is_none());
 }
+
+/// `openfiles --config X add DIR` started a service that ignored X: X's `[service]
+/// autostart = false` did not stop the start, and the service read the default config. Now
+/// the decision reads X, and the service started is given X (a relative path too).
+#[test]
+fn a_config_named_on_the_command_line_decides_the_start_and_is_the_services() {
+    let f = Fresh::new("", None);
+    let ws = f.project("app");
+    let named = f.project("named");
+    std::fs::write(
+        f.dir.path().join("off.toml"),
+        "[service]\nautostart = false\n",
+    )
+    .unwrap();
+    let out = f
+        .cmd(&["--config", "off.toml", "add", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("autostart = false") && err.contains("openfiles serve"),
+        "says why and how to start one: {err}"
+    );
+    assert!(!f.socket().exists());
+    assert_eq!(f.starts(), 0);
+
+    std::fs::write(
+        f.dir.path().join("named.toml"),
+        format!("[service]\nworkspaces = [{:?}]\n", named.to_str().unwrap()),
+    )
+    .unwrap();
+    let out = f
+        .cmd(&["--config", "named.toml", "add", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = f.status().unwrap();
+    let roots: Vec<(&str, &str)> = st["workspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["root"].as_str().unwrap(), w["source"].as_str().unwrap()))
+        .collect();
+    assert!(
+        roots.contains(&(named.to_str().unwrap(), "config")),
+        "the started service reads the config it was given: {roots:?}"
+    );
+    assert!(
+        roots.contains(&(ws.to_str().unwrap(), "added")),
+        "{roots:?}"
+    );
+}

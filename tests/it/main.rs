@@ -56,4 +56,5 @@ mod service_core;
 mod service_reload;
 mod trust_doctor;
 mod trust_git;
+mod trust_identity;
 mod trust_terminal;

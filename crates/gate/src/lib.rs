@@ -10,7 +10,9 @@
 //!   executable and the child's environment by the workspace's trust, and a record of what ran;
 //! - [`confine`]: the one way to read a file a workspace supplies: bounded, regular files
 //!   only, no symlink followed;
-//! - [`child_env`]: the variables no child inherits.
+//! - [`child_env`]: the variables no child inherits;
+//! - [`trust`]: whom the user trusts — the one answer to "is this workspace trusted",
+//!   keyed to what a re-clone at the same path cannot reuse.
 //!
 //! Every other crate — the service, the Claws server, the plugin API and through it every
 //! plugin — goes through these; `tests/it/house.rs` fails the build when a process is
@@ -19,5 +21,6 @@
 pub mod child_env;
 pub mod confine;
 pub mod spawn;
+pub mod trust;
 
 pub use spawn::{Program, Refused, Scope, Trust};

@@ -177,15 +177,12 @@ impl TrustFacts {
         let trusted = match served {
             Some(w) => w.trusted,
             None => {
-                let named = crate::config::Config::load(config).is_ok_and(|(cfg, _)| {
-                    cfg.service
-                        .workspaces
-                        .iter()
-                        .any(|w| w.canonicalize().is_ok_and(|w| w == root))
-                });
-                named
-                    || crate::workspace::trust::TrustStore::load(&crate::paths::state_dir())
-                        .trusts(root)
+                // The one answer the service and `check` give (`openfiles_gate::trust`).
+                use crate::workspace::trust;
+                let state = crate::paths::state_dir();
+                let named = crate::config::Config::load(config)
+                    .is_ok_and(|(cfg, _)| trust::named_offline(root, &cfg, &state));
+                trust::is_trusted(root, &trust::TrustStore::load(&state), named)
             }
         };
         TrustFacts {

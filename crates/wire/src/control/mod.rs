@@ -152,6 +152,33 @@ pub struct WorkspaceStatus {
     /// The last warm-up an agent's session start asked for (`warm`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm: Option<WarmState>,
+    /// The programs the service process started for this workspace, most recent last (at
+    /// most [`RAN_SHOWN`]); what plugin hosts start is recorded in those processes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran: Vec<Ran>,
+    /// How many programs the service process started for it, of those it still keeps.
+    #[serde(default)]
+    pub ran_total: usize,
+}
+
+/// How many of a workspace's started programs `status` shows.
+pub const RAN_SHOWN: usize = 16;
+
+/// One program openfiles started (`openfiles_gate::spawn::recent`): what, for which trust,
+/// and why it was allowed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ran {
+    /// When (ms since the epoch).
+    pub at_ms: u64,
+    pub program: PathBuf,
+    /// Its first arguments (cut).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// `user`, `trusted` or `untrusted`: the environment and executables it was allowed.
+    pub trust: String,
+    /// Why it ran, in the starter's words.
+    pub why: String,
 }
 
 /// What a warm-up (`warm`, sent by a session-start hook) did in one workspace.
@@ -380,6 +407,11 @@ pub struct TrustReply {
     /// revoking the recorded trust does not change that.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub named: bool,
+    /// The filesystem gave neither the folder's birth time nor an extended attribute for
+    /// its trust mark: the trust is keyed to device and inode only, which a folder
+    /// re-created at the same path may get again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inode_only: bool,
 }
 
 /// Reply to `pause` and `resume`.
@@ -625,6 +657,12 @@ pub struct StatusReply {
     pub binary: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary_mtime_ms: Option<u64>,
+    /// The programs the service process started for no workspace (plugin hosts), most
+    /// recent last; each workspace's are in its row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran: Vec<Ran>,
+    #[serde(default)]
+    pub ran_total: usize,
 }
 
 impl StatusReply {
