@@ -14,7 +14,7 @@ use openfiles_wire::control::{Request, StatusReply};
 /// What the control socket said to `status`.
 #[derive(Debug, Clone)]
 pub enum Answer {
-    Reachable(StatusReply),
+    Reachable(Box<StatusReply>),
     /// Nothing listens, and the first client that needs it will start it.
     Autostarts,
     /// Nothing listens (the connection's error).
@@ -38,7 +38,7 @@ impl ServiceFacts {
         let reply = Client::connect(socket, Some(Duration::from_secs(15)))
             .and_then(|mut c| c.call_as::<StatusReply>(&Request::Status));
         let answer = match reply {
-            Ok(st) => Answer::Reachable(st),
+            Ok(st) => Answer::Reachable(Box::new(st)),
             Err(ClientError::Unreachable { source, .. })
                 if crate::autostart::decide(socket) == crate::autostart::Decision::Allowed
                     && matches!(
@@ -61,7 +61,7 @@ impl ServiceFacts {
     /// The service's `status`, when it answered.
     pub fn status(&self) -> Option<StatusReply> {
         match &self.answer {
-            Answer::Reachable(st) => Some(st.clone()),
+            Answer::Reachable(st) => Some((**st).clone()),
             _ => None,
         }
     }
@@ -256,12 +256,12 @@ mod tests {
         let socket = PathBuf::from("/run/user/1/openfiles/openfiles.sock");
         let up = ServiceFacts {
             socket: socket.clone(),
-            answer: Answer::Reachable(StatusReply {
+            answer: Answer::Reachable(Box::new(StatusReply {
                 activation: "bound".into(),
                 pid: 42,
                 version: "0.1.0".into(),
                 ..Default::default()
-            }),
+            })),
         };
         let c = &judge_service(&up)[0];
         assert_eq!(c.level, Level::Ok);
