@@ -330,7 +330,7 @@ impl Cc {
                 Ok(db) => files.extend(self.check_db(request, &db, &wanted, snapshot, &edited)),
                 Err(why) => files.extend(wanted.into_iter().map(|path| FileResult {
                     path,
-                    items: vec![Item::note(Severity::Error, "cc", why.clone())],
+                    items: vec![Item::note(Severity::Error, "cc", why.to_string())],
                 })),
             }
         }

@@ -294,7 +294,28 @@ impl Pyright {
         ours: &dyn Fn(&Path) -> bool,
     ) -> Result<Findings, PluginError> {
         let checker = *checker;
+        let mut cmd = self.command(checker, root, exe, scope)?;
+        let out = self
+            .runs
+            .output(id, &mut cmd)
+            .map_err(|e| PluginError::Tool(format!("cannot run {} ({e})", exe.display())))?;
+        let diags = diagnostics(checker, root, out)?;
         let workspace = scope.workspace_root().unwrap_or(root);
+        let wanted: HashSet<&PathBuf> = wanted.iter().collect();
+        let asked = |p: &Path| {
+            wanted.contains(&p.to_path_buf()) || (report_all && p.starts_with(workspace) && ours(p))
+        };
+        Ok(collect(checker, root, workspace, diags, &asked))
+    }
+
+    /// The command line of `checker` (the program `exe`, for `scope`) at `root`.
+    fn command(
+        &self,
+        checker: Checker,
+        root: &Path,
+        exe: &Path,
+        scope: &Scope,
+    ) -> Result<std::process::Command, PluginError> {
         let program = Program::at(exe, scope, "Python type checker (pyright plugin)")
             .or_else(|e| match search(&exe.to_string_lossy(), scope) {
                 Some(found) => Program::at(&found, scope, "Python type checker (pyright plugin)"),
@@ -316,103 +337,115 @@ impl Pyright {
             _ => cmd.arg("--outputjson").args(&self.settings.extra_args),
         };
         cmd.current_dir(root);
-        let ToolOutput {
-            stdout,
-            stderr,
-            status,
-        } = self
-            .runs
-            .output(id, &mut cmd)
-            .map_err(|e| PluginError::Tool(format!("cannot run {} ({e})", exe.display())))?;
-        let failed = |why: String| {
-            let text = if stderr.trim().is_empty() {
-                &stdout
-            } else {
-                &stderr
-            };
-            let tail: Vec<&str> = text.lines().take(12).collect();
-            PluginError::Tool(format!(
-                "{} failed ({status}{}) in {}:\n{}",
-                checker.name(),
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {why}")
-                },
-                root.display(),
-                tail.join("\n")
-            ))
-        };
-        // Exit 0: no error, 1: errors found; anything else is the checker failing.
-        let exited_well = matches!(status.code(), Some(0 | 1));
-        let diags: Vec<Found> = match checker {
-            Checker::Ty => {
-                let d = ty::parse(&stdout);
-                if !exited_well && d.is_empty() {
-                    return Err(failed(String::new()));
-                }
-                d.into_iter()
-                    .map(|d| Found {
-                        file: d.file,
-                        line: d.line,
-                        column: Column::Chars(d.column),
-                        severity: d.severity,
-                        rule: Some(d.rule),
-                        message: d.message,
-                    })
-                    .collect()
-            }
-            _ => match parse::parse(&stdout) {
-                Ok(d) if exited_well || !d.is_empty() => d
-                    .into_iter()
-                    .map(|d| Found {
-                        file: d.file,
-                        line: d.line + 1,
-                        column: Column::Utf16(d.character + 1), // 0-based there
-                        severity: d.severity,
-                        rule: d.rule,
-                        message: d.message,
-                    })
-                    .collect(),
-                outcome => return Err(failed(outcome.err().unwrap_or_default())),
-            },
-        };
-        let wanted: HashSet<&PathBuf> = wanted.iter().collect();
-        let mut found = Collect::new(workspace);
-        for d in diags {
-            let item = |line: u32, column: u32| Item {
-                introduced: None,
-                fixes: Vec::new(),
-                line,
-                column,
-                severity: d.severity,
-                source: checker.source().into(),
-                code: d.rule.clone(),
-                message: d.message.clone(),
-            };
-            let Some(file) = &d.file else {
-                found.shared(item(1, 1));
-                continue;
-            };
-            let p = root.join(file);
-            let p = std::fs::canonicalize(&p).unwrap_or(p);
-            let python = p
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| EXTENSIONS.contains(&e));
-            if !python {
-                // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
-                found.shared(item(1, 1));
-                continue;
-            }
-            if !(wanted.contains(&p) || (report_all && p.starts_with(workspace) && ours(&p))) {
-                continue; // another file of the project not asked for, or another project's
-            }
-            let column = found.column(&p, d.line, d.column);
-            found.add(p, item(d.line, column));
-        }
-        Ok(found.finish())
+        Ok(cmd)
     }
+}
+
+/// The diagnostics `checker` printed at `root`, or why its run failed as a whole.
+fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Found>, PluginError> {
+    let ToolOutput {
+        stdout,
+        stderr,
+        status,
+    } = out;
+    let failed = |why: String| {
+        let text = if stderr.trim().is_empty() {
+            &stdout
+        } else {
+            &stderr
+        };
+        let tail: Vec<&str> = text.lines().take(12).collect();
+        PluginError::Tool(format!(
+            "{} failed ({status}{}) in {}:\n{}",
+            checker.name(),
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(", {why}")
+            },
+            root.display(),
+            tail.join("\n")
+        ))
+    };
+    // Exit 0: no error, 1: errors found; anything else is the checker failing.
+    let exited_well = matches!(status.code(), Some(0 | 1));
+    match checker {
+        Checker::Ty => {
+            let d = ty::parse(&stdout);
+            if !exited_well && d.is_empty() {
+                return Err(failed(String::new()));
+            }
+            Ok(d.into_iter()
+                .map(|d| Found {
+                    file: d.file,
+                    line: d.line,
+                    column: Column::Chars(d.column),
+                    severity: d.severity,
+                    rule: Some(d.rule),
+                    message: d.message,
+                })
+                .collect())
+        }
+        _ => match parse::parse(&stdout) {
+            Ok(d) if exited_well || !d.is_empty() => Ok(d
+                .into_iter()
+                .map(|d| Found {
+                    file: d.file,
+                    line: d.line + 1,
+                    column: Column::Utf16(d.character + 1), // 0-based there
+                    severity: d.severity,
+                    rule: d.rule,
+                    message: d.message,
+                })
+                .collect()),
+            outcome => Err(failed(outcome.err().unwrap_or_default())),
+        },
+    }
+}
+
+/// `diags` (of `checker`, paths relative to `root`) as findings: those of the files `asked`
+/// for per file, those of no Python file shared.
+fn collect(
+    checker: Checker,
+    root: &Path,
+    workspace: &Path,
+    diags: Vec<Found>,
+    asked: &dyn Fn(&Path) -> bool,
+) -> Findings {
+    let mut found = Collect::new(workspace);
+    for d in diags {
+        let item = |line: u32, column: u32| Item {
+            introduced: None,
+            fixes: Vec::new(),
+            line,
+            column,
+            severity: d.severity,
+            source: checker.source().into(),
+            code: d.rule.clone(),
+            message: d.message.clone(),
+        };
+        let Some(file) = &d.file else {
+            found.shared(item(1, 1));
+            continue;
+        };
+        let p = root.join(file);
+        let p = std::fs::canonicalize(&p).unwrap_or(p);
+        let python = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e));
+        if !python {
+            // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
+            found.shared(item(1, 1));
+            continue;
+        }
+        if !asked(&p) {
+            continue; // another file of the project not asked for, or another project's
+        }
+        let column = found.column(&p, d.line, d.column);
+        found.add(p, item(d.line, column));
+    }
+    found.finish()
 }
 
 /// One diagnostic of either report, lines 1-based.
