@@ -18,7 +18,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::types::{CheckRequest, Init};
-use crate::{Plugin, ABI_MAJOR};
+use crate::{Plugin, PluginError, ABI_MAJOR};
 
 /// Name of the one exported symbol.
 pub const SYMBOL: &str = "openfiles_plugin_v1";
@@ -31,6 +31,9 @@ pub const STATUS_OK: i32 = 0;
 pub const STATUS_ERROR: i32 = 1;
 /// The plugin panicked; the buffer holds the panic message.
 pub const STATUS_PANIC: i32 = 2;
+/// The check stopped because it was cancelled ([`PluginError::Cancelled`]); the buffer
+/// holds the text `cancelled` (for a host that only knows [`STATUS_ERROR`]'s message).
+pub const STATUS_CANCELLED: i32 = 3;
 
 /// Bytes allocated by the plugin and handed to the host; give them back with `free_buffer`.
 #[repr(C)]
@@ -164,10 +167,12 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Run `f`, write its outcome to `out`, return the status code; never unwinds.
-fn guarded(out: *mut Buffer, f: impl FnOnce() -> Result<Vec<u8>, String>) -> i32 {
+/// This is the edge where a [`PluginError`] becomes text (or, cancelled, a status of its own).
+fn guarded(out: *mut Buffer, f: impl FnOnce() -> Result<Vec<u8>, PluginError>) -> i32 {
     let (status, bytes) = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(bytes)) => (STATUS_OK, bytes),
-        Ok(Err(msg)) => (STATUS_ERROR, msg.into_bytes()),
+        Ok(Err(e @ PluginError::Cancelled)) => (STATUS_CANCELLED, e.to_string().into_bytes()),
+        Ok(Err(e)) => (STATUS_ERROR, e.to_string().into_bytes()),
         Err(payload) => (STATUS_PANIC, panic_message(&*payload).into_bytes()),
     };
     if !out.is_null() {
@@ -198,12 +203,12 @@ unsafe extern "C" fn ffi_create<P: Plugin>(
     let bytes = unsafe { input(init, len) };
     guarded(out, || {
         if out_instance.is_null() {
-            return Err("create: null instance slot".into());
+            return Err(PluginError::Request("create: null instance slot".into()));
         }
-        let init: Init =
-            serde_json::from_slice(bytes).map_err(|e| format!("create: bad init JSON: {e}"))?;
+        let init: Init = serde_json::from_slice(bytes)
+            .map_err(|e| PluginError::Request(format!("create: bad init JSON: {e}")))?;
         let (instance, caps) = P::create(init)?;
-        let caps = serde_json::to_vec(&caps).map_err(|e| e.to_string())?;
+        let caps = serde_json::to_vec(&caps).map_err(|e| PluginError::Request(e.to_string()))?;
         // SAFETY: checked non-null above; the host owns the slot.
         unsafe { out_instance.write(Box::into_raw(Box::new(instance)) as *mut c_void) };
         Ok(caps)
@@ -220,14 +225,14 @@ unsafe extern "C" fn ffi_check<P: Plugin>(
     let bytes = unsafe { input(req, len) };
     guarded(out, || {
         if instance.is_null() {
-            return Err("check: null instance".into());
+            return Err(PluginError::Request("check: null instance".into()));
         }
         // SAFETY: `instance` came from `ffi_create::<P>` and is not destroyed while calls run.
         let plugin = unsafe { &*(instance as *const P) };
-        let req: CheckRequest =
-            serde_json::from_slice(bytes).map_err(|e| format!("check: bad request JSON: {e}"))?;
+        let req: CheckRequest = serde_json::from_slice(bytes)
+            .map_err(|e| PluginError::Request(format!("check: bad request JSON: {e}")))?;
         let resp = plugin.check(req)?;
-        serde_json::to_vec(&resp).map_err(|e| e.to_string())
+        serde_json::to_vec(&resp).map_err(|e| PluginError::Request(e.to_string()))
     })
 }
 
@@ -256,4 +261,32 @@ unsafe extern "C" fn ffi_free_buffer(buf: Buffer) {
     let slice = std::ptr::slice_from_raw_parts_mut(buf.ptr, buf.len);
     // SAFETY: the buffer was made by `Buffer::from_vec` from a boxed slice of `len` bytes.
     drop(unsafe { Box::from_raw(slice) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(f: impl FnOnce() -> Result<Vec<u8>, PluginError>) -> (i32, Vec<u8>) {
+        let mut out = Buffer::empty();
+        let status = guarded(&mut out, f);
+        // SAFETY: `guarded` just wrote a live buffer.
+        let bytes = unsafe { out.as_slice() }.to_vec();
+        // SAFETY: made by `Buffer::from_vec`, freed once.
+        unsafe { ffi_free_buffer(out) };
+        (status, bytes)
+    }
+
+    #[test]
+    fn cancellation_is_a_status_of_its_own_and_other_errors_are_text() {
+        assert_eq!(
+            run(|| Err(PluginError::Cancelled)),
+            (STATUS_CANCELLED, b"cancelled".to_vec())
+        );
+        assert_eq!(
+            run(|| Err(PluginError::Tool("gopls not found".into()))),
+            (STATUS_ERROR, b"gopls not found".to_vec())
+        );
+        assert_eq!(run(|| Ok(b"{}".to_vec())), (STATUS_OK, b"{}".to_vec()));
+    }
 }

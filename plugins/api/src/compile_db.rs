@@ -111,11 +111,30 @@ impl Remap {
     }
 }
 
+/// Why a compile database could not be used (the text is shown on the files it covers).
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: crate::confine::ConfineError,
+    },
+    #[error("{} is not a compile database: {source}", path.display())]
+    NotADatabase {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Read the database at `path` (see the module docs). `remap` for a snapshot's run;
 /// `workspace` bounds `-include` files.
-pub fn load(path: &Path, remap: Option<&Remap>, workspace: &Path) -> Result<Db, String> {
-    let bytes = read_regular(path, Last::Follow, MAX_DB_BYTES)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn load(path: &Path, remap: Option<&Remap>, workspace: &Path) -> Result<Db, DbError> {
+    let bytes = read_regular(path, Last::Follow, MAX_DB_BYTES).map_err(|source| DbError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let folder = path.parent().unwrap_or(Path::new("/")).to_owned();
     let is_flags = path.file_name().is_some_and(|n| n == "compile_flags.txt");
     let mut units = Vec::new();
@@ -144,8 +163,11 @@ pub fn load(path: &Path, remap: Option<&Remap>, workspace: &Path) -> Result<Db, 
             }
         }
     } else {
-        let entries: Vec<serde_json::Value> = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{} is not a compile database: {e}", path.display()))?;
+        let entries: Vec<serde_json::Value> =
+            serde_json::from_slice(&bytes).map_err(|source| DbError::NotADatabase {
+                path: path.to_owned(),
+                source,
+            })?;
         for e in entries {
             let Some(dir) = e.get("directory").and_then(|v| v.as_str()) else {
                 continue;

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use libloading::Library;
 
-use crate::abi::{Buffer, PluginTableV1, STATUS_ERROR, STATUS_OK, STATUS_PANIC, SYMBOL};
+use crate::abi::{
+    Buffer, PluginTableV1, STATUS_CANCELLED, STATUS_ERROR, STATUS_OK, STATUS_PANIC, SYMBOL,
+};
 use crate::ABI_MAJOR;
 
 /// Why a library was refused. The variants are the distinct reasons `openfiles plugins` shows.
@@ -56,6 +58,9 @@ impl LoadError {
 pub enum CallError {
     #[error("{0}")]
     Failed(String),
+    /// The plugin stopped the check because it was cancelled.
+    #[error("cancelled")]
+    Cancelled,
     #[error("plugin panicked: {0}")]
     Panicked(String),
     #[error("plugin returned unknown status {0}")]
@@ -199,6 +204,7 @@ impl PluginLibrary {
             STATUS_OK => Ok(bytes),
             STATUS_ERROR => Err(CallError::Failed(String::from_utf8_lossy(&bytes).into())),
             STATUS_PANIC => Err(CallError::Panicked(String::from_utf8_lossy(&bytes).into())),
+            STATUS_CANCELLED => Err(CallError::Cancelled),
             other => Err(CallError::BadStatus(other)),
         }
     }

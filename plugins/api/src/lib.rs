@@ -7,6 +7,7 @@
 //! (the types in [`types`]). See `README.md` in this crate for the full ABI.
 
 pub mod abi;
+pub mod columns;
 #[cfg(unix)]
 pub mod compile_db;
 /// The one way to start a process (`openfiles-gate`'s): every tool a plugin runs is a
@@ -32,6 +33,46 @@ pub use types::{
 /// Major version of the C ABI. The loader refuses a table whose major differs.
 pub const ABI_MAJOR: u32 = 1;
 
+/// Why [`Plugin::create`] or [`Plugin::check`] failed. The C-ABI edge
+/// ([`abi`]) turns it into the host's status and text: [`PluginError::Cancelled`] is a status
+/// of its own ([`abi::STATUS_CANCELLED`]), never a message compared by its wording.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// The check was cancelled (deadline passed, newer edit, shutdown).
+    #[error("cancelled")]
+    Cancelled,
+    /// The plugin's `[plugin.<name>]` config is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// A tool the plugin runs is missing, could not be started, or failed as a whole.
+    #[error("{0}")]
+    Tool(String),
+    /// Reading or writing a file, or starting a process, failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A request the plugin cannot serve (bad JSON, an empty instance slot).
+    #[error("{0}")]
+    Request(String),
+}
+
+impl PluginError {
+    /// An [`PluginError::Io`] with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> PluginError {
+        PluginError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, PluginError::Cancelled)
+    }
+}
+
 /// A diagnostic source. One instance serves every workspace of the host process;
 /// `check` may be called from several threads at once, `cancel` from any thread.
 pub trait Plugin: Send + Sync + Sized + 'static {
@@ -41,11 +82,12 @@ pub trait Plugin: Send + Sync + Sized + 'static {
     const VERSION: &'static str;
 
     /// Start an instance from its config; say which files it handles.
-    fn create(init: Init) -> Result<(Self, Capabilities), String>;
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError>;
 
     /// Check a batch of files. Blocking is fine: the host calls this on its own thread.
-    /// An `Err` becomes an explanatory error item on every requested file.
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String>;
+    /// An `Err` becomes an explanatory error item on every requested file;
+    /// [`PluginError::Cancelled`] tells the host the check stopped because it was cancelled.
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError>;
 
     /// Ask a running check to finish early (its deadline passed, or a newer edit came).
     fn cancel(&self, _check_id: u64) {}

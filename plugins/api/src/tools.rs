@@ -7,7 +7,8 @@
 //! crashed). A cancel that arrives before the tool was started still counts: the tool is
 //! stopped as soon as it starts, and [`ToolRuns::is_cancelled`] lets the plugin skip work.
 //! [`ToolRuns::run_groups`] is the whole loop of a project-wide plugin: one tool run per
-//! project, its findings spread over the project's files, a failed run explained on each.
+//! project, its findings spread over the project's files, a failed run explained on each;
+//! [`Collect`] turns one run's diagnostics into those findings.
 //! [`on_path`] finds a tool the way a shell would, less `PATH`'s relative entries; a tool
 //! run for a check is a [`gate::Program`](crate::gate::Program) of the check's [`scope`]
 //! (its [`Command`] comes from the gate, with the environment of the workspace's trust), and
@@ -19,7 +20,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::Mutex;
 
+pub use crate::columns::Column;
 use crate::types::{FileResult, Item, Severity};
+use crate::PluginError;
 
 /// `name` found on `PATH`'s absolute entries as an executable file (the gate's rule: a
 /// relative entry such as `.` is never searched). For a tool run for a workspace, use
@@ -144,7 +147,7 @@ impl ToolRuns {
             let _ = s.read_to_string(&mut stdout);
         }
         let status = child.wait();
-        self.finished(id);
+        self.forget(id, child.id());
         let stderr = err_thread.join().unwrap_or_default();
         Ok(ToolOutput {
             stdout,
@@ -157,6 +160,18 @@ impl ToolRuns {
     pub fn finished(&self, id: u64) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.pids.remove(&id);
+    }
+
+    /// The tool `pid` of check `id` has been waited for (the check's other tools, run in
+    /// parallel, are still stopped by a cancel).
+    fn forget(&self, id: u64, pid: u32) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pids) = state.pids.get_mut(&id) {
+            pids.retain(|p| *p != pid);
+            if pids.is_empty() {
+                state.pids.remove(&id);
+            }
+        }
     }
 
     /// Stop every tool of check `id`, now and any started later.
@@ -184,24 +199,24 @@ impl ToolRuns {
     /// it) with `run`, and give every wanted file its findings; a run that fails gives each
     /// of its files an error item from `source` with the message. With `report_all` (see
     /// [`CheckRequest::report_all`](crate::CheckRequest::report_all)), the files a run found
-    /// problems in that were not wanted are reported too. Stops with `Err("cancelled")` as
-    /// soon as the check is cancelled.
-    pub fn run_groups<G>(
+    /// problems in that were not wanted are reported too. Stops with
+    /// [`PluginError::Cancelled`] as soon as the check is cancelled.
+    pub fn run_groups<G, E: std::fmt::Display>(
         &self,
         id: u64,
         source: &str,
         report_all: bool,
         groups: impl IntoIterator<Item = (G, Vec<PathBuf>)>,
-        mut run: impl FnMut(&G, &[PathBuf]) -> Result<Findings, String>,
-    ) -> Result<Vec<FileResult>, String> {
+        mut run: impl FnMut(&G, &[PathBuf]) -> Result<Findings, E>,
+    ) -> Result<Vec<FileResult>, PluginError> {
         let mut files = Vec::new();
         for (group, wanted) in groups {
             if self.take_cancelled(id) {
-                return Err("cancelled".into());
+                return Err(PluginError::Cancelled);
             }
             let outcome = run(&group, &wanted);
             if self.take_cancelled(id) {
-                return Err("cancelled".into());
+                return Err(PluginError::Cancelled);
             }
             match outcome {
                 Ok(mut found) => {
@@ -223,11 +238,65 @@ impl ToolRuns {
                 }
                 Err(message) => files.extend(wanted.into_iter().map(|path| FileResult {
                     path,
-                    items: vec![Item::note(Severity::Error, source, message.clone())],
+                    items: vec![Item::note(Severity::Error, source, message.to_string())],
                 })),
             }
         }
         Ok(files)
+    }
+}
+
+/// A tool's findings being turned into [`Findings`]: the steps every project-wide plugin takes
+/// (go, pyright, cc): a file's column converted on the file's own text (read once, the confined
+/// way, see [`source_lines`]), each item once per file, problems of no file shared by all.
+pub struct Collect<'a> {
+    workspace: &'a std::path::Path,
+    lines: HashMap<PathBuf, Vec<String>>,
+    findings: Findings,
+}
+
+impl<'a> Collect<'a> {
+    /// Collect for a check of `workspace` (the files a tool reports are read from it).
+    pub fn new(workspace: &'a std::path::Path) -> Self {
+        Collect {
+            workspace,
+            lines: HashMap::new(),
+            findings: Findings::default(),
+        }
+    }
+
+    /// The 1-based character column of `column` on line `line` (1-based) of `path`.
+    pub fn column(&mut self, path: &std::path::Path, line: u32, column: Column) -> u32 {
+        if let Column::Chars(c) = column {
+            return c.max(1);
+        }
+        let workspace = self.workspace;
+        let text = self
+            .lines
+            .entry(path.to_owned())
+            .or_insert_with(|| source_lines(workspace, path));
+        column.to_chars(
+            text.get(line.saturating_sub(1) as usize)
+                .map(String::as_str),
+        )
+    }
+
+    /// `item` for `path`, unless the file has it already (a package and its test variants,
+    /// a header read through several units: the same problem once).
+    pub fn add(&mut self, path: PathBuf, item: Item) {
+        let items = self.findings.per_file.entry(path).or_default();
+        if !items.contains(&item) {
+            items.push(item);
+        }
+    }
+
+    /// `item` for every file of the run (a problem of no file, or of the project's config).
+    pub fn shared(&mut self, item: Item) {
+        self.findings.shared.push(item);
+    }
+
+    pub fn finish(self) -> Findings {
+        self.findings
     }
 }
 
@@ -268,7 +337,7 @@ mod tests {
                     )]),
                     shared: vec![Item::note(Severity::Error, "tool", "bad config")],
                 }),
-                _ => Err("tool crashed".into()),
+                _ => Err("tool crashed"),
             })
             .unwrap();
         let messages: Vec<(PathBuf, Vec<String>)> = files
@@ -289,9 +358,29 @@ mod tests {
             "tool",
             false,
             vec![((), vec![PathBuf::from("/x")])],
-            |_, _| panic!("a cancelled check runs no tool"),
+            |_, _| -> Result<Findings, String> { panic!("a cancelled check runs no tool") },
         );
-        assert_eq!(r.unwrap_err(), "cancelled");
+        assert!(matches!(r, Err(PluginError::Cancelled)));
+    }
+
+    #[test]
+    fn collect_converts_columns_on_the_file_and_keeps_each_item_once() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().canonicalize().unwrap();
+        let a = ws.join("a.c");
+        std::fs::write(&a, "int x;\nchar *s = \"é\"; x\n").unwrap();
+        let mut c = Collect::new(&ws);
+        assert_eq!(c.column(&a, 2, Column::Bytes(17)), 16);
+        assert_eq!(c.column(&a, 2, Column::Utf16(16)), 16);
+        assert_eq!(c.column(&a, 9, Column::Bytes(17)), 17); // no such line: as printed
+        assert_eq!(c.column(&ws.join("gone.c"), 1, Column::Bytes(0)), 1);
+        let item = Item::note(Severity::Error, "cc", "twice");
+        c.add(a.clone(), item.clone());
+        c.add(a.clone(), item.clone());
+        c.shared(Item::note(Severity::Error, "cc", "config"));
+        let found = c.finish();
+        assert_eq!(found.per_file[&a], vec![item]);
+        assert_eq!(found.shared.len(), 1);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::tools::{on_path, scope, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity,
+    PluginError, Severity,
 };
 use serde::Deserialize;
 
@@ -72,17 +72,18 @@ impl Plugin for CargoCheck {
     const NAME: &'static str = "cargo-check";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let settings: Settings = if init.config.is_null() {
             Settings::default()
         } else {
-            serde_json::from_value(init.config).map_err(|e| format!("[plugin.cargo-check]: {e}"))?
+            serde_json::from_value(init.config)
+                .map_err(|e| PluginError::Config(format!("[plugin.cargo-check]: {e}")))?
         };
         if settings.command != "check" && settings.command != "clippy" {
-            return Err(format!(
+            return Err(PluginError::Config(format!(
                 "[plugin.cargo-check]: command must be \"check\" or \"clippy\", got {:?}",
                 settings.command
-            ));
+            )));
         }
         let caps = Capabilities {
             extensions: vec!["rs".into()],
@@ -105,7 +106,7 @@ impl Plugin for CargoCheck {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         if !request.trusted {
             // cargo runs the project's build scripts and proc macros (and honours its
             // `.cargo/config.toml` wrappers and runners): nothing of it in an untrusted workspace.
@@ -178,14 +179,14 @@ impl Plugin for CargoCheck {
 
 impl CargoCheck {
     /// The cargo to run for `scope`, by the gate's rules.
-    fn program(&self, scope: &Scope) -> Result<Program, String> {
+    fn program(&self, scope: &Scope) -> Result<Program, PluginError> {
         let why = "cargo (cargo-check plugin)";
         let found = if self.cargo.is_absolute() {
             Program::at(&self.cargo, scope, why)
         } else {
             Program::find(&self.cargo.to_string_lossy(), scope, why)
         };
-        found.map_err(|e| e.to_string())
+        found.map_err(|e| PluginError::Tool(e.to_string()))
     }
 
     /// The cargo workspace root of the package in `package` (the folder of the workspace's
@@ -226,7 +227,7 @@ impl CargoCheck {
         id: u64,
         root: &Path,
         target: &Path,
-    ) -> Result<HashMap<PathBuf, Vec<Item>>, String> {
+    ) -> Result<HashMap<PathBuf, Vec<Item>>, PluginError> {
         let mut cmd = cargo.command([&self.settings.command]);
         cmd.arg("--message-format=json")
             .arg("--workspace")
@@ -243,7 +244,7 @@ impl CargoCheck {
         let mut child = self
             .runs
             .spawn(id, &mut cmd)
-            .map_err(|e| format!("cannot run {}: {e}", cargo.path().display()))?;
+            .map_err(|e| PluginError::io(format!("cannot run {}", cargo.path().display()), e))?;
         let stderr = child.stderr.take();
         let err_thread = std::thread::spawn(move || {
             let mut text = String::new();
@@ -267,19 +268,19 @@ impl CargoCheck {
                 }
             }
         }
-        let status = child.wait().map_err(|e| e.to_string())?;
+        let status = child.wait().map_err(|e| PluginError::io("cargo", e))?;
         self.runs.finished(id);
         stamp_fixes(root, &mut found);
         let stderr = err_thread.join().unwrap_or_default();
         if !status.success() && !any {
             let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            return Err(format!(
+            return Err(PluginError::Tool(format!(
                 "cargo {} failed ({status}) in {}:\n{}",
                 self.settings.command,
                 root.display(),
                 tail.join("\n")
-            ));
+            )));
         }
         Ok(found)
     }

@@ -53,16 +53,16 @@ pub mod parse;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::markers;
 use openfiles_plugin_api::private;
-use openfiles_plugin_api::tools::{is_executable, on_path, source_lines, ToolRuns};
+use openfiles_plugin_api::tools::{is_executable, on_path, Collect, Column, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity,
+    PluginError, Severity,
 };
 use serde::Deserialize;
 
@@ -146,10 +146,14 @@ pub fn find_compiler(setting: Option<&Path>) -> Option<(PathBuf, Kind)> {
         .or_else(|| on_path("gcc").map(|p| (p, Kind::Gcc)))
 }
 
-#[derive(Default)]
-struct Active {
-    cancelled: HashSet<u64>,
-    subs: HashMap<u64, HashSet<u64>>,
+/// What the compiler printed for the units of one database.
+struct UnitsRead {
+    /// Items per file (canonical, spelled under the request's workspace).
+    per_file: HashMap<PathBuf, Vec<Item>>,
+    /// The units read (not skipped by a cancel).
+    checked: BTreeSet<PathBuf>,
+    /// The units that had an error.
+    broken: BTreeSet<PathBuf>,
 }
 
 pub struct Cc {
@@ -165,25 +169,24 @@ pub struct Cc {
     blind: Mutex<BTreeSet<PathBuf>>,
     /// Per database (its path), the units whose last check found an error.
     last_errors: Mutex<BTreeMap<PathBuf, BTreeSet<PathBuf>>>,
+    /// The compiler runs of every check, and which checks were cancelled.
     runs: ToolRuns,
-    active: Mutex<Active>,
-    next_sub: AtomicU64,
 }
 
 impl Plugin for Cc {
     const NAME: &'static str = "cc";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let settings: Settings = if init.config.is_null() {
             Settings::default()
         } else {
-            serde_json::from_value(init.config).map_err(|e| format!("[plugin.cc]: {e}"))?
+            serde_json::from_value(init.config)
+                .map_err(|e| PluginError::Config(format!("[plugin.cc]: {e}")))?
         };
         let compiler = find_compiler(settings.compiler.as_deref());
-        if let Err(e) = private::create_dir(&init.state_dir) {
-            return Err(format!("{}: {e}", init.state_dir.display()));
-        }
+        private::create_dir(&init.state_dir)
+            .map_err(|e| PluginError::io(init.state_dir.display().to_string(), e))?;
         let state_file = init.state_dir.join("last-errors.json");
         let last_errors = std::fs::read(&state_file)
             .ok()
@@ -228,32 +231,21 @@ impl Plugin for Cc {
                 blind: Mutex::new(blind),
                 last_errors: Mutex::new(last_errors),
                 runs: ToolRuns::new(),
-                active: Mutex::new(Active::default()),
-                next_sub: AtomicU64::new(1 << 62),
             },
             caps,
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         let result = self.check_all(&request);
-        let cancelled = {
-            let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
-            a.subs.remove(&request.id);
-            a.cancelled.remove(&request.id)
-        };
-        if cancelled {
-            return Err("cancelled".into());
+        if self.runs.take_cancelled(request.id) {
+            return Err(PluginError::Cancelled);
         }
         result
     }
 
     fn cancel(&self, check_id: u64) {
-        let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        a.cancelled.insert(check_id);
-        for sub in a.subs.get(&check_id).into_iter().flatten() {
-            self.runs.cancel(*sub);
-        }
+        self.runs.cancel(check_id);
     }
 }
 
@@ -276,11 +268,6 @@ fn canonical(p: &Path) -> PathBuf {
 }
 
 impl Cc {
-    fn is_cancelled(&self, id: u64) -> bool {
-        let a = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        a.cancelled.contains(&id)
-    }
-
     /// The database of `file`: in the snapshot's tree, else (for a snapshot's run) in the
     /// real workspace's, whose paths are then moved into the snapshot.
     fn db_of(&self, file: &Path, request: &CheckRequest, snapshot: bool) -> Option<PathBuf> {
@@ -292,7 +279,7 @@ impl Cc {
         db::find(&real.join(rel), real)
     }
 
-    fn check_all(&self, request: &CheckRequest) -> Result<CheckResponse, String> {
+    fn check_all(&self, request: &CheckRequest) -> Result<CheckResponse, PluginError> {
         let ws = &request.workspace;
         let snapshot = request.cache_of.as_ref().is_some_and(|c| c != ws);
         let remap = request
@@ -336,14 +323,14 @@ impl Cc {
             .map(|p| canonical(p))
             .collect();
         for (db_path, wanted) in groups {
-            if self.is_cancelled(request.id) {
-                return Err("cancelled".into());
+            if self.runs.is_cancelled(request.id) {
+                return Err(PluginError::Cancelled);
             }
             match db::load(&db_path, remap.as_ref(), ws) {
                 Ok(db) => files.extend(self.check_db(request, &db, &wanted, snapshot, &edited)),
                 Err(why) => files.extend(wanted.into_iter().map(|path| FileResult {
                     path,
-                    items: vec![Item::note(Severity::Error, "cc", why.clone())],
+                    items: vec![Item::note(Severity::Error, "cc", why.to_string())],
                 })),
             }
         }
@@ -384,6 +371,8 @@ impl Cc {
             .collect()
     }
 
+    /// Read the units of `db` this check needs and answer for `wanted` (and, with
+    /// `report_all`, the project's other files with problems).
     fn check_db(
         &self,
         request: &CheckRequest,
@@ -396,12 +385,6 @@ impl Cc {
             return Vec::new();
         };
         let ws = &request.workspace;
-        let units = self.select(request, db, snapshot);
-        let ws_canonical = canonical(ws);
-        let edited: HashSet<PathBuf> = edited
-            .iter()
-            .map(|e| in_workspace(e.clone(), ws, &ws_canonical))
-            .collect();
         let scope = Scope::workspace(ws, request.trusted);
         let compiler = match Program::at(&compiler, &scope, "C/C++ compiler (cc)") {
             Ok(p) => p,
@@ -415,73 +398,89 @@ impl Cc {
                     .collect()
             }
         };
-        let outputs = self.run_units(request.id, &compiler, kind, &units);
-        let mut lines: HashMap<PathBuf, Vec<String>> = HashMap::new();
-        let mut per_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
+        let units = self.select(request, db, snapshot);
+        let read = self.read_units(request, &compiler, kind, &units);
+        if !snapshot {
+            self.remember(&db.path, &read.checked, &read.broken);
+        }
+        self.answer(request, wanted, snapshot, edited, read.per_file)
+    }
+
+    /// Run the compiler on `units` and gather what it printed per file (columns in
+    /// characters, each item once), with the units read and those that had errors.
+    fn read_units(
+        &self,
+        request: &CheckRequest,
+        compiler: &Program,
+        kind: Kind,
+        units: &[&Unit],
+    ) -> UnitsRead {
+        let ws = &request.workspace;
+        let ws_canonical = canonical(ws);
+        let outputs = self.run_units(request.id, compiler, kind, units);
+        let mut collect = Collect::new(ws);
         let mut broken = BTreeSet::new();
         let mut checked = BTreeSet::new();
         for (unit, out) in units.iter().zip(outputs) {
             let Some(out) = out else { continue }; // cancelled before it ran
             checked.insert(unit.file.clone());
-            let out = match out {
-                Ok(o) => o,
-                Err(why) => parse::Output {
-                    diags: Vec::new(),
-                    unlocated: vec![why],
-                },
-            };
-            let mut add = |path: PathBuf, item: Item| {
-                let items = per_file.entry(path).or_default();
-                if !items.contains(&item) {
-                    items.push(item);
-                }
-            };
+            let out = out.unwrap_or_else(|why| parse::Output {
+                diags: Vec::new(),
+                unlocated: vec![why.to_string()],
+            });
             for message in out.unlocated {
                 broken.insert(unit.file.clone());
-                add(
-                    unit.file.clone(),
-                    Item::note(Severity::Error, kind.source(), message),
-                );
+                let item = Item::note(Severity::Error, kind.source(), message);
+                collect.add(unit.file.clone(), item);
             }
             for d in out.diags {
                 let printed = Path::new(&d.file);
-                let path = in_workspace(
-                    canonical(&if printed.is_absolute() {
-                        printed.to_owned()
-                    } else {
-                        unit.dir.join(printed)
-                    }),
-                    ws,
-                    &ws_canonical,
-                );
+                let printed = if printed.is_absolute() {
+                    printed.to_owned()
+                } else {
+                    unit.dir.join(printed)
+                };
+                let path = in_workspace(canonical(&printed), ws, &ws_canonical);
                 if d.severity == Severity::Error {
                     broken.insert(unit.file.clone());
                 }
-                let text = lines
-                    .entry(path.clone())
-                    .or_insert_with(|| source_lines(ws, &path));
-                let column = text
-                    .get(d.line.saturating_sub(1) as usize)
-                    .map(|l| parse::char_column(l, d.column))
-                    .unwrap_or(d.column.max(1));
-                add(
-                    path,
-                    Item {
-                        line: d.line.max(1),
-                        column,
-                        severity: d.severity,
-                        source: kind.source().into(),
-                        code: d.code,
-                        message: d.message,
-                        introduced: None,
-                        fixes: Vec::new(),
-                    },
-                );
+                let column = collect.column(&path, d.line, Column::Bytes(d.column));
+                let item = Item {
+                    line: d.line.max(1),
+                    column,
+                    severity: d.severity,
+                    source: kind.source().into(),
+                    code: d.code,
+                    message: d.message,
+                    introduced: None,
+                    fixes: Vec::new(),
+                };
+                collect.add(path, item);
             }
         }
-        if !snapshot {
-            self.remember(&db.path, &checked, &broken);
+        UnitsRead {
+            per_file: collect.finish().per_file,
+            checked,
+            broken,
         }
+    }
+
+    /// The answer for `wanted` from what the units printed, and with `report_all` the other
+    /// files of the project with problems (see the module docs on what clangd reports).
+    fn answer(
+        &self,
+        request: &CheckRequest,
+        wanted: &[PathBuf],
+        snapshot: bool,
+        edited: &HashSet<PathBuf>,
+        mut per_file: HashMap<PathBuf, Vec<Item>>,
+    ) -> Vec<FileResult> {
+        let ws = &request.workspace;
+        let ws_canonical = canonical(ws);
+        let edited: HashSet<PathBuf> = edited
+            .iter()
+            .map(|e| in_workspace(e.clone(), ws, &ws_canonical))
+            .collect();
         // clangd reports the edited files itself (see the module docs).
         let quiet = |p: &Path| {
             !snapshot
@@ -584,8 +583,8 @@ impl Cc {
         compiler: &Program,
         kind: Kind,
         units: &[&Unit],
-    ) -> Vec<Option<Result<parse::Output, String>>> {
-        let results: Mutex<Vec<Option<Result<parse::Output, String>>>> =
+    ) -> Vec<Option<Result<parse::Output, PluginError>>> {
+        let results: Mutex<Vec<Option<Result<parse::Output, PluginError>>>> =
             Mutex::new((0..units.len()).map(|_| None).collect());
         let next = AtomicUsize::new(0);
         std::thread::scope(|s| {
@@ -638,19 +637,14 @@ impl Cc {
         compiler: &Program,
         kind: Kind,
         unit: &Unit,
-    ) -> Option<Result<parse::Output, String>> {
-        let sub = self.next_sub.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
-            if a.cancelled.contains(&id) {
-                return None;
-            }
-            a.subs.entry(id).or_default().insert(sub);
+    ) -> Option<Result<parse::Output, PluginError>> {
+        if self.runs.is_cancelled(id) {
+            return None;
         }
         let run = |unit: &Unit| {
             let out = self
                 .runs
-                .output(sub, &mut Self::command(compiler, kind, unit));
+                .output(id, &mut Self::command(compiler, kind, unit));
             out.map(|o| parse::parse(&o.stderr))
         };
         let mut out = run(unit);
@@ -658,7 +652,7 @@ impl Cc {
         // this one refused (as clangd drops them).
         if let Ok(first) = &out {
             let refused = parse::unknown_flags(first);
-            if !refused.is_empty() && !self.runs.is_cancelled(sub) {
+            if !refused.is_empty() && !self.runs.is_cancelled(id) {
                 let mut fewer = unit.clone();
                 fewer.args.retain(|a| !refused.contains(a));
                 if fewer.args.len() < unit.args.len() {
@@ -666,16 +660,12 @@ impl Cc {
                 }
             }
         }
-        {
-            let mut a = self.active.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(s) = a.subs.get_mut(&id) {
-                s.remove(&sub);
-            }
-        }
-        if self.runs.take_cancelled(sub) {
+        if self.runs.is_cancelled(id) {
             return None;
         }
-        Some(out.map_err(|e| format!("cannot run {} ({e})", compiler.path().display())))
+        Some(out.map_err(|e| {
+            PluginError::Tool(format!("cannot run {} ({e})", compiler.path().display()))
+        }))
     }
 }
 

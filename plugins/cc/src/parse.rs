@@ -130,22 +130,6 @@ fn split_flag(text: &str) -> (String, Option<String>) {
     (text.to_owned(), None)
 }
 
-/// 1-based character column of 1-based byte `column` on `line`.
-pub fn char_column(line: &str, column: u32) -> u32 {
-    if column == 0 {
-        return 1;
-    }
-    let byte = (column - 1) as usize;
-    let mut chars = 0u32;
-    for (i, _) in line.char_indices() {
-        if i >= byte {
-            return chars + 1;
-        }
-        chars += 1;
-    }
-    chars + 1 + (byte.saturating_sub(line.len()) as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,15 +164,5 @@ mod tests {
             "gcc: error: unrecognized command-line option ‘-Wbogus’; did you mean ‘-Wbool’?\n",
         );
         assert_eq!(unknown_flags(&gcc), vec!["-Wbogus"]);
-    }
-
-    #[test]
-    fn byte_columns_become_character_columns() {
-        // "é" is 2 bytes: `x` is byte column 17, character column 16.
-        assert_eq!(char_column("char *s = \"é\"; x", 17), 16);
-        assert_eq!(char_column("abc", 1), 1);
-        assert_eq!(char_column("abc", 3), 3);
-        assert_eq!(char_column("abc", 5), 5);
-        assert_eq!(char_column("abc", 0), 1);
     }
 }

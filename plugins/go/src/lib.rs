@@ -36,7 +36,7 @@
 //! untrusted one is checked with `CGO_ENABLED=0` (files that `import "C"` are left out).
 //!
 //! The files it reads itself (a reported file's lines, to turn byte columns into characters)
-//! are read the confined way ([`source_lines`]: no symlink, no FIFO, capped).
+//! are read the confined way ([`source_lines`](openfiles_plugin_api::tools::source_lines): no symlink, no FIFO, capped).
 //!
 //! Config (`[plugin.go]`): `go = "path/to/go"`, `extra_args = [..]` (go list build flags
 //! such as `-tags=integration`).
@@ -50,10 +50,10 @@ use std::sync::Mutex;
 
 use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::markers::project_root;
-use openfiles_plugin_api::tools::{on_path, scope, source_lines, Findings, ToolRuns};
+use openfiles_plugin_api::tools::{on_path, scope, Collect, Column, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity,
+    PluginError, Severity,
 };
 use serde::Deserialize;
 
@@ -82,11 +82,12 @@ impl Plugin for Go {
     const NAME: &'static str = "go";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let settings: Settings = if init.config.is_null() {
             Settings::default()
         } else {
-            serde_json::from_value(init.config).map_err(|e| format!("[plugin.go]: {e}"))?
+            serde_json::from_value(init.config)
+                .map_err(|e| PluginError::Config(format!("[plugin.go]: {e}")))?
         };
         let caps = Capabilities {
             // No go to run: claim no file (no snapshot for a baseline nothing would use).
@@ -114,7 +115,7 @@ impl Plugin for Go {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         let markers = vec!["go.mod".to_string()];
         let mut groups: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
         let mut outside = Vec::new();
@@ -144,7 +145,9 @@ impl Plugin for Go {
                 request.report_all,
                 groups,
                 |root, wanted| {
-                    let helper = helper.as_ref().map_err(Clone::clone)?;
+                    let helper = helper
+                        .as_ref()
+                        .map_err(|e| PluginError::Tool(e.to_string()))?;
                     self.run(&go, helper, root, wanted, &request)
                 },
             )?
@@ -203,27 +206,27 @@ pub fn go_command(program: &Program) -> Command {
 
 impl Go {
     /// The go command for `scope`: the setting, else `go` on `PATH` (the gate's rules).
-    fn go(&self, scope: &Scope) -> Result<Program, String> {
+    fn go(&self, scope: &Scope) -> Result<Program, PluginError> {
         let found = match &self.settings.go {
             Some(p) => Program::find(&p.to_string_lossy(), scope, "go (go plugin)"),
             None => Program::find("go", scope, "go (go plugin)"),
         };
-        found.map_err(|e| e.to_string())
+        found.map_err(|e| PluginError::Tool(e.to_string()))
     }
 
     /// The helper built for this `go` (built once per Go version, kept in the state dir).
-    fn helper(&self, id: u64, go: &Program) -> Result<PathBuf, String> {
+    fn helper(&self, id: u64, go: &Program) -> Result<PathBuf, PluginError> {
         // Our own source, built in our state dir: the user's program, for no workspace.
         let go = Program::at(
             go.path(),
             &Scope::user(),
             "go build of the go plugin's checker",
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| PluginError::Tool(e.to_string()))?;
         let version = go_command(&go)
             .arg("version")
             .output()
-            .map_err(|e| format!("cannot run {} ({e})", go.path().display()))?;
+            .map_err(|e| PluginError::Tool(format!("cannot run {} ({e})", go.path().display())))?;
         let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
         if let Some(p) = self
             .helpers
@@ -243,13 +246,14 @@ impl Go {
         let exe = dir.join("openfiles-go-types");
         if !exe.is_file() {
             let src = dir.join("src");
-            std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+            std::fs::create_dir_all(&src)
+                .map_err(|e| PluginError::io(src.display().to_string(), e))?;
             std::fs::write(
                 src.join("go.mod"),
                 "module openfiles.dev/gotypes\n\ngo 1.18\n",
             )
             .and_then(|()| std::fs::write(src.join("main.go"), HELPER_SOURCE))
-            .map_err(|e| format!("{}: {e}", src.display()))?;
+            .map_err(|e| PluginError::io(src.display().to_string(), e))?;
             let tmp = dir.join(format!("openfiles-go-types.{}.{id}", std::process::id()));
             let mut cmd = go_command(&go);
             // Our own source: none of the user's flags or workspaces apply to it.
@@ -260,17 +264,17 @@ impl Go {
                 .arg(&tmp)
                 .arg(".")
                 .current_dir(&src);
-            let out = self
-                .runs
-                .output(id, &mut cmd)
-                .map_err(|e| format!("cannot run {} ({e})", go.path().display()))?;
+            let out = self.runs.output(id, &mut cmd).map_err(|e| {
+                PluginError::Tool(format!("cannot run {} ({e})", go.path().display()))
+            })?;
             if !out.status.success() {
-                return Err(format!(
+                return Err(PluginError::Tool(format!(
                     "building the Go type checker with {version} failed:\n{}",
                     out.stderr.lines().take(12).collect::<Vec<_>>().join("\n")
-                ));
+                )));
             }
-            std::fs::rename(&tmp, &exe).map_err(|e| format!("{}: {e}", exe.display()))?;
+            std::fs::rename(&tmp, &exe)
+                .map_err(|e| PluginError::io(exe.display().to_string(), e))?;
         }
         self.helpers
             .lock()
@@ -314,20 +318,19 @@ impl Go {
         root: &Path,
         wanted: &[PathBuf],
         request: &CheckRequest,
-    ) -> Result<Findings, String> {
+    ) -> Result<Findings, PluginError> {
         let id = request.id;
         let patterns = self.patterns(id, go, root);
         let helper = Program::at(helper, go.scope(), "the go plugin's checker")
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| PluginError::Tool(e.to_string()))?;
         let mut cmd = go_command(&helper);
         cmd.arg(go.path())
             .args(&self.settings.extra_args)
             .args(&patterns)
             .current_dir(root);
-        let out = self
-            .runs
-            .output(id, &mut cmd)
-            .map_err(|e| format!("cannot run {} ({e})", helper.path().display()))?;
+        let out = self.runs.output(id, &mut cmd).map_err(|e| {
+            PluginError::Tool(format!("cannot run {} ({e})", helper.path().display()))
+        })?;
         let found = parse::parse(&format!("{}\n{}", out.stdout, out.stderr));
         if found.checked.is_empty() && found.typed.is_empty() && !out.status.success() {
             let text: Vec<&str> = found
@@ -337,42 +340,32 @@ impl Go {
                 .filter(|l| !l.starts_with("note: "))
                 .take(12)
                 .collect();
-            return Err(format!(
+            return Err(PluginError::Tool(format!(
                 "go list failed ({}) in {}:\n{}",
                 out.status,
                 root.display(),
                 text.join("\n")
-            ));
+            )));
         }
         let canonical = |f: &str| {
             let p = root.join(f);
             std::fs::canonicalize(&p).unwrap_or(p)
         };
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
-        let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
-        let mut findings = Findings::default();
+        let mut collect = Collect::new(&request.workspace);
         for (d, p) in found.typed.iter().map(|d| (d, canonical(&d.file))) {
             if d.file.is_empty() {
-                findings.shared.push(item(d, 1, 1));
+                collect.shared(item(d, 1, 1));
                 continue;
             }
             if !(wanted.contains(&p) || (request.report_all && p.starts_with(&request.workspace))) {
                 continue;
             }
-            let text = lines_cache
-                .entry(p.clone())
-                .or_insert_with(|| source_lines(&request.workspace, &p));
-            let column = text
-                .get(d.line as usize - 1)
-                .map(|l| parse::char_column(l, d.byte_column))
-                .unwrap_or(d.byte_column);
-            let it = item(d, d.line, column);
-            let items = findings.per_file.entry(p).or_default();
-            if !items.contains(&it) {
-                items.push(it); // a package and its test variants: the same error once
-            }
+            let column = collect.column(&p, d.line, Column::Bytes(d.byte_column));
+            // A package and its test variants: the same error once.
+            collect.add(p, item(d, d.line, column));
         }
-        Ok(findings)
+        Ok(collect.finish())
     }
 }
 

@@ -78,25 +78,6 @@ pub fn parse(stderr: &str) -> Output {
     out
 }
 
-/// 1-based character column of a 1-based byte column on `text` (one line); a column past
-/// the end counts one character per byte.
-pub fn char_column(text: &str, byte_column: u32) -> u32 {
-    let target = byte_column.saturating_sub(1) as usize;
-    let mut chars = 0u32;
-    let mut bytes = 0usize;
-    for c in text.chars() {
-        if bytes >= target {
-            break;
-        }
-        bytes += c.len_utf8();
-        chars += 1;
-    }
-    if bytes < target {
-        chars += (target - bytes) as u32;
-    }
-    chars + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,14 +111,5 @@ mod tests {
                 "/m/go.mod:3: unknown directive: foo".to_string()
             ]
         );
-    }
-
-    #[test]
-    fn byte_columns_become_character_columns() {
-        // "é" is 2 bytes: `x` is byte column 10, character column 9.
-        assert_eq!(char_column("s := \"é\"x", 10), 9);
-        assert_eq!(char_column("\tx := \"日本\"; return f(1)", 24), 20);
-        assert_eq!(char_column("abc", 1), 1);
-        assert_eq!(char_column("abc", 6), 6);
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use openfiles_plugin_api::compile_db::{self, Unit};
-use openfiles_plugin_api::private;
+use openfiles_plugin_api::{private, PluginError};
 
 /// A database as last read: its file's identity and its units (allowed flags only).
 struct Loaded {
@@ -66,9 +66,9 @@ impl ClangdDbs {
 
     /// Make `workspace`'s folder (0700) hold the filtered database of `file` with the others
     /// read before; returns the folder.
-    pub fn prepare(&self, workspace: &Path, file: &Path) -> Result<PathBuf, String> {
+    pub fn prepare(&self, workspace: &Path, file: &Path) -> Result<PathBuf, PluginError> {
         let dir = self.folder(workspace);
-        private::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        private::create_dir(&dir).map_err(|e| PluginError::io(dir.display().to_string(), e))?;
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         let dbs = known.entry(workspace.to_owned()).or_default();
         let mut changed = false;
@@ -101,9 +101,10 @@ impl ClangdDbs {
                 let _ = std::fs::remove_file(&target);
             } else {
                 let json = compile_db::clangd_database(&units);
-                let bytes = serde_json::to_vec_pretty(&json).map_err(|e| e.to_string())?;
+                let bytes = serde_json::to_vec_pretty(&json)
+                    .map_err(|e| PluginError::Request(e.to_string()))?;
                 private::write(&target, &bytes)
-                    .map_err(|e| format!("{}: {e}", target.display()))?;
+                    .map_err(|e| PluginError::io(target.display().to_string(), e))?;
             }
         }
         Ok(dir)

@@ -22,6 +22,7 @@
 //! workspace's scope) (a quick `--version` run used
 //! for rustup's `rust-analyzer` proxy, which exists even when the component does not).
 
+use openfiles_plugin_api::PluginError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -555,23 +556,24 @@ fn untested() -> Vec<ServerSpec> {
 }
 
 /// Parse the plugin's JSON config (`null` means defaults).
-pub fn parse(v: &Value) -> Result<Config, String> {
+pub fn parse(v: &Value) -> Result<Config, PluginError> {
     if v.is_null() {
         return Ok(Config::default());
     }
-    serde_json::from_value(v.clone()).map_err(|e| format!("invalid [plugin.lsp] config: {e}"))
+    serde_json::from_value(v.clone())
+        .map_err(|e| PluginError::Config(format!("invalid [plugin.lsp] config: {e}")))
 }
 
 impl Config {
     /// The built-in servers with overrides applied, plus added servers, minus disabled ones.
-    pub fn servers(&self) -> Result<Vec<ServerSpec>, String> {
+    pub fn servers(&self) -> Result<Vec<ServerSpec>, PluginError> {
         let mut out = builtin();
         for (name, o) in &self.servers {
             let idx = match out.iter().position(|s| &s.name == name) {
                 Some(i) => i,
                 None => {
                     let Some(cmd) = &o.command else {
-                        return Err(format!("[plugin.lsp.servers.{name}] is not a built-in server and has no `command`"));
+                        return Err(PluginError::Config(format!("[plugin.lsp.servers.{name}] is not a built-in server and has no `command`")));
                     };
                     out.push(spec(name, cmd, &[], &[], &[]));
                     out.len() - 1
@@ -623,9 +625,9 @@ impl Config {
         }
         for name in &self.enable {
             if !out.iter().any(|s| &s.name == name) {
-                return Err(format!(
+                return Err(PluginError::Config(format!(
                     "[plugin.lsp] enable: no server named {name:?} (built-in or under servers)"
-                ));
+                )));
             }
         }
         out.retain(|s| {
@@ -771,7 +773,7 @@ pub fn for_untrusted(
     exe: &Path,
     compile_commands_dir: Option<&Path>,
     workspace: &Path,
-) -> Result<ServerSpec, String> {
+) -> Result<ServerSpec, PluginError> {
     let mut s = spec.clone();
     // Options the plugin sets here, without their dashes and value.
     let name = |a: &str| -> String {
@@ -795,7 +797,8 @@ pub fn for_untrusted(
     s.args = kept;
     s.args.extend(s.untrusted_args.iter().cloned());
     if s.filtered_compile_db {
-        let dir = compile_commands_dir.ok_or("no folder for its compile database")?;
+        let dir = compile_commands_dir
+            .ok_or_else(|| PluginError::Config("no folder for its compile database".into()))?;
         s.args
             .push(format!("--compile-commands-dir={}", dir.display()));
     }
@@ -810,10 +813,10 @@ pub fn for_untrusted(
     }
     if s.outside_typescript {
         let tsserver = typescript_beside(exe, workspace).ok_or_else(|| {
-            format!(
+            PluginError::Config(format!(
                 "no TypeScript installed beside {} (npm i -g typescript), and the project's own runs only in a trusted workspace",
                 exe.display()
-            )
+            ))
         })?;
         let mut init = s
             .initialization_options
@@ -899,7 +902,7 @@ mod tests {
         assert!(tsgo.node_package);
         assert!(names(&on).contains(&"typescript-language-server".to_owned()));
         let typo = parse(&json!({"enable": ["tsgoo"]})).unwrap();
-        assert!(typo.servers().unwrap_err().contains("tsgoo"));
+        assert!(typo.servers().unwrap_err().to_string().contains("tsgoo"));
     }
 
     /// A repository's `node_modules/.bin` and `.venv/bin` are used only where the user
@@ -988,7 +991,7 @@ mod tests {
     #[test]
     fn unknown_server_without_command_is_an_error() {
         let c = parse(&json!({"servers": {"nope": {"args": []}}})).unwrap();
-        assert!(c.servers().unwrap_err().contains("nope"));
+        assert!(c.servers().unwrap_err().to_string().contains("nope"));
         assert!(parse(&json!({"idle": 3})).is_err());
     }
 

@@ -36,7 +36,8 @@ pub mod tsserver;
 use config::{Config, Resolver, ServerSpec};
 use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::{
-    Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin, Severity,
+    Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin, PluginError,
+    Severity,
 };
 use server::{Slot, SlotError, Timing};
 use std::collections::{HashMap, HashSet};
@@ -97,7 +98,7 @@ impl Plugin for LspPlugin {
     const NAME: &'static str = "lsp";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         init_logging();
         let config = config::parse(&init.config)?;
         let mut servers = config.servers()?;
@@ -116,7 +117,7 @@ impl Plugin for LspPlugin {
             .thread_name("lsp-plugin")
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the lsp runtime: {e}"))?;
+            .map_err(|e| PluginError::io("cannot start the lsp runtime", e))?;
         // Claim only extensions some server can serve: one found now (on PATH, or an explicit
         // path), one that may live in a workspace's node_modules/.bin, or one the user added.
         let resolver = Resolver::default();
@@ -176,7 +177,7 @@ impl Plugin for LspPlugin {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         let cancel = CancellationToken::new();
         self.inner
             .checks
@@ -446,8 +447,9 @@ impl Inner {
         exe: &Path,
         file: &Path,
         scope: &Scope,
-    ) -> Result<(ServerSpec, Program), String> {
-        let program = Program::at(exe, scope, "language server").map_err(|e| e.to_string())?;
+    ) -> Result<(ServerSpec, Program), PluginError> {
+        let program = Program::at(exe, scope, "language server")
+            .map_err(|e| PluginError::Tool(e.to_string()))?;
         if !scope.untrusted() {
             return Ok((spec.clone(), program));
         }
@@ -465,7 +467,7 @@ impl Inner {
         self: Arc<Self>,
         req: &CheckRequest,
         cancel: CancellationToken,
-    ) -> Result<CheckResponse, String> {
+    ) -> Result<CheckResponse, PluginError> {
         let timeout_ms = if req.timeout_ms == 0 {
             self.config.default_timeout_ms
         } else {
@@ -481,7 +483,7 @@ impl Inner {
         let (jobs, notes) =
             tokio::task::spawn_blocking(move || me.jobs(&workspace, &files, trusted))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| PluginError::Tool(e.to_string()))?;
         let mut set = JoinSet::new();
         let (fix_jobs, jobs) = if req.fixes_only {
             (jobs, Vec::new())
@@ -544,7 +546,8 @@ impl Inner {
             }
         }
         while let Some(r) = set.join_next().await {
-            let (file, items) = r.map_err(|e| format!("lsp check task failed: {e}"))?;
+            let (file, items) =
+                r.map_err(|e| PluginError::Tool(format!("lsp check task failed: {e}")))?;
             per_file.entry(file).or_default().extend(items);
         }
         // Memory is measured once the check's servers are idle again, off the answer's path.
@@ -553,7 +556,7 @@ impl Inner {
             tokio::spawn(async move { me.enforce_memory().await });
         }
         if cancel.is_cancelled() {
-            return Err("check cancelled".into());
+            return Err(PluginError::Cancelled);
         }
         let mut files: Vec<FileResult> = per_file
             .into_iter()

@@ -28,7 +28,7 @@
 //! untrusted workspace (the checkers read the project's files and never run them); each run
 //! is a [`gate::Program`](openfiles_plugin_api::gate::Program) of the check's workspace and
 //! trust. The files the plugin reads itself (a reported file's lines, to turn UTF-16 columns
-//! into characters) are read the confined way ([`source_lines`]: no symlink, no FIFO, capped). With none of the three configured or on `PATH` when the
+//! into characters) are read the confined way ([`source_lines`](openfiles_plugin_api::tools::source_lines): no symlink, no FIFO, capped). With none of the three configured or on `PATH` when the
 //! plugin starts, it claims no file (no tree snapshot is taken for a baseline nothing
 //! would use); the language servers still check Python, and `openfiles doctor` names a
 //! checker's package when none is installed. A file whose chosen checker is not installed
@@ -44,14 +44,14 @@ pub mod ty;
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
 use openfiles_plugin_api::markers::{self, project_root};
 use openfiles_plugin_api::tools::{
-    is_executable, on_path, scope, source_lines, Findings, ToolOutput, ToolRuns,
+    is_executable, on_path, scope, Collect, Column, Findings, ToolOutput, ToolRuns,
 };
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity,
+    PluginError, Severity,
 };
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
@@ -147,11 +147,12 @@ impl Plugin for Pyright {
     const NAME: &'static str = "pyright";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let settings: Settings = if init.config.is_null() {
             Settings::default()
         } else {
-            serde_json::from_value(init.config).map_err(|e| format!("[plugin.pyright]: {e}"))?
+            serde_json::from_value(init.config)
+                .map_err(|e| PluginError::Config(format!("[plugin.pyright]: {e}")))?
         };
         let any = Checker::ALL
             .iter()
@@ -185,7 +186,7 @@ impl Plugin for Pyright {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         let ws = &request.workspace;
         let scope = scope(&request);
         let mut runs: BTreeMap<Run, Vec<PathBuf>> = BTreeMap::new();
@@ -291,15 +292,36 @@ impl Pyright {
         scope: &Scope,
         report_all: bool,
         ours: &dyn Fn(&Path) -> bool,
-    ) -> Result<Findings, String> {
+    ) -> Result<Findings, PluginError> {
         let checker = *checker;
+        let mut cmd = self.command(checker, root, exe, scope)?;
+        let out = self
+            .runs
+            .output(id, &mut cmd)
+            .map_err(|e| PluginError::Tool(format!("cannot run {} ({e})", exe.display())))?;
+        let diags = diagnostics(checker, root, out)?;
         let workspace = scope.workspace_root().unwrap_or(root);
+        let wanted: HashSet<&PathBuf> = wanted.iter().collect();
+        let asked = |p: &Path| {
+            wanted.contains(&p.to_path_buf()) || (report_all && p.starts_with(workspace) && ours(p))
+        };
+        Ok(collect(checker, root, workspace, diags, &asked))
+    }
+
+    /// The command line of `checker` (the program `exe`, for `scope`) at `root`.
+    fn command(
+        &self,
+        checker: Checker,
+        root: &Path,
+        exe: &Path,
+        scope: &Scope,
+    ) -> Result<std::process::Command, PluginError> {
         let program = Program::at(exe, scope, "Python type checker (pyright plugin)")
             .or_else(|e| match search(&exe.to_string_lossy(), scope) {
                 Some(found) => Program::at(&found, scope, "Python type checker (pyright plugin)"),
                 None => Err(e),
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| PluginError::Tool(e.to_string()))?;
         let mut cmd = program.command(std::iter::empty::<&str>());
         match checker {
             Checker::Ty => cmd
@@ -315,126 +337,115 @@ impl Pyright {
             _ => cmd.arg("--outputjson").args(&self.settings.extra_args),
         };
         cmd.current_dir(root);
-        let ToolOutput {
-            stdout,
-            stderr,
-            status,
-        } = self
-            .runs
-            .output(id, &mut cmd)
-            .map_err(|e| format!("cannot run {} ({e})", exe.display()))?;
-        let failed = |why: String| {
-            let text = if stderr.trim().is_empty() {
-                &stdout
-            } else {
-                &stderr
-            };
-            let tail: Vec<&str> = text.lines().take(12).collect();
-            format!(
-                "{} failed ({status}{}) in {}:\n{}",
-                checker.name(),
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {why}")
-                },
-                root.display(),
-                tail.join("\n")
-            )
-        };
-        // Exit 0: no error, 1: errors found; anything else is the checker failing.
-        let exited_well = matches!(status.code(), Some(0 | 1));
-        let diags: Vec<Found> = match checker {
-            Checker::Ty => {
-                let d = ty::parse(&stdout);
-                if !exited_well && d.is_empty() {
-                    return Err(failed(String::new()));
-                }
-                d.into_iter()
-                    .map(|d| Found {
-                        file: d.file,
-                        line: d.line,
-                        column: Column::Chars(d.column),
-                        severity: d.severity,
-                        rule: Some(d.rule),
-                        message: d.message,
-                    })
-                    .collect()
-            }
-            _ => match parse::parse(&stdout) {
-                Ok(d) if exited_well || !d.is_empty() => d
-                    .into_iter()
-                    .map(|d| Found {
-                        file: d.file,
-                        line: d.line + 1,
-                        column: Column::Utf16(d.character),
-                        severity: d.severity,
-                        rule: d.rule,
-                        message: d.message,
-                    })
-                    .collect(),
-                outcome => return Err(failed(outcome.err().unwrap_or_default())),
-            },
-        };
-        let wanted: HashSet<&PathBuf> = wanted.iter().collect();
-        let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
-        let mut found = Findings::default();
-        for d in diags {
-            let item = |line: u32, column: u32| Item {
-                introduced: None,
-                fixes: Vec::new(),
-                line,
-                column,
-                severity: d.severity,
-                source: checker.source().into(),
-                code: d.rule.clone(),
-                message: d.message.clone(),
-            };
-            let Some(file) = &d.file else {
-                found.shared.push(item(1, 1));
-                continue;
-            };
-            let p = root.join(file);
-            let p = std::fs::canonicalize(&p).unwrap_or(p);
-            let python = p
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| EXTENSIONS.contains(&e));
-            if !python {
-                // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
-                found.shared.push(item(1, 1));
-                continue;
-            }
-            if !(wanted.contains(&p) || (report_all && p.starts_with(workspace) && ours(&p))) {
-                continue; // another file of the project not asked for, or another project's
-            }
-            let column = match d.column {
-                Column::Chars(c) => c,
-                Column::Utf16(units) => {
-                    let text = lines_cache
-                        .entry(p.clone())
-                        .or_insert_with(|| source_lines(workspace, &p));
-                    text.get(d.line.saturating_sub(1) as usize)
-                        .map(|l| parse::char_column(l, units))
-                        .unwrap_or(units + 1)
-                }
-            };
-            let it = item(d.line, column);
-            let items = found.per_file.entry(p).or_default();
-            if !items.contains(&it) {
-                items.push(it);
-            }
-        }
-        Ok(found)
+        Ok(cmd)
     }
 }
 
-/// A column as a checker prints it.
-enum Column {
-    /// 1-based, in characters (ty).
-    Chars(u32),
-    /// 0-based, in UTF-16 units (pyright, basedpyright).
-    Utf16(u32),
+/// The diagnostics `checker` printed at `root`, or why its run failed as a whole.
+fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Found>, PluginError> {
+    let ToolOutput {
+        stdout,
+        stderr,
+        status,
+    } = out;
+    let failed = |why: String| {
+        let text = if stderr.trim().is_empty() {
+            &stdout
+        } else {
+            &stderr
+        };
+        let tail: Vec<&str> = text.lines().take(12).collect();
+        PluginError::Tool(format!(
+            "{} failed ({status}{}) in {}:\n{}",
+            checker.name(),
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(", {why}")
+            },
+            root.display(),
+            tail.join("\n")
+        ))
+    };
+    // Exit 0: no error, 1: errors found; anything else is the checker failing.
+    let exited_well = matches!(status.code(), Some(0 | 1));
+    match checker {
+        Checker::Ty => {
+            let d = ty::parse(&stdout);
+            if !exited_well && d.is_empty() {
+                return Err(failed(String::new()));
+            }
+            Ok(d.into_iter()
+                .map(|d| Found {
+                    file: d.file,
+                    line: d.line,
+                    column: Column::Chars(d.column),
+                    severity: d.severity,
+                    rule: Some(d.rule),
+                    message: d.message,
+                })
+                .collect())
+        }
+        _ => match parse::parse(&stdout) {
+            Ok(d) if exited_well || !d.is_empty() => Ok(d
+                .into_iter()
+                .map(|d| Found {
+                    file: d.file,
+                    line: d.line + 1,
+                    column: Column::Utf16(d.character + 1), // 0-based there
+                    severity: d.severity,
+                    rule: d.rule,
+                    message: d.message,
+                })
+                .collect()),
+            outcome => Err(failed(outcome.err().unwrap_or_default())),
+        },
+    }
+}
+
+/// `diags` (of `checker`, paths relative to `root`) as findings: those of the files `asked`
+/// for per file, those of no Python file shared.
+fn collect(
+    checker: Checker,
+    root: &Path,
+    workspace: &Path,
+    diags: Vec<Found>,
+    asked: &dyn Fn(&Path) -> bool,
+) -> Findings {
+    let mut found = Collect::new(workspace);
+    for d in diags {
+        let item = |line: u32, column: u32| Item {
+            introduced: None,
+            fixes: Vec::new(),
+            line,
+            column,
+            severity: d.severity,
+            source: checker.source().into(),
+            code: d.rule.clone(),
+            message: d.message.clone(),
+        };
+        let Some(file) = &d.file else {
+            found.shared(item(1, 1));
+            continue;
+        };
+        let p = root.join(file);
+        let p = std::fs::canonicalize(&p).unwrap_or(p);
+        let python = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e));
+        if !python {
+            // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
+            found.shared(item(1, 1));
+            continue;
+        }
+        if !asked(&p) {
+            continue; // another file of the project not asked for, or another project's
+        }
+        let column = found.column(&p, d.line, d.column);
+        found.add(p, item(d.line, column));
+    }
+    found.finish()
 }
 
 /// One diagnostic of either report, lines 1-based.

@@ -79,23 +79,6 @@ pub fn parse(stdout: &str) -> Result<Vec<PyrightDiagnostic>, String> {
         .collect())
 }
 
-/// 1-based character column of a 0-based UTF-16 `character` on `text` (one line).
-pub fn char_column(text: &str, character: u32) -> u32 {
-    let mut units = 0u32;
-    let mut chars = 0u32;
-    for c in text.chars() {
-        if units >= character {
-            break;
-        }
-        units += c.len_utf16() as u32;
-        chars += 1;
-    }
-    if units < character {
-        chars += character - units;
-    }
-    chars + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,13 +105,5 @@ mod tests {
             (None, Severity::Info)
         );
         assert!(parse("No configuration file found.\n").is_err());
-    }
-
-    #[test]
-    fn utf16_columns_become_character_columns() {
-        // "😀" is 2 UTF-16 units, 1 character: `x` is unit 10, character 9.
-        assert_eq!(char_column("s = \"😀\"; x", 10), 10);
-        assert_eq!(char_column("abc", 0), 1);
-        assert_eq!(char_column("abc", 5), 6);
     }
 }

@@ -1,7 +1,7 @@
 //! Fixture `aborter`: loads fine, calls `abort()` in every check (kills its host process).
 
 use openfiles_plugin_api::{
-    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Plugin,
+    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Plugin, PluginError,
 };
 
 pub struct Aborter;
@@ -10,7 +10,7 @@ impl Plugin for Aborter {
     const NAME: &'static str = "aborter";
     const VERSION: &'static str = "0.1.0";
 
-    fn create(_init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(_init: Init) -> Result<(Self, Capabilities), PluginError> {
         Ok((
             Aborter,
             Capabilities {
@@ -20,7 +20,7 @@ impl Plugin for Aborter {
         ))
     }
 
-    fn check(&self, _request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, _request: CheckRequest) -> Result<CheckResponse, PluginError> {
         std::process::abort();
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity,
+    PluginError, Severity,
 };
 
 pub struct Instant {
@@ -30,10 +30,11 @@ impl Plugin for Instant {
     const NAME: &'static str = "instant";
     const VERSION: &'static str = "0.1.0";
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let extensions = match init.config.get("extensions") {
-            Some(v) => serde_json::from_value(v.clone())
-                .map_err(|e| format!("extensions must be a list of strings: {e}"))?,
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+                PluginError::Config(format!("extensions must be a list of strings: {e}"))
+            })?,
             None => vec!["txt".to_owned()],
         };
         Ok((
@@ -48,7 +49,7 @@ impl Plugin for Instant {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         let mut files = Vec::new();
         for path in request.files.iter().chain(request.also_report.iter()) {
             if path.extension().is_some_and(|e| e == "noisy") {

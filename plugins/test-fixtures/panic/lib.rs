@@ -1,7 +1,7 @@
 //! Fixture `panicky`: loads fine, panics in every check (the host must turn it into an error).
 
 use openfiles_plugin_api::{
-    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Plugin,
+    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Plugin, PluginError,
 };
 
 pub struct Panicky;
@@ -10,7 +10,7 @@ impl Plugin for Panicky {
     const NAME: &'static str = "panicky";
     const VERSION: &'static str = "0.1.0";
 
-    fn create(_init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(_init: Init) -> Result<(Self, Capabilities), PluginError> {
         Ok((
             Panicky,
             Capabilities {
@@ -20,7 +20,7 @@ impl Plugin for Panicky {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         panic!(
             "fixture panic while checking {} file(s)",
             request.files.len()

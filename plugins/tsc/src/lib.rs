@@ -28,10 +28,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use openfiles_plugin_api::columns::utf16_to_char_column;
 use openfiles_plugin_api::gate::{Program, Scope};
 use openfiles_plugin_api::tools::{scope, source_lines, Findings, ToolOutput, ToolRuns};
 use openfiles_plugin_api::{
-    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Item, Plugin, Severity,
+    export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Item, Plugin, PluginError,
+    Severity,
 };
 use serde::Deserialize;
 
@@ -65,11 +67,12 @@ impl Plugin for Tsc {
     const NAME: &'static str = "tsc";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let settings: Settings = if init.config.is_null() {
             Settings::default()
         } else {
-            serde_json::from_value(init.config).map_err(|e| format!("[plugin.tsc]: {e}"))?
+            serde_json::from_value(init.config)
+                .map_err(|e| PluginError::Config(format!("[plugin.tsc]: {e}")))?
         };
         let mut extensions: Vec<String> = TS_EXTENSIONS.iter().map(|s| s.to_string()).collect();
         if settings.check_js {
@@ -102,7 +105,7 @@ impl Plugin for Tsc {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         // Project (its tsconfig, or None for loose files) → its files.
         let mut projects: BTreeMap<Option<PathBuf>, Vec<PathBuf>> = BTreeMap::new();
         let mut seen = HashSet::new();
@@ -263,7 +266,7 @@ impl Tsc {
         wanted: &[PathBuf],
         cwd: &Path,
         scope: &Scope,
-    ) -> Result<(ToolOutput, Compiler, Option<String>), String> {
+    ) -> Result<(ToolOutput, Compiler, Option<String>), PluginError> {
         let trusted = scope.trust() == openfiles_plugin_api::gate::Trust::Trusted;
         let s = &self.settings;
         let chosen = compiler::choose(
@@ -281,10 +284,10 @@ impl Tsc {
                 .unwrap_or_else(|| compiler::find_tsc(cwd, trusted)),
         };
         let cannot_run = |c: &Compiler, e: std::io::Error| {
-            format!(
+            PluginError::Tool(format!(
                 "cannot run {} ({e}); install TypeScript in the project (npm i -D typescript) or on PATH",
                 c.exe.display()
-            )
+            ))
         };
         if chosen.kind == Kind::Tsc || self.fallbacks.reason(&chosen.exe).is_some() {
             let c = tsc();
@@ -305,7 +308,7 @@ impl Tsc {
             Err(e) => Failure::CannotStart(e),
         };
         if self.runs.is_cancelled(id) {
-            return Err("cancelled".into());
+            return Err(PluginError::Cancelled);
         }
         eprintln!(
             "openfiles-plugin-tsc: tsgo {} failed ({failure}); falling back to tsc",
@@ -333,7 +336,7 @@ impl Tsc {
         workspace: &Path,
         report_all: bool,
         scope: &Scope,
-    ) -> Result<Findings, String> {
+    ) -> Result<Findings, PluginError> {
         let cwd = tsconfig
             .and_then(Path::parent)
             .or_else(|| wanted.first().and_then(|f| f.parent()))
@@ -353,12 +356,12 @@ impl Tsc {
                 &stderr
             };
             let tail: Vec<&str> = text.lines().take(12).collect();
-            return Err(format!(
+            return Err(PluginError::Tool(format!(
                 "{} failed ({status}) in {}:\n{}",
                 used.kind.name(),
                 cwd.display(),
                 tail.join("\n")
-            ));
+            )));
         }
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
         let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
@@ -376,7 +379,7 @@ impl Tsc {
                         .or_insert_with(|| source_lines(workspace, &p));
                     let column = text
                         .get(d.line as usize - 1)
-                        .map(|l| parse::utf16_to_char_column(l, d.column))
+                        .map(|l| utf16_to_char_column(l, d.column))
                         .unwrap_or(d.column);
                     (Some(p), d.line, column, d.message)
                 }

@@ -3,7 +3,7 @@
 //! Shapes: `file(line,col): error TS2322: message`, a global `error TS5058: message`, and
 //! continuation lines (indented) that belong to the message above them (elaborations such
 //! as "Types of property 'a' are incompatible."). Messages are kept whole, lines joined
-//! with `\n`. `col` is tsc's: 1-based UTF-16 code units; [`utf16_to_char_column`] converts.
+//! with `\n`. `col` is tsc's: 1-based UTF-16 code units; `openfiles_plugin_api::columns::utf16_to_char_column` converts.
 
 use openfiles_plugin_api::Severity;
 
@@ -103,25 +103,6 @@ pub fn parse(output: &str) -> Vec<TscDiagnostic> {
     out
 }
 
-/// Convert a 1-based UTF-16 column on `text` (one line) to a 1-based character column.
-pub fn utf16_to_char_column(text: &str, column: u32) -> u32 {
-    let target = column.saturating_sub(1) as usize;
-    let mut units = 0usize;
-    let mut chars = 0u32;
-    for ch in text.chars() {
-        if units >= target {
-            break;
-        }
-        units += ch.len_utf16();
-        chars += 1;
-    }
-    if units < target {
-        // Past the end of the line: keep the overshoot.
-        chars += (target - units) as u32;
-    }
-    chars + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,14 +153,6 @@ mod tests {
             d[1].message,
             "The specified path does not exist: 'nope.json'."
         );
-    }
-
-    #[test]
-    fn utf16_columns_become_character_columns() {
-        // "😀" is 2 UTF-16 units, 1 character.
-        assert_eq!(utf16_to_char_column("const s = \"😀\"; x", 17), 16);
-        assert_eq!(utf16_to_char_column("abc", 2), 2);
-        assert_eq!(utf16_to_char_column("abc", 6), 6);
     }
 
     /// tsgo (TypeScript 7) prints the same shapes; its outputs are fuzz seeds too.

@@ -52,6 +52,12 @@ fn can_transition(from: &str, to: &str) -> bool {
     from == to || transitions(from).contains(&to)
 }
 
+/// Why REFLECT is refused: the workers' terminals still open (their ids). The text is the
+/// wire's.
+#[derive(Debug, thiserror::Error)]
+#[error("{} terminal(s) still open: {}", .0.len(), .0.join(", "))]
+struct OpenTerminals(Vec<String>);
+
 fn explain(from: &str, to: &str) -> String {
     let allowed = transitions(from);
     if allowed.is_empty() {
@@ -133,7 +139,7 @@ impl State {
         self.phase = to.to_owned();
     }
 
-    fn reflect_gate(&self) -> Result<(), String> {
+    fn reflect_gate(&self) -> Result<(), OpenTerminals> {
         let open: Vec<&str> = self
             .spawned_workers
             .iter()
@@ -143,11 +149,7 @@ impl State {
         if open.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "{} terminal(s) still open: {}",
-                open.len(),
-                open.join(", ")
-            ))
+            Err(OpenTerminals(open.into_iter().map(str::to_owned).collect()))
         }
     }
 
@@ -538,7 +540,7 @@ pub fn advance(shared: &ServerState, req: LifecycleAdvance) -> Body {
     }
     if to == "REFLECT" {
         if let Err(reason) = s.reflect_gate() {
-            return refuse("lifecycle:reflect-gate", &reason);
+            return refuse("lifecycle:reflect-gate", &reason.to_string());
         }
     }
     s.set_phase(&to);
@@ -569,7 +571,7 @@ pub fn reflect(shared: &ServerState, req: LifecycleReflect) -> Body {
         );
     }
     if let Err(reason) = s.reflect_gate() {
-        return refuse("lifecycle:reflect-gate", &reason);
+        return refuse("lifecycle:reflect-gate", &reason.to_string());
     }
     s.set_phase("REFLECT");
     s.reflect = Some(text.trim().to_owned());

@@ -87,14 +87,30 @@ pub fn require_role(
     shared: &ServerState,
     conn: &Connection,
     roles: &[&str],
-) -> Result<PeerInfo, String> {
+) -> Result<PeerInfo, RoleError> {
     let Some(p) = shared.bus.peer(conn) else {
-        return Err("call hello first".into());
+        return Err(RoleError::NoHello);
     };
     if roles.contains(&p.role.as_str()) {
         Ok(p)
     } else {
-        Err(format!("requires role: {}", roles.join("|")))
+        Err(RoleError::Requires(roles.join("|")))
+    }
+}
+
+/// Why a caller may not make a request. The texts are the wire's (the extension's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoleError {
+    #[error("call hello first")]
+    NoHello,
+    /// The roles that may (`a|b`).
+    #[error("requires role: {0}")]
+    Requires(String),
+}
+
+impl From<RoleError> for String {
+    fn from(e: RoleError) -> String {
+        e.to_string()
     }
 }
 

@@ -248,23 +248,40 @@ pub fn may_publish(
     role: &str,
     topic: &str,
     task_assignee: impl Fn(&str) -> Option<String>,
-) -> Result<(), String> {
+) -> Result<(), Forbidden> {
     let mut seg = topic.split('.');
     let (first, second) = (seg.next().unwrap_or(""), seg.next());
     match (first, second) {
         ("system", Some("worker")) if role == "orchestrator" => Ok(()),
-        ("system", _) => Err("publish forbidden — system.* is server-only".into()),
-        ("cmd", _) if role != "orchestrator" => {
-            Err("publish forbidden — cmd.* is orchestrator-only".into())
-        }
-        ("worker", Some(owner)) if owner != peer_id => {
-            Err("publish forbidden — not your topic".into())
-        }
+        ("system", _) => Err(Forbidden::System),
+        ("cmd", _) if role != "orchestrator" => Err(Forbidden::Cmd),
+        ("worker", Some(owner)) if owner != peer_id => Err(Forbidden::NotYourTopic),
         ("task", Some(task)) if role != "orchestrator" => match task_assignee(task) {
-            Some(a) if a != peer_id => Err("publish forbidden — not your task".into()),
+            Some(a) if a != peer_id => Err(Forbidden::NotYourTask),
             _ => Ok(()),
         },
         _ => Ok(()),
+    }
+}
+
+/// Why a publish is refused. The texts are the wire's: Claws clients read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Forbidden {
+    #[error("publish forbidden — system.* is server-only")]
+    System,
+    #[error("publish forbidden — cmd.* is orchestrator-only")]
+    Cmd,
+    #[error("publish forbidden — not your topic")]
+    NotYourTopic,
+    #[error("publish forbidden — not your task")]
+    NotYourTask,
+    #[error("publish forbidden — from_peer does not match the publisher")]
+    FromPeer,
+}
+
+impl From<Forbidden> for String {
+    fn from(e: Forbidden) -> String {
+        e.to_string()
     }
 }
 
@@ -282,13 +299,13 @@ pub fn stamp(
     peer_id: &str,
     name: &str,
     ts: &str,
-) -> Result<(), String> {
+) -> Result<(), Forbidden> {
     match m.get("from_peer") {
         None | Some(Value::Null) => {
             m.insert("from_peer".into(), Value::String(peer_id.to_owned()));
         }
         Some(Value::String(s)) if s == peer_id => {}
-        Some(_) => return Err("publish forbidden — from_peer does not match the publisher".into()),
+        Some(_) => return Err(Forbidden::FromPeer),
     }
     if !m.contains_key("from_name") {
         m.insert("from_name".into(), Value::String(name.to_owned()));
@@ -306,7 +323,9 @@ mod tests {
         let none = |_: &str| None;
         assert!(may_publish("p_1", "worker", "worker.p_1.boot", none).is_ok());
         assert_eq!(
-            may_publish("p_1", "worker", "worker.p_2.boot", none).unwrap_err(),
+            may_publish("p_1", "worker", "worker.p_2.boot", none)
+                .unwrap_err()
+                .to_string(),
             "publish forbidden — not your topic"
         );
         assert!(may_publish("p_1", "worker", "cmd.p_1.x", none).is_err());

@@ -72,14 +72,29 @@ impl State {
     }
 
     /// Task `id`, which must exist and be assigned to `peer` (update and complete).
-    fn own(&mut self, id: &str, peer: &str) -> Result<&mut Task, String> {
+    fn own(&mut self, id: &str, peer: &str) -> Result<&mut Task, NotOwned> {
         let t = self
             .find(id)
-            .ok_or_else(|| format!("task not found: {id}"))?;
+            .ok_or_else(|| NotOwned::NotFound(id.to_owned()))?;
         if t.assignee != peer {
-            return Err("not your task".into());
+            return Err(NotOwned::NotYours);
         }
         Ok(t)
+    }
+}
+
+/// Why a worker cannot update or complete a task. The texts are the wire's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotOwned {
+    #[error("task not found: {0}")]
+    NotFound(String),
+    #[error("not your task")]
+    NotYours,
+}
+
+impl From<NotOwned> for String {
+    fn from(e: NotOwned) -> String {
+        e.to_string()
     }
 }
 

@@ -11,7 +11,7 @@ use openfiles_plugin_api::abi::{
 };
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    Severity, ABI_MAJOR,
+    PluginError, Severity, ABI_MAJOR,
 };
 
 static DESTROYED: AtomicUsize = AtomicUsize::new(0);
@@ -31,10 +31,10 @@ impl Plugin for Echo {
     const NAME: &'static str = "echo";
     const VERSION: &'static str = "1.2.3";
 
-    fn create(init: Init) -> Result<(Self, Capabilities), String> {
+    fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
         let prefix = init.config["prefix"]
             .as_str()
-            .ok_or("config.prefix missing")?
+            .ok_or_else(|| PluginError::Config("config.prefix missing".into()))?
             .to_owned();
         Ok((
             Echo { prefix },
@@ -48,9 +48,9 @@ impl Plugin for Echo {
         ))
     }
 
-    fn check(&self, request: CheckRequest) -> Result<CheckResponse, String> {
+    fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         if request.files.is_empty() {
-            return Err("nothing to check".into());
+            return Err(PluginError::Request("nothing to check".into()));
         }
         if request.files[0].ends_with("boom") {
             panic!("boom requested");

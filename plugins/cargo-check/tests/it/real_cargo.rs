@@ -107,6 +107,7 @@ fn bad_config_is_refused_with_the_key() {
         host_version: String::new(),
     })
     .err()
+    .map(|e| e.to_string())
     .unwrap();
     assert!(err.contains("comand"), "{err}");
     let err = CargoCheck::create(Init {
@@ -115,6 +116,7 @@ fn bad_config_is_refused_with_the_key() {
         host_version: String::new(),
     })
     .err()
+    .map(|e| e.to_string())
     .unwrap();
     assert!(err.contains("check"), "{err}");
 }
@@ -160,7 +162,7 @@ fn a_cancelled_check_returns_an_error_instead_of_results() {
             .join()
     });
     let err = run.unwrap().unwrap_err();
-    assert!(err.contains("cancelled"), "{err}");
+    assert!(err.is_cancelled(), "{err}");
 }
 
 /// A repository's build script is its code: in a workspace the user does not trust, cargo is

@@ -370,11 +370,11 @@ fn a_cancelled_check_reads_nothing() {
     let api = f.ws.join("include/api.h");
     write(&api, BROKEN_API);
     f.cc.cancel(9);
-    assert_eq!(
-        f.cc.check(request(&f.ws, 9, vec![api.clone()]))
-            .unwrap_err(),
-        "cancelled"
-    );
+    assert!(f
+        .cc
+        .check(request(&f.ws, 9, vec![api.clone()]))
+        .unwrap_err()
+        .is_cancelled());
     // The id is forgotten: the next check with another id runs.
     let resp = f.cc.check(request(&f.ws, 10, vec![api])).unwrap();
     assert!(!reported(&resp).is_empty());

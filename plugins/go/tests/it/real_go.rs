@@ -190,5 +190,5 @@ fn a_file_outside_any_module_gets_an_empty_result_and_a_cancel_stops_the_check()
     p.cancel(7);
     let mut req = request(&ws, vec![ws.join("lib/lib.go")], true);
     req.id = 7;
-    assert_eq!(p.check(req).unwrap_err(), "cancelled");
+    assert!(p.check(req).unwrap_err().is_cancelled());
 }

@@ -186,10 +186,9 @@ fn cancel_ends_a_check_waiting_on_a_silent_server() {
         }
         h.join().expect("check thread")
     });
-    assert_eq!(
-        result.expect_err("cancelled checks answer an error"),
-        "check cancelled"
-    );
+    assert!(result
+        .expect_err("cancelled checks answer an error")
+        .is_cancelled());
 }
 
 #[test]
