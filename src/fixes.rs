@@ -3,7 +3,7 @@
 //!
 //! Owns: which fix of a problem is taken ([`choose`]: the first safe one, or with `unsafe`
 //! the first at all), the content check (a fix is applied only to the exact content it was
-//! made for: every file it edits must still hash to its [`FileEdits::sha256`]), conflicts
+//! made for: every file it edits must still hash to its [`FileEdits::sha256`](openfiles_plugin_api::FileEdits::sha256)), conflicts
 //! (two fixes whose edits overlap: the later one waits for the next round), and the write
 //! (all edits of a file at once, by temp file and rename, keeping the file's mode, every file
 //! reached from the workspace root without following symlinks; nothing is written unless

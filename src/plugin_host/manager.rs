@@ -77,7 +77,7 @@ struct Inner {
 
 impl PluginManager {
     /// Discover and start every plugin (see the module docs); hosts stop when `shutdown`
-    /// is cancelled. Never fails: problems are in [`PluginManager::status`].
+    /// is cancelled. Never fails: problems are in [`PluginManager::status_rows`].
     pub async fn start(
         cfg: &crate::config::Config,
         state_dir: &Path,

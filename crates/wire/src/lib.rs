@@ -5,7 +5,7 @@
 //!   per command, the envelope;
 //! - [`claws`]: the Claws protocol — the claws/1 envelope, the claws/2 constants, one struct
 //!   per command ([`claws::request`]) that clients serialize and the server decodes;
-//! - [`line`]: the one line codec and the blocking connection every client uses;
+//! - [`line`](mod@line): the one line codec and the blocking connection every client uses;
 //! - [`spec`]: the OpenFiles files other tools read (`diagnostics.json`, queue lines,
 //!   heartbeats);
 //!

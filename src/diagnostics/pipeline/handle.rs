@@ -255,7 +255,7 @@ impl PipelineHandle {
     /// Wait until every path has `checkedAt >= since` or `deadline` (`None`: `since` plus the
     /// workspace's `hooks.timeout_ms`); with `partial`, also answer once the grace
     /// `hooks.partial_after_ms` after `since` has passed and only project-wide sources still
-    /// run (see [`waiters`](super::waiters)).
+    /// run (see [`waiters`](crate::diagnostics::waiters)).
     pub async fn wait(
         &self,
         paths: Vec<PathBuf>,
