@@ -115,7 +115,7 @@ pub struct ClawsAuthConfig {
     pub enabled: bool,
     /// The shared secret's file: an absolute path outside every workspace, named only by
     /// the user's own config. Unset (the default): one per workspace in the user's state
-    /// folder, made when missing (`crate::secret`; `openfiles claws token` prints it).
+    /// folder, made when missing (the `secret` module; `openfiles claws token` prints it).
     pub token_path: Option<PathBuf>,
 }
 
