@@ -65,10 +65,11 @@ pub fn is_silencing(item: &Item) -> bool {
     item.source == ITEM_SOURCE && item.code.as_deref().is_some_and(|c| CODES.contains(&c))
 }
 
-/// After classification: only what the session added is named (a suppression the committed
-/// text had already is the project's own business).
+/// After classification: only what the session added is named. A suppression the committed
+/// text had already is the project's own business, and without a baseline (not a git
+/// repository, baseline off) what was added is unknown: nothing is named then.
 pub fn keep(item: &Item) -> bool {
-    !is_silencing(item) || item.introduced != Some(false)
+    !is_silencing(item) || item.introduced == Some(true)
 }
 
 /// The language family of a file, as far as silencing goes.
@@ -878,6 +879,8 @@ mod tests {
         };
         let mut items = find(path, now);
         classify(Some(&base), Some(&line_hashes(now)), NAME, &mut items);
+        let unclassified = find(path, now);
+        assert!(!unclassified.is_empty() && !unclassified.iter().any(keep), "no baseline: none");
         items.retain(keep);
         // The edited line 1 kept its suppression (the project's own); lines 2 and 3 are new.
         let kept: Vec<_> = items
