@@ -1,9 +1,10 @@
 //! The plugin's configuration: what a server is started with and where it is found.
 //!
 //! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
-//! table (kept in [`builtin`]), finding a server's executable (the project's `node_modules/.bin` or `.venv/bin` when
-//! trusted, then `PATH`'s absolute entries outside an untrusted workspace: the gate's rule) and
-//! a file's project root (nearest ancestor with a root marker, never above the workspace).
+//! table (kept in `builtin`), finding a server's executable (the project's
+//! `node_modules/.bin` or `.venv/bin` when trusted, then `PATH`'s absolute entries outside
+//! an untrusted workspace: the gate's rule) and a file's project root (nearest ancestor with
+//! a root marker, never above the workspace).
 //!
 //! What a server reads from a project that can name a program or a path is off in a
 //! workspace the user has not trusted: servers that run project code (rust-analyzer, ESLint)
