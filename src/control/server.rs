@@ -218,15 +218,18 @@ async fn session_clear(
     })
 }
 
+/// `tools`; a bad request's error says `invalid tools request: …`.
 async fn tools(
     ctx: &Context,
     q: openfiles_wire::control::ToolsQuery,
-) -> Result<openfiles_wire::control::ToolsReply, String> {
+) -> Result<openfiles_wire::control::ToolsReply, InvalidTools> {
     let trusted = tools_trust(ctx, &q).await;
-    super::tools::answer(q, trusted)
-        .await
-        .map_err(|e| format!("invalid tools request: {e}"))
+    super::tools::answer(q, trusted).await.map_err(InvalidTools)
 }
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid tools request: {0}")]
+struct InvalidTools(super::tools::QueryError);
 
 async fn review(
     ctx: &Context,
