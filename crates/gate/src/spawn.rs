@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::child_env::PRIVATE_ENV;
 
@@ -57,10 +57,28 @@ impl Trust {
 }
 
 /// What a program is started for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone)]
 pub struct Scope {
     workspace: Option<PathBuf>,
     trust: Trust,
+    /// The workspace with its symlinks resolved, found on the first lookup that needs it
+    /// (not part of the scope's identity: equality and hashing leave it out).
+    real_workspace: OnceLock<PathBuf>,
+}
+
+impl PartialEq for Scope {
+    fn eq(&self, other: &Scope) -> bool {
+        self.workspace == other.workspace && self.trust == other.trust
+    }
+}
+
+impl Eq for Scope {}
+
+impl std::hash::Hash for Scope {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.workspace.hash(state);
+        self.trust.hash(state);
+    }
 }
 
 impl Scope {
@@ -69,6 +87,7 @@ impl Scope {
         Scope {
             workspace: None,
             trust: Trust::User,
+            real_workspace: OnceLock::new(),
         }
     }
 
@@ -81,6 +100,7 @@ impl Scope {
             } else {
                 Trust::Untrusted
             },
+            real_workspace: OnceLock::new(),
         }
     }
 
@@ -105,9 +125,20 @@ impl Scope {
         if path.starts_with(ws) {
             return true;
         }
-        let real_ws = std::fs::canonicalize(ws).unwrap_or_else(|_| ws.clone());
         let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        real.starts_with(&real_ws) || real.starts_with(ws)
+        real.starts_with(self.real_workspace(ws)) || real.starts_with(ws)
+    }
+
+    /// `ws` (this scope's workspace) canonical: resolved once, then kept; a folder that
+    /// cannot be resolved (yet) counts as written, and is tried again next time.
+    fn real_workspace<'a>(&'a self, ws: &'a Path) -> &'a Path {
+        if let Some(real) = self.real_workspace.get() {
+            return real;
+        }
+        match std::fs::canonicalize(ws) {
+            Ok(real) => self.real_workspace.get_or_init(|| real),
+            Err(_) => ws,
+        }
     }
 
     /// Whether a `PATH` entry may be searched for this scope.
@@ -465,6 +496,49 @@ mod tests {
             Program::at(Path::new("node_modules/.bin/x"), &trusted, "test"),
             Err(Refused::Relative { .. })
         ));
+    }
+
+    #[test]
+    fn a_workspace_named_through_a_symlink_is_resolved_once_and_holds_its_files() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("repo");
+        let bin = real.join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let tool = exe(&bin, "openfiles-gate-own");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let scope = Scope::workspace(&link, false);
+        assert_eq!(
+            scope.real_workspace.get(),
+            None,
+            "nothing resolved before a lookup"
+        );
+        assert!(matches!(
+            Program::at(&tool, &scope, "test"),
+            Err(Refused::InWorkspace { .. })
+        ));
+        assert_eq!(
+            scope.real_workspace.get(),
+            Some(&real.canonicalize().unwrap()),
+            "the canonical root is kept for the next lookup"
+        );
+        assert!(matches!(
+            Program::at(&tool, &scope, "test"),
+            Err(Refused::InWorkspace { .. })
+        ));
+        // The kept root is no part of the scope's identity.
+        assert_eq!(scope, Scope::workspace(&link, false));
+        let hash = |s: &Scope| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            s.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&scope), hash(&Scope::workspace(&link, false)));
+        // A folder that does not exist yet is not resolved, so it is tried again later.
+        let later = Scope::workspace(&t.path().join("later"), false);
+        assert!(!later.holds(&t.path().join("elsewhere")));
+        assert_eq!(later.real_workspace.get(), None);
     }
 
     #[test]
