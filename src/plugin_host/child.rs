@@ -101,6 +101,7 @@ impl Checks {
                     error: Some(format!(
                         "the plugin host cannot start a thread for the check: {e}"
                     )),
+                    ran: Vec::new(),
                 });
             }
         }
@@ -146,6 +147,7 @@ impl Checks {
                 "cancelled before it started (it was waiting for one of the plugin host's \
                  {MAX_CHECKS} check threads)"
             )),
+            ran: Vec::new(),
         });
     }
 
@@ -298,6 +300,7 @@ impl Serving {
                 id: request.id,
                 response: None,
                 error: Some("plugin not initialised".into()),
+                ran: Vec::new(),
             });
             return;
         };
@@ -331,18 +334,63 @@ fn answer(inst: &Instance, request: &openfiles_plugin_api::CheckRequest) -> From
         .and_then(|json| inst.check(&json).map_err(|e| e.to_string()))
         .and_then(|bytes| {
             serde_json::from_slice::<CheckResponse>(&bytes)
+                .map(|response| (response, started(&bytes)))
                 .map_err(|e| format!("plugin returned a bad check response: {e}"))
         });
     match result {
-        Ok(response) => FromHost::Result {
+        Ok((response, ran)) => FromHost::Result {
             id,
             response: Some(response),
             error: None,
+            ran,
         },
         Err(error) => FromHost::Result {
             id,
             response: None,
             error: Some(error),
+            ran: Vec::new(),
         },
+    }
+}
+
+/// The programs a check's answer says the plugin started
+/// ([`openfiles_plugin_api::abi::RAN_KEY`]); an entry that does not read as one is dropped
+/// (the answer itself stands).
+fn started(answer: &[u8]) -> Vec<openfiles_gate::spawn::Ran> {
+    #[derive(serde::Deserialize)]
+    struct Started {
+        #[serde(default)]
+        ran: Vec<serde_json::Value>,
+    }
+    serde_json::from_slice::<Started>(answer)
+        .map(|s| {
+            s.ran
+                .into_iter()
+                .filter_map(|r| serde_json::from_value(r).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_s_programs_are_read_and_a_bad_entry_is_dropped() {
+        let key = openfiles_plugin_api::abi::RAN_KEY;
+        let answer = format!(
+            r#"{{"files":[],"{key}":[
+                {{"atMs":1,"program":"/usr/bin/gopls","args":["serve"],"workspace":"/w","trust":"untrusted","why":"language server"}},
+                {{"atMs":2,"program":"/usr/bin/x","trust":"sometimes","why":"?"}}
+            ]}}"#
+        );
+        let ran = started(answer.as_bytes());
+        assert_eq!(ran.len(), 1, "{ran:?}");
+        assert_eq!(ran[0].program, Path::new("/usr/bin/gopls"));
+        assert_eq!(ran[0].trust, openfiles_gate::Trust::Untrusted);
+        assert_eq!(ran[0].workspace.as_deref(), Some(Path::new("/w")));
+        // An answer without the key (an older plugin) has none.
+        assert!(started(br#"{"files":[]}"#).is_empty());
     }
 }
