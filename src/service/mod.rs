@@ -203,6 +203,8 @@ impl Parts {
         let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
         let activity = crate::control::activity::Activity::new();
         let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
+        // Beside the plugins: the built-in source that names what hides a problem (issue 40.6).
+        let checker = crate::diagnostics::silencing::Silencing::wrap(checker);
         let checker = crate::control::activity::Counting::wrap(checker, activity.clone());
         let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
         let shared = Arc::new(WorkspaceDeps::new(state_dir, shutdown, checker, fswatch));
