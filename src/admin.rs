@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::control::client::{connect_default, Client, ClientError};
+use openfiles_gate::trust::{Keyed, TrustStore};
 use openfiles_wire::control::{
     PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspacesReply,
 };
@@ -138,8 +139,12 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
         Ok(mut c) => c.call_as(&request)?,
         // No service (and no socket activation): recorded for when it starts.
         Err(e) if unreachable(&e) => {
-            let root = crate::workspace::resolve::workspace_dir(&path, true)?;
-            let keyed = crate::workspace::trust::load(&crate::paths::state_dir())
+            let root = openfiles_gate::resolve::workspace_dir(&path, true)?;
+            let mut store = TrustStore::load(&crate::paths::state_dir());
+            if let Some(p) = store.problem() {
+                tracing::error!("{p}");
+            }
+            let keyed = store
                 .set(&root, trusted)
                 .with_context(|| format!("cannot record the trust of {}", root.display()))?;
             TrustReply {
@@ -147,7 +152,7 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
                 trusted,
                 served: false,
                 named: false,
-                inode_only: keyed.is_some_and(crate::workspace::trust::Keyed::inode_only),
+                inode_only: keyed.is_some_and(Keyed::inode_only),
             }
         }
         Err(e) => return Err(e),

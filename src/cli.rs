@@ -654,6 +654,10 @@ pub fn run() -> std::process::ExitCode {
         ),
         Command::Plugins(args) => crate::plugin_host::list::run(cli.config.as_deref(), args.json),
         Command::PluginHost(args) => crate::plugin_host::child::run(&args.library),
+        Command::Claws(crate::claws_client::ClawsArgs {
+            cmd: crate::claws_client::ClawsCmd::Serve { dir },
+            ..
+        }) => crate::claws_serve::run(&dir, cli.config.as_deref()),
         Command::Claws(args) => {
             crate::claws_client::run(args, cli.config.as_deref(), cli.socket.as_deref())
         }

@@ -13,6 +13,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use openfiles_wire::summary;
+
 use anyhow::Context as _;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -208,8 +210,7 @@ impl App {
 
     /// When the service last rewrote the workspace's summary (it does after every change).
     fn summary_mtime(&self) -> Option<std::time::SystemTime> {
-        let path =
-            crate::diagnostics::writer::summary_file(&crate::paths::state_dir(), &self.model.root);
+        let path = summary::summary_file(&crate::paths::state_dir(), &self.model.root);
         std::fs::metadata(path).and_then(|m| m.modified()).ok()
     }
 
@@ -469,7 +470,7 @@ fn wait_for_key() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::Mark;
     use openfiles_wire::control::{ReviewFile, WorkspaceReview};
     use openfiles_wire::spec::{FileEntry, Item, Severity};
     use ratatui::backend::TestBackend;
