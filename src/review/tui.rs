@@ -293,6 +293,23 @@ impl App {
             Constraint::Length(1),
         ])
         .areas(frame.area());
+        frame.render_widget(Paragraph::new(self.head_line()), top);
+        let (items, selected_row) = self.rows();
+        if items.is_empty() {
+            frame.render_widget(Paragraph::new("No file changed in this session yet."), body);
+        } else {
+            let mut state = ListState::default().with_selected(selected_row);
+            let list = List::new(items)
+                .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+                .highlight_symbol("> ");
+            frame.render_stateful_widget(list, body, &mut state);
+        }
+        frame.render_widget(Paragraph::new(self.detail_lines()), detail);
+        frame.render_widget(Paragraph::new(self.foot_line()), foot);
+    }
+
+    /// The top line: the workspace and the session's totals, and whether it is paused.
+    fn head_line(&self) -> Line<'static> {
         let t = self.model.totals();
         let mut head = vec![
             Span::styled(
@@ -326,48 +343,40 @@ impl App {
                 self.style(Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)),
             ));
         }
-        frame.render_widget(Paragraph::new(Line::from(head)), top);
+        Line::from(head)
+    }
 
-        let (items, selected_row) = self.rows();
-        if items.is_empty() {
-            frame.render_widget(Paragraph::new("No file changed in this session yet."), body);
-        } else {
-            let mut state = ListState::default().with_selected(selected_row);
-            let list = List::new(items)
-                .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
-                .highlight_symbol("> ");
-            frame.render_stateful_widget(list, body, &mut state);
-        }
-
-        let detail_lines: Vec<Line> = match self.current() {
-            Some(f) => {
-                let mut lines = vec![Line::from(format!(
-                    "{}  (edited by {})",
-                    escape(&f.entry.path.display().to_string()),
-                    escape(&f.mark.agents.join(", "))
-                ))];
-                lines.extend(f.entry.items.iter().take(3).map(|i| {
-                    Line::from(format!(
-                        "  {}:{} {} {}{}",
-                        i.line,
-                        i.column,
-                        model::severity_word(i.severity),
-                        escape(i.message.lines().next().unwrap_or("")),
-                        if i.source.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" [{}]", escape(&i.source))
-                        }
-                    ))
-                }));
-                lines
-            }
-            None => Vec::new(),
+    /// The selected file: its path, its agents and its first three problems.
+    fn detail_lines(&self) -> Vec<Line<'static>> {
+        let Some(f) = self.current() else {
+            return Vec::new();
         };
-        frame.render_widget(Paragraph::new(detail_lines), detail);
+        let mut lines = vec![Line::from(format!(
+            "{}  (edited by {})",
+            escape(&f.entry.path.display().to_string()),
+            escape(&f.mark.agents.join(", "))
+        ))];
+        lines.extend(f.entry.items.iter().take(3).map(|i| {
+            Line::from(format!(
+                "  {}:{} {} {}{}",
+                i.line,
+                i.column,
+                model::severity_word(i.severity),
+                escape(i.message.lines().next().unwrap_or("")),
+                if i.source.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", escape(&i.source))
+                }
+            ))
+        }));
+        lines
+    }
 
+    /// The bottom line: the last message, and the keys.
+    fn foot_line(&self) -> Line<'static> {
         let keys = "space mark · n next unreviewed · e edit · d diff · r reload · q quit";
-        let foot_line = if self.message.is_empty() {
+        if self.message.is_empty() {
             Line::from(Span::styled(
                 keys,
                 self.style(Style::new().fg(Color::DarkGray)),
@@ -381,8 +390,7 @@ impl App {
                 Span::raw("  "),
                 Span::styled(keys, self.style(Style::new().fg(Color::DarkGray))),
             ])
-        };
-        frame.render_widget(Paragraph::new(foot_line), foot);
+        }
     }
 
     /// The list's rows (group headers and files) and the row of the selected file.
