@@ -117,14 +117,7 @@ fn opts(args: &Value, shared: &Value, root: &Path, detach_default: bool) -> Resu
         boot_wait_ms: num("boot_wait_ms", if detach { 25_000 } else { 8_000 }),
         boot_marker: st("boot_marker"),
         complete_marker: st("complete_marker").unwrap_or_else(|| "MISSION_COMPLETE".into()),
-        error_markers: match get("error_markers").and_then(Value::as_array) {
-            Some(a) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            None => vec!["MISSION_FAILED".into()],
-        },
+        error_markers: signals::error_markers(get("error_markers")),
         poll_ms: num("poll_interval_ms", 1500).max(50),
         harvest_lines: num("harvest_lines", 200) as usize,
         close: flag("close_on_complete").unwrap_or(true),

@@ -252,13 +252,14 @@ impl App {
         };
         if diff {
             if let Err(why) = actions::diff_command(&self.model.root, &f) {
-                self.message = why;
+                self.message = why.to_string();
                 return Ok(());
             }
         }
         restore();
         let outcome = if diff {
-            let r = actions::diff(&self.model.root, &f).map(|r| r.map(|()| String::new()));
+            let r = actions::diff(&self.model.root, &f)
+                .map(|r| r.map(|()| String::new()).map_err(|why| why.to_string()));
             if r.is_ok() {
                 wait_for_key();
             }

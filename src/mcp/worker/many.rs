@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::signals::detect;
+use super::signals::{detect, error_markers};
 use super::{
     boot_and_send, create, finish, log_tail, opts, start, watch_in_background, Opts, QUICK,
 };
@@ -129,14 +129,7 @@ impl WaitAsk {
             .filter(|m| !m.is_empty())
             .unwrap_or("MISSION_COMPLETE")
             .to_owned();
-        let errors: Vec<String> = match args["error_markers"].as_array() {
-            Some(a) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            None => vec!["MISSION_FAILED".into()],
-        };
+        let errors = error_markers(args.get("error_markers"));
         let millis = |key: &str, default: u64| {
             Duration::from_millis(args[key].as_u64().filter(|&t| t > 0).unwrap_or(default))
         };
