@@ -37,7 +37,7 @@ use super::claws_tools::{
     best_effort, mark_worker_status, monitor_command, one, read_log_req, register_spawn, send,
 };
 use super::server::Ctx;
-use super::{error_text, ok, pretty};
+use super::{error_text, ok, pretty, Refusal};
 use openfiles_wire::claws::request::{self as rq, CloseOrigin, Command, Target};
 
 const QUICK: Duration = Duration::from_secs(30);
@@ -378,10 +378,7 @@ fn watch(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Option<Ending>
             QUICK,
         )?;
         if r.get("ok") != Some(&Value::Bool(true)) {
-            if r["error"]
-                .as_str()
-                .is_some_and(|e| e.contains("unknown terminal"))
-            {
+            if Refusal::of(&r) == Some(Refusal::UnknownTerminal) {
                 return Ok(Some((
                     "terminated".to_owned(),
                     None,

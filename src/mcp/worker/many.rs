@@ -14,8 +14,8 @@ use super::{
 };
 use crate::mcp::call::{Call, Fail};
 use crate::mcp::claws_tools::{monitor_command, one, read_log_req};
-use crate::mcp::pretty;
 use crate::mcp::server::Ctx;
+use crate::mcp::{pretty, Refusal};
 use openfiles_wire::claws::request::{Command, WaveRef};
 
 pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
@@ -288,10 +288,7 @@ pub fn subworker(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fa
         }),
         QUICK,
     )?;
-    if check["error"]
-        .as_str()
-        .is_some_and(|e| e.contains("not-found"))
-    {
+    if Refusal::of(&check) == Some(Refusal::NotFound) {
         return Err(Fail::Tool(format!(
             "SPAWN REFUSED: wave.not-registered — call claws_wave_create({{waveId:'{wave}', manifest:[...]}}) first"
         )));
