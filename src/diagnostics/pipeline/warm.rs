@@ -116,6 +116,8 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
             let sources: Vec<SourceInfo> = checker
                 .sources_for(&e.path())
                 .into_iter()
+                // The built-in silencing source has nothing to warm up.
+                .filter(|s| s.id != crate::diagnostics::silencing::ID)
                 .filter(|s| !s.project_wide && !picks.contains_key(&(s.id, kind.clone())))
                 .collect();
             if sources.is_empty() {
