@@ -174,7 +174,7 @@ impl Late {
                 None => true,
                 Some(files) => {
                     for d in files {
-                        add(out.entry(d.path.clone()).or_default(), &d.path, d.items);
+                        add(out.entry(d.path).or_default(), d.items);
                     }
                     false
                 }
@@ -214,10 +214,10 @@ impl Late {
     }
 }
 
-/// Add `items` of `path` to `into`, each problem once.
-fn add(into: &mut Vec<Item>, path: &Path, items: Vec<Item>) {
+/// Add `items` to `into`, each once (two records may owe the same file).
+fn add(into: &mut Vec<Item>, items: Vec<Item>) {
     for it in items {
-        if !into.iter().any(|i| mark(path, i) == mark(path, &it)) {
+        if !into.contains(&it) {
             into.push(it);
         }
     }
@@ -249,11 +249,13 @@ fn due(o: &Owed, current: &Session, how: &Reading) -> Option<Vec<Due>> {
             items: own,
         });
     }
-    // What the edit broke in files nobody edited, as the "broken elsewhere" section lists it;
-    // not while the source that found it checks an edited file again (it may be gone).
+    // What the edit broke in files nobody edited, as the "broken elsewhere" section lists it.
+    // Told even while the source that found it checks another edit (the reply leaves such a
+    // file out until then): the next hook is usually for another edit of the same project,
+    // and the edited file itself has settled since, so the finding is not stale.
     let key = (how.key)(&o.path);
     for (path, s) in current.iter() {
-        if !s.entry.affected_by.contains(&key) || current.rechecking(s) {
+        if !s.entry.affected_by.contains(&key) {
             continue;
         }
         let broke: Vec<Item> = s
