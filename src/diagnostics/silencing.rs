@@ -880,7 +880,10 @@ mod tests {
         let mut items = find(path, now);
         classify(Some(&base), Some(&line_hashes(now)), NAME, &mut items);
         let unclassified = find(path, now);
-        assert!(!unclassified.is_empty() && !unclassified.iter().any(keep), "no baseline: none");
+        assert!(
+            !unclassified.is_empty() && !unclassified.iter().any(keep),
+            "no baseline: none"
+        );
         items.retain(keep);
         // The edited line 1 kept its suppression (the project's own); lines 2 and 3 are new.
         let kept: Vec<_> = items
