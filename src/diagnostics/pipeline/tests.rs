@@ -795,9 +795,16 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
         vec![
             (per_file(0, "lsp"), "ts"),
             (per_file(0, "lsp"), "json"),
+            (per_file(0, "lsp"), "toml"),
             (project_wide(1, "tsc", &["package.json"]), "ts"),
         ],
-        &["package.json", "tsconfig.json", "src/d.ts", "src/e.ts"],
+        &[
+            "package.json",
+            "pyproject.toml",
+            "tsconfig.json",
+            "src/d.ts",
+            "src/e.ts",
+        ],
     );
     assert!(b.handle.warm().await);
     settle().await;
@@ -807,7 +814,7 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
     assert_eq!(
         seen,
         vec![(0, vec!["d.ts".into()]), (0, vec!["package.json".into()])],
-        "one file per kind, tsc left alone"
+        "one file per kind, TOML and tsc left alone"
     );
     for c in calls {
         c.clean();
