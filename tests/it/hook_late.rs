@@ -102,7 +102,7 @@ fn workspace_status(env: &Env) -> openfiles_wire::control::WorkspaceStatus {
     env.status().workspaces.into_iter().next().unwrap()
 }
 
-const EARLIER_APP: &str = "Earlier edit src/app.py: 2 errors (checked after its hook's deadline):";
+const EARLIER_APP: &str = "Earlier edit src/app.py: 2 errors (found after its hook had answered):";
 
 #[test]
 fn a_result_after_the_deadline_comes_once_with_the_next_hook_of_the_session() {
