@@ -261,7 +261,12 @@ fn a_caller_broken_after_a_partial_answer_comes_once_with_the_next_hook_of_the_s
     let e = ws.join("e.py");
     std::fs::write(&e, "E = 1\n").unwrap();
     let next = edit_as(&e, SESSION);
-    assert!(next.starts_with("Earlier edit b.py: 1 error"), "{next}");
+    assert!(
+        next.starts_with(
+            "Broken by an earlier edit of m.py: b.py: 1 error (found after its hook had answered):"
+        ),
+        "{next}"
+    );
     assert_eq!(
         next.matches(
             "b.py:3:9 error reportCallIssue (Pyright): Argument missing for parameter \"c\""
