@@ -30,7 +30,7 @@ use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
 use crate::diagnostics::{Checker, Rejected};
 use crate::plugin_host::PluginManager;
 use crate::visible::{escape, escape_lines};
-use openfiles_wire::control::{Check, Request, WaitReply};
+use openfiles_wire::control::{Check, WaitReply};
 use openfiles_wire::spec::{self, FileEntry};
 
 /// When `check` exits with status 1.
@@ -298,11 +298,11 @@ fn through_service(
     timeout: Duration,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
     client.set_read_timeout(Some(timeout + Duration::from_secs(10)))?;
-    let reply: WaitReply = client.call_as(&Request::Check(Check {
+    let reply: WaitReply = client.call(&Check {
         paths,
         timeout_ms: Some(timeout.as_millis() as u64),
         agent: None,
-    }))?;
+    })?;
     let entries = reply
         .workspaces
         .into_iter()

@@ -256,11 +256,7 @@ fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<P
         return found;
     };
     let reply = crate::autostart::connect(&control, Some(std::time::Duration::from_secs(10)))
-        .and_then(|mut c| {
-            c.call_as::<openfiles_wire::control::WorkspacesReply>(
-                &openfiles_wire::control::Request::Workspaces,
-            )
-        });
+        .and_then(|mut c| c.call(&openfiles_wire::control::Workspaces));
     let Ok(reply) = reply else {
         return found;
     };

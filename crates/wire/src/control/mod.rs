@@ -100,7 +100,6 @@ pub struct WorkspaceInfo {
     pub persisted: bool,
 }
 
-
 pub mod client;
 mod envelope;
 mod status;
@@ -226,7 +225,9 @@ impl Request {
         };
         match v {
             Value::Object(m) => Ok(m),
-            _ => Err(serde::ser::Error::custom("request arguments must be an object")),
+            _ => Err(serde::ser::Error::custom(
+                "request arguments must be an object",
+            )),
         }
     }
 
@@ -348,9 +349,13 @@ macro_rules! call {
 
 call!(Hello, HELLO, HelloReply, |s| Request::Hello(s.clone()));
 call!(Status, STATUS, StatusReply, |_| Request::Status);
-call!(Workspaces, WORKSPACES, WorkspacesReply, |_| Request::Workspaces);
+call!(Workspaces, WORKSPACES, WorkspacesReply, |_| {
+    Request::Workspaces
+});
 call!(Add, ADD, WorkspacesReply, |s| Request::Add(s.0.clone()));
-call!(Forget, FORGET, WorkspacesReply, |s| Request::Forget(s.0.clone()));
+call!(Forget, FORGET, WorkspacesReply, |s| Request::Forget(
+    s.0.clone()
+));
 call!(Shutdown, SHUTDOWN, Done, |_| Request::Shutdown);
 call!(Edited, EDITED, EditedReply, |s| Request::Edited(s.clone()));
 call!(Wait, WAIT, WaitReply, |s| Request::Wait(s.clone()));
@@ -359,7 +364,9 @@ call!(SessionClear, SESSION_CLEAR, SessionCleared, |s| {
     Request::SessionClear(s.0.clone())
 });
 call!(ToolsQuery, TOOLS, ToolsReply, |s| Request::Tools(s.clone()));
-call!(Review, REVIEW, WorkspaceReview, |s| Request::Review(s.0.clone()));
+call!(Review, REVIEW, WorkspaceReview, |s| Request::Review(
+    s.0.clone()
+));
 call!(ReviewMark, REVIEW_MARK, ReviewMarked, |s| {
     Request::ReviewMark(s.clone())
 });
