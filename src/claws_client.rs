@@ -18,7 +18,7 @@ use serde_json::Value;
 use openfiles_claws::config::ClawsAuthConfig;
 use openfiles_claws::secret;
 use openfiles_wire::claws::request::{self as rq, Command, Target};
-use openfiles_wire::claws::PROTOCOL_2;
+use openfiles_wire::claws::{error_code, ErrorCode, PROTOCOL_2};
 use openfiles_wire::line::{Conn, LineError};
 
 /// `claws exec`'s exit status when the command did not finish within the timeout (as
@@ -178,7 +178,7 @@ impl Client {
 fn hello(role: &str, sock: &Path, auth: &ClawsAuthConfig) -> Command {
     let mut h = rq::Hello {
         protocol: Some(PROTOCOL_2.to_owned()),
-        role: Some(role.to_owned()),
+        role: Some(role.into()),
         peer_name: Some("openfiles-cli".to_owned()),
         ..Default::default()
     };
@@ -485,7 +485,9 @@ pub fn exec_status(v: &Value) -> Result<u8, (u8, String)> {
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("exec failed");
-        let code = if error.starts_with("exec timeout") {
+        // Our server says `code`; the editor extension's says only the words.
+        let timeout = error_code(v) == Some(ErrorCode::ExecTimeout);
+        let code = if timeout || error.starts_with("exec timeout") {
             EXEC_TIMEOUT
         } else {
             EXEC_OWN_ERROR
@@ -645,6 +647,8 @@ mod tests {
         assert_eq!(exec_status(&unknown).unwrap_err().0, EXEC_OWN_ERROR);
         let slow = json!({"ok": false, "error": "exec timeout after 100ms"});
         assert_eq!(exec_status(&slow).unwrap_err().0, EXEC_TIMEOUT);
+        let coded = json!({"ok": false, "error": "took too long", "code": "exec-timeout"});
+        assert_eq!(exec_status(&coded).unwrap_err().0, EXEC_TIMEOUT);
         let degraded = json!({"ok": true, "degraded": true});
         assert_eq!(exec_status(&degraded).unwrap_err().0, EXEC_OWN_ERROR);
         let no_code = json!({"ok": true, "event": {}});

@@ -18,7 +18,9 @@ use super::terminal::{CreateOpts, ExecOutcome, Terminal};
 use super::Connection;
 use super::{iso_now, now_ms, ServerState};
 use openfiles_wire::claws::request::{self, CloseOrigin, Command, Target};
-use openfiles_wire::claws::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
+use openfiles_wire::claws::{
+    body, ErrorCode, Failure, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2,
+};
 
 /// `readLog`'s cap on one page.
 pub const READ_LIMIT: u64 = 512 << 10;
@@ -28,13 +30,13 @@ const DEGRADED_NOTE: &str =
 /// What the connection writes for one request.
 pub struct Answer {
     pub protocol: &'static str,
-    pub body: Result<Map<String, Value>, String>,
+    pub body: Body,
     /// Stored events to stream after the answer (`subscribe` with `fromCursor`).
     pub replay: Option<Replay>,
 }
 
-impl From<Result<Map<String, Value>, String>> for Answer {
-    fn from(body: Result<Map<String, Value>, String>) -> Answer {
+impl From<Body> for Answer {
+    fn from(body: Body) -> Answer {
         Answer {
             protocol: PROTOCOL,
             body,
@@ -43,23 +45,24 @@ impl From<Result<Map<String, Value>, String>> for Answer {
     }
 }
 
-type Body = Result<Map<String, Value>, String>;
+/// An answer body, or the error the client is told (with its code when clients act on it).
+pub type Body = Result<Map<String, Value>, Failure>;
 
 pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Request) -> Answer {
     // Before anything else reads the request: an unauthenticated WebSocket connection
     // learns nothing but that it must say hello (conn.rs).
     if conn.needs_hello() && req.str("cmd") != Some("hello") {
-        return Err("auth:required".to_owned()).into();
+        return Err("auth:required".into()).into();
     }
     if let Some(e) = req.protocol_error() {
-        return Err(e).into();
+        return Err(e.into()).into();
     }
     if let Some(v) = req.str("clientVersion") {
         shared.drift.check(req.str("clientName"), v);
     }
     let cmd = match Command::parse(req) {
         Ok(c) => c,
-        Err(e) => return Err(e).into(),
+        Err(e) => return Err(Failure::from(e)).into(),
     };
     match cmd {
         Command::Ping => Ok(body(json!({"serverTime": now_ms()}))).into(),
@@ -132,13 +135,13 @@ async fn saved(shared: &ServerState, body: Body) -> Answer {
     body.into()
 }
 
-fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, String> {
+fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, Failure> {
     let raw = target.0.as_deref().unwrap_or("undefined");
     raw.trim()
         .parse::<u64>()
         .ok()
         .and_then(|id| shared.terminal(id))
-        .ok_or_else(|| format!("unknown terminal id {raw}"))
+        .ok_or_else(|| Failure::from(format!("unknown terminal id {raw}")))
 }
 
 fn entry(t: &Terminal) -> Value {
@@ -177,14 +180,15 @@ fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) ->
         return Err(format!(
             "terminal limit reached ({} live terminals; close one first)",
             shared.cfg.max_terminals
-        ));
+        )
+        .into());
     }
     let cwd = match req.cwd.filter(|s| !s.is_empty()) {
         Some(c) => shared.root.join(c),
         None => shared.root.clone(),
     };
     if !cwd.is_dir() {
-        return Err(format!("cwd is not a directory: {}", cwd.display()));
+        return Err(format!("cwd is not a directory: {}", cwd.display()).into());
     }
     let mut env = BTreeMap::new();
     match &req.env {
@@ -194,7 +198,7 @@ fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) ->
                 let v = match v {
                     Value::String(s) => s.clone(),
                     Value::Number(_) | Value::Bool(_) => v.to_string(),
-                    _ => return Err(format!("env.{k} must be a string")),
+                    _ => return Err(format!("env.{k} must be a string").into()),
                 };
                 env.insert(k.clone(), v);
             }
@@ -248,7 +252,7 @@ fn send(shared: &ServerState, req: request::Send) -> Body {
     let newline = req.newline.unwrap_or(true);
     let paste = req.paste.unwrap_or(text.contains('\n'));
     if !t.is_live() {
-        return Err(format!("terminal {} has exited", t.id));
+        return Err(format!("terminal {} has exited", t.id).into());
     }
     t.send(&text, newline, paste).map_err(|e| e.to_string())?;
     Ok(body(
@@ -266,25 +270,23 @@ async fn exec(shared: &ServerState, req: request::Exec) -> Body {
     match outcome {
         ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
         ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
-        ExecOutcome::NotRun(said) => Err(format!(
-            "the shell did not run the command: {}",
-            said.trim()
+        ExecOutcome::NotRun(said) => {
+            Err(format!("the shell did not run the command: {}", said.trim()).into())
+        }
+        ExecOutcome::Timeout => Err(Failure::coded(
+            ErrorCode::ExecTimeout,
+            format!("exec timeout after {ms}ms"),
         )),
-        ExecOutcome::Timeout => Err(format!("exec timeout after {ms}ms")),
-        ExecOutcome::Exited => Err(format!(
-            "terminal {} exited before the command finished",
-            t.id
-        )),
+        ExecOutcome::Exited => {
+            Err(format!("terminal {} exited before the command finished", t.id).into())
+        }
     }
 }
 
 fn read_log(shared: &ServerState, req: request::ReadLog) -> Body {
     let t = find(shared, &req.target)?;
     if !t.wrapped {
-        return Err(format!(
-            "terminal {} is not wrapped (no log available)",
-            t.id
-        ));
+        return Err(format!("terminal {} is not wrapped (no log available)", t.id).into());
     }
     let limit = req.limit.unwrap_or(READ_LIMIT).clamp(4, READ_LIMIT);
     let strip = req.strip.unwrap_or(true);

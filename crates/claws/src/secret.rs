@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 use crate::config::ClawsAuthConfig;
 use openfiles_wire::claws::auth::hello_token;
 use openfiles_wire::claws::request::Hello;
+use openfiles_wire::claws::Role;
 
 /// The secret's file name in its folder.
 pub const TOKEN_FILE: &str = "auth.token";
@@ -310,7 +311,7 @@ pub fn sign_hello(
     }
     let nonce: String = b.iter().map(|x| format!("{x:02x}")).collect();
     let ts = crate::now_ms();
-    let role = hello.role.as_deref().unwrap_or("undefined");
+    let role = hello.role.as_ref().map_or("undefined", Role::as_str);
     let peer = hello.peer_name.as_deref().unwrap_or("undefined");
     hello.token = Some(hello_token(&secret, peer, role, &nonce, ts));
     hello.nonce = Some(nonce);

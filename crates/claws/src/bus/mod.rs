@@ -38,9 +38,9 @@ use self::writer::{Op, Progress, Writer};
 use super::now_ms;
 use super::Connection;
 use openfiles_wire::claws::request;
-use openfiles_wire::claws::{body, PROTOCOL_2};
+use openfiles_wire::claws::{body, Failure, Role, PROTOCOL_2};
 
-type Body = Result<Map<String, Value>, String>;
+type Body = crate::commands::Body;
 
 /// A peer's bounded outgoing queue of push frames (each a complete line), bounded in
 /// frames (the channel), in bytes for this peer, and in bytes for all peers together: a
@@ -156,7 +156,7 @@ struct Peer {
 #[derive(Debug, Clone, Default)]
 pub struct PeerInfo {
     pub peer_id: String,
-    pub role: String,
+    pub role: Role,
     pub name: String,
     pub stable: bool,
     pub terminal_id: Option<String>,
@@ -358,16 +358,16 @@ impl Bus {
         &self,
         conn: &Connection,
         req: request::Hello,
-    ) -> Result<(Map<String, Value>, PeerInfo), String> {
+    ) -> Result<(Map<String, Value>, PeerInfo), Failure> {
         let mut st = self.lock();
         let orchestrator_present =
-            |st: &State| st.peers.values().any(|p| p.info.role == "orchestrator");
+            |st: &State| st.peers.values().any(|p| p.info.role == Role::Orchestrator);
         // The single orchestrator the extension allows is the root one: a wave's lead
         // registers as orchestrator with its `waveId`.
         let root_orchestrator_present = |st: &State| {
             st.peers
                 .values()
-                .any(|p| p.info.role == "orchestrator" && p.info.wave_id.is_none())
+                .any(|p| p.info.role == Role::Orchestrator && p.info.wave_id.is_none())
         };
         if let Some(p) = st.peers.get_mut(&conn.conn_id) {
             if let Some(caps) = req.capabilities {
@@ -390,8 +390,8 @@ impl Bus {
                 info,
             ));
         }
-        let role = req.role.unwrap_or_else(|| "observer".to_owned());
-        if role == "orchestrator" && req.wave_id.is_none() && root_orchestrator_present(&st) {
+        let role = req.role.unwrap_or(Role::Observer);
+        if role == Role::Orchestrator && req.wave_id.is_none() && root_orchestrator_present(&st) {
             return Err("root orchestrator already registered".into());
         }
         let name = req.peer_name.unwrap_or_else(|| "unnamed".to_owned());
@@ -428,7 +428,7 @@ impl Bus {
             .iter()
             .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
             .collect();
-        if role == "worker" {
+        if role == Role::Worker {
             let own = format!("cmd.{peer_id}.**");
             if !subs.iter().any(|s| s.pattern == own) {
                 st.next_sub += 1;
@@ -504,7 +504,7 @@ impl Bus {
         let Some(p) = st.peers.get_mut(&conn.conn_id) else {
             return true;
         };
-        if p.info.role == "orchestrator" {
+        if p.info.role == Role::Orchestrator {
             return true;
         }
         let now = Instant::now();
@@ -590,7 +590,7 @@ impl Bus {
         &self,
         conn: &Connection,
         req: request::Subscribe,
-    ) -> Result<(Map<String, Value>, Option<Replay>), String> {
+    ) -> Result<(Map<String, Value>, Option<Replay>), Failure> {
         let topic = req.topic.as_deref().unwrap_or("");
         let from = match &req.from_cursor {
             None | Some(Value::Null) => None,
@@ -602,7 +602,7 @@ impl Bus {
             return Err("call hello first".into());
         }
         if !topic::valid_pattern(topic) {
-            return Err(format!("invalid topic: {topic:?}"));
+            return Err(format!("invalid topic: {topic:?}").into());
         }
         st.next_sub += 1;
         let id = format!("s_{:04}", st.next_sub);
@@ -660,7 +660,7 @@ impl Bus {
         };
         let from = p.info.peer_id.clone();
         if !topic::valid_topic(topic) {
-            return Err(format!("invalid topic: {topic:?}"));
+            return Err(format!("invalid topic: {topic:?}").into());
         }
         st.published += 1;
         let skip = (!echo).then_some(conn.conn_id);
@@ -675,12 +675,12 @@ impl Bus {
         conn: &Connection,
         text: &str,
         target_role: &str,
-    ) -> Result<(Map<String, Value>, Vec<PeerInfo>), String> {
+    ) -> Result<(Map<String, Value>, Vec<PeerInfo>), Failure> {
         let mut st = self.lock();
         let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
-        if p.info.role != "orchestrator" {
+        if p.info.role != Role::Orchestrator {
             return Err("requires role: orchestrator".into());
         }
         let from = p.info.peer_id.clone();
@@ -699,7 +699,7 @@ impl Bus {
                 if target_role == "all" {
                     **cid != conn.conn_id
                 } else {
-                    p.info.role == target_role
+                    p.info.role.as_str() == target_role
                 }
             })
             .filter(|(_, p)| p.outbox.push(frame.clone()))

@@ -74,7 +74,7 @@ pub fn deliver(shared: &ServerState, conn: &Connection, req: DeliverCmd) -> Body
         return Err("deliver-cmd:missing-idempotencyKey".into());
     };
     if shared.bus.peer_by_id(&target).is_none() {
-        return Err(format!("deliver-cmd:target-not-found:{target}"));
+        return Err(format!("deliver-cmd:target-not-found:{target}").into());
     }
     let (seq, duplicate) = shared.orch.cmds.allocate(&target, &key);
     if duplicate {

@@ -33,7 +33,7 @@ use crate::config::ClawsConfig;
 use openfiles_wire::claws::request::{Hello, Publish};
 use openfiles_wire::claws::PROTOCOL_2;
 
-pub type Body = Result<Map<String, Value>, String>;
+pub use crate::commands::Body;
 
 /// Every sub-room's state, one owner each.
 pub struct Orchestra {
@@ -108,9 +108,9 @@ pub enum RoleError {
     Requires(String),
 }
 
-impl From<RoleError> for String {
-    fn from(e: RoleError) -> String {
-        e.to_string()
+impl From<RoleError> for openfiles_wire::claws::Failure {
+    fn from(e: RoleError) -> openfiles_wire::claws::Failure {
+        e.to_string().into()
     }
 }
 
@@ -133,13 +133,13 @@ impl Drop for InFlight<'_> {
 /// claims and wave sub-worker heartbeats follow from its fields.
 pub fn hello(shared: &ServerState, conn: &Connection, req: Hello) -> Body {
     if req.protocol.as_deref() != Some(PROTOCOL_2) {
-        return Err(format!("hello requires protocol: {PROTOCOL_2}"));
+        return Err(format!("hello requires protocol: {PROTOCOL_2}").into());
     }
     let mut roots = shared.registry.roots();
     roots.push(shared.root.clone());
     if let Err(e) = shared.orch.auth.check(&req, now_ms(), &roots) {
         conn.hello_refused();
-        return Err(e.to_owned());
+        return Err(e.to_owned().into());
     }
     conn.authenticated();
     let (body, info) = shared.bus.hello(conn, req)?;
@@ -161,10 +161,10 @@ pub fn publish(shared: &Arc<ServerState>, conn: &Connection, req: Publish) -> Bo
     };
     let topic = req.topic.unwrap_or_default();
     if !crate::bus::topic::valid_topic(&topic) {
-        return Err(format!("invalid topic: {topic:?}"));
+        return Err(format!("invalid topic: {topic:?}").into());
     }
     if shared.cfg.strict_topics {
-        peers::may_publish(&me.peer_id, &me.role, &topic, |t| {
+        peers::may_publish(&me.peer_id, me.role.as_str(), &topic, |t| {
             shared.orch.tasks.assignee(t)
         })?;
     }

@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::config::ClawsAuthConfig;
 use openfiles_wire::claws::auth::{hello_message, hex, hmac_sha256};
 use openfiles_wire::claws::request::Hello;
+use openfiles_wire::claws::Role;
 
 /// Token age past which a `hello` is refused.
 pub const MAX_TOKEN_AGE_MS: u64 = 5 * 60 * 1000;
@@ -109,7 +110,7 @@ impl Auth {
         };
         let msg = hello_message(
             h.peer_name.as_deref().unwrap_or("undefined"),
-            h.role.as_deref().unwrap_or("undefined"),
+            h.role.as_ref().map_or("undefined", Role::as_str),
             nonce,
             ts,
         );
@@ -279,9 +280,9 @@ pub enum Forbidden {
     FromPeer,
 }
 
-impl From<Forbidden> for String {
-    fn from(e: Forbidden) -> String {
-        e.to_string()
+impl From<Forbidden> for openfiles_wire::claws::Failure {
+    fn from(e: Forbidden) -> openfiles_wire::claws::Failure {
+        e.to_string().into()
     }
 }
 

@@ -176,7 +176,7 @@ pub fn close(shared: &ServerState, conn: &Connection, req: PipelineClose) -> Bod
     let closed = {
         let mut st = shared.orch.pipelines.lock();
         let Some(p) = st.1.values_mut().find(|p| p.pipeline_id == id) else {
-            return Err(format!("pipeline.close:not-found:{id}"));
+            return Err(format!("pipeline.close:not-found:{id}").into());
         };
         p.state = "closed".into();
         p.closed_at = Some(iso_now());

@@ -58,7 +58,7 @@ pub async fn call(shared: &ServerState, conn: &Connection, req: RpcCall) -> Body
         return Err("rpc.call:missing-method".into());
     };
     if shared.bus.peer_by_id(&target).is_none() {
-        return Err(format!("rpc.call:target-not-found:{target}"));
+        return Err(format!("rpc.call:target-not-found:{target}").into());
     }
     let id = uuid();
     let (tx, rx) = oneshot::channel();

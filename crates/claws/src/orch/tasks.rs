@@ -92,9 +92,9 @@ enum NotOwned {
     NotYours,
 }
 
-impl From<NotOwned> for String {
-    fn from(e: NotOwned) -> String {
-        e.to_string()
+impl From<NotOwned> for openfiles_wire::claws::Failure {
+    fn from(e: NotOwned) -> openfiles_wire::claws::Failure {
+        e.to_string().into()
     }
 }
 
@@ -135,7 +135,7 @@ pub fn assign(shared: &Arc<ServerState>, conn: &Connection, req: TaskAssign) -> 
         return Err("title, assignee, and prompt are required".into());
     };
     let Some(peer) = shared.bus.peer_by_id(&assignee) else {
-        return Err(format!("assignee peer not found: {assignee}"));
+        return Err(format!("assignee peer not found: {assignee}").into());
     };
     let now = now_ms();
     let task = {
@@ -246,7 +246,7 @@ pub fn cancel(shared: &ServerState, conn: &Connection, req: TaskCancel) -> Body 
     let (assignee, event) = {
         let mut st = shared.orch.tasks.lock();
         let Some(t) = st.find(&id) else {
-            return Err(format!("task not found: {id}"));
+            return Err(format!("task not found: {id}").into());
         };
         t.cancel_requested = Some(true);
         t.cancel_reason = req.reason.clone();

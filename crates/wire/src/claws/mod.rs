@@ -165,10 +165,12 @@ pub fn error_code(answer: &Value) -> Option<ErrorCode> {
 
 /// A peer's role (`hello`'s `role`): the three the extension names, or any other string,
 /// kept as sent.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub enum Role {
     Orchestrator,
     Worker,
+    /// A `hello` without a role.
+    #[default]
     Observer,
     Other(String),
 }
@@ -215,7 +217,11 @@ impl<'de> Deserialize<'de> for Role {
 }
 
 /// One answer line (with its newline).
-pub fn answer(id: Option<&Value>, protocol: &str, body: Result<Map<String, Value>, Failure>) -> String {
+pub fn answer(
+    id: Option<&Value>,
+    protocol: &str,
+    body: Result<Map<String, Value>, Failure>,
+) -> String {
     let mut m = Map::new();
     if let Some(id) = id {
         m.insert("id".into(), id.clone());
@@ -231,7 +237,10 @@ pub fn answer(id: Option<&Value>, protocol: &str, body: Result<Map<String, Value
             m.insert("ok".into(), Value::Bool(false));
             m.insert("error".into(), Value::String(e.message));
             if let Some(code) = e.code {
-                m.insert("code".into(), serde_json::to_value(code).unwrap_or_default());
+                m.insert(
+                    "code".into(),
+                    serde_json::to_value(code).unwrap_or_default(),
+                );
             }
         }
     }
@@ -283,7 +292,10 @@ mod tests {
         let a = answer(
             Some(&Value::from(1)),
             PROTOCOL,
-            Err(Failure::coded(ErrorCode::ExecTimeout, "exec timeout after 5ms")),
+            Err(Failure::coded(
+                ErrorCode::ExecTimeout,
+                "exec timeout after 5ms",
+            )),
         );
         assert_eq!(
             a,
@@ -296,7 +308,10 @@ mod tests {
             answer(None, PROTOCOL, Err("bad json".into())),
             "{\"ok\":false,\"error\":\"bad json\",\"protocol\":\"claws/1\"}\n"
         );
-        assert_eq!(error_code(&serde_json::json!({"ok": false, "error": "x"})), None);
+        assert_eq!(
+            error_code(&serde_json::json!({"ok": false, "error": "x"})),
+            None
+        );
     }
 
     #[test]

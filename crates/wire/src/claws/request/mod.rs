@@ -66,7 +66,48 @@ pub mod cmd {
     pub const SCHEMA_GET: &str = "schema.get";
     /// Every command, in [`super::Command`]'s order.
     pub const ALL: &[&str] = &[
-        PING, LIST, CREATE, SHOW, SEND, EXEC, READ_LOG, POLL, CLOSE, RESIZE, INTROSPECT, HELLO, PEERS, SUBSCRIBE, UNSUBSCRIBE, PUBLISH, BROADCAST, DELIVER_CMD, CMD_ACK, TASK_ASSIGN, TASK_UPDATE, TASK_COMPLETE, TASK_CANCEL, TASK_LIST, LIFECYCLE_PLAN, LIFECYCLE_ADVANCE, LIFECYCLE_SNAPSHOT, LIFECYCLE_REFLECT, LIFECYCLE_REGISTER_SPAWN, LIFECYCLE_REGISTER_MONITOR, LIFECYCLE_MARK_WORKER_STATUS, MONITORS_REGISTER_INTENT, MONITORS_IS_CORR_ARMED, WAVE_CREATE, WAVE_STATUS, WAVE_COMPLETE, PIPELINE_CREATE, PIPELINE_LIST, PIPELINE_CLOSE, RPC_CALL, SCHEMA_LIST, SCHEMA_GET,
+        PING,
+        LIST,
+        CREATE,
+        SHOW,
+        SEND,
+        EXEC,
+        READ_LOG,
+        POLL,
+        CLOSE,
+        RESIZE,
+        INTROSPECT,
+        HELLO,
+        PEERS,
+        SUBSCRIBE,
+        UNSUBSCRIBE,
+        PUBLISH,
+        BROADCAST,
+        DELIVER_CMD,
+        CMD_ACK,
+        TASK_ASSIGN,
+        TASK_UPDATE,
+        TASK_COMPLETE,
+        TASK_CANCEL,
+        TASK_LIST,
+        LIFECYCLE_PLAN,
+        LIFECYCLE_ADVANCE,
+        LIFECYCLE_SNAPSHOT,
+        LIFECYCLE_REFLECT,
+        LIFECYCLE_REGISTER_SPAWN,
+        LIFECYCLE_REGISTER_MONITOR,
+        LIFECYCLE_MARK_WORKER_STATUS,
+        MONITORS_REGISTER_INTENT,
+        MONITORS_IS_CORR_ARMED,
+        WAVE_CREATE,
+        WAVE_STATUS,
+        WAVE_COMPLETE,
+        PIPELINE_CREATE,
+        PIPELINE_LIST,
+        PIPELINE_CLOSE,
+        RPC_CALL,
+        SCHEMA_LIST,
+        SCHEMA_GET,
     ];
 }
 
@@ -190,14 +231,28 @@ impl Command {
             cmd::TASK_CANCEL => Command::TaskCancel(decode(cmd::TASK_CANCEL, req)?),
             cmd::TASK_LIST => Command::TaskList(decode(cmd::TASK_LIST, req)?),
             cmd::LIFECYCLE_PLAN => Command::LifecyclePlan(decode(cmd::LIFECYCLE_PLAN, req)?),
-            cmd::LIFECYCLE_ADVANCE => Command::LifecycleAdvance(decode(cmd::LIFECYCLE_ADVANCE, req)?),
+            cmd::LIFECYCLE_ADVANCE => {
+                Command::LifecycleAdvance(decode(cmd::LIFECYCLE_ADVANCE, req)?)
+            }
             cmd::LIFECYCLE_SNAPSHOT => Command::LifecycleSnapshot,
-            cmd::LIFECYCLE_REFLECT => Command::LifecycleReflect(decode(cmd::LIFECYCLE_REFLECT, req)?),
-            cmd::LIFECYCLE_REGISTER_SPAWN => Command::LifecycleRegisterSpawn(decode(cmd::LIFECYCLE_REGISTER_SPAWN, req)?),
-            cmd::LIFECYCLE_REGISTER_MONITOR => Command::LifecycleRegisterMonitor(decode(cmd::LIFECYCLE_REGISTER_MONITOR, req)?),
-            cmd::LIFECYCLE_MARK_WORKER_STATUS => Command::LifecycleMarkWorkerStatus(decode(cmd::LIFECYCLE_MARK_WORKER_STATUS, req)?),
-            cmd::MONITORS_REGISTER_INTENT => Command::MonitorsRegisterIntent(decode(cmd::MONITORS_REGISTER_INTENT, req)?),
-            cmd::MONITORS_IS_CORR_ARMED => Command::MonitorsIsCorrArmed(decode(cmd::MONITORS_IS_CORR_ARMED, req)?),
+            cmd::LIFECYCLE_REFLECT => {
+                Command::LifecycleReflect(decode(cmd::LIFECYCLE_REFLECT, req)?)
+            }
+            cmd::LIFECYCLE_REGISTER_SPAWN => {
+                Command::LifecycleRegisterSpawn(decode(cmd::LIFECYCLE_REGISTER_SPAWN, req)?)
+            }
+            cmd::LIFECYCLE_REGISTER_MONITOR => {
+                Command::LifecycleRegisterMonitor(decode(cmd::LIFECYCLE_REGISTER_MONITOR, req)?)
+            }
+            cmd::LIFECYCLE_MARK_WORKER_STATUS => {
+                Command::LifecycleMarkWorkerStatus(decode(cmd::LIFECYCLE_MARK_WORKER_STATUS, req)?)
+            }
+            cmd::MONITORS_REGISTER_INTENT => {
+                Command::MonitorsRegisterIntent(decode(cmd::MONITORS_REGISTER_INTENT, req)?)
+            }
+            cmd::MONITORS_IS_CORR_ARMED => {
+                Command::MonitorsIsCorrArmed(decode(cmd::MONITORS_IS_CORR_ARMED, req)?)
+            }
             cmd::WAVE_CREATE => Command::WaveCreate(decode(cmd::WAVE_CREATE, req)?),
             cmd::WAVE_STATUS => Command::WaveStatus(decode(cmd::WAVE_STATUS, req)?),
             cmd::WAVE_COMPLETE => Command::WaveComplete(decode(cmd::WAVE_COMPLETE, req)?),
