@@ -180,10 +180,34 @@ struct State {
 struct Logging {
     tail: Tail,
     writer: Arc<Writer>,
+    /// Events not stored because the disk was behind by [`writer::MAX_QUEUED`] bytes, ever.
+    not_stored: u64,
+    /// Of those, the ones since the disk last caught up (0: it is keeping up).
+    behind: u64,
 }
 
 impl Logging {
+    /// Store `line` unless the disk is too far behind: then it is not placed (no cursor names
+    /// it), only counted, and the first of a run and the catching up are logged. Never waits.
     fn append(&mut self, line: &str) {
+        if !self.writer.has_room() {
+            if self.behind == 0 {
+                tracing::warn!(
+                    "claws event log: {} MiB wait for the disk; events are delivered live but not stored for replay until it catches up",
+                    writer::MAX_QUEUED >> 20
+                );
+            }
+            self.behind += 1;
+            self.not_stored += 1;
+            return;
+        }
+        if self.behind > 0 {
+            tracing::warn!(
+                "claws event log: the disk caught up; {} events were not stored",
+                self.behind
+            );
+            self.behind = 0;
+        }
         let start = self.tail.place(line.len() as u64);
         let mut b = Vec::with_capacity(line.len() + 1);
         b.extend_from_slice(line.as_bytes());
@@ -287,7 +311,15 @@ impl Bus {
             Some((l, s)) => {
                 let tail = l.tail();
                 let writer = Arc::new(Writer::start(l, tail.position())?);
-                (Some(Logging { tail, writer }), s)
+                (
+                    Some(Logging {
+                        tail,
+                        writer,
+                        not_stored: 0,
+                        behind: 0,
+                    }),
+                    s,
+                )
             }
             None => (None, 0),
         };
@@ -318,6 +350,11 @@ impl Bus {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Events the log did not store because the disk was too far behind, ever.
+    pub fn events_not_stored(&self) -> u64 {
+        self.lock().log.as_ref().map_or(0, |l| l.not_stored)
     }
 
     /// The last sequence number given out.
@@ -792,3 +829,6 @@ fn deliver(
     }
     (n, seq)
 }
+
+#[cfg(test)]
+mod tests;
