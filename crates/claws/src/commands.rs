@@ -1,7 +1,7 @@
 //! claws/1 command handlers (`list`, `create`, `show`, `send`, `exec`, `readLog`, `poll`,
 //! `close`, `introspect`, `ping`, `resize`) and the dispatch that also routes the claws/2
 //! bus commands. One exhaustive `match` over the typed [`Command`] (decoded in
-//! `request.rs`); each handler returns the answer body or the error string the notes fix
+//! `request/`); each handler returns the answer body or the error string the notes fix
 //! verbatim. A connection that must still authenticate (a WebSocket one with `[claws.auth]`
 //! on, see `conn.rs`) gets `auth:required` for everything but `hello`, `ping` included.
 

@@ -11,12 +11,14 @@
 //! `match` over [`Command`]. Clients build the same structs and send [`Command::to_value`], so
 //! a field the server would not read cannot be sent.
 
+mod lenient;
 mod orch;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::{ErrorCode, Request, Role};
+use lenient::{boolean, number, role, string, strings};
 pub use orch::*;
 
 /// The `cmd` of every command: the one place each is spelled ([`Command::parse`],
@@ -190,81 +192,93 @@ impl Command {
             Some(v) => return Err(ParseError::UnknownCmd(v.to_string())),
             None => return Err(ParseError::UnknownCmd("undefined".to_owned())),
         };
+        macro_rules! d {
+            ($c:ident) => {
+                decode(cmd::$c, req)?
+            };
+        }
         Ok(match name {
             cmd::PING => Command::Ping,
             cmd::LIST => Command::List,
-            cmd::CREATE => Command::Create(decode(cmd::CREATE, req)?),
+            cmd::CREATE => Command::Create(d!(CREATE)),
             cmd::SHOW => Command::Show(Target::of(req)),
             cmd::SEND => Command::Send(Send {
                 target: Target::of(req),
-                ..decode(cmd::SEND, req)?
+                ..d!(SEND)
             }),
             cmd::EXEC => Command::Exec(Exec {
                 target: Target::of(req),
-                ..decode(cmd::EXEC, req)?
+                ..d!(EXEC)
             }),
             cmd::READ_LOG => Command::ReadLog(ReadLog {
                 target: Target::of(req),
-                ..decode(cmd::READ_LOG, req)?
+                ..d!(READ_LOG)
             }),
-            cmd::POLL => Command::Poll(decode(cmd::POLL, req)?),
+            cmd::POLL => Command::Poll(d!(POLL)),
             cmd::CLOSE => Command::Close(Close {
                 target: Target::of(req),
-                ..decode(cmd::CLOSE, req)?
+                ..d!(CLOSE)
             }),
             cmd::RESIZE => Command::Resize(Resize {
                 target: Target::of(req),
-                ..decode(cmd::RESIZE, req)?
+                ..d!(RESIZE)
             }),
             cmd::INTROSPECT => Command::Introspect,
-            cmd::HELLO => Command::Hello(decode(cmd::HELLO, req)?),
+            cmd::HELLO => Command::Hello(d!(HELLO)),
             cmd::PEERS => Command::Peers,
-            cmd::SUBSCRIBE => Command::Subscribe(decode(cmd::SUBSCRIBE, req)?),
-            cmd::UNSUBSCRIBE => Command::Unsubscribe(decode(cmd::UNSUBSCRIBE, req)?),
-            cmd::PUBLISH => Command::Publish(decode(cmd::PUBLISH, req)?),
-            cmd::BROADCAST => Command::Broadcast(decode(cmd::BROADCAST, req)?),
-            cmd::DELIVER_CMD => Command::DeliverCmd(decode(cmd::DELIVER_CMD, req)?),
-            cmd::CMD_ACK => Command::CmdAck(decode(cmd::CMD_ACK, req)?),
-            cmd::TASK_ASSIGN => Command::TaskAssign(decode(cmd::TASK_ASSIGN, req)?),
-            cmd::TASK_UPDATE => Command::TaskUpdate(decode(cmd::TASK_UPDATE, req)?),
-            cmd::TASK_COMPLETE => Command::TaskComplete(decode(cmd::TASK_COMPLETE, req)?),
-            cmd::TASK_CANCEL => Command::TaskCancel(decode(cmd::TASK_CANCEL, req)?),
-            cmd::TASK_LIST => Command::TaskList(decode(cmd::TASK_LIST, req)?),
-            cmd::LIFECYCLE_PLAN => Command::LifecyclePlan(decode(cmd::LIFECYCLE_PLAN, req)?),
-            cmd::LIFECYCLE_ADVANCE => {
-                Command::LifecycleAdvance(decode(cmd::LIFECYCLE_ADVANCE, req)?)
-            }
-            cmd::LIFECYCLE_SNAPSHOT => Command::LifecycleSnapshot,
-            cmd::LIFECYCLE_REFLECT => {
-                Command::LifecycleReflect(decode(cmd::LIFECYCLE_REFLECT, req)?)
-            }
-            cmd::LIFECYCLE_REGISTER_SPAWN => {
-                Command::LifecycleRegisterSpawn(decode(cmd::LIFECYCLE_REGISTER_SPAWN, req)?)
-            }
-            cmd::LIFECYCLE_REGISTER_MONITOR => {
-                Command::LifecycleRegisterMonitor(decode(cmd::LIFECYCLE_REGISTER_MONITOR, req)?)
-            }
-            cmd::LIFECYCLE_MARK_WORKER_STATUS => {
-                Command::LifecycleMarkWorkerStatus(decode(cmd::LIFECYCLE_MARK_WORKER_STATUS, req)?)
-            }
-            cmd::MONITORS_REGISTER_INTENT => {
-                Command::MonitorsRegisterIntent(decode(cmd::MONITORS_REGISTER_INTENT, req)?)
-            }
-            cmd::MONITORS_IS_CORR_ARMED => {
-                Command::MonitorsIsCorrArmed(decode(cmd::MONITORS_IS_CORR_ARMED, req)?)
-            }
-            cmd::WAVE_CREATE => Command::WaveCreate(decode(cmd::WAVE_CREATE, req)?),
-            cmd::WAVE_STATUS => Command::WaveStatus(decode(cmd::WAVE_STATUS, req)?),
-            cmd::WAVE_COMPLETE => Command::WaveComplete(decode(cmd::WAVE_COMPLETE, req)?),
-            cmd::PIPELINE_CREATE => Command::PipelineCreate(decode(cmd::PIPELINE_CREATE, req)?),
-            cmd::PIPELINE_LIST => Command::PipelineList,
-            cmd::PIPELINE_CLOSE => Command::PipelineClose(decode(cmd::PIPELINE_CLOSE, req)?),
-            cmd::RPC_CALL => Command::RpcCall(decode(cmd::RPC_CALL, req)?),
-            cmd::SCHEMA_LIST => Command::SchemaList,
-            cmd::SCHEMA_GET => Command::SchemaGet(decode(cmd::SCHEMA_GET, req)?),
-            other => return Err(ParseError::UnknownCmd(other.to_owned())),
+            cmd::SUBSCRIBE => Command::Subscribe(d!(SUBSCRIBE)),
+            cmd::UNSUBSCRIBE => Command::Unsubscribe(d!(UNSUBSCRIBE)),
+            cmd::PUBLISH => Command::Publish(d!(PUBLISH)),
+            cmd::BROADCAST => Command::Broadcast(d!(BROADCAST)),
+            other => return parse_orch(other, req),
         })
     }
+}
+
+/// The orchestration commands (command channel, tasks, lifecycle, monitors, waves,
+/// pipelines, RPC, schemas).
+fn parse_orch(name: &str, req: &Request) -> Result<Command, ParseError> {
+    macro_rules! d {
+        ($c:ident) => {
+            decode(cmd::$c, req)?
+        };
+    }
+    Ok(match name {
+        cmd::DELIVER_CMD => Command::DeliverCmd(d!(DELIVER_CMD)),
+        cmd::CMD_ACK => Command::CmdAck(d!(CMD_ACK)),
+        cmd::TASK_ASSIGN => Command::TaskAssign(d!(TASK_ASSIGN)),
+        cmd::TASK_UPDATE => Command::TaskUpdate(d!(TASK_UPDATE)),
+        cmd::TASK_COMPLETE => Command::TaskComplete(d!(TASK_COMPLETE)),
+        cmd::TASK_CANCEL => Command::TaskCancel(d!(TASK_CANCEL)),
+        cmd::TASK_LIST => Command::TaskList(d!(TASK_LIST)),
+        cmd::LIFECYCLE_PLAN => Command::LifecyclePlan(d!(LIFECYCLE_PLAN)),
+        cmd::LIFECYCLE_ADVANCE => Command::LifecycleAdvance(d!(LIFECYCLE_ADVANCE)),
+        cmd::LIFECYCLE_SNAPSHOT => Command::LifecycleSnapshot,
+        cmd::LIFECYCLE_REFLECT => Command::LifecycleReflect(d!(LIFECYCLE_REFLECT)),
+        cmd::LIFECYCLE_REGISTER_SPAWN => {
+            Command::LifecycleRegisterSpawn(d!(LIFECYCLE_REGISTER_SPAWN))
+        }
+        cmd::LIFECYCLE_REGISTER_MONITOR => {
+            Command::LifecycleRegisterMonitor(d!(LIFECYCLE_REGISTER_MONITOR))
+        }
+        cmd::LIFECYCLE_MARK_WORKER_STATUS => {
+            Command::LifecycleMarkWorkerStatus(d!(LIFECYCLE_MARK_WORKER_STATUS))
+        }
+        cmd::MONITORS_REGISTER_INTENT => {
+            Command::MonitorsRegisterIntent(d!(MONITORS_REGISTER_INTENT))
+        }
+        cmd::MONITORS_IS_CORR_ARMED => Command::MonitorsIsCorrArmed(d!(MONITORS_IS_CORR_ARMED)),
+        cmd::WAVE_CREATE => Command::WaveCreate(d!(WAVE_CREATE)),
+        cmd::WAVE_STATUS => Command::WaveStatus(d!(WAVE_STATUS)),
+        cmd::WAVE_COMPLETE => Command::WaveComplete(d!(WAVE_COMPLETE)),
+        cmd::PIPELINE_CREATE => Command::PipelineCreate(d!(PIPELINE_CREATE)),
+        cmd::PIPELINE_LIST => Command::PipelineList,
+        cmd::PIPELINE_CLOSE => Command::PipelineClose(d!(PIPELINE_CLOSE)),
+        cmd::RPC_CALL => Command::RpcCall(d!(RPC_CALL)),
+        cmd::SCHEMA_LIST => Command::SchemaList,
+        cmd::SCHEMA_GET => Command::SchemaGet(d!(SCHEMA_GET)),
+        other => return Err(ParseError::UnknownCmd(other.to_owned())),
+    })
 }
 
 impl Command {
@@ -639,59 +653,6 @@ pub struct Broadcast {
     pub target_role: Option<String>,
     #[serde(deserialize_with = "boolean", skip_serializing_if = "Option::is_none")]
     pub inject: Option<bool>,
-}
-
-/// An array of strings (other items skipped), else absent.
-fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Array(a) => Some(
-            a.into_iter()
-                .filter_map(|v| match v {
-                    Value::String(s) => Some(s),
-                    _ => None,
-                })
-                .collect(),
-        ),
-        _ => None,
-    })
-}
-
-/// A string, or a number written out, else absent (terminal ids).
-fn id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    })
-}
-
-/// A role's string, else absent.
-fn role<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Role>, D::Error> {
-    Ok(string(d)?.map(|s| Role::from(s.as_str())))
-}
-
-/// A string, else absent.
-fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
-}
-
-/// A boolean, else absent.
-fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Ok(Value::deserialize(d)?.as_bool())
-}
-
-/// A non-negative number (fractions truncated) or a string holding one, else absent.
-fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
 }
 
 #[cfg(test)]
