@@ -236,6 +236,24 @@ pub fn read_file(
             }
         })?;
     let meta = file.metadata().map_err(io)?;
+    if let Some(why) = unsafe_metadata(&meta, kind) {
+        return Err(unsafe_(why));
+    }
+    let too_large = || unsafe_(format!("larger than {cap} bytes"));
+    if meta.len() > cap {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Why a file `kind` must not be read, from its metadata: not a regular file, someone
+/// else's, or readable or writable by the group or others.
+fn unsafe_metadata(meta: &std::fs::Metadata, kind: Kind) -> Option<String> {
     if !meta.is_file() {
         use std::os::unix::fs::FileTypeExt;
         let t = meta.file_type();
@@ -248,7 +266,7 @@ pub fn read_file(
         } else {
             "a socket or other special file"
         };
-        return Err(unsafe_(format!("{what}, not a regular file")));
+        return Some(format!("{what}, not a regular file"));
     }
     let uid = nix::unistd::getuid().as_raw();
     let (owner_ok, mask) = match kind {
@@ -257,27 +275,17 @@ pub fn read_file(
         Kind::TlsCert => (true, 0),
     };
     if !owner_ok {
-        return Err(unsafe_(format!(
+        return Some(format!(
             "owned by uid {}, not by you (uid {uid})",
             meta.uid()
-        )));
+        ));
     }
-    if meta.mode() & mask != 0 {
-        return Err(unsafe_(format!(
+    (meta.mode() & mask != 0).then(|| {
+        format!(
             "mode {:04o}: the group or others may read or write it",
             meta.mode() & 0o7777
-        )));
-    }
-    let too_large = || unsafe_(format!("larger than {cap} bytes"));
-    if meta.len() > cap {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > cap {
-        return Err(too_large());
-    }
-    Ok(bytes)
+        )
+    })
 }
 
 /// The canonical folder of the workspace whose Claws socket is `sock`
