@@ -5,6 +5,7 @@
 //! verbatim. A connection that must still authenticate (a WebSocket one with `[claws.auth]`
 //! on, see `conn.rs`) gets `auth:required` for everything but `hello`, `ping` included.
 
+use openfiles_wire::claws::RefusalKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -171,7 +172,7 @@ fn list(shared: &ServerState) -> Map<String, Value> {
 fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) -> Body {
     if shared.cfg.lifecycle.require_plan && !shared.orch.lifecycle.has_plan() {
         return orch::refuse(
-            "lifecycle:plan-required",
+            RefusalKind::PlanRequired,
             "[LIFECYCLE GATE] No PLAN logged. Call mcp__claws__claws_lifecycle_plan first.",
         );
     }

@@ -31,7 +31,7 @@ use super::bus::PeerInfo;
 use super::{iso_now, now_ms, uuid, Connection, ServerState};
 use crate::config::ClawsConfig;
 use openfiles_wire::claws::request::{Hello, Publish};
-use openfiles_wire::claws::PROTOCOL_2;
+use openfiles_wire::claws::{RefusalKind, PROTOCOL_2};
 
 pub use crate::commands::Body;
 
@@ -67,10 +67,10 @@ impl Orchestra {
 
 /// A refusal with fields beside `error`: a body whose `ok` is false (`proto::answer` writes
 /// body fields over its own `ok`).
-pub fn refusal(error: &str, extra: Value) -> Map<String, Value> {
+pub fn refusal(kind: RefusalKind, extra: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("ok".into(), Value::Bool(false));
-    m.insert("error".into(), Value::String(error.to_owned()));
+    m.insert("error".into(), Value::from(kind.as_str()));
     if let Value::Object(e) = extra {
         m.extend(e);
     }
@@ -78,8 +78,8 @@ pub fn refusal(error: &str, extra: Value) -> Map<String, Value> {
 }
 
 /// A refusal with the extension's `message`.
-pub fn refuse(error: &str, message: &str) -> Body {
-    Ok(refusal(error, json!({ "message": message })))
+pub fn refuse(kind: RefusalKind, message: &str) -> Body {
+    Ok(refusal(kind, json!({ "message": message })))
 }
 
 /// The caller's peer when its role is one of `roles`; the extension's errors otherwise.
@@ -201,7 +201,10 @@ pub fn publish(shared: &Arc<ServerState>, conn: &Connection, req: Publish) -> Bo
             json!({"from": me.peer_id, "topic": topic, "error": issues}),
         );
         if shared.cfg.strict_event_validation {
-            return Ok(refusal("payload:invalid", json!({ "details": issues })));
+            return Ok(refusal(
+                RefusalKind::PayloadInvalid,
+                json!({ "details": issues }),
+            ));
         }
     }
     shared.orch.rpc.answer(&topic, &payload);

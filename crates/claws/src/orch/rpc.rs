@@ -5,6 +5,7 @@
 //! `rpc.call:timeout`). A pending call is removed on answer or timeout, so the map never
 //! outgrows the calls in flight.
 
+use openfiles_wire::claws::RefusalKind;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -84,7 +85,7 @@ pub async fn call(shared: &ServerState, conn: &Connection, req: RpcCall) -> Body
         Ok(Ok(result)) => Ok(obj(json!({"requestId": id, "result": result}))),
         _ => {
             shared.orch.rpc.forget(&id);
-            Ok(refusal("rpc.call:timeout", json!({ "requestId": id })))
+            Ok(refusal(RefusalKind::RpcTimeout, json!({ "requestId": id })))
         }
     }
 }

@@ -14,7 +14,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub mod auth;
+pub mod kinds;
 pub mod request;
+
+pub use kinds::{Phase, RefusalKind};
 
 /// Largest unprocessed request line.
 pub use crate::line::MAX_LINE;
