@@ -285,6 +285,11 @@ fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<P
     found
 }
 
+/// A successful answer read as the request's typed reply.
+fn typed<T: serde::de::DeserializeOwned>(v: Value) -> anyhow::Result<T> {
+    serde_json::from_value(v).context("unexpected answer from the Claws server")
+}
+
 fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
     let v = Client::connect(sock)?.request(&req)?;
     if v.get("ok") != Some(&Value::Bool(true)) {
@@ -339,7 +344,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
                     ..Default::default()
                 }),
             )?;
-            println!("{}", v["id"].as_str().unwrap_or_default());
+            println!("{}", typed::<rq::Created>(v)?.id);
         }
         ClawsCmd::Send {
             id,
@@ -375,7 +380,8 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
                 }
                 Ok(v) => match exec_status(&v) {
                     Ok(code) => {
-                        print!("{}", v["event"]["output"].as_str().unwrap_or_default());
+                        let ran = typed::<rq::ExecReply>(v).ok().and_then(|r| r.event);
+                        print!("{}", ran.map(|e| e.output).unwrap_or_default());
                         code
                     }
                     Err((code, why)) => {
@@ -404,7 +410,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
                     strip: Some(!raw),
                 }),
             )?;
-            print!("{}", v["bytes"].as_str().unwrap_or_default());
+            print!("{}", typed::<rq::LogPage>(v)?.bytes);
         }
         ClawsCmd::Close { id } => {
             let v = one(
@@ -416,7 +422,7 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
             )?;
             if args.json {
                 println!("{v}");
-            } else if v["alreadyClosed"] == Value::Bool(true) {
+            } else if typed::<rq::Closed>(v)?.already_closed {
                 println!("terminal {id} was already closed (or never existed)");
             } else {
                 println!("closed terminal {id}");
@@ -494,20 +500,24 @@ pub fn exec_status(v: &Value) -> Result<u8, (u8, String)> {
         };
         return Err((code, error.to_owned()));
     }
-    if v.get("degraded") == Some(&Value::Bool(true)) {
+    let no_code = || {
+        (
+            EXEC_OWN_ERROR,
+            "the server's answer carries no exit code".to_owned(),
+        )
+    };
+    let reply = serde_json::from_value::<rq::ExecReply>(v.clone()).map_err(|_| no_code())?;
+    if reply.degraded {
         return Err((
             EXEC_OWN_ERROR,
             "the terminal has no shell integration: neither output nor exit code was captured"
                 .to_owned(),
         ));
     }
-    match v["event"]["exitCode"].as_i64() {
+    match reply.event.map(|e| e.exit_code) {
         Some(code) => u8::try_from(code)
             .map_err(|_| (EXEC_OWN_ERROR, format!("exit code {code} is out of range"))),
-        None => Err((
-            EXEC_OWN_ERROR,
-            "the server's answer carries no exit code".to_owned(),
-        )),
+        None => Err(no_code()),
     }
 }
 

@@ -19,6 +19,9 @@ use super::terminal::{CreateOpts, ExecOutcome, Terminal};
 use super::Connection;
 use super::{iso_now, now_ms, ServerState};
 use openfiles_wire::claws::request::{self, CloseOrigin, Command, Target};
+use openfiles_wire::claws::request::{
+    Closed, Created, ExecReply, LogPage, PollReply, Pong, Sent, TerminalEntry, TerminalList,
+};
 use openfiles_wire::claws::{
     body, ErrorCode, Failure, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2,
 };
@@ -27,6 +30,11 @@ use openfiles_wire::claws::{
 pub const READ_LIMIT: u64 = 512 << 10;
 const DEGRADED_NOTE: &str =
     "no shell integration active; output not captured via exec — use readLog on wrapped terminals";
+
+/// An answer body from its typed reply (plain structs: serializing cannot fail).
+fn reply<T: serde::Serialize>(t: &T) -> Map<String, Value> {
+    body(serde_json::to_value(t).unwrap_or_default())
+}
 
 /// What the connection writes for one request.
 pub struct Answer {
@@ -66,7 +74,10 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
         Err(e) => return Err(Failure::from(e)).into(),
     };
     match cmd {
-        Command::Ping => Ok(body(json!({"serverTime": now_ms()}))).into(),
+        Command::Ping => Ok(reply(&Pong {
+            server_time: now_ms(),
+        }))
+        .into(),
         Command::List => Ok(list(shared)).into(),
         Command::Create(c) => create(shared, conn, c).into(),
         Command::Show(t) => find(shared, &t).map(|_| Map::new()).into(),
@@ -145,28 +156,28 @@ fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, Failure>
         .ok_or_else(|| Failure::from(format!("unknown terminal id {raw}")))
 }
 
-fn entry(t: &Terminal) -> Value {
+fn entry(t: &Terminal) -> TerminalEntry {
     let exit = t.exit_code();
-    json!({
-        "id": t.id.to_string(),
-        "name": t.name,
-        "pid": t.pid,
-        "ptyPid": t.pid,
-        "hasShellIntegration": t.has_integration(),
-        "active": false,
-        "logPath": t.log_path,
-        "wrapped": t.wrapped,
-        "ptyMode": "pty",
-        "status": if exit.is_some() { "exited" } else { "running" },
-        "exitCode": exit,
-        "shellState": t.phase().name(),
-        "vehicleState": t.vehicle().name(),
-    })
+    TerminalEntry {
+        id: t.id.to_string(),
+        name: t.name.clone(),
+        pid: Some(t.pid),
+        pty_pid: Some(t.pid),
+        has_shell_integration: t.has_integration(),
+        active: false,
+        log_path: t.log_path.clone(),
+        wrapped: t.wrapped,
+        pty_mode: "pty".into(),
+        status: if exit.is_some() { "exited" } else { "running" }.into(),
+        exit_code: exit,
+        shell_state: t.phase().name().into(),
+        vehicle_state: t.vehicle().name().into(),
+    }
 }
 
 fn list(shared: &ServerState) -> Map<String, Value> {
-    let terms: Vec<Value> = shared.terminals_sorted().iter().map(|t| entry(t)).collect();
-    body(json!({ "terminals": terms }))
+    let terminals = shared.terminals_sorted().iter().map(|t| entry(t)).collect();
+    reply(&TerminalList { terminals })
 }
 
 fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) -> Body {
@@ -239,12 +250,12 @@ fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) ->
         &format!("system.terminal.{id}.alive"),
         json!({"terminalId": id.to_string(), "pid": pid, "alive": true, "ts": iso_now()}),
     );
-    Ok(body(json!({
-        "id": id.to_string(),
-        "wrapped": wrapped,
-        "logPath": log_path,
-        "pid": pid,
-    })))
+    Ok(reply(&Created {
+        id: id.to_string(),
+        wrapped,
+        log_path,
+        pid: Some(pid),
+    }))
 }
 
 fn send(shared: &ServerState, req: request::Send) -> Body {
@@ -256,9 +267,9 @@ fn send(shared: &ServerState, req: request::Send) -> Body {
         return Err(format!("terminal {} has exited", t.id).into());
     }
     t.send(&text, newline, paste).map_err(|e| e.to_string())?;
-    Ok(body(
-        json!({"mode": if t.wrapped { "wrapped" } else { "unwrapped" }}),
-    ))
+    Ok(reply(&Sent {
+        mode: if t.wrapped { "wrapped" } else { "unwrapped" }.into(),
+    }))
 }
 
 async fn exec(shared: &ServerState, req: request::Exec) -> Body {
@@ -269,8 +280,15 @@ async fn exec(shared: &ServerState, req: request::Exec) -> Body {
     let ms = req.timeout_ms.unwrap_or(shared.cfg.exec_timeout_ms);
     let outcome = t.exec(&command, Duration::from_millis(ms)).await;
     match outcome {
-        ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
-        ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
+        ExecOutcome::Finished(ev) => Ok(reply(&ExecReply {
+            event: Some(ev),
+            ..Default::default()
+        })),
+        ExecOutcome::Degraded => Ok(reply(&ExecReply {
+            degraded: true,
+            note: Some(DEGRADED_NOTE.into()),
+            ..Default::default()
+        })),
         ExecOutcome::NotRun(said) => {
             Err(format!("the shell did not run the command: {}", said.trim()).into())
         }
@@ -297,24 +315,27 @@ fn read_log(shared: &ServerState, req: request::ReadLog) -> Body {
     } else {
         String::from_utf8_lossy(&raw).into_owned()
     };
-    Ok(body(json!({
-        "bytes": text,
-        "offset": from,
-        "nextOffset": to,
-        "totalSize": total,
-        "bufferStart": t.extent().0,
-        "truncated": to < total,
-        "logPath": Value::Null,
-    })))
+    Ok(reply(&LogPage {
+        bytes: text,
+        offset: from,
+        next_offset: to,
+        total_size: total,
+        buffer_start: t.extent().0,
+        truncated: to < total,
+        log_path: None,
+    }))
 }
 
 fn poll(shared: &ServerState, req: request::Poll) -> Body {
     let cap = shared.cfg.poll_limit.max(1);
     let limit = req.limit.map_or(cap, |l| (l as usize).clamp(1, cap));
     let (events, cursor, truncated) = shared.history.since(req.since.unwrap_or(0), limit);
-    Ok(body(json!({
-        "events": events, "cursor": cursor, "limit": limit, "truncated": truncated,
-    })))
+    Ok(reply(&PollReply {
+        events,
+        cursor,
+        limit,
+        truncated,
+    }))
 }
 
 fn close(shared: &Arc<ServerState>, req: &request::Close) -> Body {
@@ -325,7 +346,9 @@ fn close(shared: &Arc<ServerState>, req: &request::Close) -> Body {
         .and_then(|s| s.trim().parse::<u64>().ok());
     let origin = req.close_origin.unwrap_or(CloseOrigin::Client);
     let closed = id.is_some_and(|id| shared.close_terminal(id, origin));
-    Ok(body(json!({"alreadyClosed": !closed})))
+    Ok(reply(&Closed {
+        already_closed: !closed,
+    }))
 }
 
 fn resize(shared: &ServerState, req: request::Resize) -> Body {

@@ -13,6 +13,7 @@
 
 mod lenient;
 mod orch;
+pub mod reply;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -20,6 +21,7 @@ use serde_json::Value;
 use super::{ErrorCode, Request, Role};
 use lenient::{boolean, number, role, string, strings};
 pub use orch::*;
+pub use reply::*;
 
 /// The `cmd` of every command: the one place each is spelled ([`Command::parse`],
 /// [`Command::name`] and the server's checks read these).
