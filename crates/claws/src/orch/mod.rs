@@ -65,7 +65,7 @@ impl Orchestra {
     }
 }
 
-/// A refusal with fields beside `error`: a body whose `ok` is false (`proto::answer` writes
+/// A refusal with fields beside `error`: a body whose `ok` is false (`openfiles_wire::claws::answer` writes
 /// body fields over its own `ok`).
 pub fn refusal(kind: RefusalKind, extra: Value) -> Map<String, Value> {
     let mut m = Map::new();

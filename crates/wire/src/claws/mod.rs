@@ -121,6 +121,17 @@ pub enum ErrorCode {
     ExecTimeout,
 }
 
+impl ErrorCode {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownCmd => "unknown-cmd",
+            ErrorCode::InvalidRequest => "invalid-request",
+            ErrorCode::ExecTimeout => "exec-timeout",
+        }
+    }
+}
+
 /// An error answer: the text the spec fixes (`error`) and, for the errors clients act on,
 /// their [`ErrorCode`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -240,10 +251,7 @@ pub fn answer(
             m.insert("ok".into(), Value::Bool(false));
             m.insert("error".into(), Value::String(e.message));
             if let Some(code) = e.code {
-                m.insert(
-                    "code".into(),
-                    serde_json::to_value(code).unwrap_or_default(),
-                );
+                m.insert("code".into(), Value::from(code.as_str()));
             }
         }
     }
@@ -315,6 +323,13 @@ mod tests {
             error_code(&serde_json::json!({"ok": false, "error": "x"})),
             None
         );
+        for c in [
+            ErrorCode::UnknownCmd,
+            ErrorCode::InvalidRequest,
+            ErrorCode::ExecTimeout,
+        ] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
     }
 
     #[test]
