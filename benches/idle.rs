@@ -32,7 +32,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
-use openfiles_wire::control::{Request, WorkspacesReply};
+use openfiles_wire::control::Workspaces;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -127,7 +127,7 @@ fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Fi
     notify.drain_in_background();
     let listed = env
         .client()
-        .call_as::<WorkspacesReply>(&Request::Workspaces)
+        .call(&Workspaces)
         .unwrap()
         .workspaces
         .len();
