@@ -125,12 +125,7 @@ fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Fi
     notify.expect("READY=1");
     let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
     notify.drain_in_background();
-    let listed = env
-        .client()
-        .call(&Workspaces)
-        .unwrap()
-        .workspaces
-        .len();
+    let listed = env.client().call(&Workspaces).unwrap().workspaces.len();
     let all_served_ms = start.elapsed().as_secs_f64() * 1000.0;
     let pid = child.id();
     std::thread::sleep(settle);

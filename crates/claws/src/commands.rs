@@ -36,6 +36,12 @@ fn reply<T: serde::Serialize>(t: &T) -> Map<String, Value> {
     body(serde_json::to_value(t).unwrap_or_default())
 }
 
+fn pong() -> Map<String, Value> {
+    reply(&Pong {
+        server_time: now_ms(),
+    })
+}
+
 /// What the connection writes for one request.
 pub struct Answer {
     pub protocol: &'static str,
@@ -74,10 +80,7 @@ pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Reques
         Err(e) => return Err(Failure::from(e)).into(),
     };
     match cmd {
-        Command::Ping => Ok(reply(&Pong {
-            server_time: now_ms(),
-        }))
-        .into(),
+        Command::Ping => Ok(pong()).into(),
         Command::List => Ok(list(shared)).into(),
         Command::Create(c) => create(shared, conn, c).into(),
         Command::Show(t) => find(shared, &t).map(|_| Map::new()).into(),
