@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use openfiles_wire::claws::request::{Command, Hello, Publish, Subscribe};
+use openfiles_wire::claws::request::{Command, Hello, HelloReply, Publish, Subscribe};
 use openfiles_wire::claws::PROTOCOL_2;
 use serde::Deserialize;
 
@@ -264,7 +264,9 @@ impl Bus {
                 answer["error"].as_str().unwrap_or("hello failed")
             )));
         }
-        bus.peer_id = answer["peerId"].as_str().unwrap_or_default().to_owned();
+        bus.peer_id = serde_json::from_value::<HelloReply>(answer.clone())
+            .map(|h| h.peer_id)
+            .unwrap_or_default();
         bus.hello = answer;
         for topic in [
             "worker.*.complete",

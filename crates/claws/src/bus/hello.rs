@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::{body, deliver, id_text, topic, with_push, Bus, Peer, PeerInfo, State, Sub};
 use super::{Connection, CAPABILITIES};
-use openfiles_wire::claws::request;
+use openfiles_wire::claws::request::{self, HelloReply, Subscription};
 use openfiles_wire::claws::{Failure, Role};
 
 impl State {
@@ -98,9 +98,12 @@ impl Bus {
             Some(_) => st.take_subscriptions(&peer_id),
             None => (Vec::new(), false),
         };
-        let restored: Vec<Value> = subs
+        let restored: Vec<Subscription> = subs
             .iter()
-            .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
+            .map(|s| Subscription {
+                subscription_id: s.id.clone(),
+                topic: s.pattern.clone(),
+            })
             .collect();
         if role == Role::Worker {
             st.subscribe_own_channel(&peer_id, &mut subs);
@@ -126,12 +129,15 @@ impl Bus {
                 rate_hits: 0,
             },
         );
-        let reply = body(
-            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
-                                "rootOrchestratorPresent": st.root_orchestrator_present(),
-                                "orchestratorPresent": st.orchestrator_present(),
-                                "restored": restored_any, "restoredSubscriptions": restored}),
-        );
+        let reply = reply(&HelloReply {
+            peer_id: peer_id.clone(),
+            server_capabilities: capabilities(),
+            root_orchestrator_present: st.root_orchestrator_present(),
+            orchestrator_present: st.orchestrator_present(),
+            restored: restored_any,
+            idempotent: false,
+            restored_subscriptions: Some(restored),
+        });
         let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
                              "correlationId": req.correlation_id,
                              "terminalId": req.terminal_id});
@@ -167,10 +173,22 @@ impl PeerInfo {
 
 /// The answer to a second `hello` on a connection.
 fn again(st: &State, info: &PeerInfo) -> Map<String, Value> {
-    let (present, root) = (st.orchestrator_present(), st.root_orchestrator_present());
-    body(
-        json!({"peerId": info.peer_id, "serverCapabilities": CAPABILITIES,
-                "rootOrchestratorPresent": root, "orchestratorPresent": present,
-                "restored": false, "idempotent": true}),
-    )
+    reply(&HelloReply {
+        peer_id: info.peer_id.clone(),
+        server_capabilities: capabilities(),
+        root_orchestrator_present: st.root_orchestrator_present(),
+        orchestrator_present: st.orchestrator_present(),
+        restored: false,
+        idempotent: true,
+        restored_subscriptions: None,
+    })
+}
+
+fn capabilities() -> Vec<String> {
+    CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()
+}
+
+/// An answer body from its typed reply (plain structs: serializing cannot fail).
+pub(super) fn reply<T: serde::Serialize>(t: &T) -> Map<String, Value> {
+    body(serde_json::to_value(t).unwrap_or_default())
 }

@@ -382,7 +382,11 @@ impl Bus {
             _ => None,
         };
         Ok((
-            body(json!({"subscriptionId": id, "topic": topic, "resumeCursor": until.to_string()})),
+            hello::reply(&request::Subscribed {
+                subscription_id: id,
+                topic: topic.to_owned(),
+                resume_cursor: until.to_string(),
+            }),
             replay,
         ))
     }
@@ -398,7 +402,9 @@ impl Bus {
         if p.subs.len() == before {
             return Err("subscription not found".into());
         }
-        Ok(body(json!({"subscriptionId": id})))
+        Ok(hello::reply(&request::Unsubscribed {
+            subscription_id: id.to_owned(),
+        }))
     }
 
     /// Publish `payload` (already checked and stamped by the caller) from this connection's

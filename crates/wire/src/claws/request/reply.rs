@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{Close, Create, Exec, Poll, ReadLog, Send};
+use super::{Close, Create, Exec, Hello, Poll, ReadLog, Send, Subscribe, Unsubscribe};
 
 /// A request that names its answer's body.
 pub trait Answered {
@@ -35,6 +35,55 @@ impl Answered for Poll {
 }
 impl Answered for Close {
     type Reply = Closed;
+}
+impl Answered for Hello {
+    type Reply = HelloReply;
+}
+impl Answered for Subscribe {
+    type Reply = Subscribed;
+}
+impl Answered for Unsubscribe {
+    type Reply = Unsubscribed;
+}
+
+/// `hello` (claws/2): the peer's id, what the server offers, the orchestrators present,
+/// and the subscriptions a stable peer got back; `idempotent` on a second `hello`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HelloReply {
+    pub peer_id: String,
+    pub server_capabilities: Vec<String>,
+    pub root_orchestrator_present: bool,
+    pub orchestrator_present: bool,
+    pub restored: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_subscriptions: Option<Vec<Subscription>>,
+}
+
+/// A subscription by id and pattern.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Subscription {
+    pub subscription_id: String,
+    pub topic: String,
+}
+
+/// `subscribe`: the subscription, and the cursor its replay (if any) ends at.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Subscribed {
+    pub subscription_id: String,
+    pub topic: String,
+    pub resume_cursor: String,
+}
+
+/// `unsubscribe`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Unsubscribed {
+    pub subscription_id: String,
 }
 
 /// `ping`.
@@ -202,6 +251,25 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&page).unwrap(),
             r#"{"bytes":"x","offset":0,"nextOffset":1,"totalSize":1,"bufferStart":0,"truncated":false,"logPath":null}"#
+        );
+        let first = HelloReply {
+            peer_id: "p_1".into(),
+            server_capabilities: vec!["push".into()],
+            restored_subscriptions: Some(vec![]),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&first).unwrap(),
+            r#"{"peerId":"p_1","serverCapabilities":["push"],"rootOrchestratorPresent":false,"orchestratorPresent":false,"restored":false,"restoredSubscriptions":[]}"#
+        );
+        let again = HelloReply {
+            idempotent: true,
+            restored_subscriptions: None,
+            ..first
+        };
+        assert_eq!(
+            serde_json::to_string(&again).unwrap(),
+            r#"{"peerId":"p_1","serverCapabilities":["push"],"rootOrchestratorPresent":false,"orchestratorPresent":false,"restored":false,"idempotent":true}"#
         );
         // An answer with fewer fields (the editor extension's) still reads.
         let short: TerminalList =
