@@ -66,7 +66,7 @@ pub type Body = Result<Map<String, Value>, Failure>;
 pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Request) -> Answer {
     // Before anything else reads the request: an unauthenticated WebSocket connection
     // learns nothing but that it must say hello (conn.rs).
-    if conn.needs_hello() && req.str("cmd") != Some("hello") {
+    if conn.needs_hello() && req.str("cmd") != Some(request::cmd::HELLO) {
         return Err("auth:required".into()).into();
     }
     if let Some(e) = req.protocol_error() {

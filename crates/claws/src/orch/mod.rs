@@ -31,7 +31,7 @@ use super::bus::PeerInfo;
 use super::{iso_now, now_ms, uuid, Connection, ServerState};
 use crate::config::ClawsConfig;
 use openfiles_wire::claws::request::{Hello, Publish};
-use openfiles_wire::claws::{RefusalKind, PROTOCOL_2};
+use openfiles_wire::claws::{RefusalKind, Role, PROTOCOL_2};
 
 pub use crate::commands::Body;
 
@@ -86,15 +86,16 @@ pub fn refuse(kind: RefusalKind, message: &str) -> Body {
 pub fn require_role(
     shared: &ServerState,
     conn: &Connection,
-    roles: &[&str],
+    roles: &[Role],
 ) -> Result<PeerInfo, RoleError> {
     let Some(p) = shared.bus.peer(conn) else {
         return Err(RoleError::NoHello);
     };
-    if roles.contains(&p.role.as_str()) {
+    if roles.contains(&p.role) {
         Ok(p)
     } else {
-        Err(RoleError::Requires(roles.join("|")))
+        let names: Vec<&str> = roles.iter().map(Role::as_str).collect();
+        Err(RoleError::Requires(names.join("|")))
     }
 }
 
@@ -164,7 +165,7 @@ pub fn publish(shared: &Arc<ServerState>, conn: &Connection, req: Publish) -> Bo
         return Err(format!("invalid topic: {topic:?}").into());
     }
     if shared.cfg.strict_topics {
-        peers::may_publish(&me.peer_id, me.role.as_str(), &topic, |t| {
+        peers::may_publish(&me.peer_id, &me.role, &topic, |t| {
             shared.orch.tasks.assignee(t)
         })?;
     }

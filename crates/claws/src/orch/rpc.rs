@@ -6,6 +6,7 @@
 //! outgrows the calls in flight.
 
 use openfiles_wire::claws::RefusalKind;
+use openfiles_wire::claws::Role;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -51,7 +52,11 @@ impl Rpc {
 }
 
 pub async fn call(shared: &ServerState, conn: &Connection, req: RpcCall) -> Body {
-    let me = require_role(shared, conn, &["orchestrator", "worker", "observer"])?;
+    let me = require_role(
+        shared,
+        conn,
+        &[Role::Orchestrator, Role::Worker, Role::Observer],
+    )?;
     let Some(target) = req.target_peer_id.filter(|s| !s.is_empty()) else {
         return Err("rpc.call:missing-targetPeerId".into());
     };
