@@ -8,8 +8,8 @@ use anyhow::Context as _;
 use crate::control::client::{connect_default, Client, ClientError};
 use openfiles_gate::trust::{Keyed, TrustStore};
 use openfiles_wire::control::{
-    PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspaceStatus,
-    WorkspacesReply,
+    Add, Forget, PathArg, SessionClear, SessionCleared, Status, StatusReply, TrustArg, TrustReply,
+    WorkspaceSource, WorkspaceStatus, WorkspacesReply,
 };
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
@@ -19,7 +19,7 @@ fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
 /// `openfiles status [--json]`.
 pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
     let mut client = crate::control::client::connect_existing(socket)?;
-    let st: StatusReply = client.call_as(&Request::Status)?;
+    let st: StatusReply = client.call(&Status)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&st)?);
         return Ok(0);
@@ -122,8 +122,7 @@ fn print_workspace(w: &WorkspaceStatus) {
 /// `openfiles add DIR`.
 pub fn add(socket: Option<&Path>, dir: &Path, force: bool) -> anyhow::Result<u8> {
     let path = absolute(dir)?;
-    let reply: WorkspacesReply =
-        connect(socket)?.call_as(&Request::Add(PathArg { path, force }))?;
+    let reply: WorkspacesReply = connect(socket)?.call(&Add(PathArg { path, force }))?;
     for w in reply.workspaces {
         println!("serving {}", w.root.display());
     }
@@ -133,16 +132,16 @@ pub fn add(socket: Option<&Path>, dir: &Path, force: bool) -> anyhow::Result<u8>
 /// `openfiles trust [--revoke] DIR`.
 pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result<u8> {
     let path = absolute(dir)?;
-    let request = Request::Trust(TrustArg {
+    let request = TrustArg {
         path: path.clone(),
         trusted,
-    });
+    };
     let unreachable = |e: &anyhow::Error| {
         e.downcast_ref::<ClientError>()
             .is_some_and(|c| matches!(c, ClientError::Unreachable { .. }))
     };
     let r: TrustReply = match connect_default(socket) {
-        Ok(mut c) => c.call_as(&request)?,
+        Ok(mut c) => c.call(&request)?,
         // No service (and no socket activation): recorded for when it starts.
         Err(e) if unreachable(&e) => {
             let root = openfiles_gate::resolve::workspace_dir(&path, true)?;
@@ -194,14 +193,13 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
 /// `openfiles forget DIR`.
 pub fn forget(socket: Option<&Path>, dir: &Path) -> anyhow::Result<u8> {
     let path = absolute(dir)?;
-    let reply: WorkspacesReply =
-        connect(socket)?.call_as(&Request::Forget(PathArg { path, force: false }))?;
+    let reply: WorkspacesReply = connect(socket)?.call(&Forget(PathArg { path, force: false }))?;
     for w in reply.workspaces {
-        if w.source == "cli" || w.source == "config" {
+        if matches!(w.source, WorkspaceSource::Cli | WorkspaceSource::Config) {
             println!(
                 "forgot {} for now (it is listed in the {}, so it returns at the next start)",
                 w.root.display(),
-                if w.source == "cli" {
+                if w.source == WorkspaceSource::Cli {
                     "command line"
                 } else {
                     "config"
@@ -223,7 +221,7 @@ fn absolute(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
 pub fn session_clear(socket: Option<&Path>, dir: Option<&Path>) -> anyhow::Result<u8> {
     let path = absolute(dir.unwrap_or(Path::new(".")))?;
     let reply: SessionCleared =
-        connect(socket)?.call_as(&Request::SessionClear(PathArg { path, force: false }))?;
+        connect(socket)?.call(&SessionClear(PathArg { path, force: false }))?;
     println!(
         "cleared {} session file(s) of {}",
         reply.cleared,

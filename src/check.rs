@@ -28,7 +28,7 @@ use openfiles_plugin_api::Severity;
 use crate::control::client::{Client, ClientError};
 use crate::visible::{escape, escape_lines};
 use openfiles_fixes::{Chosen, FixError};
-use openfiles_wire::control::{Check, Rejected, Request, WaitReply};
+use openfiles_wire::control::{Check, Rejected, WaitReply};
 use openfiles_wire::spec::FileEntry;
 
 /// When `check` exits with status 1.
@@ -332,11 +332,11 @@ fn through_service(
     timeout: Duration,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
     client.set_read_timeout(Some(timeout + Duration::from_secs(10)))?;
-    let reply: WaitReply = client.call_as(&Request::Check(Check {
+    let reply: WaitReply = client.call(&Check {
         paths,
         timeout_ms: Some(timeout.as_millis() as u64),
         agent: None,
-    }))?;
+    })?;
     let entries = reply
         .workspaces
         .into_iter()

@@ -19,7 +19,7 @@ use serde_json::Value;
 use openfiles_claws::config::ClawsAuthConfig;
 use openfiles_claws::secret;
 use openfiles_wire::claws::request::{self as rq, Command, Target};
-use openfiles_wire::claws::PROTOCOL_2;
+use openfiles_wire::claws::{error_code, ErrorCode, PROTOCOL_2};
 use openfiles_wire::line::{Conn, LineError};
 
 /// `claws exec`'s exit status when the command did not finish within the timeout (as
@@ -179,7 +179,7 @@ impl Client {
 fn hello(role: &str, sock: &Path, auth: &ClawsAuthConfig) -> Command {
     let mut h = rq::Hello {
         protocol: Some(PROTOCOL_2.to_owned()),
-        role: Some(role.to_owned()),
+        role: Some(role.into()),
         peer_name: Some("openfiles-cli".to_owned()),
         ..Default::default()
     };
@@ -257,11 +257,7 @@ fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<P
         return found;
     };
     let reply = crate::autostart::connect(&control, Some(std::time::Duration::from_secs(10)))
-        .and_then(|mut c| {
-            c.call_as::<openfiles_wire::control::WorkspacesReply>(
-                &openfiles_wire::control::Request::Workspaces,
-            )
-        });
+        .and_then(|mut c| c.call(&openfiles_wire::control::Workspaces));
     let Ok(reply) = reply else {
         return found;
     };
@@ -288,6 +284,11 @@ fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<P
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     found
+}
+
+/// A successful answer read as the request's typed reply.
+fn typed<T: serde::de::DeserializeOwned>(v: Value) -> anyhow::Result<T> {
+    serde_json::from_value(v).context("unexpected answer from the Claws server")
 }
 
 fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
@@ -389,7 +390,7 @@ fn create(
             ..Default::default()
         }),
     )?;
-    println!("{}", v["id"].as_str().unwrap_or_default());
+    println!("{}", typed::<rq::Created>(v)?.id);
     Ok(0)
 }
 
@@ -429,7 +430,8 @@ fn exec(sock: &Path, json: bool, id: String, command: String, timeout_ms: Option
         }
         Ok(v) => match exec_status(&v) {
             Ok(code) => {
-                print!("{}", v["event"]["output"].as_str().unwrap_or_default());
+                let ran = typed::<rq::ExecReply>(v).ok().and_then(|r| r.event);
+                print!("{}", ran.map(|e| e.output).unwrap_or_default());
                 code
             }
             Err((code, why)) => {
@@ -461,7 +463,7 @@ fn log(
             strip: Some(!raw),
         }),
     )?;
-    print!("{}", v["bytes"].as_str().unwrap_or_default());
+    print!("{}", typed::<rq::LogPage>(v)?.bytes);
     Ok(0)
 }
 
@@ -476,7 +478,7 @@ fn close(sock: &Path, json: bool, id: &str) -> anyhow::Result<u8> {
     )?;
     if json {
         println!("{v}");
-    } else if v["alreadyClosed"] == Value::Bool(true) {
+    } else if typed::<rq::Closed>(v)?.already_closed {
         println!("terminal {id} was already closed (or never existed)");
     } else {
         println!("closed terminal {id}");
@@ -544,27 +546,33 @@ pub fn exec_status(v: &Value) -> Result<u8, (u8, String)> {
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("exec failed");
-        let code = if error.starts_with("exec timeout") {
+        // Our server says `code`; the editor extension's says only the words.
+        let timeout = error_code(v) == Some(ErrorCode::ExecTimeout);
+        let code = if timeout || error.starts_with("exec timeout") {
             EXEC_TIMEOUT
         } else {
             EXEC_OWN_ERROR
         };
         return Err((code, error.to_owned()));
     }
-    if v.get("degraded") == Some(&Value::Bool(true)) {
+    let no_code = || {
+        (
+            EXEC_OWN_ERROR,
+            "the server's answer carries no exit code".to_owned(),
+        )
+    };
+    let reply = serde_json::from_value::<rq::ExecReply>(v.clone()).map_err(|_| no_code())?;
+    if reply.degraded {
         return Err((
             EXEC_OWN_ERROR,
             "the terminal has no shell integration: neither output nor exit code was captured"
                 .to_owned(),
         ));
     }
-    match v["event"]["exitCode"].as_i64() {
+    match reply.event.map(|e| e.exit_code) {
         Some(code) => u8::try_from(code)
             .map_err(|_| (EXEC_OWN_ERROR, format!("exit code {code} is out of range"))),
-        None => Err((
-            EXEC_OWN_ERROR,
-            "the server's answer carries no exit code".to_owned(),
-        )),
+        None => Err(no_code()),
     }
 }
 
@@ -684,6 +692,8 @@ mod tests {
         assert_eq!(exec_status(&unknown).unwrap_err().0, EXEC_OWN_ERROR);
         let slow = json!({"ok": false, "error": "exec timeout after 100ms"});
         assert_eq!(exec_status(&slow).unwrap_err().0, EXEC_TIMEOUT);
+        let coded = json!({"ok": false, "error": "took too long", "code": "exec-timeout"});
+        assert_eq!(exec_status(&coded).unwrap_err().0, EXEC_TIMEOUT);
         let degraded = json!({"ok": true, "degraded": true});
         assert_eq!(exec_status(&degraded).unwrap_err().0, EXEC_OWN_ERROR);
         let no_code = json!({"ok": true, "event": {}});

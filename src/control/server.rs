@@ -31,7 +31,7 @@ pub struct Context {
     pub registry: RegistryHandle,
     pub shutdown: CancellationToken,
     pub started: Instant,
-    pub activation: &'static str,
+    pub activation: openfiles_wire::control::Activation,
     pub socket: PathBuf,
     /// Requests and open connections, for an autostarted service's idle exit.
     pub activity: Arc<super::activity::Activity>,
@@ -302,7 +302,7 @@ async fn status(ctx: &Context) -> StatusReply {
         version: env!("CARGO_PKG_VERSION").into(),
         pid: std::process::id(),
         uptime_ms: ctx.started.elapsed().as_millis() as u64,
-        activation: ctx.activation.into(),
+        activation: ctx.activation,
         socket: ctx.socket.clone(),
         terminals: workspaces.iter().map(|w| w.terminals).sum(),
         workspaces,

@@ -21,7 +21,7 @@ use super::feedback::{self, Report};
 use super::late;
 use super::report::{display_path, Entries};
 use crate::control::client::ClientError;
-use openfiles_wire::control::{Edited, EditedReply, Request, Wait, WaitReply};
+use openfiles_wire::control::{Edited, EditedReply, Wait, WaitReply};
 
 /// Bound on the `edited` reply: long enough for a socket-activated start.
 pub const EDITED_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,13 +78,13 @@ pub fn report(
     let mut client = crate::autostart::connect(socket, Some(EDITED_REPLY_TIMEOUT))
         .map_err(ServiceError::NotDelivered)?;
     let reply: EditedReply = client
-        .call_as(&Request::Edited(Edited {
+        .call(&Edited {
             paths: edit.paths.to_vec(),
             agent: Some(edit.agent.to_owned()),
             tool: edit.tool.map(str::to_owned),
             event: edit.event.map(str::to_owned),
             ts: edit.ts,
-        }))
+        })
         .map_err(ServiceError::NotDelivered)?;
     if !feedback {
         return Ok(None);
@@ -108,14 +108,14 @@ pub fn report(
             .set_read_timeout(Some(bound))
             .map_err(ServiceError::WaitFailed)?;
         waited = client
-            .call_as(&Request::Wait(Wait {
+            .call(&Wait {
                 paths: accepted.clone(),
                 since: reply.ts,
                 timeout_ms,
                 partial: true,
                 session: edit.session.map(str::to_owned),
                 fixes: false,
-            }))
+            })
             .map_err(ServiceError::WaitFailed)?;
         rounds += 1;
         // The deadline is the edit's time plus the workspace's `hook.timeoutMs`; a service
@@ -145,10 +145,12 @@ pub fn report(
 pub fn warm(socket: &Path, dir: &Path) -> Result<openfiles_wire::control::WarmReply, ClientError> {
     // A session start is the earliest moment to start a service nothing socket-activates.
     let mut client = crate::autostart::connect(socket, Some(EDITED_REPLY_TIMEOUT))?;
-    client.call_as(&Request::Warm(openfiles_wire::control::PathArg {
-        path: dir.to_owned(),
-        force: false,
-    }))
+    client.call(&openfiles_wire::control::Warm(
+        openfiles_wire::control::PathArg {
+            path: dir.to_owned(),
+            force: false,
+        },
+    ))
 }
 
 /// What the agent is told when its edit landed in a paused workspace (`openfiles pause`).

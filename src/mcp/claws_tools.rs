@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use openfiles_wire::claws::request::{self as rq, Command, Target};
-use openfiles_wire::claws::Request;
+use openfiles_wire::claws::{error_code, ErrorCode, Request};
 
 use super::agent::{agent_bin, DONE_MARKER};
 use super::call::{Call, Fail};
@@ -555,8 +555,9 @@ pub fn forward(ctx: &Ctx, call: &Call, rule: &Forward, args: &Value) -> Result<S
             text.push('\n');
             text.push_str(m);
         }
+        // Our server says `code`; the editor extension's says only the words.
         let err = resp.get("error").and_then(Value::as_str).unwrap_or("");
-        if err.starts_with("unknown cmd") {
+        if error_code(&resp) == Some(ErrorCode::UnknownCmd) || err.starts_with("unknown cmd") {
             text.push_str(&format!(
                 "\nThis openfiles service does not serve `{}` yet: the Claws orchestration commands (lifecycle, waves, tasks, pipelines, RPC) are still to come. Terminal, bus and worker tools work.",
                 rule.cmd

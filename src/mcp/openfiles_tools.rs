@@ -27,7 +27,7 @@ use super::pretty;
 use super::server::Ctx;
 use crate::hook::feedback::{self, item_line};
 use crate::hook::report::{display_path, Entries};
-use openfiles_wire::control::{Check, Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles_wire::control::{Check, Edited, EditedReply, Status, StatusReply, Wait, WaitReply};
 
 /// How long a diagnostics call waits for fresh results unless told otherwise.
 const DEFAULT_WAIT_MS: u64 = 60_000;
@@ -68,7 +68,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value, tool: &str) -> Result<Strin
     };
     let waited: WaitReply = control_as(
         &ctx.place.control,
-        &Request::Wait(Wait {
+        &Wait {
             paths: paths.clone(),
             since,
             timeout_ms: Some(timeout_ms),
@@ -76,7 +76,7 @@ fn diagnostics(ctx: &Ctx, call: &Call, args: &Value, tool: &str) -> Result<Strin
             partial: false,
             session: None,
             fixes: true,
-        }),
+        },
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),
     )?;
@@ -129,13 +129,13 @@ fn report_edited(
 ) -> Result<(Vec<PathBuf>, u64), Fail> {
     let reply: EditedReply = control_as(
         &ctx.place.control,
-        &Request::Edited(Edited {
+        &Edited {
             paths: asked,
             agent: Some("mcp".into()),
             tool: Some(tool.into()),
             event: None,
             ts: openfiles_wire::spec::now_ms(),
-        }),
+        },
         Duration::from_secs(15),
         Some(call),
     )?;
@@ -290,14 +290,14 @@ fn current_entry(
 ) -> Result<Option<openfiles_wire::spec::FileEntry>, Fail> {
     let waited: WaitReply = control_as(
         &ctx.place.control,
-        &Request::Wait(Wait {
+        &Wait {
             paths: vec![path.to_owned()],
             since: 1,
             timeout_ms: Some(timeout_ms.min(15_000)),
             partial: false,
             session: None,
             fixes: true,
-        }),
+        },
         Duration::from_secs(30),
         Some(call),
     )?;
@@ -419,11 +419,11 @@ fn check(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
     }
     let reply: WaitReply = control_as(
         &ctx.place.control,
-        &Request::Check(Check {
+        &Check {
             paths,
             timeout_ms: Some(timeout_ms),
             agent: None,
-        }),
+        },
         Duration::from_millis(timeout_ms) + Duration::from_secs(10),
         Some(call),
     )?;
@@ -447,7 +447,7 @@ fn check(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
 fn status(ctx: &Ctx, call: &Call) -> Result<String, Fail> {
     let st: StatusReply = control_as(
         &ctx.place.control,
-        &Request::Status,
+        &Status,
         Duration::from_secs(10),
         Some(call),
     )?;

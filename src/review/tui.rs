@@ -32,7 +32,7 @@ use super::model::{self, Model};
 use super::{actions, fetch};
 use crate::control::client::Client;
 use crate::visible::escape;
-use openfiles_wire::control::{Request, ReviewMark, ReviewMarked};
+use openfiles_wire::control::{Call, ReviewMark};
 
 /// How often the view reloads while no key is pressed.
 const RELOAD_EVERY: Duration = Duration::from_secs(1);
@@ -169,9 +169,9 @@ impl App {
         self.selected.and_then(|p| self.model.at(p))
     }
 
-    fn call<T: serde::de::DeserializeOwned>(&mut self, req: &Request) -> anyhow::Result<T> {
+    fn call<R: Call>(&mut self, req: &R) -> anyhow::Result<R::Reply> {
         if let Some(c) = self.client.as_mut() {
-            match c.call_as(req) {
+            match c.call(req) {
                 Ok(v) => return Ok(v),
                 Err(_) => self.client = None,
             }
@@ -179,7 +179,7 @@ impl App {
         // The service restarted (or the connection dropped): connect again once.
         let mut c = Client::connect(&self.socket, Some(Duration::from_secs(10)))
             .context("the service is not answering")?;
-        let v = c.call_as(req)?;
+        let v = c.call(req)?;
         self.client = Some(c);
         Ok(v)
     }
@@ -187,11 +187,11 @@ impl App {
     fn toggle(&mut self) {
         let Some(f) = self.current() else { return };
         let (path, reviewed, key) = (f.entry.path.clone(), !f.mark.reviewed(), f.key.clone());
-        let req = Request::ReviewMark(ReviewMark {
+        let req = ReviewMark {
             paths: vec![path],
             reviewed,
-        });
-        match self.call::<ReviewMarked>(&req) {
+        };
+        match self.call(&req) {
             Ok(r) if r.marked.is_empty() => self.message = format!("{key} left the session"),
             Ok(_) => {
                 self.message = format!(

@@ -32,9 +32,6 @@ use crate::plugin_host::PluginManager;
 use crate::workspace::instance::WorkspaceDeps;
 use crate::workspace::Registry;
 
-/// `status`'s `activation` of a service a client started on first use (`crate::autostart`).
-pub const AUTOSTARTED: &str = "autostarted";
-
 /// What `openfiles serve` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -237,10 +234,11 @@ impl Parts {
             registry: self.registry.clone(),
             shutdown: self.shared.shutdown.clone(),
             started,
+            // A service a client started on first use (`crate::autostart`) says so.
             activation: if opts.autostarted && control.activation == activation::Activation::Bound {
-                AUTOSTARTED
+                activation::Activation::Autostarted
             } else {
-                control.activation.as_str()
+                control.activation
             },
             socket: control.path.clone(),
             plugins: Box::new(move || plugins.status_rows()),

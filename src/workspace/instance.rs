@@ -18,6 +18,7 @@ use crate::diagnostics::Checker;
 use crate::intake::{queue as queue_intake, watch};
 use crate::policy::Policy;
 use openfiles_os::fsutil;
+use openfiles_wire::control::WorkspaceSource;
 use openfiles_wire::spec;
 
 /// What every instance shares with the service.
@@ -178,12 +179,12 @@ impl Instance {
         self.pipeline.clone()
     }
 
-    pub async fn status(&self, root: &Path, source: &str) -> WorkspaceStatus {
+    pub async fn status(&self, root: &Path, source: WorkspaceSource) -> WorkspaceStatus {
         let p = self.pipeline.status().await;
         let (ran, ran_total) = ran_for(Some(root));
         WorkspaceStatus {
             root: root.to_owned(),
-            source: source.into(),
+            source,
             heartbeat: super::heartbeat::path(root, &self.shared.session_id),
             standing_back: p.standing_back,
             session_files: p.session_files,

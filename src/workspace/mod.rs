@@ -19,6 +19,7 @@ pub mod resolve;
 pub mod store;
 pub mod trust;
 
+use openfiles_wire::control::WorkspaceSource;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,12 +50,16 @@ pub enum Source {
 
 impl Source {
     pub fn as_str(self) -> &'static str {
+        self.wire().as_str()
+    }
+    /// The wire's name for it (`added` for both kinds of `add`).
+    pub fn wire(self) -> WorkspaceSource {
         match self {
-            Source::Cli => "cli",
-            Source::Config => "config",
-            Source::Added | Source::AddedForce => "added",
-            Source::Discovered => "discovered",
-            Source::Edit => "edit",
+            Source::Cli => WorkspaceSource::Cli,
+            Source::Config => WorkspaceSource::Config,
+            Source::Added | Source::AddedForce => WorkspaceSource::Added,
+            Source::Discovered => WorkspaceSource::Discovered,
+            Source::Edit => WorkspaceSource::Edit,
         }
     }
     pub(crate) fn parse(s: &str) -> Source {
@@ -363,7 +368,7 @@ impl Registry {
                 self.finish_pending().await;
                 let mut out = Vec::new();
                 for (root, e) in &self.entries {
-                    out.push(e.instance.status(root, e.source.as_str()).await);
+                    out.push(e.instance.status(root, e.source.wire()).await);
                 }
                 let _ = reply.send(out);
             }
@@ -584,7 +589,7 @@ fn heartbeat_period(cfg: &Config) -> std::time::Duration {
 fn info(root: &Path, source: Source) -> WorkspaceInfo {
     WorkspaceInfo {
         root: root.to_owned(),
-        source: source.as_str().into(),
+        source: source.wire(),
         persisted: source.persisted(),
     }
 }
