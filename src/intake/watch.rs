@@ -227,8 +227,9 @@ struct Settled {
 }
 
 /// Start watching `root`; edits go to `pipeline` until `shutdown`. The first walk (which
-/// folders to watch) runs off the runtime, in the task this starts.
-pub fn spawn(
+/// folders to watch) runs off the runtime; this returns once every folder is watched, so an
+/// edit made after it is noticed.
+pub async fn spawn(
     root: &Path,
     policy: Policy,
     pipeline: PipelineHandle,
@@ -237,37 +238,30 @@ pub fn spawn(
     shutdown: CancellationToken,
 ) -> Result<(), notify::Error> {
     let (sink, rx) = crate::fswatch::channel();
-    let watched = Watched {
+    let mut watched = Watched {
         fs: fs.0.clone(),
         id: fs.1,
         sink,
         dirs: BTreeSet::new(),
         root: root.to_owned(),
     };
-    let root = root.to_owned();
-    tokio::spawn(async move {
-        let start = {
-            let policy = policy.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut watched = watched;
-                watched.start(&policy);
-                watched
-            })
-        };
-        let watched = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            w = start => match w { Ok(w) => w, Err(_) => return },
-        };
-        count.watches.store(watched.dirs.len(), Ordering::Relaxed);
-        let batcher = Batcher {
-            root,
-            policy,
-            pipeline,
-            count,
-            watched: Some(watched),
-        };
-        batcher.run(rx, shutdown).await;
-    });
+    let start = {
+        let policy = policy.clone();
+        tokio::task::spawn_blocking(move || {
+            watched.start(&policy);
+            watched
+        })
+    };
+    let watched = start.await.map_err(|e| notify::Error::generic(&e.to_string()))?;
+    count.watches.store(watched.dirs.len(), Ordering::Relaxed);
+    let batcher = Batcher {
+        root: root.to_owned(),
+        policy,
+        pipeline,
+        count,
+        watched: Some(watched),
+    };
+    tokio::spawn(batcher.run(rx, shutdown));
     Ok(())
 }
 

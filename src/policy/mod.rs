@@ -173,13 +173,17 @@ impl Rule {
             "add \"!{rel}\" to `ignore` under `[diagnostics]` in the openfiles config to check it"
         );
         match self {
-            Rule::Never(glob) => format!("{NOT_CHECKED}{rel} lies in a folder openfiles never checks (`{glob}`)"),
-            Rule::Config(glob) => format!(
-                "{NOT_CHECKED}{rel} matches `{glob}` in `diagnostics.ignore` (remove it from `ignore` under `[diagnostics]` in the openfiles config to check such files)"
+            Rule::Never(glob) => format!(
+                "{NOT_CHECKED}{rel} is ignored by `{glob}`: openfiles never checks that folder"
             ),
-            Rule::Default(glob) => format!("{NOT_CHECKED}{rel} matches the built-in ignore rule `{glob}` ({exception})"),
+            Rule::Config(glob) => format!(
+                "{NOT_CHECKED}{rel} is ignored by `{glob}` in `diagnostics.ignore` (remove it from `ignore` under `[diagnostics]` in the openfiles config to check such files)"
+            ),
+            Rule::Default(glob) => format!(
+                "{NOT_CHECKED}{rel} is ignored by the built-in rule `{glob}` ({exception})"
+            ),
             Rule::Generated(glob) => format!(
-                "{NOT_CHECKED}{rel} is taken for build output (`{glob}`, outside a git repository) ({exception}, or give the workspace a git repository: its .gitignore then decides)"
+                "{NOT_CHECKED}{rel} is ignored by the built-in rule `{glob}` for build output outside a git repository ({exception}, or give the workspace a git repository: its .gitignore then decides)"
             ),
             Rule::Git(r) => format!(
                 "{NOT_CHECKED}{rel} is ignored by git (`{}` in {}) and not tracked ({exception}, or `git add` it)",

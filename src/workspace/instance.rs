@@ -195,7 +195,7 @@ impl Instance {
             None
         };
         let watches = watch::WatchCount::default();
-        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token);
+        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token).await;
         Ok(Instance {
             pipeline,
             token,
@@ -276,7 +276,8 @@ impl Instance {
                 &self.pipeline,
                 &self.watches,
                 &self.token,
-            );
+            )
+            .await;
         }
         match (&self.claws, cfg.claws.enabled) {
             (None, true) => self.claws = start_claws(root, &cfg, &self.shared, &self.token).await,
@@ -317,7 +318,7 @@ impl Instance {
 }
 
 /// Start watch mode if the settings ask for it; a failure is logged and leaves it off.
-fn start_watch(
+async fn start_watch(
     root: &Path,
     cfg: &Config,
     shared: &WorkspaceDeps,
@@ -347,7 +348,9 @@ fn start_watch(
         count.clone(),
         fs,
         mode.token.clone(),
-    ) {
+    )
+    .await
+    {
         Ok(()) => Some(mode),
         Err(e) => {
             tracing::error!(root = %root.display(), "watch mode off: {e}");
