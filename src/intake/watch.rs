@@ -138,13 +138,17 @@ pub struct Window {
 }
 
 impl Window {
-    /// The batch gained a path (`new`: one it did not hold) at `now`.
-    pub fn touch(&mut self, now: Instant, new: bool) {
-        if self.first.is_none() {
+    /// The batch gained `gained` paths it did not hold (perhaps none: an event about one it
+    /// holds) at `now`.
+    pub fn touch(&mut self, now: Instant, gained: usize) {
+        let gained = u32::try_from(gained).unwrap_or(u32::MAX);
+        let gained = if self.first.is_none() {
             self.first = Some(now);
-        } else if new {
-            self.grown = self.grown.saturating_add(1);
-        }
+            gained.saturating_sub(1)
+        } else {
+            gained
+        };
+        self.grown = self.grown.saturating_add(gained);
         self.last = Some(now);
     }
 
@@ -174,25 +178,32 @@ struct Raw {
     paths: BTreeMap<PathBuf, bool>,
     /// Folders whose events were lost, with the time of the first one lost.
     rescans: BTreeMap<PathBuf, SystemTime>,
+    /// Folders the watcher said were made (`IN_ISDIR`), to watch and list at once: their
+    /// files have no events of their own until then.
+    folders: Vec<PathBuf>,
 }
 
 impl Raw {
     fn is_empty(&self) -> bool {
-        self.paths.is_empty() && self.rescans.is_empty()
+        self.paths.is_empty() && self.rescans.is_empty() && self.folders.is_empty()
     }
 
-    /// Take one delivery in; true when the batch gained a path it did not hold.
-    fn take(&mut self, d: Delivery, root: &Path) -> bool {
+    /// Take one delivery in; how many paths the batch gained that it did not hold.
+    fn take(&mut self, d: Delivery, root: &Path) -> usize {
         match d {
             Delivery::Event(ev) => {
                 if !matches!(
                     ev.kind,
                     EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
                 ) {
-                    return false;
+                    return 0;
                 }
                 let created = matches!(ev.kind, EventKind::Create(_));
-                let mut new = false;
+                let folder = matches!(
+                    ev.kind,
+                    EventKind::Create(notify::event::CreateKind::Folder)
+                );
+                let mut gained = 0;
                 for p in ev.paths {
                     let Ok(rel) = p.strip_prefix(root) else {
                         continue;
@@ -200,22 +211,35 @@ impl Raw {
                     if rel.starts_with(".git") {
                         continue;
                     }
+                    if folder {
+                        self.folders.push(p);
+                        continue;
+                    }
                     match self.paths.get_mut(&p) {
                         Some(c) => *c |= created,
                         None => {
                             self.paths.insert(p, created);
-                            new = true;
+                            gained += 1;
                         }
                     }
                 }
-                new
+                gained
             }
             Delivery::Rescan { dir, since } => {
                 let at = self.rescans.entry(dir).or_insert(since);
                 *at = (*at).min(since);
-                true
+                1
             }
         }
+    }
+
+    /// Files listed in a new folder join the batch; how many it did not hold.
+    fn listed(&mut self, files: Vec<PathBuf>) -> usize {
+        let before = self.paths.len();
+        for f in files {
+            self.paths.entry(f).or_insert(false);
+        }
+        self.paths.len() - before
     }
 }
 
@@ -252,7 +276,9 @@ pub async fn spawn(
             watched
         })
     };
-    let watched = start.await.map_err(|e| notify::Error::generic(&e.to_string()))?;
+    let watched = start
+        .await
+        .map_err(|e| notify::Error::generic(&e.to_string()))?;
     count.watches.store(watched.dirs.len(), Ordering::Relaxed);
     let batcher = Batcher {
         root: root.to_owned(),
@@ -292,13 +318,20 @@ impl Batcher {
                 _ = shutdown.cancelled() => return,
                 d = rx.recv() => {
                     let Some(d) = d else { return };
-                    let mut new = raw.take(d, &self.root);
+                    let mut gained = raw.take(d, &self.root);
                     // What else is there already joins the same look.
                     while let Some(more) = rx.try_recv() {
-                        new |= raw.take(more, &self.root);
+                        gained += raw.take(more, &self.root);
+                    }
+                    // New folders are watched and listed now (off the runtime), as a
+                    // checkout makes them: their files join this batch.
+                    if !raw.folders.is_empty() {
+                        let folders = std::mem::take(&mut raw.folders);
+                        let Some(files) = self.take_in(folders).await else { return };
+                        gained += raw.listed(files);
                     }
                     if !raw.is_empty() {
-                        window.touch(Instant::now(), new);
+                        window.touch(Instant::now(), gained);
                     }
                 }
                 _ = timer => {
@@ -310,6 +343,27 @@ impl Batcher {
                 }
             }
         }
+    }
+
+    /// Watch and list new folders (off the runtime): the files they hold. `None` when the
+    /// runtime is shutting down.
+    async fn take_in(&mut self, folders: Vec<PathBuf>) -> Option<Vec<PathBuf>> {
+        let mut watched = self.watched.take()?;
+        let policy = self.policy.clone();
+        let (watched, files) = tokio::task::spawn_blocking(move || {
+            let mut files = Vec::new();
+            for dir in folders {
+                files.extend(watched.take_in(&dir, &policy));
+            }
+            (watched, files)
+        })
+        .await
+        .ok()?;
+        self.count
+            .watches
+            .store(watched.dirs.len(), Ordering::Relaxed);
+        self.watched = Some(watched);
+        Some(files)
     }
 
     /// Look at one batch on the disk (off the runtime) and hand its files to the pipeline;
@@ -340,6 +394,7 @@ impl Batcher {
             return true;
         }
         self.count.batches.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(root = %self.root.display(), files = settled.files.len(), "watch batch");
         self.pipeline
             .edited_nowait(settled.files, EditOrigin::Watch)
             .await;
@@ -565,17 +620,17 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Window::default();
         assert_eq!(w.due(), None);
-        w.touch(t0, true);
+        w.touch(t0, 1);
         assert_eq!(w.due(), Some(t0 + QUIET_MIN));
         // The same path again (an editor's create, write and close) does not grow it.
-        w.touch(t0, false);
+        w.touch(t0, 0);
         assert_eq!(w.quiet(), QUIET_MIN);
         // A burst: one new path every 20 ms, never due in between.
         let mut now = t0;
         for _ in 0..100 {
             now += Duration::from_millis(20);
             assert!(w.due().is_some_and(|due| due > now), "cut inside the burst");
-            w.touch(now, true);
+            w.touch(now, 1);
         }
         assert_eq!(w.quiet(), QUIET_MAX);
         assert_eq!(w.due(), Some((now + QUIET_MAX).min(t0 + MAX_BATCH)));
@@ -634,6 +689,22 @@ mod tests {
         sink.deliver(event(&lone), &root.join("src"));
         tokio::time::sleep(QUIET_MIN * 2).await;
         assert_eq!(count.batches.load(Ordering::Relaxed), 2);
+
+        // A folder made with files in it (before any watch on it could exist): watched and
+        // listed when its event comes, its files in the same batch as what follows.
+        let made = root.join("src/made");
+        std::fs::create_dir_all(&made).unwrap();
+        for i in 0..3 {
+            std::fs::write(made.join(format!("m{i}.py")), "z = 3\n").unwrap();
+        }
+        let watches = count.watches.load(Ordering::Relaxed);
+        let folder = notify::Event::new(EventKind::Create(notify::event::CreateKind::Folder))
+            .add_path(made.clone());
+        sink.deliver(folder, &root.join("src"));
+        sink.deliver(event(&root.join("src/f0.py")), &root.join("src"));
+        tokio::time::sleep(MAX_BATCH).await;
+        assert_eq!(count.batches.load(Ordering::Relaxed), 3);
+        assert_eq!(count.watches.load(Ordering::Relaxed), watches + 1);
         shutdown.cancel();
         task.await.unwrap();
     }

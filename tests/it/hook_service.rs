@@ -138,6 +138,9 @@ fn the_hook_says_once_why_an_edit_was_not_checked() {
     assert!(!again.contains("ignored"), "told twice: {again}");
     for checked in ["internal/build/b.txt", "src/build/new.txt"] {
         let text = context(checked);
-        assert!(text.contains(&format!("{checked}:1:1 error")), "{checked}: {text}");
+        assert!(
+            text.contains(&format!("{checked}:1:1 error")),
+            "{checked}: {text}"
+        );
     }
 }
