@@ -11,7 +11,9 @@
 //! ripgrep and the watcher always did).
 //!
 //! A file git tracks is checked even when a rule ignores it ([`GitRules::tracked`], read
-//! from the index, v2 to v4).
+//! from the index, v2 to v4): the index is read once per state (its mtime and size) when
+//! first asked, and kept as the sorted 64-bit hashes of its paths (8 bytes a file: 8 MiB for
+//! a repository of a million files).
 //!
 //! Each folder's matcher is kept and looked at again (one `stat` of its `.gitignore`) at
 //! most once a second; the cache is bounded ([`CACHE_MAX`] folders, cleared when full: a walk
@@ -63,8 +65,8 @@ pub struct GitRules {
     git_dir: Option<PathBuf>,
     /// Matchers by folder (`info/exclude` under the git folder's path).
     cache: Mutex<HashMap<PathBuf, Cached>>,
-    /// Tracked answers, valid while the index keeps its stamp.
-    tracked: Mutex<(Stamp, HashMap<PathBuf, bool>)>,
+    /// The index's paths (hashed, sorted) as of its stamp.
+    tracked: Mutex<Option<(Stamp, std::sync::Arc<Vec<u64>>)>>,
 }
 
 impl std::fmt::Debug for GitRules {
@@ -108,7 +110,7 @@ impl GitRules {
             top,
             git_dir,
             cache: Mutex::new(HashMap::new()),
-            tracked: Mutex::new((None, HashMap::new())),
+            tracked: Mutex::new(None),
         }
     }
 
@@ -211,6 +213,7 @@ impl GitRules {
 
     /// Whether git tracks `rel` (workspace-relative): it is in the index.
     pub fn tracked(&self, rel: &Path) -> bool {
+        use std::os::unix::ffi::OsStrExt;
         let (Some(top), Some(git_dir)) = (&self.top, &self.git_dir) else {
             return false;
         };
@@ -219,23 +222,25 @@ impl GitRules {
         };
         let index = git_dir.join("index");
         let st = stamp(&index);
-        {
-            let mut known = self.tracked.lock().unwrap_or_else(|e| e.into_inner());
-            if known.0 != st {
-                *known = (st, HashMap::new());
+        let known = {
+            let tracked = self.tracked.lock().unwrap_or_else(|e| e.into_inner());
+            tracked
+                .as_ref()
+                .filter(|(s, _)| *s == st)
+                .map(|(_, paths)| paths.clone())
+        };
+        let paths = match known {
+            Some(paths) => paths,
+            None => {
+                let paths =
+                    std::sync::Arc::new(index_paths(&index, self.sha256()).unwrap_or_default());
+                *self.tracked.lock().unwrap_or_else(|e| e.into_inner()) = Some((st, paths.clone()));
+                paths
             }
-            if let Some(&t) = known.1.get(&in_repo) {
-                return t;
-            }
-        }
-        let sha256 = self.sha256();
-        let found = index_holds(&index, &in_repo, sha256).unwrap_or(false);
-        let mut known = self.tracked.lock().unwrap_or_else(|e| e.into_inner());
-        if known.1.len() >= CACHE_MAX {
-            known.1.clear();
-        }
-        known.1.insert(in_repo, found);
-        found
+        };
+        paths
+            .binary_search(&path_hash(in_repo.as_os_str().as_bytes()))
+            .is_ok()
     }
 
     /// Whether the repository names its objects with SHA-256 (`extensions.objectFormat`),
@@ -268,31 +273,36 @@ fn read_ignore_file(dir: &Path, file: &Path) -> Option<std::sync::Arc<Gitignore>
     b.build().ok().map(std::sync::Arc::new)
 }
 
-/// Whether the index at `index` has an entry for `path` (relative to the top), read as a
-/// stream: versions 2 and 3 (padded names) and 4 (prefix-compressed names).
-fn index_holds(index: &Path, path: &Path, sha256: bool) -> std::io::Result<bool> {
-    use std::os::unix::ffi::OsStrExt;
+/// The hash a path of the index is kept as.
+fn path_hash(path: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same in every process, no allocation per path.
+    let mut h = std::hash::DefaultHasher::new();
+    path.hash(&mut h);
+    h.finish()
+}
+
+/// The hashes of every path in the index at `index`, sorted, read as a stream: versions 2
+/// and 3 (padded names) and 4 (prefix-compressed names). An index that is not one is empty.
+fn index_paths(index: &Path, sha256: bool) -> std::io::Result<Vec<u64>> {
     let (file, size) = confine::open_regular(index, confine::Last::NoFollow)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     if size > MAX_INDEX {
-        return Ok(false);
+        return Ok(Vec::new());
     }
-    let want = path.as_os_str().as_bytes();
     let mut r = BufReader::new(file);
     let mut header = [0u8; 12];
     r.read_exact(&mut header)?;
-    if &header[..4] != b"DIRC" {
-        return Ok(false);
-    }
     let version = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
     let count = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
-    if !(2..=4).contains(&version) {
-        return Ok(false);
+    if &header[..4] != b"DIRC" || !(2..=4).contains(&version) {
+        return Ok(Vec::new());
     }
     // ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), the object id.
     let fixed = 40 + if sha256 { 32 } else { 20 };
     let mut stat = vec![0u8; fixed];
     let mut name: Vec<u8> = Vec::new();
+    let mut out = Vec::with_capacity((count as usize).min(1 << 24));
     for _ in 0..count {
         r.read_exact(&mut stat)?;
         let mut flags = [0u8; 2];
@@ -318,14 +328,11 @@ fn index_holds(index: &Path, path: &Path, sha256: bool) -> std::io::Result<bool>
             let mut skip = [0u8; 8];
             r.read_exact(&mut skip[..pad])?;
         }
-        match name.as_slice().cmp(want) {
-            std::cmp::Ordering::Equal => return Ok(true),
-            // Sorted by name: past it, it is not there (stages of one name are adjacent).
-            std::cmp::Ordering::Greater => return Ok(false),
-            std::cmp::Ordering::Less => {}
-        }
+        out.push(path_hash(&name));
     }
-    Ok(false)
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// Git's offset varint (index v4's prefix length).

@@ -86,6 +86,9 @@ pub const GENERATED: &[&str] = &[
     "**/target/**",
 ];
 
+/// Files whose notice a policy remembers giving.
+const TOLD_MAX: usize = 10_000;
+
 /// How a notice about a path not checked begins (the hook shows reasons that do).
 pub const NOT_CHECKED: &str = "not checked: ";
 
@@ -397,6 +400,10 @@ impl Policy {
             return reason;
         };
         let mut told = self.told.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: past that many files, notices start over.
+        if told.len() >= TOLD_MAX {
+            told.clear();
+        }
         if told.insert(path.to_owned()) {
             return reason;
         }
