@@ -15,9 +15,11 @@
 //! [`MAX_BATCH`] (3 s) whatever comes. The pipeline drops echoes of edits a hook already
 //! reported.
 //!
-//! Nothing that may block runs on the runtime's threads: the first walk, each batch's look at
-//! the disk (which paths are folders, new folders to watch and list, rescans, whether git is
-//! busy) run in `spawn_blocking`, one at a time, while events wait in the watcher's bounded
+//! Nothing that may block runs on the runtime's threads: the first walk, taking in a new
+//! folder as soon as its event comes (so its files join the batch that is open, as a
+//! checkout makes folders and fills them), each batch's look at the disk (which paths are
+//! folders, rescans, whether git is busy) run in `spawn_blocking`, one at a time, while
+//! events wait in the watcher's bounded
 //! channel; a burst beyond it arrives as a rescan of the folder (`fswatch`), which reports
 //! the entries changed since the first event lost.
 //!
