@@ -146,11 +146,11 @@ pub fn report(
 }
 
 /// What the agent is told about edited files an ignore rule left unchecked: the rule and
-/// how to change it, once per file (the service gives the notice once: `policy::tell_once`).
+/// how to change it, once per file (the service gives the notice once).
 pub fn not_checked_text(rejected: &[openfiles_wire::control::Rejected]) -> Option<String> {
     let notes: Vec<String> = rejected
         .iter()
-        .filter(|r| crate::policy::is_notice(&r.reason))
+        .filter(|r| r.is_notice())
         .map(|r| format!("openfiles: {}.", r.reason))
         .collect();
     (!notes.is_empty()).then(|| notes.join("\n"))

@@ -89,8 +89,9 @@ pub const GENERATED: &[&str] = &[
 /// Files whose notice a policy remembers giving.
 const TOLD_MAX: usize = 10_000;
 
-/// How a notice about a path not checked begins (the hook shows reasons that do).
-pub const NOT_CHECKED: &str = "not checked: ";
+/// How a notice about a path not checked begins (the hook shows reasons that do: the wire's
+/// `Rejected::is_notice`).
+pub const NOT_CHECKED: &str = openfiles_wire::control::Rejected::NOTICE;
 
 /// Whether a rejection's reason is a notice for the agent (see [`Policy::tell_once`]).
 pub fn is_notice(reason: &str) -> bool {
