@@ -63,6 +63,9 @@ pub struct GitRules {
     top: Option<PathBuf>,
     /// The repository's git folder (`.git`, or where a worktree's `.git` file points).
     git_dir: Option<PathBuf>,
+    /// `info/exclude` (in the common git folder for a worktree) and the folder its patterns
+    /// are relative to (the top).
+    exclude: Option<(PathBuf, PathBuf)>,
     /// Matchers by folder (`info/exclude` under the git folder's path).
     cache: Mutex<HashMap<PathBuf, Cached>>,
     /// The index's paths (hashed, sorted) as of its stamp.
@@ -102,13 +105,26 @@ fn find_repository(root: &Path) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
+/// `info/exclude` (under the common git folder for a worktree) with the folder its patterns
+/// are relative to, the top.
+fn exclude_file(top: Option<&Path>, git_dir: Option<&Path>) -> Option<(PathBuf, PathBuf)> {
+    let (top, git_dir) = (top?, git_dir?);
+    let common = confine::read_regular(&git_dir.join("commondir"), confine::Last::NoFollow, 4096)
+        .ok()
+        .map(|t| git_dir.join(String::from_utf8_lossy(&t).trim()))
+        .unwrap_or_else(|| git_dir.to_owned());
+    Some((top.to_owned(), common.join("info/exclude")))
+}
+
 impl GitRules {
     pub fn new(root: &Path) -> GitRules {
         let (top, git_dir) = find_repository(root).unzip();
+        let exclude = exclude_file(top.as_deref(), git_dir.as_deref());
         GitRules {
             root: root.to_owned(),
             top,
             git_dir,
+            exclude,
             cache: Mutex::new(HashMap::new()),
             tracked: Mutex::new(None),
         }
@@ -132,14 +148,13 @@ impl GitRules {
         if dirs.is_empty() {
             return None;
         }
-        let exclude = self.exclude_file();
         let mut matchers: Vec<std::sync::Arc<Gitignore>> = Vec::new();
         for d in dirs.drain(..) {
             if let Some(m) = self.matcher(d, &d.join(".gitignore")) {
                 matchers.push(m);
             }
         }
-        if let Some((dir, file)) = &exclude {
+        if let Some((dir, file)) = &self.exclude {
             if let Some(m) = self.matcher(dir, file) {
                 matchers.push(m);
             }
@@ -162,18 +177,6 @@ impl GitRules {
             }
         }
         None
-    }
-
-    /// `info/exclude` (under the common git folder for a worktree), keyed by the top.
-    fn exclude_file(&self) -> Option<(PathBuf, PathBuf)> {
-        let git_dir = self.git_dir.as_ref()?;
-        let common =
-            confine::read_regular(&git_dir.join("commondir"), confine::Last::NoFollow, 4096)
-                .ok()
-                .map(|t| git_dir.join(String::from_utf8_lossy(&t).trim()))
-                .unwrap_or_else(|| git_dir.clone());
-        // Its patterns are relative to the top.
-        Some((self.top.clone()?, common.join("info/exclude")))
     }
 
     /// The matcher of the ignore file `file` whose patterns are relative to `dir`.
