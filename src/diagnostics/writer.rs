@@ -350,7 +350,13 @@ mod tests {
         let state_path = dir.path().join("state/workspaces/ws-1/session.json");
         let info = BaselineInfo::default();
         let mut owed = Late::default();
-        owed.owe("claude/s1", &[root.join("src/a.rs")], 5);
+        owed.owe(
+            "claude/s1",
+            &[root.join("src/a.rs")],
+            5,
+            false,
+            &[7, 9].into(),
+        );
         let snap = Snapshot::new(
             &root,
             &HookSettings::default(),

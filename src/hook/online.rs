@@ -202,6 +202,7 @@ pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option
         }
     }
     let mut earlier = Vec::new();
+    let mut broken_by = std::collections::BTreeMap::new();
     for ws in &reply.earlier {
         let entries = Entries {
             root: &ws.root,
@@ -211,11 +212,14 @@ pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option
         };
         let files: Vec<PathBuf> = ws.files.values().map(|e| e.path.clone()).collect();
         earlier.extend(entries.views(&files, 0));
+        for e in ws.files.values().filter(|e| !e.affected_by.is_empty()) {
+            broken_by.insert(display_path(&ws.root, &e.path), e.affected_by.clone());
+        }
     }
     let earlier_has_problems = earlier.iter().any(|f| !f.items.is_empty());
     late::combine(
         late::deadline_note(&pending, timeout_ms),
-        late::earlier_section(&earlier),
+        late::earlier_section(&earlier, &broken_by),
         feedback::format_report(&report),
         earlier_has_problems,
     )

@@ -254,7 +254,7 @@ fn eslint(ts: &[&str]) -> ServerSpec {
     s
 }
 
-/// JSON, CSS, YAML, Dockerfiles and PHP: servers that check one file at a time, offline.
+/// JSON, CSS, YAML, Dockerfiles, PHP and TOML: servers that check one file at a time, offline.
 /// Schemas are the ones a file names (`$schema`, `# yaml-language-server: $schema=`) or the
 /// user configures (`settings.json.schemas`, `settings.yaml.schemas`) and that are files:
 /// a schema behind http(s) is never downloaded (JSON: `schemaDownload` off, and only `file`
@@ -327,7 +327,17 @@ fn data_languages() -> Vec<ServerSpec> {
     );
     php.indexing = Some(("indexingStarted".into(), "indexingEnded".into()));
     php.settings = json!({"intelephense": {"telemetry": {"enabled": false}}});
-    vec![json, css, yaml, docker, php]
+    // taplo's own server (Even Better TOML's), the WebAssembly build npm's @taplo/lsp ships,
+    // run by `plugins/lsp/taplo/server.js` (the PyPI and npm builds of the taplo CLI leave
+    // the server out): syntax and structure, as `taplo lint --no-schema` says them. Zero-config
+    // and offline in every workspace: the host gives it no network and no file (no
+    // `.taplo.toml`, no `#:schema` file), and schemas are off.
+    let mut toml = spec("taplo", "openfiles-taplo-lsp", &[], &["toml"], &[]);
+    toml.settings = json!({"evenBetterToml": {
+        "schema": {"enabled": false, "catalogs": [], "associations": {}, "links": false},
+        "taplo": {"configFile": {"enabled": false}},
+    }});
+    vec![json, css, yaml, docker, php, toml]
 }
 
 /// Servers openfiles knows but no test has run here (they cannot be installed from the
@@ -335,20 +345,6 @@ fn data_languages() -> Vec<ServerSpec> {
 /// marked untested in the README.
 fn untested() -> Vec<ServerSpec> {
     let mut v = vec![
-        // Even Better TOML's server; the PyPI and npm builds of taplo leave the LSP out.
-        {
-            let mut t = spec(
-                "taplo",
-                "taplo",
-                &["lsp", "stdio"],
-                &["toml"],
-                &[".taplo.toml", "taplo.toml"],
-            );
-            t.settings = serde_json::json!({
-                "evenBetterToml": {"schema": {"enabled": true, "catalogs": [], "associations": {}}},
-            });
-            t
-        },
         // Validates only the CSS and JavaScript embedded in HTML.
         spec(
             "html",
