@@ -67,7 +67,7 @@ pub type WatchCount = Arc<WatchStats>;
 
 /// Directories to watch under `root`: not ignored by the policy, not `.gitignore`d.
 fn directories(root: &Path, policy: &Policy) -> Vec<PathBuf> {
-    walker(root, root, policy)
+    walker(root, root, policy, false)
         .build()
         .flatten()
         .filter(|e| e.file_type().is_some_and(|t| t.is_dir()))
@@ -77,15 +77,16 @@ fn directories(root: &Path, policy: &Policy) -> Vec<PathBuf> {
 
 /// A walk from `dir` (under `root`) that skips what the policy ignores (workspace-relative;
 /// its git rules included, read through the gate, so the walker reads no ignore file
-/// itself).
-fn walker(root: &Path, dir: &Path, policy: &Policy) -> ignore::WalkBuilder {
+/// itself). Without `files`, only folders are judged (a walk for folders to watch: its
+/// files are not looked at, which keeps a walk of a million files to its folders' cost).
+fn walker(root: &Path, dir: &Path, policy: &Policy, files: bool) -> ignore::WalkBuilder {
     let policy = policy.clone();
     let root = root.to_owned();
     let mut walk = ignore::WalkBuilder::new(dir);
     walk.standard_filters(false).filter_entry(move |e| {
         let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
         let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-        rel.as_os_str().is_empty() || !policy.is_ignored_entry(rel, is_dir)
+        rel.as_os_str().is_empty() || (!is_dir && !files) || !policy.is_ignored_entry(rel, is_dir)
     });
     walk
 }
@@ -93,7 +94,7 @@ fn walker(root: &Path, dir: &Path, policy: &Policy) -> ignore::WalkBuilder {
 /// The entries of `dir` worth watching or reporting, each with whether it is a folder:
 /// folders and regular files (a symlink is neither), as [`walker`] filters them.
 fn entries(root: &Path, dir: &Path, policy: &Policy) -> Vec<(PathBuf, bool)> {
-    walker(root, dir, policy)
+    walker(root, dir, policy, true)
         .max_depth(Some(1))
         .build()
         .flatten()
