@@ -15,7 +15,7 @@
 //!    the rules below say;
 //! 3. [`DEFAULT_IGNORE`]: folders that are always generated (`node_modules`, `__pycache__`,
 //!    virtual environments), lockfiles, logs and the agents' own configuration;
-//! 4. what git ignores ([`git`]: the `.gitignore` files, `info/exclude`), unless git tracks
+//! 4. what git ignores (`git.rs`: the `.gitignore` files, `info/exclude`), unless git tracks
 //!    the file; outside a git repository, [`GENERATED`] (`build/`, `dist/`, `out/`,
 //!    `target/`, …) stands in for the `.gitignore` a repository would have. In a repository
 //!    those folder names mean nothing by themselves: a tracked `internal/build/` Go package
