@@ -51,9 +51,7 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
         args.push("--".to_owned());
         args.extend(sel.iter().cloned());
     }
-    let mut cmd = pytest.0.command(&args);
-    cmd.current_dir(job.root).env("PYTHONDONTWRITEBYTECODE", "1");
-    let ran = job.run(&mut cmd)?;
+    let ran = job.run(&mut command(job, &pytest.0, &args))?;
     let xml = std::fs::read_to_string(&report).unwrap_or_default();
     let _ = std::fs::remove_file(&report);
     if ran.timed_out() {
@@ -70,7 +68,8 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
         });
     }
     let code = ran.status.and_then(|s| s.code());
-    if xml.is_empty() || !matches!(code, Some(0 | 1 | 5)) && !xml.contains("<failure") {
+    let reported = xml.contains("<failure") || xml.contains("<error");
+    if xml.is_empty() || !matches!(code, Some(0 | 1 | 5)) && !reported {
         if code == Some(5) {
             return Ok(Outcome::default()); // no tests collected
         }
@@ -86,14 +85,28 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
         let mut args: Vec<String> = pytest.1.iter().map(|s| (*s).to_owned()).collect();
         args.extend(["-p", "no:cacheprovider", "-q", "--no-header"].map(str::to_owned));
         args.push(f.id.clone());
-        let mut cmd = pytest.0.command(&args);
-        cmd.current_dir(job.root).env("PYTHONDONTWRITEBYTECODE", "1");
-        Ok(job.run(&mut cmd)?.success())
+        Ok(job.run(&mut command(job, &pytest.0, &args))?.success())
     })?;
     Ok(Outcome {
         failures,
         ..Outcome::default()
     })
+}
+
+/// pytest's command at the project root: no bytecode written into the project, and the
+/// root on `sys.path` as `python -m pytest` puts it (a project's tests import its package
+/// from there).
+fn command(job: &Job, pytest: &Program, args: &[String]) -> std::process::Command {
+    let mut cmd = pytest.command(args);
+    let mut path = std::ffi::OsString::from(job.root);
+    if let Some(old) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
+        path.push(":");
+        path.push(old);
+    }
+    cmd.current_dir(job.root)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONPATH", path);
+    cmd
 }
 
 fn list(names: &[String]) -> String {
