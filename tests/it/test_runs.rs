@@ -18,7 +18,10 @@ fn hook(env: &Env, ws: &Path, file: &Path) -> Option<String> {
     let payload =
         json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": file}}).to_string();
     let mut cmd = env.command(&["hook", "--agent", "claude", "--verbose"]);
-    let out = common::hook::run_hook(&mut cmd, &payload);
+    // The hook waits for the test runs (the config's long knock-on wait): a loaded machine
+    // runs niced pytest slowly, so the bound is wider than `run_hook`'s.
+    let child = common::hook::spawn_hook(&mut cmd, &payload);
+    let out = common::hook::wait_output(child, std::time::Duration::from_secs(240));
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     if stdout.trim().is_empty() {
