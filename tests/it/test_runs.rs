@@ -72,10 +72,12 @@ fn project(ws: &Path) {
 fn the_hook_names_the_test_an_edit_broke_with_affected_by_and_a_revert_clears_it() {
     let mut env = Env::new();
     env.plugin_path = Some(plugin("tests").into_os_string());
-    // The hook waits for the tests (a loaded machine must not make them "slow").
+    // The hook waits for the tests (a loaded machine must not make them "slow"); the runner
+    // at the test's own priority, so the hook's first `wait` (30 s) is not starved on a
+    // loaded machine.
     std::fs::write(
         &env.config,
-        "[hooks]\ntimeout_ms = 240000\nknock_on_wait_ms = 240000\n",
+        "[hooks]\ntimeout_ms = 240000\nknock_on_wait_ms = 240000\n[plugin.tests]\nnice = 0\n",
     )
     .unwrap();
     let ws = env.workspace("py");

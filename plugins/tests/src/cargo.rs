@@ -87,6 +87,12 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
         ))
     })?;
     let crates = select(&meta, job.files);
+    eprintln!(
+        "tests: cargo at {}: {} of {} crates selected",
+        meta.workspace_root.display(),
+        crates.len(),
+        meta.packages.len()
+    );
     if crates.is_empty() {
         return Ok(Outcome::default());
     }

@@ -81,6 +81,12 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
         )));
     }
     let selected = select(&pkgs, job.files, job.whole);
+    eprintln!(
+        "tests: go at {}: {} of {} packages selected",
+        job.root.display(),
+        selected.len(),
+        pkgs.len()
+    );
     if selected.is_empty() {
         return Ok(Outcome::default());
     }

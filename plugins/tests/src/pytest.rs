@@ -206,7 +206,14 @@ fn select(job: &Job) -> Option<Vec<String>> {
         .map(|r| r.to_string_lossy().into_owned())
         .collect();
     let graph = ruff_graph(job).or_else(|| import_graph(job.workspace, job.root))?;
-    Some(select_in(&graph, &edited, |rel| job.root.join(rel).is_file()))
+    let selected = select_in(&graph, &edited, |rel| job.root.join(rel).is_file());
+    let total = graph.keys().filter(|m| is_test_module(m)).count();
+    eprintln!(
+        "tests: pytest at {}: {} of {total} test modules selected",
+        job.root.display(),
+        selected.len()
+    );
+    Some(selected)
 }
 
 /// Dependents per module: the files whose imports name each file.
