@@ -119,7 +119,9 @@ pub struct Job<'a> {
     pub workspace: &'a Path,
     /// The project root (the runner's: crate folder, pytest rootdir, Go module).
     pub root: &'a Path,
-    /// The edited files of this project.
+    /// What selects the tests: the files edited since the last check of this project, and
+    /// the files of the tests that failed in its last run (so they are run, and reported or
+    /// cleared, again); not every file of the session.
     pub files: &'a [PathBuf],
     /// Run everything the project's edits could select (the baseline's run).
     pub whole: bool,
@@ -172,6 +174,9 @@ pub struct Tests {
     /// Workspaces with a run in progress (one at a time each).
     busy: Mutex<HashSet<PathBuf>>,
     freed: Condvar,
+    /// Per (workspace, runner, project root): the files of the tests that failed in its last
+    /// run.
+    failed: Mutex<HashMap<(PathBuf, Runner, PathBuf), HashSet<PathBuf>>>,
 }
 
 impl Plugin for Tests {
@@ -208,6 +213,7 @@ impl Plugin for Tests {
                 runs: ToolRuns::new(),
                 busy: Mutex::new(HashSet::new()),
                 freed: Condvar::new(),
+                failed: Mutex::new(HashMap::new()),
             },
             caps,
         ))
@@ -278,6 +284,12 @@ impl Tests {
         })
     }
 
+    fn lock_failed(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(PathBuf, Runner, PathBuf), HashSet<PathBuf>>> {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The budget of one check: the setting, within the host's deadline.
     fn budget(&self, request: &CheckRequest) -> Duration {
         let mut ms = self.settings.budget_ms;
@@ -311,13 +323,25 @@ impl Tests {
             request.report_all,
             groups,
             |(runner, root), wanted| {
+                let key = (request.workspace.clone(), *runner, root.clone());
+                let mut inputs: Vec<PathBuf> = wanted
+                    .iter()
+                    .filter(|f| request.files.contains(f))
+                    .cloned()
+                    .collect();
+                let before: Vec<PathBuf> = self
+                    .lock_failed()
+                    .get(&key)
+                    .map(|b| b.iter().filter(|f| !inputs.contains(f)).cloned().collect())
+                    .unwrap_or_default();
+                inputs.extend(before);
                 let job = Job {
                     plugin: self,
                     id: request.id,
                     scope: scope.clone(),
                     workspace: &request.workspace,
                     root,
-                    files: wanted,
+                    files: &inputs,
                     whole: request.cache_of.is_some(),
                     cache_of: request.cache_of.as_deref(),
                     deadline,
@@ -340,11 +364,12 @@ impl Tests {
                     Runner::Pytest => pytest::run(&job),
                     Runner::Go => gotest::run(&job),
                 };
-                match outcome {
-                    Ok(o) => Ok(findings(*runner, o)),
-                    Err(PluginError::Cancelled) => Err(PluginError::Cancelled),
-                    Err(e) => Err(e),
+                let outcome = outcome?;
+                if outcome.unfinished.is_none() {
+                    let paths = outcome.failures.iter().map(|f| f.path.clone()).collect();
+                    self.lock_failed().insert(key, paths);
                 }
+                Ok::<Findings, PluginError>(findings(*runner, outcome))
             },
         )?);
         Ok(CheckResponse { files })

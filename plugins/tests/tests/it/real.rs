@@ -131,6 +131,15 @@ fn pytest_runs_only_the_test_modules_whose_imports_reach_the_edit() {
     );
     let first = &resp.files.iter().find(|f| f.path.ends_with("tests/test_util.py")).unwrap().items[0];
     assert_eq!(first.message, "assert 3 == 2\n +  where 3 = add(1, 1)");
+    // An edit of another module selects its tests; the tests that failed in the last run are
+    // run again with them (the session's other files do not select anything themselves).
+    let other = ws.join("pkg/other.py");
+    let mut next = request(&ws, vec![other.clone()], true);
+    next.also_report = vec![util.clone()];
+    let got = items(&p.check(next).unwrap(), &ws);
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(got.contains(&e("tests/test_other.py", 5, "pytest", "tests/test_other.py::test_other_fails")));
+    assert!(got.contains(&e("tests/test_util.py", 12, "pytest", "tests/test_util.py::TestUtil::test_zero")));
     // The baseline's run (over a snapshot) runs the whole suite.
     let mut whole = request(&ws, vec![util.clone()], true);
     whole.cache_of = Some(ws.clone());
