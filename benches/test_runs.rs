@@ -13,7 +13,7 @@
 //!
 //! Figures: edit → tests named, cold and p50/min/max warm; the hook's wall time; revert →
 //! cleared, p50; per run, the test modules pytest was given vs all (the plugin's log line).
-//! Environment: `TEST_RUNS_ROUNDS` (default 6).
+//! Environment: `TEST_RUNS_ROUNDS` (default 6), `TEST_RUNS_NICE` (default 10).
 //!
 //! Run: `cargo bench --bench test_runs` (needs pytest and ruff: `scripts/install-test-deps.sh`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
@@ -36,7 +36,10 @@ fn module(i: usize, broken: bool) -> String {
     if i % 5 == 0 {
         format!("def f{i}(x):\n    return x + {plus}\n")
     } else {
-        format!("from pkg.m{p} import f{p}\n\n\ndef f{i}(x):\n    return f{p}(x)\n", p = i - 1)
+        format!(
+            "from pkg.m{p} import f{p}\n\n\ndef f{i}(x):\n    return f{p}(x)\n",
+            p = i - 1
+        )
     }
 }
 
@@ -46,14 +49,20 @@ fn project(ws: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     };
-    w("pyproject.toml", "[project]\nname = \"gen\"\nversion = \"0\"\n");
+    w(
+        "pyproject.toml",
+        "[project]\nname = \"gen\"\nversion = \"0\"\n",
+    );
     w("pkg/__init__.py", "");
     w(".gitignore", "__pycache__/\n");
     for i in 0..MODULES {
         w(&format!("pkg/m{i}.py"), &module(i, false));
         let mut t = format!("from pkg.m{i} import f{i}\n");
         for j in 0..TESTS {
-            t.push_str(&format!("\n\ndef test_f{i}_{j}():\n    assert f{i}({j}) == {}\n", j + 1));
+            t.push_str(&format!(
+                "\n\ndef test_f{i}_{j}():\n    assert f{i}({j}) == {}\n",
+                j + 1
+            ));
         }
         w(&format!("tests/test_m{i}.py"), &t);
     }
@@ -70,7 +79,10 @@ fn hook(env: &Env, ws: &Path, file: &Path) -> std::thread::JoinHandle<(Duration,
         let start = Instant::now();
         let child = common::hook::spawn_hook(&mut cmd, &payload.to_string());
         let out = common::hook::wait_output(child, Duration::from_secs(120));
-        (start.elapsed(), String::from_utf8_lossy(&out.stdout).into_owned())
+        (
+            start.elapsed(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
     })
 }
 
@@ -91,7 +103,10 @@ fn named(ws: &Path, rel: &str, needle: &str) -> usize {
 /// Poll until `done`, at most 10 minutes; how long it took.
 fn until(start: Instant, what: &str, mut done: impl FnMut() -> bool) -> Duration {
     while !done() {
-        assert!(start.elapsed() < Duration::from_secs(600), "{what}: not within 10 minutes");
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "{what}: not within 10 minutes"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     start.elapsed()
@@ -114,7 +129,10 @@ fn main() {
     let mut env = Env::new();
     env.plugin_path = Some(plugin("tests").into_os_string());
     // The default hook settings: the hook waits up to `knock_on_wait_ms` (2 s) for the tests.
-    std::fs::write(&env.config, "").unwrap();
+    // `TEST_RUNS_NICE` sets `[plugin.tests] nice` (default 10: the runner yields to
+    // everything else on a busy machine, so its figures there are mostly waiting).
+    let nice = std::env::var("TEST_RUNS_NICE").unwrap_or_else(|_| "10".into());
+    std::fs::write(&env.config, format!("[plugin.tests]\nnice = {nice}\n")).unwrap();
     let ws = env.workspace("gen");
     project(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
@@ -148,7 +166,9 @@ fn main() {
         std::fs::write(&file, module(k, false)).unwrap();
         let start = Instant::now();
         let h = hook(&env, &ws, &file);
-        reverts.push(ms(until(start, "revert clears", || named(&ws, &rel, &needle) == 0)));
+        reverts.push(ms(until(start, "revert clears", || {
+            named(&ws, &rel, &needle) == 0
+        })));
         h.join().unwrap();
     }
     let log = svc.log_text();
@@ -156,15 +176,28 @@ fn main() {
         .lines()
         .filter_map(|l| l.find("tests: pytest at").map(|i| &l[i..]))
         .collect();
-    println!("\n== edit → tests named (generated project: {MODULES} modules, {} tests) ==", MODULES * TESTS);
-    println!("cold (first edit, baseline run first): {:.0} ms", cold.unwrap_or(0.0));
+    println!(
+        "\n== edit → tests named (generated project: {MODULES} modules, {} tests; nice {nice}) ==",
+        MODULES * TESTS
+    );
+    println!(
+        "cold (first edit, baseline run first): {:.0} ms",
+        cold.unwrap_or(0.0)
+    );
     if !warm.is_empty() {
         let min = warm.iter().cloned().fold(f64::MAX, f64::min);
         let max = warm.iter().cloned().fold(0.0, f64::max);
-        println!("warm p50 {:.0} ms (min {min:.0}, max {max:.0}, {} edits)", p50(&mut warm), warm.len());
+        println!(
+            "warm p50 {:.0} ms (min {min:.0}, max {max:.0}, {} edits)",
+            p50(&mut warm),
+            warm.len()
+        );
     }
     println!("hook wall time p50 {:.0} ms (default knock_on_wait_ms); it named the tests itself in {in_hook} of {rounds} edits", p50(&mut hooks));
-    println!("revert → tests gone from diagnostics.json p50 {:.0} ms", p50(&mut reverts));
+    println!(
+        "revert → tests gone from diagnostics.json p50 {:.0} ms",
+        p50(&mut reverts)
+    );
     println!("selection per run (test modules given to pytest vs all):");
     for s in selections {
         println!("  {s}");

@@ -50,7 +50,10 @@ fn project(ws: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     };
-    w("pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0\"\n");
+    w(
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0\"\n",
+    );
     w("pkg/__init__.py", "");
     w("pkg/util.py", "def add(a, b):\n    return a + b\n");
     w("pkg/other.py", "X = 1\n");

@@ -86,7 +86,10 @@ impl Runner {
 
     /// How it is run, given `find` (a tool's path when installed where the plugin looks):
     /// the command and why that one.
-    pub fn command_line(self, find: impl Fn(&str) -> Option<PathBuf>) -> Option<(String, &'static str)> {
+    pub fn command_line(
+        self,
+        find: impl Fn(&str) -> Option<PathBuf>,
+    ) -> Option<(String, &'static str)> {
         match self {
             Runner::Cargo => {
                 let cargo = find("cargo")?;
@@ -96,7 +99,10 @@ impl Runner {
                         "cargo-nextest is installed",
                     )
                 } else {
-                    (format!("{} test", cargo.display()), "cargo-nextest is not installed")
+                    (
+                        format!("{} test", cargo.display()),
+                        "cargo-nextest is not installed",
+                    )
                 })
             }
             Runner::Pytest => {

@@ -42,7 +42,12 @@ struct Dependency {
 
 /// The crates to test for `edited` files: theirs and their dependents in the workspace.
 fn select(meta: &Metadata, edited: &[PathBuf]) -> BTreeSet<String> {
-    let dir = |p: &Package| p.manifest_path.parent().map(Path::to_owned).unwrap_or_default();
+    let dir = |p: &Package| {
+        p.manifest_path
+            .parent()
+            .map(Path::to_owned)
+            .unwrap_or_default()
+    };
     let mut start = BTreeSet::new();
     for f in edited {
         let owner = meta
@@ -57,7 +62,10 @@ fn select(meta: &Metadata, edited: &[PathBuf]) -> BTreeSet<String> {
     let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for p in &meta.packages {
         for d in p.dependencies.iter().filter(|d| d.path.is_some()) {
-            dependents.entry(d.name.as_str()).or_default().push(p.name.as_str());
+            dependents
+                .entry(d.name.as_str())
+                .or_default()
+                .push(p.name.as_str());
         }
     }
     let mut out = BTreeSet::new();
@@ -76,7 +84,13 @@ fn select(meta: &Metadata, edited: &[PathBuf]) -> BTreeSet<String> {
 /// Run the tests of `job`'s crates.
 pub fn run(job: &Job) -> Result<Outcome, PluginError> {
     let cargo = cargo_program(job)?;
-    let mut cmd = cargo.command(["metadata", "--format-version", "1", "--no-deps", "--offline"]);
+    let mut cmd = cargo.command([
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--offline",
+    ]);
     cmd.current_dir(job.root);
     let ran = job.run(&mut cmd)?;
     let meta: Metadata = serde_json::from_str(&ran.stdout).map_err(|e| {
@@ -98,11 +112,20 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
     }
     let target = target_dir(job, &meta.workspace_root);
     let nextest = job.plugin.settings.nextest
-        && job.program("cargo-nextest", "cargo-nextest (tests plugin)").is_ok();
+        && job
+            .program("cargo-nextest", "cargo-nextest (tests plugin)")
+            .is_ok();
     let mut args: Vec<String> = if nextest {
-        ["nextest", "run", "--no-fail-fast", "--no-tests=pass", "--message-format", "libtest-json-plus"]
-            .map(str::to_owned)
-            .to_vec()
+        [
+            "nextest",
+            "run",
+            "--no-fail-fast",
+            "--no-tests=pass",
+            "--message-format",
+            "libtest-json-plus",
+        ]
+        .map(str::to_owned)
+        .to_vec()
     } else {
         ["test", "--no-fail-fast"].map(str::to_owned).to_vec()
     };
@@ -154,14 +177,19 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
     }
     if !ran.timed_out() {
         mark_flaky(job, &mut failures, |f| {
-            let mut args = vec!["test".to_owned(), "--target-dir".into(), target.display().to_string()];
+            let mut args = vec![
+                "test".to_owned(),
+                "--target-dir".into(),
+                target.display().to_string(),
+            ];
             for c in &crates {
                 args.push("-p".into());
                 args.push(c.clone());
             }
             args.extend(["--".into(), "--exact".into(), f.id.clone()]);
             let mut cmd = cargo.command(&args);
-            cmd.current_dir(&meta.workspace_root).env("RUST_BACKTRACE", "0");
+            cmd.current_dir(&meta.workspace_root)
+                .env("RUST_BACKTRACE", "0");
             let again = job.run(&mut cmd)?;
             Ok(again.success() && again.stdout.contains(&format!("test {} ... ok", f.id)))
         })?;
@@ -248,7 +276,10 @@ pub fn parse_libtest(stdout: &str) -> Vec<(String, String)> {
             current = None;
             continue;
         }
-        if let Some(name) = line.strip_prefix("test ").and_then(|l| l.strip_suffix(" ... FAILED")) {
+        if let Some(name) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.strip_suffix(" ... FAILED"))
+        {
             failed.push(name.to_owned());
             continue;
         }
@@ -320,8 +351,16 @@ pub fn panic_of(output: &str) -> (Option<(String, u32)>, Option<String>) {
 /// A doc test's id, `src/lib.rs - add (line 3)`: that file of one of the crates, that line.
 fn doctest_location(id: &str, dirs: &[PathBuf]) -> Option<(PathBuf, u32)> {
     let (file, rest) = id.split_once(" - ")?;
-    let line = rest.rsplit_once("(line ")?.1.strip_suffix(')')?.parse().ok()?;
-    dirs.iter().map(|d| d.join(file)).find(|p| p.is_file()).map(|p| (p, line))
+    let line = rest
+        .rsplit_once("(line ")?
+        .1
+        .strip_suffix(')')?
+        .parse()
+        .ok()?;
+    dirs.iter()
+        .map(|d| d.join(file))
+        .find(|p| p.is_file())
+        .map(|p| (p, line))
 }
 
 /// The `fn` line of a test named by its path's last segment, searched in the crates'
@@ -390,7 +429,10 @@ mod tests {
         assert_eq!(f[0].0, "integ");
         assert_eq!(
             panic_of(&f[0].1),
-            (Some(("b/tests/it.rs".to_string(), 3)), Some("bad 1".to_string()))
+            (
+                Some(("b/tests/it.rs".to_string(), 3)),
+                Some("bad 1".to_string())
+            )
         );
     }
 

@@ -34,12 +34,19 @@ struct Pkg {
 fn select(pkgs: &[Pkg], edited: &[PathBuf], whole: bool) -> Vec<String> {
     let has_tests = |p: &Pkg| !p.test_go_files.is_empty() || !p.x_test_go_files.is_empty();
     if whole {
-        return pkgs.iter().filter(|p| has_tests(p)).map(|p| p.import_path.clone()).collect();
+        return pkgs
+            .iter()
+            .filter(|p| has_tests(p))
+            .map(|p| p.import_path.clone())
+            .collect();
     }
     let mut importers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for p in pkgs {
         for i in &p.imports {
-            importers.entry(i.as_str()).or_default().push(p.import_path.as_str());
+            importers
+                .entry(i.as_str())
+                .or_default()
+                .push(p.import_path.as_str());
         }
     }
     let mut reach: BTreeSet<&str> = BTreeSet::new();
@@ -130,12 +137,11 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
             let Some(pkg) = f.path.parent().and_then(|d| pkg_of.get(d)) else {
                 return Ok(false);
             };
-            let pattern = f
-                .id
-                .split('/')
-                .map(|part| format!("^{part}$"))
-                .collect::<Vec<_>>()
-                .join("/");
+            let pattern =
+                f.id.split('/')
+                    .map(|part| format!("^{part}$"))
+                    .collect::<Vec<_>>()
+                    .join("/");
             let mut cmd = go.command(["test", "-count=1", "-run", &pattern, pkg]);
             cmd.current_dir(job.root);
             Ok(job.run(&mut cmd)?.success())
@@ -171,7 +177,10 @@ pub fn parse(stdout: &str) -> (Vec<(String, String, String)>, Vec<String>) {
     let mut pkg_output: BTreeMap<String, String> = BTreeMap::new();
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut broken = Vec::new();
-    for e in stdout.lines().filter_map(|l| serde_json::from_str::<Event>(l).ok()) {
+    for e in stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Event>(l).ok())
+    {
         match (e.action.as_str(), e.test) {
             ("output", Some(t)) => output
                 .entry((e.package, t))
@@ -199,7 +208,10 @@ pub fn parse(stdout: &str) -> (Vec<(String, String, String)>, Vec<String>) {
                 .any(|(p2, t2)| p2 == p && t2.starts_with(&format!("{t}/")))
         })
         .map(|(p, t)| {
-            let out = output.get(&(p.clone(), t.clone())).cloned().unwrap_or_default();
+            let out = output
+                .get(&(p.clone(), t.clone()))
+                .cloned()
+                .unwrap_or_default();
             (p.clone(), t.clone(), out)
         })
         .collect();
@@ -293,7 +305,10 @@ mod tests {
         assert_eq!(fails.len(), 1);
         let f = place(&fails[0].1, &fails[0].2, Path::new("/m"));
         assert_eq!(f.id, "TestSum/neg");
-        assert_eq!((f.path.as_path(), f.line), (Path::new("/m/sum_test.go"), 12));
+        assert_eq!(
+            (f.path.as_path(), f.line),
+            (Path::new("/m/sum_test.go"), 12)
+        );
         assert_eq!(f.message, "Sum(-1, -2) = -2, want -3\nextra detail");
     }
 }

@@ -151,6 +151,9 @@ tests/test_util.py:6: AssertionError</failure></testcase></testsuite></testsuite
 
     #[test]
     fn unknown_entities_stay_as_text() {
-        assert_eq!(unescape("a &amp; b &bogus; &#x41;&#66;"), "a & b &bogus; AB");
+        assert_eq!(
+            unescape("a &amp; b &bogus; &#x41;&#66;"),
+            "a & b &bogus; AB"
+        );
     }
 }

@@ -308,7 +308,8 @@ impl Tests {
             if !seen.insert(file.clone()) {
                 continue;
             }
-            match Runner::for_file(file).and_then(|r| Some((r, r.root(file, &request.workspace)?))) {
+            match Runner::for_file(file).and_then(|r| Some((r, r.root(file, &request.workspace)?)))
+            {
                 Some(key) => groups.entry(key).or_default().push(file.clone()),
                 None => files.push(FileResult {
                     path: file.clone(),
@@ -384,7 +385,10 @@ fn findings(runner: Runner, outcome: Outcome) -> Findings {
         let path = std::fs::canonicalize(&f.path).unwrap_or(f.path);
         let items = per_file.entry(path).or_default();
         let (severity, message) = if f.flaky {
-            (Severity::Warning, format!("{FLAKY_PREFIX}{}", short(&f.message)))
+            (
+                Severity::Warning,
+                format!("{FLAKY_PREFIX}{}", short(&f.message)),
+            )
         } else {
             (Severity::Error, short(&f.message))
         };

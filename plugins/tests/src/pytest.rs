@@ -171,7 +171,11 @@ pub fn failures(xml: &str, root: &Path) -> Vec<Failure> {
                 .or(case.line.map(|l| l + 1))
                 .unwrap_or(1);
             let message = if message.trim().is_empty() {
-                text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned()
+                text.lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .to_owned()
             } else {
                 message
             };
@@ -255,7 +259,9 @@ pub fn is_test_module(rel: &str) -> bool {
 
 /// `ruff analyze graph --direction dependents` at the root.
 fn ruff_graph(job: &Job) -> Option<Graph> {
-    let ruff = job.program("ruff", "ruff analyze graph (tests plugin)").ok()?;
+    let ruff = job
+        .program("ruff", "ruff analyze graph (tests plugin)")
+        .ok()?;
     let mut cmd = ruff.command(["analyze", "graph", "--direction", "dependents", "."]);
     cmd.current_dir(job.root);
     let ran = job.run(&mut cmd).ok()?;
@@ -281,7 +287,12 @@ pub fn import_graph(workspace: &Path, root: &Path) -> Option<Graph> {
                 let skip = name.starts_with('.')
                     || matches!(
                         name.as_str(),
-                        "__pycache__" | "node_modules" | "venv" | "build" | "dist" | "site-packages"
+                        "__pycache__"
+                            | "node_modules"
+                            | "venv"
+                            | "build"
+                            | "dist"
+                            | "site-packages"
                     );
                 if !skip {
                     dirs.push(e.path());
@@ -295,7 +306,11 @@ pub fn import_graph(workspace: &Path, root: &Path) -> Option<Graph> {
         }
     }
     // Module names per file: from the root, and from a `src/` layout's folder.
-    let rel = |p: &Path| p.strip_prefix(root).ok().map(|r| r.to_string_lossy().into_owned());
+    let rel = |p: &Path| {
+        p.strip_prefix(root)
+            .ok()
+            .map(|r| r.to_string_lossy().into_owned())
+    };
     let mut modules: BTreeMap<String, String> = BTreeMap::new();
     for f in &files {
         let Some(r) = rel(f) else { continue };
@@ -303,14 +318,18 @@ pub fn import_graph(workspace: &Path, root: &Path) -> Option<Graph> {
             if base.is_empty() {
                 continue;
             }
-            let m = base.trim_end_matches(".py").trim_end_matches("/__init__").replace('/', ".");
+            let m = base
+                .trim_end_matches(".py")
+                .trim_end_matches("/__init__")
+                .replace('/', ".");
             modules.entry(m).or_insert_with(|| r.clone());
         }
     }
     let mut graph: Graph = BTreeMap::new();
     for f in &files {
         let Some(r) = rel(f) else { continue };
-        let Ok(bytes) = openfiles_plugin_api::confine::read_workspace_file(workspace, f, MAX_SCAN_BYTES)
+        let Ok(bytes) =
+            openfiles_plugin_api::confine::read_workspace_file(workspace, f, MAX_SCAN_BYTES)
         else {
             continue;
         };
@@ -384,7 +403,11 @@ pub fn imported(text: &str, package: &str) -> BTreeSet<String> {
             for n in names.trim_matches(|c| c == '(' || c == ')').split(',') {
                 let n = n.split_whitespace().next().unwrap_or("");
                 if !n.is_empty() && n != "*" && n != "(" {
-                    add(&if base.is_empty() { n.to_owned() } else { format!("{base}.{n}") });
+                    add(&if base.is_empty() {
+                        n.to_owned()
+                    } else {
+                        format!("{base}.{n}")
+                    });
                 }
             }
         }
@@ -413,9 +436,24 @@ E  ValueError</failure></testcase><testcase classname="" name="tests.test_broken
         assert_eq!(
             got,
             vec![
-                ("tests/test_util.py::test_add[1]", Path::new("/p/tests/test_util.py"), 6, "assert 2 == 3"),
-                ("tests/test_util.py::TestC::test_m", Path::new("/p/tests/test_util.py"), 10, "E  ValueError"),
-                ("tests/test_broken.py", Path::new("/p/tests/test_broken.py"), 1, "collection failure"),
+                (
+                    "tests/test_util.py::test_add[1]",
+                    Path::new("/p/tests/test_util.py"),
+                    6,
+                    "assert 2 == 3"
+                ),
+                (
+                    "tests/test_util.py::TestC::test_m",
+                    Path::new("/p/tests/test_util.py"),
+                    10,
+                    "E  ValueError"
+                ),
+                (
+                    "tests/test_broken.py",
+                    Path::new("/p/tests/test_broken.py"),
+                    1,
+                    "collection failure"
+                ),
             ]
         );
     }
@@ -424,7 +462,16 @@ E  ValueError</failure></testcase><testcase classname="" name="tests.test_broken
     fn imports_named_by_a_module() {
         let text = "import os, pkg.util as u\nfrom .sibling import a, b\nfrom ..up import (c)\nfrom pkg import helpers\n";
         let got = imported(text, "pkg.sub");
-        for want in ["os", "pkg", "pkg.util", "pkg.sub.sibling", "pkg.sub.sibling.a", "pkg.up", "pkg.up.c", "pkg.helpers"] {
+        for want in [
+            "os",
+            "pkg",
+            "pkg.util",
+            "pkg.sub.sibling",
+            "pkg.sub.sibling.a",
+            "pkg.up",
+            "pkg.up.c",
+            "pkg.helpers",
+        ] {
             assert!(got.contains(want), "{want} missing from {got:?}");
         }
     }
@@ -446,9 +493,19 @@ E  ValueError</failure></testcase><testcase classname="" name="tests.test_broken
         w("tests/test_other.py", "import pkg.other\n");
         w(".venv/lib/test_skip.py", "import pkg.util\n");
         let graph = import_graph(&root, &root).unwrap();
-        let sel = select_in(&graph, &["pkg/util.py".to_string()], |r| root.join(r).is_file());
+        let sel = select_in(&graph, &["pkg/util.py".to_string()], |r| {
+            root.join(r).is_file()
+        });
         assert_eq!(sel, vec!["tests/test_api.py".to_string()]);
-        let sel = select_in(&graph, &["tests/conftest.py".to_string()], |r| root.join(r).is_file());
-        assert_eq!(sel, vec!["tests/test_api.py".to_string(), "tests/test_other.py".to_string()]);
+        let sel = select_in(&graph, &["tests/conftest.py".to_string()], |r| {
+            root.join(r).is_file()
+        });
+        assert_eq!(
+            sel,
+            vec![
+                "tests/test_api.py".to_string(),
+                "tests/test_other.py".to_string()
+            ]
+        );
     }
 }

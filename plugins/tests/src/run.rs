@@ -56,8 +56,18 @@ pub fn run(
             String::from_utf8_lossy(&bytes).into_owned()
         })
     };
-    let out = reader(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = reader(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -78,7 +88,10 @@ pub fn run(
     // A runner's children may hold the pipes open after it ended: end them too.
     kill_group(child.id());
     runs.finished(id);
-    let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
     if runs.is_cancelled(id) {
         return Err(PluginError::Cancelled);
     }

@@ -323,7 +323,10 @@ pub fn judge_tests(root: &Path, trusted: bool) -> Check {
     let scope = tools::scope(Some(root), trusted);
     let runners = describe(root, |name| tools::lookup(name, &scope).path);
     let message = match (runners.is_empty(), trusted) {
-        (true, _) => "no test runner: no Cargo.toml, go.mod or Python project at the workspace's root".to_owned(),
+        (true, _) => {
+            "no test runner: no Cargo.toml, go.mod or Python project at the workspace's root"
+                .to_owned()
+        }
         (false, true) => runners.join("; "),
         (false, false) => format!(
             "none run: the workspace is not trusted (`openfiles trust`); trusted, {}",
@@ -418,11 +421,16 @@ mod tests {
     fn the_tests_line_names_the_runner_or_says_why_none_runs() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        assert!(judge_tests(&root, true).message.starts_with("no test runner"));
+        assert!(judge_tests(&root, true)
+            .message
+            .starts_with("no test runner"));
         std::fs::write(root.join("go.mod"), "module m\n").unwrap();
         let trusted = judge_tests(&root, true).message;
         assert!(trusted.starts_with("go-test"), "{trusted}");
         let untrusted = judge_tests(&root, false).message;
-        assert!(untrusted.starts_with("none run: the workspace is not trusted"), "{untrusted}");
+        assert!(
+            untrusted.starts_with("none run: the workspace is not trusted"),
+            "{untrusted}"
+        );
     }
 }

@@ -13,12 +13,22 @@ use serde_json::json;
 use crate::support::{items, plugin, request, workspace, write};
 
 fn e(path: &str, line: u32, source: &str, code: &str) -> (String, u32, String, String, String) {
-    (path.into(), line, source.into(), code.into(), "Error".into())
+    (
+        path.into(),
+        line,
+        source.into(),
+        code.into(),
+        "Error".into(),
+    )
 }
 
 /// A cargo workspace: `b` depends on `a`, `c` on nothing (and has a test that always fails).
 fn cargo_project(ws: &Path) -> PathBuf {
-    write(ws, "Cargo.toml", "[workspace]\nmembers = [\"a\", \"b\", \"c\"]\nresolver = \"2\"\n");
+    write(
+        ws,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"a\", \"b\", \"c\"]\nresolver = \"2\"\n",
+    );
     for name in ["a", "c"] {
         write(
             ws,
@@ -95,7 +105,11 @@ fn cargo_names_the_tests_an_edit_broke_in_the_crate_and_its_dependents() {
 }
 
 fn python_project(ws: &Path) -> PathBuf {
-    write(ws, "pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0\"\n");
+    write(
+        ws,
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0\"\n",
+    );
     write(ws, "pkg/__init__.py", "");
     write(ws, "pkg/other.py", "X = 1\n");
     write(
@@ -124,12 +138,32 @@ fn pytest_runs_only_the_test_modules_whose_imports_reach_the_edit() {
     assert_eq!(
         items(&resp, &ws),
         vec![
-            e("tests/test_util.py", 7, "pytest", "tests/test_util.py::test_add[1-2]"),
-            e("tests/test_util.py", 7, "pytest", "tests/test_util.py::test_add[2-3]"),
-            e("tests/test_util.py", 12, "pytest", "tests/test_util.py::TestUtil::test_zero"),
+            e(
+                "tests/test_util.py",
+                7,
+                "pytest",
+                "tests/test_util.py::test_add[1-2]"
+            ),
+            e(
+                "tests/test_util.py",
+                7,
+                "pytest",
+                "tests/test_util.py::test_add[2-3]"
+            ),
+            e(
+                "tests/test_util.py",
+                12,
+                "pytest",
+                "tests/test_util.py::TestUtil::test_zero"
+            ),
         ]
     );
-    let first = &resp.files.iter().find(|f| f.path.ends_with("tests/test_util.py")).unwrap().items[0];
+    let first = &resp
+        .files
+        .iter()
+        .find(|f| f.path.ends_with("tests/test_util.py"))
+        .unwrap()
+        .items[0];
     assert_eq!(first.message, "assert 3 == 2\n +  where 3 = add(1, 1)");
     // An edit of another module selects its tests; the tests that failed in the last run are
     // run again with them (the session's other files do not select anything themselves).
@@ -138,8 +172,18 @@ fn pytest_runs_only_the_test_modules_whose_imports_reach_the_edit() {
     next.also_report = vec![util.clone()];
     let got = items(&p.check(next).unwrap(), &ws);
     assert_eq!(got.len(), 4, "{got:?}");
-    assert!(got.contains(&e("tests/test_other.py", 5, "pytest", "tests/test_other.py::test_other_fails")));
-    assert!(got.contains(&e("tests/test_util.py", 12, "pytest", "tests/test_util.py::TestUtil::test_zero")));
+    assert!(got.contains(&e(
+        "tests/test_other.py",
+        5,
+        "pytest",
+        "tests/test_other.py::test_other_fails"
+    )));
+    assert!(got.contains(&e(
+        "tests/test_util.py",
+        12,
+        "pytest",
+        "tests/test_util.py::TestUtil::test_zero"
+    )));
     // The baseline's run (over a snapshot) runs the whole suite.
     let mut whole = request(&ws, vec![util.clone()], true);
     whole.cache_of = Some(ws.clone());
@@ -176,10 +220,24 @@ fn go_test_runs_the_edited_package_and_its_importers() {
         "other/other_test.go",
         "package other\n\nimport \"testing\"\n\nfunc TestOther(t *testing.T) { t.Fatal(\"not reached by an edit of lib\") }\n",
     );
-    let lib = write(&ws, "lib/lib.go", "package lib\n\nfunc Sum(a, b int) int { return a + b }\n");
+    let lib = write(
+        &ws,
+        "lib/lib.go",
+        "package lib\n\nfunc Sum(a, b int) int { return a + b }\n",
+    );
     let p = plugin(state.path(), serde_json::Value::Null);
-    assert_eq!(items(&p.check(request(&ws, vec![lib.clone()], true)).unwrap(), &ws), vec![]);
-    std::fs::write(&lib, "package lib\n\nfunc Sum(a, b int) int { return a + b + 1 }\n").unwrap();
+    assert_eq!(
+        items(
+            &p.check(request(&ws, vec![lib.clone()], true)).unwrap(),
+            &ws
+        ),
+        vec![]
+    );
+    std::fs::write(
+        &lib,
+        "package lib\n\nfunc Sum(a, b int) int { return a + b + 1 }\n",
+    )
+    .unwrap();
     let resp = p.check(request(&ws, vec![lib.clone()], true)).unwrap();
     assert_eq!(
         items(&resp, &ws),
@@ -188,7 +246,11 @@ fn go_test_runs_the_edited_package_and_its_importers() {
             e("app/app_test.go", 14, "go-test", "TestTable/one"),
         ]
     );
-    let msgs: Vec<&str> = resp.files.iter().flat_map(|f| f.items.iter().map(|i| i.message.as_str())).collect();
+    let msgs: Vec<&str> = resp
+        .files
+        .iter()
+        .flat_map(|f| f.items.iter().map(|i| i.message.as_str()))
+        .collect();
     assert!(msgs.contains(&"Double(2) = 5, want 4"), "{msgs:?}");
 }
 
@@ -201,7 +263,10 @@ fn an_untrusted_workspace_runs_nothing() {
     write(
         &ws,
         "conftest.py",
-        &format!("open({:?}, \"w\").write(\"ran\")\n", marker.display().to_string()),
+        &format!(
+            "open({:?}, \"w\").write(\"ran\")\n",
+            marker.display().to_string()
+        ),
     );
     let p = plugin(state.path(), serde_json::Value::Null);
     let resp = p.check(request(&ws, vec![util.clone()], false)).unwrap();
@@ -209,7 +274,10 @@ fn an_untrusted_workspace_runs_nothing() {
     let item = &resp.files[0].items[0];
     assert_eq!(item.code.as_deref(), Some(UNTRUSTED_CODE));
     assert_eq!(item.source, "tests");
-    assert!(!marker.exists(), "conftest.py ran in an untrusted workspace");
+    assert!(
+        !marker.exists(),
+        "conftest.py ran in an untrusted workspace"
+    );
     // Trusted, the same project's conftest.py does run (the marker is a real witness).
     p.check(request(&ws, vec![util], true)).unwrap();
     assert!(marker.exists());
@@ -219,7 +287,11 @@ fn an_untrusted_workspace_runs_nothing() {
 fn a_test_that_passes_when_run_again_is_flaky_not_broken() {
     let (_t, ws) = workspace();
     let state = tempfile::tempdir().unwrap();
-    write(&ws, "pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0\"\n");
+    write(
+        &ws,
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0\"\n",
+    );
     let test = write(
         &ws,
         "tests/test_flaky.py",
@@ -246,14 +318,26 @@ fn a_test_that_passes_when_run_again_is_flaky_not_broken() {
 fn the_budget_stops_a_slow_suite_and_says_what_did_not_finish() {
     let (_t, ws) = workspace();
     let state = tempfile::tempdir().unwrap();
-    write(&ws, "pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0\"\n");
-    let test = write(&ws, "tests/test_slow.py", "import time\n\ndef test_slow():\n    time.sleep(600)\n");
+    write(
+        &ws,
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0\"\n",
+    );
+    let test = write(
+        &ws,
+        "tests/test_slow.py",
+        "import time\n\ndef test_slow():\n    time.sleep(600)\n",
+    );
     let p = plugin(state.path(), json!({ "budget_ms": 1500 }));
     let resp = p.check(request(&ws, vec![test.clone()], true)).unwrap();
     let item = &resp.files.iter().find(|f| f.path == test).unwrap().items[0];
     assert_eq!(item.code.as_deref(), Some(BUDGET_CODE));
     assert_eq!(item.severity, Severity::Warning);
-    assert!(item.message.contains("tests/test_slow.py"), "{}", item.message);
+    assert!(
+        item.message.contains("tests/test_slow.py"),
+        "{}",
+        item.message
+    );
     assert!(item.message.contains("did not finish"), "{}", item.message);
 }
 
@@ -261,7 +345,11 @@ fn the_budget_stops_a_slow_suite_and_says_what_did_not_finish() {
 fn a_cancel_kills_the_runner() {
     let (_t, ws) = workspace();
     let state = tempfile::tempdir().unwrap();
-    write(&ws, "pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0\"\n");
+    write(
+        &ws,
+        "pyproject.toml",
+        "[project]\nname = \"demo\"\nversion = \"0\"\n",
+    );
     let pid_file = ws.join("pid");
     let test = write(
         &ws,
@@ -282,5 +370,8 @@ fn a_cancel_kills_the_runner() {
     p.cancel(1);
     let r = check.join().unwrap();
     assert!(matches!(r, Err(PluginError::Cancelled)), "{r:?}");
-    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "pytest {pid} still runs");
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "pytest {pid} still runs"
+    );
 }
