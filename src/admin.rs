@@ -6,8 +6,10 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::control::client::{connect_default, Client, ClientError};
+use openfiles_gate::trust::{Keyed, TrustStore};
 use openfiles_wire::control::{
-    PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspacesReply,
+    PathArg, Request, SessionCleared, StatusReply, TrustArg, TrustReply, WorkspaceStatus,
+    WorkspacesReply,
 };
 
 fn connect(socket: Option<&Path>) -> anyhow::Result<Client> {
@@ -45,71 +47,76 @@ pub fn status(socket: Option<&Path>, json: bool) -> anyhow::Result<u8> {
         st.ran_total
     );
     for w in &st.workspaces {
-        let root = w.root.display().to_string();
-        println!(
-            "  {}  [{}{}]",
-            crate::visible::escape(&root),
-            w.source,
-            if w.trusted {
-                ", trusted"
-            } else {
-                ", not trusted"
-            }
-        );
-        if !w.trusted {
-            println!(
-                "    its own tools and cargo check do not run: `openfiles trust {}` turns them on",
-                crate::visible::escape(&root)
-            );
-        }
-        println!(
-            "    session files {}, pending {}, queue lines {} ({} malformed), watches {}{}",
-            w.session_files,
-            w.pending,
-            w.queue_lines,
-            w.malformed_queue_lines,
-            w.watches,
-            if w.standing_back {
-                ", standing back (the editor extension serves it)"
-            } else {
-                ""
-            }
-        );
-        if w.deadline_notes > 0 || w.late_deliveries > 0 || w.owed > 0 {
-            println!(
-                "    hook deadlines passed {}, late results delivered {}, owed {}",
-                w.deadline_notes, w.late_deliveries, w.owed
-            );
-        }
-        if let Some(last) = w.ran.last() {
-            let name = last
-                .program
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            println!(
-                "    started {} program(s) for it; last {} ({}: {})",
-                w.ran_total,
-                crate::visible::escape(&name),
-                last.trust,
-                crate::visible::escape(&last.why)
-            );
-        }
-        if let Some(warm) = &w.warm {
-            let names = warm
-                .sources
-                .iter()
-                .map(|s| crate::visible::escape(s))
-                .collect::<Vec<_>>()
-                .join(", ");
-            if warm.done_at == 0 {
-                println!("    warming the checkers for an agent session");
-            } else {
-                println!("    warmed for an agent session: {names}");
-            }
-        }
+        print_workspace(w);
     }
     Ok(0)
+}
+
+/// A workspace's lines of `status`: its trust, session, hook deadlines, programs, warm-up.
+fn print_workspace(w: &WorkspaceStatus) {
+    let root = w.root.display().to_string();
+    println!(
+        "  {}  [{}{}]",
+        crate::visible::escape(&root),
+        w.source,
+        if w.trusted {
+            ", trusted"
+        } else {
+            ", not trusted"
+        }
+    );
+    if !w.trusted {
+        println!(
+            "    its own tools and cargo check do not run: `openfiles trust {}` turns them on",
+            crate::visible::escape(&root)
+        );
+    }
+    println!(
+        "    session files {}, pending {}, queue lines {} ({} malformed), watches {}{}",
+        w.session_files,
+        w.pending,
+        w.queue_lines,
+        w.malformed_queue_lines,
+        w.watches,
+        if w.standing_back {
+            ", standing back (the editor extension serves it)"
+        } else {
+            ""
+        }
+    );
+    if w.deadline_notes > 0 || w.late_deliveries > 0 || w.owed > 0 {
+        println!(
+            "    hook deadlines passed {}, late results delivered {}, owed {}",
+            w.deadline_notes, w.late_deliveries, w.owed
+        );
+    }
+    if let Some(last) = w.ran.last() {
+        let name = last
+            .program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!(
+            "    started {} program(s) for it; last {} ({}: {})",
+            w.ran_total,
+            crate::visible::escape(&name),
+            last.trust,
+            crate::visible::escape(&last.why)
+        );
+    }
+    if let Some(warm) = &w.warm {
+        let names = warm
+            .sources
+            .iter()
+            .map(|s| crate::visible::escape(s))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if warm.done_at == 0 {
+            println!("    warming the checkers for an agent session");
+        } else {
+            println!("    warmed for an agent session: {names}");
+        }
+    }
 }
 
 /// `openfiles add DIR`.
@@ -138,8 +145,12 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
         Ok(mut c) => c.call_as(&request)?,
         // No service (and no socket activation): recorded for when it starts.
         Err(e) if unreachable(&e) => {
-            let root = crate::workspace::resolve::workspace_dir(&path, true)?;
-            let keyed = crate::workspace::trust::load(&crate::paths::state_dir())
+            let root = openfiles_gate::resolve::workspace_dir(&path, true)?;
+            let mut store = TrustStore::load(&crate::paths::state_dir());
+            if let Some(p) = store.problem() {
+                tracing::error!("{p}");
+            }
+            let keyed = store
                 .set(&root, trusted)
                 .with_context(|| format!("cannot record the trust of {}", root.display()))?;
             TrustReply {
@@ -147,7 +158,7 @@ pub fn trust(socket: Option<&Path>, dir: &Path, trusted: bool) -> anyhow::Result
                 trusted,
                 served: false,
                 named: false,
-                inode_only: keyed.is_some_and(crate::workspace::trust::Keyed::inode_only),
+                inode_only: keyed.is_some_and(Keyed::inode_only),
             }
         }
         Err(e) => return Err(e),

@@ -24,6 +24,7 @@ pub mod pipeline;
 pub mod review;
 pub mod schedule;
 pub mod session;
+pub mod silencing;
 #[cfg(test)]
 pub mod testing;
 pub mod waiters;

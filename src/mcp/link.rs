@@ -411,7 +411,7 @@ impl Place {
     /// (`.claws/claws.sock`, where Claws's clients look); else `dir` itself.
     pub fn find(dir: &Path, control: PathBuf) -> Place {
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
-        let by_rule = crate::workspace::resolve::root_for(&dir).ok();
+        let by_rule = openfiles_gate::resolve::root_for(&dir).ok();
         let by_socket = dir
             .ancestors()
             .find(|d| d.join(".claws").join("claws.sock").exists())

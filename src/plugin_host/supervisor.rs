@@ -466,7 +466,10 @@ impl Supervisor {
                 id,
                 response,
                 error,
+                ran,
             }) => {
+                // Whether or not the check is still awaited, what ran is shown.
+                ran.into_iter().for_each(openfiles_gate::spawn::note);
                 self.overdue.remove(&id);
                 let Some(reply) = self.pending.remove(&id) else {
                     return; // cancelled or timed out meanwhile

@@ -203,7 +203,7 @@ mod tests {
     use expect_test::expect;
 
     use super::*;
-    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::Mark;
     use openfiles_wire::control::ReviewFile;
     use openfiles_wire::spec::{FileEntry, Item, Severity};
 

@@ -77,8 +77,16 @@ impl Source {
 pub enum WorkspaceError {
     #[error(transparent)]
     Resolve(#[from] ResolveError),
-    #[error("{root}: {message}")]
-    Setup { root: PathBuf, message: String },
+    #[error("{}: {source}", root.display())]
+    Start {
+        root: PathBuf,
+        source: instance::StartError,
+    },
+    #[error("{}: cannot record the trust: {source}", root.display())]
+    Trust {
+        root: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0} is not a registered workspace")]
     NotRegistered(PathBuf),
     #[error("the service is shutting down")]
@@ -416,9 +424,9 @@ impl Registry {
         let flag = trust::TrustFlag::new(&root, trusted);
         let instance = Instance::start(&root, &self.config, self.shared.clone(), flag)
             .await
-            .map_err(|message| WorkspaceError::Setup {
+            .map_err(|source| WorkspaceError::Start {
                 root: root.clone(),
-                message,
+                source,
             })?;
         tracing::info!(
             root = %root.display(),
@@ -476,9 +484,9 @@ impl Registry {
         let keyed = self
             .trust
             .set(&root, trusted)
-            .map_err(|e| WorkspaceError::Setup {
+            .map_err(|source| WorkspaceError::Trust {
                 root: root.clone(),
-                message: format!("cannot record the trust: {e}"),
+                source,
             })?;
         let entry = self.entries.get(&root);
         let named = entry.is_some_and(|e| trust::by_source(e.source));

@@ -54,6 +54,7 @@ mod reliability_soak;
 mod review;
 mod service_core;
 mod service_reload;
+mod silencing;
 mod test_runs;
 mod trust_doctor;
 mod trust_git;

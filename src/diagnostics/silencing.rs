@@ -1,0 +1,900 @@
+//! Silencing, flagged (issue 40.6): an edit that makes a problem disappear by hiding it is
+//! not a fix. This module owns the built-in source `silencing` that names, in the files an
+//! agent edits, what hides a problem instead of fixing it:
+//!
+//! - a suppression comment or attribute (`# noqa`, `# type: ignore`, `# pyright: ignore`,
+//!   `@ts-ignore`, `@ts-expect-error`, `// eslint-disable…`, `#[allow(…)]`, `//nolint`,
+//!   `NOLINT`, …);
+//! - a cast to "anything" (`as any`, `cast(Any, …)`);
+//! - a skipped test (`@pytest.mark.skip`, `.skip(`, `#[ignore]`, `t.Skip`, …) or a test
+//!   function that is gone;
+//! - a checker's configuration loosened (`"strict": false`, `typeCheckingMode = "basic"`,
+//!   a rule turned `"off"`, a lint set to `"allow"`, …).
+//!
+//! It is a per-file source that checks texts ([`crate::diagnostics::SourceInfo::checks_texts`]):
+//! the baseline sends it each edited file's committed text first, so the session's usual
+//! classification decides what the edit *added* (an item the committed text had too is not
+//! introduced), and the pipeline keeps only the introduced ones ([`keep`]). A removed test is
+//! found against the test names of the committed text this source saw (kept in memory: after
+//! a restart of the service, removals of the files checked before it are not named).
+//! Items are warnings of source `openfiles`; their codes are [`CODES`]. Pure detection lives in
+//! [`find`] and [`tests_in`]; [`Silencing`] wraps the service's `Checker` to add the source.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use futures_util::future::BoxFuture;
+use openfiles_plugin_api::{confine, CheckRequest, CheckResponse, FileResult, Item, Severity};
+use regex::Regex;
+
+use super::{CheckError, Checker, SourceId, SourceInfo};
+
+/// The source's name in entries (`sources.silencing`).
+pub const NAME: &str = "silencing";
+/// The items' `source`.
+pub const ITEM_SOURCE: &str = "openfiles";
+/// The id the source has beside the plugins (theirs count up from 0).
+pub const ID: SourceId = SourceId::MAX - 1;
+/// A suppression comment or attribute.
+pub const SUPPRESSION: &str = "silenced-suppression";
+/// A cast to "anything".
+pub const CAST_ANY: &str = "silenced-cast";
+/// A skipped test.
+pub const TEST_SKIPPED: &str = "silenced-test-skipped";
+/// A test function that is gone.
+pub const TEST_REMOVED: &str = "silenced-test-removed";
+/// A checker's configuration loosened.
+pub const CONFIG_LOOSENED: &str = "silenced-config";
+/// Every code this source gives.
+pub const CODES: [&str; 5] = [
+    SUPPRESSION,
+    CAST_ANY,
+    TEST_SKIPPED,
+    TEST_REMOVED,
+    CONFIG_LOOSENED,
+];
+
+/// Largest file read.
+const MAX_BYTES: u64 = 4 << 20;
+/// Longest excerpt of a configuration line quoted in a message.
+const MAX_QUOTE: usize = 80;
+
+/// Whether `item` is one of this source's.
+pub fn is_silencing(item: &Item) -> bool {
+    item.source == ITEM_SOURCE && item.code.as_deref().is_some_and(|c| CODES.contains(&c))
+}
+
+/// After classification: only what the session added is named. A suppression the committed
+/// text had already is the project's own business, and without a baseline (not a git
+/// repository, baseline off) what was added is unknown: nothing is named then.
+pub fn keep(item: &Item) -> bool {
+    !is_silencing(item) || item.introduced == Some(true)
+}
+
+/// The language family of a file, as far as silencing goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    Python,
+    Script,
+    Rust,
+    Go,
+    C,
+    /// A checker's configuration file.
+    Config(ConfigKind),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ConfigKind {
+    /// tsconfig/jsconfig, pyrightconfig, biome.
+    Json,
+    /// pyproject.toml, ruff.toml, Cargo.toml, clippy.toml.
+    Toml,
+    /// setup.cfg, mypy.ini.
+    Ini,
+    /// ESLint's configurations.
+    Eslint,
+    /// golangci-lint's, clang-tidy's.
+    Yaml,
+}
+
+fn lang(path: &Path) -> Option<Lang> {
+    let name = path.file_name()?.to_str()?;
+    let config = match name {
+        "pyrightconfig.json" | "biome.json" | "jsconfig.json" => Some(ConfigKind::Json),
+        n if n.starts_with("tsconfig") && n.ends_with(".json") => Some(ConfigKind::Json),
+        "pyproject.toml" | "ruff.toml" | ".ruff.toml" | "Cargo.toml" | "clippy.toml"
+        | ".clippy.toml" => Some(ConfigKind::Toml),
+        "setup.cfg" | "mypy.ini" | ".mypy.ini" | ".flake8" | "tox.ini" => Some(ConfigKind::Ini),
+        n if n.starts_with(".eslintrc") || n.starts_with("eslint.config.") => {
+            Some(ConfigKind::Eslint)
+        }
+        ".golangci.yml" | ".golangci.yaml" | ".clang-tidy" => Some(ConfigKind::Yaml),
+        _ => None,
+    };
+    if let Some(kind) = config {
+        return Some(Lang::Config(kind));
+    }
+    let ext = path.extension()?.to_str()?;
+    Some(match ext {
+        "py" | "pyi" => Lang::Python,
+        "ts" | "tsx" | "mts" | "cts" | "js" | "jsx" | "mjs" | "cjs" | "vue" | "svelte" => {
+            Lang::Script
+        }
+        "rs" => Lang::Rust,
+        "go" => Lang::Go,
+        "c" | "h" | "cc" | "cpp" | "cxx" | "hh" | "hpp" | "hxx" | "m" | "mm" => Lang::C,
+        _ => return None,
+    })
+}
+
+/// Whether this source looks at `path`.
+pub fn handles(path: &Path) -> bool {
+    lang(path).is_some()
+}
+
+/// One pattern: what it finds and how it is named.
+struct Rule {
+    re: Regex,
+    code: &'static str,
+    /// The message; `{}` is replaced by the matched line (trimmed, capped) for configuration
+    /// rules, whose message must tell which setting.
+    message: &'static str,
+}
+
+/// A pattern of this file's (constants, each compiled by the tests below).
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|e| panic!("silencing pattern {pattern:?}: {e}"))
+}
+
+fn rule(pattern: &str, code: &'static str, message: &'static str) -> Rule {
+    Rule {
+        re: re(pattern),
+        code,
+        message,
+    }
+}
+
+static PYTHON: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r"#\s*type:\s*ignore",
+            SUPPRESSION,
+            "`# type: ignore` added: it hides the type checker's error instead of fixing it",
+        ),
+        rule(
+            r"#\s*(pyright|basedpyright):\s*ignore",
+            SUPPRESSION,
+            "`# pyright: ignore` added: it hides the type checker's error instead of fixing it",
+        ),
+        rule(
+            r"#\s*(ruff:\s*)?noqa\b",
+            SUPPRESSION,
+            "`# noqa` added: it hides the linter's finding instead of fixing it",
+        ),
+        rule(
+            r"#\s*(mypy:\s*ignore-errors|pylint:\s*disable|pyre-ignore|pyre-fixme|ty:\s*ignore)",
+            SUPPRESSION,
+            "a checker's suppression comment added: it hides a problem instead of fixing it",
+        ),
+        rule(
+            r#"\bcast\(\s*(typing\.)?["']?Any\b"#,
+            CAST_ANY,
+            "`cast(Any, …)` added: it turns the type checker off for this value",
+        ),
+        rule(
+            r"@(pytest\.mark\.(skip|skipif|xfail)|unittest\.(skip|skipIf|skipUnless|expectedFailure))\b|\bpytest\.(skip|xfail)\(|\.skipTest\(",
+            TEST_SKIPPED,
+            "a test skipped: the test no longer says whether the code works",
+        ),
+    ]
+});
+
+static SCRIPT: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r"@ts-(ignore|expect-error|nocheck)\b",
+            SUPPRESSION,
+            "`@ts-ignore`/`@ts-expect-error` added: it hides the type checker's error instead of fixing it",
+        ),
+        rule(
+            r"eslint-disable|biome-ignore|oxlint-disable",
+            SUPPRESSION,
+            "a lint rule disabled in a comment: it hides the linter's finding instead of fixing it",
+        ),
+        rule(
+            r"\bas\s+any\b",
+            CAST_ANY,
+            "`as any` added: it turns the type checker off for this value",
+        ),
+        rule(
+            r"\b(it|test|describe|suite)\.skip(If)?\b|\bx(it|test|describe)\s*\(",
+            TEST_SKIPPED,
+            "a test skipped: the test no longer says whether the code works",
+        ),
+    ]
+});
+
+static RUST: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r"#!?\[\s*(allow|expect)\s*\(",
+            SUPPRESSION,
+            "`#[allow(…)]` added: it hides the compiler's or clippy's warning instead of fixing it",
+        ),
+        rule(
+            r"#\[\s*ignore\s*(\]|=)",
+            TEST_SKIPPED,
+            "`#[ignore]` added: the test no longer runs",
+        ),
+    ]
+});
+
+static GO: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r"//\s*(nolint|lint:ignore)\b",
+            SUPPRESSION,
+            "`//nolint` added: it hides the linter's finding instead of fixing it",
+        ),
+        rule(
+            r"\bt\.(Skip|SkipNow|Skipf)\(",
+            TEST_SKIPPED,
+            "`t.Skip` added: the test no longer says whether the code works",
+        ),
+    ]
+});
+
+static C: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r"\bNOLINT(NEXTLINE|BEGIN)?\b",
+            SUPPRESSION,
+            "`NOLINT` added: it hides clang-tidy's finding instead of fixing it",
+        ),
+        rule(
+            r"#\s*pragma\s+(GCC|clang)\s+diagnostic\s+ignored",
+            SUPPRESSION,
+            "a compiler warning turned off with `#pragma … diagnostic ignored`",
+        ),
+    ]
+});
+
+const LOOSENED: &str = "a checker's configuration loosened: `{}`";
+
+static CONFIG_JSON: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r#""(strict\w*|no[A-Z]\w*|checkJs|alwaysStrict|exactOptionalPropertyTypes)"\s*:\s*false"#,
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r#""typeCheckingMode"\s*:\s*"(off|basic|standard)""#,
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r#""report\w+"\s*:\s*(false|"none"|"information"|"hint"|"warning")"#,
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(r#""(level|\w+)"\s*:\s*"off""#, CONFIG_LOOSENED, LOOSENED),
+    ]
+});
+
+static CONFIG_TOML: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r#"^\s*typeCheckingMode\s*=\s*["'](off|basic|standard)["']"#,
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r#"^\s*report\w+\s*=\s*(false|["'](none|information|hint|warning)["'])"#,
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r"^\s*(strict\w*|disallow_\w+|check_untyped_defs|warn_\w+)\s*=\s*false",
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r"^\s*(ignore_errors|ignore_missing_imports)\s*=\s*true",
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r"^\s*(extend-ignore|ignore|per-file-ignores|extend-per-file-ignores|unfixable|exclude|extend-exclude)\s*=",
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r#"=\s*["']allow["']|level\s*=\s*["']allow["']"#,
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+    ]
+});
+
+static CONFIG_INI: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        rule(
+            r"(?i)^\s*(strict\w*|disallow_\w+|check_untyped_defs|warn_\w+)\s*=\s*false",
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r"(?i)^\s*(ignore_errors|ignore_missing_imports)\s*=\s*true",
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+        rule(
+            r"^\s*(extend-ignore|ignore|per-file-ignores|exclude|extend-exclude)\s*=",
+            CONFIG_LOOSENED,
+            LOOSENED,
+        ),
+    ]
+});
+
+static CONFIG_ESLINT: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![rule(
+        r#"["']?[\w@/-]+["']?\s*:\s*(["']off["']|0\b|\[\s*(["']off["']|0)\b)"#,
+        CONFIG_LOOSENED,
+        LOOSENED,
+    )]
+});
+
+static CONFIG_YAML: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![rule(
+        r"^\s*(disable(-all)?|exclude(-rules|-dirs|-files)?|skip-(dirs|files))\s*:|^\s*Checks\s*:.*-\w",
+        CONFIG_LOOSENED,
+        LOOSENED,
+    )]
+});
+
+fn rules(lang: Lang) -> &'static [Rule] {
+    match lang {
+        Lang::Python => &PYTHON,
+        Lang::Script => &SCRIPT,
+        Lang::Rust => &RUST,
+        Lang::Go => &GO,
+        Lang::C => &C,
+        Lang::Config(ConfigKind::Json) => &CONFIG_JSON,
+        Lang::Config(ConfigKind::Toml) => &CONFIG_TOML,
+        Lang::Config(ConfigKind::Ini) => &CONFIG_INI,
+        Lang::Config(ConfigKind::Eslint) => &CONFIG_ESLINT,
+        Lang::Config(ConfigKind::Yaml) => &CONFIG_YAML,
+    }
+}
+
+/// Every silencer in `text` (the file at `path`), one item per line and kind, at the match.
+/// Messages carry no line number, so the baseline's matching counts them per kind.
+pub fn find(path: &Path, text: &str) -> Vec<Item> {
+    let Some(lang) = lang(path) else {
+        return Vec::new();
+    };
+    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut section: Option<String> = None;
+    let mut items = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if let Lang::Config(kind @ (ConfigKind::Toml | ConfigKind::Ini)) = lang {
+            if let Some(c) = SECTION.captures(line) {
+                section = Some(c[1].to_string());
+                continue;
+            }
+            if !checker_section(kind, file_name, section.as_deref()) {
+                continue;
+            }
+        }
+        let mut codes_here: Vec<&str> = Vec::new();
+        for r in rules(lang) {
+            if codes_here.contains(&r.code) {
+                continue;
+            }
+            let Some(m) = r.re.find(line) else { continue };
+            codes_here.push(r.code);
+            let message = if r.message.contains("{}") {
+                r.message.replace("{}", &quote(line))
+            } else {
+                r.message.to_string()
+            };
+            items.push(item(
+                u32::try_from(index + 1).unwrap_or(u32::MAX),
+                column(line, m.start()),
+                r.code,
+                message,
+            ));
+        }
+    }
+    items
+}
+
+static SECTION: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*\[\[?\s*([^\]]+?)\s*\]"));
+
+/// Whether a line under `section` of a TOML or INI file configures a checker: in a shared
+/// file (`pyproject.toml`, `Cargo.toml`, `setup.cfg`, `tox.ini`) only the checkers' own
+/// tables count (so `exclude` of a packaging table is not named); a checker's own file counts
+/// whole.
+fn checker_section(kind: ConfigKind, file: &str, section: Option<&str>) -> bool {
+    let under = |prefixes: &[&str]| {
+        section.is_some_and(|s| {
+            prefixes.iter().any(|p| {
+                s == *p || s.starts_with(&format!("{p}.")) || s.starts_with(&format!("{p}-"))
+            })
+        })
+    };
+    match (kind, file) {
+        (ConfigKind::Toml, "pyproject.toml") => under(&[
+            "tool.pyright",
+            "tool.basedpyright",
+            "tool.mypy",
+            "tool.ruff",
+            "tool.ty",
+            "tool.pylint",
+        ]),
+        (ConfigKind::Toml, "Cargo.toml") => under(&["lints", "workspace.lints"]),
+        (ConfigKind::Ini, "setup.cfg" | "tox.ini") => {
+            under(&["mypy", "flake8", "pylint", "pycodestyle"])
+                || section.is_some_and(|s| s.starts_with("mypy"))
+        }
+        _ => true,
+    }
+}
+
+fn quote(line: &str) -> String {
+    let t = line.trim();
+    if t.chars().count() <= MAX_QUOTE {
+        return t.to_string();
+    }
+    let mut s: String = t.chars().take(MAX_QUOTE).collect();
+    s.push('…');
+    s
+}
+
+/// 1-based character column of byte offset `at` in `line`.
+fn column(line: &str, at: usize) -> u32 {
+    let chars = line.get(..at).map_or(0, |p| p.chars().count());
+    u32::try_from(chars + 1).unwrap_or(u32::MAX)
+}
+
+fn item(line: u32, column: u32, code: &str, message: String) -> Item {
+    Item {
+        line,
+        column,
+        severity: Severity::Warning,
+        source: ITEM_SOURCE.to_string(),
+        code: Some(code.to_string()),
+        message,
+        introduced: None,
+        fixes: Vec::new(),
+    }
+}
+
+static PY_TEST: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(async\s+)?def\s+(test\w*)\s*\("));
+static PY_CLASS: LazyLock<Regex> = LazyLock::new(|| re(r"^(\s*)class\s+(\w+)"));
+static SCRIPT_TEST: LazyLock<Regex> = LazyLock::new(|| {
+    re(r#"\b(?:it|test)(?:\.\w+(?:\([^()]*\))?)?\s*\(\s*['"`]((?:[^'"`\\]|\\.)*)['"`]"#)
+});
+static RUST_TEST_ATTR: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\s*#\[\s*([\w:]+::)?test(\s*\(.*\))?\s*\]"));
+static RUST_FN: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\s*(pub(\(\w+\))?\s+)?(async\s+)?(unsafe\s+)?fn\s+(\w+)"));
+static GO_TEST: LazyLock<Regex> = LazyLock::new(|| re(r"^func\s+(Test\w*)\s*\("));
+
+/// The tests `text` defines (their names, each with its 1-based line): Python `test…`
+/// functions (`Class::test_x` inside a class), `it`/`test` calls in scripts (their titles),
+/// Rust functions under a `#[test]`-like attribute, Go `Test…` functions. Only in files that
+/// look like tests' files, so a helper named `test_…` in a module is not one.
+pub fn tests_in(path: &Path, text: &str) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    let Some(lang) = lang(path) else {
+        return out;
+    };
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_tests_dir = path
+        .components()
+        .any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test" | "__tests__")));
+    let line_no = |i: usize| u32::try_from(i + 1).unwrap_or(u32::MAX);
+    match lang {
+        Lang::Python if name.starts_with("test_") || name.ends_with("_test.py") || in_tests_dir => {
+            let mut class: Option<(usize, String)> = None;
+            for (i, line) in text.lines().enumerate() {
+                if let Some(c) = PY_CLASS.captures(line) {
+                    class = Some((c[1].len(), c[2].to_string()));
+                    continue;
+                }
+                if let Some(c) = PY_TEST.captures(line) {
+                    let indent = line.len() - line.trim_start().len();
+                    let owner = class.as_ref().filter(|(ci, _)| indent > *ci);
+                    let id = match owner {
+                        Some((_, cls)) => format!("{cls}::{}", &c[2]),
+                        None => c[2].to_string(),
+                    };
+                    out.entry(id).or_insert(line_no(i));
+                } else if !line.trim().is_empty()
+                    && class
+                        .as_ref()
+                        .is_some_and(|(ci, _)| line.len() - line.trim_start().len() <= *ci)
+                {
+                    class = None;
+                }
+            }
+        }
+        Lang::Script if name.contains(".test.") || name.contains(".spec.") || in_tests_dir => {
+            for (i, line) in text.lines().enumerate() {
+                for c in SCRIPT_TEST.captures_iter(line) {
+                    out.entry(c[1].to_string()).or_insert(line_no(i));
+                }
+            }
+        }
+        Lang::Rust => {
+            let mut armed = false;
+            for (i, line) in text.lines().enumerate() {
+                if RUST_TEST_ATTR.is_match(line) {
+                    armed = true;
+                } else if armed {
+                    if let Some(c) = RUST_FN.captures(line) {
+                        out.entry(c[5].to_string()).or_insert(line_no(i));
+                        armed = false;
+                    } else if !line.trim_start().starts_with("#[")
+                        && !line.trim_start().starts_with("//")
+                        && !line.trim().is_empty()
+                    {
+                        armed = false;
+                    }
+                }
+            }
+        }
+        Lang::Go if name.ends_with("_test.go") => {
+            for (i, line) in text.lines().enumerate() {
+                if let Some(c) = GO_TEST.captures(line) {
+                    out.entry(c[1].to_string()).or_insert(line_no(i));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Items for the tests `before` had and `now` lacks (at line 1 of the file: they are gone).
+fn removed(before: &BTreeMap<String, u32>, now: &BTreeMap<String, u32>) -> Vec<Item> {
+    before
+        .iter()
+        .filter(|(name, _)| !now.contains_key(*name))
+        .map(|(name, line)| {
+            item(
+                1,
+                1,
+                TEST_REMOVED,
+                format!(
+                    "test `{name}` removed (line {line} of the committed file): a deleted test no longer says whether the code works"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The service's checker with the `silencing` source beside the plugins.
+pub struct Silencing {
+    inner: Arc<dyn Checker>,
+    /// Per file, the tests its committed text defines (from the baseline's check of it).
+    committed_tests: Arc<Mutex<HashMap<PathBuf, BTreeMap<String, u32>>>>,
+}
+
+impl Silencing {
+    pub fn wrap(inner: Arc<dyn Checker>) -> Arc<dyn Checker> {
+        Arc::new(Silencing {
+            inner,
+            committed_tests: Arc::default(),
+        })
+    }
+
+    fn info() -> SourceInfo {
+        SourceInfo {
+            id: ID,
+            name: NAME.to_string(),
+            project_wide: false,
+            project_markers: Vec::new(),
+            needs_project: false,
+            checks_texts: true,
+            late_fixes: false,
+        }
+    }
+}
+
+/// One check of the source: each file's silencers; with `texts` (the baseline's committed
+/// texts) the tests they define are remembered, else the tests that are gone are named too.
+fn check_files(
+    request: &CheckRequest,
+    committed_tests: &Mutex<HashMap<PathBuf, BTreeMap<String, u32>>>,
+) -> CheckResponse {
+    let mut files = Vec::new();
+    for path in &request.files {
+        let (text, is_committed) = match request.texts.get(path) {
+            Some(t) => (t.clone(), true),
+            None => match confine::read_workspace_file(&request.workspace, path, MAX_BYTES) {
+                Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), false),
+                // Gone or unreadable: nothing to name (the other sources say why).
+                Err(_) => (String::new(), false),
+            },
+        };
+        let mut items = find(path, &text);
+        let tests = tests_in(path, &text);
+        let mut known = committed_tests.lock().unwrap_or_else(|e| e.into_inner());
+        if is_committed {
+            known.insert(path.clone(), tests);
+        } else if let Some(before) = known.get(path) {
+            items.extend(removed(before, &tests));
+        }
+        files.push(FileResult {
+            path: path.clone(),
+            items,
+        });
+    }
+    CheckResponse { files }
+}
+
+impl Checker for Silencing {
+    fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
+        let mut sources = self.inner.sources_for(path);
+        // Only beside a real checker: a file nothing checks stays "not checked", never
+        // "checked, no problems" because this source looked at it.
+        if !sources.is_empty() && handles(path) {
+            sources.push(Silencing::info());
+        }
+        sources
+    }
+
+    fn check(
+        &self,
+        source: SourceId,
+        request: CheckRequest,
+    ) -> BoxFuture<'static, Result<CheckResponse, CheckError>> {
+        if source != ID {
+            return self.inner.check(source, request);
+        }
+        let known = self.committed_tests.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || check_files(&request, &known))
+                .await
+                .map_err(|e| CheckError::Source(Box::new(e)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(path: &str, text: &str) -> Vec<(u32, String)> {
+        find(Path::new(path), text)
+            .into_iter()
+            .map(|i| (i.line, i.code.unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn every_pattern_compiles() {
+        for lang in [
+            Lang::Python,
+            Lang::Script,
+            Lang::Rust,
+            Lang::Go,
+            Lang::C,
+            Lang::Config(ConfigKind::Json),
+            Lang::Config(ConfigKind::Toml),
+            Lang::Config(ConfigKind::Ini),
+            Lang::Config(ConfigKind::Eslint),
+            Lang::Config(ConfigKind::Yaml),
+        ] {
+            assert!(!rules(lang).is_empty());
+        }
+        assert!(!tests_in(Path::new("x_test.go"), "func TestA(t *testing.T) {}\n").is_empty());
+    }
+
+    #[test]
+    fn python_suppressions_casts_and_skips() {
+        let text = "import os  # noqa: F401\nx: int = f()  # type: ignore[assignment]\ny = g()  # pyright: ignore[reportCallIssue]\nz = cast(Any, h())\n@pytest.mark.skip(reason='later')\ndef test_a():\n    pass\nplain = 1\n";
+        assert_eq!(
+            codes("src/m.py", text),
+            vec![
+                (1, SUPPRESSION.into()),
+                (2, SUPPRESSION.into()),
+                (3, SUPPRESSION.into()),
+                (4, CAST_ANY.into()),
+                (5, TEST_SKIPPED.into()),
+            ]
+        );
+        // Not silencers: the words alone, in a string or a name.
+        assert!(codes(
+            "src/m.py",
+            "ignore = 1\ndef typed(): pass\nnoqa_count = 2\n"
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn script_rust_go_and_c() {
+        assert_eq!(
+            codes(
+                "src/a.ts",
+                "// @ts-ignore\nconst a = b as any;\n/* eslint-disable no-console */\nit.skip('x', () => {});\nxit('y', () => {});\nconst many = 3;\n"
+            ),
+            vec![
+                (1, SUPPRESSION.into()),
+                (2, CAST_ANY.into()),
+                (3, SUPPRESSION.into()),
+                (4, TEST_SKIPPED.into()),
+                (5, TEST_SKIPPED.into()),
+            ]
+        );
+        assert_eq!(
+            codes(
+                "src/lib.rs",
+                "#![allow(dead_code)]\n#[allow(clippy::too_many_arguments)]\nfn f() {}\n#[test]\n#[ignore]\nfn t() {}\n#[ignore = \"slow\"]\nfn u() {}\n"
+            ),
+            vec![
+                (1, SUPPRESSION.into()),
+                (2, SUPPRESSION.into()),
+                (5, TEST_SKIPPED.into()),
+                (7, TEST_SKIPPED.into()),
+            ]
+        );
+        assert_eq!(
+            codes(
+                "pkg/a_test.go",
+                "x := 1 //nolint:errcheck\nfunc TestA(t *testing.T) { t.Skip(\"later\") }\n"
+            ),
+            vec![(1, SUPPRESSION.into()), (2, TEST_SKIPPED.into())]
+        );
+        assert_eq!(
+            codes(
+                "src/a.c",
+                "int x; // NOLINT\n#pragma GCC diagnostic ignored \"-Wall\"\n"
+            ),
+            vec![(1, SUPPRESSION.into()), (2, SUPPRESSION.into())]
+        );
+        assert!(codes("README.md", "# type: ignore\n").is_empty());
+    }
+
+    #[test]
+    fn loosened_configuration_quotes_the_setting() {
+        let items = find(
+            Path::new("tsconfig.json"),
+            "{\n  \"compilerOptions\": {\n    \"strict\": false,\n    \"noImplicitAny\": false,\n    \"target\": \"es2020\"\n  }\n}\n",
+        );
+        let got: Vec<_> = items.iter().map(|i| (i.line, i.message.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    3,
+                    "a checker's configuration loosened: `\"strict\": false,`"
+                ),
+                (
+                    4,
+                    "a checker's configuration loosened: `\"noImplicitAny\": false,`"
+                ),
+            ]
+        );
+        assert_eq!(
+            codes(
+                "pyproject.toml",
+                "[tool.pyright]\ntypeCheckingMode = \"basic\"\nreportCallIssue = false\n[tool.ruff.lint]\nignore = [\"E501\"]\nselect = [\"E\"]\n"
+            ),
+            vec![
+                (2, CONFIG_LOOSENED.into()),
+                (3, CONFIG_LOOSENED.into()),
+                (5, CONFIG_LOOSENED.into()),
+            ]
+        );
+        // A packaging table's `exclude` is not a checker's.
+        assert!(codes(
+            "pyproject.toml",
+            "[tool.setuptools.packages.find]\nexclude = [\"tests\"]\n[project]\nname = \"x\"\n"
+        )
+        .is_empty());
+        assert_eq!(
+            codes(
+                "Cargo.toml",
+                "[package]\nexclude = [\"x\"]\n[lints.clippy]\nall = \"allow\"\n"
+            ),
+            vec![(4, CONFIG_LOOSENED.into())]
+        );
+        assert_eq!(
+            codes(
+                "eslint.config.js",
+                "rules: {\n  'no-unused-vars': 'off',\n  eqeqeq: 'error',\n}\n"
+            ),
+            vec![(2, CONFIG_LOOSENED.into())]
+        );
+        assert_eq!(
+            codes("mypy.ini", "[mypy]\nignore_errors = True\nstrict = True\n"),
+            vec![(2, CONFIG_LOOSENED.into())]
+        );
+    }
+
+    #[test]
+    fn test_names_per_language() {
+        let py = "class TestThing:\n    def test_a(self):\n        pass\n\ndef test_b():\n    pass\ndef helper():\n    pass\n";
+        let names: Vec<_> = tests_in(Path::new("tests/test_x.py"), py)
+            .into_keys()
+            .collect();
+        assert_eq!(names, vec!["TestThing::test_a", "test_b"]);
+        // A module that is not a test file: `test_`-named helpers are not tests.
+        assert!(tests_in(Path::new("src/util.py"), "def test_mode(): pass\n").is_empty());
+        let rs = "#[test]\nfn one() {}\n#[tokio::test]\nasync fn two() {}\nfn helper() {}\n#[test]\n#[should_panic]\npub fn three() {}\n";
+        let names: Vec<_> = tests_in(Path::new("src/lib.rs"), rs).into_keys().collect();
+        assert_eq!(names, vec!["one", "three", "two"]);
+        let ts = "describe('x', () => {\n  it('adds two', () => {});\n  test.each([1])('each %i', () => {});\n});\n";
+        let names: Vec<_> = tests_in(Path::new("src/a.test.ts"), ts)
+            .into_keys()
+            .collect();
+        assert_eq!(names, vec!["adds two", "each %i"]);
+    }
+
+    #[test]
+    fn a_removed_test_is_named_against_the_committed_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let file = root.join("test_m.py");
+        let committed =
+            "def test_a():\n    assert f() == 1\n\ndef test_b():\n    assert f() == 2\n";
+        std::fs::write(&file, "def test_a():\n    assert f() == 1\n").unwrap();
+        let known = Mutex::new(HashMap::new());
+        let base = CheckRequest {
+            workspace: root.clone(),
+            files: vec![file.clone()],
+            texts: BTreeMap::from([(file.clone(), committed.to_string())]),
+            ..CheckRequest::default()
+        };
+        assert!(check_files(&base, &known).files[0].items.is_empty());
+        let now = CheckRequest {
+            workspace: root.clone(),
+            files: vec![file.clone()],
+            ..CheckRequest::default()
+        };
+        let items = &check_files(&now, &known).files[0].items;
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0].code.as_deref(), Some(TEST_REMOVED));
+        assert!(
+            items[0].message.contains("`test_b`"),
+            "{}",
+            items[0].message
+        );
+        assert!(items[0].message.contains("line 4"), "{}", items[0].message);
+    }
+
+    #[test]
+    fn only_what_the_edit_added_is_kept() {
+        use crate::diagnostics::baseline::{classify, line_hashes, BaseFile};
+        let path = Path::new("src/m.py");
+        let committed = "a = f()  # type: ignore\nb = 2\n";
+        let now = "a = f(1)  # type: ignore\nb = g()  # type: ignore\nc = 3  # noqa\n";
+        let base = BaseFile {
+            lines: Some(line_hashes(committed)),
+            items: BTreeMap::from([(NAME.to_string(), find(path, committed))]),
+            covered: BTreeMap::new(),
+        };
+        let mut items = find(path, now);
+        classify(Some(&base), Some(&line_hashes(now)), NAME, &mut items);
+        let unclassified = find(path, now);
+        assert!(
+            !unclassified.is_empty() && !unclassified.iter().any(keep),
+            "no baseline: none"
+        );
+        items.retain(keep);
+        // The edited line 1 kept its suppression (the project's own); lines 2 and 3 are new.
+        let kept: Vec<_> = items
+            .iter()
+            .map(|i| (i.line, i.code.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![(2, SUPPRESSION.to_string()), (3, SUPPRESSION.to_string())]
+        );
+    }
+}
