@@ -94,11 +94,18 @@ pub fn run(job: &Job) -> Result<Outcome, PluginError> {
 }
 
 /// pytest's command at the project root: no bytecode written into the project, and the
-/// root on `sys.path` as `python -m pytest` puts it (a project's tests import its package
-/// from there).
+/// root (and its `src/`, a src layout's package folder) first on `sys.path`, as `python -m
+/// pytest` puts the root: a project's tests import its package from the tree being tested —
+/// over the baseline's snapshot, the snapshot's, never the workspace an editable install
+/// (or the user's `PYTHONPATH`) points at.
 fn command(job: &Job, pytest: &Program, args: &[String]) -> std::process::Command {
     let mut cmd = pytest.command(args);
     let mut path = std::ffi::OsString::from(job.root);
+    let src = job.root.join("src");
+    if src.is_dir() {
+        path.push(":");
+        path.push(&src);
+    }
     if let Some(old) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
         path.push(":");
         path.push(old);
