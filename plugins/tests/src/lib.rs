@@ -60,7 +60,7 @@ const MESSAGE_LINES: usize = 4;
 const MESSAGE_CHARS: usize = 400;
 /// At most this many failures are run again to tell a flaky test (more: the edit broke
 /// them, or the run is too slow to repeat).
-const MAX_RERUNS: usize = 5;
+const MAX_RERUNS: usize = 10;
 
 /// `[plugin.tests]`.
 #[derive(Debug, Clone, Deserialize)]
