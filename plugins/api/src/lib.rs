@@ -21,6 +21,7 @@ pub mod host;
 pub mod markers;
 #[cfg(unix)]
 pub mod private;
+pub mod test_runners;
 #[cfg(unix)]
 pub mod tools;
 pub mod types;
