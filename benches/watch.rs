@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::{Env, Service};
 use notify::Watcher;
-use openfiles_wire::control::{Request, StatusReply};
+use openfiles_wire::control::{Status, StatusReply};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -52,7 +52,7 @@ fn serve(env: &Env, ws: &Path) -> Service {
 }
 
 fn status(env: &Env) -> StatusReply {
-    env.client().call_as(&Request::Status).unwrap()
+    env.client().call(&Status).unwrap()
 }
 
 fn has_entry(ws: &Path, key: &str) -> bool {
