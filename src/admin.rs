@@ -90,6 +90,12 @@ fn print_workspace(w: &WorkspaceStatus) {
             w.deadline_notes, w.late_deliveries, w.owed
         );
     }
+    if w.silenced > 0 {
+        println!(
+            "    silenced instead of fixed: {} (suppressions, skipped or removed tests, loosened checker configuration; see `openfiles review`)",
+            w.silenced
+        );
+    }
     if let Some(last) = w.ran.last() {
         let name = last
             .program

@@ -201,6 +201,7 @@ impl Instance {
             late_deliveries: p.late_deliveries,
             deadline_notes: p.deadline_notes,
             owed: p.owed,
+            silenced: p.silenced,
             warm: p.warm,
             ran_total,
             ran,

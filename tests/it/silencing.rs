@@ -115,6 +115,8 @@ fn a_suppression_or_test_the_edit_added_or_removed_is_named_and_a_revert_clears_
     );
     let d = diagnostics(&ws).unwrap();
     assert!(d.files["calc.py"].sources.contains_key("silencing"));
+    let counted = |env: &Env| env.status().workspaces[0].silenced;
+    assert_eq!(counted(&env), 3, "status counts what was silenced");
     assert!(d.files["calc.py"].warnings >= 1);
 
     // The revert: nothing is named any more.
@@ -123,6 +125,7 @@ fn a_suppression_or_test_the_edit_added_or_removed_is_named_and_a_revert_clears_
     check(&env, &ws, &[&calc, &tests]);
     assert!(silencers(&ws, "calc.py").is_empty());
     assert!(silencers(&ws, "tests/test_calc.py").is_empty());
+    assert_eq!(counted(&env), 0);
 }
 
 /// A file only the silencing source would look at stays unchecked: it never reads as

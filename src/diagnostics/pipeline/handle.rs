@@ -60,6 +60,8 @@ pub struct PipelineStatus {
     pub deadline_notes: u64,
     /// Files owed to agent sessions now.
     pub owed: usize,
+    /// The `silencing` source's items in the session's entries now.
+    pub silenced: usize,
     /// The last warm-up (`warm`).
     pub warm: Option<openfiles_wire::control::WarmState>,
 }

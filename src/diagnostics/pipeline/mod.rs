@@ -352,6 +352,12 @@ impl Pipeline {
                     late_deliveries: self.late.delivered,
                     deadline_notes: self.late.notes,
                     owed: self.owed_now(),
+                    silenced: self
+                        .session
+                        .iter()
+                        .flat_map(|(_, f)| f.entry.items.iter())
+                        .filter(|i| crate::diagnostics::silencing::is_silencing(i))
+                        .count(),
                     warm: self.warm.clone(),
                 });
             }

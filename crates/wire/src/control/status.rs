@@ -57,6 +57,10 @@ pub struct WorkspaceStatus {
     /// Files owed to an agent session: checked late, not yet told.
     #[serde(default)]
     pub owed: usize,
+    /// What the session's edits added to hide a problem (suppressions, skipped or removed
+    /// tests, loosened checker configuration): the `silencing` source's items, now.
+    #[serde(default)]
+    pub silenced: usize,
     /// The last warm-up an agent's session start asked for (`warm`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm: Option<WarmState>,
