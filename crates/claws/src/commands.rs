@@ -61,7 +61,7 @@ impl From<Body> for Answer {
 }
 
 /// An answer body, or the error the client is told (with its code when clients act on it).
-pub type Body = Result<Map<String, Value>, Failure>;
+pub use openfiles_wire::claws::Body;
 
 pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Request) -> Answer {
     // Before anything else reads the request: an unauthenticated WebSocket connection

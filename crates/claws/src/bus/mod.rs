@@ -46,7 +46,7 @@ use super::Connection;
 use openfiles_wire::claws::request;
 use openfiles_wire::claws::{body, Failure, Role, PROTOCOL_2};
 
-type Body = crate::commands::Body;
+use openfiles_wire::claws::Body;
 
 #[derive(Clone)]
 struct Sub {

@@ -141,6 +141,9 @@ pub struct Failure {
     pub code: Option<ErrorCode>,
 }
 
+/// An answer body (the fields beside `ok`), or the error the client is told.
+pub type Body = Result<Map<String, Value>, Failure>;
+
 impl Failure {
     /// An error clients recognise by `code`.
     pub fn coded(code: ErrorCode, message: impl Into<String>) -> Failure {
