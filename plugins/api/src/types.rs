@@ -16,7 +16,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Init {
-    /// The plugin's own table from the user's config (`[plugins.<name>]`), or `null`.
+    /// The plugin's own table from the user's config (`[plugin.<name>]`), or `null`.
     #[serde(default)]
     pub config: serde_json::Value,
     /// A directory the plugin may use for caches (tsc build info, cargo target dir…).
@@ -25,6 +25,21 @@ pub struct Init {
     /// Host version, for logging.
     #[serde(default)]
     pub host_version: String,
+}
+
+impl Init {
+    /// The plugin's settings from its table (`[plugin.<name>]`), their defaults when it has
+    /// none; a table that does not fit is a [`crate::PluginError::Config`] naming it.
+    pub fn settings<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        name: &str,
+    ) -> Result<T, crate::PluginError> {
+        if self.config.is_null() {
+            return Ok(T::default());
+        }
+        serde_json::from_value(self.config.clone())
+            .map_err(|e| crate::PluginError::Config(format!("[plugin.{name}]: {e}")))
+    }
 }
 
 /// The plugin's answer to `create`: what it is and which files it handles.

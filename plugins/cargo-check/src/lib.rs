@@ -73,12 +73,7 @@ impl Plugin for CargoCheck {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
-        let settings: Settings = if init.config.is_null() {
-            Settings::default()
-        } else {
-            serde_json::from_value(init.config)
-                .map_err(|e| PluginError::Config(format!("[plugin.cargo-check]: {e}")))?
-        };
+        let settings: Settings = init.settings("cargo-check")?;
         if settings.command != "check" && settings.command != "clippy" {
             return Err(PluginError::Config(format!(
                 "[plugin.cargo-check]: command must be \"check\" or \"clippy\", got {:?}",

@@ -178,12 +178,7 @@ impl Plugin for Cc {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
-        let settings: Settings = if init.config.is_null() {
-            Settings::default()
-        } else {
-            serde_json::from_value(init.config)
-                .map_err(|e| PluginError::Config(format!("[plugin.cc]: {e}")))?
-        };
+        let settings: Settings = init.settings("cc")?;
         let compiler = find_compiler(settings.compiler.as_deref());
         private::create_dir(&init.state_dir)
             .map_err(|e| PluginError::io(init.state_dir.display().to_string(), e))?;

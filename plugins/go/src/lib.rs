@@ -83,12 +83,7 @@ impl Plugin for Go {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
-        let settings: Settings = if init.config.is_null() {
-            Settings::default()
-        } else {
-            serde_json::from_value(init.config)
-                .map_err(|e| PluginError::Config(format!("[plugin.go]: {e}")))?
-        };
+        let settings: Settings = init.settings("go")?;
         let caps = Capabilities {
             // No go to run: claim no file (no snapshot for a baseline nothing would use).
             extensions: if settings.go.is_some() || on_path("go").is_some() {

@@ -148,12 +148,7 @@ impl Plugin for Pyright {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
-        let settings: Settings = if init.config.is_null() {
-            Settings::default()
-        } else {
-            serde_json::from_value(init.config)
-                .map_err(|e| PluginError::Config(format!("[plugin.pyright]: {e}")))?
-        };
+        let settings: Settings = init.settings("pyright")?;
         let any = Checker::ALL
             .iter()
             .any(|&c| settings.exe(c).is_some() || on_path(c.name()).is_some());

@@ -184,12 +184,7 @@ impl Plugin for Tests {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
-        let settings: Settings = if init.config.is_null() {
-            Settings::default()
-        } else {
-            serde_json::from_value(init.config)
-                .map_err(|e| PluginError::Config(format!("[plugin.tests]: {e}")))?
-        };
+        let settings: Settings = init.settings("tests")?;
         let caps = Capabilities {
             extensions: Runner::ALL
                 .iter()

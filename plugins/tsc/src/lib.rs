@@ -68,12 +68,7 @@ impl Plugin for Tsc {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn create(init: Init) -> Result<(Self, Capabilities), PluginError> {
-        let settings: Settings = if init.config.is_null() {
-            Settings::default()
-        } else {
-            serde_json::from_value(init.config)
-                .map_err(|e| PluginError::Config(format!("[plugin.tsc]: {e}")))?
-        };
+        let settings: Settings = init.settings("tsc")?;
         let mut extensions: Vec<String> = TS_EXTENSIONS.iter().map(|s| s.to_string()).collect();
         if settings.check_js {
             extensions.extend(JS_EXTENSIONS.iter().map(|s| s.to_string()));
