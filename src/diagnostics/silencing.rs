@@ -638,6 +638,17 @@ fn check_files(
 }
 
 impl Checker for Silencing {
+    fn query(
+        &self,
+        source: SourceId,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> BoxFuture<'static, Result<openfiles_plugin_api::query::QueryAnswer, CheckError>> {
+        if source == ID {
+            return Box::pin(async { Ok(openfiles_plugin_api::query::QueryAnswer::unsupported()) });
+        }
+        self.inner.query(source, request)
+    }
+
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
         let mut sources = self.inner.sources_for(path);
         if handles(path) {
@@ -880,7 +891,10 @@ mod tests {
         let mut items = find(path, now);
         classify(Some(&base), Some(&line_hashes(now)), NAME, &mut items);
         let unclassified = find(path, now);
-        assert!(!unclassified.is_empty() && !unclassified.iter().any(keep), "no baseline: none");
+        assert!(
+            !unclassified.is_empty() && !unclassified.iter().any(keep),
+            "no baseline: none"
+        );
         items.retain(keep);
         // The edited line 1 kept its suppression (the project's own); lines 2 and 3 are new.
         let kept: Vec<_> = items

@@ -30,10 +30,10 @@ pub const MAX_CHECKS: usize = 16;
 /// How long shutdown waits for cancelled checks to return.
 const DRAIN: Duration = Duration::from_secs(5);
 
-struct Output(Mutex<std::fs::File>);
+pub(super) struct Output(Mutex<std::fs::File>);
 
 impl Output {
-    fn send(&self, msg: &FromHost) {
+    pub(super) fn send(&self, msg: &FromHost) {
         let Ok(mut line) = serde_json::to_vec(msg) else {
             return;
         };
@@ -274,6 +274,7 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
                     checks.cancel(id, inst, &out);
                 }
             }
+            ToHost::Query { request } => super::nav::child_query(request, instance.clone(), &out),
             ToHost::Shutdown => break,
         }
     }

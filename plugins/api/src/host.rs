@@ -14,7 +14,8 @@ use std::sync::Arc;
 use libloading::Library;
 
 use crate::abi::{
-    Buffer, PluginTableV1, STATUS_CANCELLED, STATUS_ERROR, STATUS_OK, STATUS_PANIC, SYMBOL,
+    Buffer, PluginTableV1, QUERY_MIN_SIZE, STATUS_CANCELLED, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    SYMBOL, V1_0_SIZE,
 };
 use crate::ABI_MAJOR;
 
@@ -70,6 +71,8 @@ pub enum CallError {
 /// A loaded, validated plugin library.
 pub struct PluginLibrary {
     table: *const PluginTableV1,
+    /// The table has `query` (minor 1 and later).
+    answers_queries: bool,
     name: String,
     version: String,
     // Declared last: dropped after every use of `table`.
@@ -134,7 +137,8 @@ impl PluginLibrary {
                 expected: ABI_MAJOR,
             });
         }
-        let expected = std::mem::size_of::<PluginTableV1>();
+        // A minor-0 table (no `query`) is accepted; its fields are the first ones of ours.
+        let expected = V1_0_SIZE;
         if size < expected {
             return Err(LoadError::TableSize {
                 path: path.to_owned(),
@@ -142,7 +146,8 @@ impl PluginLibrary {
                 expected,
             });
         }
-        // SAFETY: major and size match, so the table has this layout.
+        // SAFETY: major and size match, so the table has this layout (up to `query`, which is
+        // read only when `answers_queries`).
         let t = unsafe { &*table };
         let text = |p: *const std::ffi::c_char, what: &str| -> Result<String, LoadError> {
             if p.is_null() {
@@ -170,6 +175,7 @@ impl PluginLibrary {
         }
         Ok(Arc::new(PluginLibrary {
             table,
+            answers_queries: size >= QUERY_MIN_SIZE,
             name,
             version,
             _lib: lib,
@@ -257,6 +263,25 @@ impl Instance {
             )
         };
         self.lib.outcome(status, out)
+    }
+
+    /// Ask a code-navigation question ([`crate::query::QueryRequest`] JSON in,
+    /// [`crate::query::QueryAnswer`] JSON out); `None` when the library predates questions.
+    pub fn query(&self, request_json: &[u8]) -> Option<Result<Vec<u8>, CallError>> {
+        if !self.lib.answers_queries {
+            return None;
+        }
+        let mut out = Buffer::empty();
+        // SAFETY: live instance, valid input and out slot; the table holds `query` (checked).
+        let status = unsafe {
+            (self.lib.table().query)(
+                self.ptr,
+                request_json.as_ptr(),
+                request_json.len(),
+                &mut out,
+            )
+        };
+        Some(self.lib.outcome(status, out))
     }
 
     /// Ask check `id` to finish early.
