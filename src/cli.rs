@@ -95,6 +95,14 @@ pub enum Command {
     /// Example: openfiles trust ~/src/app    (openfiles trust --revoke ~/src/app)
     Trust(TrustArgs),
 
+    /// Ask the workspace's language server (the one that checks the file, warm): where a
+    /// symbol is defined, who uses it, its type and docs, a file's symbols. TARGET is
+    /// PATH:LINE:COL (1-based, columns in characters), PATH#SYMBOL (a name path such as
+    /// Class/method) or, for `symbols`, PATH.
+    ///
+    /// Example: openfiles nav refs src/app.py#Greeter/greet
+    Nav(NavArgs),
+
     /// Unregister a workspace folder.
     ///
     /// Example: openfiles forget ~/src/app
@@ -261,6 +269,23 @@ pub struct AddArgs {
     /// Serve it even when it is your home folder (system folders are always refused).
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NavArgs {
+    #[arg(value_enum)]
+    pub what: crate::nav::What,
+    /// PATH:LINE:COL, PATH#SYMBOL or PATH.
+    pub target: String,
+    /// `symbols` only: search the workspace's symbols for this text.
+    #[arg(long)]
+    pub query: Option<String>,
+    /// Most locations or symbols to show (default 200).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -616,6 +641,16 @@ pub fn run() -> std::process::ExitCode {
             cli.socket.as_deref(),
             args.dir.as_deref().unwrap_or(Path::new(".")),
             !args.revoke,
+        ),
+        Command::Nav(a) => crate::nav::run(
+            cli.socket.as_deref(),
+            crate::nav::Options {
+                what: a.what,
+                target: a.target,
+                query: a.query,
+                limit: a.limit,
+                json: a.json,
+            },
         ),
         Command::Forget(args) => crate::admin::forget(cli.socket.as_deref(), &args.dir),
         Command::Service(args) => crate::setup::run_service(args, cli.socket),

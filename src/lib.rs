@@ -17,6 +17,7 @@ pub mod hook;
 pub mod intake;
 pub mod logs;
 pub mod mcp;
+pub mod nav;
 pub mod paths;
 pub mod plugin_host;
 pub mod policy;

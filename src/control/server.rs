@@ -224,6 +224,10 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             }
             Err(e) => control::error_reply(id, e),
         },
+        Request::Nav(q) => match super::nav::answer(ctx, q).await {
+            Ok(reply) => control::ok_reply(id, reply),
+            Err(e) => control::error_reply(id, e),
+        },
         Request::Pause(a) => pause(ctx, a.path, true, id).await,
         Request::Resume(a) => pause(ctx, a.path, false, id).await,
     }

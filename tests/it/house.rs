@@ -25,6 +25,7 @@ const RANKS: &[(&str, u8)] = &[
     ("mcp", 1),
     ("review", 1),
     ("claws_client", 1),
+    ("nav", 1),
     ("control", 2),
     ("workspace", 2),
     ("autostart", 3),

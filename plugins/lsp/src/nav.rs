@@ -31,6 +31,9 @@ use tokio::time::Instant;
 /// JSON-RPC's "method not found": the server does not answer this kind of question.
 const METHOD_NOT_FOUND: i64 = -32601;
 
+/// How many lines from a declaration's start its name is looked for on.
+const NAME_LINES: usize = 20;
+
 /// Largest file read to convert a target's columns.
 const MAX_READ: u64 = 8 << 20;
 
@@ -257,6 +260,34 @@ impl<'a> Lines<'a> {
         (line + 1, column.to_chars(l))
     }
 
+    /// Where `name` first appears as a word in `path` from `start` (within a few lines),
+    /// else `start`.
+    fn name_from(&mut self, path: &Path, start: (u32, u32), name: &str) -> (u32, u32) {
+        let Some(text) = self.text(path).filter(|_| !name.is_empty()) else {
+            return start;
+        };
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let lines = text.split('\n').skip(start.0.saturating_sub(1) as usize);
+        for (k, l) in lines.take(NAME_LINES).enumerate() {
+            let skip = if k == 0 {
+                start.1.saturating_sub(1) as usize
+            } else {
+                0
+            };
+            let chars: Vec<char> = l.chars().collect();
+            let want: Vec<char> = name.chars().collect();
+            for i in skip..chars.len().saturating_sub(want.len() - 1) {
+                if chars[i..].starts_with(&want)
+                    && !word(i.checked_sub(1).map(|j| chars[j]))
+                    && !word(chars.get(i + want.len()).copied())
+                {
+                    return (start.0 + k as u32, i as u32 + 1);
+                }
+            }
+        }
+        start
+    }
+
     fn location(&mut self, uri: &str, range: &Value) -> Option<Location> {
         let path = uri_to_path(uri)?;
         let (line, column) = self.point(&path, &range["start"]);
@@ -395,8 +426,13 @@ fn symbols_of(
         let Some(path) = location["uri"].as_str().and_then(uri_to_path) else {
             continue;
         };
+        // A `SymbolInformation`'s range is the whole declaration (from `def`, or a
+        // decorator): the position is its name's, the first one from there.
         let (line, column) = match location.get("range") {
-            Some(r) => lines.point(&path, &r["start"]),
+            Some(r) => {
+                let start = lines.point(&path, &r["start"]);
+                lines.name_from(&path, start, name)
+            }
             None => (0, 0),
         };
         let container = s["containerName"]

@@ -202,6 +202,7 @@ pub struct WarmState {
 }
 
 pub mod client;
+pub mod nav;
 
 /// Longest accepted request line, in bytes (without the newline).
 pub use crate::line::MAX_LINE;
@@ -251,6 +252,8 @@ pub enum Request {
     /// An agent session starts in the folder `path`: start the checkers of its workspace in
     /// the background (language servers spawned and initialized), answering at once.
     Warm(PathArg),
+    /// A code-navigation question about a position or a file (`nav.rs`).
+    Nav(nav::Nav),
 }
 
 impl Request {
@@ -274,6 +277,7 @@ impl Request {
             Request::Resume(_) => "resume",
             Request::Trust(_) => "trust",
             Request::Warm(_) => "warm",
+            Request::Nav(_) => "nav",
         }
     }
 }
@@ -723,6 +727,7 @@ const COMMANDS: &[&str] = &[
     "resume",
     "trust",
     "warm",
+    "nav",
 ];
 
 /// Decode one request line (without its newline).

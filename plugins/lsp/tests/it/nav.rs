@@ -91,14 +91,15 @@ fn pyright_answers_definition_references_hover_and_symbols() {
     );
 
     let symbols = ask(&env, QueryKind::DocumentSymbols, &lib, 1, 1);
-    let paths: Vec<(String, u32)> = symbols
+    // Each at its name (not at `def`), so a question asked there is about it.
+    let paths: Vec<(String, u32, u32)> = symbols
         .symbols
         .iter()
-        .map(|s| (s.name_path(), s.line))
+        .map(|s| (s.name_path(), s.line, s.column))
         .collect();
-    assert!(paths.contains(&("Greeter".into(), 1)), "{paths:?}");
-    assert!(paths.contains(&("Greeter/greet".into(), 2)), "{paths:?}");
-    assert!(paths.contains(&("helper".into(), 7)), "{paths:?}");
+    assert!(paths.contains(&("Greeter".into(), 1, 7)), "{paths:?}");
+    assert!(paths.contains(&("Greeter/greet".into(), 2, 9)), "{paths:?}");
+    assert!(paths.contains(&("helper".into(), 7, 5)), "{paths:?}");
 
     // The files on disk are what is asked about: a file a check opened (as an agent's edit
     // does) and then changed on disk is sent again first, so a new use appears at once.
