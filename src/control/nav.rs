@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use openfiles_plugin_api::query::{QueryAnswer, QueryKind, QueryRequest, Symbol};
 use openfiles_wire::control::nav::{Nav, NavLocation, NavReply};
 
-use super::server::Context;
 use crate::diagnostics::pipeline::{PipelineHandle, QueryError};
-use crate::workspace::WorkspaceError;
+use crate::workspace::{RegistryHandle, WorkspaceError};
 
 /// How long a question may take unless it says.
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
@@ -37,8 +36,8 @@ pub enum NavError {
 }
 
 /// Answer one `nav` request.
-pub async fn answer(ctx: &Context, q: Nav) -> Result<NavReply, NavError> {
-    let h = ctx.registry.lookup(q.path.clone(), true).await?;
+pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavError> {
+    let h = registry.lookup(q.path.clone(), true).await?;
     let root = (*h.root).clone();
     let timeout_ms = q.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     let ask = |kind: QueryKind, line: u32, column: u32| QueryRequest {

@@ -224,7 +224,7 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
             }
             Err(e) => control::error_reply(id, e),
         },
-        Request::Nav(q) => match super::nav::answer(ctx, q).await {
+        Request::Nav(q) => match super::nav::answer(&ctx.registry, q).await {
             Ok(reply) => control::ok_reply(id, reply),
             Err(e) => control::error_reply(id, e),
         },

@@ -4,7 +4,7 @@
 //! - [`discover`]: which library files to try (config `plugins.paths`, `OPENFILES_PLUGIN_PATH`,
 //!   `../lib/openfiles/plugins` next to the executable);
 //! - [`protocol`]: the NDJSON spoken over the child's stdio;
-//! - [`child`]: the child side (`openfiles plugin-host <library>`);
+//! - [`child`]: the child side (`openfiles plugin-host <library>`), checks and questions;
 //! - [`supervisor`]: one actor per loaded plugin: owns the child, its pending checks and its
 //!   restarts with backoff;
 //! - [`manager`]: [`PluginManager`], what the scheduler calls (`plugins_for`, `check`,

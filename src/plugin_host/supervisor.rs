@@ -42,6 +42,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const STABLE: Duration = Duration::from_secs(60);
 
 pub(crate) type Reply = oneshot::Sender<Result<CheckResponse, PluginError>>;
+/// Where a question's answer goes back to its asker (`super::nav`).
+pub(crate) type QueryReply =
+    oneshot::Sender<Result<openfiles_plugin_api::query::QueryAnswer, PluginError>>;
 
 /// What the manager asks of a plugin's actor.
 pub(crate) enum Cmd {
@@ -53,7 +56,7 @@ pub(crate) enum Cmd {
     /// A code-navigation question (`super::nav`).
     Query {
         request: openfiles_plugin_api::query::QueryRequest,
-        reply: super::nav::QueryReply,
+        reply: QueryReply,
     },
     /// The asker of question `id` gave up: drop its reply.
     Forget(u64),
@@ -307,7 +310,7 @@ pub(crate) struct Supervisor {
     pub shutdown: CancellationToken,
     pending: HashMap<u64, Reply>,
     /// Questions in flight on the host.
-    queries: HashMap<u64, super::nav::QueryReply>,
+    queries: HashMap<u64, QueryReply>,
     queued: Vec<(CheckRequest, Reply)>,
     /// Checks cancelled at their caller's deadline that the host has not finished: by when
     /// it must have, or it is replaced (a check stuck in a blocking read or a hung server
