@@ -57,9 +57,12 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
         QueryKind::DocumentSymbols | QueryKind::WorkspaceSymbols
     );
     let mut resolved = None;
+    // A server started for the symbol's resolution started for this question.
+    let mut started_ms = 0;
     let (line, column) = match (&q.symbol, q.line, q.column) {
         (Some(name), line, _) if positional => {
-            let s = resolve(&h, ask(QueryKind::DocumentSymbols, 1, 1), name, line).await?;
+            let (s, ms) = resolve(&h, ask(QueryKind::DocumentSymbols, 1, 1), name, line).await?;
+            started_ms = ms;
             let at = (s.line, s.column);
             resolved = Some(s);
             at
@@ -68,7 +71,8 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
         _ if !positional => (1, 1),
         _ => return Err(NavError::NoPosition),
     };
-    let answer = h.query(ask(q.kind, line, column)).await?;
+    let mut answer = h.query(ask(q.kind, line, column)).await?;
+    answer.started_ms += started_ms;
     let root2 = root.clone();
     let reply = tokio::task::spawn_blocking(move || shape(&root2, q.kind, answer, resolved))
         .await
@@ -80,13 +84,13 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
 }
 
 /// The symbol `name` (a name path, or its last parts) of the file; with `line`, the one
-/// there.
+/// there; and how long its server took to start.
 async fn resolve(
     h: &PipelineHandle,
     request: QueryRequest,
     name: &str,
     line: Option<u32>,
-) -> Result<Symbol, NavError> {
+) -> Result<(Symbol, u64), NavError> {
     let path = request.file.display().to_string();
     let answer = h.query(request).await?;
     let wanted = name.trim_matches('/');
@@ -99,7 +103,7 @@ async fn resolve(
         found.retain(|s| s.line == l);
     }
     match found.first() {
-        Some(s) => Ok((*s).clone()),
+        Some(s) => Ok(((*s).clone(), answer.started_ms)),
         None => {
             let mut known: Vec<String> = answer.symbols.iter().map(Symbol::name_path).collect();
             known.truncate(40);

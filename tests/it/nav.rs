@@ -87,6 +87,9 @@ fn nav_answers_from_the_workspace_language_server() {
         "{refs:#?}"
     );
     assert_eq!(refs.resolved.as_ref().map(|s| s.line), Some(7));
+    // The first question started the server and says so; later ones find it running.
+    assert!(def.started_ms > 0, "{def:#?}");
+    assert_eq!(refs.started_ms, 0, "{refs:#?}");
     let (ok, text, err) = nav(&env, &ws, &["refs", "lib.py#helper"]);
     assert!(ok, "{err}");
     assert!(
