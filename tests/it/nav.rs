@@ -172,6 +172,7 @@ fn nav_answers_from_the_workspace_language_server() {
         "openfiles_references",
         "openfiles_hover",
         "openfiles_symbols",
+        "openfiles_implementations",
     ] {
         assert!(names.contains(&t), "{t} listed: {names:?}");
     }

@@ -106,32 +106,7 @@ impl Inner {
         let sent = sync(&client, path, &uri, &lang, None).map_err(|e| Some(e.to_string()))?;
         let enc = client.caps.encoding;
         let position = to_lsp(&sent.text, req.line, req.column, enc);
-        let doc = json!({"uri": uri});
-        let (method, params) = match req.kind {
-            QueryKind::Definition => (
-                "textDocument/definition",
-                json!({"textDocument": doc, "position": position}),
-            ),
-            QueryKind::Implementation => (
-                "textDocument/implementation",
-                json!({"textDocument": doc, "position": position}),
-            ),
-            QueryKind::References => (
-                "textDocument/references",
-                json!({"textDocument": doc, "position": position, "context": {"includeDeclaration": true}}),
-            ),
-            QueryKind::Hover => (
-                "textDocument/hover",
-                json!({"textDocument": doc, "position": position}),
-            ),
-            QueryKind::DocumentSymbols => {
-                ("textDocument/documentSymbol", json!({"textDocument": doc}))
-            }
-            QueryKind::WorkspaceSymbols => (
-                "workspace/symbol",
-                json!({"query": req.query.clone().unwrap_or_default()}),
-            ),
-        };
+        let (method, params) = request(req, &uri, position);
         let left = deadline.saturating_duration_since(Instant::now());
         let value = client
             .transport
@@ -144,44 +119,81 @@ impl Inner {
                 } => None,
                 e => Some(e.to_string()),
             })?;
-        let mut lines = Lines::new(&client, &req.workspace);
-        let limit = if req.limit == 0 {
-            DEFAULT_LIMIT
-        } else {
-            req.limit
-        };
         let mut answer = QueryAnswer {
             server: Some(job.spec.name.clone()),
             started_ms,
             ..QueryAnswer::default()
         };
-        match req.kind {
-            QueryKind::Hover => answer.text = hover_text(&value),
-            QueryKind::DocumentSymbols | QueryKind::WorkspaceSymbols => {
-                let mut symbols = Vec::new();
-                symbols_of(&value, path, None, &mut lines, &mut symbols);
-                answer.total = symbols.len();
-                answer.capped = symbols.len() > limit;
-                symbols.truncate(limit);
-                answer.symbols = symbols;
-            }
-            _ => {
-                let mut locations: Vec<Location> = locations_of(&value)
-                    .into_iter()
-                    .filter_map(|(uri, range)| lines.location(&uri, &range))
-                    .collect();
-                locations.sort();
-                locations.dedup();
-                answer.total = locations.len();
-                answer.capped = locations.len() > limit;
-                locations.truncate(limit);
-                answer.locations = locations;
-            }
-        }
+        fill(
+            &mut answer,
+            req,
+            &value,
+            &mut Lines::new(&client, &req.workspace),
+        );
         let empty = answer.text.as_deref().is_none_or(str::is_empty)
             && answer.locations.is_empty()
             && answer.symbols.is_empty();
         Ok((!empty).then_some(answer))
+    }
+}
+
+/// The LSP method and parameters of `req` about the document `uri`, at `position`.
+fn request(req: &QueryRequest, uri: &str, position: Value) -> (&'static str, Value) {
+    let doc = json!({"uri": uri});
+    match req.kind {
+        QueryKind::Definition => (
+            "textDocument/definition",
+            json!({"textDocument": doc, "position": position}),
+        ),
+        QueryKind::Implementation => (
+            "textDocument/implementation",
+            json!({"textDocument": doc, "position": position}),
+        ),
+        QueryKind::References => (
+            "textDocument/references",
+            json!({"textDocument": doc, "position": position, "context": {"includeDeclaration": true}}),
+        ),
+        QueryKind::Hover => (
+            "textDocument/hover",
+            json!({"textDocument": doc, "position": position}),
+        ),
+        QueryKind::DocumentSymbols => ("textDocument/documentSymbol", json!({"textDocument": doc})),
+        QueryKind::WorkspaceSymbols => (
+            "workspace/symbol",
+            json!({"query": req.query.clone().unwrap_or_default()}),
+        ),
+    }
+}
+
+/// `answer` filled from the server's `value` for `req`, capped at the request's limit.
+fn fill(answer: &mut QueryAnswer, req: &QueryRequest, value: &Value, lines: &mut Lines) {
+    let limit = if req.limit == 0 {
+        DEFAULT_LIMIT
+    } else {
+        req.limit
+    };
+    match req.kind {
+        QueryKind::Hover => answer.text = hover_text(value),
+        QueryKind::DocumentSymbols | QueryKind::WorkspaceSymbols => {
+            let mut symbols = Vec::new();
+            symbols_of(value, &req.file, None, lines, &mut symbols);
+            answer.total = symbols.len();
+            answer.capped = symbols.len() > limit;
+            symbols.truncate(limit);
+            answer.symbols = symbols;
+        }
+        _ => {
+            let mut locations: Vec<Location> = locations_of(value)
+                .into_iter()
+                .filter_map(|(uri, range)| lines.location(&uri, &range))
+                .collect();
+            locations.sort();
+            locations.dedup();
+            answer.total = locations.len();
+            answer.capped = locations.len() > limit;
+            locations.truncate(limit);
+            answer.locations = locations;
+        }
     }
 }
 
