@@ -215,3 +215,65 @@ fn a_question_in_an_untrusted_workspace_starts_none_of_its_own_servers() {
         .map(|w| w["trusted"].clone());
     assert_eq!(trusted, Some(json!(false)), "{st}");
 }
+
+/// A plugin library built before questions existed (a minor-0 table, whose `query` slot
+/// would abort the host) is still loaded and checks, and a question to it is answered as
+/// unsupported without calling past its table; a plugin of today that answers no questions
+/// says the same.
+#[tokio::test]
+async fn a_plugin_without_the_query_entry_answers_no_question_and_keeps_checking() {
+    use common::plugins::{fixture, path_list};
+    use openfiles::plugin_host::{ManagerOptions, PluginManager};
+    use openfiles_plugin_api::query::{QueryKind, QueryRequest};
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    let token = tokio_util::sync::CancellationToken::new();
+    let opts = ManagerOptions {
+        host_exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_openfiles")),
+        env_path: Some(path_list(&[fixture("minor0"), fixture("instant")])),
+        exe_dir: None,
+    };
+    let config = openfiles::config::Config::default();
+    let m = PluginManager::start_with(&config, &ws.join("state"), token.clone(), opts).await;
+    let question = |file: &str| QueryRequest {
+        id: 0,
+        kind: QueryKind::Definition,
+        workspace: ws.clone(),
+        file: ws.join(file),
+        line: 1,
+        column: 1,
+        query: None,
+        limit: 0,
+        timeout_ms: 10_000,
+        trusted: false,
+    };
+    for (name, file) in [("minor0", "a.m0"), ("instant", "a.txt")] {
+        let id = m
+            .ids()
+            .into_iter()
+            .find(|id| m.name(*id) == Some(name))
+            .unwrap_or_else(|| panic!("{name} not loaded: {:#?}", m.status_rows()));
+        let answer = m.query(id, question(file)).await;
+        assert!(
+            answer.as_ref().is_ok_and(|a| a.unsupported),
+            "{name}: {answer:?}"
+        );
+        // Its host lives on: a check still answers.
+        let check = m
+            .check(
+                id,
+                openfiles_plugin_api::CheckRequest {
+                    workspace: ws.clone(),
+                    files: vec![ws.join(file)],
+                    timeout_ms: 10_000,
+                    ..Default::default()
+                },
+            )
+            .await;
+        assert!(check.is_ok(), "{name}: {check:?}");
+    }
+    let rows = m.status_rows();
+    assert!(rows.iter().all(|r| r.restarts == 0), "{rows:#?}");
+    token.cancel();
+    m.wait_stopped().await;
+}
