@@ -96,9 +96,9 @@ pub enum Command {
     Trust(TrustArgs),
 
     /// Ask the workspace's language server (the one that checks the file, warm): where a
-    /// symbol is defined, who uses it, its type and docs, a file's symbols. TARGET is
-    /// PATH:LINE:COL (1-based, columns in characters), PATH#SYMBOL (a name path such as
-    /// Class/method) or, for `symbols`, PATH.
+    /// symbol is defined, who uses it, its type and docs, a file's symbols, who calls it.
+    /// TARGET is PATH:LINE:COL (1-based, columns in characters), PATH#SYMBOL (a name path
+    /// such as Class/method) or, for `symbols`, PATH.
     ///
     /// Example: openfiles nav refs src/app.py#Greeter/greet
     Nav(NavArgs),
@@ -283,6 +283,9 @@ pub struct NavArgs {
     /// Most locations or symbols to show (default 200).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// `calls` only: what the function calls, not who calls it.
+    #[arg(long)]
+    pub outgoing: bool,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
@@ -649,6 +652,7 @@ pub fn run() -> std::process::ExitCode {
                 target: a.target,
                 query: a.query,
                 limit: a.limit,
+                outgoing: a.outgoing,
                 json: a.json,
             },
         ),

@@ -1,4 +1,4 @@
-//! `openfiles nav def|refs|hover|symbols|impl TARGET [--json]` (issue 41): a code-navigation
+//! `openfiles nav def|refs|hover|symbols|impl|calls TARGET [--json]` (issue 41): a code-navigation
 //! question to the running service, answered by the language server a check of the file
 //! uses. `TARGET` is `PATH:LINE:COL` (1-based, columns in characters), `PATH:LINE` with
 //! `--symbol`, `PATH#SYMBOL` (a name path such as `Class/method`) or, for `symbols`, `PATH`.
@@ -24,6 +24,8 @@ pub enum What {
     Symbols,
     /// Implementations of the interface or method at the position.
     Impl,
+    /// Who calls the function at the position (`--outgoing`: what it calls).
+    Calls,
 }
 
 /// `nav`'s options.
@@ -33,6 +35,8 @@ pub struct Options {
     pub target: String,
     pub query: Option<String>,
     pub limit: Option<usize>,
+    /// `calls`: what the function calls, not who calls it.
+    pub outgoing: bool,
     pub json: bool,
 }
 
@@ -92,6 +96,8 @@ pub fn run(socket: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
         (What::Refs, _) => QueryKind::References,
         (What::Hover, _) => QueryKind::Hover,
         (What::Impl, _) => QueryKind::Implementation,
+        (What::Calls, _) if opts.outgoing => QueryKind::OutgoingCalls,
+        (What::Calls, _) => QueryKind::IncomingCalls,
         (What::Symbols, Some(_)) => QueryKind::WorkspaceSymbols,
         (What::Symbols, None) => QueryKind::DocumentSymbols,
     };

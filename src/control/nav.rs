@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::query::{QueryAnswer, QueryKind, QueryRequest, Symbol};
-use openfiles_wire::control::nav::{Nav, NavLocation, NavReply};
+use openfiles_wire::control::nav::{Nav, NavCall, NavLocation, NavReply};
 
 use crate::diagnostics::pipeline::{PipelineHandle, QueryError};
 use crate::workspace::{RegistryHandle, WorkspaceError};
@@ -142,19 +142,25 @@ fn shape(root: &Path, kind: QueryKind, a: QueryAnswer, resolved: Option<Symbol>)
             .nth(line.checked_sub(1)? as usize)?;
         Some(l.trim().chars().take(200).collect())
     };
-    let locations = a
-        .locations
-        .into_iter()
-        .map(|mut at| {
-            let code = code(&at.path, at.line);
-            at.path = relative(root, &at.path);
-            NavLocation { at, code }
-        })
-        .collect();
+    let mut located = |mut at: openfiles_plugin_api::query::Location| {
+        let code = code(&at.path, at.line);
+        at.path = relative(root, &at.path);
+        NavLocation { at, code }
+    };
+    let locations = a.locations.into_iter().map(&mut located).collect();
     let fix = |mut s: Symbol| {
         s.path = relative(root, &s.path);
         s
     };
+    let calls = a
+        .calls
+        .into_iter()
+        .map(|c| NavCall {
+            from: c.from.map(fix),
+            to: c.to.map(fix),
+            locations: c.locations.into_iter().map(&mut located).collect(),
+        })
+        .collect();
     NavReply {
         root: root.to_path_buf(),
         kind,
@@ -162,6 +168,7 @@ fn shape(root: &Path, kind: QueryKind, a: QueryAnswer, resolved: Option<Symbol>)
         resolved: resolved.map(fix),
         locations,
         symbols: a.symbols.into_iter().map(fix).collect(),
+        calls,
         text: a.text,
         total: a.total,
         capped: a.capped,

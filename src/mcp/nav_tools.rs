@@ -1,5 +1,6 @@
 //! The code-navigation tools (issue 41): `openfiles_definition`, `openfiles_references`,
-//! `openfiles_hover`, `openfiles_symbols`, `openfiles_implementations`, each one `nav` request on the control socket,
+//! `openfiles_hover`, `openfiles_symbols`, `openfiles_implementations`, `openfiles_calls`,
+//! each one `nav` request on the control socket,
 //! answered by the language server a check of the file uses (warm, the workspace's trust).
 //! A position is `{path, line, column}` or `{path, symbol}` (a name path such as
 //! `Class/method`, with `line` to pick one of several). The answer is the grouped text for
@@ -23,6 +24,7 @@ pub const TOOLS: &[&str] = &[
     "openfiles_hover",
     "openfiles_symbols",
     "openfiles_implementations",
+    "openfiles_calls",
 ];
 
 /// How long a question may take.
@@ -37,6 +39,8 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
         "openfiles_references" => QueryKind::References,
         "openfiles_hover" => QueryKind::Hover,
         "openfiles_implementations" => QueryKind::Implementation,
+        "openfiles_calls" if args["direction"] == "outgoing" => QueryKind::OutgoingCalls,
+        "openfiles_calls" => QueryKind::IncomingCalls,
         _ if query.is_some() => QueryKind::WorkspaceSymbols,
         _ => QueryKind::DocumentSymbols,
     };

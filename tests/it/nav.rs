@@ -119,6 +119,16 @@ fn nav_answers_from_the_workspace_language_server() {
         "{text}"
     );
 
+    // Who calls `helper`: each calling module with the lines of its calls.
+    let (ok, text, err) = nav(&env, &ws, &["calls", "lib.py#helper"]);
+    assert!(ok, "{err}");
+    assert!(
+        text.contains(
+            "2 callers (pyright):\nmodule (module) app.py at app.py:1:1\n  3:7  print(helper(1))\n"
+        ),
+        "{text}"
+    );
+
     // A name the file lacks: refused, naming what it has.
     let (ok, _, err) = nav(&env, &ws, &["def", "lib.py#Nope/nothing"]);
     assert!(!ok && err.contains("Greeter/greet"), "{err}");
@@ -173,6 +183,7 @@ fn nav_answers_from_the_workspace_language_server() {
         "openfiles_hover",
         "openfiles_symbols",
         "openfiles_implementations",
+        "openfiles_calls",
     ] {
         assert!(names.contains(&t), "{t} listed: {names:?}");
     }

@@ -26,6 +26,10 @@ pub enum QueryKind {
     WorkspaceSymbols,
     /// `textDocument/implementation`.
     Implementation,
+    /// Who calls the function at the position (`callHierarchy/incomingCalls`).
+    IncomingCalls,
+    /// What the function at the position calls (`callHierarchy/outgoingCalls`).
+    OutgoingCalls,
 }
 
 /// One question about one file.
@@ -98,6 +102,18 @@ impl Symbol {
     }
 }
 
+/// One edge of a call hierarchy: the caller (`from`, incoming calls) or the callee (`to`,
+/// outgoing calls), and where the calls are (in the caller's file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Symbol>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Symbol>,
+    pub locations: Vec<Location>,
+}
+
 /// The answer to one question.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -112,6 +128,9 @@ pub struct QueryAnswer {
     pub locations: Vec<Location>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub symbols: Vec<Symbol>,
+    /// Incoming or outgoing calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<Call>,
     /// Hover text (markdown or plain, as the server gave it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,

@@ -18,7 +18,7 @@ use crate::transport::Error;
 use crate::{config, Inner, Job};
 use openfiles_plugin_api::columns::Column;
 use openfiles_plugin_api::query::{
-    Location, QueryAnswer, QueryKind, QueryRequest, Symbol, DEFAULT_LIMIT,
+    Call, Location, QueryAnswer, QueryKind, QueryRequest, Symbol, DEFAULT_LIMIT,
 };
 use openfiles_plugin_api::{confine, PluginError};
 use serde_json::{json, Value};
@@ -107,18 +107,23 @@ impl Inner {
         let enc = client.caps.encoding;
         let position = to_lsp(&sent.text, req.line, req.column, enc);
         let (method, params) = request(req, &uri, position);
-        let left = deadline.saturating_duration_since(Instant::now());
-        let value = client
-            .transport
-            .request(method, params, left)
-            .await
-            .map_err(|e| match e {
-                Error::Rpc {
-                    code: METHOD_NOT_FOUND,
-                    ..
-                } => None,
-                e => Some(e.to_string()),
-            })?;
+        let mut value = ask(&client, method, params, deadline).await?;
+        // A call hierarchy is two steps: the item at the position, then its calls.
+        let second = match req.kind {
+            QueryKind::IncomingCalls => Some("callHierarchy/incomingCalls"),
+            QueryKind::OutgoingCalls => Some("callHierarchy/outgoingCalls"),
+            _ => None,
+        };
+        if let Some(method) = second {
+            let Some(item) = value.as_array().and_then(|a| a.first()).cloned() else {
+                return Ok(None);
+            };
+            value = ask(&client, method, json!({"item": item}), deadline).await?;
+            if req.kind == QueryKind::OutgoingCalls {
+                // Outgoing calls' ranges are in the asked item's file.
+                value = json!({"item": item, "calls": value});
+            }
+        }
         let mut answer = QueryAnswer {
             server: Some(job.spec.name.clone()),
             started_ms,
@@ -132,9 +137,32 @@ impl Inner {
         );
         let empty = answer.text.as_deref().is_none_or(str::is_empty)
             && answer.locations.is_empty()
-            && answer.symbols.is_empty();
+            && answer.symbols.is_empty()
+            && answer.calls.is_empty();
         Ok((!empty).then_some(answer))
     }
+}
+
+/// One request to the server until `deadline`: `Err(None)` when it does not answer such
+/// requests (`MethodNotFound`).
+async fn ask(
+    client: &Client,
+    method: &str,
+    params: Value,
+    deadline: Instant,
+) -> Result<Value, Option<String>> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    client
+        .transport
+        .request(method, params, left)
+        .await
+        .map_err(|e| match e {
+            Error::Rpc {
+                code: METHOD_NOT_FOUND,
+                ..
+            } => None,
+            e => Some(e.to_string()),
+        })
 }
 
 /// The LSP method and parameters of `req` about the document `uri`, at `position`.
@@ -157,6 +185,10 @@ fn request(req: &QueryRequest, uri: &str, position: Value) -> (&'static str, Val
             "textDocument/hover",
             json!({"textDocument": doc, "position": position}),
         ),
+        QueryKind::IncomingCalls | QueryKind::OutgoingCalls => (
+            "textDocument/prepareCallHierarchy",
+            json!({"textDocument": doc, "position": position}),
+        ),
         QueryKind::DocumentSymbols => ("textDocument/documentSymbol", json!({"textDocument": doc})),
         QueryKind::WorkspaceSymbols => (
             "workspace/symbol",
@@ -174,6 +206,13 @@ fn fill(answer: &mut QueryAnswer, req: &QueryRequest, value: &Value, lines: &mut
     };
     match req.kind {
         QueryKind::Hover => answer.text = hover_text(value),
+        QueryKind::IncomingCalls | QueryKind::OutgoingCalls => {
+            let mut calls = calls_of(req.kind, value, lines);
+            answer.total = calls.len();
+            answer.capped = calls.len() > limit;
+            calls.truncate(limit);
+            answer.calls = calls;
+        }
         QueryKind::DocumentSymbols | QueryKind::WorkspaceSymbols => {
             let mut symbols = Vec::new();
             symbols_of(value, &req.file, None, lines, &mut symbols);
@@ -359,6 +398,68 @@ fn hover_text(v: &Value) -> Option<String> {
     };
     let text = text.trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+/// A `CallHierarchyItem` as a symbol at its name.
+fn item_symbol(item: &Value, lines: &mut Lines) -> Option<Symbol> {
+    let path = uri_to_path(item["uri"].as_str()?)?;
+    let range = item.get("selectionRange").or_else(|| item.get("range"))?;
+    let (line, column) = lines.point(&path, &range["start"]);
+    Some(Symbol {
+        name: item["name"].as_str()?.to_owned(),
+        kind: kind_name(item["kind"].as_u64().unwrap_or(0)).to_owned(),
+        path,
+        line,
+        column,
+        container: item["detail"]
+            .as_str()
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned),
+    })
+}
+
+/// Incoming calls (`[{from, fromRanges}]`, ranges in the caller's file) or outgoing ones
+/// (`{item, calls: [{to, fromRanges}]}`, ranges in the asked item's file).
+fn calls_of(kind: QueryKind, value: &Value, lines: &mut Lines) -> Vec<Call> {
+    let (edges, outgoing_in) = match kind {
+        QueryKind::OutgoingCalls => (&value["calls"], value["item"]["uri"].as_str()),
+        _ => (value, None),
+    };
+    let Some(edges) = edges.as_array() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in edges {
+        let peer = if outgoing_in.is_some() {
+            &e["to"]
+        } else {
+            &e["from"]
+        };
+        let Some(symbol) = item_symbol(peer, lines) else {
+            continue;
+        };
+        let Some(uri) = outgoing_in.or(peer["uri"].as_str()) else {
+            continue;
+        };
+        let mut locations: Vec<Location> = e["fromRanges"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| lines.location(uri, r))
+            .collect();
+        locations.sort();
+        let (from, to) = if outgoing_in.is_some() {
+            (None, Some(symbol))
+        } else {
+            (Some(symbol), None)
+        };
+        out.push(Call {
+            from,
+            to,
+            locations,
+        });
+    }
+    out
 }
 
 /// The LSP `SymbolKind` in words.

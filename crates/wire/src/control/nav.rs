@@ -48,6 +48,17 @@ pub struct NavLocation {
     pub code: Option<String>,
 }
 
+/// A caller (`from`) or callee (`to`) and where the calls are, each with its line of code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Symbol>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Symbol>,
+    pub locations: Vec<NavLocation>,
+}
+
 /// Reply to `nav`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -64,6 +75,9 @@ pub struct NavReply {
     pub locations: Vec<NavLocation>,
     #[serde(default)]
     pub symbols: Vec<Symbol>,
+    /// Incoming or outgoing calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<NavCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// How many the server gave; more than listed when `capped`.
@@ -98,6 +112,31 @@ impl NavReply {
                 s.column
             ));
         }
+        self.render_answer(&mut out, &by);
+        if self.capped {
+            out.push_str(&format!(
+                "(capped: {} of {} shown)\n",
+                self.locations
+                    .len()
+                    .max(self.symbols.len())
+                    .max(self.calls.len()),
+                self.total
+            ));
+        }
+        if self.started_ms > 0 {
+            out.push_str(&format!(
+                "(the server started for this question: {} ms)\n",
+                self.started_ms
+            ));
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        out.trim_end().to_owned()
+    }
+
+    /// The answer proper (after the resolved symbol, before the notes).
+    fn render_answer(&self, out: &mut String, by: &str) {
         match self.kind {
             QueryKind::Hover => match &self.text {
                 Some(t) => out.push_str(&format!("{t}\n")),
@@ -112,16 +151,12 @@ impl NavReply {
                 for (path, symbols) in files {
                     out.push_str(&format!("{}\n", path.display()));
                     for s in symbols {
-                        out.push_str(&format!(
-                            "  {}:{}  {} {}\n",
-                            s.line,
-                            s.column,
-                            s.kind,
-                            s.name_path()
-                        ));
+                        let (kind, name) = (&s.kind, s.name_path());
+                        out.push_str(&format!("  {}:{}  {kind} {name}\n", s.line, s.column));
                     }
                 }
             }
+            QueryKind::IncomingCalls | QueryKind::OutgoingCalls => self.render_calls(out, by),
             kind => {
                 let what = match kind {
                     QueryKind::Definition => "definitions",
@@ -135,30 +170,36 @@ impl NavReply {
                 }
                 for (path, locations) in files {
                     out.push_str(&format!("{}\n", path.display()));
-                    for l in locations {
-                        let code = l.code.as_deref().unwrap_or("");
-                        out.push_str(&format!("  {}:{}  {code}\n", l.at.line, l.at.column));
-                    }
+                    code_lines(out, locations);
                 }
             }
         }
-        if self.capped {
-            out.push_str(&format!(
-                "(capped: {} of {} shown)\n",
-                self.locations.len().max(self.symbols.len()),
-                self.total
-            ));
+    }
+
+    /// Callers or callees, each with the lines of its calls.
+    fn render_calls(&self, out: &mut String, by: &str) {
+        let what = if self.kind == QueryKind::IncomingCalls {
+            "callers"
+        } else {
+            "callees"
+        };
+        out.push_str(&format!("{} {what}{by}:\n", self.total));
+        for c in &self.calls {
+            let Some(s) = c.from.as_ref().or(c.to.as_ref()) else {
+                continue;
+            };
+            let at = format!("{}:{}:{}", s.path.display(), s.line, s.column);
+            out.push_str(&format!("{} {} at {at}\n", s.kind, s.name));
+            code_lines(out, c.locations.iter());
         }
-        if self.started_ms > 0 {
-            out.push_str(&format!(
-                "(the server started for this question: {} ms)\n",
-                self.started_ms
-            ));
-        }
-        for n in &self.notes {
-            out.push_str(&format!("note: {n}\n"));
-        }
-        out.trim_end().to_owned()
+    }
+}
+
+/// `  line:column  code` per location.
+fn code_lines<'a>(out: &mut String, locations: impl IntoIterator<Item = &'a NavLocation>) {
+    for l in locations {
+        let code = l.code.as_deref().unwrap_or("");
+        out.push_str(&format!("  {}:{}  {code}\n", l.at.line, l.at.column));
     }
 }
 
@@ -185,6 +226,7 @@ mod tests {
             resolved: None,
             locations: vec![loc("b.py", 3, "helper()"), loc("a.py", 7, "def helper():")],
             symbols: Vec::new(),
+            calls: Vec::new(),
             text: None,
             total: 3,
             capped: true,

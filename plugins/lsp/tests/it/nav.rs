@@ -41,6 +41,10 @@ fn ask_as(
         .expect("query")
 }
 
+fn at_path(p: &Path, ws: &Path) -> String {
+    p.strip_prefix(ws).unwrap_or(p).display().to_string()
+}
+
 fn at(a: &QueryAnswer, ws: &Path) -> Vec<(String, u32, u32)> {
     a.locations
         .iter()
@@ -100,6 +104,47 @@ fn pyright_answers_definition_references_hover_and_symbols() {
     assert!(paths.contains(&("Greeter".into(), 1, 7)), "{paths:?}");
     assert!(paths.contains(&("Greeter/greet".into(), 2, 9)), "{paths:?}");
     assert!(paths.contains(&("helper".into(), 7, 5)), "{paths:?}");
+
+    // Who calls `helper` (the two modules, with where), and what a function calls.
+    let callers = ask(&env, QueryKind::IncomingCalls, &lib, 7, 5);
+    let from: Vec<(String, usize)> = callers
+        .calls
+        .iter()
+        .map(|c| {
+            let s = c.from.as_ref().expect("a caller");
+            (at_path(&s.path, &env.ws), c.locations.len())
+        })
+        .collect();
+    assert_eq!(
+        from,
+        [("app.py".into(), 1), ("other.py".into(), 2)],
+        "{callers:#?}"
+    );
+    assert_eq!(
+        (
+            callers.calls[1].locations[1].line,
+            callers.calls[1].locations[1].column
+        ),
+        (4, 25)
+    );
+    let calls = env.write(
+        "calls.py",
+        "from lib import Greeter\n\n\ndef hello() -> str:\n    return Greeter().greet(\"b\")\n",
+    );
+    let callees = ask(&env, QueryKind::OutgoingCalls, &calls, 4, 5);
+    let to: Vec<(String, String, u32, u32)> = callees
+        .calls
+        .iter()
+        .map(|c| {
+            let s = c.to.as_ref().expect("a callee");
+            let l = &c.locations[0];
+            (s.name.clone(), at_path(&s.path, &env.ws), l.line, l.column)
+        })
+        .collect();
+    assert!(
+        to.contains(&("greet".into(), "lib.py".into(), 5, 22)),
+        "{callees:#?}"
+    );
 
     // The files on disk are what is asked about: a file a check opened (as an agent's edit
     // does) and then changed on disk is sent again first, so a new use appears at once.
