@@ -286,6 +286,12 @@ pub struct NavArgs {
     /// `calls` only: what the function calls, not who calls it.
     #[arg(long)]
     pub outgoing: bool,
+    /// `rename` only: the new name.
+    #[arg(long, value_name = "NAME")]
+    pub to: Option<String>,
+    /// `rename` only: apply the edits (each file only if unchanged since), not just print them.
+    #[arg(long)]
+    pub apply: bool,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
@@ -653,6 +659,8 @@ pub fn run() -> std::process::ExitCode {
                 query: a.query,
                 limit: a.limit,
                 outgoing: a.outgoing,
+                to: a.to,
+                apply: a.apply,
                 json: a.json,
             },
         ),

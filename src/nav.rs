@@ -1,8 +1,9 @@
-//! `openfiles nav def|refs|hover|symbols|impl|calls TARGET [--json]` (issue 41): a code-navigation
-//! question to the running service, answered by the language server a check of the file
-//! uses. `TARGET` is `PATH:LINE:COL` (1-based, columns in characters), `PATH:LINE` with
-//! `--symbol`, `PATH#SYMBOL` (a name path such as `Class/method`) or, for `symbols`, `PATH`.
-//! Prints the grouped text, or the reply as JSON.
+//! `openfiles nav def|refs|hover|symbols|impl|calls|rename TARGET [--json]` (issue 41): a
+//! code-navigation question to the running service, answered by the language server a check
+//! of the file uses. `TARGET` is `PATH:LINE:COL` (1-based, columns in characters),
+//! `PATH#SYMBOL` (a name path such as `Class/method`) or, for `symbols`, `PATH`. Prints the
+//! grouped text, or the reply as JSON; `rename --to NAME --apply` applies the edits as the
+//! checkers' fixes are applied ([`apply_rename`]) and reports them as an edit.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,6 +27,8 @@ pub enum What {
     Impl,
     /// Who calls the function at the position (`--outgoing`: what it calls).
     Calls,
+    /// Rename the symbol at the position (`--to NAME`): print the edits, or `--apply` them.
+    Rename,
 }
 
 /// `nav`'s options.
@@ -37,6 +40,9 @@ pub struct Options {
     pub limit: Option<usize>,
     /// `calls`: what the function calls, not who calls it.
     pub outgoing: bool,
+    /// `rename`: the new name, and whether to apply the edits.
+    pub to: Option<String>,
+    pub apply: bool,
     pub json: bool,
 }
 
@@ -98,6 +104,7 @@ pub fn run(socket: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
         (What::Impl, _) => QueryKind::Implementation,
         (What::Calls, _) if opts.outgoing => QueryKind::OutgoingCalls,
         (What::Calls, _) => QueryKind::IncomingCalls,
+        (What::Rename, _) => QueryKind::Rename,
         (What::Symbols, Some(_)) => QueryKind::WorkspaceSymbols,
         (What::Symbols, None) => QueryKind::DocumentSymbols,
     };
@@ -108,18 +115,85 @@ pub fn run(socket: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
         column: t.column,
         symbol: t.symbol,
         query: opts.query,
+        new_name: opts.to.clone(),
         limit: opts.limit,
         timeout_ms: None,
     });
     let mut client = crate::control::client::connect_default(socket)?;
     client.set_read_timeout(Some(Duration::from_secs(90)))?;
     let reply: NavReply = client.call_as(&request)?;
+    if opts.what == What::Rename && opts.apply {
+        let changed = apply_rename(&reply, opts.to.as_deref().unwrap_or_default())?;
+        let edits: Request = Request::Edited(openfiles_wire::control::Edited {
+            paths: changed.clone(),
+            agent: Some("nav".into()),
+            tool: Some("rename".into()),
+            event: None,
+            ts: openfiles_wire::spec::now_ms(),
+        });
+        client.call(&edits)?;
+        for p in changed {
+            println!(
+                "renamed in {}",
+                crate::visible::escape(&p.display().to_string())
+            );
+        }
+        return Ok(0);
+    }
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     } else {
         println!("{}", crate::visible::escape_lines(&reply.render()));
     }
     Ok(0)
+}
+
+/// Why a rename was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum RenameError {
+    #[error("the server proposed no edits{0}")]
+    Nothing(String),
+    #[error(transparent)]
+    Fix(#[from] crate::fixes::FixError),
+    #[error("not applied: {0}")]
+    Skipped(String),
+}
+
+/// Apply a rename's edits the way the checkers' fixes are applied (`crate::fixes`): every
+/// file only if it still holds the content the edits were made for; the files changed.
+pub fn apply_rename(reply: &NavReply, new_name: &str) -> Result<Vec<PathBuf>, RenameError> {
+    if reply.edits.is_empty() {
+        let why = match reply.notes.is_empty() {
+            true => String::new(),
+            false => format!(": {}", reply.notes.join("; ")),
+        };
+        return Err(RenameError::Nothing(why));
+    }
+    let files = reply
+        .edits
+        .iter()
+        .map(|f| openfiles_plugin_api::FileEdits {
+            path: reply.root.join(&f.path),
+            ..f.clone()
+        })
+        .collect();
+    let title = format!("rename to {new_name}");
+    let fix = openfiles_plugin_api::Fix {
+        title: title.clone(),
+        safe: true,
+        files,
+    };
+    let chosen = crate::fixes::Chosen {
+        file: reply.root.join(&reply.edits[0].path),
+        item: openfiles_plugin_api::Item::note(openfiles_plugin_api::Severity::Info, "nav", title),
+        fix,
+        summary: String::new(),
+    };
+    let out = crate::fixes::apply(&reply.root, vec![chosen])?;
+    if let Some((_, why)) = out.skipped.first() {
+        return Err(RenameError::Skipped(why.clone()));
+    }
+    Ok(out.changed)
 }
 
 #[cfg(test)]

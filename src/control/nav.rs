@@ -48,6 +48,7 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
         line,
         column,
         query: q.query.clone(),
+        new_name: q.new_name.clone(),
         limit: q.limit.unwrap_or(0),
         timeout_ms,
         trusted: false,
@@ -169,6 +170,14 @@ fn shape(root: &Path, kind: QueryKind, a: QueryAnswer, resolved: Option<Symbol>)
         locations,
         symbols: a.symbols.into_iter().map(fix).collect(),
         calls,
+        edits: a
+            .edits
+            .into_iter()
+            .map(|mut f| {
+                f.path = relative(root, &f.path);
+                f
+            })
+            .collect(),
         text: a.text,
         total: a.total,
         capped: a.capped,

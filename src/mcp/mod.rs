@@ -10,8 +10,8 @@
 //! - `worker.rs`: `claws_worker`, `claws_fleet`, `claws_workers_wait`, sub-workers; `agent.rs`:
 //!   which agent CLI workers start and the marker that always ends one;
 //! - `nav_tools.rs`: `openfiles_definition`, `openfiles_references`, `openfiles_hover`,
-//!   `openfiles_symbols`, `openfiles_implementations`, `openfiles_calls` (the workspace's
-//!   language servers, with `structuredContent`);
+//!   `openfiles_symbols`, `openfiles_implementations`, `openfiles_calls`, `openfiles_rename` (the
+//!   workspace's language servers, with `structuredContent`);
 //! - `openfiles_tools.rs`: `openfiles_diagnostics`, `openfiles_check`, `openfiles_fix`,
 //!   `openfiles_status`;
 //!

@@ -1,6 +1,7 @@
 //! The code-navigation tools (issue 41): `openfiles_definition`, `openfiles_references`,
 //! `openfiles_hover`, `openfiles_symbols`, `openfiles_implementations`, `openfiles_calls`,
-//! each one `nav` request on the control socket,
+//! `openfiles_rename` (with `apply`, applied as `openfiles nav rename --apply` does, then
+//! reported as this agent's edit and checked), each one `nav` request on the control socket,
 //! answered by the language server a check of the file uses (warm, the workspace's trust).
 //! A position is `{path, line, column}` or `{path, symbol}` (a name path such as
 //! `Class/method`, with `line` to pick one of several). The answer is the grouped text for
@@ -25,6 +26,7 @@ pub const TOOLS: &[&str] = &[
     "openfiles_symbols",
     "openfiles_implementations",
     "openfiles_calls",
+    "openfiles_rename",
 ];
 
 /// How long a question may take.
@@ -41,6 +43,7 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
         "openfiles_implementations" => QueryKind::Implementation,
         "openfiles_calls" if args["direction"] == "outgoing" => QueryKind::OutgoingCalls,
         "openfiles_calls" => QueryKind::IncomingCalls,
+        "openfiles_rename" => QueryKind::Rename,
         _ if query.is_some() => QueryKind::WorkspaceSymbols,
         _ => QueryKind::DocumentSymbols,
     };
@@ -55,6 +58,7 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
         column: num("column"),
         symbol: args["symbol"].as_str().map(str::to_owned),
         query,
+        new_name: args["new_name"].as_str().map(str::to_owned),
         limit: args["limit"].as_u64().map(|n| n as usize),
         timeout_ms: Some(TIMEOUT_MS),
     });
@@ -66,5 +70,23 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
     )?;
     let structured = serde_json::to_value(&reply)
         .map_err(|e| Fail::Tool(format!("cannot encode the answer: {e}")))?;
-    Ok((reply.render(), structured))
+    if kind != QueryKind::Rename || args["apply"] != true {
+        return Ok((reply.render(), structured));
+    }
+    // Applied as the checkers' fixes are, then reported as this agent's edit and checked.
+    let new_name = args["new_name"].as_str().unwrap_or_default();
+    let changed =
+        crate::nav::apply_rename(&reply, new_name).map_err(|e| Fail::Tool(e.to_string()))?;
+    let paths: Vec<Value> = changed
+        .iter()
+        .map(|p| Value::from(p.to_string_lossy().into_owned()))
+        .collect();
+    let after = super::openfiles_tools::diagnostics(
+        ctx,
+        call,
+        &serde_json::json!({"paths": paths}),
+        "openfiles_rename",
+    )?;
+    let text = format!("{}\n\nApplied.\n\n{after}", reply.render());
+    Ok((text, structured))
 }

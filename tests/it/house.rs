@@ -48,6 +48,8 @@ const SAME_RANK: &[(&str, &str)] = &[
     // MCP and review are clients of the hook's feedback wording and the Claws client.
     ("mcp", "hook"),
     ("review", "hook"),
+    // The MCP rename applies its edits as `openfiles nav rename --apply` does.
+    ("mcp", "nav"),
     ("control", "workspace"),
     ("intake", "diagnostics"),
     ("plugin_host", "diagnostics"),

@@ -184,9 +184,45 @@ fn nav_answers_from_the_workspace_language_server() {
         "openfiles_symbols",
         "openfiles_implementations",
         "openfiles_calls",
+        "openfiles_rename",
     ] {
         assert!(names.contains(&t), "{t} listed: {names:?}");
     }
+
+    // A rename: the edits first (nothing written), then applied through MCP as the agent's
+    // edit, and the new name is what the server knows.
+    let shown = nav_json(&env, &ws, &["rename", "lib.py#helper", "--to", "twice"]);
+    let files: Vec<(String, usize)> = shown
+        .edits
+        .iter()
+        .map(|f| (f.path.display().to_string(), f.edits.len()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("app.py".into(), 2),
+            ("lib.py".into(), 1),
+            ("other.py".into(), 2)
+        ],
+        "{shown:#?}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("lib.py")).unwrap(), LIB);
+    let r = mcp.tool_result(
+        "openfiles_rename",
+        json!({"path": "lib.py", "symbol": "helper", "new_name": "twice", "apply": true}),
+    );
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("other.py")).unwrap(),
+        "import lib\n\n\ny = lib.twice(2) + lib.twice(3)\n"
+    );
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Applied."), "{text}");
+    let refs = nav_json(&env, &ws, &["refs", "lib.py#twice"]);
+    assert_eq!(refs.total, 5, "{refs:#?}");
+    // The same edits again: the files changed since, so nothing is written.
+    let again = openfiles::nav::apply_rename(&shown, "twice");
+    assert!(again.is_err(), "{again:?}");
 }
 
 #[test]
@@ -254,6 +290,7 @@ async fn a_plugin_without_the_query_entry_answers_no_question_and_keeps_checking
         line: 1,
         column: 1,
         query: None,
+        new_name: None,
         limit: 0,
         timeout_ms: 10_000,
         trusted: false,

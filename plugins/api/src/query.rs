@@ -30,6 +30,9 @@ pub enum QueryKind {
     IncomingCalls,
     /// What the function at the position calls (`callHierarchy/outgoingCalls`).
     OutgoingCalls,
+    /// Rename the symbol at the position to [`QueryRequest::new_name`]
+    /// (`textDocument/rename`): the edits, never applied by the plugin.
+    Rename,
 }
 
 /// One question about one file.
@@ -53,6 +56,9 @@ pub struct QueryRequest {
     /// The search text of [`QueryKind::WorkspaceSymbols`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// The new name of [`QueryKind::Rename`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_name: Option<String>,
     /// Most locations or symbols to answer with (0: the plugin's own cap).
     #[serde(default)]
     pub limit: usize,
@@ -131,6 +137,11 @@ pub struct QueryAnswer {
     /// Incoming or outgoing calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<Call>,
+    /// A rename's edits, per file, each for the content its `sha256` names (the same shape
+    /// as a checker's fixes). None when the server proposed an edit outside the workspace
+    /// (a note says which).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<crate::FileEdits>,
     /// Hover text (markdown or plain, as the server gave it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,

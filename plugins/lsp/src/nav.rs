@@ -12,6 +12,7 @@
 //! the cap on an answer's length.
 
 use crate::client::Client;
+use crate::convert::to_line_col;
 use crate::convert::{path_to_uri, uri_to_path, Encoding};
 use crate::diagnose::{refresh_others, sync};
 use crate::transport::Error;
@@ -20,7 +21,7 @@ use openfiles_plugin_api::columns::Column;
 use openfiles_plugin_api::query::{
     Call, Location, QueryAnswer, QueryKind, QueryRequest, Symbol, DEFAULT_LIMIT,
 };
-use openfiles_plugin_api::{confine, PluginError};
+use openfiles_plugin_api::{confine, content_hash, FileEdits, PluginError, TextEdit};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -136,6 +137,8 @@ impl Inner {
             &mut Lines::new(&client, &req.workspace),
         );
         let empty = answer.text.as_deref().is_none_or(str::is_empty)
+            && answer.edits.is_empty()
+            && answer.notes.is_empty()
             && answer.locations.is_empty()
             && answer.symbols.is_empty()
             && answer.calls.is_empty();
@@ -185,6 +188,11 @@ fn request(req: &QueryRequest, uri: &str, position: Value) -> (&'static str, Val
             "textDocument/hover",
             json!({"textDocument": doc, "position": position}),
         ),
+        QueryKind::Rename => (
+            "textDocument/rename",
+            json!({"textDocument": doc, "position": position,
+                   "newName": req.new_name.clone().unwrap_or_default()}),
+        ),
         QueryKind::IncomingCalls | QueryKind::OutgoingCalls => (
             "textDocument/prepareCallHierarchy",
             json!({"textDocument": doc, "position": position}),
@@ -206,6 +214,13 @@ fn fill(answer: &mut QueryAnswer, req: &QueryRequest, value: &Value, lines: &mut
     };
     match req.kind {
         QueryKind::Hover => answer.text = hover_text(value),
+        QueryKind::Rename => match rename_edits(value, &req.workspace, lines) {
+            Ok(edits) => {
+                answer.total = edits.iter().map(|f| f.edits.len()).sum();
+                answer.edits = edits;
+            }
+            Err(why) => answer.notes.push(why.to_string()),
+        },
         QueryKind::IncomingCalls | QueryKind::OutgoingCalls => {
             let mut calls = calls_of(req.kind, value, lines);
             answer.total = calls.len();
@@ -398,6 +413,76 @@ fn hover_text(v: &Value) -> Option<String> {
     };
     let text = text.trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+/// Why a rename's edits are not handed out.
+#[derive(Debug, thiserror::Error)]
+#[error("rename refused: {0}")]
+pub struct Refused(String);
+
+/// A rename's `WorkspaceEdit` (`changes` or `documentChanges`) as edits per file, each with
+/// the hash of the content it was made for; refused whole when it reaches outside the
+/// workspace, creates, renames or deletes a file, or names a file that cannot be read.
+fn rename_edits(
+    value: &Value,
+    workspace: &Path,
+    lines: &mut Lines,
+) -> Result<Vec<FileEdits>, Refused> {
+    let mut per_file: Vec<(String, Vec<Value>)> = Vec::new();
+    if let Some(changes) = value["changes"].as_object() {
+        for (uri, list) in changes {
+            per_file.push((uri.clone(), list.as_array().cloned().unwrap_or_default()));
+        }
+    }
+    for change in value["documentChanges"].as_array().into_iter().flatten() {
+        let Some(uri) = change.pointer("/textDocument/uri").and_then(Value::as_str) else {
+            return Err(Refused(
+                "the rename creates, renames or deletes files".into(),
+            ));
+        };
+        let edits = change["edits"].as_array().cloned().unwrap_or_default();
+        per_file.push((uri.to_owned(), edits));
+    }
+    let mut out = Vec::new();
+    for (uri, edits) in per_file {
+        let path = uri_to_path(&uri).ok_or_else(|| Refused(format!("not a file: {uri}")))?;
+        if !path.starts_with(workspace) {
+            return Err(Refused(format!(
+                "the server proposed edits outside the workspace ({})",
+                path.display()
+            )));
+        }
+        let text = lines
+            .text(&path)
+            .ok_or_else(|| Refused(format!("cannot read {}", path.display())))?;
+        let enc = lines.client.caps.encoding;
+        let mut file = FileEdits {
+            path,
+            sha256: content_hash(text.as_bytes()),
+            edits: Vec::new(),
+        };
+        for e in edits {
+            let pos = |k: &str| {
+                let p = &e["range"][k];
+                let line = p["line"].as_u64().unwrap_or(0) as u32;
+                let ch = p["character"].as_u64().unwrap_or(0) as u32;
+                to_line_col(&text, line, ch, enc)
+            };
+            let ((line, column), (end_line, end_column)) = (pos("start"), pos("end"));
+            file.edits.push(TextEdit {
+                line,
+                column,
+                end_line,
+                end_column,
+                new_text: e["newText"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+        file.edits
+            .sort_by_key(|e| (e.line, e.column, e.end_line, e.end_column));
+        out.push(file);
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
 }
 
 /// A `CallHierarchyItem` as a symbol at its name.

@@ -30,6 +30,9 @@ pub struct Nav {
     /// The search text of a workspace symbol search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
+    /// A rename's new name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_name: Option<String>,
     /// Most locations or symbols in the answer (default 200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
@@ -78,6 +81,10 @@ pub struct NavReply {
     /// Incoming or outgoing calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<NavCall>,
+    /// A rename's edits per file (`path` relative to the workspace, the `sha256` of the
+    /// content they were made for), not applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<openfiles_plugin_api::FileEdits>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// How many the server gave; more than listed when `capped`.
@@ -157,6 +164,17 @@ impl NavReply {
                 }
             }
             QueryKind::IncomingCalls | QueryKind::OutgoingCalls => self.render_calls(out, by),
+            QueryKind::Rename => {
+                let files = self.edits.len();
+                out.push_str(&format!("{} edits in {files} files{by}:\n", self.total));
+                for f in &self.edits {
+                    out.push_str(&format!("{} (sha256 {})\n", f.path.display(), f.sha256));
+                    for e in &f.edits {
+                        let (l, c, el, ec) = (e.line, e.column, e.end_line, e.end_column);
+                        out.push_str(&format!("  {l}:{c}-{el}:{ec}  {:?}\n", e.new_text));
+                    }
+                }
+            }
             kind => {
                 let what = match kind {
                     QueryKind::Definition => "definitions",
@@ -227,6 +245,7 @@ mod tests {
             locations: vec![loc("b.py", 3, "helper()"), loc("a.py", 7, "def helper():")],
             symbols: Vec::new(),
             calls: Vec::new(),
+            edits: Vec::new(),
             text: None,
             total: 3,
             capped: true,

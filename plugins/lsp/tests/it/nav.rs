@@ -34,6 +34,7 @@ fn ask_as(
             line,
             column,
             query: None,
+            new_name: Some("twice".into()),
             limit: 0,
             timeout_ms: 60_000,
             trusted,
@@ -145,6 +146,41 @@ fn pyright_answers_definition_references_hover_and_symbols() {
         to.contains(&("greet".into(), "lib.py".into(), 5, 22)),
         "{callees:#?}"
     );
+
+    // A rename: exact edits per file, each for the content its hash names, nothing written.
+    let rename = ask(&env, QueryKind::Rename, &lib, 7, 5);
+    let files: Vec<(String, usize)> = rename
+        .edits
+        .iter()
+        .map(|f| (at_path(&f.path, &env.ws), f.edits.len()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("app.py".into(), 2),
+            ("lib.py".into(), 1),
+            ("other.py".into(), 2)
+        ],
+        "{rename:#?}"
+    );
+    let lib_edit = &rename.edits[1];
+    assert_eq!(
+        lib_edit.sha256,
+        openfiles_plugin_api::content_hash(LIB.as_bytes())
+    );
+    assert_eq!(
+        (
+            lib_edit.edits[0].line,
+            lib_edit.edits[0].column,
+            lib_edit.edits[0].end_column
+        ),
+        (7, 5, 11)
+    );
+    assert!(rename
+        .edits
+        .iter()
+        .all(|f| f.edits.iter().all(|e| e.new_text == "twice")));
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), LIB);
 
     // The files on disk are what is asked about: a file a check opened (as an agent's edit
     // does) and then changed on disk is sent again first, so a new use appears at once.
