@@ -32,7 +32,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
-use openfiles_wire::control::{Request, WorkspacesReply};
+use openfiles_wire::control::Workspaces;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -125,12 +125,7 @@ fn measure(program: &Path, count: usize, settle: Duration, idle: Duration) -> Fi
     notify.expect("READY=1");
     let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
     notify.drain_in_background();
-    let listed = env
-        .client()
-        .call_as::<WorkspacesReply>(&Request::Workspaces)
-        .unwrap()
-        .workspaces
-        .len();
+    let listed = env.client().call(&Workspaces).unwrap().workspaces.len();
     let all_served_ms = start.elapsed().as_secs_f64() * 1000.0;
     let pid = child.id();
     std::thread::sleep(settle);

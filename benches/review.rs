@@ -21,7 +21,7 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use common::{wait_until, Env};
-use openfiles_wire::control::{Edited, EditedReply, Request};
+use openfiles_wire::control::{Edited, EditedReply};
 
 const FILES: usize = 1000;
 
@@ -46,11 +46,11 @@ fn session(env: &Env, ws: &Path) {
             .collect();
         let _: EditedReply = env
             .client()
-            .call_as(&Request::Edited(Edited {
+            .call(&Edited {
                 paths,
                 agent: Some((*agent).into()),
                 ..Default::default()
-            }))
+            })
             .unwrap();
     }
     wait_until("the session is checked", || {

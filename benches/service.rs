@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{Env, NotifySocket};
 use notify::Watcher;
-use openfiles_wire::control::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles_wire::control::{Edited, EditedReply, Hello, Status, StatusReply, Wait, WaitReply};
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -87,7 +87,7 @@ fn idle_rss_10_workspaces() -> u64 {
 
 fn round_trip(env: &Env) -> (f64, f64) {
     let mut c = env.client();
-    let hello = Request::Hello(Default::default());
+    let hello = Hello::default();
     for _ in 0..1000 {
         c.call(&hello).unwrap();
     }
@@ -130,7 +130,7 @@ fn queue_rate(env: &Env, ws: &Path) -> f64 {
 }
 
 fn status(env: &Env) -> StatusReply {
-    env.client().call_as(&Request::Status).unwrap()
+    env.client().call(&Status).unwrap()
 }
 
 fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
@@ -153,20 +153,20 @@ fn edit_to_file(env: &Env, ws: &Path) -> (f64, f64, f64, f64) {
         while rx.try_recv().is_ok() {}
         let start = Instant::now();
         let r: EditedReply = c
-            .call_as(&Request::Edited(Edited {
+            .call(&Edited {
                 paths: vec![file.clone()],
                 ..Default::default()
-            }))
+            })
             .unwrap();
         let w: WaitReply = c
-            .call_as(&Request::Wait(Wait {
+            .call(&Wait {
                 paths: vec![file.clone()],
                 since: r.ts,
                 timeout_ms: Some(10_000),
                 partial: false,
                 session: None,
                 fixes: false,
-            }))
+            })
             .unwrap();
         assert!(w.complete);
         let waited = start.elapsed();
@@ -210,20 +210,20 @@ fn rss_10k_session(env: &Env, ws: &Path, pid: u32) -> u64 {
     }
     let mut c = env.client();
     let r: EditedReply = c
-        .call_as(&Request::Edited(Edited {
+        .call(&Edited {
             paths: files.clone(),
             ..Default::default()
-        }))
+        })
         .unwrap();
     let w: WaitReply = c
-        .call_as(&Request::Wait(Wait {
+        .call(&Wait {
             paths: files,
             since: r.ts,
             timeout_ms: Some(120_000),
             partial: false,
             session: None,
             fixes: false,
-        }))
+        })
         .unwrap();
     assert!(w.complete);
     std::thread::sleep(Duration::from_secs(1));

@@ -53,6 +53,7 @@ pip_need=()
 have basedpyright-langserver || pip_need+=(basedpyright==1.40.2)
 have ty || pip_need+=(ty==0.0.104)
 python3 -c 'import yaml' >/dev/null 2>&1 || pip_need+=(pyyaml)   # the YAML tests' reference parser
+have taplo || pip_need+=(taplo==0.9.3)   # the TOML tests' reference: taplo's CLI (prebuilt; no language server in it)
 pip_pid=""
 if [ ${#pip_need[@]} -gt 0 ]; then
   echo "install-test-deps: pip: ${pip_need[*]}"
@@ -79,6 +80,16 @@ have eslint || npm_need+=(eslint@9.39.5)
 if [ ${#npm_need[@]} -gt 0 ]; then
   echo "install-test-deps: npm: ${npm_need[*]}"
   $SUDO npm install -g --no-audit --no-fund --loglevel=error "${npm_need[@]}" >/dev/null
+fi
+
+# TOML: taplo's own language server, the WebAssembly build npm's @taplo/lsp ships, run by our
+# host plugins/lsp/taplo (the PyPI and npm builds of the taplo CLI leave the server out, and
+# `cargo install taplo-cli --features lsp` compiles ~260 crates). A copy, not a link
+# (--install-links), installed again when the host changed. About 5 s.
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+if ! cmp -s "$(npm root -g)/openfiles-taplo-lsp/server.js" "$repo/plugins/lsp/taplo/server.js"; then
+  echo "install-test-deps: npm: openfiles-taplo-lsp (plugins/lsp/taplo, @taplo/lsp)"
+  $SUDO npm install -g --install-links --no-audit --no-fund --loglevel=error "$repo/plugins/lsp/taplo" >/dev/null
 fi
 
 # The real agent CLIs for tests/it/agents_real.rs, pinned, in their own prefix (nothing on

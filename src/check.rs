@@ -2,9 +2,10 @@
 //!
 //! With a running service the paths go through its pipeline (`check` on the control socket),
 //! so warm language servers answer. Without one, the plugins are started in-process for this
-//! run only and the paths go through the same pipeline actor (`Pipeline::start_ephemeral`,
-//! nothing persisted): the same scheduling (one project-wide run per project) and merging
-//! (an item two sources report identically once), so both give the same answer.
+//! run only and the paths go through the same pipeline actor (`crate::in_process`, the one
+//! entry a client has into the service's rooms; nothing persisted): the same scheduling (one
+//! project-wide run per project) and merging (an item two sources report identically once),
+//! so both give the same answer.
 //!
 //! A directory means its files (walked with `.gitignore` rules; files the path policy skips
 //! are left out). A path named on the command line that is not checked (outside every
@@ -16,8 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use codespan_reporting::diagnostic::{Diagnostic, Label};
@@ -26,12 +26,10 @@ use codespan_reporting::term::{self, termcolor};
 use openfiles_plugin_api::Severity;
 
 use crate::control::client::{Client, ClientError};
-use crate::diagnostics::pipeline::{EditOrigin, Pipeline};
-use crate::diagnostics::{Checker, Rejected};
-use crate::plugin_host::PluginManager;
 use crate::visible::{escape, escape_lines};
-use openfiles_wire::control::{Check, Request, WaitReply};
-use openfiles_wire::spec::{self, FileEntry};
+use openfiles_fixes::{Chosen, FixError};
+use openfiles_wire::control::{Check, Rejected, WaitReply};
+use openfiles_wire::spec::FileEntry;
 
 /// When `check` exits with status 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -184,47 +182,65 @@ fn fix_rounds(
     spinner: &Spinner,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
     let unsafe_too = fix == FixMode::Unsafe;
-    let mut applied: Vec<crate::fixes::Chosen> = Vec::new();
-    let mut changed: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut skipped: Vec<String> = Vec::new();
+    let mut log = FixLog::default();
     for _ in 0..FIX_ROUNDS {
-        let mut by_root: BTreeMap<PathBuf, Vec<crate::fixes::Chosen>> = BTreeMap::new();
-        for (_, e) in &entries {
-            let root = crate::workspace::resolve::root_for(&e.path)
-                .unwrap_or_else(|_| e.path.parent().unwrap_or(&e.path).to_owned());
-            by_root
-                .entry(root)
-                .or_default()
-                .extend(crate::fixes::chosen(&e.path, &e.items, unsafe_too));
-        }
+        let by_root = chosen_by_root(&entries, unsafe_too);
         if by_root.values().all(Vec::is_empty) {
             break;
         }
-        skipped.clear();
+        log.skipped.clear();
+        let this_round = log.apply_round(by_root)?;
+        if this_round.is_empty() {
+            break;
+        }
+        log.changed.extend(this_round);
+        let paths: Vec<PathBuf> = entries.iter().map(|(_, e)| e.path.clone()).collect();
+        spinner.say("checking the fixed files again…");
+        let (again, _) = check_all(socket, config, paths, opts.timeout, spinner)?;
+        entries = again;
+    }
+    spinner.finish();
+    log.report(&entries, unsafe_too);
+    Ok((entries, rejected))
+}
+
+/// The fixes `--fix` takes, per workspace (each is applied from its root).
+fn chosen_by_root(entries: &Entries, unsafe_too: bool) -> BTreeMap<PathBuf, Vec<Chosen>> {
+    let mut by_root: BTreeMap<PathBuf, Vec<Chosen>> = BTreeMap::new();
+    for (_, e) in entries {
+        let root = openfiles_gate::resolve::root_for(&e.path)
+            .unwrap_or_else(|_| e.path.parent().unwrap_or(&e.path).to_owned());
+        by_root
+            .entry(root)
+            .or_default()
+            .extend(openfiles_fixes::chosen(&e.path, &e.items, unsafe_too));
+    }
+    by_root
+}
+
+/// What `--fix` did over its rounds.
+#[derive(Default)]
+struct FixLog {
+    applied: Vec<Chosen>,
+    /// Every file changed so far.
+    changed: BTreeSet<PathBuf>,
+    /// The last round's fixes not applied, as lines to show.
+    skipped: Vec<String>,
+}
+
+impl FixLog {
+    /// Apply one round's fixes, workspace by workspace; returns the files changed.
+    fn apply_round(
+        &mut self,
+        by_root: BTreeMap<PathBuf, Vec<Chosen>>,
+    ) -> anyhow::Result<BTreeSet<PathBuf>> {
         let mut this_round = BTreeSet::new();
         for (root, chosen) in by_root {
-            let out = crate::fixes::apply(&root, chosen).map_err(|e| {
-                // The round stopped half way: every file already changed is named, this
-                // workspace's in the error, the others' (earlier rounds, other roots) here.
-                let others: Vec<String> = changed
-                    .iter()
-                    .chain(&this_round)
-                    .filter(|p| !e.done.contains(p))
-                    .map(|p| escape(&display_path(p)).into_owned())
-                    .collect();
-                if others.is_empty() {
-                    anyhow::anyhow!("{}", escape(&e.to_string()))
-                } else {
-                    anyhow::anyhow!(
-                        "{}; also fixed before: {}",
-                        escape(&e.to_string()),
-                        others.join(", ")
-                    )
-                }
-            })?;
-            applied.extend(out.applied);
+            let out =
+                openfiles_fixes::apply(&root, chosen).map_err(|e| self.stopped(&e, &this_round))?;
+            self.applied.extend(out.applied);
             for (c, why) in out.skipped {
-                skipped.push(format!(
+                self.skipped.push(format!(
                     "{}:{}:{}: {}: not applied: {why}",
                     display_path(&c.file),
                     c.item.line,
@@ -234,49 +250,67 @@ fn fix_rounds(
             }
             this_round.extend(out.changed);
         }
-        if this_round.is_empty() {
-            break;
-        }
-        changed.extend(this_round.iter().cloned());
-        let paths: Vec<PathBuf> = entries.iter().map(|(_, e)| e.path.clone()).collect();
-        spinner.say("checking the fixed files again…");
-        let (again, _) = check_all(socket, config, paths, opts.timeout, spinner)?;
-        entries = again;
+        Ok(this_round)
     }
-    spinner.finish();
-    let mut err = std::io::stderr().lock();
-    for c in &applied {
+
+    /// The round stopped half way: every file already changed is named, this workspace's in
+    /// the error, the others' (earlier rounds, other roots) here.
+    fn stopped(&self, e: &FixError, this_round: &BTreeSet<PathBuf>) -> anyhow::Error {
+        let others: Vec<String> = self
+            .changed
+            .iter()
+            .chain(this_round)
+            .filter(|p| !e.done.contains(p))
+            .map(|p| escape(&display_path(p)).into_owned())
+            .collect();
+        if others.is_empty() {
+            anyhow::anyhow!("{}", escape(&e.to_string()))
+        } else {
+            anyhow::anyhow!(
+                "{}; also fixed before: {}",
+                escape(&e.to_string()),
+                others.join(", ")
+            )
+        }
+    }
+
+    /// Say on stderr what changed, what was not applied, and what only unsafe fixes would.
+    fn report(&self, entries: &Entries, unsafe_too: bool) {
+        let mut err = std::io::stderr().lock();
+        for c in &self.applied {
+            let _ = writeln!(
+                err,
+                "fixed {}:{}:{} {}: {} ({})",
+                escape(&display_path(&c.file)),
+                c.item.line,
+                c.item.column,
+                escape(c.item.code.as_deref().unwrap_or(&c.item.source)),
+                escape(&c.fix.title),
+                escape(&c.summary)
+            );
+        }
+        for s in &self.skipped {
+            let _ = writeln!(err, "{}", escape(s));
+        }
+        let left: usize = entries
+            .iter()
+            .flat_map(|(_, e)| &e.items)
+            .filter(|i| !i.fixes.is_empty() && openfiles_fixes::choose(i, unsafe_too).is_none())
+            .count();
         let _ = writeln!(
             err,
-            "fixed {}:{}:{} {}: {} ({})",
-            escape(&display_path(&c.file)),
-            c.item.line,
-            c.item.column,
-            escape(c.item.code.as_deref().unwrap_or(&c.item.source)),
-            escape(&c.fix.title),
-            escape(&c.summary)
+            "openfiles: applied {} fix(es) in {} file(s){}",
+            self.applied.len(),
+            self.changed.len(),
+            if left > 0 {
+                format!(
+                    "; {left} problem(s) have only unsafe fixes (apply them with --fix --unsafe)"
+                )
+            } else {
+                String::new()
+            }
         );
     }
-    for s in &skipped {
-        let _ = writeln!(err, "{}", escape(s));
-    }
-    let left: usize = entries
-        .iter()
-        .flat_map(|(_, e)| &e.items)
-        .filter(|i| !i.fixes.is_empty() && crate::fixes::choose(i, unsafe_too).is_none())
-        .count();
-    let _ = writeln!(
-        err,
-        "openfiles: applied {} fix(es) in {} file(s){}",
-        applied.len(),
-        changed.len(),
-        if left > 0 {
-            format!("; {left} problem(s) have only unsafe fixes (apply them with --fix --unsafe)")
-        } else {
-            String::new()
-        }
-    );
-    Ok((entries, rejected))
 }
 
 /// The files under `dir`, walked with `.gitignore` rules (hidden files and ignored folders
@@ -298,11 +332,11 @@ fn through_service(
     timeout: Duration,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
     client.set_read_timeout(Some(timeout + Duration::from_secs(10)))?;
-    let reply: WaitReply = client.call_as(&Request::Check(Check {
+    let reply: WaitReply = client.call(&Check {
         paths,
         timeout_ms: Some(timeout.as_millis() as u64),
         agent: None,
-    }))?;
+    })?;
     let entries = reply
         .workspaces
         .into_iter()
@@ -317,79 +351,13 @@ fn in_process(
     timeout: Duration,
     spinner: &Spinner,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
-    let (mut config, _) = crate::config::Config::load(config)?;
-    config.diagnostics.check_timeout_ms = timeout.as_millis() as u64;
-    let config = Arc::new(config);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let state = crate::paths::state_dir();
-        let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
-        let checker: Arc<dyn Checker> = Arc::new(manager.clone());
-        // The same workspace and trust the service would give each file: the registered
-        // workspace holding it (config, `openfiles add`), or the repository nested in it, or
-        // the folder an edit would register; trusted by `openfiles trust` or named by the
-        // user — one answer (`trust::is_trusted`) for both.
-        use crate::workspace::trust;
-        let store = trust::load(&state);
-        let registered: Vec<PathBuf> = config
-            .service
-            .workspaces
-            .iter()
-            .filter_map(|w| w.canonicalize().ok())
-            .chain(
-                crate::workspace::store::load(&state)
-                    .into_iter()
-                    .map(|w| w.root),
-            )
-            .collect();
-        spinner.say(&format!("checking {} file(s)…", paths.len()));
-        let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-        for path in paths {
-            let root = crate::workspace::resolve::workspace_for(registered.iter(), &path)
-                .unwrap_or_else(|_| path.parent().unwrap_or(&path).to_owned());
-            by_root.entry(root).or_default().push(path);
-        }
-        let since = spec::now_ms();
-        let mut rejected = Vec::new();
-        let mut pipelines = Vec::new();
-        for (root, paths) in by_root {
-            let named = trust::named_offline(&root, &config, &state);
-            let trusted = trust::is_trusted(&root, &store, named);
-            let checker =
-                trust::Trusting::wrap(checker.clone(), trust::TrustFlag::new(&root, trusted));
-            let handle = Pipeline::start_ephemeral(&root, config.clone(), checker)?;
-            let out = handle.edited(paths, EditOrigin::Control).await;
-            rejected.extend(out.rejected);
-            pipelines.push((handle, out.accepted));
-        }
-        // Each check is bounded by `timeout` in its plugin host; this only guards a host bug.
-        let deadline = Instant::now() + timeout + Duration::from_secs(10);
-        // Complete, then with the fixes asked after the answers (a plugin's second step).
-        let waits = pipelines.iter().map(|(h, paths)| async move {
-            let r = h.wait(paths.clone(), since, Some(deadline), false).await;
-            if !r.complete {
-                return r;
-            }
-            h.fixes_idle().await;
-            h.wait(paths.clone(), since, Some(deadline), false).await
-        });
-        let outcomes = futures_util::future::join_all(waits).await;
-        for (h, _) in &pipelines {
-            h.stop().await;
-        }
-        shutdown.cancel();
-        manager.wait_stopped().await;
-        let entries = outcomes
-            .into_iter()
-            .flat_map(|o| o.entries.files.into_values())
-            .map(|e| (display_path(&e.path), e))
-            .collect();
-        Ok((entries, rejected))
-    })
+    let out = crate::in_process::check(config, paths, timeout, &|msg| spinner.say(msg))?;
+    let entries = out
+        .entries
+        .into_iter()
+        .map(|e| (display_path(&e.path), e))
+        .collect();
+    Ok((entries, out.rejected))
 }
 
 /// The path relative to the current directory when it lies below it.

@@ -6,7 +6,8 @@
 //! `exec` keeps its own failures apart from the command's: the command's exit code passes
 //! through, [`EXEC_TIMEOUT`] and [`EXEC_OWN_ERROR`] (with `openfiles: …` on stderr) are
 //! openfiles'. `subscribe` stays connected and prints push frames.
-//! The hidden `serve` runs one Claws server in the foreground (for development and tests).
+//! The hidden `serve` runs one Claws server in the foreground (for development and tests):
+//! a server, not a client, so `cli` hands it to `crate::claws_serve`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use serde_json::Value;
 use openfiles_claws::config::ClawsAuthConfig;
 use openfiles_claws::secret;
 use openfiles_wire::claws::request::{self as rq, Command, Target};
-use openfiles_wire::claws::PROTOCOL_2;
+use openfiles_wire::claws::{error_code, ErrorCode, PROTOCOL_2};
 use openfiles_wire::line::{Conn, LineError};
 
 /// `claws exec`'s exit status when the command did not finish within the timeout (as
@@ -119,7 +120,7 @@ pub enum ClawsCmd {
     /// own. The service makes the file (mode 0600, in your state folder) when it serves the
     /// workspace with `[claws.auth] enabled`; `token_path` in your config names another one.
     Token,
-    /// Serve one folder's Claws socket in the foreground (development).
+    /// Serve one folder's Claws socket in the foreground (development; `crate::claws_serve`).
     #[command(hide = true)]
     Serve { dir: PathBuf },
 }
@@ -178,7 +179,7 @@ impl Client {
 fn hello(role: &str, sock: &Path, auth: &ClawsAuthConfig) -> Command {
     let mut h = rq::Hello {
         protocol: Some(PROTOCOL_2.to_owned()),
-        role: Some(role.to_owned()),
+        role: Some(role.into()),
         peer_name: Some("openfiles-cli".to_owned()),
         ..Default::default()
     };
@@ -256,11 +257,7 @@ fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<P
         return found;
     };
     let reply = crate::autostart::connect(&control, Some(std::time::Duration::from_secs(10)))
-        .and_then(|mut c| {
-            c.call_as::<openfiles_wire::control::WorkspacesReply>(
-                &openfiles_wire::control::Request::Workspaces,
-            )
-        });
+        .and_then(|mut c| c.call(&openfiles_wire::control::Workspaces));
     let Ok(reply) = reply else {
         return found;
     };
@@ -289,6 +286,11 @@ fn socket_or_start(args: &ClawsArgs, control: Option<&Path>) -> anyhow::Result<P
     found
 }
 
+/// A successful answer read as the request's typed reply.
+fn typed<T: serde::de::DeserializeOwned>(v: Value) -> anyhow::Result<T> {
+    serde_json::from_value(v).context("unexpected answer from the Claws server")
+}
+
 fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
     let v = Client::connect(sock)?.request(&req)?;
     if v.get("ok") != Some(&Value::Bool(true)) {
@@ -304,9 +306,6 @@ fn one(sock: &Path, req: Command) -> anyhow::Result<Value> {
 
 /// Run `openfiles claws …`; the result is the exit code.
 pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> anyhow::Result<u8> {
-    if let ClawsCmd::Serve { dir } = &args.cmd {
-        return serve(dir, config);
-    }
     if let ClawsCmd::Token = &args.cmd {
         return token(&args, config);
     }
@@ -318,167 +317,225 @@ pub fn run(args: ClawsArgs, config: Option<&Path>, control: Option<&Path>) -> an
         }
         Err(e) => return Err(e),
     };
+    let json = args.json;
     match args.cmd {
-        ClawsCmd::List => {
-            let v = one(&sock, Command::List)?;
-            if args.json {
-                println!("{v}");
-            } else {
-                print!("{}", terminal_table(&v));
-            }
-        }
+        ClawsCmd::List => list(&sock, json),
         ClawsCmd::Create {
             name,
             cwd,
             wrapped,
             shell,
-        } => {
-            let v = one(
-                &sock,
-                Command::Create(rq::Create {
-                    name,
-                    cwd: cwd.map(|c| c.display().to_string()),
-                    wrapped: Some(wrapped),
-                    shell_path: shell.map(|s| s.display().to_string()),
-                    ..Default::default()
-                }),
-            )?;
-            println!("{}", v["id"].as_str().unwrap_or_default());
-        }
+        } => create(&sock, name, cwd, wrapped, shell),
         ClawsCmd::Send {
             id,
             text,
             no_newline,
             paste,
-        } => {
-            one(
-                &sock,
-                Command::Send(rq::Send {
-                    target: Target::id(id),
-                    text: Some(text),
-                    newline: Some(!no_newline),
-                    paste: Some(paste),
-                }),
-            )?;
-        }
+        } => send(&sock, id, text, no_newline, paste),
         ClawsCmd::Exec {
             id,
             command,
             timeout_ms,
-        } => {
-            let req = Command::Exec(rq::Exec {
-                target: Target::id(id),
-                command: Some(command),
-                timeout_ms,
-            });
-            let answer = Client::connect(&sock).and_then(|mut c| c.request(&req));
-            return Ok(match answer {
-                Ok(v) if args.json => {
-                    println!("{v}");
-                    exec_status(&v).unwrap_or_else(|(code, _)| code)
-                }
-                Ok(v) => match exec_status(&v) {
-                    Ok(code) => {
-                        print!("{}", v["event"]["output"].as_str().unwrap_or_default());
-                        code
-                    }
-                    Err((code, why)) => {
-                        eprintln!("openfiles: {why}");
-                        code
-                    }
-                },
-                Err(e) => {
-                    eprintln!("openfiles: {e:#}");
-                    EXEC_OWN_ERROR
-                }
-            });
-        }
+        } => Ok(exec(&sock, json, id, command, timeout_ms)),
         ClawsCmd::Log {
             id,
             offset,
             limit,
             raw,
-        } => {
-            let v = one(
-                &sock,
-                Command::ReadLog(rq::ReadLog {
-                    target: Target::id(id),
-                    offset,
-                    limit,
-                    strip: Some(!raw),
-                }),
-            )?;
-            print!("{}", v["bytes"].as_str().unwrap_or_default());
-        }
-        ClawsCmd::Close { id } => {
-            let v = one(
-                &sock,
-                Command::Close(rq::Close {
-                    target: Target::id(id.as_str()),
-                    close_origin: None,
-                }),
-            )?;
-            if args.json {
-                println!("{v}");
-            } else if v["alreadyClosed"] == Value::Bool(true) {
-                println!("terminal {id} was already closed (or never existed)");
-            } else {
-                println!("closed terminal {id}");
-            }
-        }
+        } => log(&sock, id, offset, limit, raw),
+        ClawsCmd::Close { id } => close(&sock, json, &id),
         ClawsCmd::Subscribe {
             topic,
             from_cursor,
             count,
-        } => {
-            let mut c = Client::connect(&sock)?;
-            let h = c.request(&hello("observer", &sock, &user_auth(config)))?;
-            if h["ok"] != Value::Bool(true) {
-                bail!("{}", h["error"]);
-            }
-            let s = c.request(&Command::Subscribe(rq::Subscribe {
-                topic: Some(topic),
-                from_cursor: from_cursor.map(Value::from),
-            }))?;
-            if s["ok"] != Value::Bool(true) {
-                bail!("{}", s["error"].as_str().unwrap_or("subscribe failed"));
-            }
-            let mut out = std::io::stdout().lock();
-            let mut seen = 0;
-            while !matches!(count, Some(n) if seen >= n) {
-                let Some(v) = c.next_line()? else { break };
-                writeln!(out, "{v}")?;
-                out.flush()?;
-                if v["push"] == "message" {
-                    seen += 1;
-                }
-            }
-        }
-        ClawsCmd::Publish { topic, payload } => {
-            let payload: Value =
-                serde_json::from_str(&payload).context("the payload is not JSON")?;
-            let mut c = Client::connect(&sock)?;
-            let h = c.request(&hello("worker", &sock, &user_auth(config)))?;
-            if h["ok"] != Value::Bool(true) {
-                bail!("{}", h["error"]);
-            }
-            let v = c.request(&Command::Publish(rq::Publish {
-                topic: Some(topic),
-                payload: Some(payload),
-                echo: None,
-            }))?;
-            println!("{v}");
-            if v["ok"] != Value::Bool(true) {
-                return Ok(1);
-            }
-        }
+        } => subscribe(&sock, config, topic, from_cursor, count),
+        ClawsCmd::Publish { topic, payload } => publish(&sock, config, topic, &payload),
         ClawsCmd::Raw { request: text } => {
             let req: Value = serde_json::from_str(&text).context("not JSON")?;
             println!("{}", Client::connect(&sock)?.call(&req)?);
+            Ok(0)
         }
-        ClawsCmd::Serve { .. } | ClawsCmd::Token => unreachable!("handled above"),
+        // `serve` is not a client's: `cli` hands it to `crate::claws_serve`.
+        ClawsCmd::Serve { .. } => bail!("`claws serve` runs a server, not a client"),
+        ClawsCmd::Token => unreachable!("handled above"),
+    }
+}
+
+/// `claws list`: a table, or the raw answer.
+fn list(sock: &Path, json: bool) -> anyhow::Result<u8> {
+    let v = one(sock, Command::List)?;
+    if json {
+        println!("{v}");
+    } else {
+        print!("{}", terminal_table(&v));
     }
     Ok(0)
+}
+
+/// `claws create`: prints the new terminal's id.
+fn create(
+    sock: &Path,
+    name: Option<String>,
+    cwd: Option<PathBuf>,
+    wrapped: bool,
+    shell: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    let v = one(
+        sock,
+        Command::Create(rq::Create {
+            name,
+            cwd: cwd.map(|c| c.display().to_string()),
+            wrapped: Some(wrapped),
+            shell_path: shell.map(|s| s.display().to_string()),
+            ..Default::default()
+        }),
+    )?;
+    println!("{}", typed::<rq::Created>(v)?.id);
+    Ok(0)
+}
+
+/// `claws send`: type text into a terminal.
+fn send(
+    sock: &Path,
+    id: String,
+    text: String,
+    no_newline: bool,
+    paste: bool,
+) -> anyhow::Result<u8> {
+    one(
+        sock,
+        Command::Send(rq::Send {
+            target: Target::id(id),
+            text: Some(text),
+            newline: Some(!no_newline),
+            paste: Some(paste),
+        }),
+    )?;
+    Ok(0)
+}
+
+/// `claws exec`: the command's output and its exit code, or openfiles' own code
+/// ([`exec_status`]) with the reason on stderr.
+fn exec(sock: &Path, json: bool, id: String, command: String, timeout_ms: Option<u64>) -> u8 {
+    let req = Command::Exec(rq::Exec {
+        target: Target::id(id),
+        command: Some(command),
+        timeout_ms,
+    });
+    let answer = Client::connect(sock).and_then(|mut c| c.request(&req));
+    match answer {
+        Ok(v) if json => {
+            println!("{v}");
+            exec_status(&v).unwrap_or_else(|(code, _)| code)
+        }
+        Ok(v) => match exec_status(&v) {
+            Ok(code) => {
+                let ran = typed::<rq::ExecReply>(v).ok().and_then(|r| r.event);
+                print!("{}", ran.map(|e| e.output).unwrap_or_default());
+                code
+            }
+            Err((code, why)) => {
+                eprintln!("openfiles: {why}");
+                code
+            }
+        },
+        Err(e) => {
+            eprintln!("openfiles: {e:#}");
+            EXEC_OWN_ERROR
+        }
+    }
+}
+
+/// `claws log`: a wrapped terminal's output.
+fn log(
+    sock: &Path,
+    id: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    raw: bool,
+) -> anyhow::Result<u8> {
+    let v = one(
+        sock,
+        Command::ReadLog(rq::ReadLog {
+            target: Target::id(id),
+            offset,
+            limit,
+            strip: Some(!raw),
+        }),
+    )?;
+    print!("{}", typed::<rq::LogPage>(v)?.bytes);
+    Ok(0)
+}
+
+/// `claws close`.
+fn close(sock: &Path, json: bool, id: &str) -> anyhow::Result<u8> {
+    let v = one(
+        sock,
+        Command::Close(rq::Close {
+            target: Target::id(id),
+            close_origin: None,
+        }),
+    )?;
+    if json {
+        println!("{v}");
+    } else if typed::<rq::Closed>(v)?.already_closed {
+        println!("terminal {id} was already closed (or never existed)");
+    } else {
+        println!("closed terminal {id}");
+    }
+    Ok(0)
+}
+
+/// A connection that said `hello` as `role`, signed with the user's `[claws.auth]` secret.
+fn greeted(sock: &Path, config: Option<&Path>, role: &str) -> anyhow::Result<Client> {
+    let mut c = Client::connect(sock)?;
+    let h = c.request(&hello(role, sock, &user_auth(config)))?;
+    if h["ok"] != Value::Bool(true) {
+        bail!("{}", h["error"]);
+    }
+    Ok(c)
+}
+
+/// `claws subscribe`: print push frames until `count` messages (or the end).
+fn subscribe(
+    sock: &Path,
+    config: Option<&Path>,
+    topic: String,
+    from_cursor: Option<String>,
+    count: Option<u64>,
+) -> anyhow::Result<u8> {
+    let mut c = greeted(sock, config, "observer")?;
+    let s = c.request(&Command::Subscribe(rq::Subscribe {
+        topic: Some(topic),
+        from_cursor: from_cursor.map(Value::from),
+    }))?;
+    if s["ok"] != Value::Bool(true) {
+        bail!("{}", s["error"].as_str().unwrap_or("subscribe failed"));
+    }
+    let mut out = std::io::stdout().lock();
+    let mut seen = 0;
+    while !matches!(count, Some(n) if seen >= n) {
+        let Some(v) = c.next_line()? else { break };
+        writeln!(out, "{v}")?;
+        out.flush()?;
+        if v["push"] == "message" {
+            seen += 1;
+        }
+    }
+    Ok(0)
+}
+
+/// `claws publish`: exit 1 when the server refused it.
+fn publish(sock: &Path, config: Option<&Path>, topic: String, payload: &str) -> anyhow::Result<u8> {
+    let payload: Value = serde_json::from_str(payload).context("the payload is not JSON")?;
+    let mut c = greeted(sock, config, "worker")?;
+    let v = c.request(&Command::Publish(rq::Publish {
+        topic: Some(topic),
+        payload: Some(payload),
+        echo: None,
+    }))?;
+    println!("{v}");
+    Ok(if v["ok"] == Value::Bool(true) { 0 } else { 1 })
 }
 
 /// The exit status `claws exec` gives for an `exec` answer: the command's exit code, or
@@ -489,27 +546,33 @@ pub fn exec_status(v: &Value) -> Result<u8, (u8, String)> {
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("exec failed");
-        let code = if error.starts_with("exec timeout") {
+        // Our server says `code`; the editor extension's says only the words.
+        let timeout = error_code(v) == Some(ErrorCode::ExecTimeout);
+        let code = if timeout || error.starts_with("exec timeout") {
             EXEC_TIMEOUT
         } else {
             EXEC_OWN_ERROR
         };
         return Err((code, error.to_owned()));
     }
-    if v.get("degraded") == Some(&Value::Bool(true)) {
+    let no_code = || {
+        (
+            EXEC_OWN_ERROR,
+            "the server's answer carries no exit code".to_owned(),
+        )
+    };
+    let reply = serde_json::from_value::<rq::ExecReply>(v.clone()).map_err(|_| no_code())?;
+    if reply.degraded {
         return Err((
             EXEC_OWN_ERROR,
             "the terminal has no shell integration: neither output nor exit code was captured"
                 .to_owned(),
         ));
     }
-    match v["event"]["exitCode"].as_i64() {
+    match reply.event.map(|e| e.exit_code) {
         Some(code) => u8::try_from(code)
             .map_err(|_| (EXEC_OWN_ERROR, format!("exit code {code} is out of range"))),
-        None => Err((
-            EXEC_OWN_ERROR,
-            "the server's answer carries no exit code".to_owned(),
-        )),
+        None => Err(no_code()),
     }
 }
 
@@ -614,26 +677,6 @@ fn token(args: &ClawsArgs, config: Option<&Path>) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn serve(dir: &Path, config: Option<&Path>) -> anyhow::Result<u8> {
-    let (cfg, _) = crate::config::Config::load(config)?;
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
-        let token = tokio_util::sync::CancellationToken::new();
-        let server = openfiles_claws::ClawsServer::start(dir, &cfg.claws, token.clone()).await?;
-        for w in server.auth_warnings() {
-            eprintln!("openfiles: {}", crate::visible::escape(w));
-        }
-        println!("claws socket ready: {}", server.socket_path().display());
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        server.stop().await;
-        anyhow::Ok(0)
-    })
-}
-
 pub use openfiles_wire::claws::auth::hello_token;
 
 #[cfg(test)]
@@ -649,6 +692,8 @@ mod tests {
         assert_eq!(exec_status(&unknown).unwrap_err().0, EXEC_OWN_ERROR);
         let slow = json!({"ok": false, "error": "exec timeout after 100ms"});
         assert_eq!(exec_status(&slow).unwrap_err().0, EXEC_TIMEOUT);
+        let coded = json!({"ok": false, "error": "took too long", "code": "exec-timeout"});
+        assert_eq!(exec_status(&coded).unwrap_err().0, EXEC_TIMEOUT);
         let degraded = json!({"ok": true, "degraded": true});
         assert_eq!(exec_status(&degraded).unwrap_err().0, EXEC_OWN_ERROR);
         let no_code = json!({"ok": true, "event": {}});

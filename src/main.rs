@@ -1,4 +1,4 @@
-//! The `openfiles` binary: all the work lives in the library; see `cli.rs`.
+//! The `openfiles` binary: all the work lives in the library; see `cli/`.
 
 fn main() -> std::process::ExitCode {
     openfiles::cli::run()

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use openfiles_wire::control::nav::{Nav, NavReply, QueryKind};
-use openfiles_wire::control::Request;
 
 /// What `nav` asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -108,7 +107,7 @@ pub fn run(socket: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
         (What::Symbols, Some(_)) => QueryKind::WorkspaceSymbols,
         (What::Symbols, None) => QueryKind::DocumentSymbols,
     };
-    let request = Request::Nav(Nav {
+    let request = Nav {
         kind,
         path,
         line: t.line,
@@ -118,19 +117,19 @@ pub fn run(socket: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
         new_name: opts.to.clone(),
         limit: opts.limit,
         timeout_ms: None,
-    });
+    };
     let mut client = crate::control::client::connect_default(socket)?;
     client.set_read_timeout(Some(Duration::from_secs(90)))?;
-    let reply: NavReply = client.call_as(&request)?;
+    let reply: NavReply = client.call(&request)?;
     if opts.what == What::Rename && opts.apply {
         let changed = apply_rename(&reply, opts.to.as_deref().unwrap_or_default())?;
-        let edits: Request = Request::Edited(openfiles_wire::control::Edited {
+        let edits = openfiles_wire::control::Edited {
             paths: changed.clone(),
             agent: Some("nav".into()),
             tool: Some("rename".into()),
             event: None,
             ts: openfiles_wire::spec::now_ms(),
-        });
+        };
         client.call(&edits)?;
         for p in changed {
             println!(
@@ -154,12 +153,12 @@ pub enum RenameError {
     #[error("the server proposed no edits{0}")]
     Nothing(String),
     #[error(transparent)]
-    Fix(#[from] crate::fixes::FixError),
+    Fix(#[from] openfiles_fixes::FixError),
     #[error("not applied: {0}")]
     Skipped(String),
 }
 
-/// Apply a rename's edits the way the checkers' fixes are applied (`crate::fixes`): every
+/// Apply a rename's edits the way the checkers' fixes are applied (`openfiles_fixes`): every
 /// file only if it still holds the content the edits were made for; the files changed.
 pub fn apply_rename(reply: &NavReply, new_name: &str) -> Result<Vec<PathBuf>, RenameError> {
     if reply.edits.is_empty() {
@@ -183,15 +182,15 @@ pub fn apply_rename(reply: &NavReply, new_name: &str) -> Result<Vec<PathBuf>, Re
         safe: true,
         files,
     };
-    let chosen = crate::fixes::Chosen {
+    let chosen = openfiles_fixes::Chosen {
         file: reply.root.join(&reply.edits[0].path),
         item: openfiles_plugin_api::Item::note(openfiles_plugin_api::Severity::Info, "nav", title),
         fix,
         summary: String::new(),
     };
-    let out = crate::fixes::apply(&reply.root, vec![chosen])?;
+    let out = openfiles_fixes::apply(&reply.root, vec![chosen])?;
     if let Some((_, why)) = out.skipped.first() {
-        return Err(RenameError::Skipped(why.clone()));
+        return Err(RenameError::Skipped(why.to_string()));
     }
     Ok(out.changed)
 }

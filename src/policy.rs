@@ -69,34 +69,9 @@ pub const DEFAULT_SENSITIVE: &[&str] = &[
     "**/secrets/**",
 ];
 
-/// Markers of a folder that is a workspace of its own: openfiles' folder and the VCS roots.
-pub const OWN_ROOT_MARKERS: &[&str] = &[".openfiles", ".git", ".hg", ".jj", ".svn"];
-
-/// Whether `dir` is a workspace of its own: it holds `.openfiles/` or a VCS root (`.git`,
-/// `.hg`, `.jj`, `.svn`).
-pub fn is_own_root(dir: &Path) -> bool {
-    dir.join(OWN_ROOT_MARKERS[0]).is_dir()
-        || OWN_ROOT_MARKERS[1..].iter().any(|m| dir.join(m).exists())
-}
-
-/// The nearest folder strictly below `root` that holds `path` (or is it, for a folder) and
-/// is a workspace of its own ([`is_own_root`]): a repository nested in the workspace, which
-/// is its own workspace with its own trust. `None` when the path belongs to `root` itself.
-pub fn nested_root(root: &Path, path: &Path) -> Option<PathBuf> {
-    let rel = path.strip_prefix(root).ok()?;
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    let mut at = root.to_path_buf();
-    let mut parts = rel.components().peekable();
-    while let Some(c) = parts.next() {
-        at.push(c);
-        // The last component is the file itself unless it is a folder.
-        if parts.peek().is_none() && !at.is_dir() {
-            break;
-        }
-        dirs.push(at.clone());
-    }
-    dirs.into_iter().rev().find(|d| is_own_root(d))
-}
+/// Markers of a folder that is a workspace of its own, and the folders between a root and a
+/// path that are: the gate's rule, one for the policy and the workspace lookup.
+pub use openfiles_gate::resolve::{is_own_root, nested_root, OWN_ROOT_MARKERS};
 
 /// What to do with one edited path.
 #[derive(Debug, Clone, PartialEq, Eq)]

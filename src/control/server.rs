@@ -15,7 +15,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::pipeline::{EditOrigin, PipelineHandle};
-use crate::workspace::{RegistryHandle, Source};
+use crate::workspace::{RegistryHandle, Source, WorkspaceError};
 use openfiles_wire::control::{
     self, Check, Edited, EditedReply, HelloReply, PauseReply, Request, ReviewMark, ReviewMarked,
     StatusReply, Wait, WaitReply, WorkspacePaths, WorkspacesReply, MAX_LINE,
@@ -31,7 +31,7 @@ pub struct Context {
     pub registry: RegistryHandle,
     pub shutdown: CancellationToken,
     pub started: Instant,
-    pub activation: &'static str,
+    pub activation: openfiles_wire::control::Activation,
     pub socket: PathBuf,
     /// Requests and open connections, for an autostarted service's idle exit.
     pub activity: Arc<super::activity::Activity>,
@@ -125,17 +125,11 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
     }
 }
 
+/// The one dispatch: each request kind to its handler, each answer to its reply line.
 async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> Vec<u8> {
     tracing::trace!(cmd = req.name(), "control request");
     match req {
-        Request::Hello(_) => control::ok_reply(
-            id,
-            HelloReply {
-                server: "openfiles".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                pid: std::process::id(),
-            },
-        ),
+        Request::Hello(_) => control::ok_reply(id, hello()),
         Request::Status => control::ok_reply(id, status(ctx).await),
         Request::Workspaces => control::ok_reply(
             id,
@@ -143,94 +137,116 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
                 workspaces: ctx.registry.list().await,
             },
         ),
-        Request::Add(a) => match ctx
-            .registry
-            .add(
-                a.path,
-                if a.force {
-                    Source::AddedForce
-                } else {
-                    Source::Added
-                },
-            )
-            .await
-        {
-            Ok(info) => control::ok_reply(
-                id,
-                WorkspacesReply {
-                    workspaces: vec![info],
-                },
-            ),
-            Err(e) => control::error_reply(id, e),
-        },
-        Request::Forget(a) => match ctx.registry.forget(a.path).await {
-            Ok(info) => control::ok_reply(
-                id,
-                WorkspacesReply {
-                    workspaces: vec![info],
-                },
-            ),
-            Err(e) => control::error_reply(id, e),
-        },
-        Request::Trust(a) => match ctx.registry.trust(a.path, a.trusted).await {
-            Ok(r) => control::ok_reply(id, r),
-            Err(e) => control::error_reply(id, e),
-        },
-        Request::Shutdown => {
-            tracing::info!("shutdown requested over the control socket");
-            ctx.shutdown.cancel();
-            control::ok_reply(id, serde_json::json!({}))
-        }
+        Request::Add(a) => reply(id, add(ctx, a).await),
+        Request::Forget(a) => reply(id, forget(ctx, a.path).await),
+        Request::Trust(a) => reply(id, ctx.registry.trust(a.path, a.trusted).await),
+        Request::Shutdown => control::ok_reply(id, shutdown(ctx)),
         Request::Edited(e) => control::ok_reply(id, edited(ctx, e, EditOrigin::Control).await),
         Request::Wait(w) => {
             let fixes = w.fixes;
             control::ok_reply(id, wait(ctx, w, fixes).await)
         }
         Request::Check(c) => control::ok_reply(id, check(ctx, c).await),
-        Request::SessionClear(a) => match ctx.registry.lookup(a.path, false).await {
-            Ok(h) => {
-                let cleared = h.clear().await;
-                control::ok_reply(
-                    id,
-                    control::SessionCleared {
-                        root: (*h.root).clone(),
-                        cleared,
-                    },
-                )
-            }
-            Err(e) => control::error_reply(id, e),
-        },
-        Request::Tools(q) => {
-            match super::tools::answer(q.clone(), tools_trust(ctx, &q).await).await {
-                Ok(reply) => control::ok_reply(id, reply),
-                Err(e) => control::error_reply(id, format!("invalid tools request: {e}")),
-            }
-        }
-        Request::Review(a) => match ctx.registry.lookup(a.path, false).await {
-            Ok(h) => control::ok_reply(id, h.review().await),
-            Err(e) => control::error_reply(id, e),
-        },
+        Request::SessionClear(a) => reply(id, session_clear(ctx, a.path).await),
+        Request::Tools(q) => reply(id, tools(ctx, q).await),
+        Request::Review(a) => reply(id, review(ctx, a.path).await),
         Request::ReviewMark(m) => control::ok_reply(id, review_mark(ctx, m).await),
-        Request::Warm(a) => match ctx.registry.lookup(a.path, true).await {
-            Ok(h) => {
-                let started = h.warm().await;
-                control::ok_reply(
-                    id,
-                    control::WarmReply {
-                        root: (*h.root).clone(),
-                        started,
-                    },
-                )
-            }
-            Err(e) => control::error_reply(id, e),
-        },
-        Request::Nav(q) => match super::nav::answer(&ctx.registry, q).await {
-            Ok(reply) => control::ok_reply(id, reply),
-            Err(e) => control::error_reply(id, e),
-        },
-        Request::Pause(a) => pause(ctx, a.path, true, id).await,
-        Request::Resume(a) => pause(ctx, a.path, false, id).await,
+        Request::Warm(a) => reply(id, warm(ctx, a.path).await),
+        Request::Nav(q) => reply(id, super::nav::answer(&ctx.registry, q).await),
+        Request::Pause(a) => reply(id, pause(ctx, a.path, true).await),
+        Request::Resume(a) => reply(id, pause(ctx, a.path, false).await),
     }
+}
+
+/// A handler's answer as a reply line: its body, or its error's text.
+fn reply(
+    id: Option<&serde_json::Value>,
+    answer: Result<impl serde::Serialize, impl std::fmt::Display>,
+) -> Vec<u8> {
+    match answer {
+        Ok(body) => control::ok_reply(id, body),
+        Err(e) => control::error_reply(id, e),
+    }
+}
+
+fn hello() -> HelloReply {
+    HelloReply {
+        server: "openfiles".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        pid: std::process::id(),
+    }
+}
+
+/// `shutdown`: the one shutdown path's token.
+fn shutdown(ctx: &Context) -> serde_json::Value {
+    tracing::info!("shutdown requested over the control socket");
+    ctx.shutdown.cancel();
+    serde_json::json!({})
+}
+
+/// `add` (`--force` registers a folder discovery would not).
+async fn add(
+    ctx: &Context,
+    a: openfiles_wire::control::PathArg,
+) -> Result<WorkspacesReply, WorkspaceError> {
+    let source = if a.force {
+        Source::AddedForce
+    } else {
+        Source::Added
+    };
+    let info = ctx.registry.add(a.path, source).await?;
+    Ok(WorkspacesReply {
+        workspaces: vec![info],
+    })
+}
+
+async fn forget(ctx: &Context, path: PathBuf) -> Result<WorkspacesReply, WorkspaceError> {
+    let info = ctx.registry.forget(path).await?;
+    Ok(WorkspacesReply {
+        workspaces: vec![info],
+    })
+}
+
+async fn session_clear(
+    ctx: &Context,
+    path: PathBuf,
+) -> Result<control::SessionCleared, WorkspaceError> {
+    let h = ctx.registry.lookup(path, false).await?;
+    let cleared = h.clear().await;
+    Ok(control::SessionCleared {
+        root: (*h.root).clone(),
+        cleared,
+    })
+}
+
+/// `tools`; a bad request's error says `invalid tools request: …`.
+async fn tools(
+    ctx: &Context,
+    q: openfiles_wire::control::ToolsQuery,
+) -> Result<openfiles_wire::control::ToolsReply, InvalidTools> {
+    let trusted = tools_trust(ctx, &q).await;
+    super::tools::answer(q, trusted).await.map_err(InvalidTools)
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid tools request: {0}")]
+struct InvalidTools(super::tools::QueryError);
+
+async fn review(
+    ctx: &Context,
+    path: PathBuf,
+) -> Result<openfiles_wire::control::WorkspaceReview, WorkspaceError> {
+    Ok(ctx.registry.lookup(path, false).await?.review().await)
+}
+
+/// `warm`: an agent's session starts (registers the workspace if needed).
+async fn warm(ctx: &Context, path: PathBuf) -> Result<control::WarmReply, WorkspaceError> {
+    let h = ctx.registry.lookup(path, true).await?;
+    let started = h.warm().await;
+    Ok(control::WarmReply {
+        root: (*h.root).clone(),
+        started,
+    })
 }
 
 /// Whether the service trusts the workspace a `tools` request asks about: the trust of the
@@ -250,23 +266,13 @@ async fn tools_trust(ctx: &Context, q: &openfiles_wire::control::ToolsQuery) -> 
 }
 
 /// `pause` and `resume`.
-async fn pause(
-    ctx: &Context,
-    path: PathBuf,
-    paused: bool,
-    id: Option<&serde_json::Value>,
-) -> Vec<u8> {
-    match ctx.registry.lookup(path, false).await {
-        Ok(h) => control::ok_reply(
-            id,
-            PauseReply {
-                root: (*h.root).clone(),
-                paused,
-                was_paused: h.pause(paused).await,
-            },
-        ),
-        Err(e) => control::error_reply(id, e),
-    }
+async fn pause(ctx: &Context, path: PathBuf, paused: bool) -> Result<PauseReply, WorkspaceError> {
+    let h = ctx.registry.lookup(path, false).await?;
+    Ok(PauseReply {
+        root: (*h.root).clone(),
+        paused,
+        was_paused: h.pause(paused).await,
+    })
 }
 
 async fn review_mark(ctx: &Context, m: ReviewMark) -> ReviewMarked {
@@ -297,7 +303,7 @@ async fn status(ctx: &Context) -> StatusReply {
         version: env!("CARGO_PKG_VERSION").into(),
         pid: std::process::id(),
         uptime_ms: ctx.started.elapsed().as_millis() as u64,
-        activation: ctx.activation.into(),
+        activation: ctx.activation,
         socket: ctx.socket.clone(),
         terminals: workspaces.iter().map(|w| w.terminals).sum(),
         workspaces,

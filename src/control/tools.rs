@@ -28,11 +28,51 @@ const MAX_PROBE_ARGS: usize = 8;
 /// The workspace folders whose executables the lsp plugin prefers, in its order.
 pub const WORKSPACE_BINS: &[&str] = &["node_modules/.bin", ".venv/bin"];
 
+/// What is wrong with a `tools` request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("at most {MAX_TOOLS} tools per request")]
+    TooManyTools,
+    #[error("not a plain executable name: {0:?}")]
+    NotPlain(String),
+    #[error("{0}: at most {MAX_PROBE_ARGS} probe arguments")]
+    TooManyProbeArgs(String),
+}
+
+/// Why a probe does not count: the text `doctor` shows after the tool's name.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{shown} is not run: {source}")]
+    Refused {
+        shown: String,
+        source: openfiles_gate::spawn::Refused,
+    },
+    #[error("{shown} cannot start: {source}")]
+    Start {
+        shown: String,
+        source: std::io::Error,
+    },
+    #[error("{shown} did not finish within {} s", PROBE_TIMEOUT.as_secs())]
+    Timeout { shown: String },
+    #[error("{shown} failed: {source}")]
+    Wait {
+        shown: String,
+        source: std::io::Error,
+    },
+    /// It ran and failed: how it ended and the first line it said.
+    #[error("{shown} {how}{said}")]
+    Failed {
+        shown: String,
+        how: String,
+        said: String,
+    },
+}
+
 /// Answer a `tools` request for a workspace the service trusts (`trusted`) or not;
 /// `Err` names what is wrong with the request.
-pub async fn answer(query: ToolsQuery, trusted: bool) -> Result<ToolsReply, String> {
+pub async fn answer(query: ToolsQuery, trusted: bool) -> Result<ToolsReply, QueryError> {
     if query.tools.len() > MAX_TOOLS {
-        return Err(format!("at most {MAX_TOOLS} tools per request"));
+        return Err(QueryError::TooManyTools);
     }
     for t in &query.tools {
         let plain = !t.name.is_empty()
@@ -41,13 +81,10 @@ pub async fn answer(query: ToolsQuery, trusted: bool) -> Result<ToolsReply, Stri
             && t.name != ".."
             && !t.name.contains('\0');
         if !plain {
-            return Err(format!("not a plain executable name: {:?}", t.name));
+            return Err(QueryError::NotPlain(t.name.clone()));
         }
         if t.probe.len() > MAX_PROBE_ARGS {
-            return Err(format!(
-                "{}: at most {MAX_PROBE_ARGS} probe arguments",
-                t.name
-            ));
+            return Err(QueryError::TooManyProbeArgs(t.name.clone()));
         }
     }
     let scope = scope(query.root.as_deref(), trusted);
@@ -73,7 +110,10 @@ pub fn scope(root: Option<&Path>, trusted: bool) -> Scope {
 async fn one(t: ToolQuery, scope: &Scope) -> ToolFound {
     let found = lookup(&t.name, scope);
     let probe_error = match &found.path {
-        Some(exe) if !t.probe.is_empty() => probe(exe, &t.probe, scope).await.err(),
+        Some(exe) if !t.probe.is_empty() => probe(exe, &t.probe, scope)
+            .await
+            .err()
+            .map(|e| e.to_string()),
         _ => None,
     };
     ToolFound {
@@ -114,26 +154,24 @@ pub fn lookup(name: &str, scope: &Scope) -> Found {
     }
 }
 
-async fn probe(exe: &Path, args: &[String], scope: &Scope) -> Result<(), String> {
+async fn probe(exe: &Path, args: &[String], scope: &Scope) -> Result<(), ProbeError> {
     let shown = format!("`{} {}`", exe.display(), args.join(" "));
-    let program =
-        Program::at(exe, scope, "doctor probe").map_err(|e| format!("{shown} is not run: {e}"))?;
+    let program = match Program::at(exe, scope, "doctor probe") {
+        Ok(p) => p,
+        Err(source) => return Err(ProbeError::Refused { shown, source }),
+    };
     let mut cmd = tokio::process::Command::from(program.command(args));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("{shown} cannot start: {e}"))?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(source) => return Err(ProbeError::Start { shown, source }),
+    };
     let out = match tokio::time::timeout(PROBE_TIMEOUT, child.wait_with_output()).await {
-        Err(_) => {
-            return Err(format!(
-                "{shown} did not finish within {} s",
-                PROBE_TIMEOUT.as_secs()
-            ))
-        }
-        Ok(Err(e)) => return Err(format!("{shown} failed: {e}")),
+        Err(_) => return Err(ProbeError::Timeout { shown }),
+        Ok(Err(source)) => return Err(ProbeError::Wait { shown, source }),
         Ok(Ok(out)) => out,
     };
     if out.status.success() {
@@ -150,7 +188,7 @@ async fn probe(exe: &Path, args: &[String], scope: &Scope) -> Result<(), String>
         Some(code) => format!("exits with status {code}"),
         None => format!("was killed ({})", out.status),
     };
-    Err(format!("{shown} {how}{said}"))
+    Err(ProbeError::Failed { shown, how, said })
 }
 
 #[cfg(test)]
@@ -193,7 +231,7 @@ mod tests {
             },
             false,
         ));
-        assert!(bad.unwrap_err().contains("not a plain executable name"));
+        assert_eq!(bad.unwrap_err(), QueryError::NotPlain("../x".into()));
     }
 
     #[test]
@@ -214,7 +252,8 @@ mod tests {
                 &["--version".into()],
                 &Scope::user(),
             ))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not installed for the toolchain"), "{err}");
         assert!(err.contains("--version"), "{err}");
     }

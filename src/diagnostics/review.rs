@@ -17,9 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use openfiles_wire::control::{Mark, ReviewFile, WorkspaceReview};
-
-/// The agent name recorded for edits that carry none (the watcher, `check`).
-pub const NO_AGENT: &str = "unknown";
+pub use openfiles_wire::summary::{Summary, NO_AGENT, SUMMARY_FILE};
 
 /// The review state of one workspace, persisted in its session state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -83,31 +81,6 @@ impl Review {
         self.files.retain(|p, _| keep(p));
     }
 }
-
-/// The one-line status of a workspace, written beside its session state as `status.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    pub version: u32,
-    pub root: PathBuf,
-    /// Session files.
-    pub files: usize,
-    /// Session files not reviewed since their last edit.
-    pub unreviewed: usize,
-    /// Problems in the session files' current entries.
-    pub errors: u64,
-    pub warnings: u64,
-    /// Files whose checks have not all answered yet.
-    pub pending: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_agent: Option<String>,
-    pub paused: bool,
-    /// Epoch ms of the write.
-    pub updated_at: u64,
-}
-
-/// The summary's file name, beside `session.json`.
-pub const SUMMARY_FILE: &str = "status.json";
 
 #[cfg(test)]
 mod tests {

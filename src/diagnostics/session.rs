@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use openfiles_plugin_api::{Item, Severity};
 
 use super::baseline::{self, BaseView};
-use super::{SourceId, SourceInfo};
+use super::{silencing, SourceId, SourceInfo};
 use openfiles_wire::spec::{FileEntry, SourceStatus};
 
 /// The pseudo-source of explanatory items (sensitive or unhandled files).
@@ -123,6 +123,8 @@ impl FileState {
                 if let Some(v) = view.filter(|v| v.known.contains(&s.name)) {
                     baseline::classify(Some(&v.file), v.now_lines.as_deref(), &s.name, &mut items);
                 }
+                // What hides a problem is named only when the session added it.
+                items.retain(silencing::keep);
                 items
             })
             .collect();

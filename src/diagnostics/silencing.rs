@@ -651,7 +651,9 @@ impl Checker for Silencing {
 
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
         let mut sources = self.inner.sources_for(path);
-        if handles(path) {
+        // Only beside a real checker: a file nothing checks stays "not checked", never
+        // "checked, no problems" because this source looked at it.
+        if !sources.is_empty() && handles(path) {
             sources.push(Silencing::info());
         }
         sources

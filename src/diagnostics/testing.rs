@@ -174,6 +174,16 @@ impl Calls {
         out
     }
 
+    /// The `n` calls received since the last look (after letting the pipeline run), by
+    /// source.
+    pub async fn take_n(&mut self, n: usize) -> Vec<Call> {
+        settle().await;
+        let mut calls = self.take();
+        assert_eq!(calls.len(), n, "expected {n} checks, got {calls:?}");
+        calls.sort_by_key(|c| c.source);
+        calls
+    }
+
     /// The one call received since the last look (after letting the pipeline run).
     pub async fn one(&mut self) -> Call {
         settle().await;

@@ -13,17 +13,20 @@
 //!
 //! A waiter that names its agent session (a hook's) settles that session's debts for its
 //! paths, is handed the session's results that came in late since ([`Late::take`]), and, when
-//! it is answered at its deadline with paths still being checked, leaves those owed.
+//! it is answered before its paths settled — at its deadline, or partially —, leaves them
+//! owed with the marks of what it showed (whatever comes later and was not shown is told).
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use tokio::sync::oneshot;
 // Tokio's clock (the same as std's outside tests): deadlines follow paused test time.
 use tokio::time::Instant;
 
-use super::late::Late;
+use super::late::{self, Late, Reading};
 use super::session::Session;
 use super::WorkspaceEntries;
+use openfiles_wire::spec::FileEntry;
 
 /// The answer to a `wait`.
 #[derive(Debug, Clone, Default)]
@@ -80,16 +83,19 @@ impl Waiters {
 
     /// Answer every waiter that can be answered (all of them with `all`); `entries` builds
     /// the reply's entries for a waiter's paths (with the entries of files the session broke
-    /// when its flag is set), `late` is what the sessions are owed.
+    /// when its flag is set), `late` is what the sessions are owed, `key` a path's key.
+    /// True when `late` changed (it is persisted).
     pub fn answer(
         &mut self,
         session: &Session,
         late: &mut Late,
         all: bool,
+        key: &dyn Fn(&Path) -> String,
         entries: impl Fn(&[PathBuf], bool) -> WorkspaceEntries,
-    ) {
+    ) -> bool {
         let now = Instant::now();
         let mut keep = Vec::new();
+        let mut changed = false;
         for w in std::mem::take(&mut self.0) {
             let complete = w.paths.iter().all(|p| {
                 session
@@ -103,14 +109,16 @@ impl Waiters {
                     .iter()
                     .all(|p| session.get(p).is_none_or(|s| s.partial_ready(knock_on)));
             if complete || partial || all || now >= w.deadline || w.reply.is_closed() {
+                let mut entries_now = entries(&w.paths, true);
                 let mut earlier = None;
-                if let Some(key) = w.session.as_deref().filter(|_| !w.reply.is_closed()) {
-                    late.covered(key, &w.paths);
-                    let taken = late.take(key, session);
-                    if !taken.is_empty() {
-                        earlier = Some(entries(&taken, false));
-                    }
-                    if !complete && !partial {
+                if let Some(owner) = w.session.as_deref().filter(|_| !w.reply.is_closed()) {
+                    let debts = Debts {
+                        owner,
+                        session,
+                        key,
+                    };
+                    earlier = debts.settle(&w, late, &entries, &mut entries_now, &mut changed);
+                    if !complete {
                         let pending: Vec<PathBuf> = w
                             .paths
                             .iter()
@@ -121,13 +129,21 @@ impl Waiters {
                             })
                             .cloned()
                             .collect();
-                        late.owe(key, &pending, w.since);
+                        let shown = marks(
+                            entries_now.files.values().chain(
+                                earlier
+                                    .iter()
+                                    .flat_map(|e: &WorkspaceEntries| e.files.values()),
+                            ),
+                        );
+                        changed |= !pending.is_empty();
+                        late.owe(owner, &pending, w.since, !partial, &shown);
                     }
                 }
                 let _ = w.reply.send(WaitOutcome {
                     complete,
                     partial,
-                    entries: entries(&w.paths, true),
+                    entries: entries_now,
                     earlier,
                 });
             } else {
@@ -135,7 +151,61 @@ impl Waiters {
             }
         }
         self.0 = keep;
+        changed
     }
+}
+
+/// One session's debts, read from the session.
+struct Debts<'a> {
+    owner: &'a str,
+    session: &'a Session,
+    key: &'a dyn Fn(&Path) -> String,
+}
+
+impl Debts<'_> {
+    /// The debts of session `owner` a wait settles: its own paths are told by it; what is due
+    /// from earlier hooks is taken, as entries holding only the owed problems. A file nobody
+    /// edited that is told there leaves the reply's own entries (told first, not twice).
+    fn settle(
+        &self,
+        w: &Waiter,
+        late: &mut Late,
+        entries: &impl Fn(&[PathBuf], bool) -> WorkspaceEntries,
+        entries_now: &mut WorkspaceEntries,
+        changed: &mut bool,
+    ) -> Option<WorkspaceEntries> {
+        *changed |= late.covered(self.owner, &w.paths);
+        let how = Reading {
+            hook: &entries_now.hook,
+            key: self.key,
+        };
+        let taken = late.take(self.owner, self.session, &how, changed);
+        if taken.is_empty() {
+            return None;
+        }
+        let paths: Vec<PathBuf> = taken.iter().map(|d| d.path.clone()).collect();
+        let mut earlier = entries(&paths, false);
+        for entry in earlier.files.values_mut() {
+            if let Some(d) = taken.iter().find(|d| d.path == entry.path) {
+                let mut owed =
+                    FileEntry::checked(entry.path.clone(), entry.checked_at, d.items.clone());
+                owed.sources = std::mem::take(&mut entry.sources);
+                owed.affected_by = std::mem::take(&mut entry.affected_by);
+                *entry = owed;
+            }
+        }
+        entries_now
+            .files
+            .retain(|_, f| f.affected_by.is_empty() || !paths.contains(&f.path));
+        Some(earlier)
+    }
+}
+
+/// The marks of every problem in `entries`.
+fn marks<'a>(entries: impl Iterator<Item = &'a FileEntry>) -> BTreeSet<u64> {
+    entries
+        .flat_map(|e| e.items.iter().map(|i| late::mark(&e.path, i)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -122,17 +122,7 @@ pub struct QueueState {
 
 /// Where a workspace's session state lives.
 pub fn state_file(state_dir: &Path, root: &Path) -> PathBuf {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    root.hash(&mut h);
-    let name = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "root".into());
-    state_dir
-        .join("workspaces")
-        .join(format!("{name}-{:016x}", h.finish()))
-        .join("session.json")
+    openfiles_wire::summary::workspace_state_dir(state_dir, root).join("session.json")
 }
 
 /// Where a workspace's baseline lives (beside its session state).
@@ -151,11 +141,6 @@ pub fn load_baseline(path: &Path) -> Baseline {
         f.covered.retain(|_, c| *c != Coverage::Running);
     }
     b
-}
-
-/// Where a workspace's one-line summary lives (beside its session state).
-pub fn summary_file(state_dir: &Path, root: &Path) -> PathBuf {
-    state_file(state_dir, root).with_file_name(SUMMARY_FILE)
 }
 
 /// Load a workspace's session state; missing or corrupt means a fresh session (logged, the
@@ -365,7 +350,13 @@ mod tests {
         let state_path = dir.path().join("state/workspaces/ws-1/session.json");
         let info = BaselineInfo::default();
         let mut owed = Late::default();
-        owed.owe("claude/s1", &[root.join("src/a.rs")], 5);
+        owed.owe(
+            "claude/s1",
+            &[root.join("src/a.rs")],
+            5,
+            false,
+            &[7, 9].into(),
+        );
         let snap = Snapshot::new(
             &root,
             &HookSettings::default(),

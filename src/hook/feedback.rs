@@ -8,7 +8,7 @@
 //! Fix these before you report the task as done.
 //! ```
 //!
-//! A listed problem with a safe fix (the checker's own, see `crate::fixes`) gets a compact
+//! A listed problem with a safe fix (the checker's own, see `openfiles_fixes`) gets a compact
 //! line under it, `  fix: replace `usize` with `u32` at 3:18`: at most [`MAX_FIX_LINES`]
 //! such lines per text, each at most [`MAX_FIX_CHARS`] characters; the full edits are the
 //! MCP tools' (`openfiles_diagnostics`, `openfiles_fix`).

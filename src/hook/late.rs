@@ -1,7 +1,9 @@
-//! The hook's side of results that arrive after its deadline: the one line it prints at the
-//! deadline naming the files still being checked, and the `Earlier edit …` section a later
-//! hook of the same agent session prints when the service hands it those results
-//! (`WaitReply::earlier`; the service keeps the debt, see `diagnostics::late`).
+//! The hook's side of results that arrive after a hook answered (at its deadline, or with a
+//! partial answer): the one line it prints at the deadline naming the files still being
+//! checked, and the `Earlier edit …` section a later hook of the same agent session prints
+//! when the service hands it those results (`WaitReply::earlier`; the service keeps the debt,
+//! see `diagnostics::late`). A file nobody edited that an earlier edit broke is said as such:
+//! `Broken by an earlier edit of src/lib.rs: src/main.rs: 1 error:`.
 //!
 //! The whole text keeps the feedback's shape and limits: the deadline line and the earlier
 //! section come before the current feedback, the closing line stays last, and everything
@@ -11,8 +13,12 @@ use super::feedback::{self, FileView, CLOSING, MAX_ITEMS_PER_FILE, TRUNCATED};
 
 /// How the line at the deadline begins.
 pub const DEADLINE_PREFIX: &str = "OpenFiles is still checking";
-/// How each file of the earlier section begins.
+/// How each edited file of the earlier section begins.
 pub const EARLIER_PREFIX: &str = "Earlier edit";
+/// How each file of the earlier section that an edit broke begins.
+pub const BROKEN_PREFIX: &str = "Broken by an earlier edit of";
+/// Why the section is there, after each file's totals.
+const LATE: &str = "found after its hook had answered";
 /// The earlier section is cut to this many characters (the current feedback comes first).
 pub const MAX_EARLIER_CHARS: usize = 3000;
 /// Files named on the deadline line before `and N more`.
@@ -39,26 +45,27 @@ pub fn deadline_note(files: &[String], timeout_ms: u64) -> Option<String> {
     ))
 }
 
-/// The section for files checked after an earlier hook's deadline: per file a line with its
-/// totals, then its items; `None` without files.
-pub fn earlier_section(files: &[FileView]) -> Option<String> {
+/// The section for results found after an earlier hook had answered: per file a line with
+/// its totals, then its items; `None` without files. `broken_by`: for a file nobody edited
+/// (an `affectedBy` entry), the edited files that broke it, by its displayed path.
+pub fn earlier_section(
+    files: &[FileView],
+    broken_by: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Option<String> {
     if files.is_empty() {
         return None;
     }
     let mut lines: Vec<String> = Vec::new();
     for f in files {
+        let head = match broken_by.get(&f.display) {
+            Some(by) => format!("{BROKEN_PREFIX} {}: {}", by.join(", "), f.display),
+            None => format!("{EARLIER_PREFIX} {}", f.display),
+        };
         if f.items.is_empty() {
-            lines.push(format!(
-                "{EARLIER_PREFIX} {}: no problems (checked after its hook's deadline).",
-                f.display
-            ));
+            lines.push(format!("{head}: no problems ({LATE})."));
             continue;
         }
-        lines.push(format!(
-            "{EARLIER_PREFIX} {}: {} (checked after its hook's deadline):",
-            f.display,
-            totals(f)
-        ));
+        lines.push(format!("{head}: {} ({LATE}):", totals(f)));
         for item in f.items.iter().take(MAX_ITEMS_PER_FILE) {
             lines.push(feedback::item_line(&f.display, item));
         }
@@ -181,12 +188,15 @@ mod tests {
 
     #[test]
     fn the_earlier_section_comes_first_and_the_closing_line_last() {
-        let earlier = earlier_section(&[view("src/app.py", 2), view("src/ok.py", 0)]);
+        let earlier = earlier_section(
+            &[view("src/app.py", 2), view("src/ok.py", 0)],
+            &Default::default(),
+        );
         let text = combine(None, earlier, None, true).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "Earlier edit src/app.py: 2 errors (checked after its hook's deadline):"
+            "Earlier edit src/app.py: 2 errors (found after its hook had answered):"
         );
         assert_eq!(
             lines[1],
@@ -194,7 +204,7 @@ mod tests {
         );
         assert_eq!(
             lines[3],
-            "Earlier edit src/ok.py: no problems (checked after its hook's deadline)."
+            "Earlier edit src/ok.py: no problems (found after its hook had answered)."
         );
         assert_eq!(lines.last(), Some(&CLOSING));
         // Nothing late and nothing pending: the current feedback alone, unchanged.
@@ -202,15 +212,31 @@ mod tests {
             combine(None, None, Some("x".into()), false),
             Some("x".into())
         );
+        // A file nobody edited that an earlier edit broke says so.
+        let by = std::collections::BTreeMap::from([(
+            "src/main.py".to_string(),
+            vec!["src/app.py".to_string()],
+        )]);
+        let broken = earlier_section(&[view("src/main.py", 2)], &by).unwrap();
+        assert_eq!(
+            broken.lines().next(),
+            Some("Broken by an earlier edit of src/app.py: src/main.py: 2 errors (found after its hook had answered):")
+        );
         // A clean earlier file needs no closing line.
-        let clean = combine(None, earlier_section(&[view("a.py", 0)]), None, false).unwrap();
+        let clean = combine(
+            None,
+            earlier_section(&[view("a.py", 0)], &Default::default()),
+            None,
+            false,
+        )
+        .unwrap();
         assert!(!clean.contains(CLOSING));
     }
 
     #[test]
     fn the_whole_text_stays_under_the_limit() {
         let big = view("src/big.py", 500);
-        let earlier = earlier_section(std::slice::from_ref(&big)).unwrap();
+        let earlier = earlier_section(std::slice::from_ref(&big), &Default::default()).unwrap();
         assert!(earlier.chars().count() <= MAX_EARLIER_CHARS + TRUNCATED.len());
         let current = feedback::format(&[big]).unwrap();
         let files: Vec<String> = vec!["src/slow.py".into()];

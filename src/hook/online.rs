@@ -21,7 +21,7 @@ use super::feedback::{self, Report};
 use super::late;
 use super::report::{display_path, Entries};
 use crate::control::client::ClientError;
-use openfiles_wire::control::{Edited, EditedReply, Request, Wait, WaitReply};
+use openfiles_wire::control::{Edited, EditedReply, Wait, WaitReply};
 
 /// Bound on the `edited` reply: long enough for a socket-activated start.
 pub const EDITED_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,13 +78,13 @@ pub fn report(
     let mut client = crate::autostart::connect(socket, Some(EDITED_REPLY_TIMEOUT))
         .map_err(ServiceError::NotDelivered)?;
     let reply: EditedReply = client
-        .call_as(&Request::Edited(Edited {
+        .call(&Edited {
             paths: edit.paths.to_vec(),
             agent: Some(edit.agent.to_owned()),
             tool: edit.tool.map(str::to_owned),
             event: edit.event.map(str::to_owned),
             ts: edit.ts,
-        }))
+        })
         .map_err(ServiceError::NotDelivered)?;
     if !feedback {
         return Ok(None);
@@ -108,14 +108,14 @@ pub fn report(
             .set_read_timeout(Some(bound))
             .map_err(ServiceError::WaitFailed)?;
         waited = client
-            .call_as(&Request::Wait(Wait {
+            .call(&Wait {
                 paths: accepted.clone(),
                 since: reply.ts,
                 timeout_ms,
                 partial: true,
                 session: edit.session.map(str::to_owned),
                 fixes: false,
-            }))
+            })
             .map_err(ServiceError::WaitFailed)?;
         rounds += 1;
         // The deadline is the edit's time plus the workspace's `hook.timeoutMs`; a service
@@ -145,10 +145,12 @@ pub fn report(
 pub fn warm(socket: &Path, dir: &Path) -> Result<openfiles_wire::control::WarmReply, ClientError> {
     // A session start is the earliest moment to start a service nothing socket-activates.
     let mut client = crate::autostart::connect(socket, Some(EDITED_REPLY_TIMEOUT))?;
-    client.call_as(&Request::Warm(openfiles_wire::control::PathArg {
-        path: dir.to_owned(),
-        force: false,
-    }))
+    client.call(&openfiles_wire::control::Warm(
+        openfiles_wire::control::PathArg {
+            path: dir.to_owned(),
+            force: false,
+        },
+    ))
 }
 
 /// What the agent is told when its edit landed in a paused workspace (`openfiles pause`).
@@ -186,6 +188,7 @@ pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option
         }
     }
     let mut earlier = Vec::new();
+    let mut broken_by = std::collections::BTreeMap::new();
     for ws in &reply.earlier {
         let entries = Entries {
             root: &ws.root,
@@ -195,11 +198,14 @@ pub fn feedback_text(reply: &WaitReply, paths: &[PathBuf], since: u64) -> Option
         };
         let files: Vec<PathBuf> = ws.files.values().map(|e| e.path.clone()).collect();
         earlier.extend(entries.views(&files, 0));
+        for e in ws.files.values().filter(|e| !e.affected_by.is_empty()) {
+            broken_by.insert(display_path(&ws.root, &e.path), e.affected_by.clone());
+        }
     }
     let earlier_has_problems = earlier.iter().any(|f| !f.items.is_empty());
     late::combine(
         late::deadline_note(&pending, timeout_ms),
-        late::earlier_section(&earlier),
+        late::earlier_section(&earlier, &broken_by),
         feedback::format_report(&report),
         earlier_has_problems,
     )

@@ -177,14 +177,14 @@ impl<'a> Entries<'a> {
 fn fix_summaries(root: &Path, path: &Path, items: &[Item]) -> Vec<Option<String>> {
     if !items
         .iter()
-        .any(|i| crate::fixes::choose(i, false).is_some())
+        .any(|i| openfiles_fixes::choose(i, false).is_some())
     {
         return Vec::new();
     }
     let text = openfiles_plugin_api::confine::read_workspace_file(
         root,
         path,
-        crate::fixes::MAX_FILE_BYTES,
+        openfiles_fixes::MAX_FILE_BYTES,
     )
     .ok()
     .and_then(|b| String::from_utf8(b).ok());
@@ -195,9 +195,9 @@ fn fix_summaries(root: &Path, path: &Path, items: &[Item]) -> Vec<Option<String>
     items
         .iter()
         .map(|i| {
-            let fix = crate::fixes::choose(i, false)?;
+            let fix = openfiles_fixes::choose(i, false)?;
             let fresh = fix.files.iter().all(|f| f.path != path || f.sha256 == hash);
-            fresh.then(|| crate::fixes::summary(fix, |p| (p == path).then(|| text.clone())))
+            fresh.then(|| openfiles_fixes::summary(fix, |p| (p == path).then(|| text.clone())))
         })
         .collect()
 }

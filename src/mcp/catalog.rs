@@ -109,12 +109,28 @@ pub fn catalog() -> &'static Catalog {
     })
 }
 
+/// Why arguments do not fit a tool's schema; the text names the offending argument (`at`:
+/// `arguments`, `` `id` ``, `` `workers`[0] ``).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Invalid {
+    #[error("{at} must be {}", article(.ty))]
+    Type { at: String, ty: String },
+    #[error("{at} must be one of {allowed}")]
+    NotOneOf { at: String, allowed: String },
+    #[error("{at} must be at least {min}")]
+    Below { at: String, min: f64 },
+    #[error("missing required argument `{0}`")]
+    Missing(String),
+    #[error("unknown argument `{0}`")]
+    Unknown(String),
+}
+
 /// Check `args` against `schema`; the error names the offending argument.
-pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
+pub fn validate(schema: &Value, args: &Value) -> Result<(), Invalid> {
     check(schema, args, "arguments")
 }
 
-fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
+fn check(schema: &Value, v: &Value, at: &str) -> Result<(), Invalid> {
     if let Some(ty) = schema.get("type").and_then(Value::as_str) {
         let fits = match ty {
             "object" => v.is_object(),
@@ -126,18 +142,27 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
             _ => true,
         };
         if !fits {
-            return Err(format!("{at} must be {}", article(ty)));
+            return Err(Invalid::Type {
+                at: at.to_owned(),
+                ty: ty.to_owned(),
+            });
         }
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
         if !allowed.contains(v) {
             let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Err(format!("{at} must be one of {}", names.join(", ")));
+            return Err(Invalid::NotOneOf {
+                at: at.to_owned(),
+                allowed: names.join(", "),
+            });
         }
     }
     if let (Some(min), Some(n)) = (schema.get("minimum").and_then(Value::as_f64), v.as_f64()) {
         if n < min {
-            return Err(format!("{at} must be at least {min}"));
+            return Err(Invalid::Below {
+                at: at.to_owned(),
+                min,
+            });
         }
     }
     if let Some(obj) = v.as_object() {
@@ -150,7 +175,7 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
             .filter_map(Value::as_str)
         {
             if !obj.contains_key(req) {
-                return Err(format!("missing required argument `{req}`"));
+                return Err(Invalid::Missing(req.to_owned()));
             }
         }
         let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
@@ -159,7 +184,7 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
                 // `null` stands for "not given", as many clients send it for optional ones.
                 Some(_) if val.is_null() => {}
                 Some(sub) => check(sub, val, &format!("`{k}`"))?,
-                None if closed => return Err(format!("unknown argument `{k}`")),
+                None if closed => return Err(Invalid::Unknown(k.clone())),
                 None => {}
             }
         }
@@ -257,24 +282,31 @@ mod tests {
         let exec = &cat.get("claws_exec").expect("claws_exec").input_schema;
         assert!(validate(exec, &json!({"id": "1", "command": "ls"})).is_ok());
         assert_eq!(
-            validate(exec, &json!({"id": "1"})).unwrap_err(),
+            validate(exec, &json!({"id": "1"})).unwrap_err().to_string(),
             "missing required argument `command`"
         );
         assert_eq!(
-            validate(exec, &json!({"id": 1, "command": "ls"})).unwrap_err(),
+            validate(exec, &json!({"id": 1, "command": "ls"}))
+                .unwrap_err()
+                .to_string(),
             "`id` must be a string"
         );
         assert_eq!(
-            validate(exec, &json!({"id": "1", "command": "ls", "x": 1})).unwrap_err(),
+            validate(exec, &json!({"id": "1", "command": "ls", "x": 1}))
+                .unwrap_err()
+                .to_string(),
             "unknown argument `x`"
         );
         let hello = &cat.get("claws_hello").expect("hello").input_schema;
         assert!(validate(hello, &json!({"role": "boss", "peerName": "a"}))
             .unwrap_err()
+            .to_string()
             .contains("one of"));
         let fleet = &cat.get("claws_fleet").expect("fleet").input_schema;
         assert_eq!(
-            validate(fleet, &json!({"workers": [{"mission": "x"}]})).unwrap_err(),
+            validate(fleet, &json!({"workers": [{"mission": "x"}]}))
+                .unwrap_err()
+                .to_string(),
             "missing required argument `name`"
         );
         assert!(validate(exec, &json!("nope")).is_err());

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use openfiles_wire::claws::request::{self as rq, Command, Target};
-use openfiles_wire::claws::Request;
+use openfiles_wire::claws::{error_code, ErrorCode, Request};
 
 use super::agent::{agent_bin, DONE_MARKER};
 use super::call::{Call, Fail};
@@ -104,58 +104,16 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
     match name {
         "claws_list" => list(ctx, call),
         "claws_create" => create(ctx, call, args),
-        "claws_send" => {
-            let text = s(args, "text").unwrap_or("");
-            let paste = text.contains('\n') || text.contains('\r');
-            ok(one(
-                ctx,
-                call,
-                send(
-                    s(args, "id").unwrap_or(""),
-                    text,
-                    args.get("newline") != Some(&Value::Bool(false)),
-                    paste,
-                ),
-                QUICK,
-            )?)?;
-            Ok("sent".into())
-        }
+        "claws_send" => send_text(ctx, call, args),
         "claws_exec" => exec(ctx, call, args),
         "claws_read_log" => read_log(ctx, call, args),
         "claws_poll" => poll(ctx, call, args),
-        "claws_close" => {
-            let id = s(args, "id").unwrap_or("");
-            ok(one(
-                ctx,
-                call,
-                Command::Close(rq::Close {
-                    target: Target::id(id),
-                    close_origin: None,
-                }),
-                QUICK,
-            )?)?;
-            if let Some(stop) = ctx.watchers.lock().ok().and_then(|mut w| w.remove(id)) {
-                stop.store(true, Ordering::Release);
-            }
-            Ok(format!("closed terminal {id}"))
-        }
+        "claws_close" => close(ctx, call, args),
         "claws_ping" => {
             let r = ok(one(ctx, call, Command::Ping, QUICK)?)?;
             Ok(pretty(&json!({"serverTime": r["serverTime"]})))
         }
-        "claws_hello" => {
-            let bus = ctx.rehello(
-                json!({"role": args["role"], "peerName": args["peerName"],
-                       "terminalId": args.get("terminalId"), "capabilities": args.get("capabilities")}),
-                Some(call),
-            )?;
-            let h = &bus.hello;
-            Ok(pretty(&json!({
-                "peerId": bus.peer_id,
-                "serverCapabilities": h.get("serverCapabilities").cloned().unwrap_or(json!([])),
-                "orchestratorPresent": h.get("orchestratorPresent").and_then(Value::as_bool).unwrap_or(false),
-            })))
-        }
+        "claws_hello" => hello(ctx, call, args),
         "claws_subscribe" => {
             let bus = ctx.bus(Some(call))?;
             let r =
@@ -163,36 +121,24 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
             Ok(pretty(&json!({"subscriptionId": r["subscriptionId"],
                               "resumeCursor": r.get("resumeCursor").cloned().unwrap_or(Value::Null)})))
         }
-        "claws_publish" => {
-            let bus = ctx.bus(Some(call))?;
-            let r = ok(bus.request(
-                publish(
-                    s(args, "topic").unwrap_or(""),
-                    args.get("payload").cloned().unwrap_or(json!({})),
-                    args.get("echo") == Some(&Value::Bool(true)),
-                ),
-                QUICK,
-                Some(call),
-            )?)?;
-            Ok(pretty(
-                &json!({"deliveredTo": r.get("deliveredTo").cloned().unwrap_or(json!(0))}),
-            ))
-        }
-        "claws_broadcast" => {
-            let bus = ctx.bus(Some(call))?;
-            let r = ok(bus.request(
-                Command::Broadcast(rq::Broadcast {
-                    text: s(args, "text").map(str::to_owned),
-                    target_role: Some(s(args, "targetRole").unwrap_or("worker").to_owned()),
-                    inject: Some(args.get("inject") == Some(&Value::Bool(true))),
-                }),
-                QUICK,
-                Some(call),
-            )?)?;
-            Ok(pretty(
-                &json!({"deliveredTo": r.get("deliveredTo").cloned().unwrap_or(json!(0))}),
-            ))
-        }
+        "claws_publish" => bus_delivered(
+            ctx,
+            call,
+            publish(
+                s(args, "topic").unwrap_or(""),
+                args.get("payload").cloned().unwrap_or(json!({})),
+                args.get("echo") == Some(&Value::Bool(true)),
+            ),
+        ),
+        "claws_broadcast" => bus_delivered(
+            ctx,
+            call,
+            Command::Broadcast(rq::Broadcast {
+                text: s(args, "text").map(str::to_owned),
+                target_role: Some(s(args, "targetRole").unwrap_or("worker").to_owned()),
+                inject: Some(args.get("inject") == Some(&Value::Bool(true))),
+            }),
+        ),
         "claws_peers" => {
             let bus = ctx.bus(Some(call))?;
             let r = ok(bus.request(Command::Peers, QUICK, Some(call))?)?;
@@ -208,6 +154,66 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<String, 
         "claws_set_bin" => set_bin(ctx, args),
         other => Err(Fail::Tool(format!("ERROR: unknown tool: {other}"))),
     }
+}
+
+/// `claws_send`: text with a line break goes as a paste.
+fn send_text(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let text = s(args, "text").unwrap_or("");
+    let paste = text.contains('\n') || text.contains('\r');
+    ok(one(
+        ctx,
+        call,
+        send(
+            s(args, "id").unwrap_or(""),
+            text,
+            args.get("newline") != Some(&Value::Bool(false)),
+            paste,
+        ),
+        QUICK,
+    )?)?;
+    Ok("sent".into())
+}
+
+/// `claws_close`: and stop watching the worker in it, if one was.
+fn close(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let id = s(args, "id").unwrap_or("");
+    ok(one(
+        ctx,
+        call,
+        Command::Close(rq::Close {
+            target: Target::id(id),
+            close_origin: None,
+        }),
+        QUICK,
+    )?)?;
+    if let Some(stop) = ctx.watchers.lock().ok().and_then(|mut w| w.remove(id)) {
+        stop.store(true, Ordering::Release);
+    }
+    Ok(format!("closed terminal {id}"))
+}
+
+/// `claws_hello`: say `hello` again on the bus connection with the role and name given.
+fn hello(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let bus = ctx.rehello(
+        json!({"role": args["role"], "peerName": args["peerName"],
+               "terminalId": args.get("terminalId"), "capabilities": args.get("capabilities")}),
+        Some(call),
+    )?;
+    let h = &bus.hello;
+    Ok(pretty(&json!({
+        "peerId": bus.peer_id,
+        "serverCapabilities": h.get("serverCapabilities").cloned().unwrap_or(json!([])),
+        "orchestratorPresent": h.get("orchestratorPresent").and_then(Value::as_bool).unwrap_or(false),
+    })))
+}
+
+/// A bus request answered with how many peers it reached (`publish`, `broadcast`).
+fn bus_delivered(ctx: &Ctx, call: &Call, req: Command) -> Result<String, Fail> {
+    let bus = ctx.bus(Some(call))?;
+    let r = ok(bus.request(req, QUICK, Some(call))?)?;
+    Ok(pretty(
+        &json!({"deliveredTo": r.get("deliveredTo").cloned().unwrap_or(json!(0))}),
+    ))
 }
 
 fn list(ctx: &Ctx, call: &Call) -> Result<String, Fail> {
@@ -549,8 +555,9 @@ pub fn forward(ctx: &Ctx, call: &Call, rule: &Forward, args: &Value) -> Result<S
             text.push('\n');
             text.push_str(m);
         }
+        // Our server says `code`; the editor extension's says only the words.
         let err = resp.get("error").and_then(Value::as_str).unwrap_or("");
-        if err.starts_with("unknown cmd") {
+        if error_code(&resp) == Some(ErrorCode::UnknownCmd) || err.starts_with("unknown cmd") {
             text.push_str(&format!(
                 "\nThis openfiles service does not serve `{}` yet: the Claws orchestration commands (lifecycle, waves, tasks, pipelines, RPC) are still to come. Terminal, bus and worker tools work.",
                 rule.cmd

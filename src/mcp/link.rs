@@ -26,12 +26,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use openfiles_wire::claws::request::{Command, Hello, Publish, Subscribe};
+use openfiles_wire::claws::request::{Command, Hello, HelloReply, Publish, Subscribe};
 use openfiles_wire::claws::PROTOCOL_2;
 use serde::Deserialize;
 
 use super::call::{Call, Fail};
-use openfiles_wire::control::{ClientError, Reply, Request};
+use openfiles_wire::control::{Call as ControlCall, ClientError};
 use openfiles_wire::line::{Conn, LineError, MAX_ANSWER};
 
 /// How long one wait for a bus answer lasts before the cancellation flag is checked.
@@ -107,13 +107,14 @@ pub fn claws_call(
     }
 }
 
-/// One control request on its own connection (connecting wakes a socket-activated service).
-pub fn control_call(
+/// One control request on its own connection (connecting wakes a socket-activated service),
+/// its reply read as the command's; `ok:false` becomes a tool error.
+pub fn control_as<R: ControlCall>(
     sock: &Path,
-    req: &Request,
+    req: &R,
     timeout: Duration,
     call: Option<&Call>,
-) -> Result<Reply, Fail> {
+) -> Result<R::Reply, Fail> {
     let mut client = crate::autostart::connect(sock, Some(timeout)).map_err(|e| {
         Fail::Tool(format!(
             "{e} (start it with `openfiles serve` or `systemctl --user enable --now openfiles.socket`)"
@@ -132,24 +133,6 @@ pub fn control_call(
         Err(ClientError::Timeout) => Err(Fail::Tool("socket timeout".into())),
         Err(e) => Err(Fail::Tool(e.to_string())),
     }
-}
-
-/// Like [`control_call`], decoding a successful body; `ok:false` becomes a tool error.
-pub fn control_as<T: serde::de::DeserializeOwned>(
-    sock: &Path,
-    req: &Request,
-    timeout: Duration,
-    call: Option<&Call>,
-) -> Result<T, Fail> {
-    let reply = control_call(sock, req, timeout, call)?;
-    if !reply.ok {
-        return Err(Fail::Tool(
-            reply.error.unwrap_or_else(|| "request failed".into()),
-        ));
-    }
-    reply
-        .into_body()
-        .map_err(|e| Fail::Tool(format!("unexpected reply from the service: {e}")))
 }
 
 /// The bus messages received so far.
@@ -281,7 +264,9 @@ impl Bus {
                 answer["error"].as_str().unwrap_or("hello failed")
             )));
         }
-        bus.peer_id = answer["peerId"].as_str().unwrap_or_default().to_owned();
+        bus.peer_id = serde_json::from_value::<HelloReply>(answer.clone())
+            .map(|h| h.peer_id)
+            .unwrap_or_default();
         bus.hello = answer;
         for topic in [
             "worker.*.complete",
@@ -411,7 +396,7 @@ impl Place {
     /// (`.claws/claws.sock`, where Claws's clients look); else `dir` itself.
     pub fn find(dir: &Path, control: PathBuf) -> Place {
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
-        let by_rule = crate::workspace::resolve::root_for(&dir).ok();
+        let by_rule = openfiles_gate::resolve::root_for(&dir).ok();
         let by_socket = dir
             .ancestors()
             .find(|d| d.join(".claws").join("claws.sock").exists())

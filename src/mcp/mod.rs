@@ -145,11 +145,56 @@ pub fn error_text(resp: &Value) -> String {
     )
 }
 
+/// A refusal of the Claws server that the worker tools act on (not only show), by kind.
+/// claws/1 answers carry no error code yet, only words: [`Refusal::of`] is the one place
+/// those words are read, so a code on the wire changes this function alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The terminal named is gone (closed, or never existed): a worker in it ended.
+    UnknownTerminal,
+    /// The orchestration object named (a wave) is not registered.
+    NotFound,
+}
+
+impl Refusal {
+    /// The refusal `resp` carries, if it is one the tools act on.
+    pub fn of(resp: &Value) -> Option<Refusal> {
+        if resp.get("ok") == Some(&Value::Bool(true)) {
+            return None;
+        }
+        let e = resp.get("error").and_then(Value::as_str)?;
+        if e.contains("unknown terminal") {
+            Some(Refusal::UnknownTerminal)
+        } else if e.contains("not-found") {
+            Some(Refusal::NotFound)
+        } else {
+            None
+        }
+    }
+}
+
 /// `resp` when it says `ok`, else its error.
 pub fn ok(resp: Value) -> Result<Value, Fail> {
     if resp.get("ok") == Some(&Value::Bool(true)) {
         Ok(resp)
     } else {
         Err(Fail::Tool(error_text(&resp)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Refusal;
+    use serde_json::json;
+
+    #[test]
+    fn the_refusals_the_worker_tools_act_on_are_told_apart() {
+        let gone = json!({"ok": false, "error": "unknown terminal id 9"});
+        assert_eq!(Refusal::of(&gone), Some(Refusal::UnknownTerminal));
+        let wave = json!({"ok": false, "error": "wave.status:not-found:w1"});
+        assert_eq!(Refusal::of(&wave), Some(Refusal::NotFound));
+        let other = json!({"ok": false, "error": "exec timeout after 100ms"});
+        assert_eq!(Refusal::of(&other), None);
+        assert_eq!(Refusal::of(&json!({"ok": true})), None);
     }
 }

@@ -16,7 +16,6 @@ use super::call::{Call, Fail};
 use super::link::control_as;
 use super::server::Ctx;
 use openfiles_wire::control::nav::{Nav, NavReply, QueryKind};
-use openfiles_wire::control::Request;
 
 /// The tools this module answers.
 pub const TOOLS: &[&str] = &[
@@ -51,7 +50,7 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
         .as_str()
         .ok_or_else(|| Fail::Invalid("`path` is required".into()))?;
     let num = |k: &str| args[k].as_u64().and_then(|n| u32::try_from(n).ok());
-    let request = Request::Nav(Nav {
+    let request = Nav {
         kind,
         path: ctx.place.abs(path),
         line: num("line"),
@@ -61,7 +60,7 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
         new_name: args["new_name"].as_str().map(str::to_owned),
         limit: args["limit"].as_u64().map(|n| n as usize),
         timeout_ms: Some(TIMEOUT_MS),
-    });
+    };
     let reply: NavReply = control_as(
         &ctx.place.control,
         &request,

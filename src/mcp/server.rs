@@ -26,7 +26,7 @@ use super::call::{Call, Fail, Out};
 use super::catalog::{self, catalog};
 use super::link::{self, Bus, Place};
 use super::pool::Pool;
-use openfiles_wire::control::{PathArg, Request, StatusReply};
+use openfiles_wire::control::{Add, PathArg, Status, StatusReply};
 
 /// Protocol versions we speak, oldest first; the last is what we offer by default.
 pub const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -88,9 +88,9 @@ impl Ctx {
         if *ok {
             return Ok(());
         }
-        let _: serde_json::Value = link::control_as(
+        link::control_as(
             &self.place.control,
-            &Request::Add(PathArg {
+            &Add(PathArg {
                 path: self.place.root.clone(),
                 force: false,
             }),
@@ -112,12 +112,8 @@ impl Ctx {
         self.service(call)?;
         let enabled = *lock(&self.claws_enabled);
         if enabled.is_none() {
-            let st: StatusReply = link::control_as(
-                &self.place.control,
-                &Request::Status,
-                Duration::from_secs(10),
-                call,
-            )?;
+            let st: StatusReply =
+                link::control_as(&self.place.control, &Status, Duration::from_secs(10), call)?;
             let served = st
                 .workspaces
                 .iter()

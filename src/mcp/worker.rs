@@ -37,7 +37,7 @@ use super::claws_tools::{
     best_effort, mark_worker_status, monitor_command, one, read_log_req, register_spawn, send,
 };
 use super::server::Ctx;
-use super::{error_text, ok, pretty};
+use super::{error_text, ok, pretty, Refusal};
 use openfiles_wire::claws::request::{self as rq, CloseOrigin, Command, Target};
 
 const QUICK: Duration = Duration::from_secs(30);
@@ -117,14 +117,7 @@ fn opts(args: &Value, shared: &Value, root: &Path, detach_default: bool) -> Resu
         boot_wait_ms: num("boot_wait_ms", if detach { 25_000 } else { 8_000 }),
         boot_marker: st("boot_marker"),
         complete_marker: st("complete_marker").unwrap_or_else(|| "MISSION_COMPLETE".into()),
-        error_markers: match get("error_markers").and_then(Value::as_array) {
-            Some(a) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            None => vec!["MISSION_FAILED".into()],
-        },
+        error_markers: signals::error_markers(get("error_markers")),
         poll_ms: num("poll_interval_ms", 1500).max(50),
         harvest_lines: num("harvest_lines", 200) as usize,
         close: flag("close_on_complete").unwrap_or(true),
@@ -330,73 +323,12 @@ fn boot_and_send(
     })
 }
 
+/// How a worker ended, as `detect` says: status, marker line, completion signal.
+type Ending = (String, Option<String>, String);
+
 /// Watch until completion or timeout, then announce, harvest and close.
 fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> {
-    let deadline = w.started + Duration::from_millis(o.timeout_ms);
-    let mut pos = w.scan_from;
-    let mut text = String::new();
-    let mut beat = Instant::now();
-    let mut outcome = None;
-    let mut end_seen = false;
-    while outcome.is_none() && Instant::now() < deadline {
-        let r = one(
-            ctx,
-            call,
-            read_log_req(&w.id, Some(pos), Some(524_288)),
-            QUICK,
-        )?;
-        if r.get("ok") != Some(&Value::Bool(true)) {
-            if r["error"]
-                .as_str()
-                .is_some_and(|e| e.contains("unknown terminal"))
-            {
-                outcome = Some(("terminated".to_owned(), None, "terminated".to_owned()));
-                break;
-            }
-        } else {
-            let new = r["bytes"].as_str().unwrap_or("");
-            pos = r["nextOffset"].as_u64().unwrap_or(pos);
-            publish_pub_lines(ctx, &text, new);
-            text.push_str(new);
-            if text.len() > KEEP {
-                let cut = text.len() - KEEP / 2;
-                let cut = (cut..text.len())
-                    .find(|&i| text.is_char_boundary(i))
-                    .unwrap_or(0);
-                text.drain(..cut);
-            }
-        }
-        outcome = detect(
-            ctx,
-            &text,
-            &w.id,
-            &o.complete_marker,
-            &o.error_markers,
-            &w.echo,
-        );
-        // A terminal's end can be announced before its last output reached the log: read
-        // once more before calling it terminated (its marker may follow).
-        if outcome.as_ref().is_some_and(|o| o.2 == "terminated") && !end_seen {
-            end_seen = true;
-            outcome = None;
-        }
-        if outcome.is_none() && beat.elapsed() >= HEARTBEAT {
-            beat = Instant::now();
-            if let Some(bus) = ctx.bus_if_any(None) {
-                let secs = w.started.elapsed().as_secs();
-                bus.publish(
-                    &format!("worker.{}.heartbeat", w.id),
-                    json!({"kind": "heartbeat", "summary": format!("still active · {secs}s elapsed"),
-                           "duration_ms": w.started.elapsed().as_millis() as u64,
-                           "captured_at": iso_now(), "correlation_id": w.corr}),
-                );
-            }
-        }
-        if outcome.is_none() {
-            call.progress(&format!("worker {} running", w.id));
-            call.sleep(Duration::from_millis(o.poll_ms))?;
-        }
-    }
+    let outcome = watch(ctx, call, o, w)?;
     let (status, marker_line, signal) = outcome
         .map_or(("timeout".to_owned(), None, Value::Null), |(s, m, g)| {
             (s, m, json!(g))
@@ -422,31 +354,112 @@ fn finish(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Value, Fail> 
     let (tail, _) = log_tail(ctx, call, &w.id, 256 * 1024).unwrap_or_default();
     let lines: Vec<&str> = tail.split('\n').collect();
     let harvest = lines[lines.len().saturating_sub(o.harvest_lines)..].join("\n");
-    let mut cleaned_up = false;
-    if o.close {
-        let origin = match status.as_str() {
-            "completed" => CloseOrigin::Marker,
-            "failed" => CloseOrigin::Error,
-            "timeout" => CloseOrigin::Timeout,
-            _ => CloseOrigin::Orchestrator,
-        };
-        let r = one(
-            ctx,
-            call,
-            Command::Close(rq::Close {
-                target: Target::id(w.id.as_str()),
-                close_origin: Some(origin),
-            }),
-            QUICK,
-        )?;
-        cleaned_up = r["ok"] == Value::Bool(true);
-        best_effort(ctx, call, mark_worker_status(&w.id, "closed"));
-    }
+    let cleaned_up = o.close && close_worker(ctx, call, &w.id, &status)?;
     let result = json!({"status": status, "terminal_id": w.id, "booted": w.booted,
         "duration_ms": duration_ms, "marker_line": marker_line, "cleaned_up": cleaned_up,
         "harvest": harvest, "correlation_id": w.corr, "completion_signal": signal});
     ctx.record_finished(&w.id, &result);
     Ok(result)
+}
+
+/// Read the worker's log until a completion signal or the deadline (`None`), publishing its
+/// `pub` lines and a heartbeat now and then.
+fn watch(ctx: &Ctx, call: &Call, o: &Opts, w: &Started) -> Result<Option<Ending>, Fail> {
+    let deadline = w.started + Duration::from_millis(o.timeout_ms);
+    let mut pos = w.scan_from;
+    let mut text = String::new();
+    let mut beat = Instant::now();
+    let mut end_seen = false;
+    while Instant::now() < deadline {
+        let r = one(
+            ctx,
+            call,
+            read_log_req(&w.id, Some(pos), Some(524_288)),
+            QUICK,
+        )?;
+        if r.get("ok") != Some(&Value::Bool(true)) {
+            if Refusal::of(&r) == Some(Refusal::UnknownTerminal) {
+                return Ok(Some((
+                    "terminated".to_owned(),
+                    None,
+                    "terminated".to_owned(),
+                )));
+            }
+        } else {
+            let new = r["bytes"].as_str().unwrap_or("");
+            pos = r["nextOffset"].as_u64().unwrap_or(pos);
+            publish_pub_lines(ctx, &text, new);
+            keep_tail(&mut text, new);
+        }
+        let outcome = detect(
+            ctx,
+            &text,
+            &w.id,
+            &o.complete_marker,
+            &o.error_markers,
+            &w.echo,
+        );
+        match outcome {
+            // A terminal's end can be announced before its last output reached the log: read
+            // once more before calling it terminated (its marker may follow).
+            Some(o) if o.2 == "terminated" && !end_seen => end_seen = true,
+            Some(o) => return Ok(Some(o)),
+            None => {}
+        }
+        if beat.elapsed() >= HEARTBEAT {
+            beat = Instant::now();
+            heartbeat(ctx, w);
+        }
+        call.progress(&format!("worker {} running", w.id));
+        call.sleep(Duration::from_millis(o.poll_ms))?;
+    }
+    Ok(None)
+}
+
+/// Append `new` to the text being scanned, keeping at most [`KEEP`] bytes of it.
+fn keep_tail(text: &mut String, new: &str) {
+    text.push_str(new);
+    if text.len() > KEEP {
+        let cut = text.len() - KEEP / 2;
+        let cut = (cut..text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.drain(..cut);
+    }
+}
+
+/// `worker.<id>.heartbeat` on the bus: still active, for how long.
+fn heartbeat(ctx: &Ctx, w: &Started) {
+    if let Some(bus) = ctx.bus_if_any(None) {
+        let secs = w.started.elapsed().as_secs();
+        bus.publish(
+            &format!("worker.{}.heartbeat", w.id),
+            json!({"kind": "heartbeat", "summary": format!("still active · {secs}s elapsed"),
+                   "duration_ms": w.started.elapsed().as_millis() as u64,
+                   "captured_at": iso_now(), "correlation_id": w.corr}),
+        );
+    }
+}
+
+/// Close the worker's terminal with the origin its status names; whether it closed.
+fn close_worker(ctx: &Ctx, call: &Call, id: &str, status: &str) -> Result<bool, Fail> {
+    let origin = match status {
+        "completed" => CloseOrigin::Marker,
+        "failed" => CloseOrigin::Error,
+        "timeout" => CloseOrigin::Timeout,
+        _ => CloseOrigin::Orchestrator,
+    };
+    let r = one(
+        ctx,
+        call,
+        Command::Close(rq::Close {
+            target: Target::id(id),
+            close_origin: Some(origin),
+        }),
+        QUICK,
+    )?;
+    best_effort(ctx, call, mark_worker_status(id, "closed"));
+    Ok(r["ok"] == Value::Bool(true))
 }
 
 fn watch_in_background(ctx: &Arc<Ctx>, o: &Opts, w: Started) {

@@ -106,6 +106,7 @@ impl Checks {
                     error: Some(format!(
                         "the plugin host cannot start a thread for the check: {e}"
                     )),
+                    ran: Vec::new(),
                 });
             }
         }
@@ -151,6 +152,7 @@ impl Checks {
                 "cancelled before it started (it was waiting for one of the plugin host's \
                  {MAX_CHECKS} check threads)"
             )),
+            ran: Vec::new(),
         });
     }
 
@@ -198,22 +200,10 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
     }
     let (input, output) = take_stdio()?;
     let out = Arc::new(Output(Mutex::new(output)));
-    // Checked again here (the file may have been swapped since discovery): loading runs
-    // the library's constructors.
-    if let Some(message) = super::discover::untrusted(library) {
-        out.send(&FromHost::Refused {
-            kind: "untrusted".into(),
-            message,
-        });
-        return Ok(EXIT_REFUSED);
-    }
-    let lib = match PluginLibrary::load(library) {
+    let lib = match load(library) {
         Ok(lib) => lib,
-        Err(e) => {
-            out.send(&FromHost::Refused {
-                kind: e.kind().into(),
-                message: e.to_string(),
-            });
+        Err(refused) => {
+            out.send(&refused);
             return Ok(EXIT_REFUSED);
         }
     };
@@ -222,11 +212,13 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
         version: lib.version().into(),
         pid: std::process::id(),
     });
-
-    let lines = std::io::BufReader::new(input).lines();
-    let mut instance: Option<Arc<Instance>> = None;
-    let checks = Arc::new(Checks::default());
-    for line in lines {
+    let mut host = Serving {
+        lib,
+        out,
+        instance: None,
+        checks: Arc::new(Checks::default()),
+    };
+    for line in std::io::BufReader::new(input).lines() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
@@ -240,58 +232,105 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
         };
         match msg {
             ToHost::Init { init } => {
-                let json = serde_json::to_vec(&init)?;
-                match lib.create(&json).and_then(|(inst, caps)| {
-                    serde_json::from_slice(&caps)
-                        .map(|caps| (inst, caps))
-                        .map_err(|e| {
-                            openfiles_plugin_api::host::CallError::Failed(format!(
-                                "create returned bad capabilities JSON: {e}"
-                            ))
-                        })
-                }) {
-                    Ok((inst, capabilities)) => {
-                        instance = Some(Arc::new(inst));
-                        out.send(&FromHost::Ready { capabilities });
-                    }
-                    Err(e) => {
-                        out.send(&FromHost::Failed {
-                            message: e.to_string(),
-                        });
-                        return Ok(EXIT_CREATE_FAILED);
-                    }
+                if let Some(exit) = host.init(&init)? {
+                    return Ok(exit);
                 }
             }
-            ToHost::Check { request } => {
-                let id = request.id;
-                let Some(inst) = instance.clone() else {
-                    out.send(&FromHost::Result {
-                        id,
-                        response: None,
-                        error: Some("plugin not initialised".into()),
-                    });
-                    continue;
-                };
-                checks.submit(request, &inst, &out);
-            }
-            ToHost::Cancel { id } => {
-                if let Some(inst) = &instance {
-                    checks.cancel(id, inst, &out);
-                }
-            }
-            ToHost::Query { request } => query(request, instance.clone(), &out),
+            ToHost::Check { request } => host.check(request),
+            ToHost::Cancel { id } => host.cancel(id),
+            ToHost::Query { request } => query(request, host.instance.clone(), &host.out),
             ToHost::Shutdown => break,
         }
     }
-    if let Some(inst) = instance {
-        checks.drain(&inst);
-        // Drop destroys the instance once no check thread holds it any more; if one is
-        // stuck past the drain time, exiting the process is the cleanup.
-        if let Ok(inst) = Arc::try_unwrap(inst) {
-            drop(inst);
+    host.shut_down();
+    Ok(0)
+}
+
+/// Load the library, the `refused` answer if it may not or cannot be.
+fn load(library: &Path) -> Result<Arc<PluginLibrary>, FromHost> {
+    // Checked again here (the file may have been swapped since discovery): loading runs
+    // the library's constructors.
+    if let Some(message) = super::discover::untrusted(library) {
+        return Err(FromHost::Refused {
+            kind: "untrusted".into(),
+            message,
+        });
+    }
+    PluginLibrary::load(library).map_err(|e| FromHost::Refused {
+        kind: e.kind().into(),
+        message: e.to_string(),
+    })
+}
+
+/// A host whose library is loaded: one handler per message from the daemon.
+struct Serving {
+    lib: Arc<PluginLibrary>,
+    out: Arc<Output>,
+    instance: Option<Arc<Instance>>,
+    checks: Arc<Checks>,
+}
+
+impl Serving {
+    /// `init`: create the instance and answer `ready`; on failure answer `failed` and
+    /// return the exit status to end with.
+    fn init(&mut self, init: &openfiles_plugin_api::Init) -> anyhow::Result<Option<u8>> {
+        let json = serde_json::to_vec(init)?;
+        let created = self.lib.create(&json).and_then(|(inst, caps)| {
+            serde_json::from_slice(&caps)
+                .map(|caps| (inst, caps))
+                .map_err(|e| {
+                    openfiles_plugin_api::host::CallError::Failed(format!(
+                        "create returned bad capabilities JSON: {e}"
+                    ))
+                })
+        });
+        match created {
+            Ok((inst, capabilities)) => {
+                self.instance = Some(Arc::new(inst));
+                self.out.send(&FromHost::Ready { capabilities });
+                Ok(None)
+            }
+            Err(e) => {
+                self.out.send(&FromHost::Failed {
+                    message: e.to_string(),
+                });
+                Ok(Some(EXIT_CREATE_FAILED))
+            }
         }
     }
-    Ok(0)
+
+    /// `check`: queue it for a worker (answered at once if there is no instance yet).
+    fn check(&self, request: CheckRequest) {
+        let Some(inst) = &self.instance else {
+            self.out.send(&FromHost::Result {
+                id: request.id,
+                response: None,
+                error: Some("plugin not initialised".into()),
+                ran: Vec::new(),
+            });
+            return;
+        };
+        self.checks.submit(request, inst, &self.out);
+    }
+
+    /// `cancel`: a waiting check is answered, a running one told to the plugin.
+    fn cancel(&self, id: u64) {
+        if let Some(inst) = &self.instance {
+            self.checks.cancel(id, inst, &self.out);
+        }
+    }
+
+    /// `shutdown` or EOF: drain the checks, then destroy the instance.
+    fn shut_down(self) {
+        if let Some(inst) = self.instance {
+            self.checks.drain(&inst);
+            // Drop destroys the instance once no check thread holds it any more; if one is
+            // stuck past the drain time, exiting the process is the cleanup.
+            if let Ok(inst) = Arc::try_unwrap(inst) {
+                drop(inst);
+            }
+        }
+    }
 }
 
 /// Questions a plugin host answers at once; one more is refused (the asker may ask again).
@@ -349,7 +388,7 @@ fn answer_query(inst: &Instance, request: &QueryRequest) -> FromHost {
     match result {
         Ok(answer) => FromHost::Answer {
             id,
-            answer: Some(answer),
+            answer: Some(Box::new(answer)),
             error: None,
         },
         Err(error) => FromHost::Answer {
@@ -367,18 +406,63 @@ fn answer(inst: &Instance, request: &openfiles_plugin_api::CheckRequest) -> From
         .and_then(|json| inst.check(&json).map_err(|e| e.to_string()))
         .and_then(|bytes| {
             serde_json::from_slice::<CheckResponse>(&bytes)
+                .map(|response| (response, started(&bytes)))
                 .map_err(|e| format!("plugin returned a bad check response: {e}"))
         });
     match result {
-        Ok(response) => FromHost::Result {
+        Ok((response, ran)) => FromHost::Result {
             id,
             response: Some(response),
             error: None,
+            ran,
         },
         Err(error) => FromHost::Result {
             id,
             response: None,
             error: Some(error),
+            ran: Vec::new(),
         },
+    }
+}
+
+/// The programs a check's answer says the plugin started
+/// ([`openfiles_plugin_api::abi::RAN_KEY`]); an entry that does not read as one is dropped
+/// (the answer itself stands).
+fn started(answer: &[u8]) -> Vec<openfiles_gate::spawn::Ran> {
+    #[derive(serde::Deserialize)]
+    struct Started {
+        #[serde(default)]
+        ran: Vec<serde_json::Value>,
+    }
+    serde_json::from_slice::<Started>(answer)
+        .map(|s| {
+            s.ran
+                .into_iter()
+                .filter_map(|r| serde_json::from_value(r).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_s_programs_are_read_and_a_bad_entry_is_dropped() {
+        let key = openfiles_plugin_api::abi::RAN_KEY;
+        let answer = format!(
+            r#"{{"files":[],"{key}":[
+                {{"atMs":1,"program":"/usr/bin/gopls","args":["serve"],"workspace":"/w","trust":"untrusted","why":"language server"}},
+                {{"atMs":2,"program":"/usr/bin/x","trust":"sometimes","why":"?"}}
+            ]}}"#
+        );
+        let ran = started(answer.as_bytes());
+        assert_eq!(ran.len(), 1, "{ran:?}");
+        assert_eq!(ran[0].program, Path::new("/usr/bin/gopls"));
+        assert_eq!(ran[0].trust, openfiles_gate::Trust::Untrusted);
+        assert_eq!(ran[0].workspace.as_deref(), Some(Path::new("/w")));
+        // An answer without the key (an older plugin) has none.
+        assert!(started(br#"{"files":[]}"#).is_empty());
     }
 }

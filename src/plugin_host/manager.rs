@@ -99,10 +99,9 @@ impl PluginManager {
             opts.exe_dir.as_deref(),
         );
         let (candidates, problems) = discover::candidates(&search);
-        let rows = Arc::new(Mutex::new(Vec::new()));
         let mut manager = Inner {
             loaded: Vec::new(),
-            rows: Arc::clone(&rows),
+            rows: Arc::new(Mutex::new(Vec::new())),
             next_id: AtomicU64::new(1),
             tasks: Mutex::new(Vec::new()),
         };
@@ -111,89 +110,17 @@ impl PluginManager {
             row.reason = Some(p.message);
             manager.push_row(row);
         }
-        let disabled: HashSet<&str> = cfg.plugins.disabled.iter().map(String::as_str).collect();
-        let mut names = HashSet::new();
+        let mut admit = Admission {
+            disabled: cfg.plugins.disabled.iter().cloned().collect(),
+            names: HashSet::new(),
+        };
         for cand in candidates {
-            let mut row = PluginStatus::new(cand.path.clone(), cand.origin, PluginState::Refused);
-            let (mut host, name, version) = match Host::spawn(&opts.host_exe, &cand.path).await {
-                Ok(ok) => ok,
-                Err(e) => {
-                    tracing::warn!(library = %cand.path.display(), "plugin refused: {}", e.message());
-                    row.kind = Some(e.kind().to_owned());
-                    row.reason = Some(e.message());
-                    manager.push_row(row);
-                    continue;
+            match open(cfg, state_dir, &opts.host_exe, &cand, &mut admit).await {
+                Opened::Ready(ready) => manager.supervise(*ready, &opts.host_exe, &shutdown),
+                Opened::Not(row) => {
+                    manager.push_row(*row);
                 }
-            };
-            row.name = Some(name.clone());
-            row.version = Some(version);
-            if disabled.contains(name.as_str()) {
-                host.stop().await;
-                row.state = PluginState::Disabled;
-                row.reason = Some("listed in plugins.disabled".into());
-                manager.push_row(row);
-                continue;
             }
-            if !names.insert(name.clone()) {
-                host.stop().await;
-                row.kind = Some("duplicate".into());
-                row.reason = Some(format!("another library already provides plugin {name:?}"));
-                manager.push_row(row);
-                continue;
-            }
-            let init = Init {
-                config: cfg.plugin_settings(&name),
-                state_dir: state_dir.join("plugins").join(&name),
-                host_version: env!("CARGO_PKG_VERSION").into(),
-            };
-            if let Err(e) = openfiles_os::fsutil::ensure_private_dir(&init.state_dir, 0o700) {
-                host.stop().await;
-                row.kind = Some("host-failed".into());
-                row.reason = Some(format!(
-                    "cannot create state dir {}: {e}",
-                    init.state_dir.display()
-                ));
-                manager.push_row(row);
-                continue;
-            }
-            let capabilities = match host.init(&init).await {
-                Ok(c) => c,
-                Err(e) => {
-                    host.stop().await;
-                    tracing::warn!(plugin = %name, "plugin failed to start: {}", e.message());
-                    row.kind = Some(e.kind().to_owned());
-                    row.reason = Some(e.message());
-                    manager.push_row(row);
-                    continue;
-                }
-            };
-            tracing::info!(plugin = %name, library = %cand.path.display(), "plugin loaded");
-            row.state = PluginState::Loaded;
-            row.pid = Some(host.pid);
-            row.capabilities = Some(capabilities.clone());
-            let index = manager.push_row(row);
-            let (tx, rx) = mpsc::channel(256);
-            let spec = Spec {
-                host_exe: opts.host_exe.clone(),
-                library: cand.path.clone(),
-                name: name.clone(),
-                init,
-            };
-            let status = StatusSlot {
-                rows: Arc::clone(&rows),
-                index,
-            };
-            let actor = Supervisor::new(spec, rx, status, shutdown.child_token());
-            let task = tokio::spawn(actor.run(host));
-            if let Ok(mut tasks) = manager.tasks.lock() {
-                tasks.push(task);
-            }
-            manager.loaded.push(Loaded {
-                index,
-                name,
-                capabilities,
-                tx,
-            });
         }
         PluginManager {
             inner: Arc::new(manager),
@@ -335,6 +262,154 @@ impl Inner {
         rows.push(row);
         rows.len() - 1
     }
+
+    /// Give a started plugin its status row and its supervising actor.
+    fn supervise(&mut self, ready: Ready, host_exe: &Path, shutdown: &CancellationToken) {
+        let Ready {
+            host,
+            mut row,
+            name,
+            library,
+            init,
+            capabilities,
+        } = ready;
+        tracing::info!(plugin = %name, library = %library.display(), "plugin loaded");
+        row.state = PluginState::Loaded;
+        row.pid = Some(host.pid);
+        row.capabilities = Some(capabilities.clone());
+        let index = self.push_row(row);
+        let (tx, rx) = mpsc::channel(256);
+        let spec = Spec {
+            host_exe: host_exe.to_path_buf(),
+            library,
+            name: name.clone(),
+            init,
+        };
+        let status = StatusSlot {
+            rows: Arc::clone(&self.rows),
+            index,
+        };
+        let actor = Supervisor::new(spec, rx, status, shutdown.child_token());
+        let task = tokio::spawn(actor.run(host));
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.push(task);
+        }
+        self.loaded.push(Loaded {
+            index,
+            name,
+            capabilities,
+            tx,
+        });
+    }
+}
+
+/// Which plugins may load: not those the config disables, not a second one of a name.
+struct Admission {
+    disabled: HashSet<String>,
+    names: HashSet<String>,
+}
+
+impl Admission {
+    /// Why plugin `name` may not load, as a row's `(kind, reason)`; `None` admits it.
+    fn refuse(&mut self, name: &str) -> Option<(Option<&'static str>, String)> {
+        if self.disabled.contains(name) {
+            return Some((None, "listed in plugins.disabled".into()));
+        }
+        if !self.names.insert(name.to_owned()) {
+            return Some((
+                Some("duplicate"),
+                format!("another library already provides plugin {name:?}"),
+            ));
+        }
+        None
+    }
+}
+
+/// A plugin host that said hello and answered `init`: ready to be supervised.
+struct Ready {
+    host: Host,
+    row: PluginStatus,
+    name: String,
+    library: PathBuf,
+    init: Init,
+    capabilities: Capabilities,
+}
+
+/// What came of one candidate library.
+enum Opened {
+    Ready(Box<Ready>),
+    /// Refused, disabled, a duplicate or failed: its row says why.
+    Not(Box<PluginStatus>),
+}
+
+/// Start a host for `cand`, learn the plugin's name, admit it and initialise it.
+async fn open(
+    cfg: &crate::config::Config,
+    state_dir: &Path,
+    host_exe: &Path,
+    cand: &discover::Candidate,
+    admit: &mut Admission,
+) -> Opened {
+    let mut row = PluginStatus::new(cand.path.clone(), cand.origin, PluginState::Refused);
+    let (mut host, name, version) = match Host::spawn(host_exe, &cand.path).await {
+        Ok(ok) => ok,
+        Err(e) => {
+            tracing::warn!(library = %cand.path.display(), "plugin refused: {}", e.message());
+            row.kind = Some(e.kind().to_owned());
+            row.reason = Some(e.message());
+            return Opened::Not(Box::new(row));
+        }
+    };
+    row.name = Some(name.clone());
+    row.version = Some(version);
+    if let Some((kind, reason)) = admit.refuse(&name) {
+        host.stop().await;
+        if kind.is_none() {
+            row.state = PluginState::Disabled;
+        }
+        row.kind = kind.map(str::to_owned);
+        row.reason = Some(reason);
+        return Opened::Not(Box::new(row));
+    }
+    let init = Init {
+        config: cfg.plugin_settings(&name),
+        state_dir: state_dir.join("plugins").join(&name),
+        host_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    match initialise(&mut host, &name, &init).await {
+        Ok(capabilities) => Opened::Ready(Box::new(Ready {
+            host,
+            row,
+            name,
+            library: cand.path.clone(),
+            init,
+            capabilities,
+        })),
+        Err((kind, reason)) => {
+            host.stop().await;
+            row.kind = Some(kind);
+            row.reason = Some(reason);
+            Opened::Not(Box::new(row))
+        }
+    }
+}
+
+/// The plugin's private state folder, then `init`; a failure as a row's `(kind, reason)`.
+async fn initialise(
+    host: &mut Host,
+    name: &str,
+    init: &Init,
+) -> Result<Capabilities, (String, String)> {
+    if let Err(e) = openfiles_os::fsutil::ensure_private_dir(&init.state_dir, 0o700) {
+        return Err((
+            "host-failed".into(),
+            format!("cannot create state dir {}: {e}", init.state_dir.display()),
+        ));
+    }
+    host.init(init).await.map_err(|e| {
+        tracing::warn!(plugin = %name, "plugin failed to start: {}", e.message());
+        (e.kind().to_owned(), e.message())
+    })
 }
 
 /// Tells the plugin to cancel a check whose caller gave up (deadline or dropped future).

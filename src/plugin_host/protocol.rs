@@ -8,9 +8,11 @@
 //! the daemon answers `init` (or `shutdown`, when the plugin is disabled or a duplicate);
 //! the host answers `ready` with the capabilities (or `failed`). After that the daemon
 //! sends `check` (each with an id unique in this host process; several may be in flight,
-//! answers come in any order as `result`), `cancel`, and finally `shutdown`; EOF on stdin
-//! also means shutdown. `query` (a code-navigation question, its id from the same
-//! counter) is answered by `answer`, on a thread of its own, never queued behind checks. Trust: the host is our own binary, but it runs third-party code,
+//! answers come in any order as `result`, each with the programs the plugin started since
+//! its previous one), `cancel`, and finally `shutdown`; EOF on stdin also means shutdown.
+//! `query` (a code-navigation question, its id from the same counter) is answered by
+//! `answer`, on a thread of its own, never queued behind checks. Trust: the host is our own
+//! binary, but it runs third-party code,
 //! so the daemon treats every line as untrusted input (a bad line is logged, not fatal).
 
 use serde::{Deserialize, Serialize};
@@ -53,12 +55,17 @@ pub enum FromHost {
         response: Option<CheckResponse>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The programs the plugin started since its previous answer (its copy of the
+        /// gate's record, which only it can read); the daemon adds them to its own, which
+        /// `status` shows.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ran: Vec<openfiles_gate::spawn::Ran>,
     },
     /// The answer to one query: exactly one of `answer` / `error`.
     Answer {
         id: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        answer: Option<QueryAnswer>,
+        answer: Option<Box<QueryAnswer>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },

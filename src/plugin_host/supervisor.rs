@@ -500,7 +500,10 @@ impl Supervisor {
                 id,
                 response,
                 error,
+                ran,
             }) => {
+                // Whether or not the check is still awaited, what ran is shown.
+                ran.into_iter().for_each(openfiles_gate::spawn::note);
                 self.overdue.remove(&id);
                 let Some(reply) = self.pending.remove(&id) else {
                     return; // cancelled or timed out meanwhile
@@ -524,7 +527,7 @@ impl Supervisor {
                         plugin: self.spec.name.clone(),
                         message,
                     }),
-                    (Some(answer), None) => Ok(answer),
+                    (Some(answer), None) => Ok(*answer),
                     (None, None) => Ok(openfiles_plugin_api::query::QueryAnswer::unsupported()),
                 };
                 let _ = reply.send(result);

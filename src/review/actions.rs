@@ -55,9 +55,18 @@ pub fn edit(f: &ReviewFile) -> anyhow::Result<String> {
     })
 }
 
+/// Why there is no diff to show (said in the view's message line).
+#[derive(Debug, thiserror::Error)]
+pub enum NoDiff {
+    #[error("{0} is not in a git repository")]
+    NotARepository(std::path::PathBuf),
+    #[error("cannot run git: {0}")]
+    Git(std::io::Error),
+}
+
 /// The `git diff` command showing `f` against HEAD (a file git does not track yet, or a
 /// repository without commits, is shown whole, as new). `Err` says why there is no diff.
-pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
+pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, NoDiff> {
     let ok = |c: std::io::Result<Command>| {
         let Ok(mut c) = c else { return false };
         c.stdout(Stdio::null())
@@ -69,7 +78,7 @@ pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
         root,
         ["rev-parse", "--is-inside-work-tree"],
     )) {
-        return Err(format!("{} is not in a git repository", root.display()));
+        return Err(NoDiff::NotARepository(root.to_owned()));
     }
     let path = f.entry.path.as_os_str();
     let tracked = ok(gitcmd::command(
@@ -92,15 +101,14 @@ pub fn diff_command(root: &Path, f: &ReviewFile) -> Result<Command, String> {
             .map(OsStr::new)
             .into()
     };
-    let mut c = gitcmd::command(root, args.into_iter().chain([path]))
-        .map_err(|e| format!("cannot run git: {e}"))?;
+    let mut c = gitcmd::command(root, args.into_iter().chain([path])).map_err(NoDiff::Git)?;
     // The terminal is the user's for this one: git pages it (with the user's pager).
     c.stdin(Stdio::inherit());
     Ok(c)
 }
 
 /// Show the diff of `f` in the terminal (git pages it when its output is a terminal).
-pub fn diff(root: &Path, f: &ReviewFile) -> anyhow::Result<Result<(), String>> {
+pub fn diff(root: &Path, f: &ReviewFile) -> anyhow::Result<Result<(), NoDiff>> {
     let mut cmd = match diff_command(root, f) {
         Ok(c) => c,
         Err(why) => return Ok(Err(why)),

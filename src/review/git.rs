@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use openfiles_wire::control::{Check, Request, Wait, WaitReply};
+use openfiles_wire::control::{Check, Wait, WaitReply};
 use openfiles_wire::line::MAX_LINE;
 use openfiles_wire::spec;
 
@@ -98,11 +98,11 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
     };
     let mut accepted = Vec::with_capacity(chunks.len());
     for chunk in chunks {
-        let added: WaitReply = client.call_as(&Request::Check(Check {
+        let added: WaitReply = client.call(&Check {
             paths: chunk,
             timeout_ms: Some(0),
             agent: Some(AGENT.into()),
-        }))?;
+        })?;
         reply.rejected.extend(added.rejected);
         let taken: Vec<PathBuf> = added
             .workspaces
@@ -115,14 +115,14 @@ pub fn run(socket: Option<&Path>, dir: Option<&Path>, timeout: Duration) -> anyh
     }
     for paths in accepted {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let part: WaitReply = client.call_as(&Request::Wait(Wait {
+        let part: WaitReply = client.call(&Wait {
             paths,
             since,
             timeout_ms: Some(left.as_millis() as u64),
             partial: false,
             session: None,
             fixes: false,
-        }))?;
+        })?;
         merge(&mut reply, part);
     }
     for ws in &reply.workspaces {

@@ -27,7 +27,7 @@ use anyhow::Context as _;
 use crate::control::client::Client;
 use crate::visible::escape;
 use model::Model;
-use openfiles_wire::control::{PathArg, PauseReply, Request, WorkspaceReview};
+use openfiles_wire::control::{PathArg, Pause, PauseReply, Resume, Review, WorkspaceReview};
 
 /// `openfiles review` options.
 #[derive(Debug, Clone, Default)]
@@ -54,7 +54,7 @@ pub fn folder(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// The session of the workspace holding `dir`, with its review data.
 pub fn fetch(client: &mut Client, dir: &Path) -> anyhow::Result<WorkspaceReview> {
     client
-        .call_as(&Request::Review(PathArg {
+        .call(&Review(PathArg {
             path: dir.to_owned(),
             force: false,
         }))
@@ -180,12 +180,12 @@ pub fn problems_text(f: &openfiles_wire::control::ReviewFile) -> String {
 pub fn pause(socket: Option<&Path>, dir: Option<&Path>, paused: bool) -> anyhow::Result<u8> {
     let path = folder(dir)?;
     let arg = PathArg { path, force: false };
-    let req = if paused {
-        Request::Pause(arg)
+    let mut client = connect(socket)?;
+    let reply: PauseReply = if paused {
+        client.call(&Pause(arg))?
     } else {
-        Request::Resume(arg)
+        client.call(&Resume(arg))?
     };
-    let reply: PauseReply = connect(socket)?.call_as(&req)?;
     let root = reply.root.display();
     match (reply.was_paused, reply.paused) {
         (false, true) => println!(
@@ -203,7 +203,7 @@ mod tests {
     use expect_test::expect;
 
     use super::*;
-    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::Mark;
     use openfiles_wire::control::ReviewFile;
     use openfiles_wire::spec::{FileEntry, Item, Severity};
 

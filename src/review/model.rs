@@ -150,7 +150,7 @@ impl Model {
 /// The group a file belongs to: the agent of its last edit.
 pub fn agent_of(f: &ReviewFile) -> &str {
     if f.mark.last_agent.is_empty() {
-        crate::diagnostics::review::NO_AGENT
+        openfiles_wire::summary::NO_AGENT
     } else {
         &f.mark.last_agent
     }
@@ -190,7 +190,7 @@ pub fn severity_word(s: Severity) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::Mark;
     use openfiles_wire::spec::FileEntry;
 
     fn file(key: &str, agent: &str, errors: usize, warnings: usize, reviewed: bool) -> ReviewFile {

@@ -3,23 +3,19 @@
 //!
 //! It runs on every prompt, so it never touches the control socket (connecting would wake a
 //! socket-activated service): it reads the summary (`status.json`) the service writes beside
-//! each workspace's session state (`diagnostics::review::Summary`). The workspace is the
+//! each workspace's session state (the wire crate's `summary::Summary`). The workspace is the
 //! nearest folder, from `DIR` (default: the current one) upwards, that has one. Outside any
 //! session it prints nothing and exits 0, so a prompt shows nothing.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::diagnostics::review::Summary;
-use crate::diagnostics::writer;
-
-/// The largest summary read (they are a few hundred bytes).
-const MAX_SUMMARY_BYTES: u64 = 64 << 10;
+use openfiles_wire::summary::{self, Summary, MAX_SUMMARY_BYTES};
 
 /// The summary of the workspace holding `dir`, if the service keeps one.
 pub fn find(state_dir: &Path, dir: &Path) -> Option<Summary> {
     for folder in dir.ancestors() {
-        let path = writer::summary_file(state_dir, folder);
+        let path = summary::summary_file(state_dir, folder);
         if let Ok(f) = std::fs::File::open(&path) {
             let mut bytes = Vec::new();
             use std::io::Read;

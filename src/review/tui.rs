@@ -13,6 +13,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use openfiles_wire::summary;
+
 use anyhow::Context as _;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -30,7 +32,7 @@ use super::model::{self, Model};
 use super::{actions, fetch};
 use crate::control::client::Client;
 use crate::visible::escape;
-use openfiles_wire::control::{Request, ReviewMark, ReviewMarked};
+use openfiles_wire::control::{Call, ReviewMark};
 
 /// How often the view reloads while no key is pressed.
 const RELOAD_EVERY: Duration = Duration::from_secs(1);
@@ -167,9 +169,9 @@ impl App {
         self.selected.and_then(|p| self.model.at(p))
     }
 
-    fn call<T: serde::de::DeserializeOwned>(&mut self, req: &Request) -> anyhow::Result<T> {
+    fn call<R: Call>(&mut self, req: &R) -> anyhow::Result<R::Reply> {
         if let Some(c) = self.client.as_mut() {
-            match c.call_as(req) {
+            match c.call(req) {
                 Ok(v) => return Ok(v),
                 Err(_) => self.client = None,
             }
@@ -177,7 +179,7 @@ impl App {
         // The service restarted (or the connection dropped): connect again once.
         let mut c = Client::connect(&self.socket, Some(Duration::from_secs(10)))
             .context("the service is not answering")?;
-        let v = c.call_as(req)?;
+        let v = c.call(req)?;
         self.client = Some(c);
         Ok(v)
     }
@@ -185,11 +187,11 @@ impl App {
     fn toggle(&mut self) {
         let Some(f) = self.current() else { return };
         let (path, reviewed, key) = (f.entry.path.clone(), !f.mark.reviewed(), f.key.clone());
-        let req = Request::ReviewMark(ReviewMark {
+        let req = ReviewMark {
             paths: vec![path],
             reviewed,
-        });
-        match self.call::<ReviewMarked>(&req) {
+        };
+        match self.call(&req) {
             Ok(r) if r.marked.is_empty() => self.message = format!("{key} left the session"),
             Ok(_) => {
                 self.message = format!(
@@ -208,8 +210,7 @@ impl App {
 
     /// When the service last rewrote the workspace's summary (it does after every change).
     fn summary_mtime(&self) -> Option<std::time::SystemTime> {
-        let path =
-            crate::diagnostics::writer::summary_file(&crate::paths::state_dir(), &self.model.root);
+        let path = summary::summary_file(&crate::paths::state_dir(), &self.model.root);
         std::fs::metadata(path).and_then(|m| m.modified()).ok()
     }
 
@@ -251,13 +252,14 @@ impl App {
         };
         if diff {
             if let Err(why) = actions::diff_command(&self.model.root, &f) {
-                self.message = why;
+                self.message = why.to_string();
                 return Ok(());
             }
         }
         restore();
         let outcome = if diff {
-            let r = actions::diff(&self.model.root, &f).map(|r| r.map(|()| String::new()));
+            let r = actions::diff(&self.model.root, &f)
+                .map(|r| r.map(|()| String::new()).map_err(|why| why.to_string()));
             if r.is_ok() {
                 wait_for_key();
             }
@@ -292,6 +294,23 @@ impl App {
             Constraint::Length(1),
         ])
         .areas(frame.area());
+        frame.render_widget(Paragraph::new(self.head_line()), top);
+        let (items, selected_row) = self.rows();
+        if items.is_empty() {
+            frame.render_widget(Paragraph::new("No file changed in this session yet."), body);
+        } else {
+            let mut state = ListState::default().with_selected(selected_row);
+            let list = List::new(items)
+                .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+                .highlight_symbol("> ");
+            frame.render_stateful_widget(list, body, &mut state);
+        }
+        frame.render_widget(Paragraph::new(self.detail_lines()), detail);
+        frame.render_widget(Paragraph::new(self.foot_line()), foot);
+    }
+
+    /// The top line: the workspace and the session's totals, and whether it is paused.
+    fn head_line(&self) -> Line<'static> {
         let t = self.model.totals();
         let mut head = vec![
             Span::styled(
@@ -325,48 +344,40 @@ impl App {
                 self.style(Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)),
             ));
         }
-        frame.render_widget(Paragraph::new(Line::from(head)), top);
+        Line::from(head)
+    }
 
-        let (items, selected_row) = self.rows();
-        if items.is_empty() {
-            frame.render_widget(Paragraph::new("No file changed in this session yet."), body);
-        } else {
-            let mut state = ListState::default().with_selected(selected_row);
-            let list = List::new(items)
-                .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
-                .highlight_symbol("> ");
-            frame.render_stateful_widget(list, body, &mut state);
-        }
-
-        let detail_lines: Vec<Line> = match self.current() {
-            Some(f) => {
-                let mut lines = vec![Line::from(format!(
-                    "{}  (edited by {})",
-                    escape(&f.entry.path.display().to_string()),
-                    escape(&f.mark.agents.join(", "))
-                ))];
-                lines.extend(f.entry.items.iter().take(3).map(|i| {
-                    Line::from(format!(
-                        "  {}:{} {} {}{}",
-                        i.line,
-                        i.column,
-                        model::severity_word(i.severity),
-                        escape(i.message.lines().next().unwrap_or("")),
-                        if i.source.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" [{}]", escape(&i.source))
-                        }
-                    ))
-                }));
-                lines
-            }
-            None => Vec::new(),
+    /// The selected file: its path, its agents and its first three problems.
+    fn detail_lines(&self) -> Vec<Line<'static>> {
+        let Some(f) = self.current() else {
+            return Vec::new();
         };
-        frame.render_widget(Paragraph::new(detail_lines), detail);
+        let mut lines = vec![Line::from(format!(
+            "{}  (edited by {})",
+            escape(&f.entry.path.display().to_string()),
+            escape(&f.mark.agents.join(", "))
+        ))];
+        lines.extend(f.entry.items.iter().take(3).map(|i| {
+            Line::from(format!(
+                "  {}:{} {} {}{}",
+                i.line,
+                i.column,
+                model::severity_word(i.severity),
+                escape(i.message.lines().next().unwrap_or("")),
+                if i.source.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", escape(&i.source))
+                }
+            ))
+        }));
+        lines
+    }
 
+    /// The bottom line: the last message, and the keys.
+    fn foot_line(&self) -> Line<'static> {
         let keys = "space mark · n next unreviewed · e edit · d diff · r reload · q quit";
-        let foot_line = if self.message.is_empty() {
+        if self.message.is_empty() {
             Line::from(Span::styled(
                 keys,
                 self.style(Style::new().fg(Color::DarkGray)),
@@ -380,8 +391,7 @@ impl App {
                 Span::raw("  "),
                 Span::styled(keys, self.style(Style::new().fg(Color::DarkGray))),
             ])
-        };
-        frame.render_widget(Paragraph::new(foot_line), foot);
+        }
     }
 
     /// The list's rows (group headers and files) and the row of the selected file.
@@ -469,7 +479,7 @@ fn wait_for_key() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::review::Mark;
+    use openfiles_wire::control::Mark;
     use openfiles_wire::control::{ReviewFile, WorkspaceReview};
     use openfiles_wire::spec::{FileEntry, Item, Severity};
     use ratatui::backend::TestBackend;

@@ -14,23 +14,8 @@ use std::path::{Path, PathBuf};
 
 use openfiles_os::fsutil;
 
-/// How the listener was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Activation {
-    Systemd,
-    Launchd,
-    Bound,
-}
-
-impl Activation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Activation::Systemd => "systemd",
-            Activation::Launchd => "launchd",
-            Activation::Bound => "bound",
-        }
-    }
-}
+/// How the listener was obtained (`autostarted` is never this module's answer).
+pub use openfiles_wire::control::Activation;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActivationError {

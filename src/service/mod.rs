@@ -32,9 +32,6 @@ use crate::plugin_host::PluginManager;
 use crate::workspace::instance::WorkspaceDeps;
 use crate::workspace::Registry;
 
-/// `status`'s `activation` of a service a client started on first use (`crate::autostart`).
-pub const AUTOSTARTED: &str = "autostarted";
-
 /// What `openfiles serve` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -110,11 +107,47 @@ async fn serve(
     config_path: Option<PathBuf>,
     started: Instant,
 ) -> anyhow::Result<()> {
-    // Leases on the queue file (see intake::queue) signal SIGIO, whose default action would
-    // end the process; a handler (not SIG_IGN, which children would inherit) makes it harmless.
+    quiet_sigio()?;
+    let (control, listener) = listen(&opts)?;
+    let shutdown = CancellationToken::new();
+    let config = Arc::new(config);
+    let parts = Parts::start(&opts, config.clone(), shutdown.clone(), started).await?;
+    let reload_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let ctx = parts.context(&opts, &control, reload_error.clone(), started);
+    // Handlers first: a client that sees the service answer may signal it at once (a reload
+    // right after start must not meet SIGHUP's default action, which ends the process).
+    let handlers = Handlers::install()?;
+    let server = tokio::spawn(server::serve(listener, ctx));
+    announce_ready(&parts.shared, started);
+    parts.spawn_helpers(&opts, &config, &control, &shutdown);
+
+    signals(
+        handlers,
+        &shutdown,
+        &parts.registry,
+        opts.config.clone(),
+        config_path,
+        config.clone(),
+        &reload_error,
+    )
+    .await?;
+
+    parts.stop(server, &control).await;
+    Ok(())
+}
+
+/// Leases on the queue file (see intake::queue) signal SIGIO, whose default action would end
+/// the process; a handler (not SIG_IGN, which children would inherit) makes it harmless.
+fn quiet_sigio() -> anyhow::Result<()> {
     let mut sigio = signal(SignalKind::io()).context("cannot install the SIGIO handler")?;
     tokio::spawn(async move { while sigio.recv().await.is_some() {} });
+    Ok(())
+}
 
+/// The control socket: inherited or bound (`activation`), and the runtime's listener on it.
+fn listen(
+    opts: &Options,
+) -> anyhow::Result<(activation::ControlListener, tokio::net::UnixListener)> {
     let socket_path = crate::paths::control_socket(opts.socket.as_deref())?;
     let control = activation::control_listener(&socket_path)?;
     let listener = tokio::net::UnixListener::from_std(
@@ -130,51 +163,11 @@ async fn serve(
         "openfiles {} listening",
         env!("CARGO_PKG_VERSION")
     );
+    Ok((control, listener))
+}
 
-    let shutdown = CancellationToken::new();
-    let state_dir = crate::paths::state_dir();
-    let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
-    let activity = crate::control::activity::Activity::new();
-    let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
-    let checker = crate::control::activity::Counting::wrap(checker, activity.clone());
-    let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
-    let shared = Arc::new(WorkspaceDeps::new(
-        state_dir,
-        shutdown.clone(),
-        checker,
-        fswatch,
-    ));
-    let config = Arc::new(config);
-    let registry = Registry::start(config.clone(), shared.clone(), &opts.workspaces, started).await;
-
-    let reload_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-    let binary = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.canonicalize().ok())
-        .and_then(|p| Some((p.clone(), openfiles_wire::spec::mtime_ms(&p)?)));
-    let ctx = Arc::new(Context {
-        activity: activity.clone(),
-        binary,
-        reload_error: reload_error.clone(),
-        registry: registry.clone(),
-        shutdown: shutdown.clone(),
-        started,
-        activation: if opts.autostarted && control.activation == activation::Activation::Bound {
-            AUTOSTARTED
-        } else {
-            control.activation.as_str()
-        },
-        socket: control.path.clone(),
-        plugins: {
-            let plugins = plugins.clone();
-            Box::new(move || plugins.status_rows())
-        },
-    });
-    // Handlers first: a client that sees the service answer may signal it at once (a reload
-    // right after start must not meet SIGHUP's default action, which ends the process).
-    let handlers = Handlers::install()?;
-    let server = tokio::spawn(server::serve(listener, ctx));
-
+/// `READY=1` and its log line: the control socket answers, the named workspaces are served.
+fn announce_ready(shared: &WorkspaceDeps, started: Instant) {
     notify::ready(&format!(
         "serving {} workspace(s)",
         shared.workspace_count()
@@ -184,40 +177,114 @@ async fn serve(
         workspaces = shared.workspace_count(),
         "ready"
     );
-    tokio::spawn(status_line(shared.clone(), shutdown.clone()));
-    let idle_exit = config.service.idle_exit_seconds;
-    if opts.autostarted && idle_exit > 0 {
-        tokio::spawn(idle::exit_when_idle(
+}
+
+/// What a running service is made of, started in order and stopped in reverse.
+struct Parts {
+    plugins: PluginManager,
+    activity: Arc<crate::control::activity::Activity>,
+    shared: Arc<WorkspaceDeps>,
+    registry: crate::workspace::RegistryHandle,
+}
+
+impl Parts {
+    /// The plugin hosts, the checker every pipeline sees (counted for the idle exit), the
+    /// file watcher and the registry with its first workspaces.
+    async fn start(
+        opts: &Options,
+        config: Arc<Config>,
+        shutdown: CancellationToken,
+        started: Instant,
+    ) -> anyhow::Result<Parts> {
+        let state_dir = crate::paths::state_dir();
+        let plugins = PluginManager::start(&config, &state_dir, shutdown.clone()).await;
+        let activity = crate::control::activity::Activity::new();
+        let checker: Arc<dyn Checker> = Arc::new(plugins.clone());
+        // Beside the plugins: the built-in source that names what hides a problem (issue 40.6).
+        let checker = crate::diagnostics::silencing::Silencing::wrap(checker);
+        let checker = crate::control::activity::Counting::wrap(checker, activity.clone());
+        let fswatch = crate::fswatch::FsWatch::new().context("cannot start the file watcher")?;
+        let shared = Arc::new(WorkspaceDeps::new(state_dir, shutdown, checker, fswatch));
+        let registry = Registry::start(config, shared.clone(), &opts.workspaces, started).await;
+        Ok(Parts {
+            plugins,
             activity,
-            std::time::Duration::from_secs(idle_exit),
-            shared.clone(),
-            control.own_file(),
-            shutdown.clone(),
-        ));
-    }
-    if let Some(interval) = notify::watchdog_interval() {
-        tokio::spawn(notify::watchdog(interval, shutdown.clone()));
+            shared,
+            registry,
+        })
     }
 
-    signals(
-        handlers,
-        &shutdown,
-        &registry,
-        opts.config.clone(),
-        config_path,
-        config.clone(),
-        &reload_error,
-    )
-    .await?;
+    /// What the control server's handlers see.
+    fn context(
+        &self,
+        opts: &Options,
+        control: &activation::ControlListener,
+        reload_error: Arc<std::sync::Mutex<Option<String>>>,
+        started: Instant,
+    ) -> Arc<Context> {
+        let binary = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.canonicalize().ok())
+            .and_then(|p| Some((p.clone(), openfiles_wire::spec::mtime_ms(&p)?)));
+        let plugins = self.plugins.clone();
+        Arc::new(Context {
+            activity: self.activity.clone(),
+            binary,
+            reload_error,
+            registry: self.registry.clone(),
+            shutdown: self.shared.shutdown.clone(),
+            started,
+            // A service a client started on first use (`crate::autostart`) says so.
+            activation: if opts.autostarted && control.activation == activation::Activation::Bound {
+                activation::Activation::Autostarted
+            } else {
+                control.activation
+            },
+            socket: control.path.clone(),
+            plugins: Box::new(move || plugins.status_rows()),
+        })
+    }
 
-    notify::stopping();
-    tracing::info!("shutting down");
-    registry.stop().await;
-    let _ = server.await;
-    plugins.wait_stopped().await;
-    control.cleanup();
-    tracing::info!("stopped");
-    Ok(())
+    /// The tasks beside the server: the status line, an autostarted service's idle exit,
+    /// the watchdog.
+    fn spawn_helpers(
+        &self,
+        opts: &Options,
+        config: &Config,
+        control: &activation::ControlListener,
+        shutdown: &CancellationToken,
+    ) {
+        tokio::spawn(status_line(self.shared.clone(), shutdown.clone()));
+        let idle_exit = config.service.idle_exit_seconds;
+        if opts.autostarted && idle_exit > 0 {
+            tokio::spawn(idle::exit_when_idle(
+                self.activity.clone(),
+                std::time::Duration::from_secs(idle_exit),
+                self.shared.clone(),
+                control.own_file(),
+                shutdown.clone(),
+            ));
+        }
+        if let Some(interval) = notify::watchdog_interval() {
+            tokio::spawn(notify::watchdog(interval, shutdown.clone()));
+        }
+    }
+
+    /// The one shutdown path, once the token is cancelled: `STOPPING=1`, the workspaces,
+    /// the control server, the plugin hosts, then the socket file if we bound it.
+    async fn stop(
+        self,
+        server: tokio::task::JoinHandle<()>,
+        control: &activation::ControlListener,
+    ) {
+        notify::stopping();
+        tracing::info!("shutting down");
+        self.registry.stop().await;
+        let _ = server.await;
+        self.plugins.wait_stopped().await;
+        control.cleanup();
+        tracing::info!("stopped");
+    }
 }
 
 /// Keep `systemctl status` current: workspace and terminal counts, sent when they change

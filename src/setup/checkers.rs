@@ -88,7 +88,7 @@ const TABLE: &[(&str, &[Role])] = &[
     ("CSS", &[role("lint", &["vscode-css-language-server"])]),
     ("Dockerfile", &[role("lint", &["docker-langserver"])]),
     ("PHP", &[role("types", &["intelephense"])]),
-    ("TOML", &[opt_in("schema", &["taplo"])]),
+    ("TOML", &[role("syntax", &["openfiles-taplo-lsp"])]),
     (
         "HTML",
         &[opt_in("embedded", &["vscode-html-language-server"])],
@@ -210,7 +210,10 @@ pub fn install_command(tool: &str, packages: Packages) -> String {
         },
         "cargo" => "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh".into(),
         "rust-analyzer" => "rustup component add rust-analyzer".into(),
-        "taplo" => "cargo install taplo-cli --locked --features lsp".into(),
+        // taplo's language server (npm @taplo/lsp) in our host, from an openfiles checkout.
+        "openfiles-taplo-lsp" => {
+            "npm install -g --install-links <openfiles checkout>/plugins/lsp/taplo".into()
+        }
         "clangd" => packages.system(
             "clangd",
             "clang-tools-extra",

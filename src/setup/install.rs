@@ -192,7 +192,7 @@ pub fn restart(platform: Platform, socket: Option<&Path>) -> anyhow::Result<u8> 
                     path.display()
                 )
             })?;
-    let _: serde_json::Value = client.call_as(&openfiles_wire::control::Request::Shutdown)?;
+    client.call(&openfiles_wire::control::Shutdown)?;
     println!(
         "stopped the service at {}; the next client starts the new binary (socket \
          activation), or start it with `openfiles serve`",

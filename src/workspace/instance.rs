@@ -18,6 +18,7 @@ use crate::diagnostics::Checker;
 use crate::intake::{queue as queue_intake, watch};
 use crate::policy::Policy;
 use openfiles_os::fsutil;
+use openfiles_wire::control::WorkspaceSource;
 use openfiles_wire::spec;
 
 /// What every instance shares with the service.
@@ -130,62 +131,27 @@ impl Instance {
         config: &Config,
         shared: Arc<WorkspaceDeps>,
         trusted: Arc<super::trust::TrustFlag>,
-    ) -> Result<Instance, String> {
-        let cfg = Arc::new(config.for_workspace(root).map_err(|e| e.to_string())?);
-        housekeeping(root)
-            .map_err(|e| format!("cannot prepare {}: {e}", root.join(spec::DIR).display()))?;
-        // Never served before: what `queue.jsonl` holds already is history (written before
-        // openfiles served this folder, perhaps committed with it), not requests.
-        let state = crate::diagnostics::writer::state_file(&shared.state_dir, root);
-        let served = state.with_extension("served");
-        let first_serve = !state.exists() && !served.exists();
-        if first_serve {
-            // Remember it, so lines written while the service was down later are read.
-            let made = state
-                .parent()
-                .map_or(Ok(()), |d| fsutil::ensure_private_dir(d, 0o700))
-                .and_then(|()| fsutil::write_atomic(&served, b"", 0o600));
-            if let Err(e) = made {
-                tracing::warn!("{}: {e}", served.display());
-            }
-        }
+    ) -> Result<Instance, StartError> {
+        let cfg = Arc::new(config.for_workspace(root)?);
+        housekeeping(root).map_err(|source| StartError::Prepare {
+            dir: root.join(spec::DIR),
+            source,
+        })?;
+        let first_serve = first_serve(&shared.state_dir, root);
         let checker = super::trust::Trusting::wrap(shared.checker.clone(), trusted.clone());
-        let (pipeline, cursor) = Pipeline::start(root, cfg.clone(), checker, &shared.state_dir)
-            .map_err(|e| e.to_string())?;
+        let (pipeline, cursor) = Pipeline::start(root, cfg.clone(), checker, &shared.state_dir)?;
         let cursor = if first_serve {
-            let history = queue_intake::history(root);
-            if history.main.is_some() || history.draining.is_some() {
-                // Persisted with the session at once: after a restart, history is still
-                // history.
-                pipeline.queue_lines(Vec::new(), history).await;
-            }
-            history
+            history_cursor(root, &pipeline).await
         } else {
             cursor
         };
         let token = shared.shutdown.child_token();
         let subscriber = shared.fswatch.subscriber();
-        let fs = (&shared.fswatch, subscriber);
-        let (paused_tx, paused_rx) = tokio::sync::watch::channel(false);
-        if let Err(e) =
-            queue_intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone())
-        {
+        if let Err(e) = start_intakes(root, cursor, &pipeline, &shared, subscriber, &token) {
             shared.fswatch.unwatch_all(subscriber);
             token.cancel();
             pipeline.stop().await;
-            return Err(format!(
-                "cannot watch {}: {e}",
-                root.join(spec::DIR).display()
-            ));
-        }
-        if let Err(e) = shared.heartbeats.add(root, pipeline.clone(), paused_tx) {
-            shared.fswatch.unwatch_all(subscriber);
-            token.cancel();
-            pipeline.stop().await;
-            return Err(format!(
-                "cannot write the heartbeat in {}: {e}",
-                root.display()
-            ));
+            return Err(e);
         }
         // Claws first: its `.claws/` is made before watch mode watches the root, so our own
         // folder does not come back as a change.
@@ -213,12 +179,12 @@ impl Instance {
         self.pipeline.clone()
     }
 
-    pub async fn status(&self, root: &Path, source: &str) -> WorkspaceStatus {
+    pub async fn status(&self, root: &Path, source: WorkspaceSource) -> WorkspaceStatus {
         let p = self.pipeline.status().await;
         let (ran, ran_total) = ran_for(Some(root));
         WorkspaceStatus {
             root: root.to_owned(),
-            source: source.into(),
+            source,
             heartbeat: super::heartbeat::path(root, &self.shared.session_id),
             standing_back: p.standing_back,
             session_files: p.session_files,
@@ -314,6 +280,86 @@ impl Instance {
         self.pipeline.stop().await;
         self.shared.heartbeats.remove(root);
     }
+}
+
+/// Why a workspace could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot prepare {}: {source}", dir.display())]
+    Prepare {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Pipeline(#[from] crate::diagnostics::StartError),
+    #[error("cannot watch {}: {source}", dir.display())]
+    Watch { dir: PathBuf, source: notify::Error },
+    #[error("cannot write the heartbeat in {}: {source}", root.display())]
+    Heartbeat {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Whether openfiles never served `root` before; if so, remember that it now does, so
+/// lines written while the service was down later are read.
+fn first_serve(state_dir: &Path, root: &Path) -> bool {
+    let state = crate::diagnostics::writer::state_file(state_dir, root);
+    let served = state.with_extension("served");
+    let first = !state.exists() && !served.exists();
+    if first {
+        let made = state
+            .parent()
+            .map_or(Ok(()), |d| fsutil::ensure_private_dir(d, 0o700))
+            .and_then(|()| fsutil::write_atomic(&served, b"", 0o600));
+        if let Err(e) = made {
+            tracing::warn!("{}: {e}", served.display());
+        }
+    }
+    first
+}
+
+/// Never served before: what `queue.jsonl` holds already is history (written before
+/// openfiles served this folder, perhaps committed with it), not requests. The cursor past
+/// it, persisted with the session at once: after a restart, history is still history.
+async fn history_cursor(
+    root: &Path,
+    pipeline: &PipelineHandle,
+) -> crate::diagnostics::writer::Cursor {
+    let history = queue_intake::history(root);
+    if history.main.is_some() || history.draining.is_some() {
+        pipeline.queue_lines(Vec::new(), history).await;
+    }
+    history
+}
+
+/// The queue intake on the service's watcher, then the heartbeat (which also carries the
+/// pause switch the intake reads).
+fn start_intakes(
+    root: &Path,
+    cursor: crate::diagnostics::writer::Cursor,
+    pipeline: &PipelineHandle,
+    shared: &WorkspaceDeps,
+    subscriber: crate::fswatch::SubscriberId,
+    token: &CancellationToken,
+) -> Result<(), StartError> {
+    let fs = (&shared.fswatch, subscriber);
+    let (paused_tx, paused_rx) = tokio::sync::watch::channel(false);
+    queue_intake::spawn(root, cursor, pipeline.clone(), paused_rx, fs, token.clone()).map_err(
+        |source| StartError::Watch {
+            dir: root.join(spec::DIR),
+            source,
+        },
+    )?;
+    shared
+        .heartbeats
+        .add(root, pipeline.clone(), paused_tx)
+        .map_err(|source| StartError::Heartbeat {
+            root: root.to_owned(),
+            source,
+        })
 }
 
 /// Start watch mode if the settings ask for it; a failure is logged and leaves it off.

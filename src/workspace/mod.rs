@@ -19,6 +19,7 @@ pub mod resolve;
 pub mod store;
 pub mod trust;
 
+use openfiles_wire::control::WorkspaceSource;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,12 +50,16 @@ pub enum Source {
 
 impl Source {
     pub fn as_str(self) -> &'static str {
+        self.wire().as_str()
+    }
+    /// The wire's name for it (`added` for both kinds of `add`).
+    pub fn wire(self) -> WorkspaceSource {
         match self {
-            Source::Cli => "cli",
-            Source::Config => "config",
-            Source::Added | Source::AddedForce => "added",
-            Source::Discovered => "discovered",
-            Source::Edit => "edit",
+            Source::Cli => WorkspaceSource::Cli,
+            Source::Config => WorkspaceSource::Config,
+            Source::Added | Source::AddedForce => WorkspaceSource::Added,
+            Source::Discovered => WorkspaceSource::Discovered,
+            Source::Edit => WorkspaceSource::Edit,
         }
     }
     pub(crate) fn parse(s: &str) -> Source {
@@ -77,8 +82,16 @@ impl Source {
 pub enum WorkspaceError {
     #[error(transparent)]
     Resolve(#[from] ResolveError),
-    #[error("{root}: {message}")]
-    Setup { root: PathBuf, message: String },
+    #[error("{}: {source}", root.display())]
+    Start {
+        root: PathBuf,
+        source: instance::StartError,
+    },
+    #[error("{}: cannot record the trust: {source}", root.display())]
+    Trust {
+        root: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0} is not a registered workspace")]
     NotRegistered(PathBuf),
     #[error("the service is shutting down")]
@@ -355,7 +368,7 @@ impl Registry {
                 self.finish_pending().await;
                 let mut out = Vec::new();
                 for (root, e) in &self.entries {
-                    out.push(e.instance.status(root, e.source.as_str()).await);
+                    out.push(e.instance.status(root, e.source.wire()).await);
                 }
                 let _ = reply.send(out);
             }
@@ -416,9 +429,9 @@ impl Registry {
         let flag = trust::TrustFlag::new(&root, trusted);
         let instance = Instance::start(&root, &self.config, self.shared.clone(), flag)
             .await
-            .map_err(|message| WorkspaceError::Setup {
+            .map_err(|source| WorkspaceError::Start {
                 root: root.clone(),
-                message,
+                source,
             })?;
         tracing::info!(
             root = %root.display(),
@@ -476,9 +489,9 @@ impl Registry {
         let keyed = self
             .trust
             .set(&root, trusted)
-            .map_err(|e| WorkspaceError::Setup {
+            .map_err(|source| WorkspaceError::Trust {
                 root: root.clone(),
-                message: format!("cannot record the trust: {e}"),
+                source,
             })?;
         let entry = self.entries.get(&root);
         let named = entry.is_some_and(|e| trust::by_source(e.source));
@@ -576,7 +589,7 @@ fn heartbeat_period(cfg: &Config) -> std::time::Duration {
 fn info(root: &Path, source: Source) -> WorkspaceInfo {
     WorkspaceInfo {
         root: root.to_owned(),
-        source: source.as_str().into(),
+        source: source.wire(),
         persisted: source.persisted(),
     }
 }

@@ -3,7 +3,9 @@
 //! cold pyright takes well over 100 ms to start and analyse) gets the one line naming the
 //! file still being checked; its result comes, once, with the next hook output of the same
 //! agent session — after a service restart, and with two hooks of the session running at
-//! once — and never again; `status` counts both.
+//! once — and never again; `status` counts both. Issue 42 (1): a caller an edit broke in a
+//! file nobody edited, found by the project-wide Python checker after the edit's hook
+//! answered partially, is owed the same way (and `review` holds it meanwhile).
 
 use crate::common;
 
@@ -39,8 +41,13 @@ pub fn python_env(timeout_ms: u64) -> Env {
 
 /// Start Claude's hook for an edit of `file` in this agent session (not waited for).
 fn spawn_edit(env: &Env, ws: &Path, file: &Path) -> std::process::Child {
+    spawn_edit_as(env, ws, file, SESSION)
+}
+
+/// [`spawn_edit`] in the agent session `session`.
+fn spawn_edit_as(env: &Env, ws: &Path, file: &Path, session: &str) -> std::process::Child {
     let payload = json!({
-        "session_id": SESSION,
+        "session_id": session,
         "cwd": ws,
         "hook_event_name": "PostToolUse",
         "tool_name": "Write",
@@ -95,7 +102,7 @@ fn workspace_status(env: &Env) -> openfiles_wire::control::WorkspaceStatus {
     env.status().workspaces.into_iter().next().unwrap()
 }
 
-const EARLIER_APP: &str = "Earlier edit src/app.py: 2 errors (checked after its hook's deadline):";
+const EARLIER_APP: &str = "Earlier edit src/app.py: 2 errors (found after its hook had answered):";
 
 #[test]
 fn a_result_after_the_deadline_comes_once_with_the_next_hook_of_the_session() {
@@ -166,5 +173,116 @@ fn a_result_after_the_deadline_comes_once_with_the_next_hook_of_the_session() {
         json!(st.late_deliveries),
         "typed in status --json"
     );
+    svc.terminate();
+}
+
+/// A committed project whose type checker is pyright's command line (the project-wide
+/// source): `m.py` defines `add`, `b.py` calls it, `d.py` is left alone.
+fn python_callers(ws: &Path) {
+    std::fs::write(ws.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
+    std::fs::write(
+        ws.join("m.py"),
+        "def add(a: int, b: int) -> int:\n    return a + b\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("b.py"), "from m import add\n\nthree = add(1, 2)\n").unwrap();
+    std::fs::write(ws.join("d.py"), "D = 4\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &["commit", "-q", "-m", "base"],
+    ] {
+        common::git(ws, args);
+    }
+}
+
+#[test]
+fn a_caller_broken_after_a_partial_answer_comes_once_with_the_next_hook_of_the_session() {
+    install_test_deps();
+    let mut env = Env::new();
+    env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("pyright")]));
+    // Ruff's server is the only per-file source: the hook answers as soon as it has (no
+    // grace, no waiting for the project-wide checker), long before pyright's command line.
+    std::fs::write(
+        &env.config,
+        "[hooks]\ntimeout_ms = 240000\npartial_after_ms = 0\nknock_on_wait_ms = 0\n\
+         [plugin.lsp]\ndisable = [\"basedpyright\", \"ty\", \"pyright\"]\n",
+    )
+    .unwrap();
+    let ws = env.workspace("py");
+    python_callers(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let bound = std::time::Duration::from_secs(240);
+    let edit_as = |file: &Path, session: &str| {
+        context(common::hook::wait_output(
+            spawn_edit_as(&env, &ws, file, session),
+            bound,
+        ))
+    };
+
+    // Another session's edit takes the baseline and starts the servers.
+    std::fs::write(ws.join("d.py"), "D = 5\n").unwrap();
+    edit_as(&ws.join("d.py"), "warm-up");
+    checked(&ws, "d.py");
+
+    let m = ws.join("m.py");
+    std::fs::write(
+        &m,
+        "def add(a: int, b: int, c: int) -> int:\n    return a + b + c + undefined_name\n",
+    )
+    .unwrap();
+    let first = edit_as(&m, SESSION);
+    assert!(first.contains("F821 (Ruff)"), "{first}");
+    assert!(!first.contains("b.py"), "answered partially: {first}");
+
+    wait_until("b.py is written as affected", || {
+        common::diagnostics(&ws).is_some_and(|d| {
+            d.files
+                .get("b.py")
+                .is_some_and(|e| !e.affected_by.is_empty())
+        })
+    });
+    let st = workspace_status(&env);
+    assert_eq!((st.owed, st.deadline_notes), (1, 0), "{st:?}");
+    // A session that never hooks again leaves it in the review.
+    let review = common::json_call(
+        &env.socket,
+        &json!({"cmd": "review", "path": ws}).to_string(),
+    );
+    let b_entry = review["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["key"] == "b.py")
+        .unwrap_or_else(|| panic!("b.py is not in the review: {review}"));
+    assert_eq!(b_entry["entry"]["items"][0]["code"], "reportCallIssue");
+
+    // The session's next hook tells it first, once.
+    let e = ws.join("e.py");
+    std::fs::write(&e, "E = 1\n").unwrap();
+    let next = edit_as(&e, SESSION);
+    assert!(
+        next.starts_with(
+            "Broken by an earlier edit of m.py: b.py: 1 error (found after its hook had answered):"
+        ),
+        "{next}"
+    );
+    assert_eq!(
+        next.matches(
+            "b.py:3:9 error reportCallIssue (Pyright): Argument missing for parameter \"c\""
+        )
+        .count(),
+        1,
+        "{next}"
+    );
+    assert!(
+        !next.contains("Earlier edit m.py"),
+        "what the hook showed is not owed: {next}"
+    );
+    let st = workspace_status(&env);
+    assert_eq!((st.owed, st.late_deliveries), (0, 1), "{st:?}");
+    std::fs::write(&e, "E = 2\n").unwrap();
+    let after = edit_as(&e, SESSION);
+    assert!(!after.contains("Earlier edit"), "told twice: {after}");
     svc.terminate();
 }

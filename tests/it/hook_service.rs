@@ -69,7 +69,7 @@ fn hook_reports_through_a_running_service() {
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     assert_feedback(&hook(&env, &ws, &main));
     assert_eq!(
-        env.status().activation,
+        env.status().activation.as_str(),
         "bound",
         "the service started by hand answered"
     );
@@ -91,7 +91,7 @@ fn first_hook_call_starts_a_socket_activated_service() {
 
     assert_feedback(&hook(&env, &ws, &main));
     // The socket-activated service answered, not an autostarted one.
-    assert_eq!(env.status().activation, "systemd");
+    assert_eq!(env.status().activation.as_str(), "systemd");
 
     signal(activator.id() as i32, libc::SIGTERM);
     let status = activator.wait().unwrap();

@@ -5,7 +5,9 @@
 //! control and workspace; diagnostics, intake and the plugin host; leaves at the bottom. This
 //! test reads every `crate::…`/`super::…` path in `src/` and every crate's `src/` (tests inside
 //! `#[cfg(test)] mod tests` excluded) and fails on an import that runs up, on a loop between
-//! rooms, and on a loop between sibling files of one folder.
+//! rooms, and on a loop between sibling files of one folder. The clients speak the wire
+//! ([`clients_speak_the_wire`]): a client room imports only the few modules of the service
+//! crate [`CLIENT_MAY_IMPORT`] lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ const RANKS: &[(&str, u8)] = &[
     ("lib", 0),
     ("cli", 0),
     ("service", 1),
+    ("claws_serve", 1),
+    ("in_process", 1),
     ("check", 1),
     ("admin", 1),
     ("setup", 1),
@@ -38,7 +42,6 @@ const RANKS: &[(&str, u8)] = &[
     ("fswatch", 4),
     ("gitcmd", 4),
     ("visible", 4),
-    ("fixes", 4),
 ];
 
 /// Allowed imports between rooms of one rank (besides the leaves).
@@ -50,6 +53,8 @@ const SAME_RANK: &[(&str, &str)] = &[
     ("review", "hook"),
     // The MCP rename applies its edits as `openfiles nav rename --apply` does.
     ("mcp", "nav"),
+    // The one exception to "clients speak the wire" ([`CLIENT_MAY_IMPORT`]).
+    ("check", "in_process"),
     ("control", "workspace"),
     ("intake", "diagnostics"),
     ("plugin_host", "diagnostics"),
@@ -346,6 +351,7 @@ fn crates_depend_one_way() {
         ("crates/gate", set(&[])),
         ("crates/os", set(&[])),
         ("crates/wire", set(&["openfiles-plugin-api"])),
+        ("crates/fixes", set(&["openfiles-plugin-api"])),
         (
             "crates/claws",
             set(&["openfiles-gate", "openfiles-os", "openfiles-wire"]),
@@ -463,6 +469,219 @@ fn the_gate_rule_sees_a_spawn() {
     assert_eq!(found.len(), 1, "{found:?}");
     std::fs::write(&f, "// Command::new(\"sh\") in a comment\n").unwrap();
     assert!(spawns_outside_the_gate(&[f]).is_empty());
+}
+
+/// The clients (ARCHITECTURE.md, "Clients speak the wire"): processes that reach the service
+/// through its sockets and files, never by running its rooms.
+const CLIENTS: &[&str] = &[
+    "hook",
+    "check",
+    "claws_client",
+    "mcp",
+    "review",
+    "autostart",
+    "admin",
+    "logs",
+    "nav",
+];
+
+/// What a client may import from the service crate, by module path (a path and everything
+/// below it), besides its own room and the clients [`SAME_RANK`] lets it use. What both sides
+/// need otherwise lives in a crate beside the wire (`openfiles-fixes`, the gate's `resolve`
+/// and `trust`, the wire's `summary`).
+const CLIENT_MAY_IMPORT: &[(&str, &str)] = &[
+    // The user's config file and where things live: read the same way by every process.
+    ("*", "config"),
+    ("*", "paths"),
+    // Text from outside shown to people; the one git builder (review's `git diff`).
+    ("*", "visible"),
+    ("*", "gitcmd"),
+    // Start the service on first use, and the CLI's side of the control socket.
+    ("*", "autostart"),
+    ("*", "control::client"),
+    // The one exception: `check` without a service runs the pipeline in its own process,
+    // through this one entry (the service's rooms behind it stay the service's).
+    ("check", "in_process"),
+];
+
+/// Every `crate::` path in `code`, groups expanded (`crate::a::{b, c::d}` gives `a::b` and
+/// `a::c::d`), as its `::`-separated components.
+fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    fn ident(s: &str) -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    }
+    fn expand(prefix: &[String], rest: &str, out: &mut Vec<Vec<String>>) {
+        let mut path = prefix.to_vec();
+        let mut rest = rest.trim_start();
+        loop {
+            if let Some(group) = rest.strip_prefix('{') {
+                // Split the group at its top-level commas.
+                let (mut depth, mut start) = (0, 0);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            expand(&path, &group[start..i], out);
+                            return;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            expand(&path, &group[start..i], out);
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                return;
+            }
+            let name = ident(rest);
+            if name.is_empty() {
+                break;
+            }
+            rest = &rest[name.len()..];
+            path.push(name);
+            match rest.strip_prefix("::") {
+                Some(r) => rest = r,
+                None => break,
+            }
+        }
+        if path.len() > prefix.len() {
+            out.push(path);
+        }
+    }
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        expand(&[], rest, &mut out);
+    }
+    out
+}
+
+/// The imports of a client room's file that reach into the service crate outside
+/// [`CLIENT_MAY_IMPORT`], as `file: crate::path`.
+fn client_imports_outside_the_list(src: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in files {
+        let from = room(src, f);
+        if !CLIENTS.contains(&from.as_str()) {
+            continue;
+        }
+        for path in crate_paths(&code(f)) {
+            let to = &path[0];
+            let allowed = *to == from
+                || !RANKS.iter().any(|(r, _)| r == to)
+                || (SAME_RANK.contains(&(from.as_str(), to.as_str()))
+                    && CLIENTS.contains(&to.as_str()))
+                || CLIENT_MAY_IMPORT.iter().any(|(who, m)| {
+                    (*who == "*" || *who == from)
+                        && m.split("::").zip(&path).all(|(a, b)| a == b)
+                        && m.split("::").count() <= path.len()
+                });
+            if !allowed {
+                found.push(format!(
+                    "{}: crate::{}",
+                    f.strip_prefix(root()).unwrap_or(f).display(),
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Clients speak the wire: the hook, `check`, `openfiles claws`, MCP, review, autostart and
+/// the admin commands reach the service through its sockets and files (the wire crate's
+/// types), and what both sides need lives in small crates beside it; a client importing
+/// one of the service's rooms fails here.
+#[test]
+fn clients_speak_the_wire() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    for c in CLIENTS {
+        assert!(
+            files.iter().any(|f| room(&src, f) == *c),
+            "client room `{c}` has no file: update CLIENTS in tests/it/house.rs"
+        );
+    }
+    let found = client_imports_outside_the_list(&src, &files);
+    assert!(
+        found.is_empty(),
+        "clients importing the service's rooms (speak the wire, or put what both sides need \
+         in a crate beside it; see CLIENT_MAY_IMPORT in tests/it/house.rs):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_client_rule_sees_a_reach_into_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("mcp")).unwrap();
+    let mcp = src.join("mcp/link.rs");
+    std::fs::write(
+        &mcp,
+        "use crate::control::{client::Client, server};\n\
+         use crate::{paths, workspace::resolve::root_for};\n\
+         fn f() { crate::hook::report::x(); crate::mcp::call::y(); }\n",
+    )
+    .unwrap();
+    let check = src.join("check.rs");
+    std::fs::write(
+        &check,
+        "use crate::in_process;\nfn f() { crate::diagnostics::pipeline::x(); }\n",
+    )
+    .unwrap();
+    let mut found = client_imports_outside_the_list(&src, &[mcp.clone(), check]);
+    found
+        .iter_mut()
+        .for_each(|l| *l = l.rsplit(": ").next().unwrap().to_owned());
+    assert_eq!(
+        found,
+        vec![
+            "crate::control::server",
+            "crate::workspace::resolve::root_for",
+            "crate::diagnostics::pipeline::x",
+        ]
+    );
+    // `in_process` is `check`'s exception alone.
+    std::fs::write(&mcp, "use crate::in_process::check;\n").unwrap();
+    assert_eq!(client_imports_outside_the_list(&src, &[mcp]).len(), 1);
+}
+
+/// The pipeline and what feeds it never touch the Claws crate: they share `config.rs`'s one
+/// parse of the user's file (whose `[claws]` section the Claws crate types), and read only
+/// their own sections of it (ARCHITECTURE.md, "Clients speak the wire").
+#[test]
+fn the_pipeline_reaches_no_claws_type() {
+    let mut files = Vec::new();
+    for room in ["diagnostics", "intake", "plugin_host"] {
+        rust_files(&root().join("src").join(room), &mut files);
+    }
+    assert!(
+        files.len() > 10,
+        "the scan found only {} files",
+        files.len()
+    );
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let c = code(f);
+            c.contains("openfiles_claws") || c.contains(".claws.") || c.contains("ClawsConfig")
+        })
+        .map(|f| f.strip_prefix(root()).unwrap_or(f).display().to_string())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the pipeline names the Claws crate or its config: {found:?}"
+    );
 }
 
 #[test]

@@ -55,6 +55,7 @@ mod reliability_soak;
 mod review;
 mod service_core;
 mod service_reload;
+mod silencing;
 mod trust_doctor;
 mod trust_git;
 mod trust_identity;

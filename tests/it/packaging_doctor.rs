@@ -493,21 +493,12 @@ fn doctor_lists_each_language_with_its_checker_or_how_to_install_one() {
         "Dockerfile lint: none: install docker-langserver: `npm install -g dockerfile-language-server-nodejs`",
         "CSS lint: none: install vscode-css-language-server: `npm install -g vscode-langservers-extracted`",
         "PHP types: none: install intelephense: `npm install -g intelephense`",
+        "TOML syntax: none: install openfiles-taplo-lsp: `npm install -g --install-links <openfiles checkout>/plugins/lsp/taplo`",
         // The knock-on role: what finds callers an edit broke in files nobody edited.
         "C/C++ project: none: install clang (or gcc)",
     ] {
         assert!(has(&report, "languages", "warn", line), "{line}: {report:#}");
     }
-    // TOML's server is opt-in: told how to get it, not warned about.
-    assert!(
-        has(
-            &report,
-            "languages",
-            "info",
-            "TOML schema: none by default (taplo, opt-in"
-        ),
-        "{report:#}"
-    );
     // Languages the workspace does not hold are not listed.
     for absent in ["Python", "Go", "Rust"] {
         assert!(

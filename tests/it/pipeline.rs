@@ -163,7 +163,7 @@ fn diagnostics_json_is_never_torn() {
             let mut n = 0usize;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let f = files[n % files.len()].clone();
-                c.call(&Request::Edited(Edited {
+                c.send(&Request::Edited(Edited {
                     paths: vec![f],
                     ..Default::default()
                 }))

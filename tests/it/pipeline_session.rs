@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use common::*;
-use openfiles_wire::control::{Request, Wait, WaitReply};
+use openfiles_wire::control::{Wait, WaitReply};
 
 fn instant_env() -> Env {
     let mut env = Env::new();
@@ -370,14 +370,14 @@ fn wait_without_timeout_ends_at_the_edit_time_plus_the_workspace_timeout() {
     )
     .unwrap();
     let w: WaitReply = c
-        .call_as(&Request::Wait(Wait {
+        .call(&Wait {
             paths: vec![slow.clone()],
             since: long_ago,
             timeout_ms: None,
             partial: false,
             session: None,
             fixes: false,
-        }))
+        })
         .unwrap();
     assert!(!w.complete);
     assert_eq!(w.workspaces[0].hook.timeout_ms, 1000);

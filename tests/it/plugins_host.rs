@@ -624,3 +624,38 @@ fn a_flood_of_checks_runs_a_bounded_number_at_once_and_answers_every_one() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// A program a plugin starts is recorded by the plugin's own copy of the gate, inside its
+/// host; the check's answer carries it to the service, whose `status --json` lists it under
+/// the workspace it ran for, with that workspace's trust.
+#[test]
+fn programs_a_plugin_starts_are_in_status() {
+    let mut env = common::Env::new();
+    env.plugin_path = Some(fixture("instant").into_os_string());
+    std::fs::write(&env.config, "[plugin.instant]\nextensions = [\"spawn\"]\n").unwrap();
+    let ws = env.workspace("ws");
+    let file = ws.join("a.spawn");
+    std::fs::write(&file, "x\n").unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let r = env.edited(&[&file]);
+    assert!(env.wait(&[&file], r.ts, 60_000).complete);
+    let st = env.status();
+    let w = st.workspaces.iter().find(|w| w.root == ws).unwrap();
+    let trust = if w.trusted { "trusted" } else { "untrusted" };
+    assert!(
+        w.ran.iter().any(|r| r.why == "fixture: spawn"
+            && r.program.file_name().is_some_and(|n| n == "true")
+            && r.args == ["spawned"]
+            && r.trust == trust),
+        "{:?}",
+        w.ran
+    );
+    assert!(w.ran_total >= 1);
+    // Not listed for no workspace: only the plugin host itself is.
+    assert!(
+        !st.ran.iter().any(|r| r.why == "fixture: spawn"),
+        "{:?}",
+        st.ran
+    );
+    svc.terminate();
+}

@@ -27,7 +27,7 @@ fn control_storm(
         let mut n = 0usize;
         while !stop.load(Ordering::Relaxed) {
             let f = files[n % files.len()].clone();
-            if c.call(&Request::Edited(Edited {
+            if c.send(&Request::Edited(Edited {
                 paths: vec![f],
                 ..Default::default()
             }))
@@ -220,16 +220,14 @@ fn a_plugin_host_killed_mid_check_through_the_service() {
         std::thread::spawn(move || {
             openfiles::control::client::Client::connect(&socket, Some(PATIENCE))
                 .unwrap()
-                .call_as::<openfiles_wire::control::WaitReply>(&Request::Wait(
-                    openfiles_wire::control::Wait {
-                        paths: vec![slow, main],
-                        since: r.ts,
-                        timeout_ms: Some(240_000),
-                        partial: false,
-                        session: None,
-                        fixes: false,
-                    },
-                ))
+                .call(&openfiles_wire::control::Wait {
+                    paths: vec![slow, main],
+                    since: r.ts,
+                    timeout_ms: Some(240_000),
+                    partial: false,
+                    session: None,
+                    fixes: false,
+                })
                 .unwrap()
         })
     };

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use openfiles::control::client::Client;
-use openfiles_wire::control::{Request, StatusReply};
+use openfiles_wire::control::{Status, StatusReply};
 
 /// Lines the writer appends.
 const LINES: u64 = 300_000;
@@ -24,7 +24,7 @@ const STALL: Duration = Duration::from_secs(120);
 fn status_fresh(socket: &std::path::Path) -> Option<StatusReply> {
     Client::connect(socket, Some(PATIENCE))
         .ok()?
-        .call_as::<StatusReply>(&Request::Status)
+        .call(&Status)
         .ok()
 }
 
@@ -73,7 +73,7 @@ print("written", lines)
         let fresh = status_fresh(&env.socket);
         answered += u64::from(fresh.is_some());
         asked += 1;
-        let kept = long.call_as::<StatusReply>(&Request::Status).ok();
+        let kept = long.call(&Status).ok();
         answered += u64::from(kept.is_some());
         if !writer_done {
             during_flood += 2;

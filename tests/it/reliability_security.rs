@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::*;
-use openfiles_wire::control::{PathArg, Request};
+use openfiles_wire::control::{Add, PathArg, Request};
 
 /// Start `openfiles serve ARGS` with umask 000 and wait until it answers.
 fn serve_umask_000(env: &Env, args: &[&str]) -> Service {
@@ -59,7 +59,7 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, u32, bool)>) {
 /// `add DIR` through the control socket: the error text, if refused.
 fn add(env: &Env, dir: &Path) -> Result<(), String> {
     env.client()
-        .call_as::<serde_json::Value>(&Request::Add(PathArg {
+        .call(&Add(PathArg {
             force: false,
             path: dir.to_owned(),
         }))
@@ -171,7 +171,7 @@ fn symlinked_openfiles_dir_is_refused_and_never_written_through() {
     // An edit in it is refused too, and leaves nothing behind.
     let _ = env
         .client()
-        .call(&Request::Edited(openfiles_wire::control::Edited {
+        .send(&Request::Edited(openfiles_wire::control::Edited {
             paths: vec![ws.join("a.txt")],
             ..Default::default()
         }));

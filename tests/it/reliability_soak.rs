@@ -104,7 +104,7 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
         };
         let ws = (c + i + round) % files.len();
         let f = files[ws][(i * 7 + c) % FILES].clone();
-        let edited = client.call(&Request::Edited(Edited {
+        let edited = client.send(&Request::Edited(Edited {
             paths: vec![f.clone()],
             agent: Some(format!("soak{c}")),
             ..Default::default()
@@ -123,7 +123,7 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
         };
         t.add(
             client
-                .call(&Request::Wait(Wait {
+                .send(&Request::Wait(Wait {
                     paths: vec![f.clone()],
                     since: ts,
                     timeout_ms: Some(60_000),
@@ -133,11 +133,11 @@ fn control_client(socket: PathBuf, files: Vec<Vec<PathBuf>>, c: usize, round: us
                 }))
                 .is_ok_and(|r| r.ok),
         );
-        t.add(client.call(&Request::Status).is_ok_and(|r| r.ok));
+        t.add(client.send(&Request::Status).is_ok_and(|r| r.ok));
         if i % 3 == 0 {
             t.add(
                 client
-                    .call(&Request::Check(Check {
+                    .send(&Request::Check(Check {
                         paths: vec![f],
                         timeout_ms: Some(60_000),
                         agent: None,

@@ -12,7 +12,7 @@ use std::process::{Output, Stdio};
 
 use common::tmux::Tmux;
 use common::{diagnostics, wait_until, Env};
-use openfiles_wire::control::{Edited, EditedReply, Request};
+use openfiles_wire::control::{Edited, EditedReply};
 
 fn run(env: &Env, args: &[&str], cwd: &Path) -> Output {
     let out = env.command(args).current_dir(cwd).output().unwrap();
@@ -32,11 +32,11 @@ fn stdout(out: &Output) -> String {
 /// `edited` by `agent`.
 fn edited_by(env: &Env, agent: &str, paths: &[&Path]) -> EditedReply {
     env.client()
-        .call_as(&Request::Edited(Edited {
+        .call(&Edited {
             paths: paths.iter().map(|p| p.to_path_buf()).collect(),
             agent: Some(agent.into()),
             ..Default::default()
-        }))
+        })
         .unwrap()
 }
 

@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use common::*;
-use openfiles_wire::control::{PathArg, Request, StatusReply, WorkspacesReply};
+use openfiles_wire::control::{
+    Add, Forget, PathArg, Request, Status, StatusReply, Workspaces, WorkspacesReply,
+};
 
 fn heartbeat_files(ws: &Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(ws.join(".openfiles/vscode"))
@@ -55,8 +57,8 @@ fn socket_activation_notifies_ready_watchdog_and_stopping() {
     wait_listening(&mut activator);
 
     // The first connection wakes the service; the request is answered over the inherited fd.
-    let st: StatusReply = env.client().call_as(&Request::Status).unwrap();
-    assert_eq!(st.activation, "systemd");
+    let st: StatusReply = env.client().call(&Status).unwrap();
+    assert_eq!(st.activation.as_str(), "systemd");
     assert_eq!(st.workspaces.len(), 1);
     let seen = notify.expect("READY=1");
     assert!(
@@ -163,9 +165,7 @@ fn stale_socket_is_replaced_and_a_second_instance_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("already answering"), "{err}");
     // The first instance is unharmed.
-    env.client()
-        .call_as::<StatusReply>(&Request::Status)
-        .unwrap();
+    env.client().call(&Status).unwrap();
     svc.terminate();
 }
 
@@ -316,7 +316,7 @@ fn restart_restores_registered_workspaces() {
     let svc = env.serve(&[]);
     let r: WorkspacesReply = env
         .client()
-        .call_as(&Request::Add(PathArg {
+        .call(&Add(PathArg {
             path: ws.clone(),
             force: false,
         }))
@@ -325,13 +325,13 @@ fn restart_restores_registered_workspaces() {
     svc.terminate();
 
     let svc = env.serve(&[]);
-    let r: WorkspacesReply = env.client().call_as(&Request::Workspaces).unwrap();
+    let r: WorkspacesReply = env.client().call(&Workspaces).unwrap();
     assert_eq!(r.workspaces.len(), 1);
     assert_eq!(r.workspaces[0].root, ws);
     assert_eq!(heartbeat_files(&ws).len(), 1);
     // forget: gone now and after the next restart.
     env.client()
-        .call_as::<WorkspacesReply>(&Request::Forget(PathArg {
+        .call(&Forget(PathArg {
             path: ws.clone(),
             force: false,
         }))
@@ -339,7 +339,7 @@ fn restart_restores_registered_workspaces() {
     assert!(heartbeat_files(&ws).is_empty());
     svc.terminate();
     let svc = env.serve(&[]);
-    let r: WorkspacesReply = env.client().call_as(&Request::Workspaces).unwrap();
+    let r: WorkspacesReply = env.client().call(&Workspaces).unwrap();
     assert!(r.workspaces.is_empty(), "{:?}", r.workspaces);
     svc.terminate();
 }
@@ -352,7 +352,7 @@ fn a_folder_of_another_user_is_refused() {
     let svc = env.serve(&[]);
     let reply = env
         .client()
-        .call(&Request::Add(PathArg {
+        .send(&Request::Add(PathArg {
             path: ws.clone(),
             force: false,
         }))
@@ -410,7 +410,7 @@ fn workspaces_are_discovered_under_roots_at_start_and_later() {
     let svc = env.serve(&[]);
     let list = |env: &Env| -> Vec<std::path::PathBuf> {
         env.client()
-            .call_as::<WorkspacesReply>(&Request::Workspaces)
+            .call(&Workspaces)
             .unwrap()
             .workspaces
             .into_iter()
@@ -451,7 +451,7 @@ fn workspaces_past_the_start_budget_are_served_when_asked_right_after_ready() {
         let before_last = &dirs[N - 2];
         let reply = env
             .client()
-            .call(&Request::Review(PathArg {
+            .send(&Request::Review(PathArg {
                 path: before_last.join("a.txt"),
                 force: false,
             }))
@@ -472,14 +472,11 @@ fn workspaces_past_the_start_budget_are_served_when_asked_right_after_ready() {
         );
 
         // Listings wait for every pending start.
-        let list = env
-            .client()
-            .call_as::<WorkspacesReply>(&Request::Workspaces)
-            .unwrap()
-            .workspaces;
+        let list = env.client().call(&Workspaces).unwrap().workspaces;
         assert_eq!(list.len(), N, "{round}");
         assert!(
-            list.iter().all(|w| w.source == "discovered" && w.persisted),
+            list.iter()
+                .all(|w| w.source.as_str() == "discovered" && w.persisted),
             "{round}: {list:?}"
         );
         let st = env.status();

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::{diagnostics, wait_until, Env};
-use openfiles_wire::control::{Edited, Request};
+use openfiles_wire::control::{Edited, EditedReply};
 
 /// OSC 52: "put `hi` on the clipboard".
 const OSC52: &str = "\x1b]52;c;aGk=\x07";
@@ -56,13 +56,13 @@ fn names_agents_and_messages_reach_the_terminal_escaped() {
     std::fs::write(&file, format!("error: bad{OSC52}thing\n")).unwrap();
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let agent = format!("claude{OSC52}");
-    let _: serde_json::Value = env
+    let _: EditedReply = env
         .client()
-        .call_as(&Request::Edited(Edited {
+        .call(&Edited {
             paths: vec![file.clone()],
             agent: Some(agent.clone()),
             ..Default::default()
-        }))
+        })
         .unwrap();
     wait_until("the file is checked", || {
         diagnostics(&ws).is_some_and(|d| d.files.get(&name).is_some_and(|e| e.checked_at != 0))

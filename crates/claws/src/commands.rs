@@ -1,10 +1,11 @@
 //! claws/1 command handlers (`list`, `create`, `show`, `send`, `exec`, `readLog`, `poll`,
 //! `close`, `introspect`, `ping`, `resize`) and the dispatch that also routes the claws/2
 //! bus commands. One exhaustive `match` over the typed [`Command`] (decoded in
-//! `request.rs`); each handler returns the answer body or the error string the notes fix
+//! `request/`); each handler returns the answer body or the error string the notes fix
 //! verbatim. A connection that must still authenticate (a WebSocket one with `[claws.auth]`
 //! on, see `conn.rs`) gets `auth:required` for everything but `hello`, `ping` included.
 
+use openfiles_wire::claws::RefusalKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,23 +19,39 @@ use super::terminal::{CreateOpts, ExecOutcome, Terminal};
 use super::Connection;
 use super::{iso_now, now_ms, ServerState};
 use openfiles_wire::claws::request::{self, CloseOrigin, Command, Target};
-use openfiles_wire::claws::{body, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2};
+use openfiles_wire::claws::request::{
+    Closed, Created, ExecReply, LogPage, PollReply, Pong, Sent, TerminalEntry, TerminalList,
+};
+use openfiles_wire::claws::{
+    body, ErrorCode, Failure, Request, COMPATIBLE_EXTENSION_VERSION, PROTOCOL, PROTOCOL_2,
+};
 
 /// `readLog`'s cap on one page.
 pub const READ_LIMIT: u64 = 512 << 10;
 const DEGRADED_NOTE: &str =
     "no shell integration active; output not captured via exec — use readLog on wrapped terminals";
 
+/// An answer body from its typed reply (plain structs: serializing cannot fail).
+fn reply<T: serde::Serialize>(t: &T) -> Map<String, Value> {
+    body(serde_json::to_value(t).unwrap_or_default())
+}
+
+fn pong() -> Map<String, Value> {
+    reply(&Pong {
+        server_time: now_ms(),
+    })
+}
+
 /// What the connection writes for one request.
 pub struct Answer {
     pub protocol: &'static str,
-    pub body: Result<Map<String, Value>, String>,
+    pub body: Body,
     /// Stored events to stream after the answer (`subscribe` with `fromCursor`).
     pub replay: Option<Replay>,
 }
 
-impl From<Result<Map<String, Value>, String>> for Answer {
-    fn from(body: Result<Map<String, Value>, String>) -> Answer {
+impl From<Body> for Answer {
+    fn from(body: Body) -> Answer {
         Answer {
             protocol: PROTOCOL,
             body,
@@ -43,26 +60,27 @@ impl From<Result<Map<String, Value>, String>> for Answer {
     }
 }
 
-type Body = Result<Map<String, Value>, String>;
+/// An answer body, or the error the client is told (with its code when clients act on it).
+pub type Body = Result<Map<String, Value>, Failure>;
 
 pub async fn dispatch(shared: &Arc<ServerState>, conn: &Connection, req: &Request) -> Answer {
     // Before anything else reads the request: an unauthenticated WebSocket connection
     // learns nothing but that it must say hello (conn.rs).
-    if conn.needs_hello() && req.str("cmd") != Some("hello") {
-        return Err("auth:required".to_owned()).into();
+    if conn.needs_hello() && req.str("cmd") != Some(request::cmd::HELLO) {
+        return Err("auth:required".into()).into();
     }
     if let Some(e) = req.protocol_error() {
-        return Err(e).into();
+        return Err(e.into()).into();
     }
     if let Some(v) = req.str("clientVersion") {
         shared.drift.check(req.str("clientName"), v);
     }
     let cmd = match Command::parse(req) {
         Ok(c) => c,
-        Err(e) => return Err(e).into(),
+        Err(e) => return Err(Failure::from(e)).into(),
     };
     match cmd {
-        Command::Ping => Ok(body(json!({"serverTime": now_ms()}))).into(),
+        Command::Ping => Ok(pong()).into(),
         Command::List => Ok(list(shared)).into(),
         Command::Create(c) => create(shared, conn, c).into(),
         Command::Show(t) => find(shared, &t).map(|_| Map::new()).into(),
@@ -132,43 +150,43 @@ async fn saved(shared: &ServerState, body: Body) -> Answer {
     body.into()
 }
 
-fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, String> {
+fn find(shared: &ServerState, target: &Target) -> Result<Arc<Terminal>, Failure> {
     let raw = target.0.as_deref().unwrap_or("undefined");
     raw.trim()
         .parse::<u64>()
         .ok()
         .and_then(|id| shared.terminal(id))
-        .ok_or_else(|| format!("unknown terminal id {raw}"))
+        .ok_or_else(|| Failure::from(format!("unknown terminal id {raw}")))
 }
 
-fn entry(t: &Terminal) -> Value {
+fn entry(t: &Terminal) -> TerminalEntry {
     let exit = t.exit_code();
-    json!({
-        "id": t.id.to_string(),
-        "name": t.name,
-        "pid": t.pid,
-        "ptyPid": t.pid,
-        "hasShellIntegration": t.has_integration(),
-        "active": false,
-        "logPath": t.log_path,
-        "wrapped": t.wrapped,
-        "ptyMode": "pty",
-        "status": if exit.is_some() { "exited" } else { "running" },
-        "exitCode": exit,
-        "shellState": t.phase().name(),
-        "vehicleState": t.vehicle().name(),
-    })
+    TerminalEntry {
+        id: t.id.to_string(),
+        name: t.name.clone(),
+        pid: Some(t.pid),
+        pty_pid: Some(t.pid),
+        has_shell_integration: t.has_integration(),
+        active: false,
+        log_path: t.log_path.clone(),
+        wrapped: t.wrapped,
+        pty_mode: "pty".into(),
+        status: if exit.is_some() { "exited" } else { "running" }.into(),
+        exit_code: exit,
+        shell_state: t.phase().name().into(),
+        vehicle_state: t.vehicle().name().into(),
+    }
 }
 
 fn list(shared: &ServerState) -> Map<String, Value> {
-    let terms: Vec<Value> = shared.terminals_sorted().iter().map(|t| entry(t)).collect();
-    body(json!({ "terminals": terms }))
+    let terminals = shared.terminals_sorted().iter().map(|t| entry(t)).collect();
+    reply(&TerminalList { terminals })
 }
 
 fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) -> Body {
     if shared.cfg.lifecycle.require_plan && !shared.orch.lifecycle.has_plan() {
         return orch::refuse(
-            "lifecycle:plan-required",
+            RefusalKind::PlanRequired,
             "[LIFECYCLE GATE] No PLAN logged. Call mcp__claws__claws_lifecycle_plan first.",
         );
     }
@@ -177,14 +195,15 @@ fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) ->
         return Err(format!(
             "terminal limit reached ({} live terminals; close one first)",
             shared.cfg.max_terminals
-        ));
+        )
+        .into());
     }
     let cwd = match req.cwd.filter(|s| !s.is_empty()) {
         Some(c) => shared.root.join(c),
         None => shared.root.clone(),
     };
     if !cwd.is_dir() {
-        return Err(format!("cwd is not a directory: {}", cwd.display()));
+        return Err(format!("cwd is not a directory: {}", cwd.display()).into());
     }
     let mut env = BTreeMap::new();
     match &req.env {
@@ -194,7 +213,7 @@ fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) ->
                 let v = match v {
                     Value::String(s) => s.clone(),
                     Value::Number(_) | Value::Bool(_) => v.to_string(),
-                    _ => return Err(format!("env.{k} must be a string")),
+                    _ => return Err(format!("env.{k} must be a string").into()),
                 };
                 env.insert(k.clone(), v);
             }
@@ -234,12 +253,12 @@ fn create(shared: &Arc<ServerState>, conn: &Connection, req: request::Create) ->
         &format!("system.terminal.{id}.alive"),
         json!({"terminalId": id.to_string(), "pid": pid, "alive": true, "ts": iso_now()}),
     );
-    Ok(body(json!({
-        "id": id.to_string(),
-        "wrapped": wrapped,
-        "logPath": log_path,
-        "pid": pid,
-    })))
+    Ok(reply(&Created {
+        id: id.to_string(),
+        wrapped,
+        log_path,
+        pid: Some(pid),
+    }))
 }
 
 fn send(shared: &ServerState, req: request::Send) -> Body {
@@ -248,12 +267,12 @@ fn send(shared: &ServerState, req: request::Send) -> Body {
     let newline = req.newline.unwrap_or(true);
     let paste = req.paste.unwrap_or(text.contains('\n'));
     if !t.is_live() {
-        return Err(format!("terminal {} has exited", t.id));
+        return Err(format!("terminal {} has exited", t.id).into());
     }
     t.send(&text, newline, paste).map_err(|e| e.to_string())?;
-    Ok(body(
-        json!({"mode": if t.wrapped { "wrapped" } else { "unwrapped" }}),
-    ))
+    Ok(reply(&Sent {
+        mode: if t.wrapped { "wrapped" } else { "unwrapped" }.into(),
+    }))
 }
 
 async fn exec(shared: &ServerState, req: request::Exec) -> Body {
@@ -264,27 +283,32 @@ async fn exec(shared: &ServerState, req: request::Exec) -> Body {
     let ms = req.timeout_ms.unwrap_or(shared.cfg.exec_timeout_ms);
     let outcome = t.exec(&command, Duration::from_millis(ms)).await;
     match outcome {
-        ExecOutcome::Finished(ev) => Ok(body(json!({ "event": ev }))),
-        ExecOutcome::Degraded => Ok(body(json!({"degraded": true, "note": DEGRADED_NOTE}))),
-        ExecOutcome::NotRun(said) => Err(format!(
-            "the shell did not run the command: {}",
-            said.trim()
+        ExecOutcome::Finished(ev) => Ok(reply(&ExecReply {
+            event: Some(ev),
+            ..Default::default()
+        })),
+        ExecOutcome::Degraded => Ok(reply(&ExecReply {
+            degraded: true,
+            note: Some(DEGRADED_NOTE.into()),
+            ..Default::default()
+        })),
+        ExecOutcome::NotRun(said) => {
+            Err(format!("the shell did not run the command: {}", said.trim()).into())
+        }
+        ExecOutcome::Timeout => Err(Failure::coded(
+            ErrorCode::ExecTimeout,
+            format!("exec timeout after {ms}ms"),
         )),
-        ExecOutcome::Timeout => Err(format!("exec timeout after {ms}ms")),
-        ExecOutcome::Exited => Err(format!(
-            "terminal {} exited before the command finished",
-            t.id
-        )),
+        ExecOutcome::Exited => {
+            Err(format!("terminal {} exited before the command finished", t.id).into())
+        }
     }
 }
 
 fn read_log(shared: &ServerState, req: request::ReadLog) -> Body {
     let t = find(shared, &req.target)?;
     if !t.wrapped {
-        return Err(format!(
-            "terminal {} is not wrapped (no log available)",
-            t.id
-        ));
+        return Err(format!("terminal {} is not wrapped (no log available)", t.id).into());
     }
     let limit = req.limit.unwrap_or(READ_LIMIT).clamp(4, READ_LIMIT);
     let strip = req.strip.unwrap_or(true);
@@ -294,24 +318,27 @@ fn read_log(shared: &ServerState, req: request::ReadLog) -> Body {
     } else {
         String::from_utf8_lossy(&raw).into_owned()
     };
-    Ok(body(json!({
-        "bytes": text,
-        "offset": from,
-        "nextOffset": to,
-        "totalSize": total,
-        "bufferStart": t.extent().0,
-        "truncated": to < total,
-        "logPath": Value::Null,
-    })))
+    Ok(reply(&LogPage {
+        bytes: text,
+        offset: from,
+        next_offset: to,
+        total_size: total,
+        buffer_start: t.extent().0,
+        truncated: to < total,
+        log_path: None,
+    }))
 }
 
 fn poll(shared: &ServerState, req: request::Poll) -> Body {
     let cap = shared.cfg.poll_limit.max(1);
     let limit = req.limit.map_or(cap, |l| (l as usize).clamp(1, cap));
     let (events, cursor, truncated) = shared.history.since(req.since.unwrap_or(0), limit);
-    Ok(body(json!({
-        "events": events, "cursor": cursor, "limit": limit, "truncated": truncated,
-    })))
+    Ok(reply(&PollReply {
+        events,
+        cursor,
+        limit,
+        truncated,
+    }))
 }
 
 fn close(shared: &Arc<ServerState>, req: &request::Close) -> Body {
@@ -322,7 +349,9 @@ fn close(shared: &Arc<ServerState>, req: &request::Close) -> Body {
         .and_then(|s| s.trim().parse::<u64>().ok());
     let origin = req.close_origin.unwrap_or(CloseOrigin::Client);
     let closed = id.is_some_and(|id| shared.close_terminal(id, origin));
-    Ok(body(json!({"alreadyClosed": !closed})))
+    Ok(reply(&Closed {
+        already_closed: !closed,
+    }))
 }
 
 fn resize(shared: &ServerState, req: request::Resize) -> Body {

@@ -94,7 +94,8 @@ async fn serve(mut stream: UnixStream, lazy: Arc<Lazy>, stop: CancellationToken)
                 Err(format!(
                     "peer uid {} refused: only uid {me} may use this socket",
                     c.uid()
-                )),
+                )
+                .into()),
             );
             let _ = stream.write_all(msg.as_bytes()).await;
             return;
@@ -133,7 +134,7 @@ pub async fn state_or_refuse<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
             let msg = proto::answer(
                 id.as_ref(),
                 proto::PROTOCOL,
-                Err(format!("claws unavailable: {e}")),
+                Err(format!("claws unavailable: {e}").into()),
             );
             let _ = out.write_all(msg.as_bytes()).await;
             None

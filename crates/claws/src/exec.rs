@@ -33,8 +33,14 @@ pub(super) struct Waiter {
     /// Ring offset when the command was typed.
     pub(super) input_at: u64,
     /// The finished event, or the shell's words when it did not run the command.
-    pub(super) tx: oneshot::Sender<Result<HistoryEvent, String>>,
+    pub(super) tx: oneshot::Sender<Result<HistoryEvent, NotRun>>,
 }
+
+/// Why an `exec`'s command did not run: the shell's words when it refused the line, or that
+/// a program in the foreground read it (the text `exec` answers with).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct NotRun(pub(super) String);
 
 /// The keys `exec` types: the command (a bracketed paste when it has several lines, so the
 /// line editor takes it whole), `ESC[9901~`, the token, `ESC[9902~`, Enter. The integration
@@ -71,9 +77,9 @@ pub(super) fn take_before(waiters: &mut VecDeque<Waiter>, token: u64) -> Vec<Wai
 
 pub(super) fn fail_lost(lost: Vec<Waiter>) {
     for w in lost {
-        let _ = w.tx.send(Err(
+        let _ = w.tx.send(Err(NotRun(
             "the command did not reach the shell's prompt (a program read it)".into(),
-        ));
+        )));
     }
 }
 
@@ -92,7 +98,7 @@ pub(super) fn shell_words(said: &str, command: &str) -> String {
 mod tests {
     use super::*;
 
-    fn waiter(token: u64) -> (Waiter, oneshot::Receiver<Result<HistoryEvent, String>>) {
+    fn waiter(token: u64) -> (Waiter, oneshot::Receiver<Result<HistoryEvent, NotRun>>) {
         let (tx, rx) = oneshot::channel();
         let w = Waiter {
             token,

@@ -5,21 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use serde::Serialize;
-
-/// One finished command, as `exec` and `poll` return it.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryEvent {
-    pub seq: u64,
-    pub terminal_id: String,
-    pub terminal_name: String,
-    pub command_line: String,
-    pub output: String,
-    pub exit_code: i32,
-    pub started_at: u64,
-    pub ended_at: u64,
-}
+pub use openfiles_wire::claws::request::HistoryEvent;
 
 #[derive(Debug)]
 pub struct History {

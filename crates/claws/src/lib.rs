@@ -485,27 +485,7 @@ impl ClawsServer {
         }
         let listener = conn::bind(&socket).await?;
         registry.add(&root, &socket);
-        let mut auth_warnings = Vec::new();
-        if cfg.auth.enabled {
-            let secret = secret::token_path(&cfg.auth, &root);
-            let made = match cfg.auth.token_path {
-                None => secret::ensure_default(&secret),
-                Some(_) => Ok(()),
-            };
-            let roots = registry.roots();
-            if let Err(e) = made.and_then(|()| secret::read(&secret, &roots)) {
-                let w = format!(
-                    "[claws.auth] is on but its secret is unusable ({e}): every hello is \
-                     refused until it is fixed"
-                );
-                tracing::error!(root = %root.display(), "{w}");
-                auth_warnings.push(w);
-            }
-            if let Some(w) = secret::workspace_token_warning(&root, &secret) {
-                tracing::warn!(root = %root.display(), "{w}");
-                auth_warnings.push(w);
-            }
-        }
+        let auth_warnings = auth_warnings(cfg, &root, &registry);
         let stop = shutdown.child_token();
         let lazy = Arc::new(Lazy {
             root,
@@ -522,19 +502,7 @@ impl ClawsServer {
             lazy.clone(),
             stop.clone(),
         ))];
-        // The WebSocket: this workspace joins the service's listener on that address (one
-        // per address, routed by path), binding it when it is the first.
-        let (ws_member, ws_error) = match lazy.registry.web_socket(cfg) {
-            Ok(Some(shared)) => (Some(shared.join(&lazy.root, &lazy)), None),
-            Ok(None) => (None, None),
-            Err(e) => {
-                tracing::error!(
-                    root = %lazy.root.display(),
-                    "claws WebSocket listener not started (the Unix socket is served): {e}"
-                );
-                (None, Some(e.to_string()))
-            }
-        };
+        let (ws_member, ws_error) = join_web_socket(cfg, &lazy);
         let ws_addr = ws_member.as_ref().map(|m| m.addr());
         tracing::info!(socket = %socket.display(), "claws socket ready");
         Ok(ClawsServer {
@@ -602,6 +570,51 @@ impl ClawsServer {
         shared.orch.lifecycle.saved().await;
         let s = shared.clone();
         let _ = tokio::task::spawn_blocking(move || s.bus.flush_log()).await;
+    }
+}
+
+/// With `[claws.auth]` on: make the default secret when none is named, and say (logged and
+/// returned, for `status`) when it is unusable or lies inside a workspace.
+fn auth_warnings(cfg: &ClawsConfig, root: &Path, registry: &ClawsRegistry) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if !cfg.auth.enabled {
+        return warnings;
+    }
+    let secret = secret::token_path(&cfg.auth, root);
+    let made = match cfg.auth.token_path {
+        None => secret::ensure_default(&secret),
+        Some(_) => Ok(()),
+    };
+    let roots = registry.roots();
+    if let Err(e) = made.and_then(|()| secret::read(&secret, &roots)) {
+        let w = format!(
+            "[claws.auth] is on but its secret is unusable ({e}): every hello is refused until \
+             it is fixed"
+        );
+        tracing::error!(root = %root.display(), "{w}");
+        warnings.push(w);
+    }
+    if let Some(w) = secret::workspace_token_warning(root, &secret) {
+        tracing::warn!(root = %root.display(), "{w}");
+        warnings.push(w);
+    }
+    warnings
+}
+
+/// The WebSocket: this workspace joins the service's listener on that address (one per
+/// address, routed by path), binding it when it is the first. When it cannot, why (logged;
+/// the Unix socket is served all the same).
+fn join_web_socket(cfg: &ClawsConfig, lazy: &Arc<Lazy>) -> (Option<ws::Member>, Option<String>) {
+    match lazy.registry.web_socket(cfg) {
+        Ok(Some(shared)) => (Some(shared.join(&lazy.root, lazy)), None),
+        Ok(None) => (None, None),
+        Err(e) => {
+            tracing::error!(
+                root = %lazy.root.display(),
+                "claws WebSocket listener not started (the Unix socket is served): {e}"
+            );
+            (None, Some(e.to_string()))
+        }
     }
 }
 

@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 use crate::config::ClawsAuthConfig;
 use openfiles_wire::claws::auth::hello_token;
 use openfiles_wire::claws::request::Hello;
+use openfiles_wire::claws::Role;
 
 /// The secret's file name in its folder.
 pub const TOKEN_FILE: &str = "auth.token";
@@ -235,6 +236,24 @@ pub fn read_file(
             }
         })?;
     let meta = file.metadata().map_err(io)?;
+    if let Some(why) = unsafe_metadata(&meta, kind) {
+        return Err(unsafe_(why));
+    }
+    let too_large = || unsafe_(format!("larger than {cap} bytes"));
+    if meta.len() > cap {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Why a file `kind` must not be read, from its metadata: not a regular file, someone
+/// else's, or readable or writable by the group or others.
+fn unsafe_metadata(meta: &std::fs::Metadata, kind: Kind) -> Option<String> {
     if !meta.is_file() {
         use std::os::unix::fs::FileTypeExt;
         let t = meta.file_type();
@@ -247,7 +266,7 @@ pub fn read_file(
         } else {
             "a socket or other special file"
         };
-        return Err(unsafe_(format!("{what}, not a regular file")));
+        return Some(format!("{what}, not a regular file"));
     }
     let uid = nix::unistd::getuid().as_raw();
     let (owner_ok, mask) = match kind {
@@ -256,27 +275,17 @@ pub fn read_file(
         Kind::TlsCert => (true, 0),
     };
     if !owner_ok {
-        return Err(unsafe_(format!(
+        return Some(format!(
             "owned by uid {}, not by you (uid {uid})",
             meta.uid()
-        )));
+        ));
     }
-    if meta.mode() & mask != 0 {
-        return Err(unsafe_(format!(
+    (meta.mode() & mask != 0).then(|| {
+        format!(
             "mode {:04o}: the group or others may read or write it",
             meta.mode() & 0o7777
-        )));
-    }
-    let too_large = || unsafe_(format!("larger than {cap} bytes"));
-    if meta.len() > cap {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > cap {
-        return Err(too_large());
-    }
-    Ok(bytes)
+        )
+    })
 }
 
 /// The canonical folder of the workspace whose Claws socket is `sock`
@@ -310,7 +319,7 @@ pub fn sign_hello(
     }
     let nonce: String = b.iter().map(|x| format!("{x:02x}")).collect();
     let ts = crate::now_ms();
-    let role = hello.role.as_deref().unwrap_or("undefined");
+    let role = hello.role.as_ref().map_or("undefined", Role::as_str);
     let peer = hello.peer_name.as_deref().unwrap_or("undefined");
     hello.token = Some(hello_token(&secret, peer, role, &nonce, ts));
     hello.nonce = Some(nonce);

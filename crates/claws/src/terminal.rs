@@ -18,8 +18,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::exec::{
-    exec_input, fail_lost, shell_words, take, take_before, Waiter, AT_CONTINUATION, BUSY_WAIT,
-    CANCEL_RETRY, CANCEL_TRIES,
+    exec_input, fail_lost, shell_words, take, take_before, NotRun, Waiter, AT_CONTINUATION,
+    BUSY_WAIT, CANCEL_RETRY, CANCEL_TRIES,
 };
 use super::history::HistoryEvent;
 use super::ring::Ring;
@@ -392,7 +392,7 @@ impl Terminal {
         let _ = self.queue(Input::Bytes(exec_input(command, token)));
         match tokio::time::timeout_at(deadline, done).await {
             Ok(Ok(Ok(ev))) => ExecOutcome::Finished(ev),
-            Ok(Ok(Err(said))) => ExecOutcome::NotRun(said),
+            Ok(Ok(Err(NotRun(said)))) => ExecOutcome::NotRun(said),
             Ok(Err(_)) => ExecOutcome::Exited,
             Err(_) => {
                 self.lock().waiters.retain(|w| w.token != token);
@@ -467,117 +467,129 @@ impl Terminal {
     fn on_mark(self: &Arc<Self>, shared: &ServerState, mark: Mark) {
         tracing::trace!(terminal = self.id, mark = ?mark.kind, "shell mark");
         match mark.kind {
-            MarkKind::Prompt => {
-                let due = {
-                    let mut st = self.lock();
-                    st.integrated = true;
-                    st.exec_start = None;
-                    st.refusal_due.take()
-                };
-                self.set_phase(shared, Phase::Prompt);
-                self.prompts.send_modify(|n| *n += 1);
-                if let Some((w, why)) = due {
-                    let _ = w.tx.send(Err(why));
-                }
-            }
+            MarkKind::Prompt => self.on_prompt(shared),
             MarkKind::CommandLine(line) => self.lock().command_line = Some(line),
             MarkKind::ExecStart(token) => self.lock().exec_start = Some(token),
-            MarkKind::Refused(token, why) => {
-                let at_continuation = why == AT_CONTINUATION;
-                let (waiter, lost) = {
-                    let mut st = self.lock();
-                    st.integrated = true;
-                    let lost = take_before(&mut st.waiters, token);
-                    let waiter = take(&mut st.waiters, token).map(|w| {
-                        let why = if why.trim().is_empty() {
-                            let said = plain_output(&st.ring.slice(w.input_at, mark.start));
-                            shell_words(&said, &w.command)
-                        } else {
-                            why
-                        };
-                        (w, why)
-                    });
-                    (waiter, lost)
+            MarkKind::Refused(token, why) => self.on_refused(mark.start, token, why),
+            MarkKind::Start => self.on_start(shared, mark.end),
+            MarkKind::End(code) => self.on_end(shared, mark.start, code),
+        }
+    }
+
+    /// The shell is at its prompt: an `exec` refused at a continuation prompt is answered.
+    fn on_prompt(self: &Arc<Self>, shared: &ServerState) {
+        let due = {
+            let mut st = self.lock();
+            st.integrated = true;
+            st.exec_start = None;
+            st.refusal_due.take()
+        };
+        self.set_phase(shared, Phase::Prompt);
+        self.prompts.send_modify(|n| *n += 1);
+        if let Some((w, why)) = due {
+            let _ = w.tx.send(Err(NotRun(why)));
+        }
+    }
+
+    /// The shell refused the line of the `exec` with `token` (the `R` mark at `at`).
+    fn on_refused(self: &Arc<Self>, at: u64, token: u64, why: String) {
+        let at_continuation = why == AT_CONTINUATION;
+        let (waiter, lost) = {
+            let mut st = self.lock();
+            st.integrated = true;
+            let lost = take_before(&mut st.waiters, token);
+            let waiter = take(&mut st.waiters, token).map(|w| {
+                let why = if why.trim().is_empty() {
+                    let said = plain_output(&st.ring.slice(w.input_at, at));
+                    shell_words(&said, &w.command)
+                } else {
+                    why
                 };
-                fail_lost(lost);
-                if at_continuation {
-                    // bash waits at its continuation prompt: cancel the line, answer at the
-                    // prompt that follows.
-                    self.lock().refusal_due = waiter;
-                    tokio::spawn(self.clone().cancel_continuation());
-                } else if let Some((w, why)) = waiter {
-                    let _ = w.tx.send(Err(why));
-                }
-            }
-            MarkKind::Start => {
-                let (command_line, lost) = {
-                    let mut st = self.lock();
-                    st.integrated = true;
-                    let line = st.command_line.take().unwrap_or_default();
-                    let token = st.exec_start.take();
-                    let lost = token
-                        .map(|t| take_before(&mut st.waiters, t))
-                        .unwrap_or_default();
-                    // An `exec` reports the command as it was asked for.
-                    let line = token
-                        .and_then(|t| st.waiters.iter().find(|w| w.token == t))
-                        .map(|w| w.command.clone())
-                        .unwrap_or(line);
-                    st.running = Some(Running {
-                        out_start: mark.end,
-                        started_at: now_ms(),
-                        command_line: line.clone(),
-                        token,
-                    });
-                    (line, lost)
-                };
-                fail_lost(lost);
-                self.set_phase(shared, Phase::Running);
-                shared.bus.publish_server(
-                    &format!("command.{}.start", self.id),
-                    json!({"terminalId": self.id.to_string(), "commandLine": command_line,
-                           "command": command_line, "startedAt": now_ms()}),
-                );
-            }
-            MarkKind::End(code) => {
-                let (ev, waiter) = {
-                    let mut st = self.lock();
-                    let Some(run) = st.running.take() else {
-                        return;
-                    };
-                    // History keeps the tail of the output; strip only what can be kept
-                    // (escape-heavy output shrinks, hence the margin).
-                    let keep = shared.cfg.history_output_bytes as u64 * 4;
-                    let from = run.out_start.max(mark.start.saturating_sub(keep));
-                    let (from, _) = st.ring.page(from, 0);
-                    let raw = st.ring.slice(from, mark.start);
-                    let waiter = run.token.and_then(|t| take(&mut st.waiters, t));
-                    let ev = HistoryEvent {
-                        seq: 0,
-                        terminal_id: self.id.to_string(),
-                        terminal_name: self.name.clone(),
-                        command_line: run.command_line,
-                        output: plain_output(trim_prompt_sp(&raw)),
-                        exit_code: code,
-                        started_at: run.started_at,
-                        ended_at: now_ms(),
-                    };
-                    (ev, waiter)
-                };
-                // The shell prints its next prompt at once; input queued now is read there.
-                self.set_phase(shared, Phase::Prompt);
-                let ev = shared.history.push(ev);
-                shared.bus.publish_server(
-                    &format!("command.{}.end", self.id),
-                    json!({"terminalId": ev.terminal_id, "seq": ev.seq, "commandLine": ev.command_line,
-                           "command": ev.command_line, "exitCode": ev.exit_code,
-                           "durationMs": ev.ended_at.saturating_sub(ev.started_at),
-                           "startedAt": ev.started_at, "endedAt": ev.ended_at}),
-                );
-                if let Some(w) = waiter {
-                    let _ = w.tx.send(Ok(ev));
-                }
-            }
+                (w, why)
+            });
+            (waiter, lost)
+        };
+        fail_lost(lost);
+        if at_continuation {
+            // bash waits at its continuation prompt: cancel the line, answer at the
+            // prompt that follows.
+            self.lock().refusal_due = waiter;
+            tokio::spawn(self.clone().cancel_continuation());
+        } else if let Some((w, why)) = waiter {
+            let _ = w.tx.send(Err(NotRun(why)));
+        }
+    }
+
+    /// A command starts; its output begins at `out_start`.
+    fn on_start(self: &Arc<Self>, shared: &ServerState, out_start: u64) {
+        let (command_line, lost) = {
+            let mut st = self.lock();
+            st.integrated = true;
+            let line = st.command_line.take().unwrap_or_default();
+            let token = st.exec_start.take();
+            let lost = token
+                .map(|t| take_before(&mut st.waiters, t))
+                .unwrap_or_default();
+            // An `exec` reports the command as it was asked for.
+            let line = token
+                .and_then(|t| st.waiters.iter().find(|w| w.token == t))
+                .map(|w| w.command.clone())
+                .unwrap_or(line);
+            st.running = Some(Running {
+                out_start,
+                started_at: now_ms(),
+                command_line: line.clone(),
+                token,
+            });
+            (line, lost)
+        };
+        fail_lost(lost);
+        self.set_phase(shared, Phase::Running);
+        shared.bus.publish_server(
+            &format!("command.{}.start", self.id),
+            json!({"terminalId": self.id.to_string(), "commandLine": command_line,
+                   "command": command_line, "startedAt": now_ms()}),
+        );
+    }
+
+    /// A command ended with `code` (the `D` mark at `at`): history, bus, and its `exec`.
+    fn on_end(self: &Arc<Self>, shared: &ServerState, at: u64, code: i32) {
+        let (ev, waiter) = {
+            let mut st = self.lock();
+            let Some(run) = st.running.take() else {
+                return;
+            };
+            // History keeps the tail of the output; strip only what can be kept
+            // (escape-heavy output shrinks, hence the margin).
+            let keep = shared.cfg.history_output_bytes as u64 * 4;
+            let from = run.out_start.max(at.saturating_sub(keep));
+            let (from, _) = st.ring.page(from, 0);
+            let raw = st.ring.slice(from, at);
+            let waiter = run.token.and_then(|t| take(&mut st.waiters, t));
+            let ev = HistoryEvent {
+                seq: 0,
+                terminal_id: self.id.to_string(),
+                terminal_name: self.name.clone(),
+                command_line: run.command_line,
+                output: plain_output(trim_prompt_sp(&raw)),
+                exit_code: code,
+                started_at: run.started_at,
+                ended_at: now_ms(),
+            };
+            (ev, waiter)
+        };
+        // The shell prints its next prompt at once; input queued now is read there.
+        self.set_phase(shared, Phase::Prompt);
+        let ev = shared.history.push(ev);
+        shared.bus.publish_server(
+            &format!("command.{}.end", self.id),
+            json!({"terminalId": ev.terminal_id, "seq": ev.seq, "commandLine": ev.command_line,
+                   "command": ev.command_line, "exitCode": ev.exit_code,
+                   "durationMs": ev.ended_at.saturating_sub(ev.started_at),
+                   "startedAt": ev.started_at, "endedAt": ev.ended_at}),
+        );
+        if let Some(w) = waiter {
+            let _ = w.tx.send(Ok(ev));
         }
     }
 }

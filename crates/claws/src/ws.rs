@@ -30,6 +30,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
 use super::{conn, Lazy};
@@ -412,6 +413,21 @@ async fn serve<S>(stream: S, listener: &Shared, peer_is_us: bool)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    if let Some((ws, lazy)) = handshake(stream, listener, peer_is_us).await {
+        bridge(ws, lazy).await;
+    }
+}
+
+/// The WebSocket handshake behind the gate (Origin, Host, peer), routed by its URL path to
+/// a workspace's server; `None` (logged) when it is refused or fails.
+async fn handshake<S>(
+    stream: S,
+    listener: &Shared,
+    peer_is_us: bool,
+) -> Option<(WebSocketStream<S>, Arc<Lazy>)>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let gate = &listener.gate;
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_LINE);
@@ -449,12 +465,18 @@ where
             Ok(ws) => ws,
             Err(e) => {
                 tracing::debug!(error = %e, "claws WebSocket handshake failed");
-                return;
+                return None;
             }
         };
-    let Some(lazy) = routed else {
-        return;
-    };
+    Some((ws, routed?))
+}
+
+/// One accepted WebSocket: its messages become request lines of the workspace's
+/// connection handler, its answers and pushes become messages.
+async fn bridge<S>(ws: WebSocketStream<S>, lazy: Arc<Lazy>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let stop = lazy.stop.clone();
     let (mut ws_tx, mut ws_rx) = ws.split();
     let (ours, theirs) = tokio::io::duplex(256 << 10);
@@ -482,28 +504,36 @@ where
         }
         let _ = ws_tx.close().await;
     });
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = handler_done.cancelled() => {}
+        _ = incoming(&mut ws_rx, &mut pipe_wr) => {}
+    }
+    drop(pipe_wr);
+    let _ = handler.await;
+    let _ = outgoing.await;
+}
+
+/// Each message to the handler as one request line, until the socket or the pipe closes.
+async fn incoming<R, W>(ws_rx: &mut R, pipe_wr: &mut W)
+where
+    R: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+    W: AsyncWrite + Unpin,
+{
     loop {
-        let msg = tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = handler_done.cancelled() => break,
-            m = ws_rx.next() => m,
-        };
-        let data = match msg {
+        let data = match ws_rx.next().await {
             Some(Ok(Message::Text(t))) => t.as_bytes().to_vec(),
             Some(Ok(Message::Binary(b))) => b.to_vec(),
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-            _ => break,
+            _ => return,
         };
         // One message is one request; a newline inside would split it.
         let mut line: Vec<u8> = data.into_iter().filter(|b| *b != b'\n').collect();
         line.push(b'\n');
         if pipe_wr.write_all(&line).await.is_err() {
-            break;
+            return;
         }
     }
-    drop(pipe_wr);
-    let _ = handler.await;
-    let _ = outgoing.await;
 }
 
 #[cfg(test)]

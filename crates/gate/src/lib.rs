@@ -11,6 +11,8 @@
 //! - [`confine`]: the one way to read a file a workspace supplies: bounded, regular files
 //!   only, no symlink followed;
 //! - [`child_env`]: the variables no child inherits;
+//! - [`resolve`]: which workspace a path belongs to (a repository nested in another is its
+//!   own, with its own trust), one rule for the service and its clients;
 //! - [`trust`]: whom the user trusts — the one answer to "is this workspace trusted",
 //!   keyed to what a re-clone at the same path cannot reuse.
 //!
@@ -20,6 +22,7 @@
 
 pub mod child_env;
 pub mod confine;
+pub mod resolve;
 pub mod spawn;
 pub mod trust;
 

@@ -23,16 +23,18 @@
 //! `tests/it/house.rs` fails the build when a process is started anywhere else
 //! (`Command::new`, `fork`, `exec*`, `posix_spawn`).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::child_env::PRIVATE_ENV;
 
 /// How far the user trusts what a program is started for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Trust {
     /// Not on behalf of a workspace: the user's own programs (their shell in a terminal,
     /// their editor, the service itself, `systemctl`). Resolved like a shell would, less
@@ -57,10 +59,28 @@ impl Trust {
 }
 
 /// What a program is started for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone)]
 pub struct Scope {
     workspace: Option<PathBuf>,
     trust: Trust,
+    /// The workspace with its symlinks resolved, found on the first lookup that needs it
+    /// (not part of the scope's identity: equality and hashing leave it out).
+    real_workspace: OnceLock<PathBuf>,
+}
+
+impl PartialEq for Scope {
+    fn eq(&self, other: &Scope) -> bool {
+        self.workspace == other.workspace && self.trust == other.trust
+    }
+}
+
+impl Eq for Scope {}
+
+impl std::hash::Hash for Scope {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.workspace.hash(state);
+        self.trust.hash(state);
+    }
 }
 
 impl Scope {
@@ -69,6 +89,7 @@ impl Scope {
         Scope {
             workspace: None,
             trust: Trust::User,
+            real_workspace: OnceLock::new(),
         }
     }
 
@@ -81,6 +102,7 @@ impl Scope {
             } else {
                 Trust::Untrusted
             },
+            real_workspace: OnceLock::new(),
         }
     }
 
@@ -105,9 +127,20 @@ impl Scope {
         if path.starts_with(ws) {
             return true;
         }
-        let real_ws = std::fs::canonicalize(ws).unwrap_or_else(|_| ws.clone());
         let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        real.starts_with(&real_ws) || real.starts_with(ws)
+        real.starts_with(self.real_workspace(ws)) || real.starts_with(ws)
+    }
+
+    /// `ws` (this scope's workspace) canonical: resolved once, then kept; a folder that
+    /// cannot be resolved (yet) counts as written, and is tried again next time.
+    fn real_workspace<'a>(&'a self, ws: &'a Path) -> &'a Path {
+        if let Some(real) = self.real_workspace.get() {
+            return real;
+        }
+        match std::fs::canonicalize(ws) {
+            Ok(real) => self.real_workspace.get_or_init(|| real),
+            Err(_) => ws,
+        }
     }
 
     /// Whether a `PATH` entry may be searched for this scope.
@@ -324,26 +357,71 @@ const GIT_OFF: &[(&str, &str)] = &[
     ("diff.external", ""),
 ];
 
-/// One program the gate started.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One program the gate started, in this process or (reported by it, [`note`]) in a child
+/// process of ours that runs code of its own: a plugin library in its plugin host.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Ran {
     /// When (ms since the epoch).
     pub at_ms: u64,
     pub program: PathBuf,
-    /// The first arguments (at most [`ARGS_KEPT`], each at most 200 bytes).
+    /// The first arguments (at most [`ARGS_KEPT`], each at most [`TEXT_KEPT`] bytes).
+    #[serde(default)]
     pub args: Vec<String>,
+    #[serde(default)]
     pub workspace: Option<PathBuf>,
     pub trust: Trust,
     /// Why it runs (the caller's words: "language server", "doctor probe", …).
-    pub why: &'static str,
+    pub why: Cow<'static, str>,
 }
 
 /// How many programs [`recent`] keeps.
 pub const KEPT: usize = 128;
 /// How many of a program's arguments are kept.
 pub const ARGS_KEPT: usize = 8;
+/// How many bytes of an argument (or of a reported `why`) are kept.
+pub const TEXT_KEPT: usize = 200;
 
-static RAN: Mutex<VecDeque<Ran>> = Mutex::new(VecDeque::new());
+/// What ran, and how much of it was handed on by [`unreported`].
+struct Record {
+    list: VecDeque<Ran>,
+    /// Programs recorded since the process started.
+    total: u64,
+    /// Of `total`, how many [`unreported`] handed on.
+    reported: u64,
+}
+
+static RAN: Mutex<Record> = Mutex::new(Record {
+    list: VecDeque::new(),
+    total: 0,
+    reported: 0,
+});
+
+fn the_record() -> std::sync::MutexGuard<'static, Record> {
+    RAN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `s` cut to [`TEXT_KEPT`] bytes (at a character boundary, marked `…`).
+fn cut(mut s: String) -> String {
+    if s.len() > TEXT_KEPT {
+        let mut end = TEXT_KEPT;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+fn keep(ran: Ran) {
+    let mut record = the_record();
+    if record.list.len() == KEPT {
+        record.list.pop_front();
+    }
+    record.list.push_back(ran);
+    record.total += 1;
+}
 
 fn record(program: &Program, args: &[OsString]) {
     let at_ms = std::time::SystemTime::now()
@@ -353,41 +431,42 @@ fn record(program: &Program, args: &[OsString]) {
     let args = args
         .iter()
         .take(ARGS_KEPT)
-        .map(|a| {
-            let mut s = a.to_string_lossy().into_owned();
-            if s.len() > 200 {
-                let mut end = 200;
-                while !s.is_char_boundary(end) {
-                    end -= 1;
-                }
-                s.truncate(end);
-                s.push('…');
-            }
-            s
-        })
+        .map(|a| cut(a.to_string_lossy().into_owned()))
         .collect();
-    let ran = Ran {
+    keep(Ran {
         at_ms,
         program: program.path.clone(),
         args,
         workspace: program.scope.workspace.clone(),
         trust: program.scope.trust,
-        why: program.why,
-    };
-    let mut list = RAN.lock().unwrap_or_else(|e| e.into_inner());
-    if list.len() == KEPT {
-        list.pop_front();
-    }
-    list.push_back(ran);
+        why: Cow::Borrowed(program.why),
+    });
 }
 
 /// The programs this process started, oldest first (at most [`KEPT`]).
 pub fn recent() -> Vec<Ran> {
-    RAN.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .cloned()
-        .collect()
+    the_record().list.iter().cloned().collect()
+}
+
+/// The programs recorded since the last call, oldest first (those that fell out of the
+/// [`KEPT`] last are gone): what a process hands on to the one that shows what ran. A plugin
+/// library has its own copy of the gate, which its host cannot read; its answers carry these.
+pub fn unreported() -> Vec<Ran> {
+    let mut record = the_record();
+    let new = (record.total - record.reported).min(record.list.len() as u64) as usize;
+    record.reported = record.total;
+    let skip = record.list.len() - new;
+    record.list.iter().skip(skip).cloned().collect()
+}
+
+/// Record a program a child process of ours reports it started (a plugin, through its
+/// host), cut as this process's own are: it is shown in `status` beside them.
+pub fn note(ran: Ran) {
+    keep(Ran {
+        args: ran.args.into_iter().take(ARGS_KEPT).map(cut).collect(),
+        why: Cow::Owned(cut(ran.why.into_owned())),
+        ..ran
+    });
 }
 
 #[cfg(test)]
@@ -468,6 +547,49 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_named_through_a_symlink_is_resolved_once_and_holds_its_files() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("repo");
+        let bin = real.join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let tool = exe(&bin, "openfiles-gate-own");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let scope = Scope::workspace(&link, false);
+        assert_eq!(
+            scope.real_workspace.get(),
+            None,
+            "nothing resolved before a lookup"
+        );
+        assert!(matches!(
+            Program::at(&tool, &scope, "test"),
+            Err(Refused::InWorkspace { .. })
+        ));
+        assert_eq!(
+            scope.real_workspace.get(),
+            Some(&real.canonicalize().unwrap()),
+            "the canonical root is kept for the next lookup"
+        );
+        assert!(matches!(
+            Program::at(&tool, &scope, "test"),
+            Err(Refused::InWorkspace { .. })
+        ));
+        // The kept root is no part of the scope's identity.
+        assert_eq!(scope, Scope::workspace(&link, false));
+        let hash = |s: &Scope| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            s.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&scope), hash(&Scope::workspace(&link, false)));
+        // A folder that does not exist yet is not resolved, so it is tried again later.
+        let later = Scope::workspace(&t.path().join("later"), false);
+        assert!(!later.holds(&t.path().join("elsewhere")));
+        assert_eq!(later.real_workspace.get(), None);
+    }
+
+    #[test]
     fn an_untrusted_child_keeps_go_and_git_local() {
         let ws = Path::new("/home/u/repo");
         let env = |scope: &Scope| {
@@ -518,5 +640,43 @@ mod tests {
             .unwrap();
         assert_eq!(last.trust, Trust::Untrusted);
         assert_eq!(last.workspace.as_deref(), Some(Path::new("/w")));
+    }
+
+    #[test]
+    fn what_a_child_reports_is_kept_cut_and_handed_on_once() {
+        let long = "x".repeat(TEXT_KEPT + 50);
+        let reported = Ran {
+            at_ms: 7,
+            program: "/usr/bin/child-tool".into(),
+            args: vec![long.clone(); ARGS_KEPT + 3],
+            workspace: Some("/w/child".into()),
+            trust: Trust::Trusted,
+            why: Cow::Owned(long),
+        };
+        let wire = serde_json::to_value(&reported).unwrap();
+        assert_eq!(wire["trust"], "trusted");
+        assert_eq!(wire["atMs"], 7);
+        let back: Ran = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, reported);
+        note(back);
+        let kept = recent()
+            .into_iter()
+            .rev()
+            .find(|r| r.program == Path::new("/usr/bin/child-tool"))
+            .unwrap();
+        assert_eq!(kept.args.len(), ARGS_KEPT);
+        assert!(kept
+            .args
+            .iter()
+            .all(|a| a.len() <= TEXT_KEPT + '…'.len_utf8()));
+        assert!(kept.why.len() <= TEXT_KEPT + '…'.len_utf8());
+        // Handed on once: a second call no longer has it.
+        let first = unreported();
+        assert!(first
+            .iter()
+            .any(|r| r.program == Path::new("/usr/bin/child-tool")));
+        assert!(!unreported()
+            .iter()
+            .any(|r| r.program == Path::new("/usr/bin/child-tool")));
     }
 }

@@ -8,6 +8,7 @@
 //! - [`line`](mod@line): the one line codec and the blocking connection every client uses;
 //! - [`spec`]: the OpenFiles files other tools read (`diagnostics.json`, queue lines,
 //!   heartbeats);
+//! - [`summary`]: the review summary (`status.json`) clients read beside a workspace's state;
 //!
 //! A request is built from the same struct the other side decodes, so a field one side
 //! spells differently from the other is a compile error, not a silent drop.
@@ -19,3 +20,4 @@ pub mod claws;
 pub mod control;
 pub mod line;
 pub mod spec;
+pub mod summary;

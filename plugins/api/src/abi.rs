@@ -14,7 +14,10 @@
 //! - `query` (minor 1) was appended: a loader reads it only from a table whose `struct_size`
 //!   holds it ([`QUERY_MIN_SIZE`]); an older library has no question answered;
 //! - every entry point catches panics and reports them as [`STATUS_PANIC`]; nothing
-//!   unwinds across the boundary.
+//!   unwinds across the boundary;
+//! - a check's answer may carry, beside the [`crate::CheckResponse`] fields, the programs the
+//!   plugin started since its last answer ([`RAN_KEY`]); a host that does not know the key
+//!   ignores it.
 
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -247,7 +250,7 @@ unsafe extern "C" fn ffi_check<P: Plugin>(
         let req: CheckRequest = serde_json::from_slice(bytes)
             .map_err(|e| PluginError::Request(format!("check: bad request JSON: {e}")))?;
         let resp = plugin.check(req)?;
-        serde_json::to_vec(&resp).map_err(|e| PluginError::Request(e.to_string()))
+        answer_json(&resp).map_err(|e| PluginError::Request(e.to_string()))
     })
 }
 
@@ -271,6 +274,26 @@ unsafe extern "C" fn ffi_query<P: Plugin>(
         serde_json::to_vec(&answer).map_err(|e| PluginError::Request(e.to_string()))
     })
 }
+
+/// A check's answer as JSON, with the programs the plugin started since its last answer
+/// under `ran` (the gate's record, [`crate::gate::spawn::unreported`]): this library has its
+/// own copy of the gate, which the host cannot read, so the answer carries them to the
+/// service's `status`. A host that does not know the key ignores it.
+fn answer_json(resp: &crate::types::CheckResponse) -> serde_json::Result<Vec<u8>> {
+    let ran = crate::gate::spawn::unreported();
+    if ran.is_empty() {
+        return serde_json::to_vec(resp);
+    }
+    let mut value = serde_json::to_value(resp)?;
+    if let serde_json::Value::Object(map) = &mut value {
+        map.insert(RAN_KEY.into(), serde_json::to_value(ran)?);
+    }
+    serde_json::to_vec(&value)
+}
+
+/// The key of a check answer's JSON that carries the programs the plugin started
+/// ([`crate::gate::spawn::Ran`] objects).
+pub const RAN_KEY: &str = "ran";
 
 unsafe extern "C" fn ffi_cancel<P: Plugin>(instance: *mut c_void, id: u64) {
     if instance.is_null() {

@@ -93,6 +93,73 @@ impl std::fmt::Debug for PluginLibrary {
     }
 }
 
+/// The table `lib`'s entry symbol returns (not null); valid while `lib` is loaded.
+fn entry_table(lib: &Library, path: &Path) -> Result<*const PluginTableV1, LoadError> {
+    // SAFETY: the symbol's type is fixed by the ABI (no args, returns the table).
+    let sym = unsafe { lib.get::<extern "C" fn() -> *const PluginTableV1>(SYMBOL.as_bytes()) };
+    let entry: extern "C" fn() -> *const PluginTableV1 = match sym {
+        Ok(sym) => *sym,
+        Err(_) => {
+            return Err(LoadError::MissingSymbol {
+                path: path.to_owned(),
+                symbol: SYMBOL,
+            })
+        }
+    };
+    let table = entry();
+    if table.is_null() {
+        return Err(LoadError::BadTable {
+            path: path.to_owned(),
+            message: format!("{SYMBOL} returned a null table"),
+        });
+    }
+    Ok(table)
+}
+
+/// The table's ABI major is this host's and it is at least as large as a minor-0 table (no
+/// `query`, whose fields are the first ones of ours); whether it holds `query`.
+fn check_layout(table: *const PluginTableV1, path: &Path) -> Result<bool, LoadError> {
+    // SAFETY: the first fields never move across ABI versions; read only those first.
+    let (major, size) = unsafe {
+        (
+            std::ptr::addr_of!((*table).abi_major).read(),
+            std::ptr::addr_of!((*table).struct_size).read(),
+        )
+    };
+    if major != ABI_MAJOR {
+        return Err(LoadError::AbiMismatch {
+            path: path.to_owned(),
+            found: major,
+            expected: ABI_MAJOR,
+        });
+    }
+    let expected = V1_0_SIZE;
+    if size < expected {
+        return Err(LoadError::TableSize {
+            path: path.to_owned(),
+            found: size,
+            expected,
+        });
+    }
+    Ok(size >= QUERY_MIN_SIZE)
+}
+
+/// One of the table's strings (`what`: its name in errors): present and UTF-8.
+fn table_text(p: *const std::ffi::c_char, what: &str, path: &Path) -> Result<String, LoadError> {
+    let bad = |message: String| LoadError::BadTable {
+        path: path.to_owned(),
+        message,
+    };
+    if p.is_null() {
+        return Err(bad(format!("{what} is null")));
+    }
+    // SAFETY: the ABI promises a static NUL-terminated string.
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str()
+        .map(str::to_owned)
+        .map_err(|_| bad(format!("{what} is not UTF-8")))
+}
+
 impl PluginLibrary {
     /// Load `path` and validate its table. Loading runs the library's initialisers: call
     /// this only for libraries the user chose to trust (and preferably in a child process).
@@ -102,71 +169,13 @@ impl PluginLibrary {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-        let entry: extern "C" fn() -> *const PluginTableV1 = {
-            // SAFETY: the symbol's type is fixed by the ABI (no args, returns the table).
-            let sym =
-                unsafe { lib.get::<extern "C" fn() -> *const PluginTableV1>(SYMBOL.as_bytes()) };
-            match sym {
-                Ok(sym) => *sym,
-                Err(_) => {
-                    return Err(LoadError::MissingSymbol {
-                        path: path.to_owned(),
-                        symbol: SYMBOL,
-                    })
-                }
-            }
-        };
-        let table = entry();
-        if table.is_null() {
-            return Err(LoadError::BadTable {
-                path: path.to_owned(),
-                message: format!("{SYMBOL} returned a null table"),
-            });
-        }
-        // SAFETY: the first fields never move across ABI versions; read only those first.
-        let (major, size) = unsafe {
-            (
-                std::ptr::addr_of!((*table).abi_major).read(),
-                std::ptr::addr_of!((*table).struct_size).read(),
-            )
-        };
-        if major != ABI_MAJOR {
-            return Err(LoadError::AbiMismatch {
-                path: path.to_owned(),
-                found: major,
-                expected: ABI_MAJOR,
-            });
-        }
-        // A minor-0 table (no `query`) is accepted; its fields are the first ones of ours.
-        let expected = V1_0_SIZE;
-        if size < expected {
-            return Err(LoadError::TableSize {
-                path: path.to_owned(),
-                found: size,
-                expected,
-            });
-        }
+        let table = entry_table(&lib, path)?;
+        let answers_queries = check_layout(table, path)?;
         // SAFETY: major and size match, so the table has this layout (up to `query`, which is
         // read only when `answers_queries`).
         let t = unsafe { &*table };
-        let text = |p: *const std::ffi::c_char, what: &str| -> Result<String, LoadError> {
-            if p.is_null() {
-                return Err(LoadError::BadTable {
-                    path: path.to_owned(),
-                    message: format!("{what} is null"),
-                });
-            }
-            // SAFETY: the ABI promises a static NUL-terminated string.
-            let s = unsafe { CStr::from_ptr(p) };
-            s.to_str()
-                .map(str::to_owned)
-                .map_err(|_| LoadError::BadTable {
-                    path: path.to_owned(),
-                    message: format!("{what} is not UTF-8"),
-                })
-        };
-        let name = text(t.name, "name")?;
-        let version = text(t.version, "version")?;
+        let name = table_text(t.name, "name", path)?;
+        let version = table_text(t.version, "version", path)?;
         if name.is_empty() {
             return Err(LoadError::BadTable {
                 path: path.to_owned(),
@@ -175,7 +184,7 @@ impl PluginLibrary {
         }
         Ok(Arc::new(PluginLibrary {
             table,
-            answers_queries: size >= QUERY_MIN_SIZE,
+            answers_queries,
             name,
             version,
             _lib: lib,

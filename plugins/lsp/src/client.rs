@@ -1,7 +1,7 @@
 //! One initialized language server: capabilities, server requests, pushed state.
 //!
-//! Owns the [`Transport`] of one server and a dispatcher task that answers every server
-//! request (unknown ones get `MethodNotFound`, so none is left unanswered) and records what
+//! Owns the [`Transport`] of one server and a dispatcher task (`dispatch`) that answers
+//! every server request (unknown ones get `MethodNotFound`, so none is left unanswered) and records what
 //! the server pushes: `publishDiagnostics` per file with a global sequence number, dynamic
 //! registrations (pull diagnostics, watched files), and work-done progress. Waiters in
 //! [`crate::diagnose`] read that state under a short lock and sleep on a `watch` channel
@@ -14,8 +14,8 @@
 //! several folders and their change notifications ([`ServerCaps::folders`]).
 
 use crate::config::ServerSpec;
-use crate::convert::{path_to_uri, uri_to_path, Encoding};
-use crate::transport::{Error, Incoming, Transport};
+use crate::convert::{path_to_uri, Encoding};
+use crate::transport::{Error, Transport};
 use lsp_types::request::Request;
 use lsp_types::{Diagnostic, InitializeResult};
 use serde_json::{json, Value};
@@ -23,11 +23,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-const METHOD_NOT_FOUND: i64 = -32601;
-const REQUEST_FAILED: i64 = -32803;
+mod dispatch;
+
+pub use dispatch::section;
+use dispatch::Dispatcher;
 
 /// The latest push for one file.
 #[derive(Debug, Clone)]
@@ -72,6 +74,46 @@ pub struct ServerCaps {
     pub folders: bool,
     /// `codeActionProvider`: quick fixes can be asked for (`crate::fixes`).
     pub code_actions: bool,
+}
+
+impl ServerCaps {
+    /// The facts of `initialize`'s capabilities the client uses.
+    fn from_lsp(c: &lsp_types::ServerCapabilities) -> ServerCaps {
+        let pull = c.diagnostic_provider.as_ref().map(|p| match p {
+            lsp_types::DiagnosticServerCapabilities::Options(o) => o.identifier.clone(),
+            lsp_types::DiagnosticServerCapabilities::RegistrationOptions(o) => {
+                o.diagnostic_options.identifier.clone()
+            }
+        });
+        let (save, save_include_text) = save_caps(c.text_document_sync.as_ref());
+        let folders = c
+            .workspace
+            .as_ref()
+            .and_then(|w| w.workspace_folders.as_ref())
+            .is_some_and(|f| {
+                f.supported == Some(true)
+                    && matches!(
+                        f.change_notifications,
+                        Some(lsp_types::OneOf::Left(true) | lsp_types::OneOf::Right(_))
+                    )
+            });
+        ServerCaps {
+            encoding: Encoding::from_lsp(c.position_encoding.as_ref().map(|e| e.as_str())),
+            pull,
+            save,
+            save_include_text,
+            commands: c
+                .execute_command_provider
+                .as_ref()
+                .map(|e| e.commands.clone())
+                .unwrap_or_default(),
+            folders,
+            code_actions: !matches!(
+                c.code_action_provider,
+                None | Some(lsp_types::CodeActionProviderCapability::Simple(false))
+            ),
+        }
+    }
 }
 
 /// What the last check of a file reported: the text positions refer to, and the
@@ -138,85 +180,24 @@ impl Client {
         } else {
             folders.to_vec()
         }));
-        tokio::spawn(dispatch(
-            transport.clone(),
-            inbox,
-            state.clone(),
-            tx,
-            spec.clone(),
-            folders.clone(),
-        ));
-        let listed = folders.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let init = match initialize(&transport, spec, &listed, startup).await {
-            Ok(r) => r,
-            Err(e) => {
-                transport.kill().await;
-                transport.stderr_closed(Duration::from_secs(1)).await;
-                let tail = transport.stderr_tail();
-                return Err(if tail.is_empty() {
-                    e
-                } else {
-                    Error::Startup {
-                        cause: Box::new(e),
-                        stderr: tail,
-                    }
-                });
-            }
+        let dispatcher = Dispatcher {
+            state: state.clone(),
+            spec: spec.clone(),
+            folders: folders.clone(),
         };
-        transport.notify("initialized", json!({}));
-        for (method, params) in &spec.after_initialized {
-            transport.notify(method, params.clone());
-        }
-        if !spec.settings.is_null() {
-            transport.notify(
-                "workspace/didChangeConfiguration",
-                json!({"settings": spec.settings}),
-            );
-        }
-        let c = &init.capabilities;
-        let encoding = Encoding::from_lsp(c.position_encoding.as_ref().map(|e| e.as_str()));
-        let pull = c.diagnostic_provider.as_ref().map(|p| match p {
-            lsp_types::DiagnosticServerCapabilities::Options(o) => o.identifier.clone(),
-            lsp_types::DiagnosticServerCapabilities::RegistrationOptions(o) => {
-                o.diagnostic_options.identifier.clone()
-            }
-        });
-        let (save, save_include_text) = save_caps(c.text_document_sync.as_ref());
-        let commands = c
-            .execute_command_provider
-            .as_ref()
-            .map(|e| e.commands.clone())
-            .unwrap_or_default();
-        let folder_support = c
-            .workspace
-            .as_ref()
-            .and_then(|w| w.workspace_folders.as_ref())
-            .is_some_and(|f| {
-                f.supported == Some(true)
-                    && matches!(
-                        f.change_notifications,
-                        Some(lsp_types::OneOf::Left(true) | lsp_types::OneOf::Right(_))
-                    )
-            });
-        tracing::info!(server = %spec.name, root = %root.display(), folders = listed.len(), folder_support, ?encoding, pull = pull.is_some(), "server initialized");
+        tokio::spawn(dispatcher.run(transport.clone(), inbox, tx));
+        let listed = folders.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let init = initialize_or_stop(&transport, spec, &listed, startup).await?;
+        initialized(&transport, spec);
+        let caps = ServerCaps::from_lsp(&init.capabilities);
+        tracing::info!(server = %spec.name, root = %root.display(), folders = listed.len(), folder_support = caps.folders, encoding = ?caps.encoding, pull = caps.pull.is_some(), "server initialized");
         Ok(Arc::new(Client {
             name: spec.name.clone(),
             spec: spec.clone(),
             root: root.to_path_buf(),
             folders,
             transport,
-            caps: ServerCaps {
-                encoding,
-                pull,
-                save,
-                save_include_text,
-                commands,
-                folders: folder_support,
-                code_actions: !matches!(
-                    c.code_action_provider,
-                    None | Some(lsp_types::CodeActionProviderCapability::Simple(false))
-                ),
-            },
+            caps,
             state,
             changed: rx,
             docs: Mutex::default(),
@@ -357,6 +338,45 @@ fn folder_json(folder: &Path) -> Value {
     json!({"uri": path_to_uri(folder), "name": name})
 }
 
+/// [`initialize`]; a server that fails it is killed, and its error carries the server's
+/// last stderr lines.
+async fn initialize_or_stop(
+    t: &Transport,
+    spec: &ServerSpec,
+    folders: &[PathBuf],
+    timeout: Duration,
+) -> Result<InitializeResult, Error> {
+    let e = match initialize(t, spec, folders, timeout).await {
+        Ok(r) => return Ok(r),
+        Err(e) => e,
+    };
+    t.kill().await;
+    t.stderr_closed(Duration::from_secs(1)).await;
+    let tail = t.stderr_tail();
+    Err(if tail.is_empty() {
+        e
+    } else {
+        Error::Startup {
+            cause: Box::new(e),
+            stderr: tail,
+        }
+    })
+}
+
+/// `initialized`, the server's own notifications to follow it, and its settings pushed.
+fn initialized(t: &Transport, spec: &ServerSpec) {
+    t.notify("initialized", json!({}));
+    for (method, params) in &spec.after_initialized {
+        t.notify(method, params.clone());
+    }
+    if !spec.settings.is_null() {
+        t.notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": spec.settings}),
+        );
+    }
+}
+
 async fn initialize(
     t: &Transport,
     spec: &ServerSpec,
@@ -404,280 +424,6 @@ async fn initialize(
     let _: lsp_types::InitializeParams = serde_json::from_value(params.clone()).map_err(decode)?;
     let v = t.request("initialize", params, timeout).await?;
     serde_json::from_value(v).map_err(decode)
-}
-
-/// The value at a dotted section path of `settings` (`null` if absent; no section = all).
-pub fn section(settings: &Value, path: Option<&str>) -> Value {
-    let Some(path) = path.filter(|p| !p.is_empty()) else {
-        return settings.clone();
-    };
-    if let Some(v) = settings.get(path) {
-        return v.clone(); // a literal dotted key
-    }
-    let mut v = settings;
-    for part in path.split('.') {
-        match v.get(part) {
-            Some(x) => v = x,
-            None => return Value::Null,
-        }
-    }
-    v.clone()
-}
-
-fn is_waited(spec: &ServerSpec, token: &str, title: &str) -> bool {
-    let (token, title) = (token.to_lowercase(), title.to_lowercase());
-    spec.wait_for_progress
-        .iter()
-        .map(|w| w.to_lowercase())
-        .any(|w| token.contains(&w) || title.contains(&w))
-}
-
-async fn dispatch(
-    t: Arc<Transport>,
-    mut inbox: mpsc::UnboundedReceiver<Incoming>,
-    state: Arc<Mutex<State>>,
-    changed: watch::Sender<u64>,
-    spec: ServerSpec,
-    folders: Arc<Mutex<Vec<PathBuf>>>,
-) {
-    let bump = || changed.send_modify(|n| *n += 1);
-    while let Some(msg) = inbox.recv().await {
-        match msg {
-            Incoming::Request { id, method, params } => {
-                let answer = answer_request(&method, &params, &state, &spec, &folders);
-                t.respond(id, answer);
-                bump();
-            }
-            Incoming::Notification { method, params } => {
-                note(&method, params, &state, &spec);
-                bump();
-            }
-        }
-    }
-    bump();
-}
-
-fn answer_request(
-    method: &str,
-    params: &Value,
-    state: &Mutex<State>,
-    spec: &ServerSpec,
-    folders: &Mutex<Vec<PathBuf>>,
-) -> Result<Value, (i64, String)> {
-    let st = || state.lock().unwrap_or_else(|e| e.into_inner());
-    match method {
-        "workspace/configuration" => {
-            let items = params
-                .get("items")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let out: Vec<Value> = items
-                .iter()
-                .map(|i| section(&spec.settings, i.get("section").and_then(Value::as_str)))
-                .collect();
-            Ok(Value::Array(out))
-        }
-        "client/registerCapability" => {
-            for r in params
-                .get("registrations")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let id = r
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                match r.get("method").and_then(Value::as_str) {
-                    Some("textDocument/diagnostic") => {
-                        let ident = r
-                            .pointer("/registerOptions/identifier")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        st().pull_registrations.insert(id, ident);
-                    }
-                    Some("workspace/didChangeWatchedFiles") => st().watchers += 1,
-                    _ => {}
-                }
-            }
-            Ok(Value::Null)
-        }
-        "client/unregisterCapability" => {
-            // The spec's field name really is misspelt "unregisterations".
-            for r in params
-                .get("unregisterations")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let id = r.get("id").and_then(Value::as_str).unwrap_or_default();
-                match r.get("method").and_then(Value::as_str) {
-                    Some("textDocument/diagnostic") => {
-                        st().pull_registrations.remove(id);
-                    }
-                    Some("workspace/didChangeWatchedFiles") => {
-                        let mut s = st();
-                        s.watchers = s.watchers.saturating_sub(1);
-                    }
-                    _ => {}
-                }
-            }
-            Ok(Value::Null)
-        }
-        "window/workDoneProgress/create"
-        | "workspace/diagnostic/refresh"
-        | "workspace/semanticTokens/refresh"
-        | "workspace/inlayHint/refresh"
-        | "workspace/inlineValue/refresh"
-        | "workspace/codeLens/refresh"
-        | "workspace/foldingRange/refresh"
-        | "window/showMessageRequest" => Ok(Value::Null),
-        "workspace/workspaceFolders" => {
-            let f = folders.lock().unwrap_or_else(|e| e.into_inner());
-            Ok(Value::Array(f.iter().map(|p| folder_json(p)).collect()))
-        }
-        "workspace/applyEdit" => {
-            Ok(json!({"applied": false, "failureReason": "openfiles does not edit files"}))
-        }
-        "window/showDocument" => Ok(json!({"success": false})),
-        // A schema behind a URL (yaml-language-server and the JSON server ask the client for
-        // them): openfiles downloads nothing at check time. A schema file (asked for in an
-        // untrusted workspace, see `ServerSpec::schemas_from_client`): only one inside the
-        // server's folders, read the confined way.
-        "vscode/content" => {
-            let uri = params
-                .as_str()
-                .or_else(|| params.get(0).and_then(Value::as_str))
-                .unwrap_or_default();
-            match uri.strip_prefix("file://").and_then(|_| uri_to_path(uri)) {
-                Some(path) if spec.schemas_from_client => {
-                    schema_file(&path, &folders.lock().unwrap_or_else(|e| e.into_inner()))
-                }
-                Some(_) => Err((REQUEST_FAILED, "openfiles reads no schema file here".into())),
-                None => Err((
-                    REQUEST_FAILED,
-                    "openfiles does not download schemas: name a schema file instead".into(),
-                )),
-            }
-        }
-        _ => {
-            tracing::debug!(server = %spec.name, method, "unknown server request");
-            Err((
-                METHOD_NOT_FOUND,
-                format!("openfiles does not handle {method}"),
-            ))
-        }
-    }
-}
-
-/// The largest schema file served.
-const MAX_SCHEMA_BYTES: u64 = 8 << 20;
-
-/// A schema file's text for the server: only inside one of its folders, read confined.
-fn schema_file(path: &Path, folders: &[PathBuf]) -> Result<Value, (i64, String)> {
-    let Some(folder) = folders.iter().find(|f| path.starts_with(f)) else {
-        return Err((
-            REQUEST_FAILED,
-            format!(
-                "openfiles reads no schema outside the workspace ({})",
-                path.display()
-            ),
-        ));
-    };
-    openfiles_plugin_api::confine::read_workspace_file(folder, path, MAX_SCHEMA_BYTES)
-        .map(|b| Value::String(String::from_utf8_lossy(&b).into_owned()))
-        .map_err(|e| (REQUEST_FAILED, format!("{}: {e}", path.display())))
-}
-
-fn note(method: &str, params: Value, state: &Mutex<State>, spec: &ServerSpec) {
-    match method {
-        "textDocument/publishDiagnostics" => {
-            let Some(path) = params
-                .get("uri")
-                .and_then(Value::as_str)
-                .and_then(uri_to_path)
-            else {
-                return;
-            };
-            let version = params
-                .get("version")
-                .and_then(Value::as_i64)
-                .map(|v| v as i32);
-            let diagnostics = params
-                .get("diagnostics")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|d| {
-                    let mut diag = serde_json::from_value::<Diagnostic>(d.clone()).ok()?;
-                    // clangd's inline fixes (`codeActionsInline`) ride in `data`.
-                    if let Some(actions) = d.get("codeActions").filter(|a| a.is_array()) {
-                        diag.data = Some(json!({
-                            crate::convert::INLINE_ACTIONS: actions,
-                            "data": diag.data.take(),
-                        }));
-                    }
-                    Some(diag)
-                })
-                .collect::<Vec<_>>();
-            tracing::trace!(server = %spec.name, path = %path.display(), ?version, n = diagnostics.len(), "push");
-            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            s.seq += 1;
-            let seq = s.seq;
-            s.pushes.insert(
-                path,
-                Push {
-                    seq,
-                    version,
-                    diagnostics,
-                },
-            );
-        }
-        "$/progress" => {
-            let token = match params.get("token") {
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
-                None => return,
-            };
-            let kind = params
-                .pointer("/value/kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let title = params
-                .pointer("/value/title")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            match kind {
-                "begin" if is_waited(spec, &token, title) => {
-                    s.waited_begun += 1;
-                    s.waited_active.insert(token, ());
-                }
-                "end" => {
-                    s.waited_active.remove(&token);
-                }
-                _ => {}
-            }
-        }
-        m if spec.indexing.as_ref().is_some_and(|(begin, _)| begin == m) => {
-            state.lock().unwrap_or_else(|e| e.into_inner()).indexing = true;
-        }
-        m if spec.indexing.as_ref().is_some_and(|(_, end)| end == m) => {
-            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-            s.indexing = false;
-            s.indexed_at = s.seq;
-        }
-        "window/logMessage" | "window/showMessage" => {
-            let msg = params
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            tracing::debug!(server = %spec.name, "{method}: {msg}");
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

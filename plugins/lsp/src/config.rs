@@ -1,9 +1,10 @@
-//! The plugin's configuration and the table of known language servers.
+//! The plugin's configuration: what a server is started with and where it is found.
 //!
 //! Owns: parsing `[plugin.lsp]` (handed over as JSON), merging it over the built-in server
-//! table, finding a server's executable (the project's `node_modules/.bin` or `.venv/bin` when
-//! trusted, then `PATH`'s absolute entries outside an untrusted workspace: the gate's rule) and
-//! a file's project root (nearest ancestor with a root marker, never above the workspace).
+//! table (kept in `builtin`), finding a server's executable (the project's
+//! `node_modules/.bin` or `.venv/bin` when trusted, then `PATH`'s absolute entries outside
+//! an untrusted workspace: the gate's rule) and a file's project root (nearest ancestor with
+//! a root marker, never above the workspace).
 //!
 //! What a server reads from a project that can name a program or a path is off in a
 //! workspace the user has not trusted: servers that run project code (rust-analyzer, ESLint)
@@ -22,6 +23,10 @@
 //! workspace's scope) (a quick `--version` run used
 //! for rustup's `rust-analyzer` proxy, which exists even when the component does not).
 
+mod builtin;
+
+use builtin::spec;
+pub use builtin::{builtin, PYTHON_TYPES};
 use openfiles_plugin_api::PluginError;
 use serde::Deserialize;
 use serde_json::Value;
@@ -108,6 +113,54 @@ pub struct ServerOverride {
     pub needs_project: Option<bool>,
 }
 
+impl ServerOverride {
+    /// Set the fields this override names on `s`; a new command drops the built-in probe.
+    fn apply(&self, s: &mut ServerSpec) {
+        if let Some(c) = &self.command {
+            if c != &s.command {
+                s.probe = None;
+            }
+            s.command = c.clone();
+        }
+        if let Some(a) = &self.args {
+            s.args = a.clone();
+        }
+        if let Some(e) = &self.extensions {
+            s.extensions = e
+                .iter()
+                .map(|x| x.trim_start_matches('.').to_owned())
+                .collect();
+        }
+        if let Some(l) = &self.language_ids {
+            s.language_ids = l.clone();
+        }
+        if let Some(m) = &self.root_markers {
+            s.root_markers = m.clone();
+        }
+        if let Some(i) = &self.initialization_options {
+            s.initialization_options = Some(i.clone());
+        }
+        if let Some(v) = &self.settings {
+            s.settings = v.clone();
+        }
+        if let Some(w) = &self.wait_for_progress {
+            s.wait_for_progress = w.clone();
+        }
+        if let Some(d) = self.diagnostics {
+            s.diagnostics = d;
+        }
+        if let Some(f) = self.finds_projects {
+            s.finds_projects = f;
+        }
+        if let Some(f) = &self.file_names {
+            s.file_names = f.clone();
+        }
+        if let Some(n) = self.needs_project {
+            s.needs_project = n;
+        }
+    }
+}
+
 /// How a server's results are obtained.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -181,380 +234,6 @@ pub struct ServerSpec {
     pub claims: Vec<String>,
 }
 
-fn spec(name: &str, command: &str, args: &[&str], exts: &[&str], markers: &[&str]) -> ServerSpec {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    ServerSpec {
-        name: name.into(),
-        command: command.into(),
-        args: s(args),
-        extensions: s(exts),
-        file_names: Vec::new(),
-        language_ids: BTreeMap::new(),
-        root_markers: s(markers),
-        initialization_options: None,
-        settings: Value::Null,
-        wait_for_progress: Vec::new(),
-        diagnostics: DiagnosticsMode::Auto,
-        probe: None,
-        node_package: false,
-        opt_in: false,
-        finds_projects: false,
-        runs_project_code: false,
-        needs_project: false,
-        untrusted_args: Vec::new(),
-        filtered_compile_db: false,
-        outside_typescript: false,
-        schemas_from_client: false,
-        after_initialized: Vec::new(),
-        indexing: None,
-        group: None,
-        claims: Vec::new(),
-    }
-}
-
-/// The built-in servers, in the order their results are listed.
-pub fn builtin() -> Vec<ServerSpec> {
-    let py = ["py", "pyi"];
-    let ts = ["ts", "tsx", "js", "jsx", "mts", "cts", "mjs", "cjs"];
-    let c = ["c", "h", "cpp", "cc", "cxx", "hpp", "hh"];
-    let mut tsls = spec(
-        "typescript-language-server",
-        "typescript-language-server",
-        &["--stdio"],
-        &ts,
-        &["tsconfig.json", "jsconfig.json", "package.json"],
-    );
-    tsls.diagnostics = DiagnosticsMode::Tsserver;
-    // tsserver opens each file in the project of the nearest tsconfig.json, as it does for an
-    // editor window holding many packages.
-    tsls.finds_projects = true;
-    // It would run the project's `node_modules/typescript/lib/tsserver.js` first.
-    tsls.outside_typescript = true;
-    // TypeScript 7's native server (npm @typescript/native-preview): pull diagnostics for
-    // the text sent. Opt-in while it is a preview.
-    let mut tsgo = spec(
-        "tsgo",
-        "tsgo",
-        &["--lsp", "--stdio"],
-        &ts,
-        &["tsconfig.json", "jsconfig.json", "package.json"],
-    );
-    tsgo.opt_in = true;
-    let mut ra = spec(
-        "rust-analyzer",
-        "rust-analyzer",
-        &[],
-        &["rs"],
-        &["Cargo.toml"],
-    );
-    ra.probe = Some(vec!["--version".into()]);
-    ra.runs_project_code = true;
-    ra.wait_for_progress = vec!["cargo check".into(), "flycheck".into()];
-    let mut pyright = spec(
-        "pyright",
-        "pyright-langserver",
-        &["--stdio"],
-        &py,
-        &["pyrightconfig.json", "pyproject.toml[tool.pyright]"],
-    );
-    pyright.group = Some(PYTHON_TYPES.into());
-    let mut basedpyright = spec(
-        "basedpyright",
-        "basedpyright-langserver",
-        &["--stdio"],
-        &py,
-        &[
-            "pyrightconfig.json",
-            "pyproject.toml[tool.basedpyright]",
-            "pyproject.toml[tool.pyright]",
-        ],
-    );
-    basedpyright.group = Some(PYTHON_TYPES.into());
-    basedpyright.claims = python_claims("basedpyright");
-    // Astral's checker (PyPI `ty`): pull diagnostics; a project configures it in ty.toml or
-    // [tool.ty], which is also how a project asks for it over pyright.
-    let mut ty = spec(
-        "ty",
-        "ty",
-        &["server"],
-        &py,
-        &["ty.toml", "pyproject.toml[tool.ty]"],
-    );
-    ty.group = Some(PYTHON_TYPES.into());
-    ty.claims = python_claims("ty");
-    let mut all = vec![
-        spec(
-            "ruff",
-            "ruff",
-            &["server"],
-            &py,
-            &["pyproject.toml", "ruff.toml", ".ruff.toml"],
-        ),
-        // A pyproject.toml is a pyright project only with a [tool.pyright] table: packages
-        // without one are checked in the enclosing project, one program for all of them
-        // (each workspace folder is a whole program in pyright, ~0.3 s and ~20 MiB apiece).
-        pyright,
-        basedpyright,
-        ty,
-        tsls,
-        tsgo,
-        eslint(&ts),
-        {
-            // clangd looks up each file's compile database and .clangd in its parent folders.
-            let mut clangd = spec(
-                "clangd",
-                "clangd",
-                &["--log=error"],
-                &c,
-                &["compile_commands.json", "compile_flags.txt", ".clangd"],
-            );
-            clangd.finds_projects = true;
-            // `.clangd` (CompileFlags: Add: [-MJ, …]) and the repository's compile database
-            // name paths clangd writes to: neither is read in an untrusted workspace.
-            clangd.untrusted_args = vec!["--enable-config=false".into()];
-            clangd.filtered_compile_db = true;
-            clangd
-        },
-        ra,
-        spec("gopls", "gopls", &[], &["go"], &["go.work", "go.mod"]),
-        spec(
-            "bash-language-server",
-            "bash-language-server",
-            &["start"],
-            &["sh", "bash"],
-            &[],
-        ),
-    ];
-    all.extend(data_languages());
-    all.extend(untested());
-    for s in &mut all {
-        s.node_package = matches!(
-            s.name.as_str(),
-            "pyright"
-                | "basedpyright"
-                | "typescript-language-server"
-                | "tsgo"
-                | "bash-language-server"
-                | "eslint"
-        );
-    }
-    all
-}
-
-/// The group of Python type checkers: one of pyright, basedpyright and ty checks a file.
-pub const PYTHON_TYPES: &str = "python-types";
-
-/// The markers by which a project asks for a Python type checker (shared with the pyright
-/// plugin, which runs the same checker's command line).
-fn python_claims(name: &str) -> Vec<String> {
-    openfiles_plugin_api::markers::python_type_checker_claims(name)
-        .iter()
-        .map(|m| m.to_string())
-        .collect()
-}
-
-/// ESLint through `vscode-eslint-language-server` (npm `vscode-langservers-extracted`). It
-/// loads the project's ESLint configuration, which is JavaScript: a program the repository
-/// brings, so only in workspaces the user trusts, and only for files under an ESLint
-/// configuration. The ESLint library is the project's (`node_modules/eslint`), else the one
-/// npm installed globally (`packageManager`).
-fn eslint(ts: &[&str]) -> ServerSpec {
-    let mut s = spec(
-        "eslint",
-        "vscode-eslint-language-server",
-        &["--stdio"],
-        ts,
-        &[
-            "eslint.config.js",
-            "eslint.config.mjs",
-            "eslint.config.cjs",
-            "eslint.config.ts",
-            "eslint.config.mts",
-            "eslint.config.cts",
-            ".eslintrc.js",
-            ".eslintrc.cjs",
-            ".eslintrc.json",
-            ".eslintrc.yaml",
-            ".eslintrc.yml",
-            ".eslintrc",
-        ],
-    );
-    s.runs_project_code = true;
-    s.needs_project = true;
-    // The settings the VS Code extension sends (the server asks for them per file, section
-    // ""): validate on type, problems in full, no code actions, the file's folder as the
-    // working directory (so its nearest configuration applies).
-    s.settings = serde_json::json!({
-        "validate": "on",
-        "run": "onType",
-        "packageManager": "npm",
-        "useESLintClass": false,
-        "useFlatConfig": null,
-        "experimental": {},
-        "codeAction": {
-            "disableRuleComment": {"enable": false, "location": "separateLine", "commentStyle": "line"},
-            "showDocumentation": {"enable": false},
-        },
-        "codeActionOnSave": {"enable": false, "mode": "all"},
-        "format": false,
-        "quiet": false,
-        "onIgnoredFiles": "off",
-        "options": {},
-        "rulesCustomizations": [],
-        "problems": {"shortenToSingleLine": false},
-        "nodePath": null,
-        "workingDirectory": {"mode": "location"},
-        "timeBudget": {"onValidation": {"warn": 8000, "error": 15000}, "onFixes": {"warn": 3000, "error": 6000}},
-    });
-    s
-}
-
-/// JSON, CSS, YAML, Dockerfiles and PHP: servers that check one file at a time, offline.
-/// Schemas are the ones a file names (`$schema`, `# yaml-language-server: $schema=`) or the
-/// user configures (`settings.json.schemas`, `settings.yaml.schemas`) and that are files:
-/// a schema behind http(s) is never downloaded (JSON: `schemaDownload` off, and only `file`
-/// handled by the server itself; YAML: schema store off, and http schemas asked of the
-/// client, which declines).
-fn data_languages() -> Vec<ServerSpec> {
-    use serde_json::json;
-    let mut json = spec(
-        "json",
-        "vscode-json-language-server",
-        &["--stdio"],
-        &["json", "jsonc"],
-        &[],
-    );
-    json.initialization_options = Some(json!({
-        "provideFormatter": false,
-        "handledSchemaProtocols": ["file"],
-    }));
-    json.schemas_from_client = true;
-    json.settings = json!({
-        "json": {"validate": {"enable": true}, "schemaDownload": {"enable": false},
-                 "format": {"enable": false}, "schemas": []},
-        "http": {"proxyStrictSSL": true},
-    });
-    let mut css = spec(
-        "css",
-        "vscode-css-language-server",
-        &["--stdio"],
-        &["css", "scss", "less"],
-        &[],
-    );
-    css.settings = json!({
-        "css": {"validate": true},
-        "scss": {"validate": true},
-        "less": {"validate": true},
-    });
-    let mut yaml = spec(
-        "yaml",
-        "yaml-language-server",
-        &["--stdio"],
-        &["yaml", "yml"],
-        &[],
-    );
-    yaml.settings = json!({
-        "yaml": {"validate": true, "schemaStore": {"enable": false}, "schemas": {},
-                 "format": {"enable": false}, "hover": false, "completion": false},
-        "http": {"proxyStrictSSL": true},
-        "[yaml]": {},
-        "editor": {},
-        "files": {},
-    });
-    yaml.after_initialized = vec![(
-        "yaml/registerContentRequest".into(),
-        serde_json::Value::Null,
-    )];
-    let mut docker = spec(
-        "dockerfile",
-        "docker-langserver",
-        &["--stdio"],
-        &["dockerfile"],
-        &[],
-    );
-    docker.file_names = vec!["Dockerfile".into(), "Containerfile".into()];
-    let mut php = spec(
-        "intelephense",
-        "intelephense",
-        &["--stdio"],
-        &["php"],
-        &["composer.json"],
-    );
-    php.indexing = Some(("indexingStarted".into(), "indexingEnded".into()));
-    php.settings = json!({"intelephense": {"telemetry": {"enabled": false}}});
-    vec![json, css, yaml, docker, php]
-}
-
-/// Servers openfiles knows but no test has run here (they cannot be installed from the
-/// registries this project uses, or their LSP build is not published there): opt-in, each
-/// marked untested in the README.
-fn untested() -> Vec<ServerSpec> {
-    let mut v = vec![
-        // Even Better TOML's server; the PyPI and npm builds of taplo leave the LSP out.
-        {
-            let mut t = spec(
-                "taplo",
-                "taplo",
-                &["lsp", "stdio"],
-                &["toml"],
-                &[".taplo.toml", "taplo.toml"],
-            );
-            t.settings = serde_json::json!({
-                "evenBetterToml": {"schema": {"enabled": true, "catalogs": [], "associations": {}}},
-            });
-            t
-        },
-        // Validates only the CSS and JavaScript embedded in HTML.
-        spec(
-            "html",
-            "vscode-html-language-server",
-            &["--stdio"],
-            &["html", "htm"],
-            &[],
-        ),
-        spec(
-            "jdtls",
-            "jdtls",
-            &[],
-            &["java"],
-            &[
-                "pom.xml",
-                "build.gradle",
-                "build.gradle.kts",
-                "settings.gradle",
-                ".project",
-            ],
-        ),
-        spec("csharp-ls", "csharp-ls", &[], &["cs"], &["global.json"]),
-        spec("ruby-lsp", "ruby-lsp", &[], &["rb"], &["Gemfile"]),
-        spec(
-            "kotlin-language-server",
-            "kotlin-language-server",
-            &[],
-            &["kt", "kts"],
-            &["settings.gradle.kts", "build.gradle.kts", "pom.xml"],
-        ),
-        spec(
-            "sourcekit-lsp",
-            "sourcekit-lsp",
-            &[],
-            &["swift"],
-            &["Package.swift"],
-        ),
-    ];
-    for s in &mut v {
-        s.opt_in = true;
-        // Their servers build the project to know it, and a build file is a program:
-        // jdtls and kotlin-language-server run Gradle or Maven, sourcekit-lsp compiles and
-        // runs Package.swift, ruby-lsp runs Bundler over the Gemfile, csharp-ls MSBuild.
-        s.runs_project_code = matches!(
-            s.name.as_str(),
-            "jdtls" | "kotlin-language-server" | "sourcekit-lsp" | "ruby-lsp" | "csharp-ls"
-        );
-    }
-    v
-}
-
 /// Parse the plugin's JSON config (`null` means defaults).
 pub fn parse(v: &Value) -> Result<Config, PluginError> {
     if v.is_null() {
@@ -579,49 +258,7 @@ impl Config {
                     out.len() - 1
                 }
             };
-            let s = &mut out[idx];
-            if let Some(c) = &o.command {
-                if c != &s.command {
-                    s.probe = None;
-                }
-                s.command = c.clone();
-            }
-            if let Some(a) = &o.args {
-                s.args = a.clone();
-            }
-            if let Some(e) = &o.extensions {
-                s.extensions = e
-                    .iter()
-                    .map(|x| x.trim_start_matches('.').to_owned())
-                    .collect();
-            }
-            if let Some(l) = &o.language_ids {
-                s.language_ids = l.clone();
-            }
-            if let Some(m) = &o.root_markers {
-                s.root_markers = m.clone();
-            }
-            if let Some(i) = &o.initialization_options {
-                s.initialization_options = Some(i.clone());
-            }
-            if let Some(v) = &o.settings {
-                s.settings = v.clone();
-            }
-            if let Some(w) = &o.wait_for_progress {
-                s.wait_for_progress = w.clone();
-            }
-            if let Some(d) = o.diagnostics {
-                s.diagnostics = d;
-            }
-            if let Some(f) = o.finds_projects {
-                s.finds_projects = f;
-            }
-            if let Some(f) = &o.file_names {
-                s.file_names = f.clone();
-            }
-            if let Some(n) = o.needs_project {
-                s.needs_project = n;
-            }
+            o.apply(&mut out[idx]);
         }
         for name in &self.enable {
             if !out.iter().any(|s| &s.name == name) {

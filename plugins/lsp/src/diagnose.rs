@@ -27,6 +27,7 @@ use crate::tsserver;
 use lsp_types::{Diagnostic, DocumentDiagnosticReportResult};
 use openfiles_plugin_api::{confine, content_hash, Item};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -77,19 +78,55 @@ async fn run(
     // Fixes only for the file's own text, not for a given one (the baseline's).
     let fixes = given.is_none();
     let sent = sync(client, path, &uri, language_id, given)?;
-    let enc = client.caps.encoding;
-    // Positions refer to the newest text sent (a concurrent check may have sent a newer one).
-    let to_items = |ds: &[Diagnostic]| {
-        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
+    let conv = Convert {
+        client,
+        path,
+        uri: &uri,
+        sent: &sent.text,
+        fixes,
+    };
+    if client.spec.diagnostics == DiagnosticsMode::Tsserver
+        && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
+    {
+        return via_tsserver(&conv, deadline).await;
+    }
+    let found = settle(&conv, &sent, deadline, quiet).await?;
+    if fixes {
+        crate::fixes::remember(client, path, conv.text(), found.raw);
+    }
+    Ok(found.items)
+}
+
+/// Turns one file's diagnostics into items.
+struct Convert<'a> {
+    client: &'a Client,
+    path: &'a Path,
+    uri: &'a str,
+    /// The text [`sync`] sent.
+    sent: &'a Arc<str>,
+    /// Whether items carry the fixes inlined in their diagnostics.
+    fixes: bool,
+}
+
+impl Convert<'_> {
+    /// The newest text sent (a concurrent check may have sent a newer one than ours):
+    /// positions refer to it.
+    fn text(&self) -> Arc<str> {
+        current_text(self.client, self.path).unwrap_or_else(|| self.sent.clone())
+    }
+
+    fn items(&self, ds: &[Diagnostic]) -> Vec<Item> {
+        let text = self.text();
+        let enc = self.client.caps.encoding;
         let mut hash = None;
         ds.iter()
             .map(|d| {
-                let mut item = to_item(d, &text, enc, &client.name);
-                if fixes && d.data.is_some() {
+                let mut item = to_item(d, &text, enc, &self.client.name);
+                if self.fixes && d.data.is_some() {
                     let sha256 = hash.get_or_insert_with(|| content_hash(text.as_bytes()));
                     let doc = Doc {
-                        path,
-                        uri: &uri,
+                        path: self.path,
+                        uri: self.uri,
                         text: &text,
                         sha256,
                         enc,
@@ -98,51 +135,73 @@ async fn run(
                 }
                 item
             })
-            .collect::<Vec<_>>()
-    };
-
-    let mode = client.spec.diagnostics;
-    if mode == DiagnosticsMode::Tsserver
-        && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
-    {
-        // tsserver answers for the newest text it has, which may be a concurrent check's.
-        let items = tsserver::diagnostics(client, &uri, deadline).await?;
-        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
-        if fixes {
-            let raw = items
-                .iter()
-                .filter_map(crate::fixes::from_tsserver)
-                .collect();
-            crate::fixes::remember(client, path, text.clone(), raw);
-        }
-        return Ok(tsserver::to_items(&items, &text));
+            .collect()
     }
-    let mut items = Vec::new();
-    // The raw diagnostics behind `items`, for their fixes (`crate::fixes`).
-    let mut raw: Vec<Diagnostic> = Vec::new();
+}
+
+/// typescript-language-server's results through `typescript.tsserverRequest`; tsserver
+/// answers for the newest text it has, which may be a concurrent check's.
+async fn via_tsserver(conv: &Convert<'_>, deadline: Instant) -> Result<Vec<Item>, CheckError> {
+    let items = tsserver::diagnostics(conv.client, conv.uri, deadline).await?;
+    let text = conv.text();
+    if conv.fixes {
+        let raw = items
+            .iter()
+            .filter_map(crate::fixes::from_tsserver)
+            .collect();
+        crate::fixes::remember(conv.client, conv.path, text.clone(), raw);
+    }
+    Ok(tsserver::to_items(&items, &text))
+}
+
+/// Items of a check, and the raw diagnostics behind them (for their fixes, `crate::fixes`).
+#[derive(Default)]
+struct Found {
+    items: Vec<Item>,
+    raw: Vec<Diagnostic>,
+}
+
+impl Found {
+    fn add(&mut self, conv: &Convert<'_>, ds: Vec<Diagnostic>) {
+        self.items.extend(conv.items(&ds));
+        self.raw.extend(ds);
+    }
+}
+
+/// Steps 2 to 4 of the module docs: pull, else wait for a fresh push (switching to pulls
+/// when the server registers them meanwhile), then for the waited-for progress; asked again
+/// when a concurrent check sent a newer text.
+async fn settle(
+    conv: &Convert<'_>,
+    sent: &Sent,
+    deadline: Instant,
+    quiet: Duration,
+) -> Result<Found, CheckError> {
+    let (client, path) = (conv.client, conv.path);
+    let mode = client.spec.diagnostics;
+    let progress = !client.spec.wait_for_progress.is_empty();
     let mut version = sent.version;
     loop {
+        let mut found = Found::default();
         let pulls = if mode == DiagnosticsMode::Push {
             Vec::new()
         } else {
             pull_identifiers(client)
         };
         for identifier in &pulls {
-            let pulled = pull(client, &uri, identifier.clone(), deadline).await?;
-            items.extend(to_items(&pulled));
-            raw.extend(pulled);
+            found.add(
+                conv,
+                pull(client, conv.uri, identifier.clone(), deadline).await?,
+            );
         }
         // A newer text sent meanwhile (a concurrent check) may have interrupted the server's
         // computation (pyright then answers an empty list): ask again for the newer text.
         if let Some(newer) = current_version(client, path).filter(|v| *v > version) {
             version = newer;
-            items.clear();
-            raw.clear();
             continue;
         }
-        let progress = !client.spec.wait_for_progress.is_empty();
         if !pulls.is_empty() && !progress {
-            break;
+            return Ok(found);
         }
         if pulls.is_empty() {
             // A server may register pull diagnostics only after `initialized` (pyright
@@ -164,25 +223,20 @@ async fn run(
         if progress {
             wait_progress(client, sent.progress_mark, deadline).await?;
         }
-        // With pulls, a push adds to them only when it came after our change (rust-analyzer
-        // pushes its cargo-check results even to pulling clients).
-        let pushed = {
-            let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
-            s.pushes
-                .get(path)
-                .filter(|p| pulls.is_empty() || p.seq > sent.seq_mark)
-                .map(|p| p.diagnostics.clone())
-                .unwrap_or_default()
-        };
-        items.extend(to_items(&pushed));
-        raw.extend(pushed);
-        break;
+        found.add(conv, pushed(client, path, !pulls.is_empty(), sent.seq_mark));
+        return Ok(found);
     }
-    if fixes {
-        let text = current_text(client, path).unwrap_or_else(|| sent.text.clone());
-        crate::fixes::remember(client, path, text, raw);
-    }
-    Ok(items)
+}
+
+/// The last push for `path`; with pulls, only one that came after our change (rust-analyzer
+/// pushes its cargo-check results even to pulling clients).
+fn pushed(client: &Client, path: &Path, pulled: bool, seq_mark: u64) -> Vec<Diagnostic> {
+    let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
+    s.pushes
+        .get(path)
+        .filter(|p| !pulled || p.seq > seq_mark)
+        .map(|p| p.diagnostics.clone())
+        .unwrap_or_default()
 }
 
 /// What [`sync`] sent.
@@ -299,25 +353,8 @@ pub(crate) fn sync(
     language_id: &str,
     given: Option<Arc<str>>,
 ) -> Result<Sent, CheckError> {
-    let t = &client.transport;
     let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
-    let read = match given {
-        Some(text) => Ok(text),
-        None => read_text(&client.root, path).map(Arc::from),
-    };
-    let text: Arc<str> = match read {
-        Ok(s) => s,
-        Err(e) => {
-            if docs.remove(path).is_some() {
-                t.notify(
-                    "textDocument/didClose",
-                    json!({"textDocument": {"uri": uri}}),
-                );
-                bump_world(client);
-            }
-            return Err(CheckError::Read(e.to_string()));
-        }
-    };
+    let text = read_or_close(client, &mut docs, path, uri, given)?;
     let (seq_mark, progress_mark) = {
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
         (s.seq, s.waited_begun)
@@ -339,34 +376,11 @@ pub(crate) fn sync(
         });
     }
     let force = unchanged.is_some();
-    let version = match docs.get(path) {
-        None => {
-            t.notify(
-                "textDocument/didOpen",
-                json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": &*text}}),
-            );
-            1
-        }
-        Some(d) => {
-            let v = d.version + 1;
-            let mut p = json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": &*text}]});
-            if force {
-                p["forceRebuild"] = Value::Bool(true);
-                p["wantDiagnostics"] = Value::Bool(true);
-            }
-            t.notify("textDocument/didChange", p);
-            v
-        }
-    };
+    let previous = docs.get(path).map(|d| d.version);
+    let version = send_text(client, uri, language_id, &text, previous, force);
     // A resend of the same text changes nothing the server knows.
     let world = if force { world } else { bump_world(client) };
-    if client.caps.save {
-        let mut p = json!({"textDocument": {"uri": uri}});
-        if client.caps.save_include_text {
-            p["text"] = Value::from(&*text);
-        }
-        t.notify("textDocument/didSave", p);
-    }
+    send_save(client, uri, &text);
     docs.insert(
         path.to_path_buf(),
         crate::client::Doc {
@@ -383,6 +397,72 @@ pub(crate) fn sync(
         seq_mark,
         progress_mark,
     })
+}
+
+/// The text to send: `given`, else the file's; a file that cannot be read is closed (the
+/// server forgets its last text) and the check fails.
+fn read_or_close(
+    client: &Client,
+    docs: &mut HashMap<PathBuf, crate::client::Doc>,
+    path: &Path,
+    uri: &str,
+    given: Option<Arc<str>>,
+) -> Result<Arc<str>, CheckError> {
+    let read = match given {
+        Some(text) => Ok(text),
+        None => read_text(&client.root, path).map(Arc::from),
+    };
+    read.map_err(|e| {
+        if docs.remove(path).is_some() {
+            client.transport.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": uri}}),
+            );
+            bump_world(client);
+        }
+        CheckError::Read(e.to_string())
+    })
+}
+
+/// `didOpen` (version 1) for a document the server does not have, else `didChange` with the
+/// full text as the next version (`force`: asking for a rebuild of an unchanged text);
+/// returns the version sent.
+fn send_text(
+    client: &Client,
+    uri: &str,
+    language_id: &str,
+    text: &str,
+    previous: Option<i32>,
+    force: bool,
+) -> i32 {
+    let t = &client.transport;
+    let Some(previous) = previous else {
+        t.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
+        );
+        return 1;
+    };
+    let v = previous + 1;
+    let mut p =
+        json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": text}]});
+    if force {
+        p["forceRebuild"] = Value::Bool(true);
+        p["wantDiagnostics"] = Value::Bool(true);
+    }
+    t.notify("textDocument/didChange", p);
+    v
+}
+
+/// `didSave`, with the text if the server asked for it, to servers that want saves.
+fn send_save(client: &Client, uri: &str, text: &str) {
+    if client.caps.save {
+        let mut p = json!({"textDocument": {"uri": uri}});
+        if client.caps.save_include_text {
+            p["text"] = Value::from(text);
+        }
+        client.transport.notify("textDocument/didSave", p);
+    }
 }
 
 /// Record that what the server knows changed; returns the new value.

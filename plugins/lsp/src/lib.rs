@@ -28,6 +28,7 @@ pub mod convert;
 pub mod diagnose;
 pub mod error;
 pub mod fixes;
+mod jobs;
 pub mod limits;
 pub mod nav;
 pub mod server;
@@ -35,7 +36,8 @@ pub mod transport;
 pub mod tsserver;
 
 use config::{Config, Resolver, ServerSpec};
-use openfiles_plugin_api::gate::{Program, Scope};
+use jobs::Job;
+use openfiles_plugin_api::gate::Scope;
 use openfiles_plugin_api::{
     Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin, PluginError,
     Severity,
@@ -72,18 +74,6 @@ struct Inner {
     checks: Mutex<HashMap<u64, CancellationToken>>,
 }
 
-/// One (file, server) pair to check.
-struct Job {
-    file: usize,
-    spec: ServerSpec,
-    exe: PathBuf,
-    /// `exe`, allowed by the gate for the check's workspace and trust.
-    program: Program,
-    root: PathBuf,
-    workspace: PathBuf,
-    trusted: bool,
-}
-
 /// Which instance serves a job: `base` is the workspace when `shared`, else the project root.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct SlotKey {
@@ -103,61 +93,15 @@ impl Plugin for LspPlugin {
         init_logging();
         let config = config::parse(&init.config)?;
         let mut servers = config.servers()?;
-        for s in servers.iter_mut().filter(|s| s.name == "intelephense") {
-            // Its index cache goes to the plugin's state folder, not the system's temp folder.
-            if s.initialization_options.is_none() {
-                let store = init.state_dir.join("intelephense");
-                s.initialization_options = Some(serde_json::json!({
-                    "storagePath": store.join("workspaces"),
-                    "globalStoragePath": store.join("global"),
-                }));
-            }
-        }
+        store_in(&mut servers, &init.state_dir);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("lsp-plugin")
             .enable_all()
             .build()
             .map_err(|e| PluginError::io("cannot start the lsp runtime", e))?;
-        // Claim only extensions some server can serve: one found now (on PATH, or an explicit
-        // path), one that may live in a workspace's node_modules/.bin, or one the user added.
         let resolver = Resolver::default();
-        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let builtin: Vec<String> = config::builtin().into_iter().map(|s| s.name).collect();
-        let mut extensions: Vec<String> = servers
-            .iter()
-            .filter(|s| {
-                s.node_package
-                    || !builtin.contains(&s.name)
-                    || resolver.find(s, &here, &Scope::user()).is_some()
-            })
-            .flat_map(|s| s.extensions.clone())
-            .collect();
-        extensions.sort();
-        extensions.dedup();
-        let mut file_names: Vec<String> = servers
-            .iter()
-            .filter(|s| resolver.find(s, &here, &Scope::user()).is_some())
-            .flat_map(|s| s.file_names.clone())
-            .collect();
-        file_names.sort();
-        file_names.dedup();
-        let mut project_markers: Vec<String> = servers
-            .iter()
-            .flat_map(|s| s.root_markers.clone())
-            .collect();
-        project_markers.sort();
-        project_markers.dedup();
-        let caps = Capabilities {
-            extensions,
-            file_names,
-            project_markers,
-            project_wide: false,
-            needs_project: false,
-            notes: Vec::new(),
-            checks_texts: true,
-            late_fixes: true,
-        };
+        let caps = capabilities(&servers, &resolver);
         let inner = Inner {
             config,
             servers,
@@ -216,49 +160,56 @@ impl Plugin for LspPlugin {
 
 openfiles_plugin_api::export_plugin!(LspPlugin);
 
-/// Whether `spec` is for this file (by extension or exact file name).
-fn handles(spec: &ServerSpec, ext: &str, name: &str) -> bool {
-    (!ext.is_empty() && spec.extensions.iter().any(|e| e == ext))
-        || spec.file_names.iter().any(|n| n == name)
-}
-
-/// Whether one of `spec`'s root markers is in a folder from `file`'s up to the workspace.
-fn in_project(spec: &ServerSpec, file: &Path, workspace: &Path) -> bool {
-    has_marker(&spec.root_markers, file, workspace)
-}
-
-fn has_marker(markers: &[String], file: &Path, workspace: &Path) -> bool {
-    openfiles_plugin_api::markers::near(markers, file, workspace)
-}
-
-/// One server per group for a file: the first (in table order) whose `claims` the project
-/// makes (`[tool.ty]` asks for ty), else the first found
-/// ([`openfiles_plugin_api::markers::pick_one`], the pyright plugin's rule too). pyright,
-/// basedpyright and ty would report the same type errors in different words.
-fn pick_per_group(grouped: Vec<Job>, file: &Path, workspace: &Path) -> Vec<Job> {
-    let mut groups: Vec<&Option<String>> = Vec::new();
-    for j in &grouped {
-        if !groups.contains(&&j.spec.group) {
-            groups.push(&j.spec.group);
+/// Servers that keep an index cache keep it in the plugin's state folder, not the system's
+/// temp folder (intelephense, unless configured otherwise).
+fn store_in(servers: &mut [ServerSpec], state_dir: &Path) {
+    for s in servers.iter_mut().filter(|s| s.name == "intelephense") {
+        if s.initialization_options.is_none() {
+            let store = state_dir.join("intelephense");
+            s.initialization_options = Some(serde_json::json!({
+                "storagePath": store.join("workspaces"),
+                "globalStoragePath": store.join("global"),
+            }));
         }
     }
-    let mut chosen: Vec<usize> = Vec::new();
-    for g in groups {
-        let members: Vec<usize> = (0..grouped.len())
-            .filter(|&k| &grouped[k].spec.group == g)
-            .collect();
-        let pick = openfiles_plugin_api::markers::pick_one(&members, |&k| {
-            let claims = &grouped[k].spec.claims;
-            !claims.is_empty() && has_marker(claims, file, workspace)
-        });
-        chosen.extend(pick.map(|i| members[i]));
+}
+
+/// What the plugin claims: only extensions some server can serve — one found now (on PATH,
+/// or an explicit path), one that may live in a workspace's node_modules/.bin, or one the
+/// user added —, the file names of servers found now, and every server's root markers.
+fn capabilities(servers: &[ServerSpec], resolver: &Resolver) -> Capabilities {
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let found = |s: &ServerSpec| resolver.find(s, &here, &Scope::user()).is_some();
+    let builtin: Vec<String> = config::builtin().into_iter().map(|s| s.name).collect();
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v.dedup();
+        v
+    };
+    let extensions = servers
+        .iter()
+        .filter(|s| s.node_package || !builtin.contains(&s.name) || found(s))
+        .flat_map(|s| s.extensions.clone())
+        .collect();
+    let file_names = servers
+        .iter()
+        .filter(|s| found(s))
+        .flat_map(|s| s.file_names.clone())
+        .collect();
+    let project_markers = servers
+        .iter()
+        .flat_map(|s| s.root_markers.clone())
+        .collect();
+    Capabilities {
+        extensions: sorted(extensions),
+        file_names: sorted(file_names),
+        project_markers: sorted(project_markers),
+        project_wide: false,
+        needs_project: false,
+        notes: Vec::new(),
+        checks_texts: true,
+        late_fixes: true,
     }
-    grouped
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| chosen.contains(i))
-        .map(|(_, j)| j)
-        .collect()
 }
 
 /// Send this library's `tracing` events (server stderr lines, restarts, timeouts) to stderr,
@@ -380,152 +331,100 @@ impl Inner {
             .clone()
     }
 
-    /// The (file, server) pairs of a check, and notes on files a server could not be started
-    /// for (by file index).
-    fn jobs(
-        &self,
-        workspace: &Path,
-        files: &[PathBuf],
-        trusted: bool,
-    ) -> (Vec<Job>, Vec<(usize, Item)>) {
-        let scope = Scope::workspace(workspace, trusted);
-        let mut jobs = Vec::new();
-        let mut notes = Vec::new();
-        for (i, f) in files.iter().enumerate() {
-            let ext = f.extension().and_then(|e| e.to_str()).unwrap_or_default();
-            let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            // Servers of a group (the Python type checkers) found for this file, in order.
-            let mut grouped: Vec<Job> = Vec::new();
-            for spec in self.servers.iter().filter(|s| handles(s, ext, name)) {
-                if spec.runs_project_code && !trusted {
-                    continue;
-                }
-                if spec.needs_project && !in_project(spec, f, workspace) {
-                    continue;
-                }
-                let root = config::project_root(spec, f, workspace);
-                if let Some(exe) = self.resolver.find(spec, &root, &scope) {
-                    let started = self.started_as(spec, &exe, f, &scope);
-                    let (spec, program) = match started {
-                        Ok(s) => s,
-                        Err(why) => {
-                            let why = format!("{} not started: {why}", spec.name);
-                            tracing::info!(file = %f.display(), "{why}");
-                            notes.push((i, Item::note(Severity::Info, SOURCE, why)));
-                            continue;
-                        }
-                    };
-                    // A server that finds each file's project itself is rooted at the
-                    // workspace, as in an editor window (and so takes the TypeScript the
-                    // workspace resolves) — unless the project brings its own server.
-                    let root = if spec.finds_projects
-                        && self.config.share_servers
-                        && !exe.starts_with(&root)
-                    {
-                        workspace.to_path_buf()
-                    } else {
-                        root
-                    };
-                    let job = Job {
-                        file: i,
-                        spec,
-                        exe,
-                        program,
-                        root,
-                        workspace: workspace.to_path_buf(),
-                        trusted,
-                    };
-                    if job.spec.group.is_some() {
-                        grouped.push(job);
-                    } else {
-                        jobs.push(job);
-                    }
-                }
-            }
-            jobs.extend(pick_per_group(grouped, f, workspace));
-        }
-        (jobs, notes)
-    }
-
-    /// `spec` as started for `scope` (see [`config::for_untrusted`]) and its program; for
-    /// clangd in an untrusted workspace, the filtered database of `file` written first.
-    fn started_as(
-        &self,
-        spec: &ServerSpec,
-        exe: &Path,
-        file: &Path,
-        scope: &Scope,
-    ) -> Result<(ServerSpec, Program), PluginError> {
-        let program = Program::at(exe, scope, "language server")
-            .map_err(|e| PluginError::Tool(e.to_string()))?;
-        if !scope.untrusted() {
-            return Ok((spec.clone(), program));
-        }
-        let workspace = scope.workspace_root().unwrap_or(Path::new("/"));
-        let dir = if spec.filtered_compile_db {
-            Some(self.clangd_dbs.prepare(workspace, file)?)
-        } else {
-            None
-        };
-        let spec = config::for_untrusted(spec, exe, dir.as_deref(), workspace)?;
-        Ok((spec, program))
-    }
-
     async fn check(
         self: Arc<Self>,
         req: &CheckRequest,
         cancel: CancellationToken,
     ) -> Result<CheckResponse, PluginError> {
-        let timeout_ms = if req.timeout_ms == 0 {
-            self.config.default_timeout_ms
-        } else {
-            req.timeout_ms
-        };
-        // Answer a little before the host gives up, so a timeout item arrives instead of nothing.
-        let margin = (timeout_ms / 10).min(500);
-        let deadline = Instant::now() + Duration::from_millis(timeout_ms - margin);
-        let workspace = req.workspace.clone();
-        let files = req.files.clone();
+        let deadline = self.deadline(req);
+        let (workspace, files, trusted) = (req.workspace.clone(), req.files.clone(), req.trusted);
         let me = self.clone();
-        let trusted = req.trusted;
         let (jobs, notes) =
             tokio::task::spawn_blocking(move || me.jobs(&workspace, &files, trusted))
                 .await
                 .map_err(|e| PluginError::Tool(e.to_string()))?;
         let mut set = JoinSet::new();
-        let (fix_jobs, jobs) = if req.fixes_only {
-            (jobs, Vec::new())
+        let mut per_file: HashMap<usize, Vec<Item>> = HashMap::new();
+        if req.fixes_only {
+            self.spawn_fixes(&mut set, jobs, req, deadline, &cancel);
         } else {
-            (Vec::new(), jobs)
-        };
-        // Fixes for what the last check reported: only from servers already running.
-        {
-            for job in fix_jobs {
-                let path = req.files[job.file].clone();
-                let me = self.clone();
-                let cancel = cancel.clone();
-                set.spawn(async move {
-                    let key = me.key(&job);
-                    let slot = me.slot(&job, &key);
-                    let items = match slot.status().await.and(Some(())) {
-                        None => Vec::new(),
-                        Some(()) => {
-                            match tokio::time::timeout_at(deadline, me.client(&job)).await {
-                                Ok(Ok(client)) => tokio::select! {
-                                    items = fixes::fixes(&client, &path, deadline) => items,
-                                    _ = cancel.cancelled() => Vec::new(),
-                                },
-                                _ => Vec::new(),
-                            }
-                        }
-                    };
-                    (job.file, items)
-                });
+            self.spawn_checks(&mut set, jobs, req, deadline, &cancel);
+            for (file, note) in notes {
+                per_file.entry(file).or_default().push(note);
             }
         }
+        while let Some(r) = set.join_next().await {
+            let (file, items) =
+                r.map_err(|e| PluginError::Tool(format!("lsp check task failed: {e}")))?;
+            per_file.entry(file).or_default().extend(items);
+        }
+        // Memory is measured once the check's servers are idle again, off the answer's path.
+        if self.config.max_memory_mib > 0 {
+            let me = self.clone();
+            tokio::spawn(async move { me.enforce_memory().await });
+        }
+        if cancel.is_cancelled() {
+            return Err(PluginError::Cancelled);
+        }
+        Ok(response(req, per_file))
+    }
+
+    /// When a check answers: a little before the host gives up (its timeout, else the
+    /// configured default), so a timeout item arrives instead of nothing.
+    fn deadline(&self, req: &CheckRequest) -> Instant {
+        let timeout_ms = if req.timeout_ms == 0 {
+            self.config.default_timeout_ms
+        } else {
+            req.timeout_ms
+        };
+        let margin = (timeout_ms / 10).min(500);
+        Instant::now() + Duration::from_millis(timeout_ms - margin)
+    }
+
+    /// Fixes for what the last check reported (`CheckRequest::fixes_only`): only from
+    /// servers already running.
+    fn spawn_fixes(
+        self: &Arc<Self>,
+        set: &mut JoinSet<(usize, Vec<Item>)>,
+        jobs: Vec<Job>,
+        req: &CheckRequest,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) {
         for job in jobs {
             let path = req.files[job.file].clone();
-            // Other session files this server handles (for its file watcher).
+            let me = self.clone();
+            let cancel = cancel.clone();
+            set.spawn(async move {
+                let key = me.key(&job);
+                let slot = me.slot(&job, &key);
+                let items = match slot.status().await.and(Some(())) {
+                    None => Vec::new(),
+                    Some(()) => match tokio::time::timeout_at(deadline, me.client(&job)).await {
+                        Ok(Ok(client)) => tokio::select! {
+                            items = fixes::fixes(&client, &path, deadline) => items,
+                            _ = cancel.cancelled() => Vec::new(),
+                        },
+                        _ => Vec::new(),
+                    },
+                };
+                (job.file, items)
+            });
+        }
+    }
+
+    /// One task per (file, server) pair, each told the other session files its server
+    /// handles (for its file watcher) and given the text to check, if the request has one.
+    fn spawn_checks(
+        self: &Arc<Self>,
+        set: &mut JoinSet<(usize, Vec<Item>)>,
+        jobs: Vec<Job>,
+        req: &CheckRequest,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) {
+        for job in jobs {
+            let path = req.files[job.file].clone();
             let handles = |p: &Path| {
                 let ext = p.extension().and_then(|e| e.to_str()).unwrap_or_default();
                 job.spec.extensions.iter().any(|e| e == ext)
@@ -547,34 +446,6 @@ impl Inner {
                 (job.file, items)
             });
         }
-        let mut per_file: HashMap<usize, Vec<Item>> = HashMap::new();
-        if !req.fixes_only {
-            for (file, note) in notes {
-                per_file.entry(file).or_default().push(note);
-            }
-        }
-        while let Some(r) = set.join_next().await {
-            let (file, items) =
-                r.map_err(|e| PluginError::Tool(format!("lsp check task failed: {e}")))?;
-            per_file.entry(file).or_default().extend(items);
-        }
-        // Memory is measured once the check's servers are idle again, off the answer's path.
-        if self.config.max_memory_mib > 0 {
-            let me = self.clone();
-            tokio::spawn(async move { me.enforce_memory().await });
-        }
-        if cancel.is_cancelled() {
-            return Err(PluginError::Cancelled);
-        }
-        let mut files: Vec<FileResult> = per_file
-            .into_iter()
-            .map(|(i, items)| FileResult {
-                path: req.files[i].clone(),
-                items: convert::merge(items),
-            })
-            .collect();
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(CheckResponse { files })
     }
 
     /// Running instances other than `except`, as the limits see them.
@@ -710,4 +581,17 @@ impl Inner {
         }
         Vec::new()
     }
+}
+
+/// The answer: each file's items merged ([`convert::merge`]), files in path order.
+fn response(req: &CheckRequest, per_file: HashMap<usize, Vec<Item>>) -> CheckResponse {
+    let mut files: Vec<FileResult> = per_file
+        .into_iter()
+        .map(|(i, items)| FileResult {
+            path: req.files[i].clone(),
+            items: convert::merge(items),
+        })
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    CheckResponse { files }
 }

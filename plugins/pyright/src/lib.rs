@@ -398,7 +398,8 @@ fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Fou
                     message: d.message,
                 })
                 .collect()),
-            outcome => Err(failed(outcome.err().unwrap_or_default())),
+            Ok(_) => Err(failed(String::new())),
+            Err(e) => Err(failed(e.to_string())),
         },
     }
 }

@@ -51,10 +51,21 @@ pub struct PyrightDiagnostic {
     pub message: String,
 }
 
+/// Why pyright's output is no report (its text is what the checker's failure says).
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Nothing like a JSON object was printed.
+    #[error("no JSON report")]
+    NoReport,
+    /// The JSON is not a report.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Parse pyright's JSON report (anything printed before its opening brace is skipped).
-pub fn parse(stdout: &str) -> Result<Vec<PyrightDiagnostic>, String> {
-    let start = stdout.find('{').ok_or("no JSON report")?;
-    let report: Report = serde_json::from_str(&stdout[start..]).map_err(|e| e.to_string())?;
+pub fn parse(stdout: &str) -> Result<Vec<PyrightDiagnostic>, ParseError> {
+    let start = stdout.find('{').ok_or(ParseError::NoReport)?;
+    let report: Report = serde_json::from_str(&stdout[start..])?;
     Ok(report
         .general_diagnostics
         .into_iter()
@@ -104,6 +115,13 @@ mod tests {
             (d[2].file.as_deref(), d[2].severity),
             (None, Severity::Info)
         );
-        assert!(parse("No configuration file found.\n").is_err());
+        assert!(matches!(
+            parse("No configuration file found.\n"),
+            Err(ParseError::NoReport)
+        ));
+        assert!(matches!(
+            parse("{\"generalDiagnostics\": 3}"),
+            Err(ParseError::Json(_))
+        ));
     }
 }

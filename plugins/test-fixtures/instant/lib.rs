@@ -9,7 +9,9 @@
 //! wait for "the check is running inside the plugin" without sleeping. A file named
 //! `*.noisy` makes the plugin print to stdout (which must not disturb the host protocol).
 //! A file named `*.stuck` blocks the check for 120 s whatever cancellation says (as a read
-//! of a FIFO or a hung tool would).
+//! of a FIFO or a hung tool would). A file named `*.spawn` makes the check run `true spawned`
+//! through the gate, for the check's workspace and trust (why: `fixture: spawn`), so a test
+//! can see what a plugin started reach the service's `status`.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -66,6 +68,9 @@ impl Plugin for Instant {
             if path.extension().is_some_and(|e| e == "stuck") {
                 std::thread::sleep(std::time::Duration::from_secs(120));
             }
+            if path.extension().is_some_and(|e| e == "spawn") {
+                spawn_true(&request)?;
+            }
             let mut items = vec![Item::note(Severity::Info, "instant", "checked")];
             let text = std::fs::read_to_string(path).unwrap_or_default();
             for (n, line) in text.lines().enumerate() {
@@ -96,6 +101,19 @@ impl Plugin for Instant {
         }
         self.wake.notify_all();
     }
+}
+
+/// Run `true spawned` through the gate for the request's workspace and trust.
+fn spawn_true(request: &CheckRequest) -> Result<(), PluginError> {
+    use openfiles_plugin_api::gate::{Program, Scope};
+    let scope = Scope::workspace(&request.workspace, request.trusted);
+    let program = Program::find("true", &scope, "fixture: spawn")
+        .map_err(|e| PluginError::Tool(e.to_string()))?;
+    program
+        .command(["spawned"])
+        .status()
+        .map_err(|e| PluginError::Tool(format!("true: {e}")))?;
+    Ok(())
 }
 
 impl Instant {

@@ -24,13 +24,12 @@
 pub mod compiler;
 pub mod parse;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use openfiles_plugin_api::columns::utf16_to_char_column;
 use openfiles_plugin_api::gate::{Program, Scope};
-use openfiles_plugin_api::tools::{scope, source_lines, Findings, ToolOutput, ToolRuns};
+use openfiles_plugin_api::tools::{scope, Collect, Column, Findings, ToolOutput, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, Init, Item, Plugin, PluginError,
     Severity,
@@ -38,6 +37,7 @@ use openfiles_plugin_api::{
 use serde::Deserialize;
 
 use compiler::{Compiler, CompilerSetting, Failure, Fallbacks, Kind};
+use parse::TscDiagnostic;
 
 const SOURCE: &str = "ts";
 const TS_EXTENSIONS: &[&str] = &["ts", "tsx", "mts", "cts"];
@@ -343,102 +343,135 @@ impl Tsc {
             .unwrap_or(workspace)
             .to_owned();
         let (out, used, fallback_note) = self.run_compiler(id, tsconfig, wanted, &cwd, scope)?;
-        let ToolOutput {
-            stdout,
-            stderr,
-            status,
-        } = out;
-        let diags = parse::parse(&stdout);
-        if diags.is_empty() && !status.success() {
-            let text = if stderr.trim().is_empty() {
-                &stdout
-            } else {
-                &stderr
-            };
-            let tail: Vec<&str> = text.lines().take(12).collect();
-            return Err(PluginError::Tool(format!(
-                "{} failed ({status}) in {}:\n{}",
-                used.kind.name(),
-                cwd.display(),
-                tail.join("\n")
-            )));
+        let diags = parse::parse(&out.stdout);
+        if diags.is_empty() && !out.status.success() {
+            return Err(failed(&out, used.kind, &cwd));
         }
+        let run = Run {
+            cwd: &cwd,
+            tsconfig,
+            workspace,
+            report_all,
+        };
+        let mut found = run.collect(diags, wanted);
+        if let Some(cfg) = tsconfig {
+            not_in_project(&mut found, cfg, &out.stdout, wanted);
+        }
+        let mut findings = found.finish();
+        if let Some(note) = fallback_note {
+            findings
+                .shared
+                .push(Item::note(Severity::Info, SOURCE, note));
+        }
+        Ok(findings)
+    }
+}
+
+/// A compiler run that printed no diagnostic and failed: its last words.
+fn failed(out: &ToolOutput, kind: Kind, cwd: &Path) -> PluginError {
+    let text = if out.stderr.trim().is_empty() {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    let tail: Vec<&str> = text.lines().take(12).collect();
+    PluginError::Tool(format!(
+        "{} failed ({}) in {}:\n{}",
+        kind.name(),
+        out.status,
+        cwd.display(),
+        tail.join("\n")
+    ))
+}
+
+/// One compiler run over a project: where it ran and what it reports.
+struct Run<'a> {
+    /// The compiler's working directory (relative file names are relative to it).
+    cwd: &'a Path,
+    tsconfig: Option<&'a Path>,
+    workspace: &'a Path,
+    report_all: bool,
+}
+
+impl<'a> Run<'a> {
+    /// The compiler's diagnostics as findings ([`Collect`]: columns from UTF-16 units to
+    /// characters, each item once per file): those of the `wanted` files (with `report_all`,
+    /// of any file of the workspace) per file; those of the tsconfig itself or of no file
+    /// shared by the project's files (each once); those of another file of the project
+    /// dropped.
+    fn collect(&self, diags: Vec<TscDiagnostic>, wanted: &[PathBuf]) -> Collect<'a> {
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
-        let mut lines_cache: HashMap<PathBuf, Vec<String>> = HashMap::new();
-        let mut found: HashMap<Option<PathBuf>, Vec<Item>> = HashMap::new();
-        let mut dedupe = HashSet::new();
+        let mut found = Collect::new(self.workspace);
+        let mut shared = HashSet::new();
         for d in diags {
-            let path = d.file.as_ref().map(|f| {
-                let p = cwd.join(f);
-                std::fs::canonicalize(&p).unwrap_or(p)
-            });
-            let (key, line, column, message) = match path {
-                Some(p) if wanted.contains(&p) || (report_all && p.starts_with(workspace)) => {
-                    let text = lines_cache
-                        .entry(p.clone())
-                        .or_insert_with(|| source_lines(workspace, &p));
-                    let column = text
-                        .get(d.line as usize - 1)
-                        .map(|l| utf16_to_char_column(l, d.column))
-                        .unwrap_or(d.column);
-                    (Some(p), d.line, column, d.message)
-                }
-                // The tsconfig itself, or a global problem: the whole project is affected.
-                Some(p) if tsconfig == Some(p.as_path()) || d.file.is_none() => (
-                    None,
-                    1,
-                    1,
-                    format!("{}({},{}): {}", p.display(), d.line, d.column, d.message),
-                ),
-                None => (None, 1, 1, d.message),
-                // Another file of the project (not in the session): not ours to report.
-                Some(_) => continue,
-            };
-            let item = Item {
+            let item = |line: u32, column: u32, message: String| Item {
                 introduced: None,
                 fixes: Vec::new(),
                 line,
                 column,
                 severity: d.severity,
                 source: SOURCE.into(),
-                code: Some(d.code),
+                code: Some(d.code.clone()),
                 message,
             };
-            if dedupe.insert((key.clone(), item.clone())) {
-                found.entry(key).or_default().push(item);
-            }
-        }
-        if let Some(cfg) = tsconfig {
-            let listed: HashSet<PathBuf> = stdout
-                .lines()
-                .map(|l| Path::new(l.trim_end_matches('\r')))
-                .filter(|p| p.is_absolute())
-                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()))
-                .collect();
-            if !listed.is_empty() {
-                for file in wanted.iter().filter(|f| !listed.contains(**f)) {
-                    found.entry(Some((*file).clone())).or_default().push(Item::note(
-                        Severity::Info,
-                        SOURCE,
-                        format!(
-                            "not part of the TypeScript project {} (see its include/exclude/files): not type-checked",
-                            cfg.display()
-                        ),
-                    ));
+            let path = d.file.as_ref().map(|f| {
+                let p = self.cwd.join(f);
+                std::fs::canonicalize(&p).unwrap_or(p)
+            });
+            match path {
+                Some(p)
+                    if wanted.contains(&p)
+                        || (self.report_all && p.starts_with(self.workspace)) =>
+                {
+                    let column = found.column(&p, d.line, Column::Utf16(d.column));
+                    found.add(p, item(d.line, column, d.message.clone()));
                 }
+                // The tsconfig itself, or a global problem: the whole project is affected.
+                Some(p) if self.tsconfig == Some(p.as_path()) || d.file.is_none() => {
+                    let at = format!("{}({},{}): {}", p.display(), d.line, d.column, d.message);
+                    let item = item(1, 1, at);
+                    if shared.insert(item.clone()) {
+                        found.shared(item);
+                    }
+                }
+                None => {
+                    let item = item(1, 1, d.message.clone());
+                    if shared.insert(item.clone()) {
+                        found.shared(item);
+                    }
+                }
+                // Another file of the project (not in the session): not ours to report.
+                Some(_) => {}
             }
         }
-        let mut shared = found.remove(&None).unwrap_or_default();
-        if let Some(note) = fallback_note {
-            shared.push(Item::note(Severity::Info, SOURCE, note));
-        }
-        Ok(Findings {
-            shared,
-            per_file: found
-                .into_iter()
-                .filter_map(|(path, items)| Some((path?, items)))
-                .collect(),
-        })
+        found
+    }
+}
+
+/// A note on each `wanted` file that the project's program (`--listFiles`, the absolute lines
+/// of `stdout`) leaves out: it was not type-checked.
+fn not_in_project(found: &mut Collect<'_>, tsconfig: &Path, stdout: &str, wanted: &[PathBuf]) {
+    let listed: HashSet<PathBuf> = stdout
+        .lines()
+        .map(|l| Path::new(l.trim_end_matches('\r')))
+        .filter(|p| p.is_absolute())
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()))
+        .collect();
+    if listed.is_empty() {
+        return;
+    }
+    for file in wanted.iter().filter(|f| !listed.contains(*f)) {
+        found.add(
+            file.clone(),
+            Item::note(
+                Severity::Info,
+                SOURCE,
+                format!(
+                    "not part of the TypeScript project {} (see its include/exclude/files): not type-checked",
+                    tsconfig.display()
+                ),
+            ),
+        );
     }
 }
 

@@ -354,7 +354,7 @@ impl Pipeline {
                         .count(),
                     late_deliveries: self.late.delivered,
                     deadline_notes: self.late.notes,
-                    owed: self.late.owed.len(),
+                    owed: self.owed_now(),
                     warm: self.warm.clone(),
                 });
             }
@@ -693,7 +693,6 @@ impl Pipeline {
     fn answer_waiters(&mut self, all: bool) {
         let (session, root, hook) = (&self.session, &self.root, self.hook());
         let baseline = self.base.info();
-        let before = (self.late.owed.len(), self.late.notes, self.late.delivered);
         // With `hooks.feedback = off` the hook tells nothing: nothing is owed or counted.
         let mut silent = Late::default();
         let late = if self.config.hooks.feedback == spec::Feedback::Off {
@@ -701,33 +700,45 @@ impl Pipeline {
         } else {
             &mut self.late
         };
-        self.waiters.answer(session, late, all, |paths, broken| {
-            let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
-                .iter()
-                .filter_map(|p| {
-                    session
-                        .get(p)
-                        .map(|s| (writer::key(root, p), s.entry.clone()))
-                })
-                .collect();
-            // Files the edits broke, unless the source that found them is checking an edited
-            // file again: what it found predates that edit (an agent that reverted must not
-            // be told to fix them); they come with a later answer if they are still broken.
-            for (p, s) in session.iter().filter(|_| broken) {
-                if !s.entry.affected_by.is_empty() && !session.rechecking(s) {
-                    files.insert(writer::key(root, p), s.entry.clone());
+        let key = |p: &Path| writer::key(root, p);
+        let changed = self
+            .waiters
+            .answer(session, late, all, &key, |paths, broken| {
+                let mut files: std::collections::BTreeMap<String, spec::FileEntry> = paths
+                    .iter()
+                    .filter_map(|p| {
+                        session
+                            .get(p)
+                            .map(|s| (writer::key(root, p), s.entry.clone()))
+                    })
+                    .collect();
+                // Files the edits broke, unless the source that found them is checking an edited
+                // file again: what it found predates that edit (an agent that reverted must not
+                // be told to fix them); they come with a later answer if they are still broken.
+                for (p, s) in session.iter().filter(|_| broken) {
+                    if !s.entry.affected_by.is_empty() && !session.rechecking(s) {
+                        files.insert(writer::key(root, p), s.entry.clone());
+                    }
                 }
-            }
-            WorkspaceEntries {
-                root: root.clone(),
-                hook: hook.clone(),
-                files,
-                baseline: Some(baseline.clone()),
-            }
-        });
-        if before != (self.late.owed.len(), self.late.notes, self.late.delivered) {
-            self.needs_write = true;
-        }
+                WorkspaceEntries {
+                    root: root.clone(),
+                    hook: hook.clone(),
+                    files,
+                    baseline: Some(baseline.clone()),
+                }
+            });
+        self.needs_write |= changed;
+    }
+
+    /// How many files are owed to agent sessions now (`status`).
+    fn owed_now(&self) -> usize {
+        let (root, hook) = (&self.root, self.hook());
+        let key = |p: &Path| writer::key(root, p);
+        let how = super::late::Reading {
+            hook: &hook,
+            key: &key,
+        };
+        self.late.count(&self.session, &how)
     }
 
     /// The session with its review data, in `diagnostics.json` order.

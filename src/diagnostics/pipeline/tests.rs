@@ -684,6 +684,108 @@ async fn a_file_edited_again_by_the_session_is_no_longer_owed() {
     assert_eq!(b.handle.status().await.owed, 0);
 }
 
+/// Issue 42 (1): what a project-wide source finds after the hook answered partially is owed
+/// to the session: its next wait gets it first, once, without what the partial answer showed
+/// (the same problem in the checker's words too); `status` counts it meanwhile.
+#[tokio::test(start_paused = true)]
+async fn a_problem_found_after_a_partial_answer_goes_once_to_the_next_wait_of_its_session() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts", "c.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "claude/s");
+    let mut calls = b.calls.take_n(2).await;
+    let tsc = calls.pop().unwrap();
+    calls
+        .pop()
+        .unwrap()
+        .answer(vec![(&b.path("a.ts"), vec![error(1, "lsp", "own")])]);
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    let out = answered(w).await;
+    assert!(out.partial && out.earlier.is_none());
+    assert_eq!(messages(&out.entries.files["a.ts"]), vec!["own"]);
+    let st = b.handle.status().await;
+    assert_eq!(
+        (st.deadline_notes, st.owed),
+        (0, 0),
+        "nothing found late yet"
+    );
+
+    // tsc reports the same problem (its words) and a new one.
+    let mut same = error(1, "tsc", "own, in tsc's words");
+    same.code = Some("TS2554".into());
+    tsc.answer(vec![(&b.path("a.ts"), vec![same, error(7, "tsc", "late")])]);
+    settle().await;
+    assert_eq!(b.handle.status().await.owed, 1);
+
+    // Another session is owed nothing.
+    let since = b.edit(&["b.ts"]).await;
+    let w = b.wait_as(&["b.ts"], since, "claude/other");
+    for c in b.calls.take_n(2).await {
+        c.clean();
+    }
+    assert!(answered(w).await.earlier.is_none());
+
+    // The session's next wait gets the new problem alone, once.
+    let since = b.edit(&["c.ts"]).await;
+    let w = b.wait_as(&["c.ts"], since, "claude/s");
+    for c in b.calls.take_n(2).await {
+        c.clean();
+    }
+    let out = answered(w).await;
+    let earlier = out.earlier.expect("the late problem");
+    assert_eq!(earlier.files.len(), 1, "only the owed file");
+    assert_eq!(messages(&earlier.files["a.ts"]), vec!["late"]);
+    assert_eq!(earlier.files["a.ts"].errors, 1);
+    let w = b.wait_as(&["c.ts"], since, "claude/s");
+    assert!(answered(w).await.earlier.is_none(), "never again");
+    let st = b.handle.status().await;
+    assert_eq!((st.deadline_notes, st.owed, st.late_deliveries), (0, 0, 1));
+}
+
+/// A partial answer after which the slow source finds nothing new owes nothing; a revert
+/// before the next wait leaves nothing due either.
+#[tokio::test(start_paused = true)]
+async fn nothing_new_after_a_partial_answer_and_a_revert_owe_nothing() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts"]);
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "s");
+    let mut calls = b.calls.take_n(2).await;
+    let tsc = calls.pop().unwrap();
+    calls
+        .pop()
+        .unwrap()
+        .answer(vec![(&b.path("a.ts"), vec![error(1, "lsp", "own")])]);
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    assert!(answered(w).await.partial);
+    tsc.answer(vec![(&b.path("a.ts"), vec![error(1, "tsc", "own")])]);
+    settle().await;
+    assert_eq!(b.handle.status().await.owed, 0);
+
+    // Again, but the file is reverted (edited without a hook: the watcher) before the slow
+    // source's late problem could be told: what is due is read from the file as it is now.
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "s");
+    let mut calls = b.calls.take_n(2).await;
+    let tsc = calls.pop().unwrap();
+    calls.pop().unwrap().clean();
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    assert!(answered(w).await.partial);
+    b.handle
+        .edited_nowait(b.paths(&["a.ts"]), EditOrigin::Control)
+        .await;
+    tsc.answer(vec![(&b.path("a.ts"), vec![error(2, "tsc", "gone")])]);
+    for c in b.calls.take_n(2).await {
+        c.clean();
+    }
+    settle().await;
+    assert_eq!(b.handle.status().await.owed, 0);
+    let since = b.edit(&["b.ts"]).await;
+    let w = b.wait_as(&["b.ts"], since, "s");
+    for c in b.calls.take_n(2).await {
+        c.clean();
+    }
+    assert!(answered(w).await.earlier.is_none());
+}
+
 /// A source that handles several kinds of file (the lsp plugin: a JSON server for
 /// `package.json`, a TypeScript one for `.ts`) gets one warm-up file per kind: the shallowest
 /// file alone would leave the TypeScript server cold.
@@ -693,9 +795,16 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
         vec![
             (per_file(0, "lsp"), "ts"),
             (per_file(0, "lsp"), "json"),
+            (per_file(0, "lsp"), "toml"),
             (project_wide(1, "tsc", &["package.json"]), "ts"),
         ],
-        &["package.json", "tsconfig.json", "src/d.ts", "src/e.ts"],
+        &[
+            "package.json",
+            "pyproject.toml",
+            "tsconfig.json",
+            "src/d.ts",
+            "src/e.ts",
+        ],
     );
     assert!(b.handle.warm().await);
     settle().await;
@@ -705,7 +814,7 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
     assert_eq!(
         seen,
         vec![(0, vec!["d.ts".into()]), (0, vec!["package.json".into()])],
-        "one file per kind, tsc left alone"
+        "one file per kind, TOML and tsc left alone"
     );
     for c in calls {
         c.clean();

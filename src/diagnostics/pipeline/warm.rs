@@ -12,7 +12,8 @@
 //! folders — one per kind of file (extension, or name for files without one) a source
 //! handles: the lsp source runs a different server for `package.json`, a `Dockerfile` and
 //! `src/app.ts`, and the shallowest file alone would warm the JSON server and leave the
-//! TypeScript one cold. One warm-up per workspace at a time.
+//! TypeScript one cold. TOML files are not warmed ([`NOT_WARMED`]). One warm-up per workspace
+//! at a time.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,11 @@ use openfiles_wire::spec;
 const MAX_ENTRIES: usize = 4000;
 /// Deepest folder level the walk enters (the root is 0).
 const MAX_DEPTH: usize = 6;
+/// Kinds of file not warmed: every Python and Rust project holds one, an agent's first edit
+/// is rarely one, and warming their server would compete with the code's servers for the
+/// session start's CPU (taplo's WebAssembly server: about 1.5 s of CPU and 210 MiB on a
+/// loaded 2-core machine). Their first check starts the server.
+const NOT_WARMED: &[&str] = &["toml"];
 /// Folders never entered (besides hidden ones): dependencies and build output.
 const SKIP_DIRS: &[&str] = &[
     "node_modules",
@@ -113,9 +119,14 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 Some(ext) => ext.to_string_lossy().into_owned(),
                 None => name.clone().into_owned(),
             };
+            if NOT_WARMED.contains(&kind.as_str()) {
+                continue;
+            }
             let sources: Vec<SourceInfo> = checker
                 .sources_for(&e.path())
                 .into_iter()
+                // The built-in silencing source has nothing to warm up.
+                .filter(|s| s.id != crate::diagnostics::silencing::ID)
                 .filter(|s| !s.project_wide && !picks.contains_key(&(s.id, kind.clone())))
                 .collect();
             if sources.is_empty() {

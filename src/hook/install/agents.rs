@@ -231,40 +231,29 @@ pub const AGENTS: [Agent; 8] = [
 ];
 
 fn claude(bin: &str) -> Content {
-    json_hooks(
-        vec![
-            JsonHook {
-                event: "PostToolUse",
-                entry: json!({
-                    "matcher": "Edit|Write|MultiEdit|NotebookEdit",
-                    "hooks": [{"type": "command", "command": command(bin, "claude", ""), "timeout": 15}]
-                }),
-            },
-            JsonHook {
-                event: "SessionStart",
-                entry: json!({
-                    "hooks": [{"type": "command", "command": command(bin, "claude", SESSION_START), "timeout": 15}]
-                }),
-            },
-        ],
-        None,
-    )
+    claude_shaped(bin, "claude", "Edit|Write|MultiEdit|NotebookEdit")
 }
 
 fn codex(bin: &str) -> Content {
+    claude_shaped(bin, "codex", "apply_patch|Edit|Write")
+}
+
+/// Claude Code's hooks, whose shape Codex copies: a `PostToolUse` hook for the tools that
+/// edit (`matcher`) and a `SessionStart` one.
+fn claude_shaped(bin: &str, agent: &str, matcher: &str) -> Content {
     json_hooks(
         vec![
             JsonHook {
                 event: "PostToolUse",
                 entry: json!({
-                    "matcher": "apply_patch|Edit|Write",
-                    "hooks": [{"type": "command", "command": command(bin, "codex", ""), "timeout": 15}]
+                    "matcher": matcher,
+                    "hooks": [{"type": "command", "command": command(bin, agent, ""), "timeout": 15}]
                 }),
             },
             JsonHook {
                 event: "SessionStart",
                 entry: json!({
-                    "hooks": [{"type": "command", "command": command(bin, "codex", SESSION_START), "timeout": 15}]
+                    "hooks": [{"type": "command", "command": command(bin, agent, SESSION_START), "timeout": 15}]
                 }),
             },
         ],

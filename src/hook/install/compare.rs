@@ -37,15 +37,19 @@ pub enum Kind {
     Missing { expected: String },
 }
 
+/// A hooks file that is not in its agent's format.
+#[derive(Debug, thiserror::Error)]
+#[error("not valid JSON: {0}")]
+pub struct NotItsFormat(#[from] serde_json::Error);
+
 /// The findings for `agent`'s hooks file with `text`; `bin` is the program `hooks install`
 /// would write (used in what is expected when the file's own program cannot be told).
 /// `Err`: the file is not in the agent's format.
-pub fn compare(agent: &Agent, text: &str, bin: &str) -> Result<Vec<Finding>, String> {
+pub fn compare(agent: &Agent, text: &str, bin: &str) -> Result<Vec<Finding>, NotItsFormat> {
     match agent.content(bin) {
         Content::OwnFile(_) => Ok(compare_own_file(text, bin)),
         Content::Json { hooks, .. } => {
-            let doc: Value =
-                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+            let doc: Value = serde_json::from_str(text)?;
             let mut out = Vec::new();
             for hook in &hooks {
                 let mut expected = Vec::new();

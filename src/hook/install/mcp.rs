@@ -19,7 +19,6 @@
 //! written; installing twice changes nothing; uninstall removes only our entry (and the
 //! file, when nothing else is left). A file that does not parse is never touched.
 
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +27,7 @@ use serde_json::{json, Value};
 
 #[cfg(doc)]
 use super::resolve_bin;
-use super::{write_diff, write_file, Action, JsonStyle, Scope};
+use super::{say_and_write, Action, JsonStyle, Scope, Verbs};
 
 /// In the arguments of every server entry we write; `openfiles mcp` ignores it.
 pub const TAG: &str = "openfiles-mcp";
@@ -313,33 +312,23 @@ pub fn apply(
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     let bin = PathBuf::from(bin);
+    let verbs = Verbs::of(
+        action,
+        [
+            "MCP server already configured",
+            "add the openfiles MCP server",
+        ],
+        [
+            "no MCP server of ours",
+            "remove the openfiles MCP server",
+            "remove the openfiles MCP server (delete file)",
+        ],
+    );
     for t in targets(agents, scope, &bin, action == Action::Install)? {
         let old = super::read_in(scope, &t.path)?;
         let new = planned(action, &t, old.as_deref())?;
-        let path = t.path.display();
-        if new.as_deref() == old.as_deref() {
-            let state = if action == Action::Install {
-                "MCP server already configured"
-            } else {
-                "no MCP server of ours"
-            };
-            writeln!(out, "{}: {state} in {path}", t.agent)?;
-            continue;
-        }
-        let verb = match (action, &new) {
-            (Action::Install, _) => "add the openfiles MCP server",
-            (Action::Uninstall, Some(_)) => "remove the openfiles MCP server",
-            (Action::Uninstall, None) => "remove the openfiles MCP server (delete file)",
-        };
-        writeln!(out, "{}: {verb} in {path}", t.agent)?;
-        write_diff(out, &t.path, old.as_deref(), new.as_deref())?;
-        if dry_run {
-            continue;
-        }
-        match &new {
-            Some(text) => write_file(&t.path, text)?,
-            None => fs::remove_file(&t.path).with_context(|| format!("cannot remove {path}"))?,
-        }
+        let (old, new) = (old.as_deref(), new.as_deref());
+        say_and_write(out, t.agent, &t.path, old, new, &verbs, dry_run)?;
     }
     if dry_run {
         writeln!(out, "(dry run: nothing written)")?;

@@ -228,46 +228,108 @@ pub fn apply(action: Action, opts: &Options, out: &mut dyn Write) -> anyhow::Res
     // the writes.
     let out = &mut Report(out);
     let targets = targets(opts, action == Action::Install)?;
+    let verbs = Verbs::of(
+        action,
+        ["already installed", "install"],
+        ["nothing to remove", "uninstall", "uninstall (delete file)"],
+    );
     for target in &targets {
         let old = read_in(&opts.scope, &target.path)?;
         let new = planned(action, target, old.as_deref())?;
-        let path = target.path.display();
-        if new.as_deref() == old.as_deref() {
-            let state = match action {
-                Action::Install => "already installed",
-                Action::Uninstall => "nothing to remove",
-            };
-            writeln!(out, "{}: {state} in {path}", target.agent)?;
-            if target.agent == "codex" {
-                codex_trust_apply(action, opts, target, old.as_deref(), new.as_deref(), out)?;
-            }
-            continue;
+        let (old, new) = (old.as_deref(), new.as_deref());
+        let done = say_and_write(
+            out,
+            target.agent,
+            &target.path,
+            old,
+            new,
+            &verbs,
+            opts.dry_run,
+        )?;
+        if done == Done::Removed {
+            remove_empty_parents(&target.path, &opts.scope);
         }
-        let verb = match (action, &new) {
-            (Action::Install, _) => "install",
-            (Action::Uninstall, Some(_)) => "uninstall",
-            (Action::Uninstall, None) => "uninstall (delete file)",
-        };
-        writeln!(out, "{}: {verb} in {path}", target.agent)?;
-        write_diff(out, &target.path, old.as_deref(), new.as_deref())?;
-        if opts.dry_run {
-            continue;
-        }
-        match &new {
-            Some(text) => write_file(&target.path, text)?,
-            None => {
-                fs::remove_file(&target.path).with_context(|| format!("cannot remove {path}"))?;
-                remove_empty_parents(&target.path, &opts.scope);
-            }
-        }
-        if target.agent == "codex" {
-            codex_trust_apply(action, opts, target, old.as_deref(), new.as_deref(), out)?;
+        if target.agent == "codex" && done != Done::Shown {
+            codex_trust_apply(action, opts, target, old, new, out)?;
         }
     }
     if opts.dry_run {
         writeln!(out, "(dry run: nothing written)")?;
     }
     Ok(0)
+}
+
+/// How one change of a file is said in the report.
+pub struct Verbs {
+    /// The file already is as planned.
+    pub unchanged: &'static str,
+    /// The file is written.
+    pub change: &'static str,
+    /// The file is deleted (nothing of it is left).
+    pub delete: &'static str,
+}
+
+impl Verbs {
+    /// The words for `action`: on install (unchanged, change), on uninstall (unchanged,
+    /// change, delete).
+    pub fn of(action: Action, install: [&'static str; 2], uninstall: [&'static str; 3]) -> Verbs {
+        match action {
+            Action::Install => Verbs {
+                unchanged: install[0],
+                change: install[1],
+                delete: install[1],
+            },
+            Action::Uninstall => Verbs {
+                unchanged: uninstall[0],
+                change: uninstall[1],
+                delete: uninstall[2],
+            },
+        }
+    }
+}
+
+/// What [`say_and_write`] did with a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    Unchanged,
+    /// Shown, not written (a dry run).
+    Shown,
+    Written,
+    Removed,
+}
+
+/// One planned change of `path` (`old` → `new`, `None`: no file): said with its verb and
+/// diff, then written (or the file removed) unless `dry_run`.
+pub fn say_and_write(
+    out: &mut dyn Write,
+    agent: &str,
+    path: &Path,
+    old: Option<&str>,
+    new: Option<&str>,
+    verbs: &Verbs,
+    dry_run: bool,
+) -> anyhow::Result<Done> {
+    let shown = path.display();
+    if new == old {
+        writeln!(out, "{agent}: {} in {shown}", verbs.unchanged)?;
+        return Ok(Done::Unchanged);
+    }
+    let verb = if new.is_some() {
+        verbs.change
+    } else {
+        verbs.delete
+    };
+    writeln!(out, "{agent}: {verb} in {shown}")?;
+    write_diff(out, path, old, new)?;
+    if dry_run {
+        return Ok(Done::Shown);
+    }
+    match new {
+        Some(text) => write_file(path, text).map(|()| Done::Written),
+        None => fs::remove_file(path)
+            .with_context(|| format!("cannot remove {shown}"))
+            .map(|()| Done::Removed),
+    }
 }
 
 /// Codex runs a hook only once the user trusted it: record that trust for our entries on

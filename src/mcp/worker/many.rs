@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::signals::detect;
+use super::signals::{detect, error_markers};
 use super::{
     boot_and_send, create, finish, log_tail, opts, start, watch_in_background, Opts, QUICK,
 };
 use crate::mcp::call::{Call, Fail};
 use crate::mcp::claws_tools::{monitor_command, one, read_log_req};
-use crate::mcp::pretty;
 use crate::mcp::server::Ctx;
+use crate::mcp::{pretty, Refusal};
 use openfiles_wire::claws::request::{Command, WaveRef};
 
 pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> {
@@ -99,130 +99,177 @@ pub fn fleet(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fail> 
     })))
 }
 
-pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
-    let ids: Vec<String> = args["terminal_ids"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
-    if ids.is_empty() {
-        return Err(Fail::Tool(
-            "ERROR: terminal_ids must be a non-empty array".into(),
-        ));
-    }
-    let complete = args["complete_marker"]
-        .as_str()
-        .filter(|m| !m.is_empty())
-        .unwrap_or("MISSION_COMPLETE");
-    let errors: Vec<String> = match args["error_markers"].as_array() {
-        Some(a) => a
-            .iter()
+/// What `claws_workers_wait` was asked for.
+struct WaitAsk {
+    ids: Vec<String>,
+    complete: String,
+    errors: Vec<String>,
+    timeout: Duration,
+    poll: Duration,
+    /// How many workers must be done.
+    target: usize,
+}
+
+impl WaitAsk {
+    fn parse(args: &Value) -> Result<WaitAsk, Fail> {
+        let ids: Vec<String> = args["terminal_ids"]
+            .as_array()
+            .into_iter()
+            .flatten()
             .filter_map(Value::as_str)
             .map(str::to_owned)
-            .collect(),
-        None => vec!["MISSION_FAILED".into()],
-    };
-    let timeout = Duration::from_millis(
-        args["timeout_ms"]
+            .collect();
+        if ids.is_empty() {
+            return Err(Fail::Tool(
+                "ERROR: terminal_ids must be a non-empty array".into(),
+            ));
+        }
+        let complete = args["complete_marker"]
+            .as_str()
+            .filter(|m| !m.is_empty())
+            .unwrap_or("MISSION_COMPLETE")
+            .to_owned();
+        let errors = error_markers(args.get("error_markers"));
+        let millis = |key: &str, default: u64| {
+            Duration::from_millis(args[key].as_u64().filter(|&t| t > 0).unwrap_or(default))
+        };
+        let target = args["min_complete"]
             .as_u64()
-            .filter(|&t| t > 0)
-            .unwrap_or(300_000),
-    );
-    let poll = Duration::from_millis(
-        args["poll_interval_ms"]
-            .as_u64()
-            .filter(|&t| t > 0)
-            .unwrap_or(1500),
-    );
-    let target = args["min_complete"]
-        .as_u64()
-        .filter(|&n| n > 0)
-        .map_or(ids.len(), |n| (n as usize).min(ids.len()));
-    let began = Instant::now();
-    // (status, signal, marker line, duration, scan offset, text)
-    let mut state: Vec<(String, Value, Value, Value, u64, String)> = Vec::new();
-    let mut ended = vec![false; ids.len()];
-    for id in &ids {
-        let from = log_tail(ctx, call, id, 4).map(|t| t.1).unwrap_or(0);
-        state.push((
-            "pending".into(),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            from,
-            String::new(),
-        ));
+            .filter(|&n| n > 0)
+            .map_or(ids.len(), |n| (n as usize).min(ids.len()));
+        Ok(WaitAsk {
+            complete,
+            errors,
+            timeout: millis("timeout_ms", 300_000),
+            poll: millis("poll_interval_ms", 1500),
+            target,
+            ids,
+        })
     }
+}
+
+/// One worker being waited for: its outcome once known, and its log read so far.
+struct Watched {
+    /// `pending` until known.
+    status: String,
+    signal: Value,
+    marker_line: Value,
+    duration_ms: Value,
+    /// Where its log is read from next.
+    offset: u64,
+    /// Its log text read since the wait began.
+    text: String,
+    /// Its terminal's end was seen once (read once more before calling it terminated).
+    ended: bool,
+}
+
+impl Watched {
+    fn new(offset: u64) -> Watched {
+        Watched {
+            status: "pending".into(),
+            signal: Value::Null,
+            marker_line: Value::Null,
+            duration_ms: Value::Null,
+            offset,
+            text: String::new(),
+            ended: false,
+        }
+    }
+
+    fn pending(&self) -> bool {
+        self.status == "pending"
+    }
+
+    fn settle(&mut self, status: String, signal: Value, marker_line: Value, began: Instant) {
+        self.status = status;
+        self.signal = signal;
+        self.marker_line = marker_line;
+        self.duration_ms = json!(began.elapsed().as_millis() as u64);
+        self.text.clear();
+    }
+
+    /// Look once at a pending worker: its completion signal, else its log's new text.
+    fn look(
+        &mut self,
+        ctx: &Ctx,
+        call: &Call,
+        id: &str,
+        ask: &WaitAsk,
+        began: Instant,
+    ) -> Result<(), Fail> {
+        if let Some(r) = ctx.finished(id) {
+            let status = r["status"].as_str().unwrap_or("completed").to_owned();
+            self.settle(
+                status,
+                r["completion_signal"].clone(),
+                r["marker_line"].clone(),
+                began,
+            );
+            return Ok(());
+        }
+        let r = one(
+            ctx,
+            call,
+            read_log_req(id, Some(self.offset), Some(524_288)),
+            QUICK,
+        )?;
+        if r["ok"] == Value::Bool(true) {
+            self.offset = r["nextOffset"].as_u64().unwrap_or(self.offset);
+            self.text.push_str(r["bytes"].as_str().unwrap_or(""));
+        }
+        if let Some((s, m, g)) = detect(ctx, &self.text, id, &ask.complete, &ask.errors, "") {
+            // A terminal's end can be announced before its last output reached the log:
+            // read once more before calling it terminated (its marker may follow).
+            if g == "terminated" && !self.ended {
+                self.ended = true;
+                return Ok(());
+            }
+            self.settle(s, json!(g), json!(m), began);
+        }
+        Ok(())
+    }
+}
+
+pub fn workers_wait(ctx: &Ctx, call: &Call, args: &Value) -> Result<String, Fail> {
+    let ask = WaitAsk::parse(args)?;
+    let began = Instant::now();
+    let mut state: Vec<Watched> = ask
+        .ids
+        .iter()
+        .map(|id| Watched::new(log_tail(ctx, call, id, 4).map(|t| t.1).unwrap_or(0)))
+        .collect();
     loop {
-        for (i, (id, st)) in ids.iter().zip(state.iter_mut()).enumerate() {
-            if st.0 != "pending" {
-                continue;
-            }
-            if let Some(r) = ctx.finished(id) {
-                *st = (
-                    r["status"].as_str().unwrap_or("completed").to_owned(),
-                    r["completion_signal"].clone(),
-                    r["marker_line"].clone(),
-                    json!(began.elapsed().as_millis() as u64),
-                    st.4,
-                    String::new(),
-                );
-                continue;
-            }
-            let r = one(
-                ctx,
-                call,
-                read_log_req(id, Some(st.4), Some(524_288)),
-                QUICK,
-            )?;
-            if r["ok"] == Value::Bool(true) {
-                st.4 = r["nextOffset"].as_u64().unwrap_or(st.4);
-                st.5.push_str(r["bytes"].as_str().unwrap_or(""));
-            }
-            if let Some((s, m, g)) = detect(ctx, &st.5, id, complete, &errors, "") {
-                // A terminal's end can be announced before its last output reached the log:
-                // read once more before calling it terminated (its marker may follow).
-                if g == "terminated" && !ended[i] {
-                    ended[i] = true;
-                    continue;
-                }
-                *st = (
-                    s,
-                    json!(g),
-                    json!(m),
-                    json!(began.elapsed().as_millis() as u64),
-                    st.4,
-                    String::new(),
-                );
+        for (id, st) in ask.ids.iter().zip(state.iter_mut()) {
+            if st.pending() {
+                st.look(ctx, call, id, &ask, began)?;
             }
         }
-        let done = state.iter().filter(|s| s.0 != "pending").count();
-        if done >= target || began.elapsed() >= timeout {
+        let done = state.iter().filter(|s| !s.pending()).count();
+        if done >= ask.target || began.elapsed() >= ask.timeout {
             break;
         }
-        call.progress(&format!("{done} of {} workers done", ids.len()));
-        call.sleep(poll.min(timeout.saturating_sub(began.elapsed())))?;
+        call.progress(&format!("{done} of {} workers done", ask.ids.len()));
+        call.sleep(ask.poll.min(ask.timeout.saturating_sub(began.elapsed())))?;
     }
     let mut pending = Vec::new();
-    let results: Vec<Value> = ids
+    let results: Vec<Value> = ask
+        .ids
         .iter()
         .zip(state.iter_mut())
         .map(|(id, st)| {
-            if st.0 == "pending" {
-                st.0 = "timeout".into();
-                st.3 = json!(began.elapsed().as_millis() as u64);
+            if st.pending() {
+                st.status = "timeout".into();
+                st.duration_ms = json!(began.elapsed().as_millis() as u64);
                 pending.push(id.clone());
             }
-            json!({"terminal_id": id, "status": st.0, "signal": st.1, "marker_line": st.2, "duration_ms": st.3})
+            json!({"terminal_id": id, "status": st.status, "signal": st.signal, "marker_line": st.marker_line, "duration_ms": st.duration_ms})
         })
         .collect();
     Ok(pretty(&json!({
         "ok": true,
-        "complete": ids.len() - pending.len(),
-        "target": target,
-        "total": ids.len(),
+        "complete": ask.ids.len() - pending.len(),
+        "target": ask.target,
+        "total": ask.ids.len(),
         "wall_clock_ms": began.elapsed().as_millis() as u64,
         "pending": pending,
         "results": results,
@@ -241,10 +288,7 @@ pub fn subworker(ctx: &Arc<Ctx>, call: &Call, args: &Value) -> Result<String, Fa
         }),
         QUICK,
     )?;
-    if check["error"]
-        .as_str()
-        .is_some_and(|e| e.contains("not-found"))
-    {
+    if Refusal::of(&check) == Some(Refusal::NotFound) {
         return Err(Fail::Tool(format!(
             "SPAWN REFUSED: wave.not-registered — call claws_wave_create({{waveId:'{wave}', manifest:[...]}}) first"
         )));

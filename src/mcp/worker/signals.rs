@@ -65,6 +65,18 @@ pub fn claws_pub(line: &str) -> Option<(String, Value)> {
     (!topic.is_empty()).then(|| (topic.to_owned(), Value::Object(payload)))
 }
 
+/// The error markers a call names (`error_markers`), else `MISSION_FAILED`.
+pub fn error_markers(v: Option<&Value>) -> Vec<String> {
+    match v.and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        None => vec!["MISSION_FAILED".into()],
+    }
+}
+
 /// What ended a worker: (status, marker line, signal).
 pub fn detect(
     ctx: &Ctx,

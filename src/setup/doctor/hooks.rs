@@ -28,14 +28,14 @@ use crate::hook::install::SETTINGS_CAP;
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// One agent settings file found.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct HookFile {
     pub agent: &'static Agent,
     /// The user's (`hooks install --user`: every workspace), else this workspace's.
     pub user: bool,
     pub path: PathBuf,
     /// Its text, or why it was not read.
-    pub text: Result<String, String>,
+    pub text: Result<String, crate::hook::install::Unread>,
 }
 
 /// How a program the hooks name resolves.
@@ -52,7 +52,7 @@ pub enum Resolution {
 }
 
 /// The hooks of this workspace and of the user.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct HookFacts {
     pub root: PathBuf,
     pub home: Option<PathBuf>,
@@ -93,8 +93,7 @@ impl HookFacts {
                 }
                 let text = match read(root, &path) {
                     Err(e) if e.is_not_found() => continue,
-                    Err(e) => Err(e.to_string()),
-                    Ok(t) => Ok(t),
+                    text => text,
                 };
                 files.push(HookFile {
                     agent,
@@ -176,15 +175,28 @@ fn resolve(bin: &str, root: &Path, user: bool) -> Resolution {
     }
 }
 
+/// Why `program --version` told nothing: the text after the program's path.
+#[derive(Debug, thiserror::Error)]
+enum VersionError {
+    #[error("cannot be started: {0}")]
+    Start(std::io::Error),
+    #[error("`--version` did not finish within {} s", VERSION_TIMEOUT.as_secs())]
+    Timeout,
+    #[error("{0}")]
+    Wait(std::io::Error),
+    #[error("`--version` fails ({0})")]
+    Fails(std::process::ExitStatus),
+}
+
 /// The first line `program --version` prints, within [`VERSION_TIMEOUT`].
-fn version(program: &Program) -> Result<String, String> {
+fn version(program: &Program) -> Result<String, VersionError> {
     let mut child = program
         .command(["--version"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot be started: {e}"))?;
+        .map_err(VersionError::Start)?;
     let mut stdout = child.stdout.take();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -199,15 +211,12 @@ fn version(program: &Program) -> Result<String, String> {
         Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "`--version` did not finish within {} s",
-                VERSION_TIMEOUT.as_secs()
-            ));
+            return Err(VersionError::Timeout);
         }
     };
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(VersionError::Wait)?;
     if !status.success() {
-        return Err(format!("`--version` fails ({status})"));
+        return Err(VersionError::Fails(status));
     }
     Ok(text.lines().next().unwrap_or_default().trim().to_owned())
 }
@@ -220,7 +229,7 @@ pub fn judge_hooks(f: &HookFacts) -> Vec<Check> {
     for file in &f.files {
         let found = match &file.text {
             Err(why) => {
-                out.push(unread(file, why));
+                out.push(unread(file, &why.to_string()));
                 continue;
             }
             Ok(text) => compare(file.agent, text, &f.install_bin),
@@ -458,12 +467,18 @@ fn program(file: &HookFile, bin: &str, r: Option<&Resolution>, line: &mut Line) 
 mod tests {
     use super::*;
 
-    fn file(id: &str, path: &str, text: Result<&str, &str>) -> HookFile {
+    fn file(
+        id: &str,
+        path: &str,
+        text: Result<&str, openfiles_gate::confine::ConfineError>,
+    ) -> HookFile {
         HookFile {
             agent: agents::agent(id).unwrap(),
             user: !path.starts_with("/w/"),
             path: path.into(),
-            text: text.map(str::to_owned).map_err(str::to_owned),
+            text: text
+                .map(str::to_owned)
+                .map_err(crate::hook::install::Unread::from),
         }
     }
 
@@ -563,7 +578,7 @@ mod tests {
             file(
                 "claude",
                 "/w/app/.claude/settings.local.json",
-                Err("refused: not a regular file (a FIFO)"),
+                Err(openfiles_gate::confine::ConfineError::NotRegular("a FIFO")),
             ),
             file("codex", "/w/app/.codex/hooks.json", Ok("{}")),
             // Claude's other file, and the user's own settings, need no hook.

@@ -13,7 +13,7 @@ use crate::control::client::{Client, ClientError};
 use crate::control::tools;
 use crate::setup::checkers::{self, Packages};
 use crate::setup::probe::{self, Language};
-use openfiles_wire::control::{Request, ToolQuery, ToolsQuery, ToolsReply};
+use openfiles_wire::control::{ToolQuery, ToolsQuery, ToolsReply};
 
 /// What the service said to `tools`.
 #[derive(Debug, Clone)]
@@ -90,10 +90,10 @@ fn ask_tools(
         })
         .collect();
     let mut client = Client::connect(socket, Some(Duration::from_secs(30)))?;
-    client.call_as(&Request::Tools(ToolsQuery {
+    client.call(&ToolsQuery {
         tools,
         root: Some(root.to_owned()),
-    }))
+    })
 }
 
 /// Where one tool is: the path used, the probe's complaint, the workspace's own copy held

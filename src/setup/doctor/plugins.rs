@@ -8,13 +8,21 @@ use super::{check, Check, Level};
 use openfiles_wire::control::{PluginState, PluginStatus, StatusReply};
 
 /// The plugin rows and whose view they are.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PluginFacts {
     /// Why the config did not load (its defaults are used then).
     pub config_error: Option<String>,
     /// The rows and who loaded them (`service`, `doctor`), or why plugin hosts could not
     /// be started here.
-    pub rows: Result<(Vec<PluginStatus>, &'static str), String>,
+    pub rows: Result<(Vec<PluginStatus>, &'static str), HostsError>,
+}
+
+/// Why doctor could not start plugin hosts itself.
+#[derive(Debug, thiserror::Error)]
+pub enum HostsError {
+    /// The async runtime the hosts are supervised on.
+    #[error("{0}")]
+    Runtime(std::io::Error),
 }
 
 impl PluginFacts {
@@ -26,9 +34,7 @@ impl PluginFacts {
         // The running service's view when it has one, else start them here as it would.
         let rows = match status.filter(|s| !s.plugins.is_empty()) {
             Some(st) => Ok((st.plugins.clone(), "service")),
-            None => local_plugin_rows(&cfg)
-                .map(|rows| (rows, "doctor"))
-                .map_err(|e| format!("{e:#}")),
+            None => local_plugin_rows(&cfg).map(|rows| (rows, "doctor")),
         };
         PluginFacts { config_error, rows }
     }
@@ -63,12 +69,13 @@ pub fn judge_plugins(f: &PluginFacts) -> Vec<Check> {
     out
 }
 
-fn local_plugin_rows(cfg: &crate::config::Config) -> anyhow::Result<Vec<PluginStatus>> {
+fn local_plugin_rows(cfg: &crate::config::Config) -> Result<Vec<PluginStatus>, HostsError> {
     use crate::plugin_host::PluginManager;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(HostsError::Runtime)?;
     let rows = rt.block_on(async {
         let token = tokio_util::sync::CancellationToken::new();
         let manager = PluginManager::start(cfg, &crate::paths::state_dir(), token.clone()).await;
@@ -156,7 +163,7 @@ mod tests {
         assert!(out[1].message.contains("no plugin libraries found"));
         let f = PluginFacts {
             config_error: None,
-            rows: Err("no runtime".into()),
+            rows: Err(HostsError::Runtime(std::io::Error::other("no runtime"))),
         };
         assert!(judge_plugins(&f)[0]
             .message

@@ -9,7 +9,7 @@ use super::{check, Check, Level};
 use crate::control::client::{Client, ClientError};
 use crate::setup::installed::units_report;
 use crate::setup::places::Platform;
-use openfiles_wire::control::{Request, StatusReply};
+use openfiles_wire::control::{Status, StatusReply};
 
 /// What the control socket said to `status`.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ impl ServiceFacts {
     pub fn gather(socket: &Path) -> ServiceFacts {
         // Generous: the first connection may be what starts a socket-activated service.
         let reply = Client::connect(socket, Some(Duration::from_secs(15)))
-            .and_then(|mut c| c.call_as::<StatusReply>(&Request::Status));
+            .and_then(|mut c| c.call(&Status));
         let answer = match reply {
             Ok(st) => Answer::Reachable(Box::new(st)),
             Err(ClientError::Unreachable { source, .. })
@@ -257,7 +257,7 @@ mod tests {
         let up = ServiceFacts {
             socket: socket.clone(),
             answer: Answer::Reachable(Box::new(StatusReply {
-                activation: "bound".into(),
+                activation: openfiles_wire::control::Activation::Bound,
                 pid: 42,
                 version: "0.1.0".into(),
                 ..Default::default()

@@ -53,7 +53,29 @@ pub struct SocketFacts {
     pub uid: u32,
     pub file: Option<Node>,
     /// The folder, or why it could not be read.
-    pub folder: Result<Node, String>,
+    pub folder: Result<Node, FolderError>,
+}
+
+/// Why the socket's folder could not be looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FolderError {
+    #[error("no folder")]
+    NoFolder,
+    /// Its metadata could not be read: the OS error (the kind, when there is no number).
+    #[error("{}", errno.map_or_else(|| std::io::Error::from(*kind), std::io::Error::from_raw_os_error))]
+    Unreadable {
+        errno: Option<i32>,
+        kind: std::io::ErrorKind,
+    },
+}
+
+impl From<std::io::Error> for FolderError {
+    fn from(e: std::io::Error) -> FolderError {
+        FolderError::Unreadable {
+            errno: e.raw_os_error(),
+            kind: e.kind(),
+        }
+    }
 }
 
 /// One file's kind, mode and owner.
@@ -78,8 +100,8 @@ impl SocketFacts {
             uid: nix::unistd::getuid().as_raw(),
             file: node(socket).ok(),
             folder: match socket.parent() {
-                Some(dir) => node(dir).map_err(|e| e.to_string()),
-                None => Err("no folder".into()),
+                Some(dir) => node(dir).map_err(FolderError::from),
+                None => Err(FolderError::NoFolder),
             },
         }
     }
@@ -153,6 +175,34 @@ mod tests {
         let f = InotifyFacts::gather(dir.path());
         assert_eq!(f.max_user_watches, Some(8192));
         assert_eq!(f.max_user_instances, None);
+    }
+
+    #[test]
+    fn an_unreadable_folder_says_the_os_error() {
+        let e = std::io::Error::from_raw_os_error(libc::EACCES);
+        let said = e.to_string();
+        assert_eq!(FolderError::from(e).to_string(), said);
+        let f = SocketFacts {
+            socket: "/run/user/1/openfiles/s.sock".into(),
+            uid: 1,
+            file: Some(Node {
+                is_socket: true,
+                mode: 0o600,
+                uid: 1,
+            }),
+            folder: Err(FolderError::from(std::io::Error::from_raw_os_error(
+                libc::EACCES,
+            ))),
+        };
+        let out = judge_socket(&f);
+        assert_eq!(out[0].level, Level::Fail);
+        assert!(
+            out[0]
+                .message
+                .ends_with(&format!("its folder is unreadable: {said}")),
+            "{}",
+            out[0].message
+        );
     }
 
     #[test]

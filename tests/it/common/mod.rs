@@ -31,7 +31,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use openfiles::control::client::Client;
-use openfiles_wire::control::{Edited, EditedReply, Request, StatusReply, Wait, WaitReply};
+use openfiles_wire::control::{Edited, EditedReply, Status, StatusReply, Wait, WaitReply};
 use openfiles_wire::spec::DiagnosticsFile;
 
 /// Run `git` in `dir` as the tests' one identity (`t <t@t>`, branch `main`, no fsmonitor),
@@ -154,7 +154,9 @@ impl Env {
         let svc = Service { child, log };
         wait_until("the service answers", || {
             Client::connect(&self.socket, Some(Duration::from_secs(5)))
-                .and_then(|mut c| c.call(&Request::Hello(Default::default())))
+                .and_then(|mut c| {
+                    c.send(&openfiles_wire::control::Request::Hello(Default::default()))
+                })
                 .is_ok()
         });
         svc
@@ -198,30 +200,30 @@ impl Env {
     /// `edited` for these paths.
     pub fn edited(&self, paths: &[&Path]) -> EditedReply {
         self.client()
-            .call_as(&Request::Edited(Edited {
+            .call(&Edited {
                 paths: paths.iter().map(|p| p.to_path_buf()).collect(),
                 agent: Some("test".into()),
                 ..Default::default()
-            }))
+            })
             .unwrap()
     }
 
     /// `wait` for these paths since `since`, at most `timeout_ms`.
     pub fn wait(&self, paths: &[&Path], since: u64, timeout_ms: u64) -> WaitReply {
         self.client()
-            .call_as(&Request::Wait(Wait {
+            .call(&Wait {
                 paths: paths.iter().map(|p| p.to_path_buf()).collect(),
                 since,
                 timeout_ms: Some(timeout_ms),
                 partial: false,
                 session: None,
                 fixes: false,
-            }))
+            })
             .unwrap()
     }
 
     pub fn status(&self) -> StatusReply {
-        self.client().call_as(&Request::Status).unwrap()
+        self.client().call(&Status).unwrap()
     }
 }
 

@@ -18,122 +18,35 @@
 //! `resumeCursor` (the replay waits until the writer has written that far) and receives
 //! every later one live. A publish acknowledged is queued for the log, which is written out
 //! before the server's stop returns ([`Bus::flush_log`]).
+//!
+//! Rooms: `hello.rs` (registering a peer), `outbox.rs` (a peer's bounded queue),
+//! `replay.rs` (a cursor's replay), `log.rs` + `writer.rs` (the event log and its thread).
 
+mod hello;
 pub mod log;
+mod outbox;
+mod replay;
 pub mod topic;
 mod writer;
 
+pub use outbox::Outbox;
+pub use replay::Replay;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
 
 use self::log::{Cursor, EventLog, Tail};
-use self::writer::{Op, Progress, Writer};
+use self::writer::{Op, Writer};
 use super::now_ms;
 use super::Connection;
 use openfiles_wire::claws::request;
-use openfiles_wire::claws::{body, PROTOCOL_2};
+use openfiles_wire::claws::{body, Failure, Role, PROTOCOL_2};
 
-type Body = Result<Map<String, Value>, String>;
-
-/// A peer's bounded outgoing queue of push frames (each a complete line), bounded in
-/// frames (the channel), in bytes for this peer, and in bytes for all peers together: a
-/// stuck subscriber of large publishes costs at most its byte budget, then frames are
-/// dropped (and counted in a `dropped` notice).
-pub struct Outbox {
-    tx: mpsc::Sender<Arc<str>>,
-    dropped: AtomicU64,
-    queued: AtomicUsize,
-    limit: usize,
-    total: Arc<AtomicUsize>,
-    total_limit: usize,
-}
-
-impl Outbox {
-    pub fn new(
-        tx: mpsc::Sender<Arc<str>>,
-        limit: usize,
-        total: Arc<AtomicUsize>,
-        total_limit: usize,
-    ) -> Outbox {
-        Outbox {
-            tx,
-            dropped: AtomicU64::new(0),
-            queued: AtomicUsize::new(0),
-            limit,
-            total,
-            total_limit,
-        }
-    }
-
-    fn push(&self, frame: Arc<str>) -> bool {
-        let n = frame.len();
-        let over = |counter: &AtomicUsize, limit: usize| {
-            counter
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
-                    (q + n <= limit).then_some(q + n)
-                })
-                .is_err()
-        };
-        if over(&self.queued, self.limit) {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        if over(&self.total, self.total_limit) {
-            self.queued.fetch_sub(n, Ordering::AcqRel);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        match self.tx.try_send(frame) {
-            Ok(()) => true,
-            Err(e) => {
-                self.sent(n);
-                if let mpsc::error::TrySendError::Full(_) = e {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
-                }
-                false
-            }
-        }
-    }
-
-    /// A frame of `n` bytes left the queue (written, or given up).
-    pub fn sent(&self, n: usize) {
-        self.queued.fetch_sub(n, Ordering::AcqRel);
-        self.total.fetch_sub(n, Ordering::AcqRel);
-    }
-
-    /// Bytes queued for this peer now.
-    pub fn queued_bytes(&self) -> usize {
-        self.queued.load(Ordering::Acquire)
-    }
-
-    /// The `dropped` frame to send now that the queue has drained, if anything was dropped.
-    /// Frames dropped and not yet announced.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
-
-    pub fn take_dropped_notice(&self) -> Option<String> {
-        let n = self.dropped.swap(0, Ordering::Relaxed);
-        (n > 0).then(|| {
-            format!("{{\"push\":\"dropped\",\"protocol\":\"{PROTOCOL_2}\",\"count\":{n}}}\n")
-        })
-    }
-}
-
-impl Drop for Outbox {
-    /// Frames still queued when the peer goes leave the service-wide budget.
-    fn drop(&mut self) {
-        let left = self.queued.load(Ordering::Acquire);
-        self.total.fetch_sub(left, Ordering::AcqRel);
-    }
-}
+type Body = crate::commands::Body;
 
 #[derive(Clone)]
 struct Sub {
@@ -156,7 +69,7 @@ struct Peer {
 #[derive(Debug, Clone, Default)]
 pub struct PeerInfo {
     pub peer_id: String,
-    pub role: String,
+    pub role: Role,
     pub name: String,
     pub stable: bool,
     pub terminal_id: Option<String>,
@@ -180,10 +93,34 @@ struct State {
 struct Logging {
     tail: Tail,
     writer: Arc<Writer>,
+    /// Events not stored because the disk was behind by [`writer::MAX_QUEUED`] bytes, ever.
+    not_stored: u64,
+    /// Of those, the ones since the disk last caught up (0: it is keeping up).
+    behind: u64,
 }
 
 impl Logging {
+    /// Store `line` unless the disk is too far behind: then it is not placed (no cursor names
+    /// it), only counted, and the first of a run and the catching up are logged. Never waits.
     fn append(&mut self, line: &str) {
+        if !self.writer.has_room() {
+            if self.behind == 0 {
+                tracing::warn!(
+                    "claws event log: {} MiB wait for the disk; events are delivered live but not stored for replay until it catches up",
+                    writer::MAX_QUEUED >> 20
+                );
+            }
+            self.behind += 1;
+            self.not_stored += 1;
+            return;
+        }
+        if self.behind > 0 {
+            tracing::warn!(
+                "claws event log: the disk caught up; {} events were not stored",
+                self.behind
+            );
+            self.behind = 0;
+        }
         let start = self.tail.place(line.len() as u64);
         let mut b = Vec::with_capacity(line.len() + 1);
         b.extend_from_slice(line.as_bytes());
@@ -196,73 +133,6 @@ pub struct Bus {
     st: Mutex<State>,
     log_dir: Option<PathBuf>,
     writer: Option<Arc<Writer>>,
-}
-
-/// Stored events to stream to one new subscription, then its `caught-up` frame.
-pub struct Replay {
-    dir: PathBuf,
-    written: Arc<Progress>,
-    sub_id: String,
-    segs: Vec<String>,
-    from: Cursor,
-    until: Cursor,
-}
-
-impl Replay {
-    /// Hand every frame line to `send`, in log order, ending with `caught-up` (blocking file
-    /// reads). Frames are read from disk as they are sent, never gathered in memory: with a
-    /// bounded channel behind `send`, a subscriber that does not read holds a few frames,
-    /// not the whole log. Stops early (returning false) when `send` does.
-    pub fn stream(self, mut send: impl FnMut(String) -> bool) -> bool {
-        // Events placed before `until` may still be on their way to the disk.
-        self.written.wait_written(self.until);
-        let mut count = 0u64;
-        let mut open = true;
-        let segments = log::segments(&self.dir);
-        for n in segments {
-            if !open {
-                break;
-            }
-            if n < self.from.segment || n > self.until.segment {
-                continue;
-            }
-            let from = if n == self.from.segment {
-                self.from.offset
-            } else {
-                0
-            };
-            let until = if n == self.until.segment {
-                self.until.offset
-            } else {
-                u64::MAX
-            };
-            let _ = log::for_each_event(&self.dir, n, from, until, |cur, head, line| {
-                if !open {
-                    return;
-                }
-                let ts: Vec<&str> = head.topic.split('.').collect();
-                if !topic::matches(&self.segs, &ts) {
-                    return;
-                }
-                // Splice the stored object into a frame instead of re-serializing it.
-                let rest = String::from_utf8_lossy(&line[1..]);
-                count += 1;
-                open = send(format!(
-                    "{{\"push\":\"message\",\"protocol\":\"{PROTOCOL_2}\",\"replayed\":true,\"subscriptionId\":\"{}\",\"cursor\":\"{cur}\",{rest}\n",
-                    self.sub_id
-                ));
-            });
-        }
-        if !open {
-            return false;
-        }
-        let mut s =
-            json!({"push": "caught-up", "protocol": PROTOCOL_2, "subscriptionId": self.sub_id,
-                           "replayedCount": count, "resumeCursor": self.until.to_string()})
-            .to_string();
-        s.push('\n');
-        send(s)
-    }
 }
 
 const CAPABILITIES: &[&str] = &[
@@ -287,7 +157,15 @@ impl Bus {
             Some((l, s)) => {
                 let tail = l.tail();
                 let writer = Arc::new(Writer::start(l, tail.position())?);
-                (Some(Logging { tail, writer }), s)
+                (
+                    Some(Logging {
+                        tail,
+                        writer,
+                        not_stored: 0,
+                        behind: 0,
+                    }),
+                    s,
+                )
             }
             None => (None, 0),
         };
@@ -320,6 +198,11 @@ impl Bus {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Events the log did not store because the disk was too far behind, ever.
+    pub fn events_not_stored(&self) -> u64 {
+        self.lock().log.as_ref().map_or(0, |l| l.not_stored)
+    }
+
     /// The last sequence number given out.
     pub fn last_sequence(&self) -> u64 {
         self.lock().seq
@@ -350,139 +233,6 @@ impl Bus {
         deliver(&mut st, "server", topic, payload, None, !ephemeral(topic));
     }
 
-    /// Register the connection as a peer (`hello`, after the caller checked the protocol and
-    /// any auth token). One orchestrator per server; workers are subscribed to their command
-    /// channel `cmd.<peerId>.**`. A second `hello` on the same connection updates the
-    /// capabilities, wave and sub-worker role and answers `idempotent: true`.
-    pub fn hello(
-        &self,
-        conn: &Connection,
-        req: request::Hello,
-    ) -> Result<(Map<String, Value>, PeerInfo), String> {
-        let mut st = self.lock();
-        let orchestrator_present =
-            |st: &State| st.peers.values().any(|p| p.info.role == "orchestrator");
-        // The single orchestrator the extension allows is the root one: a wave's lead
-        // registers as orchestrator with its `waveId`.
-        let root_orchestrator_present = |st: &State| {
-            st.peers
-                .values()
-                .any(|p| p.info.role == "orchestrator" && p.info.wave_id.is_none())
-        };
-        if let Some(p) = st.peers.get_mut(&conn.conn_id) {
-            if let Some(caps) = req.capabilities {
-                p.info.capabilities = with_push(caps);
-            }
-            if req.wave_id.is_some() {
-                p.info.wave_id = req.wave_id;
-            }
-            if req.sub_worker_role.is_some() {
-                p.info.sub_worker_role = req.sub_worker_role;
-            }
-            let info = p.info.clone();
-            let (present, root) = (orchestrator_present(&st), root_orchestrator_present(&st));
-            return Ok((
-                body(
-                    json!({"peerId": info.peer_id, "serverCapabilities": CAPABILITIES,
-                            "rootOrchestratorPresent": root, "orchestratorPresent": present,
-                            "restored": false, "idempotent": true}),
-                ),
-                info,
-            ));
-        }
-        let role = req.role.unwrap_or_else(|| "observer".to_owned());
-        if role == "orchestrator" && req.wave_id.is_none() && root_orchestrator_present(&st) {
-            return Err("root orchestrator already registered".into());
-        }
-        let name = req.peer_name.unwrap_or_else(|| "unnamed".to_owned());
-        let nonce = req.instance_nonce.as_deref().filter(|n| !n.is_empty());
-        let peer_id = match nonce {
-            Some(n) => {
-                let h = Sha256::digest(format!("{name}\0{role}\0{n}").as_bytes());
-                format!(
-                    "fp_{}",
-                    h[..6]
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect::<String>()
-                )
-            }
-            None => format!("p_{}", &super::shell::unique_hex()[..6]),
-        };
-        let mut subs = Vec::new();
-        let mut restored_any = false;
-        if nonce.is_some() {
-            if let Some(s) = st.saved.remove(&peer_id) {
-                subs = s;
-                restored_any = true;
-            }
-            // A reconnect while the old connection lingers takes its subscriptions over.
-            for p in st.peers.values_mut() {
-                if p.info.peer_id == peer_id {
-                    subs.append(&mut p.subs);
-                    restored_any = true;
-                }
-            }
-        }
-        let restored: Vec<Value> = subs
-            .iter()
-            .map(|s| json!({"subscriptionId": s.id, "topic": s.pattern}))
-            .collect();
-        if role == "worker" {
-            let own = format!("cmd.{peer_id}.**");
-            if !subs.iter().any(|s| s.pattern == own) {
-                st.next_sub += 1;
-                subs.push(Sub {
-                    id: format!("s_{:04}", st.next_sub),
-                    segs: topic::segments(&own),
-                    pattern: own,
-                });
-            }
-        }
-        let info = PeerInfo {
-            peer_id: peer_id.clone(),
-            role: role.clone(),
-            name: name.clone(),
-            stable: nonce.is_some(),
-            terminal_id: req.terminal_id.as_ref().and_then(id_text),
-            capabilities: with_push(req.capabilities.unwrap_or_default()),
-            wave_id: req.wave_id,
-            sub_worker_role: req.sub_worker_role,
-            monitor_correlation_id: req.monitor_correlation_id,
-        };
-        st.peers.insert(
-            conn.conn_id,
-            Peer {
-                info: info.clone(),
-                outbox: conn.outbox.clone(),
-                subs,
-                window: (0, Instant::now()),
-                rate_hits: 0,
-            },
-        );
-        let reply = body(
-            json!({"peerId": peer_id, "serverCapabilities": CAPABILITIES,
-                                "rootOrchestratorPresent": root_orchestrator_present(&st),
-                                "orchestratorPresent": orchestrator_present(&st),
-                                "restored": restored_any, "restoredSubscriptions": restored}),
-        );
-        let payload = json!({"peerId": peer_id, "role": role, "peerName": name,
-                             "correlationId": req.correlation_id,
-                             "terminalId": req.terminal_id});
-        deliver(
-            &mut st,
-            "server",
-            "system.peer.connected",
-            payload,
-            None,
-            true,
-        );
-        let joined =
-            json!({"peerId": peer_id, "role": role, "peerName": name, "ts": super::iso_now()});
-        deliver(&mut st, "server", "system.peer.joined", joined, None, true);
-        Ok((reply, info))
-    }
-
     /// The peer of a connection, if it said `hello`.
     pub fn peer(&self, conn: &Connection) -> Option<PeerInfo> {
         self.lock().peers.get(&conn.conn_id).map(|p| p.info.clone())
@@ -504,7 +254,7 @@ impl Bus {
         let Some(p) = st.peers.get_mut(&conn.conn_id) else {
             return true;
         };
-        if p.info.role == "orchestrator" {
+        if p.info.role == Role::Orchestrator {
             return true;
         }
         let now = Instant::now();
@@ -590,7 +340,7 @@ impl Bus {
         &self,
         conn: &Connection,
         req: request::Subscribe,
-    ) -> Result<(Map<String, Value>, Option<Replay>), String> {
+    ) -> Result<(Map<String, Value>, Option<Replay>), Failure> {
         let topic = req.topic.as_deref().unwrap_or("");
         let from = match &req.from_cursor {
             None | Some(Value::Null) => None,
@@ -602,7 +352,7 @@ impl Bus {
             return Err("call hello first".into());
         }
         if !topic::valid_pattern(topic) {
-            return Err(format!("invalid topic: {topic:?}"));
+            return Err(format!("invalid topic: {topic:?}").into());
         }
         st.next_sub += 1;
         let id = format!("s_{:04}", st.next_sub);
@@ -632,7 +382,11 @@ impl Bus {
             _ => None,
         };
         Ok((
-            body(json!({"subscriptionId": id, "topic": topic, "resumeCursor": until.to_string()})),
+            hello::reply(&request::Subscribed {
+                subscription_id: id,
+                topic: topic.to_owned(),
+                resume_cursor: until.to_string(),
+            }),
             replay,
         ))
     }
@@ -648,7 +402,9 @@ impl Bus {
         if p.subs.len() == before {
             return Err("subscription not found".into());
         }
-        Ok(body(json!({"subscriptionId": id})))
+        Ok(hello::reply(&request::Unsubscribed {
+            subscription_id: id.to_owned(),
+        }))
     }
 
     /// Publish `payload` (already checked and stamped by the caller) from this connection's
@@ -660,7 +416,7 @@ impl Bus {
         };
         let from = p.info.peer_id.clone();
         if !topic::valid_topic(topic) {
-            return Err(format!("invalid topic: {topic:?}"));
+            return Err(format!("invalid topic: {topic:?}").into());
         }
         st.published += 1;
         let skip = (!echo).then_some(conn.conn_id);
@@ -675,12 +431,12 @@ impl Bus {
         conn: &Connection,
         text: &str,
         target_role: &str,
-    ) -> Result<(Map<String, Value>, Vec<PeerInfo>), String> {
+    ) -> Result<(Map<String, Value>, Vec<PeerInfo>), Failure> {
         let mut st = self.lock();
         let Some(p) = st.peers.get(&conn.conn_id) else {
             return Err("call hello first".into());
         };
-        if p.info.role != "orchestrator" {
+        if p.info.role != Role::Orchestrator {
             return Err("requires role: orchestrator".into());
         }
         let from = p.info.peer_id.clone();
@@ -699,7 +455,7 @@ impl Bus {
                 if target_role == "all" {
                     **cid != conn.conn_id
                 } else {
-                    p.info.role == target_role
+                    p.info.role.as_str() == target_role
                 }
             })
             .filter(|(_, p)| p.outbox.push(frame.clone()))
@@ -792,3 +548,6 @@ fn deliver(
     }
     (n, seq)
 }
+
+#[cfg(test)]
+mod tests;

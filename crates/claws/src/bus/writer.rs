@@ -9,15 +9,17 @@
 //! Nothing queued is lost: the server's stop waits until everything placed so far is
 //! written ([`Progress::wait_written`]), and dropping the writer lets the thread drain the
 //! queue and end.
-//! The queue is bounded in bytes ([`MAX_QUEUED`]): past it the bus waits for the disk, so a
-//! disk that stops answering costs bounded memory rather than unbounded.
+//! The queue is bounded in bytes ([`MAX_QUEUED`]) and never waits: the bus queues under its
+//! lock, so waiting there for a disk that stops answering would freeze every bus call. Past
+//! the bound the bus does not place the event in the log at all ([`Writer::has_room`]): it is
+//! still delivered live, not stored for replay, and counted and logged (`super::Logging`).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::log::{Cursor, EventLog};
 
-/// Bytes of events queued for the disk past which the bus waits for it.
+/// Bytes of events queued for the disk past which the bus stores no more until it catches up.
 pub const MAX_QUEUED: usize = 64 << 20;
 
 /// One thing for the writer to do, in order.
@@ -59,8 +61,10 @@ impl Progress {
 struct Shared {
     q: Mutex<Queue>,
     work: Condvar,
-    space: Condvar,
     progress: Arc<Progress>,
+    /// Held by the thread while it writes a batch; a test holds it to stall the disk.
+    #[cfg(test)]
+    disk: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -82,11 +86,12 @@ impl Writer {
                 closed: false,
             }),
             work: Condvar::new(),
-            space: Condvar::new(),
             progress: Arc::new(Progress {
                 written: Mutex::new(at),
                 moved: Condvar::new(),
             }),
+            #[cfg(test)]
+            disk: Mutex::new(()),
         });
         let s = shared.clone();
         std::thread::Builder::new()
@@ -99,16 +104,19 @@ impl Writer {
         self.shared.progress.clone()
     }
 
-    /// Queue `op`. Waits only while [`MAX_QUEUED`] bytes are already waiting for the disk.
+    /// Whether the queue is under [`MAX_QUEUED`] bytes: the bus asks before it places an
+    /// event, under its lock, so nothing else queues an append in between.
+    pub fn has_room(&self) -> bool {
+        lock(&self.shared.q).bytes <= MAX_QUEUED
+    }
+
+    /// Queue `op`; never waits for the disk (the caller decides with [`Writer::has_room`]).
     pub fn push(&self, op: Op) {
         let n = match &op {
             Op::Append { line, .. } => line.len(),
             Op::Retain(_) => 0,
         };
         let mut q = lock(&self.shared.q);
-        while q.bytes > MAX_QUEUED && !q.closed {
-            q = self.shared.space.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
         if q.closed {
             tracing::debug!(
                 "claws event log already closed; an event after shutdown is not stored"
@@ -121,12 +129,17 @@ impl Writer {
         self.shared.work.notify_one();
     }
 
+    /// Stall the disk: the thread writes nothing while the guard lives.
+    #[cfg(test)]
+    pub fn stall(&self) -> MutexGuard<'_, ()> {
+        lock(&self.shared.disk)
+    }
+
     /// Write everything queued, then end the thread (blocking).
     #[cfg(test)]
     pub fn close(&self) {
         lock(&self.shared.q).closed = true;
         self.shared.work.notify_one();
-        self.shared.space.notify_all();
         // The thread marks the log written to the end as it ends.
         self.shared.progress.wait_written(END);
     }
@@ -167,10 +180,17 @@ fn run(shared: &Shared, mut log: EventLog, mut at: Cursor) {
             if q.ops.is_empty() {
                 return;
             }
-            q.bytes = 0;
             std::mem::take(&mut q.ops)
         };
-        shared.space.notify_all();
+        #[cfg(test)]
+        let disk = lock(&shared.disk);
+        let bytes: usize = ops
+            .iter()
+            .map(|op| match op {
+                Op::Append { line, .. } => line.len(),
+                Op::Retain(_) => 0,
+            })
+            .sum();
         for op in ops {
             match op {
                 Op::Append { start, line } => {
@@ -198,6 +218,12 @@ fn run(shared: &Shared, mut log: EventLog, mut at: Cursor) {
         if buf.capacity() > 4 << 20 {
             buf = Vec::new(); // a burst's buffer is not kept
         }
+        #[cfg(test)]
+        drop(disk);
+        // Counted out only once written: the bound covers what waits for the disk.
+        let mut q = lock(&shared.q);
+        q.bytes = q.bytes.saturating_sub(bytes);
+        drop(q);
         shared.progress.set(at);
     }
 }

@@ -6,6 +6,7 @@
 //! types the text into their terminals, a leading `[CLAWS_CMD ` carrying a bumped
 //! `seq=<n>`. Idempotency keys are remembered for the last [`KEYS_KEPT`] deliveries.
 
+use openfiles_wire::claws::Role;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,7 +64,7 @@ impl CmdChannel {
 }
 
 pub fn deliver(shared: &ServerState, conn: &Connection, req: DeliverCmd) -> Body {
-    let me = require_role(shared, conn, &["orchestrator"])?;
+    let me = require_role(shared, conn, &[Role::Orchestrator])?;
     let Some(target) = req.target_peer_id.filter(|s| !s.is_empty()) else {
         return Err("deliver-cmd:missing-targetPeerId".into());
     };
@@ -74,7 +75,7 @@ pub fn deliver(shared: &ServerState, conn: &Connection, req: DeliverCmd) -> Body
         return Err("deliver-cmd:missing-idempotencyKey".into());
     };
     if shared.bus.peer_by_id(&target).is_none() {
-        return Err(format!("deliver-cmd:target-not-found:{target}"));
+        return Err(format!("deliver-cmd:target-not-found:{target}").into());
     }
     let (seq, duplicate) = shared.orch.cmds.allocate(&target, &key);
     if duplicate {
@@ -94,7 +95,7 @@ pub fn deliver(shared: &ServerState, conn: &Connection, req: DeliverCmd) -> Body
 }
 
 pub fn ack(shared: &ServerState, conn: &Connection, req: CmdAck) -> Body {
-    let me = require_role(shared, conn, &["worker"])?;
+    let me = require_role(shared, conn, &[Role::Worker])?;
     let topic = format!("cmd.{}.ack", me.peer_id);
     let mut payload = json!({"seq": req.seq, "status": req.status, "workerPeerId": me.peer_id});
     if let Some(c) = req.correlation_id {

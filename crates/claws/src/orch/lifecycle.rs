@@ -14,6 +14,7 @@
 //! `lifecycle.phase-changed`. At start, workers recorded as spawned are marked closed (no
 //! terminal survives a restart of this server).
 
+use openfiles_wire::claws::{Phase, RefusalKind};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -28,47 +29,12 @@ use openfiles_wire::claws::request::{
     RegisterMonitor, RegisterSpawn,
 };
 
+mod phases;
+
+use phases::{between_missions, can_transition, explain, transitions, OpenTerminals};
+
 const DEFAULT_IDLE_MS: u64 = 600_000;
 const DEFAULT_MAX_MS: u64 = 14_400_000;
-
-/// Legal next phases.
-fn transitions(from: &str) -> &'static [&'static str] {
-    match from {
-        "SESSION-BOOT" => &["PLAN", "FAILED"],
-        "PLAN" => &["SPAWN", "FAILED"],
-        "SPAWN" => &["DEPLOY", "RECOVER", "FAILED"],
-        "DEPLOY" => &["OBSERVE", "RECOVER", "FAILED"],
-        "OBSERVE" => &["HARVEST", "RECOVER", "FAILED"],
-        "RECOVER" => &["DEPLOY", "OBSERVE", "FAILED"],
-        "HARVEST" => &["CLEANUP", "FAILED"],
-        "CLEANUP" => &["REFLECT", "FAILED"],
-        "REFLECT" => &["PLAN", "SESSION-END"],
-        "FAILED" => &["CLEANUP", "SESSION-END"],
-        _ => &[],
-    }
-}
-
-fn can_transition(from: &str, to: &str) -> bool {
-    from == to || transitions(from).contains(&to)
-}
-
-/// Why REFLECT is refused: the workers' terminals still open (their ids). The text is the
-/// wire's.
-#[derive(Debug, thiserror::Error)]
-#[error("{} terminal(s) still open: {}", .0.len(), .0.join(", "))]
-struct OpenTerminals(Vec<String>);
-
-fn explain(from: &str, to: &str) -> String {
-    let allowed = transitions(from);
-    if allowed.is_empty() {
-        format!("phase {from} is terminal — no transitions allowed")
-    } else {
-        format!(
-            "cannot go from {from} to {to}; allowed: {}",
-            allowed.join(", ")
-        )
-    }
-}
 
 fn terminal_status(s: &str) -> bool {
     matches!(
@@ -111,8 +77,8 @@ pub struct Closed {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct State {
     pub v: u32,
-    pub phase: String,
-    pub phases_completed: Vec<String>,
+    pub phase: Phase,
+    pub phases_completed: Vec<Phase>,
     pub plan: String,
     pub worker_mode: String,
     pub expected_workers: u64,
@@ -129,14 +95,14 @@ pub struct State {
 }
 
 impl State {
-    fn set_phase(&mut self, to: &str) {
+    fn set_phase(&mut self, to: Phase) {
         if self.phase == to {
             return;
         }
-        if !self.phases_completed.iter().any(|p| p == to) {
-            self.phases_completed.push(to.to_owned());
+        if !self.phases_completed.contains(&to) {
+            self.phases_completed.push(to);
         }
-        self.phase = to.to_owned();
+        self.phase = to;
     }
 
     fn reflect_gate(&self) -> Result<(), OpenTerminals> {
@@ -153,27 +119,30 @@ impl State {
         }
     }
 
-    fn next_auto(&self) -> Option<&'static str> {
+    fn next_auto(&self) -> Option<Phase> {
         let w = &self.spawned_workers;
         let done = w.iter().filter(|w| terminal_status(&w.status)).count() as u64;
-        match self.phase.as_str() {
-            "SPAWN" => {
+        match self.phase {
+            Phase::Spawn => {
                 let monitored = w
                     .iter()
                     .all(|w| self.monitors.iter().any(|m| m.terminal_id == w.id));
-                (w.len() as u64 == self.expected_workers && monitored).then_some("DEPLOY")
+                (w.len() as u64 == self.expected_workers && monitored).then_some(Phase::Deploy)
             }
-            "DEPLOY" => w.iter().any(|w| w.status != "spawned").then_some("OBSERVE"),
-            "OBSERVE" => match self.worker_mode.as_str() {
-                "single" if done >= 1 => Some("HARVEST"),
-                "fleet" if done >= self.expected_workers => Some("HARVEST"),
+            Phase::Deploy => w
+                .iter()
+                .any(|w| w.status != "spawned")
+                .then_some(Phase::Observe),
+            Phase::Observe => match self.worker_mode.as_str() {
+                "single" if done >= 1 => Some(Phase::Harvest),
+                "fleet" if done >= self.expected_workers => Some(Phase::Harvest),
                 _ => None,
             },
-            "HARVEST" => w
+            Phase::Harvest => w
                 .iter()
                 .all(|w| terminal_status(&w.status))
-                .then_some("CLEANUP"),
-            "CLEANUP" => self.reflect_gate().is_ok().then_some("REFLECT"),
+                .then_some(Phase::Cleanup),
+            Phase::Cleanup => self.reflect_gate().is_ok().then_some(Phase::Reflect),
             _ => None,
         }
     }
@@ -279,7 +248,7 @@ impl Lifecycle {
         let mut state = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice::<State>(&b).ok())
-            .filter(|s| s.v == 3 && !transitions(&s.phase).is_empty() || s_phase_end(s));
+            .filter(|s| s.v == 3 && !transitions(s.phase).is_empty() || s_phase_end(s));
         let l = Lifecycle {
             saver: Arc::new(Saver {
                 path,
@@ -330,9 +299,9 @@ impl Lifecycle {
 
     /// In a mission (PLAN … CLEANUP or FAILED): `create` passes the plan gate.
     pub fn has_plan(&self) -> bool {
-        self.lock().as_ref().is_some_and(|s| {
-            !matches!(s.phase.as_str(), "SESSION-BOOT" | "REFLECT" | "SESSION-END")
-        })
+        self.lock()
+            .as_ref()
+            .is_some_and(|s| !between_missions(s.phase))
     }
 
     /// Apply `f` to the state, persist, then auto-advance; the phase changes to announce.
@@ -346,10 +315,10 @@ impl Lifecycle {
         let mut changes = Vec::new();
         for _ in 0..10 {
             let Some(next) = s.next_auto() else { break };
-            if !can_transition(&s.phase, next) {
+            if !can_transition(s.phase, next) {
                 break;
             }
-            let prev = s.phase.clone();
+            let prev = s.phase;
             s.set_phase(next);
             changes.push(json!({"from": prev, "to": next, "reason": reason, "ts": iso_now()}));
         }
@@ -360,8 +329,8 @@ impl Lifecycle {
     fn blank(&self) -> State {
         State {
             v: 3,
-            phase: "SESSION-BOOT".into(),
-            phases_completed: vec!["SESSION-BOOT".into()],
+            phase: Phase::SessionBoot,
+            phases_completed: vec![Phase::SessionBoot],
             plan: String::new(),
             worker_mode: "single".into(),
             expected_workers: 0,
@@ -440,7 +409,7 @@ impl Lifecycle {
 
 /// A stored state at SESSION-END has no transitions but is still a valid file.
 fn s_phase_end(s: &State) -> bool {
-    s.v == 3 && s.phase == "SESSION-END"
+    s.v == 3 && s.phase == Phase::SessionEnd
 }
 
 fn announce(shared: &ServerState, changes: Vec<Value>) {
@@ -456,11 +425,11 @@ fn state_value(s: &Option<State>) -> Value {
 pub fn plan(shared: &ServerState, req: LifecyclePlan) -> Body {
     let text = req.plan.unwrap_or_default();
     if text.trim().is_empty() {
-        return refuse("lifecycle:plan-empty", "plan text must be non-empty");
+        return refuse(RefusalKind::PlanEmpty, "plan text must be non-empty");
     }
     let Some(mode) = req.worker_mode.filter(|m| !m.is_empty()) else {
         return refuse(
-            "lifecycle:worker-mode-required",
+            RefusalKind::WorkerModeRequired,
             "workerMode required (single|fleet|army)",
         );
     };
@@ -468,37 +437,36 @@ pub fn plan(shared: &ServerState, req: LifecyclePlan) -> Body {
         Some(n) if n >= 1.0 => n,
         _ => {
             return refuse(
-                "lifecycle:expected-workers-required",
+                RefusalKind::ExpectedWorkersRequired,
                 "expectedWorkers must be positive integer",
             )
         }
     };
     if !matches!(mode.as_str(), "single" | "fleet" | "army") {
         return refuse(
-            "lifecycle:invalid-worker-mode",
+            RefusalKind::InvalidWorkerMode,
             &format!("must be single|fleet|army, got: {mode}"),
         );
     }
     if n.fract() != 0.0 {
         return refuse(
-            "lifecycle:invalid-expected-workers",
+            RefusalKind::InvalidExpectedWorkers,
             "must be positive integer",
         );
     }
     let l = &shared.orch.lifecycle;
     let mut g = l.lock();
-    let existing = g.as_ref().map(|s| s.phase.clone());
+    let existing = g.as_ref().map(|s| s.phase);
     let mut s = g.take().unwrap_or_else(|| l.blank());
-    let recovering = s.phase == "FAILED";
-    let active =
-        !matches!(s.phase.as_str(), "SESSION-BOOT" | "REFLECT" | "SESSION-END") && !recovering;
+    let recovering = s.phase == Phase::Failed;
+    let active = !between_missions(s.phase) && !recovering;
     if !active {
-        let mission = if s.phase == "REFLECT" || recovering {
+        let mission = if s.phase == Phase::Reflect || recovering {
             s.mission_n + 1
         } else {
             1
         };
-        s.set_phase("PLAN");
+        s.set_phase(Phase::Plan);
         s.plan = text.trim().to_owned();
         s.worker_mode = mode;
         s.expected_workers = n as u64;
@@ -513,9 +481,7 @@ pub fn plan(shared: &ServerState, req: LifecyclePlan) -> Body {
         }
         l.flush(&s);
     }
-    let idempotent = existing
-        .as_deref()
-        .is_some_and(|p| !matches!(p, "SESSION-BOOT" | "REFLECT" | "SESSION-END"));
+    let idempotent = existing.is_some_and(|p| !between_missions(p));
     *g = Some(s);
     Ok(obj(
         json!({"state": state_value(&g), "idempotent": idempotent}),
@@ -527,23 +493,24 @@ pub fn advance(shared: &ServerState, req: LifecycleAdvance) -> Body {
     let mut g = l.lock();
     let Some(s) = g.as_mut() else {
         return refuse(
-            "lifecycle:plan-required",
+            RefusalKind::PlanRequired,
             "no lifecycle state — call lifecycle.plan first",
         );
     };
-    let to = req.to.unwrap_or_default();
+    let asked = req.to.unwrap_or_default();
+    let to = match Phase::parse(&asked) {
+        Some(to) if can_transition(s.phase, to) => to,
+        _ => return refuse(RefusalKind::InvalidTransition, &explain(s.phase, &asked)),
+    };
     if s.phase == to {
         return Ok(obj(json!({"state": s, "idempotent": true})));
     }
-    if !can_transition(&s.phase, &to) {
-        return refuse("lifecycle:invalid-transition", &explain(&s.phase, &to));
-    }
-    if to == "REFLECT" {
+    if to == Phase::Reflect {
         if let Err(reason) = s.reflect_gate() {
-            return refuse("lifecycle:reflect-gate", &reason.to_string());
+            return refuse(RefusalKind::ReflectGate, &reason.to_string());
         }
     }
-    s.set_phase(&to);
+    s.set_phase(to);
     l.flush(s);
     Ok(obj(json!({ "state": s })))
 }
@@ -557,23 +524,23 @@ pub fn snapshot(shared: &ServerState) -> Body {
 pub fn reflect(shared: &ServerState, req: LifecycleReflect) -> Body {
     let text = req.reflect.unwrap_or_default();
     if text.trim().is_empty() {
-        return refuse("lifecycle:reflect-empty", "reflect text must be non-empty");
+        return refuse(RefusalKind::ReflectEmpty, "reflect text must be non-empty");
     }
     let l = &shared.orch.lifecycle;
     let mut g = l.lock();
     let Some(s) = g.as_mut() else {
-        return refuse("lifecycle:plan-required", "no lifecycle state");
+        return refuse(RefusalKind::PlanRequired, "no lifecycle state");
     };
-    if !can_transition(&s.phase, "REFLECT") {
+    if !can_transition(s.phase, Phase::Reflect) {
         return refuse(
-            "lifecycle:invalid-transition",
-            &explain(&s.phase, "REFLECT"),
+            RefusalKind::InvalidTransition,
+            &explain(s.phase, Phase::Reflect.as_str()),
         );
     }
     if let Err(reason) = s.reflect_gate() {
-        return refuse("lifecycle:reflect-gate", &reason.to_string());
+        return refuse(RefusalKind::ReflectGate, &reason.to_string());
     }
-    s.set_phase("REFLECT");
+    s.set_phase(Phase::Reflect);
     s.reflect = Some(text.trim().to_owned());
     l.flush(s);
     Ok(obj(json!({ "state": s })))
@@ -586,13 +553,13 @@ pub fn register_spawn(shared: &ServerState, req: RegisterSpawn) -> Body {
         req.name.filter(|s| !s.is_empty()),
     ) else {
         return refuse(
-            "lifecycle:register-spawn-args",
+            RefusalKind::RegisterSpawnArgs,
             "terminalId, correlationId, name required",
         );
     };
     let l = &shared.orch.lifecycle;
     if l.lock().is_none() {
-        return refuse("lifecycle:no-state", "lifecycle:no-state");
+        return refuse(RefusalKind::NoState, "lifecycle:no-state");
     }
     let now = now_ms();
     let (r, changes) = l.change(
@@ -648,7 +615,7 @@ pub fn register_spawn(shared: &ServerState, req: RegisterSpawn) -> Body {
     }
     match r {
         Ok(w) => Ok(obj(json!({ "worker": w }))),
-        Err(m) => refuse("lifecycle:correlation-id-conflict", &m),
+        Err(m) => refuse(RefusalKind::CorrelationIdConflict, &m),
     }
 }
 
@@ -659,13 +626,13 @@ pub fn register_monitor(shared: &ServerState, req: RegisterMonitor) -> Body {
         req.command.filter(|s| !s.is_empty()),
     ) else {
         return refuse(
-            "lifecycle:register-monitor-args",
+            RefusalKind::RegisterMonitorArgs,
             "terminalId, correlationId, command required",
         );
     };
     let l = &shared.orch.lifecycle;
     if l.lock().is_none() {
-        return refuse("lifecycle:no-state", "lifecycle:no-state");
+        return refuse(RefusalKind::NoState, "lifecycle:no-state");
     }
     let (m, changes) = l.change(
         |s| {
@@ -690,7 +657,7 @@ pub fn mark_worker_status(shared: &ServerState, req: MarkWorkerStatus) -> Body {
         req.terminal_id.filter(|s| !s.is_empty()),
         req.status.filter(|s| !s.is_empty()),
     ) else {
-        return refuse("lifecycle:mark-status-args", "terminalId, status required");
+        return refuse(RefusalKind::MarkStatusArgs, "terminalId, status required");
     };
     let w = shared.orch.lifecycle.mark(shared, &tid, &status);
     Ok(obj(json!({ "worker": w })))
@@ -724,14 +691,14 @@ mod tests {
 
     #[test]
     fn transition_table_and_explanations() {
-        assert!(can_transition("PLAN", "SPAWN"));
-        assert!(!can_transition("PLAN", "OBSERVE"));
+        assert!(can_transition(Phase::Plan, Phase::Spawn));
+        assert!(!can_transition(Phase::Plan, Phase::Observe));
         assert_eq!(
-            explain("PLAN", "OBSERVE"),
+            explain(Phase::Plan, "OBSERVE"),
             "cannot go from PLAN to OBSERVE; allowed: SPAWN, FAILED"
         );
         assert_eq!(
-            explain("SESSION-END", "PLAN"),
+            explain(Phase::SessionEnd, "PLAN"),
             "phase SESSION-END is terminal — no transitions allowed"
         );
     }

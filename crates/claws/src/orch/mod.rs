@@ -31,9 +31,9 @@ use super::bus::PeerInfo;
 use super::{iso_now, now_ms, uuid, Connection, ServerState};
 use crate::config::ClawsConfig;
 use openfiles_wire::claws::request::{Hello, Publish};
-use openfiles_wire::claws::PROTOCOL_2;
+use openfiles_wire::claws::{RefusalKind, Role, PROTOCOL_2};
 
-pub type Body = Result<Map<String, Value>, String>;
+pub use crate::commands::Body;
 
 /// Every sub-room's state, one owner each.
 pub struct Orchestra {
@@ -65,12 +65,12 @@ impl Orchestra {
     }
 }
 
-/// A refusal with fields beside `error`: a body whose `ok` is false (`proto::answer` writes
+/// A refusal with fields beside `error`: a body whose `ok` is false (`openfiles_wire::claws::answer` writes
 /// body fields over its own `ok`).
-pub fn refusal(error: &str, extra: Value) -> Map<String, Value> {
+pub fn refusal(kind: RefusalKind, extra: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("ok".into(), Value::Bool(false));
-    m.insert("error".into(), Value::String(error.to_owned()));
+    m.insert("error".into(), Value::from(kind.as_str()));
     if let Value::Object(e) = extra {
         m.extend(e);
     }
@@ -78,23 +78,24 @@ pub fn refusal(error: &str, extra: Value) -> Map<String, Value> {
 }
 
 /// A refusal with the extension's `message`.
-pub fn refuse(error: &str, message: &str) -> Body {
-    Ok(refusal(error, json!({ "message": message })))
+pub fn refuse(kind: RefusalKind, message: &str) -> Body {
+    Ok(refusal(kind, json!({ "message": message })))
 }
 
 /// The caller's peer when its role is one of `roles`; the extension's errors otherwise.
 pub fn require_role(
     shared: &ServerState,
     conn: &Connection,
-    roles: &[&str],
+    roles: &[Role],
 ) -> Result<PeerInfo, RoleError> {
     let Some(p) = shared.bus.peer(conn) else {
         return Err(RoleError::NoHello);
     };
-    if roles.contains(&p.role.as_str()) {
+    if roles.contains(&p.role) {
         Ok(p)
     } else {
-        Err(RoleError::Requires(roles.join("|")))
+        let names: Vec<&str> = roles.iter().map(Role::as_str).collect();
+        Err(RoleError::Requires(names.join("|")))
     }
 }
 
@@ -108,9 +109,9 @@ pub enum RoleError {
     Requires(String),
 }
 
-impl From<RoleError> for String {
-    fn from(e: RoleError) -> String {
-        e.to_string()
+impl From<RoleError> for openfiles_wire::claws::Failure {
+    fn from(e: RoleError) -> openfiles_wire::claws::Failure {
+        e.to_string().into()
     }
 }
 
@@ -133,13 +134,13 @@ impl Drop for InFlight<'_> {
 /// claims and wave sub-worker heartbeats follow from its fields.
 pub fn hello(shared: &ServerState, conn: &Connection, req: Hello) -> Body {
     if req.protocol.as_deref() != Some(PROTOCOL_2) {
-        return Err(format!("hello requires protocol: {PROTOCOL_2}"));
+        return Err(format!("hello requires protocol: {PROTOCOL_2}").into());
     }
     let mut roots = shared.registry.roots();
     roots.push(shared.root.clone());
     if let Err(e) = shared.orch.auth.check(&req, now_ms(), &roots) {
         conn.hello_refused();
-        return Err(e.to_owned());
+        return Err(e.to_owned().into());
     }
     conn.authenticated();
     let (body, info) = shared.bus.hello(conn, req)?;
@@ -161,7 +162,7 @@ pub fn publish(shared: &Arc<ServerState>, conn: &Connection, req: Publish) -> Bo
     };
     let topic = req.topic.unwrap_or_default();
     if !crate::bus::topic::valid_topic(&topic) {
-        return Err(format!("invalid topic: {topic:?}"));
+        return Err(format!("invalid topic: {topic:?}").into());
     }
     if shared.cfg.strict_topics {
         peers::may_publish(&me.peer_id, &me.role, &topic, |t| {
@@ -201,7 +202,10 @@ pub fn publish(shared: &Arc<ServerState>, conn: &Connection, req: Publish) -> Bo
             json!({"from": me.peer_id, "topic": topic, "error": issues}),
         );
         if shared.cfg.strict_event_validation {
-            return Ok(refusal("payload:invalid", json!({ "details": issues })));
+            return Ok(refusal(
+                RefusalKind::PayloadInvalid,
+                json!({ "details": issues }),
+            ));
         }
     }
     shared.orch.rpc.answer(&topic, &payload);

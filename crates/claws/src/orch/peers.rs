@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::config::ClawsAuthConfig;
 use openfiles_wire::claws::auth::{hello_message, hex, hmac_sha256};
 use openfiles_wire::claws::request::Hello;
+use openfiles_wire::claws::Role;
 
 /// Token age past which a `hello` is refused.
 pub const MAX_TOKEN_AGE_MS: u64 = 5 * 60 * 1000;
@@ -109,7 +110,7 @@ impl Auth {
         };
         let msg = hello_message(
             h.peer_name.as_deref().unwrap_or("undefined"),
-            h.role.as_deref().unwrap_or("undefined"),
+            h.role.as_ref().map_or("undefined", Role::as_str),
             nonce,
             ts,
         );
@@ -245,18 +246,18 @@ fn constant_time_eq_hex(token: &str, expected: &[u8; 32]) -> bool {
 /// `task.<taskId>.*` to the task's assignee and the orchestrator.
 pub fn may_publish(
     peer_id: &str,
-    role: &str,
+    role: &Role,
     topic: &str,
     task_assignee: impl Fn(&str) -> Option<String>,
 ) -> Result<(), Forbidden> {
     let mut seg = topic.split('.');
     let (first, second) = (seg.next().unwrap_or(""), seg.next());
     match (first, second) {
-        ("system", Some("worker")) if role == "orchestrator" => Ok(()),
+        ("system", Some("worker")) if *role == Role::Orchestrator => Ok(()),
         ("system", _) => Err(Forbidden::System),
-        ("cmd", _) if role != "orchestrator" => Err(Forbidden::Cmd),
+        ("cmd", _) if *role != Role::Orchestrator => Err(Forbidden::Cmd),
         ("worker", Some(owner)) if owner != peer_id => Err(Forbidden::NotYourTopic),
-        ("task", Some(task)) if role != "orchestrator" => match task_assignee(task) {
+        ("task", Some(task)) if *role != Role::Orchestrator => match task_assignee(task) {
             Some(a) if a != peer_id => Err(Forbidden::NotYourTask),
             _ => Ok(()),
         },
@@ -279,9 +280,9 @@ pub enum Forbidden {
     FromPeer,
 }
 
-impl From<Forbidden> for String {
-    fn from(e: Forbidden) -> String {
-        e.to_string()
+impl From<Forbidden> for openfiles_wire::claws::Failure {
+    fn from(e: Forbidden) -> openfiles_wire::claws::Failure {
+        e.to_string().into()
     }
 }
 
@@ -321,22 +322,28 @@ mod tests {
     #[test]
     fn publish_rules() {
         let none = |_: &str| None;
-        assert!(may_publish("p_1", "worker", "worker.p_1.boot", none).is_ok());
+        assert!(may_publish("p_1", &Role::from("worker"), "worker.p_1.boot", none).is_ok());
         assert_eq!(
-            may_publish("p_1", "worker", "worker.p_2.boot", none)
+            may_publish("p_1", &Role::from("worker"), "worker.p_2.boot", none)
                 .unwrap_err()
                 .to_string(),
             "publish forbidden — not your topic"
         );
-        assert!(may_publish("p_1", "worker", "cmd.p_1.x", none).is_err());
-        assert!(may_publish("o", "orchestrator", "cmd.p_1.x", none).is_ok());
-        assert!(may_publish("o", "orchestrator", "system.peer.joined", none).is_err());
-        assert!(may_publish("o", "orchestrator", "system.worker.completed", none).is_ok());
-        assert!(may_publish("w", "worker", "system.worker.completed", none).is_err());
+        assert!(may_publish("p_1", &Role::from("worker"), "cmd.p_1.x", none).is_err());
+        assert!(may_publish("o", &Role::from("orchestrator"), "cmd.p_1.x", none).is_ok());
+        assert!(may_publish("o", &Role::from("orchestrator"), "system.peer.joined", none).is_err());
+        assert!(may_publish(
+            "o",
+            &Role::from("orchestrator"),
+            "system.worker.completed",
+            none
+        )
+        .is_ok());
+        assert!(may_publish("w", &Role::from("worker"), "system.worker.completed", none).is_err());
         let owner = |_: &str| Some("p_2".to_owned());
-        assert!(may_publish("p_1", "worker", "task.t_001.note", owner).is_err());
-        assert!(may_publish("p_2", "worker", "task.t_001.note", owner).is_ok());
-        assert!(may_publish("p_1", "worker", "output.3.line", none).is_ok());
+        assert!(may_publish("p_1", &Role::from("worker"), "task.t_001.note", owner).is_err());
+        assert!(may_publish("p_2", &Role::from("worker"), "task.t_001.note", owner).is_ok());
+        assert!(may_publish("p_1", &Role::from("worker"), "output.3.line", none).is_ok());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! `.closed`. Ids are `pipe_0001`, …; steps `pipe_0001_step_0`, …. At most [`MAX_PIPELINES`]
 //! are kept (the oldest closed ones forgotten first).
 
+use openfiles_wire::claws::Role;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -87,7 +88,7 @@ impl Pipelines {
 }
 
 pub fn create(shared: &ServerState, conn: &Connection, req: PipelineCreate) -> Body {
-    require_role(shared, conn, &["orchestrator"])?;
+    require_role(shared, conn, &[Role::Orchestrator])?;
     let steps: Vec<(String, String)> = req
         .steps
         .as_ref()
@@ -169,14 +170,14 @@ pub fn list(shared: &ServerState) -> Body {
 }
 
 pub fn close(shared: &ServerState, conn: &Connection, req: PipelineClose) -> Body {
-    require_role(shared, conn, &["orchestrator"])?;
+    require_role(shared, conn, &[Role::Orchestrator])?;
     let Some(id) = req.pipeline_id.filter(|s| !s.is_empty()) else {
         return Err("pipeline.close:pipelineId-required".into());
     };
     let closed = {
         let mut st = shared.orch.pipelines.lock();
         let Some(p) = st.1.values_mut().find(|p| p.pipeline_id == id) else {
-            return Err(format!("pipeline.close:not-found:{id}"));
+            return Err(format!("pipeline.close:not-found:{id}").into());
         };
         p.state = "closed".into();
         p.closed_at = Some(iso_now());

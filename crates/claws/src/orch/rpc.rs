@@ -5,6 +5,8 @@
 //! `rpc.call:timeout`). A pending call is removed on answer or timeout, so the map never
 //! outgrows the calls in flight.
 
+use openfiles_wire::claws::RefusalKind;
+use openfiles_wire::claws::Role;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -50,7 +52,11 @@ impl Rpc {
 }
 
 pub async fn call(shared: &ServerState, conn: &Connection, req: RpcCall) -> Body {
-    let me = require_role(shared, conn, &["orchestrator", "worker", "observer"])?;
+    let me = require_role(
+        shared,
+        conn,
+        &[Role::Orchestrator, Role::Worker, Role::Observer],
+    )?;
     let Some(target) = req.target_peer_id.filter(|s| !s.is_empty()) else {
         return Err("rpc.call:missing-targetPeerId".into());
     };
@@ -58,7 +64,7 @@ pub async fn call(shared: &ServerState, conn: &Connection, req: RpcCall) -> Body
         return Err("rpc.call:missing-method".into());
     };
     if shared.bus.peer_by_id(&target).is_none() {
-        return Err(format!("rpc.call:target-not-found:{target}"));
+        return Err(format!("rpc.call:target-not-found:{target}").into());
     }
     let id = uuid();
     let (tx, rx) = oneshot::channel();
@@ -84,7 +90,7 @@ pub async fn call(shared: &ServerState, conn: &Connection, req: RpcCall) -> Body
         Ok(Ok(result)) => Ok(obj(json!({"requestId": id, "result": result}))),
         _ => {
             shared.orch.rpc.forget(&id);
-            Ok(refusal("rpc.call:timeout", json!({ "requestId": id })))
+            Ok(refusal(RefusalKind::RpcTimeout, json!({ "requestId": id })))
         }
     }
 }

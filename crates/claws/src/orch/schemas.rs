@@ -543,7 +543,7 @@ pub fn get(req: SchemaGet) -> Body {
         return Err("schema.get:missing-name".into());
     };
     let Some(t) = named(&name) else {
-        return Err(format!("schema.get:not-found:{name}"));
+        return Err(format!("schema.get:not-found:{name}").into());
     };
     Ok(obj(json!({"name": name, "schema": render(t)})))
 }

@@ -6,6 +6,7 @@
 //! `status: failed`). Task ids are `t_001`, `t_002`, …; at most [`MAX_TASKS`] are kept, the
 //! oldest finished ones forgotten first.
 
+use openfiles_wire::claws::Role;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -92,9 +93,9 @@ enum NotOwned {
     NotYours,
 }
 
-impl From<NotOwned> for String {
-    fn from(e: NotOwned) -> String {
-        e.to_string()
+impl From<NotOwned> for openfiles_wire::claws::Failure {
+    fn from(e: NotOwned) -> openfiles_wire::claws::Failure {
+        e.to_string().into()
     }
 }
 
@@ -126,7 +127,7 @@ impl Tasks {
 }
 
 pub fn assign(shared: &Arc<ServerState>, conn: &Connection, req: TaskAssign) -> Body {
-    let me = require_role(shared, conn, &["orchestrator"])?;
+    let me = require_role(shared, conn, &[Role::Orchestrator])?;
     let (Some(title), Some(assignee), Some(prompt)) = (
         req.title.filter(|s| !s.is_empty()),
         req.assignee.filter(|s| !s.is_empty()),
@@ -135,7 +136,7 @@ pub fn assign(shared: &Arc<ServerState>, conn: &Connection, req: TaskAssign) -> 
         return Err("title, assignee, and prompt are required".into());
     };
     let Some(peer) = shared.bus.peer_by_id(&assignee) else {
-        return Err(format!("assignee peer not found: {assignee}"));
+        return Err(format!("assignee peer not found: {assignee}").into());
     };
     let now = now_ms();
     let task = {
@@ -193,7 +194,7 @@ pub fn assign(shared: &Arc<ServerState>, conn: &Connection, req: TaskAssign) -> 
 }
 
 pub fn update(shared: &ServerState, conn: &Connection, req: TaskUpdate) -> Body {
-    let me = require_role(shared, conn, &["worker"])?;
+    let me = require_role(shared, conn, &[Role::Worker])?;
     let id = req.task_id.unwrap_or_default();
     let event = {
         let mut st = shared.orch.tasks.lock();
@@ -219,7 +220,7 @@ pub fn update(shared: &ServerState, conn: &Connection, req: TaskUpdate) -> Body 
 }
 
 pub fn complete(shared: &ServerState, conn: &Connection, req: TaskComplete) -> Body {
-    let me = require_role(shared, conn, &["worker"])?;
+    let me = require_role(shared, conn, &[Role::Worker])?;
     let id = req.task_id.unwrap_or_default();
     let event = {
         let mut st = shared.orch.tasks.lock();
@@ -241,12 +242,12 @@ pub fn complete(shared: &ServerState, conn: &Connection, req: TaskComplete) -> B
 }
 
 pub fn cancel(shared: &ServerState, conn: &Connection, req: TaskCancel) -> Body {
-    require_role(shared, conn, &["orchestrator"])?;
+    require_role(shared, conn, &[Role::Orchestrator])?;
     let id = req.task_id.unwrap_or_default();
     let (assignee, event) = {
         let mut st = shared.orch.tasks.lock();
         let Some(t) = st.find(&id) else {
-            return Err(format!("task not found: {id}"));
+            return Err(format!("task not found: {id}").into());
         };
         t.cancel_requested = Some(true);
         t.cancel_reason = req.reason.clone();

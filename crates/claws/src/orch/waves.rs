@@ -224,7 +224,7 @@ pub fn status(shared: &ServerState, req: WaveRef) -> Body {
     };
     let st = shared.orch.waves.lock();
     let Some(w) = st.get(&id) else {
-        return Err(format!("wave.status:not-found:{id}"));
+        return Err(format!("wave.status:not-found:{id}").into());
     };
     let subs: Vec<Value> = w
         .subs
@@ -264,13 +264,13 @@ pub fn complete(shared: &Arc<ServerState>, conn: &Connection, req: WaveComplete)
     let (completed_at, terminals) = {
         let mut st = shared.orch.waves.lock();
         let Some(w) = st.get_mut(&id) else {
-            return Err(format!("wave.complete:not-found:{id}"));
+            return Err(format!("wave.complete:not-found:{id}").into());
         };
         if w.lead != me {
             return Err("wave.complete:not-lead — only the LEAD peer may complete a wave".into());
         }
         if w.complete {
-            return Err(format!("wave.complete:already-complete:{id}"));
+            return Err(format!("wave.complete:already-complete:{id}").into());
         }
         let now = now_ms();
         w.complete = true;

@@ -76,39 +76,20 @@ fn run(
     let mut buf = vec![0u8; BATCH];
     let mut scanner = MarkScanner::new(nonce);
     let mut marks = Vec::new();
-    let mut last_content: Option<Instant> = None;
-    let mut content_due: Option<Instant> = None;
+    let mut content = Content::default();
     loop {
-        let timeout = content_due.map(|d| d.saturating_duration_since(Instant::now()));
+        let timeout = content
+            .due
+            .map(|d| d.saturating_duration_since(Instant::now()));
         match pty::wait_readable(fd, wake.as_fd(), timeout) {
             Ok(Ready::Output) => {}
             Ok(Ready::Timeout) => {
-                content_due = None;
-                last_content = Some(Instant::now());
-                publish_content(shared, term);
+                content.publish(shared, term);
                 continue;
             }
             Ok(Ready::Woken) | Err(_) => break,
         }
-        let mut n = 0;
-        let mut gone = false;
-        while n < buf.len() {
-            match pty::read_some(fd, &mut buf[n..]) {
-                Read::Bytes(k) => {
-                    n += k;
-                    // Less than the line discipline's buffer: it was drained just now, so
-                    // go back to `poll` rather than pay a read that says EAGAIN.
-                    if k < KERNEL_CHUNK {
-                        break;
-                    }
-                }
-                Read::Empty => break,
-                Read::Closed => {
-                    gone = true;
-                    break;
-                }
-            }
-        }
+        let (n, gone) = read_batch(fd, &mut buf);
         if n > 0 {
             let chunk = &buf[..n];
             let base = {
@@ -120,16 +101,7 @@ fn run(
             // The log is written before marks are handled, so an `exec` answer implies the
             // command's output is in the file.
             if let Some(f) = log.as_mut() {
-                match f.write_or_skip(chunk, std::time::Instant::now()) {
-                    LogWrite::Written => {}
-                    LogWrite::Failed(e) => {
-                        tracing::warn!(terminal = term.id, error = %e, "terminal log write failed; output is dropped from the log until a retry succeeds (every {} s)", LOG_RETRY.as_secs());
-                    }
-                    LogWrite::Skipped => {}
-                    LogWrite::Resumed { lost } => {
-                        tracing::warn!(terminal = term.id, lost, "terminal log writable again; {lost} bytes of output are missing from it");
-                    }
-                }
+                write_log(f, term, chunk);
             }
             // A shell without integration has no prompt mark: its first output is READY.
             if !term.integrable && term.vehicle() == super::Vehicle::Booting {
@@ -139,23 +111,77 @@ fn run(
             for m in marks.drain(..) {
                 term.on_mark(shared, m);
             }
-            match last_content {
-                Some(t) if t.elapsed() < CONTENT_EVERY => {
-                    content_due.get_or_insert(t + CONTENT_EVERY);
-                }
-                _ => {
-                    last_content = Some(Instant::now());
-                    content_due = None;
-                    publish_content(shared, term);
-                }
-            }
+            content.after_output(shared, term);
         }
         if gone {
             break;
         }
     }
-    if content_due.is_some() {
+    if content.due.is_some() {
         publish_content(shared, term);
+    }
+}
+
+/// Read what the PTY has, up to `buf`'s size: how many bytes, and whether the terminal is
+/// gone.
+fn read_batch(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> (usize, bool) {
+    let mut n = 0;
+    while n < buf.len() {
+        match pty::read_some(fd, &mut buf[n..]) {
+            Read::Bytes(k) => {
+                n += k;
+                // Less than the line discipline's buffer: it was drained just now, so go
+                // back to `poll` rather than pay a read that says EAGAIN.
+                if k < KERNEL_CHUNK {
+                    break;
+                }
+            }
+            Read::Empty => break,
+            Read::Closed => return (n, true),
+        }
+    }
+    (n, false)
+}
+
+/// Append `chunk` to the terminal's log, saying when writing fails and when it resumes.
+fn write_log(f: &mut LogFile, term: &Terminal, chunk: &[u8]) {
+    match f.write_or_skip(chunk, std::time::Instant::now()) {
+        LogWrite::Written | LogWrite::Skipped => {}
+        LogWrite::Failed(e) => {
+            tracing::warn!(terminal = term.id, error = %e, "terminal log write failed; output is dropped from the log until a retry succeeds (every {} s)", LOG_RETRY.as_secs());
+        }
+        LogWrite::Resumed { lost } => {
+            tracing::warn!(
+                terminal = term.id,
+                lost,
+                "terminal log writable again; {lost} bytes of output are missing from it"
+            );
+        }
+    }
+}
+
+/// `vehicle.<id>.content` at most every [`CONTENT_EVERY`]: output within that is announced
+/// once it has passed.
+#[derive(Default)]
+struct Content {
+    last: Option<Instant>,
+    due: Option<Instant>,
+}
+
+impl Content {
+    fn publish(&mut self, shared: &ServerState, term: &Terminal) {
+        self.due = None;
+        self.last = Some(Instant::now());
+        publish_content(shared, term);
+    }
+
+    fn after_output(&mut self, shared: &ServerState, term: &Terminal) {
+        match self.last {
+            Some(t) if t.elapsed() < CONTENT_EVERY => {
+                self.due.get_or_insert(t + CONTENT_EVERY);
+            }
+            _ => self.publish(shared, term),
+        }
     }
 }
 

@@ -10,10 +10,14 @@
 //! A request's `clientVersion` is compared with [`COMPATIBLE_EXTENSION_VERSION`] by the server
 //! ([`minor_behind`]).
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub mod auth;
+pub mod kinds;
 pub mod request;
+
+pub use kinds::{Phase, RefusalKind};
 
 /// Largest unprocessed request line.
 pub use crate::line::MAX_LINE;
@@ -104,11 +108,133 @@ fn incompatible(client: &str) -> String {
     format!("incompatible protocol version (server: {PROTOCOL}, client: {client})")
 }
 
+/// The codes of the errors clients act on, sent as `code` beside `error` (an additive field:
+/// a client that reads only `error` sees what it always saw).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorCode {
+    /// The server does not know the command (`unknown cmd: …`): an older server.
+    UnknownCmd,
+    /// A field of the command is not one the server can read (`invalid … request: …`).
+    InvalidRequest,
+    /// `exec` did not see its command finish in time (`exec timeout after …ms`).
+    ExecTimeout,
+}
+
+impl ErrorCode {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownCmd => "unknown-cmd",
+            ErrorCode::InvalidRequest => "invalid-request",
+            ErrorCode::ExecTimeout => "exec-timeout",
+        }
+    }
+}
+
+/// An error answer: the text the spec fixes (`error`) and, for the errors clients act on,
+/// their [`ErrorCode`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub message: String,
+    pub code: Option<ErrorCode>,
+}
+
+impl Failure {
+    /// An error clients recognise by `code`.
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            code: Some(code),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure {
+            message,
+            code: None,
+        }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Failure {
+        Failure::from(message.to_owned())
+    }
+}
+
+impl From<request::ParseError> for Failure {
+    fn from(e: request::ParseError) -> Failure {
+        Failure::coded(e.code(), e.to_string())
+    }
+}
+
+/// The `code` of an error answer, when the server sent one it knows.
+pub fn error_code(answer: &Value) -> Option<ErrorCode> {
+    serde_json::from_value(answer.get("code")?.clone()).ok()
+}
+
+/// A peer's role (`hello`'s `role`): the three the extension names, or any other string,
+/// kept as sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum Role {
+    Orchestrator,
+    Worker,
+    /// A `hello` without a role.
+    #[default]
+    Observer,
+    Other(String),
+}
+
+impl Role {
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::Orchestrator => "orchestrator",
+            Role::Worker => "worker",
+            Role::Observer => "observer",
+            Role::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for Role {
+    fn from(s: &str) -> Role {
+        match s {
+            "orchestrator" => Role::Orchestrator,
+            "worker" => Role::Worker,
+            "observer" => Role::Observer,
+            other => Role::Other(other.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Role {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Role, D::Error> {
+        Ok(Role::from(String::deserialize(d)?.as_str()))
+    }
+}
+
 /// One answer line (with its newline).
 pub fn answer(
     id: Option<&Value>,
     protocol: &str,
-    body: Result<Map<String, Value>, String>,
+    body: Result<Map<String, Value>, Failure>,
 ) -> String {
     let mut m = Map::new();
     if let Some(id) = id {
@@ -123,7 +249,10 @@ pub fn answer(
         }
         Err(e) => {
             m.insert("ok".into(), Value::Bool(false));
-            m.insert("error".into(), Value::String(e));
+            m.insert("error".into(), Value::String(e.message));
+            if let Some(code) = e.code {
+                m.insert("code".into(), Value::from(code.as_str()));
+            }
         }
     }
     if let Some(id) = id {
@@ -167,6 +296,40 @@ mod tests {
         let v: Value = serde_json::from_str(&a).unwrap();
         assert_eq!(v["id"], "5");
         assert_eq!(v["rid"], 3);
+    }
+
+    #[test]
+    fn an_error_code_is_a_field_beside_the_error() {
+        let a = answer(
+            Some(&Value::from(1)),
+            PROTOCOL,
+            Err(Failure::coded(
+                ErrorCode::ExecTimeout,
+                "exec timeout after 5ms",
+            )),
+        );
+        assert_eq!(
+            a,
+            "{\"id\":1,\"ok\":false,\"error\":\"exec timeout after 5ms\",\"code\":\"exec-timeout\",\"rid\":1,\"protocol\":\"claws/1\"}\n"
+        );
+        let v: Value = serde_json::from_str(&a).unwrap();
+        assert_eq!(error_code(&v), Some(ErrorCode::ExecTimeout));
+        // An error without a code is what it always was.
+        assert_eq!(
+            answer(None, PROTOCOL, Err("bad json".into())),
+            "{\"ok\":false,\"error\":\"bad json\",\"protocol\":\"claws/1\"}\n"
+        );
+        assert_eq!(
+            error_code(&serde_json::json!({"ok": false, "error": "x"})),
+            None
+        );
+        for c in [
+            ErrorCode::UnknownCmd,
+            ErrorCode::InvalidRequest,
+            ErrorCode::ExecTimeout,
+        ] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 
-use super::{encode_request, Reply, Request};
+use super::{encode_request, Call, Reply, Request};
 use crate::line::{Conn, ConnectError, Keep, LineError};
 
 /// Why a call got no usable answer.
@@ -83,13 +83,29 @@ impl Client {
         Ok(())
     }
 
-    /// Send one request and read its reply, whatever `ok` says.
-    pub fn call(&mut self, request: &Request) -> Result<Reply, ClientError> {
+    /// Send one request and read its typed reply: an `ok:false` answer becomes
+    /// [`ClientError::Server`], a success body is read as the command's [`Call::Reply`].
+    pub fn call<R: Call>(&mut self, request: &R) -> Result<R::Reply, ClientError> {
         self.call_with(request, None)
     }
 
     /// [`Client::call`] with an interruption check while waiting (see [`Keep`]).
-    pub fn call_with(
+    pub fn call_with<R: Call>(
+        &mut self,
+        request: &R,
+        keep: Option<Keep<'_>>,
+    ) -> Result<R::Reply, ClientError> {
+        self.send_with(&request.request(), keep)?.into_result()
+    }
+
+    /// Send one request and read its reply envelope, whatever `ok` says (for callers that
+    /// relay a reply rather than read it).
+    pub fn send(&mut self, request: &Request) -> Result<Reply, ClientError> {
+        self.send_with(request, None)
+    }
+
+    /// [`Client::send`] with an interruption check while waiting (see [`Keep`]).
+    pub fn send_with(
         &mut self,
         request: &Request,
         keep: Option<Keep<'_>>,
@@ -100,12 +116,6 @@ impl Client {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         let line = self.conn.recv(deadline, keep)?;
         Reply::parse(&line).map_err(|e| ClientError::Protocol(e.to_string()))
-    }
-
-    /// Send one request; an `ok:false` reply becomes [`ClientError::Server`], a success body
-    /// is deserialized into `T`.
-    pub fn call_as<T: DeserializeOwned>(&mut self, request: &Request) -> Result<T, ClientError> {
-        self.call(request)?.into_result()
     }
 }
 

@@ -20,7 +20,6 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 use crate::spec::{BaselineInfo, FileEntry, HookSettings};
-use openfiles_plugin_api::Capabilities;
 
 // The reply types the service's rooms build (diagnostics, review, workspace) are defined here,
 // so both sides of the protocol name them in one place; those rooms re-export them.
@@ -95,125 +94,59 @@ pub struct WorkspaceReview {
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceInfo {
     pub root: PathBuf,
-    /// How it was registered: `cli`, `config`, `added`, `discovered`, `edit`.
-    pub source: String,
+    /// How it was registered.
+    pub source: WorkspaceSource,
     /// Registered with `openfiles add` or by an edit: survives restarts.
     pub persisted: bool,
 }
 
-/// One workspace's line in `status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkspaceStatus {
-    pub root: PathBuf,
-    pub source: String,
-    pub heartbeat: PathBuf,
-    /// Another OpenFiles server (the editor extension) is live here; the service stands back.
-    #[serde(default)]
-    pub standing_back: bool,
-    #[serde(default)]
-    pub session_files: usize,
-    #[serde(default)]
-    pub pending: usize,
-    /// Valid queue lines taken, ever (persisted with the session).
-    #[serde(default)]
-    pub queue_lines: u64,
-    #[serde(default)]
-    pub malformed_queue_lines: u64,
-    #[serde(default)]
-    pub watches: usize,
-    /// Batches of file changes the watcher did not count as edits because git was busy.
-    #[serde(default)]
-    pub git_batches_ignored: usize,
-    #[serde(default)]
-    pub terminals: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claws_socket: Option<PathBuf>,
-    /// Edits are not noticed until `openfiles resume` (the session is kept).
-    #[serde(default)]
-    pub paused: bool,
-    /// Session files not reviewed since their last edit.
-    #[serde(default)]
-    pub unreviewed: usize,
-    /// The user trusts this workspace: its checks may run what the repository brings
-    /// (`node_modules/.bin`, `cargo check`'s build scripts). `openfiles trust DIR`.
-    #[serde(default)]
-    pub trusted: bool,
-    /// Files whose check finished after a hook's deadline, told to a later hook of the same
-    /// agent session (`Earlier edit …`), ever (persisted with the session).
-    #[serde(default)]
-    pub late_deliveries: u64,
-    /// Hooks that reached their deadline with files still being checked (and said which).
-    #[serde(default)]
-    pub deadline_notes: u64,
-    /// Files owed to an agent session: checked late, not yet told.
-    #[serde(default)]
-    pub owed: usize,
-    /// The last warm-up an agent's session start asked for (`warm`), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warm: Option<WarmState>,
-    /// The programs the service process started for this workspace, most recent last (at
-    /// most [`RAN_SHOWN`]); what plugin hosts start is recorded in those processes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ran: Vec<Ran>,
-    /// How many programs the service process started for it, of those it still keeps.
-    #[serde(default)]
-    pub ran_total: usize,
-}
-
-/// How many of a workspace's started programs `status` shows.
-pub const RAN_SHOWN: usize = 16;
-
-/// One program openfiles started (`openfiles_gate::spawn::recent`): what, for which trust,
-/// and why it was allowed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Ran {
-    /// When (ms since the epoch).
-    pub at_ms: u64,
-    pub program: PathBuf,
-    /// Its first arguments (cut).
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// `user`, `trusted` or `untrusted`: the environment and executables it was allowed.
-    pub trust: String,
-    /// Why it ran, in the starter's words.
-    pub why: String,
-}
-
-/// What a warm-up (`warm`, sent by a session-start hook) did in one workspace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WarmState {
-    /// Epoch ms when it was asked for.
-    pub started_at: u64,
-    /// Epoch ms when every source it started had answered; 0 while they start.
-    #[serde(default)]
-    pub done_at: u64,
-    /// The sources started (their servers spawned and initialized by one check each).
-    #[serde(default)]
-    pub sources: Vec<String>,
-    /// The workspace's files those checks read (results are not kept).
-    #[serde(default)]
-    pub files: Vec<PathBuf>,
-    /// Sources whose warm-up check failed, and why.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<String>,
-}
-
+mod call;
 pub mod client;
+mod envelope;
 pub mod nav;
+mod status;
 
 /// Longest accepted request line, in bytes (without the newline).
 pub use crate::line::MAX_LINE;
+pub use call::{
+    Add, Call, Done, Forget, Pause, Resume, Review, SessionClear, Shutdown, Status, Warm,
+    Workspaces,
+};
 pub use client::{Client, ClientError};
+pub use envelope::{decode, encode_request, error_reply, ok_reply, DecodeError, Incoming, Reply};
+pub use status::{
+    Activation, PluginOrigin, PluginState, PluginStatus, Ran, StatusReply, WarmState,
+    WorkspaceStatus, RAN_SHOWN,
+};
 
 /// Protocol name and major version; both sides refuse anything else.
 pub const PROTOCOL: &str = "openfiles/1";
 
-/// A request, tagged by `cmd`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "cmd", rename_all = "camelCase")]
+/// The `cmd` of every request: the one place each is spelled. Encoding, decoding,
+/// [`Request::name`] and [`Call::CMD`] all read these.
+pub mod cmd {
+    pub const HELLO: &str = "hello";
+    pub const STATUS: &str = "status";
+    pub const WORKSPACES: &str = "workspaces";
+    pub const ADD: &str = "add";
+    pub const FORGET: &str = "forget";
+    pub const SHUTDOWN: &str = "shutdown";
+    pub const EDITED: &str = "edited";
+    pub const WAIT: &str = "wait";
+    pub const CHECK: &str = "check";
+    pub const SESSION_CLEAR: &str = "sessionClear";
+    pub const TOOLS: &str = "tools";
+    pub const REVIEW: &str = "review";
+    pub const REVIEW_MARK: &str = "reviewMark";
+    pub const PAUSE: &str = "pause";
+    pub const RESUME: &str = "resume";
+    pub const TRUST: &str = "trust";
+    pub const WARM: &str = "warm";
+    pub const NAV: &str = "nav";
+}
+
+/// A request, tagged by `cmd` on the wire (`{"cmd": …, ...args}`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     /// Handshake: learn the service's version and protocol.
     Hello(Hello),
@@ -260,25 +193,145 @@ impl Request {
     /// The `cmd` string of this request.
     pub fn name(&self) -> &'static str {
         match self {
-            Request::Hello(_) => "hello",
-            Request::Status => "status",
-            Request::Workspaces => "workspaces",
-            Request::Add(_) => "add",
-            Request::Forget(_) => "forget",
-            Request::Shutdown => "shutdown",
-            Request::Edited(_) => "edited",
-            Request::Wait(_) => "wait",
-            Request::Check(_) => "check",
-            Request::SessionClear(_) => "sessionClear",
-            Request::Tools(_) => "tools",
-            Request::Review(_) => "review",
-            Request::ReviewMark(_) => "reviewMark",
-            Request::Pause(_) => "pause",
-            Request::Resume(_) => "resume",
-            Request::Trust(_) => "trust",
-            Request::Warm(_) => "warm",
-            Request::Nav(_) => "nav",
+            Request::Hello(_) => cmd::HELLO,
+            Request::Status => cmd::STATUS,
+            Request::Workspaces => cmd::WORKSPACES,
+            Request::Add(_) => cmd::ADD,
+            Request::Forget(_) => cmd::FORGET,
+            Request::Shutdown => cmd::SHUTDOWN,
+            Request::Edited(_) => cmd::EDITED,
+            Request::Wait(_) => cmd::WAIT,
+            Request::Check(_) => cmd::CHECK,
+            Request::SessionClear(_) => cmd::SESSION_CLEAR,
+            Request::Tools(_) => cmd::TOOLS,
+            Request::Review(_) => cmd::REVIEW,
+            Request::ReviewMark(_) => cmd::REVIEW_MARK,
+            Request::Pause(_) => cmd::PAUSE,
+            Request::Resume(_) => cmd::RESUME,
+            Request::Trust(_) => cmd::TRUST,
+            Request::Warm(_) => cmd::WARM,
+            Request::Nav(_) => cmd::NAV,
         }
+    }
+
+    /// The arguments as a JSON object (empty for the commands that take none).
+    fn args(&self) -> Result<Map<String, Value>, serde_json::Error> {
+        let v = match self {
+            Request::Status | Request::Workspaces | Request::Shutdown => return Ok(Map::new()),
+            Request::Hello(a) => serde_json::to_value(a)?,
+            Request::Add(a)
+            | Request::Forget(a)
+            | Request::SessionClear(a)
+            | Request::Review(a)
+            | Request::Pause(a)
+            | Request::Resume(a)
+            | Request::Warm(a) => serde_json::to_value(a)?,
+            Request::Edited(a) => serde_json::to_value(a)?,
+            Request::Wait(a) => serde_json::to_value(a)?,
+            Request::Check(a) => serde_json::to_value(a)?,
+            Request::Tools(a) => serde_json::to_value(a)?,
+            Request::ReviewMark(a) => serde_json::to_value(a)?,
+            Request::Trust(a) => serde_json::to_value(a)?,
+            Request::Nav(a) => serde_json::to_value(a)?,
+        };
+        match v {
+            Value::Object(m) => Ok(m),
+            _ => Err(serde::ser::Error::custom(
+                "request arguments must be an object",
+            )),
+        }
+    }
+
+    /// The request named `name` from its arguments (the request object without `cmd`;
+    /// fields no command reads are ignored).
+    pub fn from_parts(name: &str, args: Map<String, Value>) -> Result<Request, DecodeError> {
+        fn arg<T: serde::de::DeserializeOwned>(
+            name: &str,
+            args: Map<String, Value>,
+        ) -> Result<T, DecodeError> {
+            serde_json::from_value(Value::Object(args)).map_err(|e| DecodeError::Invalid {
+                cmd: name.to_owned(),
+                reason: e.to_string(),
+            })
+        }
+        Ok(match name {
+            cmd::HELLO => Request::Hello(arg(name, args)?),
+            cmd::STATUS => Request::Status,
+            cmd::WORKSPACES => Request::Workspaces,
+            cmd::ADD => Request::Add(arg(name, args)?),
+            cmd::FORGET => Request::Forget(arg(name, args)?),
+            cmd::SHUTDOWN => Request::Shutdown,
+            cmd::EDITED => Request::Edited(arg(name, args)?),
+            cmd::WAIT => Request::Wait(arg(name, args)?),
+            cmd::CHECK => Request::Check(arg(name, args)?),
+            cmd::SESSION_CLEAR => Request::SessionClear(arg(name, args)?),
+            cmd::TOOLS => Request::Tools(arg(name, args)?),
+            cmd::REVIEW => Request::Review(arg(name, args)?),
+            cmd::REVIEW_MARK => Request::ReviewMark(arg(name, args)?),
+            cmd::PAUSE => Request::Pause(arg(name, args)?),
+            cmd::RESUME => Request::Resume(arg(name, args)?),
+            cmd::TRUST => Request::Trust(arg(name, args)?),
+            cmd::WARM => Request::Warm(arg(name, args)?),
+            cmd::NAV => Request::Nav(arg(name, args)?),
+            other => return Err(DecodeError::UnknownCmd(other.to_owned())),
+        })
+    }
+}
+
+/// `{"cmd": name, ...args}`, `cmd` first.
+impl Serialize for Request {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = Map::new();
+        m.insert("cmd".into(), Value::from(self.name()));
+        m.extend(self.args().map_err(serde::ser::Error::custom)?);
+        Value::Object(m).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut m = Map::deserialize(d)?;
+        let name = match m.remove("cmd") {
+            Some(Value::String(c)) => c,
+            _ => return Err(serde::de::Error::custom(DecodeError::MissingCmd)),
+        };
+        Request::from_parts(&name, m).map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a workspace was registered (`WorkspaceInfo::source`, `WorkspaceStatus::source`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WorkspaceSource {
+    /// Named on `openfiles serve`'s command line.
+    Cli,
+    /// Named in the config's `workspaces`.
+    Config,
+    /// `openfiles add` (persisted).
+    #[default]
+    Added,
+    /// Found under the config's `roots`.
+    Discovered,
+    /// Registered by an edit inside it.
+    Edit,
+}
+
+impl WorkspaceSource {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkspaceSource::Cli => "cli",
+            WorkspaceSource::Config => "config",
+            WorkspaceSource::Added => "added",
+            WorkspaceSource::Discovered => "discovered",
+            WorkspaceSource::Edit => "edit",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkspaceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -548,349 +601,157 @@ pub struct WorkspacesReply {
     pub workspaces: Vec<WorkspaceInfo>,
 }
 
-// The plugin host's status rows (`status`, `openfiles plugins`, `doctor`).
-
-/// Where a candidate was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum PluginOrigin {
-    Config,
-    Env,
-    Executable,
-}
-
-/// Where a plugin stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum PluginState {
-    /// A search-path entry that does not exist.
-    Missing,
-    /// The library was refused (`kind` says why: `abi-mismatch`, `missing-symbol`,
-    /// `load-error`, `bad-table`, `create-failed`, `host-failed`, `duplicate`).
-    Refused,
-    /// Named in `plugins.disabled`.
-    Disabled,
-    Loaded,
-    /// Its host died; a new one is being started.
-    Restarting,
-    /// It could not be restarted; checks fail with the reason.
-    Broken,
-    Stopped,
-}
-
-impl PluginState {
-    /// The wire spelling (`loaded`, `refused`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PluginState::Missing => "missing",
-            PluginState::Refused => "refused",
-            PluginState::Disabled => "disabled",
-            PluginState::Loaded => "loaded",
-            PluginState::Restarting => "restarting",
-            PluginState::Broken => "broken",
-            PluginState::Stopped => "stopped",
-        }
-    }
-}
-
-/// One row of `openfiles plugins` / the service status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginStatus {
-    pub path: PathBuf,
-    pub origin: PluginOrigin,
-    pub state: PluginState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub restarts: u32,
-    /// Checks sent to this plugin since the service started.
-    #[serde(default)]
-    pub checks: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<Capabilities>,
-}
-
-impl PluginStatus {
-    pub fn new(path: PathBuf, origin: PluginOrigin, state: PluginState) -> Self {
-        PluginStatus {
-            path,
-            origin,
-            state,
-            name: None,
-            version: None,
-            kind: None,
-            reason: None,
-            restarts: 0,
-            checks: 0,
-            pid: None,
-            capabilities: None,
-        }
-    }
-}
-
-/// Reply to `status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusReply {
-    pub version: String,
-    pub pid: u32,
-    pub uptime_ms: u64,
-    /// `systemd`, `launchd`, `bound` (started by hand) or `autostarted` (by a client).
-    pub activation: String,
-    pub socket: PathBuf,
-    pub workspaces: Vec<WorkspaceStatus>,
-    pub terminals: usize,
-    /// Per-plugin state, filled by the plugin host supervisor.
-    #[serde(default)]
-    pub plugins: Vec<PluginStatus>,
-    /// The last config reload's error, until a reload succeeds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_reload_error: Option<String>,
-    /// The binary the service runs, and its modification time (ms) when the service
-    /// started: a client seeing a newer file there knows the service is older than it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary_mtime_ms: Option<u64>,
-    /// The programs the service process started for no workspace (plugin hosts), most
-    /// recent last; each workspace's are in its row.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ran: Vec<Ran>,
-    #[serde(default)]
-    pub ran_total: usize,
-}
-
-impl StatusReply {
-    /// When the binary on disk is not the one the service started from (an upgrade
-    /// replaced it), the advice to restart; `None` when they match or cannot be compared.
-    pub fn outdated(&self) -> Option<String> {
-        let (path, started) = (self.binary.as_ref()?, self.binary_mtime_ms?);
-        let now = crate::spec::mtime_ms(path)?;
-        (now != started).then(|| {
-            format!(
-                "the service is older than its binary ({} changed since it started): restart it \
-                 with `openfiles service restart`",
-                path.display()
-            )
-        })
-    }
-}
-
-/// Why a request line could not be turned into a [`Request`].
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum DecodeError {
-    #[error("bad json")]
-    BadJson,
-    #[error("request must be a JSON object")]
-    NotAnObject,
-    #[error("missing cmd")]
-    MissingCmd,
-    #[error("unknown cmd: {0}")]
-    UnknownCmd(String),
-    #[error("incompatible protocol version (server: {PROTOCOL}, client: {0})")]
-    Protocol(String),
-    #[error("invalid {cmd} request: {reason}")]
-    Invalid { cmd: String, reason: String },
-}
-
-/// A decoded request line: the id to echo (if any) and the request or the reason it failed.
-#[derive(Debug)]
-pub struct Incoming {
-    pub id: Option<Value>,
-    pub request: Result<Request, DecodeError>,
-}
-
-const COMMANDS: &[&str] = &[
-    "hello",
-    "status",
-    "workspaces",
-    "add",
-    "forget",
-    "shutdown",
-    "edited",
-    "wait",
-    "check",
-    "sessionClear",
-    "tools",
-    "review",
-    "reviewMark",
-    "pause",
-    "resume",
-    "trust",
-    "warm",
-    "nav",
-];
-
-/// Decode one request line (without its newline).
-pub fn decode(line: &[u8]) -> Incoming {
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(_) => {
-            return Incoming {
-                id: None,
-                request: Err(DecodeError::BadJson),
-            }
-        }
-    };
-    let Value::Object(mut map) = value else {
-        return Incoming {
-            id: None,
-            request: Err(DecodeError::NotAnObject),
-        };
-    };
-    let id = map.remove("id");
-    let request = decode_object(map);
-    Incoming { id, request }
-}
-
-fn decode_object(mut map: Map<String, Value>) -> Result<Request, DecodeError> {
-    match map.remove("protocol") {
-        None => {}
-        Some(Value::String(p)) if p == PROTOCOL => {}
-        Some(Value::String(p)) => return Err(DecodeError::Protocol(p)),
-        Some(other) => return Err(DecodeError::Protocol(other.to_string())),
-    }
-    let cmd = match map.get("cmd") {
-        Some(Value::String(c)) => c.clone(),
-        Some(_) | None => return Err(DecodeError::MissingCmd),
-    };
-    if !COMMANDS.contains(&cmd.as_str()) {
-        return Err(DecodeError::UnknownCmd(cmd));
-    }
-    serde_json::from_value(Value::Object(map)).map_err(|e| DecodeError::Invalid {
-        cmd,
-        reason: e.to_string(),
-    })
-}
-
-/// Encode a request for the wire (with `protocol`, without the newline).
-pub fn encode_request(id: u64, request: &Request) -> Vec<u8> {
-    let mut value = serde_json::to_value(request).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        map.insert("id".into(), Value::from(id));
-        map.insert("protocol".into(), Value::from(PROTOCOL));
-    }
-    serde_json::to_vec(&value).unwrap_or_default()
-}
-
-/// Build a success reply: `body` (an object) plus the envelope fields.
-pub fn ok_reply(id: Option<&Value>, body: impl Serialize) -> Vec<u8> {
-    let mut map = match serde_json::to_value(body) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    map.insert("ok".into(), Value::Bool(true));
-    envelope(map, id)
-}
-
-/// Build an error reply.
-pub fn error_reply(id: Option<&Value>, error: impl std::fmt::Display) -> Vec<u8> {
-    let mut map = Map::new();
-    map.insert("ok".into(), Value::Bool(false));
-    map.insert("error".into(), Value::String(error.to_string()));
-    envelope(map, id)
-}
-
-fn envelope(mut map: Map<String, Value>, id: Option<&Value>) -> Vec<u8> {
-    map.insert("protocol".into(), Value::from(PROTOCOL));
-    if let Some(id) = id {
-        map.insert("id".into(), id.clone());
-    }
-    serde_json::to_vec(&Value::Object(map)).unwrap_or_default()
-}
-
-/// A reply as a client sees it.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub ok: bool,
-    pub error: Option<String>,
-    pub body: Map<String, Value>,
-}
-
-impl Reply {
-    /// Parse a reply line.
-    pub fn parse(line: &[u8]) -> Result<Reply, DecodeError> {
-        let Value::Object(mut body) =
-            serde_json::from_slice::<Value>(line).map_err(|_| DecodeError::BadJson)?
-        else {
-            return Err(DecodeError::NotAnObject);
-        };
-        let ok = body.remove("ok").and_then(|v| v.as_bool()).unwrap_or(false);
-        let error = body
-            .remove("error")
-            .and_then(|v| v.as_str().map(str::to_owned));
-        body.remove("protocol");
-        body.remove("id");
-        Ok(Reply { ok, error, body })
-    }
-
-    /// Deserialize the body into the command's reply type.
-    pub fn into_body<T: serde::de::DeserializeOwned>(self) -> Result<T, serde_json::Error> {
-        serde_json::from_value(Value::Object(self.body))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn decodes_known_commands_and_echoes_id() {
-        let inc = decode(br#"{"id":7,"cmd":"add","path":"/tmp/x"}"#);
-        assert_eq!(inc.id, Some(Value::from(7)));
-        assert_eq!(
-            inc.request,
-            Ok(Request::Add(PathArg {
-                path: "/tmp/x".into(),
-                force: false,
-            }))
-        );
+    fn path(p: &str) -> PathArg {
+        PathArg {
+            path: p.into(),
+            force: false,
+        }
     }
 
-    #[test]
-    fn names_unknown_commands_and_bad_protocols() {
-        assert_eq!(
-            decode(br#"{"cmd":"frobnicate"}"#).request,
-            Err(DecodeError::UnknownCmd("frobnicate".into()))
-        );
-        let err = decode(br#"{"cmd":"status","protocol":"openfiles/9"}"#)
-            .request
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "incompatible protocol version (server: openfiles/1, client: openfiles/9)"
-        );
-        assert_eq!(decode(b"{nope").request, Err(DecodeError::BadJson));
+    /// Sends `c`, decodes it as the service does, and holds `Call::CMD` to the name it went
+    /// out as.
+    fn round_trip<C: Call>(c: &C) {
+        let req = c.request();
+        assert_eq!(req.name(), C::CMD);
+        let inc = decode(&encode_request(1, &req));
+        assert_eq!(inc.request, Ok(req), "{}", C::CMD);
     }
 
+    /// Every command, through its typed request, survives the wire both ways.
     #[test]
-    fn invalid_arguments_name_the_command() {
-        let err = decode(br#"{"cmd":"wait","paths":"x"}"#)
-            .request
-            .unwrap_err();
-        assert!(err.to_string().starts_with("invalid wait request"), "{err}");
-    }
-
-    #[test]
-    fn request_round_trips_through_the_wire_format() {
-        let req = Request::Edited(Edited {
+    fn every_request_round_trips_and_names_its_command() {
+        round_trip(&Hello {
+            client: "t".into(),
+            version: "1".into(),
+        });
+        round_trip(&Status);
+        round_trip(&Workspaces);
+        round_trip(&Add(PathArg {
+            path: "/a".into(),
+            force: true,
+        }));
+        round_trip(&Forget(path("/a")));
+        round_trip(&Shutdown);
+        round_trip(&Edited {
             paths: vec!["/a".into()],
             agent: Some("claude".into()),
-            ts: 5,
             ..Default::default()
         });
-        let line = encode_request(3, &req);
-        let inc = decode(&line);
-        assert_eq!(inc.id, Some(Value::from(3)));
-        assert_eq!(inc.request, Ok(req));
+        round_trip(&Wait {
+            paths: vec!["/a".into()],
+            since: 4,
+            timeout_ms: Some(9),
+            partial: true,
+            session: Some("s".into()),
+            fixes: true,
+        });
+        round_trip(&Check {
+            paths: vec!["/a".into()],
+            ..Default::default()
+        });
+        round_trip(&SessionClear(path("/a")));
+        round_trip(&ToolsQuery {
+            tools: vec![ToolQuery {
+                name: "rg".into(),
+                probe: vec!["--version".into()],
+            }],
+            root: None,
+        });
+        round_trip(&Review(path("/a")));
+        round_trip(&ReviewMark {
+            paths: vec!["/a".into()],
+            reviewed: false,
+        });
+        round_trip(&Pause(path("/a")));
+        round_trip(&Resume(path("/a")));
+        round_trip(&TrustArg {
+            path: "/a".into(),
+            trusted: true,
+        });
+        round_trip(&Warm(path("/a")));
+        round_trip(&nav::Nav {
+            kind: nav::QueryKind::References,
+            path: "/a".into(),
+            line: None,
+            column: None,
+            symbol: Some("C/m".into()),
+            query: None,
+            new_name: None,
+            limit: Some(3),
+            timeout_ms: None,
+        });
+    }
+
+    /// The bytes on the wire are the ones the tagged encoding wrote: `cmd` first, the
+    /// arguments in field order, then `id` and `protocol`.
+    #[test]
+    fn request_bytes_are_unchanged() {
+        let line = encode_request(
+            3,
+            &Request::Edited(Edited {
+                paths: vec!["/a".into()],
+                agent: Some("claude".into()),
+                ts: 5,
+                ..Default::default()
+            }),
+        );
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            r#"{"cmd":"edited","paths":["/a"],"agent":"claude","ts":5,"id":3,"protocol":"openfiles/1"}"#
+        );
+        assert_eq!(
+            String::from_utf8(encode_request(1, &Request::Status)).unwrap(),
+            r#"{"cmd":"status","id":1,"protocol":"openfiles/1"}"#
+        );
+        assert_eq!(
+            serde_json::to_value(Request::Status).unwrap(),
+            serde_json::json!({"cmd": "status"})
+        );
+    }
+
+    #[test]
+    fn enums_keep_their_wire_spellings() {
+        for s in [
+            WorkspaceSource::Cli,
+            WorkspaceSource::Config,
+            WorkspaceSource::Added,
+            WorkspaceSource::Discovered,
+            WorkspaceSource::Edit,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for a in [
+            Activation::Systemd,
+            Activation::Launchd,
+            Activation::Bound,
+            Activation::Autostarted,
+        ] {
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+        }
+    }
+
+    /// A reply read by the typed call: the body as the command's reply, `ok:false` as the
+    /// service's error.
+    #[test]
+    fn replies_are_read_as_the_commands_reply() {
+        let line = ok_reply(
+            Some(&Value::from(1)),
+            PauseReply {
+                root: "/a".into(),
+                paused: true,
+                was_paused: false,
+            },
+        );
+        let reply: <Pause as Call>::Reply = Reply::parse(&line).unwrap().into_result().unwrap();
+        assert!(reply.paused && !reply.was_paused);
+        let err = Reply::parse(&error_reply(None, "no workspace"))
+            .unwrap()
+            .into_result::<<Pause as Call>::Reply>()
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no workspace");
     }
 }

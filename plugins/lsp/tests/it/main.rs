@@ -22,6 +22,7 @@ mod python_types;
 mod ruff;
 mod rust_analyzer;
 mod support;
+mod toml;
 mod tsgo;
 mod typescript;
 mod untrusted;

@@ -11,13 +11,132 @@
 //! `match` over [`Command`]. Clients build the same structs and send [`Command::to_value`], so
 //! a field the server would not read cannot be sent.
 
+mod lenient;
 mod orch;
+pub mod reply;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::Request;
+use super::{ErrorCode, Request, Role};
+use lenient::{boolean, number, role, string, strings};
 pub use orch::*;
+pub use reply::*;
+
+/// The `cmd` of every command: the one place each is spelled ([`Command::parse`],
+/// [`Command::name`] and the server's checks read these).
+pub mod cmd {
+    pub const PING: &str = "ping";
+    pub const LIST: &str = "list";
+    pub const CREATE: &str = "create";
+    pub const SHOW: &str = "show";
+    pub const SEND: &str = "send";
+    pub const EXEC: &str = "exec";
+    pub const READ_LOG: &str = "readLog";
+    pub const POLL: &str = "poll";
+    pub const CLOSE: &str = "close";
+    pub const RESIZE: &str = "resize";
+    pub const INTROSPECT: &str = "introspect";
+    pub const HELLO: &str = "hello";
+    pub const PEERS: &str = "peers";
+    pub const SUBSCRIBE: &str = "subscribe";
+    pub const UNSUBSCRIBE: &str = "unsubscribe";
+    pub const PUBLISH: &str = "publish";
+    pub const BROADCAST: &str = "broadcast";
+    pub const DELIVER_CMD: &str = "deliver-cmd";
+    pub const CMD_ACK: &str = "cmd.ack";
+    pub const TASK_ASSIGN: &str = "task.assign";
+    pub const TASK_UPDATE: &str = "task.update";
+    pub const TASK_COMPLETE: &str = "task.complete";
+    pub const TASK_CANCEL: &str = "task.cancel";
+    pub const TASK_LIST: &str = "task.list";
+    pub const LIFECYCLE_PLAN: &str = "lifecycle.plan";
+    pub const LIFECYCLE_ADVANCE: &str = "lifecycle.advance";
+    pub const LIFECYCLE_SNAPSHOT: &str = "lifecycle.snapshot";
+    pub const LIFECYCLE_REFLECT: &str = "lifecycle.reflect";
+    pub const LIFECYCLE_REGISTER_SPAWN: &str = "lifecycle.register-spawn";
+    pub const LIFECYCLE_REGISTER_MONITOR: &str = "lifecycle.register-monitor";
+    pub const LIFECYCLE_MARK_WORKER_STATUS: &str = "lifecycle.mark-worker-status";
+    pub const MONITORS_REGISTER_INTENT: &str = "monitors.register-intent";
+    pub const MONITORS_IS_CORR_ARMED: &str = "monitors.is-corr-armed";
+    pub const WAVE_CREATE: &str = "wave.create";
+    pub const WAVE_STATUS: &str = "wave.status";
+    pub const WAVE_COMPLETE: &str = "wave.complete";
+    pub const PIPELINE_CREATE: &str = "pipeline.create";
+    pub const PIPELINE_LIST: &str = "pipeline.list";
+    pub const PIPELINE_CLOSE: &str = "pipeline.close";
+    pub const RPC_CALL: &str = "rpc.call";
+    pub const SCHEMA_LIST: &str = "schema.list";
+    pub const SCHEMA_GET: &str = "schema.get";
+    /// Every command, in [`super::Command`]'s order.
+    pub const ALL: &[&str] = &[
+        PING,
+        LIST,
+        CREATE,
+        SHOW,
+        SEND,
+        EXEC,
+        READ_LOG,
+        POLL,
+        CLOSE,
+        RESIZE,
+        INTROSPECT,
+        HELLO,
+        PEERS,
+        SUBSCRIBE,
+        UNSUBSCRIBE,
+        PUBLISH,
+        BROADCAST,
+        DELIVER_CMD,
+        CMD_ACK,
+        TASK_ASSIGN,
+        TASK_UPDATE,
+        TASK_COMPLETE,
+        TASK_CANCEL,
+        TASK_LIST,
+        LIFECYCLE_PLAN,
+        LIFECYCLE_ADVANCE,
+        LIFECYCLE_SNAPSHOT,
+        LIFECYCLE_REFLECT,
+        LIFECYCLE_REGISTER_SPAWN,
+        LIFECYCLE_REGISTER_MONITOR,
+        LIFECYCLE_MARK_WORKER_STATUS,
+        MONITORS_REGISTER_INTENT,
+        MONITORS_IS_CORR_ARMED,
+        WAVE_CREATE,
+        WAVE_STATUS,
+        WAVE_COMPLETE,
+        PIPELINE_CREATE,
+        PIPELINE_LIST,
+        PIPELINE_CLOSE,
+        RPC_CALL,
+        SCHEMA_LIST,
+        SCHEMA_GET,
+    ];
+}
+
+/// Why a request object is not a command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// `cmd` is absent (`undefined`), not a string (named by its JSON) or not a command.
+    #[error("unknown cmd: {0}")]
+    UnknownCmd(String),
+    /// A field outside its own leniency. Every field of today's commands reads a value of
+    /// the wrong type as absent, so this names a field that stopped being lenient rather
+    /// than blanking the whole request.
+    #[error("invalid {cmd} request: {reason}")]
+    Invalid { cmd: &'static str, reason: String },
+}
+
+impl ParseError {
+    /// The code clients match (`code` beside `error` on the wire).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ParseError::UnknownCmd(_) => ErrorCode::UnknownCmd,
+            ParseError::Invalid { .. } => ErrorCode::InvalidRequest,
+        }
+    }
+}
 
 /// A decoded request.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,121 +188,147 @@ pub enum Command {
 
 impl Command {
     /// Decode `req` by its `cmd`.
-    pub fn parse(req: &Request) -> Result<Command, String> {
+    pub fn parse(req: &Request) -> Result<Command, ParseError> {
         let name = match req.get("cmd") {
             Some(Value::String(s)) => s.as_str(),
-            Some(v) => return Err(format!("unknown cmd: {v}")),
-            None => return Err("unknown cmd: undefined".to_owned()),
+            Some(v) => return Err(ParseError::UnknownCmd(v.to_string())),
+            None => return Err(ParseError::UnknownCmd("undefined".to_owned())),
         };
+        macro_rules! d {
+            ($c:ident) => {
+                decode(cmd::$c, req)?
+            };
+        }
         Ok(match name {
-            "ping" => Command::Ping,
-            "list" => Command::List,
-            "create" => Command::Create(decode(req)),
-            "show" => Command::Show(Target::of(req)),
-            "send" => Command::Send(Send {
+            cmd::PING => Command::Ping,
+            cmd::LIST => Command::List,
+            cmd::CREATE => Command::Create(d!(CREATE)),
+            cmd::SHOW => Command::Show(Target::of(req)),
+            cmd::SEND => Command::Send(Send {
                 target: Target::of(req),
-                ..decode(req)
+                ..d!(SEND)
             }),
-            "exec" => Command::Exec(Exec {
+            cmd::EXEC => Command::Exec(Exec {
                 target: Target::of(req),
-                ..decode(req)
+                ..d!(EXEC)
             }),
-            "readLog" => Command::ReadLog(ReadLog {
+            cmd::READ_LOG => Command::ReadLog(ReadLog {
                 target: Target::of(req),
-                ..decode(req)
+                ..d!(READ_LOG)
             }),
-            "poll" => Command::Poll(decode(req)),
-            "close" => Command::Close(Close {
+            cmd::POLL => Command::Poll(d!(POLL)),
+            cmd::CLOSE => Command::Close(Close {
                 target: Target::of(req),
-                ..decode(req)
+                ..d!(CLOSE)
             }),
-            "resize" => Command::Resize(Resize {
+            cmd::RESIZE => Command::Resize(Resize {
                 target: Target::of(req),
-                ..decode(req)
+                ..d!(RESIZE)
             }),
-            "introspect" => Command::Introspect,
-            "hello" => Command::Hello(decode(req)),
-            "peers" => Command::Peers,
-            "subscribe" => Command::Subscribe(decode(req)),
-            "unsubscribe" => Command::Unsubscribe(decode(req)),
-            "publish" => Command::Publish(decode(req)),
-            "broadcast" => Command::Broadcast(decode(req)),
-            "deliver-cmd" => Command::DeliverCmd(decode(req)),
-            "cmd.ack" => Command::CmdAck(decode(req)),
-            "task.assign" => Command::TaskAssign(decode(req)),
-            "task.update" => Command::TaskUpdate(decode(req)),
-            "task.complete" => Command::TaskComplete(decode(req)),
-            "task.cancel" => Command::TaskCancel(decode(req)),
-            "task.list" => Command::TaskList(decode(req)),
-            "lifecycle.plan" => Command::LifecyclePlan(decode(req)),
-            "lifecycle.advance" => Command::LifecycleAdvance(decode(req)),
-            "lifecycle.snapshot" => Command::LifecycleSnapshot,
-            "lifecycle.reflect" => Command::LifecycleReflect(decode(req)),
-            "lifecycle.register-spawn" => Command::LifecycleRegisterSpawn(decode(req)),
-            "lifecycle.register-monitor" => Command::LifecycleRegisterMonitor(decode(req)),
-            "lifecycle.mark-worker-status" => Command::LifecycleMarkWorkerStatus(decode(req)),
-            "monitors.register-intent" => Command::MonitorsRegisterIntent(decode(req)),
-            "monitors.is-corr-armed" => Command::MonitorsIsCorrArmed(decode(req)),
-            "wave.create" => Command::WaveCreate(decode(req)),
-            "wave.status" => Command::WaveStatus(decode(req)),
-            "wave.complete" => Command::WaveComplete(decode(req)),
-            "pipeline.create" => Command::PipelineCreate(decode(req)),
-            "pipeline.list" => Command::PipelineList,
-            "pipeline.close" => Command::PipelineClose(decode(req)),
-            "rpc.call" => Command::RpcCall(decode(req)),
-            "schema.list" => Command::SchemaList,
-            "schema.get" => Command::SchemaGet(decode(req)),
-            other => return Err(format!("unknown cmd: {other}")),
+            cmd::INTROSPECT => Command::Introspect,
+            cmd::HELLO => Command::Hello(d!(HELLO)),
+            cmd::PEERS => Command::Peers,
+            cmd::SUBSCRIBE => Command::Subscribe(d!(SUBSCRIBE)),
+            cmd::UNSUBSCRIBE => Command::Unsubscribe(d!(UNSUBSCRIBE)),
+            cmd::PUBLISH => Command::Publish(d!(PUBLISH)),
+            cmd::BROADCAST => Command::Broadcast(d!(BROADCAST)),
+            other => return parse_orch(other, req),
         })
     }
+}
+
+/// The orchestration commands (command channel, tasks, lifecycle, monitors, waves,
+/// pipelines, RPC, schemas).
+fn parse_orch(name: &str, req: &Request) -> Result<Command, ParseError> {
+    macro_rules! d {
+        ($c:ident) => {
+            decode(cmd::$c, req)?
+        };
+    }
+    Ok(match name {
+        cmd::DELIVER_CMD => Command::DeliverCmd(d!(DELIVER_CMD)),
+        cmd::CMD_ACK => Command::CmdAck(d!(CMD_ACK)),
+        cmd::TASK_ASSIGN => Command::TaskAssign(d!(TASK_ASSIGN)),
+        cmd::TASK_UPDATE => Command::TaskUpdate(d!(TASK_UPDATE)),
+        cmd::TASK_COMPLETE => Command::TaskComplete(d!(TASK_COMPLETE)),
+        cmd::TASK_CANCEL => Command::TaskCancel(d!(TASK_CANCEL)),
+        cmd::TASK_LIST => Command::TaskList(d!(TASK_LIST)),
+        cmd::LIFECYCLE_PLAN => Command::LifecyclePlan(d!(LIFECYCLE_PLAN)),
+        cmd::LIFECYCLE_ADVANCE => Command::LifecycleAdvance(d!(LIFECYCLE_ADVANCE)),
+        cmd::LIFECYCLE_SNAPSHOT => Command::LifecycleSnapshot,
+        cmd::LIFECYCLE_REFLECT => Command::LifecycleReflect(d!(LIFECYCLE_REFLECT)),
+        cmd::LIFECYCLE_REGISTER_SPAWN => {
+            Command::LifecycleRegisterSpawn(d!(LIFECYCLE_REGISTER_SPAWN))
+        }
+        cmd::LIFECYCLE_REGISTER_MONITOR => {
+            Command::LifecycleRegisterMonitor(d!(LIFECYCLE_REGISTER_MONITOR))
+        }
+        cmd::LIFECYCLE_MARK_WORKER_STATUS => {
+            Command::LifecycleMarkWorkerStatus(d!(LIFECYCLE_MARK_WORKER_STATUS))
+        }
+        cmd::MONITORS_REGISTER_INTENT => {
+            Command::MonitorsRegisterIntent(d!(MONITORS_REGISTER_INTENT))
+        }
+        cmd::MONITORS_IS_CORR_ARMED => Command::MonitorsIsCorrArmed(d!(MONITORS_IS_CORR_ARMED)),
+        cmd::WAVE_CREATE => Command::WaveCreate(d!(WAVE_CREATE)),
+        cmd::WAVE_STATUS => Command::WaveStatus(d!(WAVE_STATUS)),
+        cmd::WAVE_COMPLETE => Command::WaveComplete(d!(WAVE_COMPLETE)),
+        cmd::PIPELINE_CREATE => Command::PipelineCreate(d!(PIPELINE_CREATE)),
+        cmd::PIPELINE_LIST => Command::PipelineList,
+        cmd::PIPELINE_CLOSE => Command::PipelineClose(d!(PIPELINE_CLOSE)),
+        cmd::RPC_CALL => Command::RpcCall(d!(RPC_CALL)),
+        cmd::SCHEMA_LIST => Command::SchemaList,
+        cmd::SCHEMA_GET => Command::SchemaGet(d!(SCHEMA_GET)),
+        other => return Err(ParseError::UnknownCmd(other.to_owned())),
+    })
 }
 
 impl Command {
     /// The `cmd` this request is sent as.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::Ping => "ping",
-            Command::List => "list",
-            Command::Create(_) => "create",
-            Command::Show(_) => "show",
-            Command::Send(_) => "send",
-            Command::Exec(_) => "exec",
-            Command::ReadLog(_) => "readLog",
-            Command::Poll(_) => "poll",
-            Command::Close(_) => "close",
-            Command::Resize(_) => "resize",
-            Command::Introspect => "introspect",
-            Command::Hello(_) => "hello",
-            Command::Peers => "peers",
-            Command::Subscribe(_) => "subscribe",
-            Command::Unsubscribe(_) => "unsubscribe",
-            Command::Publish(_) => "publish",
-            Command::Broadcast(_) => "broadcast",
-            Command::DeliverCmd(_) => "deliver-cmd",
-            Command::CmdAck(_) => "cmd.ack",
-            Command::TaskAssign(_) => "task.assign",
-            Command::TaskUpdate(_) => "task.update",
-            Command::TaskComplete(_) => "task.complete",
-            Command::TaskCancel(_) => "task.cancel",
-            Command::TaskList(_) => "task.list",
-            Command::LifecyclePlan(_) => "lifecycle.plan",
-            Command::LifecycleAdvance(_) => "lifecycle.advance",
-            Command::LifecycleSnapshot => "lifecycle.snapshot",
-            Command::LifecycleReflect(_) => "lifecycle.reflect",
-            Command::LifecycleRegisterSpawn(_) => "lifecycle.register-spawn",
-            Command::LifecycleRegisterMonitor(_) => "lifecycle.register-monitor",
-            Command::LifecycleMarkWorkerStatus(_) => "lifecycle.mark-worker-status",
-            Command::MonitorsRegisterIntent(_) => "monitors.register-intent",
-            Command::MonitorsIsCorrArmed(_) => "monitors.is-corr-armed",
-            Command::WaveCreate(_) => "wave.create",
-            Command::WaveStatus(_) => "wave.status",
-            Command::WaveComplete(_) => "wave.complete",
-            Command::PipelineCreate(_) => "pipeline.create",
-            Command::PipelineList => "pipeline.list",
-            Command::PipelineClose(_) => "pipeline.close",
-            Command::RpcCall(_) => "rpc.call",
-            Command::SchemaList => "schema.list",
-            Command::SchemaGet(_) => "schema.get",
+            Command::Ping => cmd::PING,
+            Command::List => cmd::LIST,
+            Command::Create(_) => cmd::CREATE,
+            Command::Show(_) => cmd::SHOW,
+            Command::Send(_) => cmd::SEND,
+            Command::Exec(_) => cmd::EXEC,
+            Command::ReadLog(_) => cmd::READ_LOG,
+            Command::Poll(_) => cmd::POLL,
+            Command::Close(_) => cmd::CLOSE,
+            Command::Resize(_) => cmd::RESIZE,
+            Command::Introspect => cmd::INTROSPECT,
+            Command::Hello(_) => cmd::HELLO,
+            Command::Peers => cmd::PEERS,
+            Command::Subscribe(_) => cmd::SUBSCRIBE,
+            Command::Unsubscribe(_) => cmd::UNSUBSCRIBE,
+            Command::Publish(_) => cmd::PUBLISH,
+            Command::Broadcast(_) => cmd::BROADCAST,
+            Command::DeliverCmd(_) => cmd::DELIVER_CMD,
+            Command::CmdAck(_) => cmd::CMD_ACK,
+            Command::TaskAssign(_) => cmd::TASK_ASSIGN,
+            Command::TaskUpdate(_) => cmd::TASK_UPDATE,
+            Command::TaskComplete(_) => cmd::TASK_COMPLETE,
+            Command::TaskCancel(_) => cmd::TASK_CANCEL,
+            Command::TaskList(_) => cmd::TASK_LIST,
+            Command::LifecyclePlan(_) => cmd::LIFECYCLE_PLAN,
+            Command::LifecycleAdvance(_) => cmd::LIFECYCLE_ADVANCE,
+            Command::LifecycleSnapshot => cmd::LIFECYCLE_SNAPSHOT,
+            Command::LifecycleReflect(_) => cmd::LIFECYCLE_REFLECT,
+            Command::LifecycleRegisterSpawn(_) => cmd::LIFECYCLE_REGISTER_SPAWN,
+            Command::LifecycleRegisterMonitor(_) => cmd::LIFECYCLE_REGISTER_MONITOR,
+            Command::LifecycleMarkWorkerStatus(_) => cmd::LIFECYCLE_MARK_WORKER_STATUS,
+            Command::MonitorsRegisterIntent(_) => cmd::MONITORS_REGISTER_INTENT,
+            Command::MonitorsIsCorrArmed(_) => cmd::MONITORS_IS_CORR_ARMED,
+            Command::WaveCreate(_) => cmd::WAVE_CREATE,
+            Command::WaveStatus(_) => cmd::WAVE_STATUS,
+            Command::WaveComplete(_) => cmd::WAVE_COMPLETE,
+            Command::PipelineCreate(_) => cmd::PIPELINE_CREATE,
+            Command::PipelineList => cmd::PIPELINE_LIST,
+            Command::PipelineClose(_) => cmd::PIPELINE_CLOSE,
+            Command::RpcCall(_) => cmd::RPC_CALL,
+            Command::SchemaList => cmd::SCHEMA_LIST,
+            Command::SchemaGet(_) => cmd::SCHEMA_GET,
         }
     }
 
@@ -269,10 +414,14 @@ impl Command {
     }
 }
 
-/// Decode the request object into `T`. Every field of every request type is lenient and
-/// defaulted, so this cannot fail; the fallback keeps it total all the same.
-fn decode<T: for<'de> Deserialize<'de> + Default>(req: &Request) -> T {
-    T::deserialize(req.value()).unwrap_or_default()
+/// Decode the request object into `T`. Leniency is per field (each field reads a value of
+/// the wrong type as absent), so a field that stops being lenient fails its command by name
+/// instead of blanking every other field.
+fn decode<T: for<'de> Deserialize<'de>>(cmd: &'static str, req: &Request) -> Result<T, ParseError> {
+    T::deserialize(req.value()).map_err(|e| ParseError::Invalid {
+        cmd,
+        reason: e.to_string(),
+    })
 }
 
 /// The terminal a request names: `terminalId`, else `id` (the extension accepted both), as
@@ -440,8 +589,8 @@ pub struct Resize {
 pub struct Hello {
     #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
-    #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    #[serde(deserialize_with = "role", skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
     #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
     pub peer_name: Option<String>,
     #[serde(deserialize_with = "string", skip_serializing_if = "Option::is_none")]
@@ -508,54 +657,6 @@ pub struct Broadcast {
     pub inject: Option<bool>,
 }
 
-/// An array of strings (other items skipped), else absent.
-fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Array(a) => Some(
-            a.into_iter()
-                .filter_map(|v| match v {
-                    Value::String(s) => Some(s),
-                    _ => None,
-                })
-                .collect(),
-        ),
-        _ => None,
-    })
-}
-
-/// A string, or a number written out, else absent (terminal ids).
-fn id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    })
-}
-
-/// A string, else absent.
-fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
-}
-
-/// A boolean, else absent.
-fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Ok(Value::deserialize(d)?.as_bool())
-}
-
-/// A non-negative number (fractions truncated) or a string holding one, else absent.
-fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -583,7 +684,7 @@ mod tests {
         assert_eq!(r.terminal_id.as_deref(), Some("7"));
     }
 
-    fn parse(line: &str) -> Result<Command, String> {
+    fn parse(line: &str) -> Result<Command, ParseError> {
         Command::parse(&Request::parse(line.as_bytes()).expect("json object"))
     }
 
@@ -717,6 +818,27 @@ mod tests {
         for c in &all {
             assert_eq!(&round_trip(c), c, "{}", c.name());
         }
+        // Every command is spelled once, and the table names each of them.
+        let names: Vec<&str> = all.iter().map(Command::name).collect();
+        assert_eq!(names, cmd::ALL);
+    }
+
+    #[test]
+    fn roles_keep_their_spelling_and_any_other_string() {
+        let Ok(Command::Hello(h)) = parse(r#"{"cmd":"hello","role":"orchestrator"}"#) else {
+            panic!("not a hello")
+        };
+        assert_eq!(h.role, Some(Role::Orchestrator));
+        let Ok(Command::Hello(h)) = parse(r#"{"cmd":"hello","role":"reviewer","peerName":"r"}"#)
+        else {
+            panic!("not a hello")
+        };
+        assert_eq!(h.role, Some(Role::Other("reviewer".into())));
+        assert_eq!(Command::Hello(h).to_value()["role"], "reviewer");
+        let Ok(Command::Hello(h)) = parse(r#"{"cmd":"hello","role":7,"peerName":"r"}"#) else {
+            panic!("not a hello")
+        };
+        assert_eq!((h.role, h.peer_name.as_deref()), (None, Some("r")));
     }
 
     #[test]
@@ -757,9 +879,14 @@ mod tests {
 
     #[test]
     fn unknown_and_missing_commands_are_named() {
-        assert_eq!(parse(r#"{"cmd":"nope"}"#).unwrap_err(), "unknown cmd: nope");
-        assert_eq!(parse(r#"{"cmd":5}"#).unwrap_err(), "unknown cmd: 5");
-        assert_eq!(parse(r#"{"id":1}"#).unwrap_err(), "unknown cmd: undefined");
+        let text = |l: &str| parse(l).unwrap_err().to_string();
+        assert_eq!(text(r#"{"cmd":"nope"}"#), "unknown cmd: nope");
+        assert_eq!(text(r#"{"cmd":5}"#), "unknown cmd: 5");
+        assert_eq!(text(r#"{"id":1}"#), "unknown cmd: undefined");
+        assert_eq!(
+            parse(r#"{"cmd":"nope"}"#).unwrap_err().code(),
+            ErrorCode::UnknownCmd
+        );
     }
 
     #[test]

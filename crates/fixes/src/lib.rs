@@ -15,8 +15,13 @@
 //! ([`FixError`]) names every file it had already replaced and the one it stopped at.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::{openat, renameat, OFlag, AT_FDCWD};
+use nix::sys::stat::Mode;
 
 use openfiles_plugin_api::{confine, content_hash, Fix, Item, TextEdit};
 
@@ -40,7 +45,7 @@ pub struct Outcome {
     /// The fixes applied.
     pub applied: Vec<Chosen>,
     /// Fixes not applied, and why (their file changed, they overlap one applied before).
-    pub skipped: Vec<(Chosen, String)>,
+    pub skipped: Vec<(Chosen, NotPlaced)>,
     /// Every file written.
     pub changed: Vec<PathBuf>,
 }
@@ -69,6 +74,25 @@ pub enum Stop {
     Write(std::io::Error),
     #[error("{0}")]
     Refused(String),
+}
+
+/// Why a fix was not placed on its file's content (the round goes on without it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotPlaced {
+    /// The file could not be read the confined way (outside the workspace, not a regular
+    /// file, too big, …): the reader's words.
+    #[error("{path}: {why}")]
+    Unreadable { path: PathBuf, why: String },
+    #[error("{0}: not UTF-8 text")]
+    NotText(PathBuf),
+    #[error("{0} changed since this problem was found; check it again")]
+    Changed(PathBuf),
+    #[error("an edit lies outside {0}")]
+    OutsideText(PathBuf),
+    #[error("overlaps a fix applied before it; run again")]
+    Overlaps,
+    #[error("its own edits overlap")]
+    SelfOverlap,
 }
 
 fn already(done: &[PathBuf]) -> String {
@@ -116,7 +140,7 @@ struct Span {
 pub fn apply(root: &Path, fixes: Vec<Chosen>) -> Result<Outcome, FixError> {
     let mut out = Outcome::default();
     // Current content per file, read once.
-    let mut contents: BTreeMap<PathBuf, Result<String, String>> = BTreeMap::new();
+    let mut contents: BTreeMap<PathBuf, Result<String, NotPlaced>> = BTreeMap::new();
     let mut spans: BTreeMap<PathBuf, Vec<Span>> = BTreeMap::new();
     for mut chosen in fixes {
         match place(root, &chosen.fix, &mut contents, &spans) {
@@ -170,13 +194,58 @@ pub fn apply(root: &Path, fixes: Vec<Chosen>) -> Result<Outcome, FixError> {
 /// mode. (No system call compares and renames at once: an edit landing between the compare
 /// and the rename, microseconds, is the window left.)
 fn replace_if_unchanged(root: &Path, rel: &Path, old: &[u8], new: &[u8]) -> Result<(), Stop> {
-    use nix::fcntl::{openat, renameat, OFlag, AT_FDCWD};
-    use nix::sys::stat::Mode;
     use std::io::{Read, Write};
     use std::os::unix::fs::MetadataExt;
 
-    let io = |e: nix::Error| Stop::Write(std::io::Error::from(e));
-    let mut names: Vec<&std::ffi::OsStr> = Vec::new();
+    let (dir, name) = open_parent(root, rel)?;
+    let (_, before) = current(&dir, name)?;
+    let mode = before.mode() & 0o7777;
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tmp = format!(
+        ".tmp-fix-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let fd = openat(
+        &dir,
+        tmp.as_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map_err(io)?;
+    let mut temp = std::fs::File::from(fd);
+    let result = (|| {
+        temp.write_all(new)
+            .and_then(|()| temp.set_permissions(std::fs::Permissions::from_mode(mode)))
+            .and_then(|()| temp.sync_data())
+            .map_err(Stop::Write)?;
+        // Immediately before the rename: still exactly the bytes the fixes were made for?
+        let (file, _) = current(&dir, name)?;
+        let mut now = Vec::with_capacity(old.len());
+        file.take(old.len() as u64 + 1)
+            .read_to_end(&mut now)
+            .map_err(|e| Stop::Changed(format!("cannot read it again: {e}")))?;
+        if now != old {
+            return Err(Stop::Changed(
+                "its content is not the one its fixes were made for".into(),
+            ));
+        }
+        renameat(&dir, tmp.as_str(), &dir, name).map_err(io)
+    })();
+    if result.is_err() {
+        let _ = nix::unistd::unlinkat(&dir, tmp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+    }
+    result
+}
+
+fn io(e: nix::Error) -> Stop {
+    Stop::Write(std::io::Error::from(e))
+}
+
+/// The folder holding `root/rel`, reached from `root` by descriptor without following a
+/// symlink, and the file's name in it.
+fn open_parent<'a>(root: &Path, rel: &'a Path) -> Result<(OwnedFd, &'a OsStr), Stop> {
+    let mut names: Vec<&OsStr> = Vec::new();
     for c in rel.components() {
         match c {
             std::path::Component::Normal(n) => names.push(n),
@@ -203,66 +272,31 @@ fn replace_if_unchanged(root: &Path, rel: &Path, old: &[u8], new: &[u8]) -> Resu
             },
         )?;
     }
-    // The current file: what it is now, read the confined way.
-    let current = |dir: &std::os::fd::OwnedFd| -> Result<(std::fs::File, std::fs::Metadata), Stop> {
-        let fd = openat(
-            dir,
-            name,
-            OFlag::O_RDONLY
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_NONBLOCK
-                | OFlag::O_CLOEXEC
-                | OFlag::O_NOCTTY,
-            Mode::empty(),
-        )
-        .map_err(|e| Stop::Changed(format!("cannot open it again: {e}")))?;
-        let file = std::fs::File::from(fd);
-        let meta = file
-            .metadata()
-            .map_err(|e| Stop::Changed(format!("cannot stat it: {e}")))?;
-        if !meta.is_file() {
-            return Err(Stop::Changed("it is no longer a regular file".into()));
-        }
-        Ok((file, meta))
-    };
-    let (_, before) = current(&dir)?;
-    let mode = before.mode() & 0o7777;
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let tmp = format!(
-        ".tmp-fix-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
+    Ok((dir, name))
+}
+
+/// The file `name` in `dir` as it is now, opened the confined way: no symlink, no FIFO,
+/// a regular file.
+fn current(dir: &OwnedFd, name: &OsStr) -> Result<(std::fs::File, std::fs::Metadata), Stop> {
     let fd = openat(
-        &dir,
-        tmp.as_str(),
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(0o600),
+        dir,
+        name,
+        OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_CLOEXEC
+            | OFlag::O_NOCTTY,
+        Mode::empty(),
     )
-    .map_err(io)?;
-    let mut temp = std::fs::File::from(fd);
-    let result = (|| {
-        temp.write_all(new)
-            .and_then(|()| temp.set_permissions(std::fs::Permissions::from_mode(mode)))
-            .and_then(|()| temp.sync_data())
-            .map_err(Stop::Write)?;
-        // Immediately before the rename: still exactly the bytes the fixes were made for?
-        let (file, _) = current(&dir)?;
-        let mut now = Vec::with_capacity(old.len());
-        file.take(old.len() as u64 + 1)
-            .read_to_end(&mut now)
-            .map_err(|e| Stop::Changed(format!("cannot read it again: {e}")))?;
-        if now != old {
-            return Err(Stop::Changed(
-                "its content is not the one its fixes were made for".into(),
-            ));
-        }
-        renameat(&dir, tmp.as_str(), &dir, name).map_err(io)
-    })();
-    if result.is_err() {
-        let _ = nix::unistd::unlinkat(&dir, tmp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+    .map_err(|e| Stop::Changed(format!("cannot open it again: {e}")))?;
+    let file = std::fs::File::from(fd);
+    let meta = file
+        .metadata()
+        .map_err(|e| Stop::Changed(format!("cannot stat it: {e}")))?;
+    if !meta.is_file() {
+        return Err(Stop::Changed("it is no longer a regular file".into()));
     }
-    result
+    Ok((file, meta))
 }
 
 /// The byte ranges of `fix` in each file it edits, checked against the current content and
@@ -270,9 +304,9 @@ fn replace_if_unchanged(root: &Path, rel: &Path, old: &[u8], new: &[u8]) -> Resu
 fn place(
     root: &Path,
     fix: &Fix,
-    contents: &mut BTreeMap<PathBuf, Result<String, String>>,
+    contents: &mut BTreeMap<PathBuf, Result<String, NotPlaced>>,
     taken: &BTreeMap<PathBuf, Vec<Span>>,
-) -> Result<Vec<(PathBuf, Vec<Span>)>, String> {
+) -> Result<Vec<(PathBuf, Vec<Span>)>, NotPlaced> {
     let mut placed = Vec::new();
     for f in &fix.files {
         let text = contents
@@ -281,28 +315,24 @@ fn place(
             .as_ref()
             .map_err(Clone::clone)?;
         if content_hash(text.as_bytes()) != f.sha256 {
-            return Err(format!(
-                "{} changed since this problem was found; check it again",
-                f.path.display()
-            ));
+            return Err(NotPlaced::Changed(f.path.clone()));
         }
         let mut mine: Vec<Span> = Vec::new();
         for e in &f.edits {
-            let span = to_span(text, e)
-                .ok_or_else(|| format!("an edit lies outside {}", f.path.display()))?;
+            let span = to_span(text, e).ok_or_else(|| NotPlaced::OutsideText(f.path.clone()))?;
             let clash = |o: &Span| {
                 (o.start < span.end && span.start < o.end)
                     || o.start == span.start
                     || (o.start == o.end && span.start < o.start && o.start < span.end)
             };
             if taken.get(&f.path).into_iter().flatten().any(clash) {
-                return Err("overlaps a fix applied before it; run again".into());
+                return Err(NotPlaced::Overlaps);
             }
             if mine
                 .iter()
                 .any(|o| o.start < span.end && span.start < o.end)
             {
-                return Err("its own edits overlap".into());
+                return Err(NotPlaced::SelfOverlap);
             }
             mine.push(span);
         }
@@ -311,10 +341,14 @@ fn place(
     Ok(placed)
 }
 
-fn read(root: &Path, path: &Path) -> Result<String, String> {
-    let bytes = confine::read_workspace_file(root, path, MAX_FILE_BYTES)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+fn read(root: &Path, path: &Path) -> Result<String, NotPlaced> {
+    let bytes = confine::read_workspace_file(root, path, MAX_FILE_BYTES).map_err(|e| {
+        NotPlaced::Unreadable {
+            path: path.to_owned(),
+            why: e.to_string(),
+        }
+    })?;
+    String::from_utf8(bytes).map_err(|_| NotPlaced::NotText(path.to_owned()))
 }
 
 /// The byte offset of 1-based (`line`, `column` in characters); the position just past the
@@ -570,8 +604,11 @@ mod tests {
         let out = apply(&root, picked).unwrap();
         assert_eq!(out.applied.len(), 2);
         assert_eq!(out.skipped.len(), 2);
-        assert!(out.skipped.iter().any(|(_, w)| w.contains("changed since")));
-        assert!(out.skipped.iter().any(|(_, w)| w.contains("overlaps")));
+        assert!(out
+            .skipped
+            .iter()
+            .any(|(_, w)| matches!(w, NotPlaced::Changed(_))));
+        assert!(out.skipped.iter().any(|(_, w)| *w == NotPlaced::Overlaps));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "let x: u32 = 3;\n");
         assert_eq!(out.changed, vec![path.clone()]);
         // Applying the same fixes again: the content changed, nothing is written.
