@@ -128,6 +128,22 @@ pub struct NavArgs {
     pub json: bool,
 }
 
+impl NavArgs {
+    /// What `openfiles nav` is asked.
+    pub fn options(self) -> crate::nav::Options {
+        crate::nav::Options {
+            what: self.what,
+            target: self.target,
+            query: self.query,
+            limit: self.limit,
+            outgoing: self.outgoing,
+            to: self.to,
+            apply: self.apply,
+            json: self.json,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct TrustArgs {
     /// The workspace folder [default: the current folder].

@@ -236,19 +236,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             args.dir.as_deref().unwrap_or(Path::new(".")),
             !args.revoke,
         ),
-        Command::Nav(a) => crate::nav::run(
-            socket,
-            crate::nav::Options {
-                what: a.what,
-                target: a.target,
-                query: a.query,
-                limit: a.limit,
-                outgoing: a.outgoing,
-                to: a.to,
-                apply: a.apply,
-                json: a.json,
-            },
-        ),
+        Command::Nav(a) => crate::nav::run(socket, a.options()),
         Command::Forget(args) => crate::admin::forget(socket, &args.dir),
         Command::Service(args) => crate::setup::run_service(args, cli.socket.clone()),
         Command::Doctor(args) => {
