@@ -43,6 +43,11 @@ if ! have ruff; then
   python3 -m pip install -q --disable-pip-version-check ruff
 fi
 
+if ! python3 -c 'import pytest' >/dev/null 2>&1; then
+  echo "install-test-deps: pip: pytest (the tests plugin's Python runner, plugins/tests)"
+  python3 -m pip install -q --disable-pip-version-check pytest
+fi
+
 if ! python3 -c 'import mcp, jsonschema' >/dev/null 2>&1; then
   echo "install-test-deps: pip: mcp (the MCP Python SDK, for tests/it/mcp_sdk.rs)"
   python3 -m pip install -q --disable-pip-version-check mcp jsonschema

@@ -161,7 +161,7 @@ impl Default for WatchConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiagnosticsConfig {
-    /// Extra ignore globs (globset syntax, matched against workspace-relative paths: `**/gen/**`), on top of the built-in ones.
+    /// Extra ignore globs (globset syntax, not gitignore's, matched against workspace-relative paths: `**/gen/**`; a bare name matches at any depth), on top of the built-in and git's rules; one starting with `!` is an exception: what it matches is checked whatever the built-in or git rules say (`src/policy`).
     pub ignore: Vec<String>,
     /// Extra sensitive-file globs: kept in the session, never read by a checker.
     pub sensitive: Vec<String>,

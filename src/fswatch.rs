@@ -18,19 +18,119 @@
 //! instead of waking the intake to be ignored. Every delivered event is logged at `trace`
 //! (target `openfiles::fswatch`), which tests use to prove what reaches whom.
 //!
+//! Channels are bounded ([`BOUND`] events per subscriber): the watcher's thread never waits
+//! for a subscriber and memory never grows with a burst. An event that does not fit is not
+//! kept; its folder is marked instead, with the time of the first event lost, and the
+//! subscriber receives [`Delivery::Rescan`] for it once it has taken what the channel held
+//! (a loss only happens while the channel is full, so the subscriber is bound to look).
+//!
 //! Lock order: the routing table is never held while calling into the watcher, because the
 //! watcher's `watch` waits for its event thread, which may be delivering into the table.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-/// Where a subscriber receives its events.
-pub type Sink = mpsc::UnboundedSender<notify::Event>;
+/// Events a subscriber's channel holds before further ones coalesce into a rescan.
+pub const BOUND: usize = 1024;
+
+/// Folders whose events were lost, each with the time of the first one lost.
+type Lost = Arc<Mutex<BTreeMap<PathBuf, SystemTime>>>;
+
+/// Where a subscriber receives its events (the sending half of [`channel`]).
+#[derive(Clone, Debug)]
+pub struct Sink {
+    tx: mpsc::Sender<notify::Event>,
+    lost: Lost,
+}
+
+impl Sink {
+    /// Deliver `ev` (about an entry of the watched folder `dir`, or `dir` itself) without
+    /// waiting: when the channel is full, `dir` is marked for a rescan instead.
+    pub fn deliver(&self, ev: notify::Event, dir: &Path) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(ev) {
+            let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+            lost.entry(dir.to_owned()).or_insert_with(SystemTime::now);
+        }
+    }
+}
+
+/// What a subscriber receives.
+#[derive(Debug)]
+pub enum Delivery {
+    /// One change, as the watcher reported it.
+    Event(notify::Event),
+    /// Events about `dir`'s entries were lost in a burst (the channel was full): look at
+    /// what changed there since `since`.
+    Rescan { dir: PathBuf, since: SystemTime },
+}
+
+impl Delivery {
+    /// The paths it concerns: an event's own, or the folder to rescan.
+    pub fn paths(&self) -> Vec<&Path> {
+        match self {
+            Delivery::Event(ev) => ev.paths.iter().map(PathBuf::as_path).collect(),
+            Delivery::Rescan { dir, .. } => vec![dir.as_path()],
+        }
+    }
+}
+
+/// The receiving half of [`channel`].
+#[derive(Debug)]
+pub struct Events {
+    rx: mpsc::Receiver<notify::Event>,
+    lost: Lost,
+}
+
+impl Events {
+    /// The next delivery: what the channel holds, then a pending rescan, else the next
+    /// event when it comes; `None` once every sink is gone.
+    pub async fn recv(&mut self) -> Option<Delivery> {
+        if let Some(d) = self.try_recv() {
+            return Some(d);
+        }
+        let ev = self.rx.recv().await?;
+        Some(Delivery::Event(ev))
+    }
+
+    /// [`Events::recv`] without waiting.
+    pub fn try_recv(&mut self) -> Option<Delivery> {
+        if let Ok(ev) = self.rx.try_recv() {
+            return Some(Delivery::Event(ev));
+        }
+        self.take_lost()
+    }
+
+    fn take_lost(&self) -> Option<Delivery> {
+        let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = lost.keys().next()?.clone();
+        let since = lost.remove(&dir)?;
+        Some(Delivery::Rescan { dir, since })
+    }
+}
+
+/// A bounded channel of [`BOUND`] events for one subscriber.
+pub fn channel() -> (Sink, Events) {
+    channel_of(BOUND)
+}
+
+/// [`channel`] with another bound (tests).
+pub fn channel_of(bound: usize) -> (Sink, Events) {
+    let (tx, rx) = mpsc::channel(bound.max(1));
+    let lost = Lost::default();
+    (
+        Sink {
+            tx,
+            lost: lost.clone(),
+        },
+        Events { rx, lost },
+    )
+}
 
 /// Identifies a subscriber.
 pub type SubscriberId = u64;
@@ -86,7 +186,7 @@ impl FsWatch {
                         if wanted && !sent.contains(&r.id) {
                             sent.push(r.id);
                             tracing::trace!(subscriber = r.id, path = %p.display(), kind = ?ev.kind, "fswatch event delivered");
-                            let _ = r.sink.send(ev.clone());
+                            r.sink.deliver(ev.clone(), dir);
                         }
                     }
                 }
@@ -193,6 +293,35 @@ mod tests {
     use super::*;
     use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
     use notify::EventKind;
+
+    /// A burst beyond the bound is neither lost nor kept: what fits is delivered, the rest
+    /// becomes one rescan of its folder, after what the channel held.
+    #[tokio::test]
+    async fn a_burst_beyond_the_bound_becomes_a_rescan_of_its_folder() {
+        let (sink, mut events) = channel_of(4);
+        let dir = Path::new("/w/src");
+        let before = SystemTime::now();
+        for i in 0..100 {
+            let ev = notify::Event::new(EventKind::Create(CreateKind::File))
+                .add_path(dir.join(format!("f{i}")));
+            sink.deliver(ev, dir);
+        }
+        let mut got = Vec::new();
+        while let Some(d) = events.try_recv() {
+            got.push(d);
+        }
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert!(got[..4].iter().all(|d| matches!(d, Delivery::Event(_))));
+        match &got[4] {
+            Delivery::Rescan { dir: d, since } => {
+                assert_eq!(d, dir);
+                assert!(*since >= before);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Nothing more: the loss was reported once.
+        assert!(events.try_recv().is_none());
+    }
 
     #[test]
     fn reads_are_not_changes() {

@@ -22,10 +22,21 @@
 //!   holding the folder named), stdin from `/dev/null`.
 //!
 //! The user's global and system config still apply (colours, their pager, their excludes).
+//!
+//! The config is read (`git config --get-regexp`, never run) once per repository and
+//! config state, not once per command: [`command`] keeps what it read, keyed by the
+//! repository's git folder and the modification times of every config file git would read
+//! (the repository's `config` and `config.worktree`, the user's and the system's), so a
+//! baseline job's many commands cost one read. The read has a deadline
+//! ([`CONFIG_TIMEOUT`]); one that does not finish in time fails the command (the filters it
+//! would have named stay unknown, so nothing may run).
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 use openfiles_gate::Program;
 
@@ -45,6 +56,12 @@ const REPOSITORY_SCOPES: &[&str] = &["local", "worktree", "unknown"];
 /// Subcommands that may run diff drivers and textconv programs.
 const DIFFING: &[&str] = &["diff", "show", "log"];
 
+/// How long reading the config may take before the command fails.
+pub const CONFIG_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many repositories' config reads are kept.
+const CACHE_MAX: usize = 64;
+
 /// `git -C dir ARGS…` with the rule of this module applied. `args` starts with the
 /// subcommand. Git is the user's own program (`PATH`'s absolute entries, through the gate);
 /// an error when there is none.
@@ -58,7 +75,7 @@ where
         .first()
         .map(|a| a.as_ref().to_string_lossy().into_owned())
         .unwrap_or_default();
-    let found = repository_config(dir, &sub);
+    let found = parse(&repository_config(dir)?, &sub);
     let mut cmd = base(dir)?;
     // Command-line config is read last, so these win over the repository's. Set through
     // the environment (`GIT_CONFIG_KEY_n`), which takes a key with any characters; appended
@@ -136,10 +153,118 @@ struct Found {
     user_pager: Option<String>,
 }
 
-/// Read (never run) the config relevant to [`command`]. Outside a repository, or without
-/// git, nothing is found.
-fn repository_config(dir: &Path, sub: &str) -> Found {
-    let out = base(dir).and_then(|mut c| {
+/// What identifies one state of the config git reads in `dir`: the repository's git folder
+/// and the modification time (and size) of each config file, `None` for one that is absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ConfigKey {
+    dir: PathBuf,
+    files: Vec<(PathBuf, Option<(SystemTime, u64)>)>,
+    env: Vec<(String, String)>,
+}
+
+/// The config files git reads for a command in `dir` (without includes, which a changed
+/// including file usually accompanies).
+fn config_key(dir: &Path) -> ConfigKey {
+    let mut files: Vec<PathBuf> = Vec::new();
+    if let Some(git_dir) = git_dir(dir) {
+        files.push(git_dir.join("config"));
+        files.push(git_dir.join("config.worktree"));
+        if let Some(common) = common_dir(&git_dir) {
+            files.push(common.join("config"));
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if let Some(home) = &home {
+        files.push(home.join(".gitconfig"));
+    }
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".config")));
+    if let Some(xdg) = xdg {
+        files.push(xdg.join("git/config"));
+    }
+    files.push(PathBuf::from("/etc/gitconfig"));
+    let stamped = files
+        .into_iter()
+        .map(|f| {
+            let stamp = std::fs::metadata(&f)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())));
+            (f, stamp)
+        })
+        .collect();
+    let env = std::env::vars()
+        .filter(|(k, _)| k.starts_with("GIT_CONFIG"))
+        .collect();
+    ConfigKey {
+        dir: dir.to_owned(),
+        files: stamped,
+        env,
+    }
+}
+
+/// The git folder of the repository holding `dir`: the nearest `.git` folder, or the one a
+/// `.git` file (a worktree's, a submodule's) names. Read, never followed into a program.
+fn git_dir(dir: &Path) -> Option<PathBuf> {
+    for at in dir.ancestors() {
+        let dot = at.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dot) else {
+            continue;
+        };
+        if meta.is_dir() {
+            return Some(dot);
+        }
+        let text = openfiles_gate::confine::read_regular(
+            &dot,
+            openfiles_gate::confine::Last::NoFollow,
+            4096,
+        )
+        .ok()?;
+        let text = String::from_utf8_lossy(&text);
+        let named = text.trim().strip_prefix("gitdir:")?.trim();
+        return Some(at.join(named));
+    }
+    None
+}
+
+/// A worktree's common git folder (its `commondir` file), where the shared `config` lives.
+fn common_dir(git_dir: &Path) -> Option<PathBuf> {
+    let text = openfiles_gate::confine::read_regular(
+        &git_dir.join("commondir"),
+        openfiles_gate::confine::Last::NoFollow,
+        4096,
+    )
+    .ok()?;
+    Some(git_dir.join(String::from_utf8_lossy(&text).trim()))
+}
+
+type ConfigCache = Vec<(ConfigKey, std::sync::Arc<Vec<u8>>)>;
+static CONFIG: Mutex<ConfigCache> = Mutex::new(Vec::new());
+
+/// The output of reading (never running) the config relevant to [`command`], from the
+/// cache when no config file changed since. Outside a repository, or without git, nothing
+/// is found; a read past [`CONFIG_TIMEOUT`] is an error.
+fn repository_config(dir: &Path) -> std::io::Result<std::sync::Arc<Vec<u8>>> {
+    let key = config_key(dir);
+    {
+        let cache = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, out)) = cache.iter().find(|(k, _)| *k == key) {
+            return Ok(out.clone());
+        }
+    }
+    let out = std::sync::Arc::new(read_config(dir)?);
+    let mut cache = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+    cache.retain(|(k, _)| k.dir != key.dir);
+    if cache.len() >= CACHE_MAX {
+        cache.remove(0);
+    }
+    cache.push((key, out.clone()));
+    Ok(out)
+}
+
+/// Run `git config --show-scope -z --get-regexp` in `dir`, killed after [`CONFIG_TIMEOUT`].
+fn read_config(dir: &Path) -> std::io::Result<Vec<u8>> {
+    let child = base(dir).and_then(|mut c| {
         c.args([
             "config",
             "--show-scope",
@@ -149,12 +274,41 @@ fn repository_config(dir: &Path, sub: &str) -> Found {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
     });
-    match out {
-        Ok(o) => parse(&o.stdout, sub),
-        Err(_) => Found::default(),
+    let Ok(mut child) = child else {
+        return Ok(Vec::new());
+    };
+    let Some(mut stdout) = child.stdout.take() else {
+        return Ok(Vec::new());
+    };
+    // Read on a thread so the wait below can give up; the pipe closes when git exits or
+    // is killed.
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
+    });
+    let deadline = Instant::now() + CONFIG_TIMEOUT;
+    loop {
+        match child.try_wait()? {
+            Some(_) => break,
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "reading git's config in {} took over {} s",
+                        dir.display(),
+                        CONFIG_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+            None => std::thread::sleep(Duration::from_millis(2)),
+        }
     }
+    Ok(reader.join().unwrap_or_default())
 }
 
 /// Parse `git config --show-scope -z --get-regexp` output: `scope NUL name [LF value] NUL`.
@@ -211,6 +365,41 @@ local\0pager.diff\nevil2\0global\0pager.diff\ntrue\0local\0filter.bare.process\0
         assert_eq!(parse(out, "diff").user_pager.as_deref(), Some("delta"));
         assert_eq!(parse(out, "log").user_pager.as_deref(), Some("less"));
         assert_eq!(parse(b"", "diff"), Found::default());
+    }
+
+    /// A real repository: the config is read once while no config file changes, and read
+    /// again (finding the new filter) once one does.
+    #[test]
+    fn the_config_is_read_once_per_state_of_its_files() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().canonicalize().unwrap();
+        let init = base(&dir).unwrap().args(["init", "-q"]).status().unwrap();
+        assert!(init.success());
+        let first = repository_config(&dir).unwrap();
+        let again = repository_config(&dir).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again), "read twice");
+        assert!(parse(&first, "diff").filters.is_empty());
+
+        let config = dir.join(".git/config");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("[filter \"ev\"]\n\tsmudge = touch pwned\n");
+        std::fs::write(&config, text).unwrap();
+        // A different stamp whatever the file system's time resolution.
+        let later = SystemTime::now() + Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(&config)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let changed = repository_config(&dir).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&first, &changed));
+        assert_eq!(parse(&changed, "diff").filters, ["ev"]);
+        // And the command built now counters it.
+        let cmd = command(&dir, ["status"]).unwrap();
+        assert!(cmd
+            .get_envs()
+            .any(|(_, v)| v.is_some_and(|v| v == "filter.ev.smudge")));
     }
 
     #[test]

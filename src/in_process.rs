@@ -51,6 +51,8 @@ pub fn check(
         let state = crate::paths::state_dir();
         let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
         let checker: Arc<dyn Checker> = Arc::new(manager.clone());
+        // The same sources as the service's (what hides a problem is named against a baseline).
+        let checker = crate::diagnostics::silencing::Silencing::wrap(checker);
         progress(&format!("checking {} file(s)…", paths.len()));
         let by_root = by_workspace(&config, &state, paths);
         let since = spec::now_ms();

@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 pub use openfiles_wire::control::{Mark, ReviewFile, WorkspaceReview};
 pub use openfiles_wire::summary::{Summary, NO_AGENT, SUMMARY_FILE};
 
+/// How soon after the watcher's notice of a write an agent's own report of it replaces the
+/// watcher's [`NO_AGENT`] (a hook reports a write up to a few hundred ms after it).
+pub const WATCH_ECHO_MS: u64 = 2_000;
+
 /// The review state of one workspace, persisted in its session state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,6 +43,15 @@ impl Review {
     pub fn edited(&mut self, path: &Path, agent: Option<&str>, now: u64) {
         let agent = agent.filter(|a| !a.is_empty()).unwrap_or(NO_AGENT);
         let mark = self.files.entry(path.to_owned()).or_default();
+        // The watcher may notice a write before the agent's hook reports it (its first
+        // window is 50 ms): the agent's report soon after takes the watcher's place.
+        let noticed_first = agent != NO_AGENT
+            && mark.last_agent == NO_AGENT
+            && mark.agents.last().is_some_and(|a| a == NO_AGENT)
+            && now.saturating_sub(mark.edited_at) <= WATCH_ECHO_MS;
+        if noticed_first {
+            mark.agents.pop();
+        }
         if !mark.agents.iter().any(|a| a == agent) {
             mark.agents.push(agent.to_owned());
         }
@@ -104,6 +117,23 @@ mod tests {
         assert!(r
             .mark(&[PathBuf::from("/w/not-in-session")], true, 9)
             .is_empty());
+    }
+
+    /// The watcher noticed the write first; the agent's hook reports it a moment later.
+    #[test]
+    fn an_agent_s_report_right_after_the_watcher_s_takes_its_place() {
+        let mut r = Review::default();
+        let p = PathBuf::from("/w/a.rs");
+        r.edited(&p, None, 1_000);
+        r.edited(&p, Some("claude"), 1_150);
+        assert_eq!(r.get(&p).unwrap().agents, vec!["claude"]);
+        // A hook-less edit long before stays.
+        r.edited(&p, None, 10_000);
+        r.edited(&p, Some("codex"), 20_000);
+        assert_eq!(
+            r.get(&p).unwrap().agents,
+            vec!["claude", "unknown", "codex"]
+        );
     }
 
     #[test]

@@ -94,8 +94,9 @@ pub fn report(
         .iter()
         .flat_map(|w| w.paths.iter().cloned())
         .collect();
+    let not_checked = not_checked_text(&reply.rejected);
     if accepted.is_empty() {
-        return Ok(paused_text(&reply.paused));
+        return Ok(paused_text(&reply.paused).or(not_checked));
     }
     let mut timeout_ms = None;
     let mut waited: WaitReply;
@@ -137,7 +138,22 @@ pub fn report(
         }
         timeout_ms = Some(end - now);
     }
-    Ok(feedback_text(&waited, &accepted, reply.ts))
+    let text = feedback_text(&waited, &accepted, reply.ts);
+    Ok(match (text, not_checked) {
+        (Some(text), Some(note)) => Some(format!("{text}\n\n{note}")),
+        (text, note) => text.or(note),
+    })
+}
+
+/// What the agent is told about edited files an ignore rule left unchecked: the rule and
+/// how to change it, once per file (the service gives the notice once).
+pub fn not_checked_text(rejected: &[openfiles_wire::control::Rejected]) -> Option<String> {
+    let notes: Vec<String> = rejected
+        .iter()
+        .filter(|r| r.is_notice())
+        .map(|r| format!("openfiles: {}.", r.reason))
+        .collect();
+    (!notes.is_empty()).then(|| notes.join("\n"))
 }
 
 /// Ask the service to warm the checkers of the workspace holding `dir` (a session start);

@@ -50,14 +50,28 @@ pub fn parse_line(line: &[u8]) -> Result<QueueLine, LineError> {
     })
 }
 
+/// A queue line that was skipped, with an excerpt of it for the log.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SkippedLine {
+    #[error("line longer than 1 MiB: {0}")]
+    TooLong(String),
+    #[error("{error}: {excerpt}")]
+    Malformed { error: LineError, excerpt: String },
+}
+
 /// Parse the lines of one read step: each becomes a queue line or the reason it was skipped
-/// (with an excerpt for the log). Oversized lines arrive as `Err(excerpt)`.
-pub fn parse_lines(lines: Vec<Result<Vec<u8>, String>>) -> Vec<Result<QueueLine, String>> {
+/// (oversized lines arrive skipped already).
+pub fn parse_lines(
+    lines: Vec<Result<Vec<u8>, SkippedLine>>,
+) -> Vec<Result<QueueLine, SkippedLine>> {
     lines
         .into_iter()
         .map(|line| {
-            let line = line.map_err(|excerpt| format!("line longer than 1 MiB: {excerpt}"))?;
-            parse_line(&line).map_err(|e| format!("{e}: {}", excerpt(&line)))
+            let line = line?;
+            parse_line(&line).map_err(|error| SkippedLine::Malformed {
+                error,
+                excerpt: excerpt(&line),
+            })
         })
         .collect()
 }
@@ -81,6 +95,25 @@ mod tests {
         let l = parse_line(br#"{"v":1,"ts":1789322228384,"agent":"claude","tool":"Edit","paths":["/home/me/app/src/auth.ts"]}"#).unwrap();
         assert_eq!(l.paths, vec![PathBuf::from("/home/me/app/src/auth.ts")]);
         assert_eq!(l.agent.as_deref(), Some("claude"));
+    }
+
+    #[test]
+    fn skipped_lines_say_why_with_an_excerpt() {
+        let parsed = parse_lines(vec![
+            Ok(br#"{"paths":["a"]}"#.to_vec()),
+            Ok(b"{oops".to_vec()),
+            Err(SkippedLine::TooLong("xxx".into())),
+        ]);
+        assert!(parsed[0].is_ok());
+        let why = parsed[1].as_ref().unwrap_err().to_string();
+        assert!(
+            why.starts_with("not JSON") && why.ends_with(": {oops"),
+            "{why}"
+        );
+        assert_eq!(
+            parsed[2].as_ref().unwrap_err().to_string(),
+            "line longer than 1 MiB: xxx"
+        );
     }
 
     #[test]

@@ -28,7 +28,10 @@ use std::time::{Duration, Instant};
 use openfiles_plugin_api::confine;
 
 use crate::diagnostics::writer::{Cursor, FilePos};
+use crate::fswatch::{Delivery, Events};
 use openfiles_wire::spec;
+
+use super::SkippedLine;
 
 /// Longest queue line accepted; longer ones are skipped as malformed.
 pub const MAX_LINE: usize = 1 << 20;
@@ -38,8 +41,8 @@ const GRACE: Duration = Duration::from_secs(2);
 /// What one step produced.
 #[derive(Debug, Default)]
 pub struct Step {
-    /// Complete lines read (without newlines); oversized lines come as `Err(excerpt)`.
-    pub lines: Vec<Result<Vec<u8>, String>>,
+    /// Complete lines read (without newlines); oversized lines come skipped.
+    pub lines: Lines,
     /// True when the cursor moved (lines read or a file finished): persist and acknowledge it.
     pub moved: bool,
     /// Call `step` again after this long even without a file event (lease busy, grace period).
@@ -87,78 +90,107 @@ impl Reader {
     /// Read what is new, and rotate or finish files when everything read is persisted.
     pub fn step(&mut self) -> std::io::Result<Step> {
         let mut out = Step::default();
-        // `.openfiles/` swapped for a symlink (or handed to another user) while serving: read,
-        // rename and delete nothing through it.
-        if let Some(dir) = self.queue.parent() {
-            if let Err(why) = own_real_dir(dir) {
-                if self.refused.as_deref() != Some(dir) {
-                    tracing::warn!(dir = %dir.display(), "{why}; the queue is not read until it is a real folder of ours again");
-                    self.refused = Some(dir.to_owned());
-                }
-                return Ok(out);
-            }
-            if self.refused.as_deref() == Some(dir) {
-                self.refused = None;
-            }
+        if !self.dir_is_ours() {
+            return Ok(out);
         }
-        if let Some((file, offset, until)) = &mut self.late {
-            let (lines, new_off) = read_lines(file, *offset)?;
-            if new_off != *offset {
-                *offset = new_off;
-                out.moved = true;
-            }
-            out.lines.extend(lines);
-            if Instant::now() >= *until {
-                self.late = None;
-            } else {
-                out.retry_in = Some(Duration::from_millis(200));
-            }
-        }
+        self.read_late(&mut out)?;
         // 1. A file being drained comes first: its lines are older.
-        if let Some(mut file) = open_existing(&self.draining, &mut self.refused)? {
-            // It may have been renamed from `queue.jsonl` just before a crash: match both.
-            let pos = position(&file, &[self.cursor.draining, self.cursor.main])?;
-            let (lines, offset) = read_lines(&mut file, pos.offset)?;
-            let pos = FilePos { offset, ..pos };
-            if self.cursor.draining != Some(pos) {
-                self.cursor.draining = Some(pos);
-                out.moved = true;
-            }
-            if !lines.is_empty() {
-                out.lines.extend(lines);
-                return Ok(out);
-            }
-            if self.acked.draining != self.cursor.draining {
-                return Ok(out); // wait for the pipeline to persist what we read
-            }
-            match take_lease(&file) {
-                Lease::Busy => {
-                    out.retry_in = Some(Duration::from_millis(5));
-                    return Ok(out);
-                }
-                lease => {
-                    std::fs::remove_file(&self.draining)?;
-                    let (lines, offset) = read_lines(&mut file, pos.offset)?;
-                    if let Lease::Held = lease {
-                        release_lease(&file);
-                    }
-                    out.lines.extend(lines);
-                    self.late = Some((file, offset, Instant::now() + GRACE));
-                    out.retry_in.get_or_insert(Duration::from_millis(200));
-                    self.cursor.draining = None;
-                    out.moved = true;
-                    return Ok(out);
-                }
-            }
-        } else if self.cursor.draining.take().is_some() {
-            out.moved = true; // finished before a restart
+        if self.step_draining(&mut out)? {
+            return Ok(out);
         }
-        // 2. The live queue.
+        // 2. The live queue, rotated once everything read is persisted.
+        self.step_main(&mut out)?;
+        Ok(out)
+    }
+
+    /// Whether `.openfiles/` is a real folder of ours: swapped for a symlink (or handed to
+    /// another user) while serving, nothing is read, renamed or deleted through it.
+    fn dir_is_ours(&mut self) -> bool {
+        let Some(dir) = self.queue.parent() else {
+            return true;
+        };
+        if let Err(why) = own_real_dir(dir) {
+            if self.refused.as_deref() != Some(dir) {
+                tracing::warn!(dir = %dir.display(), "{why}; the queue is not read until it is a real folder of ours again");
+                self.refused = Some(dir.to_owned());
+            }
+            return false;
+        }
+        if self.refused.as_deref() == Some(dir) {
+            self.refused = None;
+        }
+        true
+    }
+
+    /// The unlinked drained file, during its grace period: lines a late writer appended.
+    fn read_late(&mut self, out: &mut Step) -> std::io::Result<()> {
+        let Some((file, offset, until)) = &mut self.late else {
+            return Ok(());
+        };
+        let (lines, new_off) = read_lines(file, *offset)?;
+        if new_off != *offset {
+            *offset = new_off;
+            out.moved = true;
+        }
+        out.lines.extend(lines);
+        if Instant::now() >= *until {
+            self.late = None;
+        } else {
+            out.retry_in = Some(Duration::from_millis(200));
+        }
+        Ok(())
+    }
+
+    /// Read the file being drained; once everything read is persisted and no writer holds
+    /// it (the lease), unlink it and keep it open for the grace period. True when this step
+    /// is done with it (the live queue waits).
+    fn step_draining(&mut self, out: &mut Step) -> std::io::Result<bool> {
+        let Some(mut file) = open_existing(&self.draining, &mut self.refused)? else {
+            if self.cursor.draining.take().is_some() {
+                out.moved = true; // finished before a restart
+            }
+            return Ok(false);
+        };
+        // It may have been renamed from `queue.jsonl` just before a crash: match both.
+        let pos = position(&file, &[self.cursor.draining, self.cursor.main])?;
+        let (lines, offset) = read_lines(&mut file, pos.offset)?;
+        let pos = FilePos { offset, ..pos };
+        if self.cursor.draining != Some(pos) {
+            self.cursor.draining = Some(pos);
+            out.moved = true;
+        }
+        if !lines.is_empty() {
+            out.lines.extend(lines);
+            return Ok(true);
+        }
+        if self.acked.draining != self.cursor.draining {
+            return Ok(true); // wait for the pipeline to persist what we read
+        }
+        let lease = take_lease(&file);
+        if let Lease::Busy = lease {
+            out.retry_in = Some(Duration::from_millis(5));
+            return Ok(true);
+        }
+        std::fs::remove_file(&self.draining)?;
+        let (lines, offset) = read_lines(&mut file, pos.offset)?;
+        if let Lease::Held = lease {
+            release_lease(&file);
+        }
+        out.lines.extend(lines);
+        self.late = Some((file, offset, Instant::now() + GRACE));
+        out.retry_in.get_or_insert(Duration::from_millis(200));
+        self.cursor.draining = None;
+        out.moved = true;
+        Ok(true)
+    }
+
+    /// Read the live queue; at EOF with everything read persisted, rotate it.
+    fn step_main(&mut self, out: &mut Step) -> std::io::Result<()> {
         let Some(mut file) = open_existing(&self.queue, &mut self.refused)? else {
             if self.cursor.main.take().is_some() {
                 out.moved = true;
             }
-            return Ok(out);
+            return Ok(());
         };
         let mut pos = position(&file, &[self.cursor.main])?;
         let size = file.metadata()?.len();
@@ -177,9 +209,8 @@ impl Reader {
         }
         if !lines.is_empty() {
             out.lines.extend(lines);
-            return Ok(out);
+            return Ok(());
         }
-        // 3. Everything read and persisted, at EOF: rotate.
         if pos.offset > 0 && pos.offset == size && self.acked.main == self.cursor.main {
             std::fs::rename(&self.queue, &self.draining)?;
             self.cursor.draining = self.cursor.main.take();
@@ -188,21 +219,31 @@ impl Reader {
             out.moved = true;
             out.retry_in = Some(Duration::ZERO);
         }
-        Ok(out)
+        Ok(())
     }
+}
+
+/// Why `.openfiles/` is not read.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueDirError {
+    #[error("{} is a symlink or not a folder", .0.display())]
+    NotAFolder(PathBuf),
+    #[error("{} belongs to uid {uid}", dir.display())]
+    NotOurs { dir: PathBuf, uid: u32 },
 }
 
 /// `Ok` when `dir` is a real directory (not a symlink) owned by us; a missing one is fine
 /// (nothing to read).
-fn own_real_dir(dir: &Path) -> Result<(), String> {
+fn own_real_dir(dir: &Path) -> Result<(), QueueDirError> {
     match std::fs::symlink_metadata(dir) {
         Err(_) => Ok(()),
         Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
-            Err(format!("{} is a symlink or not a folder", dir.display()))
+            Err(QueueDirError::NotAFolder(dir.to_owned()))
         }
-        Ok(m) if m.uid() != nix::unistd::getuid().as_raw() => {
-            Err(format!("{} belongs to uid {}", dir.display(), m.uid()))
-        }
+        Ok(m) if m.uid() != nix::unistd::getuid().as_raw() => Err(QueueDirError::NotOurs {
+            dir: dir.to_owned(),
+            uid: m.uid(),
+        }),
         Ok(_) => Ok(()),
     }
 }
@@ -253,9 +294,10 @@ fn position(file: &File, saved: &[Option<FilePos>]) -> std::io::Result<FilePos> 
         }))
 }
 
-/// Read complete lines from `offset`; returns them and the offset after the last newline.
-type Lines = Vec<Result<Vec<u8>, String>>;
+/// Complete lines (without newlines); an oversized one comes skipped.
+pub type Lines = Vec<Result<Vec<u8>, SkippedLine>>;
 
+/// Read complete lines from `offset`; returns them and the offset after the last newline.
 fn read_lines(file: &mut File, offset: u64) -> std::io::Result<(Lines, u64)> {
     file.seek(SeekFrom::Start(offset))?;
     let mut buf = Vec::new();
@@ -265,7 +307,10 @@ fn read_lines(file: &mut File, offset: u64) -> std::io::Result<(Lines, u64)> {
             // A runaway line with no end in sight: skip what we have; the rest of it will be
             // rejected as a malformed line when its newline comes.
             let excerpt = super::excerpt(&buf);
-            return Ok((vec![Err(excerpt)], offset + buf.len() as u64));
+            return Ok((
+                vec![Err(SkippedLine::TooLong(excerpt))],
+                offset + buf.len() as u64,
+            ));
         }
         return Ok((Vec::new(), offset));
     };
@@ -274,7 +319,7 @@ fn read_lines(file: &mut File, offset: u64) -> std::io::Result<(Lines, u64)> {
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
         .map(|l| {
             if l.len() > MAX_LINE {
-                Err(super::excerpt(l))
+                Err(SkippedLine::TooLong(super::excerpt(l)))
             } else {
                 Ok(l.to_vec())
             }
@@ -319,9 +364,12 @@ fn take_lease(_file: &File) -> Lease {
 #[cfg(not(target_os = "linux"))]
 fn release_lease(_file: &File) {}
 
-/// True when the event concerns one of the queue files.
-fn mentions(ev: &notify::Event, names: &[&str]) -> bool {
-    ev.paths.iter().any(|p| {
+/// True when the delivery concerns one of the queue files (a rescan of `.openfiles/` may).
+fn mentions(d: &Delivery, names: &[&str]) -> bool {
+    if let Delivery::Rescan { .. } = d {
+        return true;
+    }
+    d.paths().iter().any(|p| {
         p.file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| names.contains(&n))
@@ -383,10 +431,9 @@ pub fn spawn(
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<(), notify::Error> {
     let dir = root.join(spec::DIR);
-    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
-    let names = Reader::watched_names();
+    let (ev_tx, events) = crate::fswatch::channel();
     fs.0.watch_only(&dir, fs.1, ev_tx, Reader::is_watched)?;
-    let (ack_tx, mut ack_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ack_tx, acks) = tokio::sync::mpsc::unbounded_channel();
     let reader = Reader::new(root, cursor);
     // Read what is there at start; with no queue file (checked after the watch is set, so
     // one created now still wakes us) there is nothing to read: no blocking task at all,
@@ -394,12 +441,38 @@ pub fn spawn(
     let queued = [&reader.queue, &reader.draining]
         .iter()
         .any(|p| std::fs::symlink_metadata(p).is_ok());
-    let mut reader = Some(reader);
-    let mut paused = paused;
+    let intake = Intake {
+        reader: Some(reader),
+        pipeline,
+        paused,
+        events,
+        acks,
+    };
     tokio::spawn(async move {
         // First, before any line is sent: the acks must reach this task.
-        pipeline.attach_intake(ack_tx).await;
-        let mut retry: Option<Duration> = queued.then_some(Duration::ZERO);
+        intake.pipeline.attach_intake(ack_tx).await;
+        intake.run(queued.then_some(Duration::ZERO), shutdown).await;
+    });
+    Ok(())
+}
+
+/// The queue intake's task: what wakes it, and the reader between its blocking steps.
+struct Intake {
+    /// Away (in `spawn_blocking`) during a step.
+    reader: Option<Reader>,
+    pipeline: crate::diagnostics::pipeline::PipelineHandle,
+    paused: tokio::sync::watch::Receiver<bool>,
+    events: Events,
+    acks: tokio::sync::mpsc::UnboundedReceiver<Cursor>,
+}
+
+impl Intake {
+    async fn run(
+        mut self,
+        mut retry: Option<Duration>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        let names = Reader::watched_names();
         loop {
             let sleep = async {
                 match retry {
@@ -409,61 +482,69 @@ pub fn spawn(
             };
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                Some(ev) = ev_rx.recv() => {
-                    let mut relevant = mentions(&ev, &names);
-                    while let Ok(more) = ev_rx.try_recv() {
+                Some(d) = self.events.recv() => {
+                    let mut relevant = mentions(&d, &names);
+                    while let Some(more) = self.events.try_recv() {
                         relevant |= mentions(&more, &names);
                     }
                     if !relevant {
                         continue;
                     }
                 }
-                Some(c) = ack_rx.recv() => {
+                Some(c) = self.acks.recv() => {
                     let mut c = c;
-                    while let Ok(more) = ack_rx.try_recv() { c = more; }
-                    if let Some(r) = reader.as_mut() { r.acked = c; }
+                    while let Ok(more) = self.acks.try_recv() { c = more; }
+                    if let Some(r) = self.reader.as_mut() { r.acked = c; }
                 }
-                Ok(()) = paused.changed() => {}
+                Ok(()) = self.paused.changed() => {}
                 _ = sleep => {}
             }
             retry = None;
-            if *paused.borrow() {
+            if *self.paused.borrow() {
                 continue;
             }
             // Backpressure: one batch in flight. Until the pipeline has persisted what was
             // sent, read nothing more (the ack wakes us); a flood then arrives as fewer,
             // larger batches instead of an ever-growing backlog in front of `status`.
-            if reader.as_ref().is_some_and(|r| r.cursor != r.acked) {
+            if self.reader.as_ref().is_some_and(|r| r.cursor != r.acked) {
                 continue;
             }
-            let Some(mut r) = reader.take() else { return };
-            let (r, step) = match tokio::task::spawn_blocking(move || {
-                let s = r.step();
-                (r, s)
-            })
-            .await
-            {
-                Ok(v) => v,
-                Err(_) => return, // the runtime is shutting down
-            };
-            match step {
-                Ok(step) => {
-                    retry = step.retry_in;
-                    if step.moved || !step.lines.is_empty() {
-                        pipeline
-                            .queue_lines(super::parse_lines(step.lines), r.cursor)
-                            .await;
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(root = %pipeline.root.display(), "reading the queue failed: {e}; retrying in 1 s");
-                    retry = Some(Duration::from_secs(1));
-                }
+            match self.step().await {
+                Some(next) => retry = next,
+                None => return,
             }
-            reader = Some(r);
         }
-    });
-    Ok(())
+    }
+
+    /// One blocking step off the runtime, its lines handed to the pipeline. `None` when the
+    /// runtime is shutting down; else when to step again without an event.
+    async fn step(&mut self) -> Option<Option<Duration>> {
+        let mut r = self.reader.take()?;
+        let (r, step) = tokio::task::spawn_blocking(move || {
+            let s = r.step();
+            (r, s)
+        })
+        .await
+        .ok()?;
+        let retry = match step {
+            Ok(step) => {
+                if step.moved || !step.lines.is_empty() {
+                    let lines = super::parse_lines(step.lines)
+                        .into_iter()
+                        .map(|l| l.map_err(|e| e.to_string()))
+                        .collect();
+                    self.pipeline.queue_lines(lines, r.cursor).await;
+                }
+                step.retry_in
+            }
+            Err(e) => {
+                tracing::error!(root = %self.pipeline.root.display(), "reading the queue failed: {e}; retrying in 1 s");
+                Some(Duration::from_secs(1))
+            }
+        };
+        self.reader = Some(r);
+        Some(retry)
+    }
 }
 
 #[cfg(test)]

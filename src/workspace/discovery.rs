@@ -54,7 +54,7 @@ pub fn watch(
     if roots.is_empty() {
         return;
     }
-    let (tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
+    let (tx, mut ev_rx) = crate::fswatch::channel();
     let (fs, id) = (fs.clone(), fs.subscriber());
     for root in &roots {
         for dir in candidates(root) {
@@ -65,8 +65,13 @@ pub fn watch(
     }
     let (path_tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
     tokio::spawn(async move {
-        while let Some(ev) = ev_rx.recv().await {
-            for p in ev.paths {
+        while let Some(d) = ev_rx.recv().await {
+            // A rescan (a burst overflowed the channel) looks at the folder's entries.
+            let paths = match d {
+                crate::fswatch::Delivery::Event(ev) => ev.paths,
+                crate::fswatch::Delivery::Rescan { dir, .. } => candidates(&dir),
+            };
+            for p in paths {
                 let _ = path_tx.send(p);
             }
         }

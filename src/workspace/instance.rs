@@ -161,7 +161,7 @@ impl Instance {
             None
         };
         let watches = watch::WatchCount::default();
-        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token);
+        let watch_mode = start_watch(root, &cfg, &shared, &pipeline, &watches, &token).await;
         Ok(Instance {
             pipeline,
             token,
@@ -242,7 +242,8 @@ impl Instance {
                 &self.pipeline,
                 &self.watches,
                 &self.token,
-            );
+            )
+            .await;
         }
         match (&self.claws, cfg.claws.enabled) {
             (None, true) => self.claws = start_claws(root, &cfg, &self.shared, &self.token).await,
@@ -363,7 +364,7 @@ fn start_intakes(
 }
 
 /// Start watch mode if the settings ask for it; a failure is logged and leaves it off.
-fn start_watch(
+async fn start_watch(
     root: &Path,
     cfg: &Config,
     shared: &WorkspaceDeps,
@@ -393,7 +394,9 @@ fn start_watch(
         count.clone(),
         fs,
         mode.token.clone(),
-    ) {
+    )
+    .await
+    {
         Ok(()) => Some(mode),
         Err(e) => {
             tracing::error!(root = %root.display(), "watch mode off: {e}");

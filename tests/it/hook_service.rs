@@ -97,3 +97,50 @@ fn first_hook_call_starts_a_socket_activated_service() {
     let status = activator.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// An edit an ignore rule leaves unchecked is not silent (issue 43.6): in a real git
+/// repository the hook names git's rule and how to change it, once per file; a tracked file
+/// in a folder named `build/` and a new `src/build/` module are checked.
+#[test]
+fn the_hook_says_once_why_an_edit_was_not_checked() {
+    let mut env = Env::new();
+    env.plugin_path = Some(common::plugins::fixture("instant").into_os_string());
+    let ws = env.workspace("ws");
+    common::git(&ws, &["init", "-q"]);
+    std::fs::write(ws.join(".gitignore"), "gen/\n").unwrap();
+    for f in ["internal/build/b.txt", "gen/g.txt", "src/build/new.txt"] {
+        std::fs::create_dir_all(ws.join(f).parent().unwrap()).unwrap();
+        std::fs::write(ws.join(f), "error: broken\n").unwrap();
+    }
+    common::git(&ws, &["add", ".gitignore", "internal"]);
+    common::git(&ws, &["commit", "-q", "-m", "init"]);
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let context = |file: &str| -> String {
+        let out = hook(&env, &ws, &ws.join(file));
+        assert!(out.status.success());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if stdout.trim().is_empty() {
+            return String::new();
+        }
+        let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let first = context("gen/g.txt");
+    assert!(
+        first.contains("gen/g.txt is ignored by git (`gen/` in .gitignore)")
+            && first.contains("[diagnostics]"),
+        "{first}"
+    );
+    let again = context("gen/g.txt");
+    assert!(!again.contains("ignored"), "told twice: {again}");
+    for checked in ["internal/build/b.txt", "src/build/new.txt"] {
+        let text = context(checked);
+        assert!(
+            text.contains(&format!("{checked}:1:1 error")),
+            "{checked}: {text}"
+        );
+    }
+}

@@ -56,6 +56,7 @@ mod review;
 mod service_core;
 mod service_reload;
 mod silencing;
+mod test_runs;
 mod trust_doctor;
 mod trust_git;
 mod trust_identity;

@@ -299,6 +299,22 @@ impl Program {
     }
 }
 
+/// Start the process `cmd` runs at a lower CPU priority: its niceness raised by `by` (a
+/// project's test suite run for a check must not slow the user's editor or agent). Only
+/// ever lowers the priority; a failure to do so is ignored (the process runs as it would).
+pub fn lower_priority(cmd: &mut Command, by: i32) {
+    use std::os::unix::process::CommandExt;
+    let by = by.clamp(0, 19);
+    // SAFETY: nice(2) is a plain syscall, async-signal-safe; nothing else runs between the
+    // fork and the exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::nice(by);
+            Ok(())
+        });
+    }
+}
+
 /// The variables a child of `scope` gets set (`Some`) or removed (`None`), given the
 /// current environment `get`.
 pub fn environment(
@@ -473,6 +489,21 @@ pub fn note(ran: Ran) {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn lower_priority_raises_the_childs_niceness() {
+        let sh = Program::user("sh", "test").unwrap();
+        let own = std::fs::read_to_string("/proc/self/stat").ok();
+        let mut cmd = sh.command(["-c", "cut -d' ' -f19 /proc/self/stat"]);
+        lower_priority(&mut cmd, 7);
+        let out = cmd.output().unwrap();
+        let nice: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let ours: i32 = own
+            .and_then(|s| s.rsplit(')').next().map(str::to_owned))
+            .and_then(|s| s.split_whitespace().nth(16).and_then(|n| n.parse().ok()))
+            .unwrap_or(0);
+        assert_eq!(nice, (ours + 7).min(19));
+    }
 
     fn exe(dir: &Path, name: &str) -> PathBuf {
         let p = dir.join(name);

@@ -22,6 +22,7 @@ pub mod markers;
 #[cfg(unix)]
 pub mod private;
 pub mod query;
+pub mod test_runners;
 #[cfg(unix)]
 pub mod tools;
 pub mod types;

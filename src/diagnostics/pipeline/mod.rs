@@ -476,7 +476,10 @@ impl Pipeline {
                         reason: "deleted".into(),
                     });
                 }
-                Verdict::Skip { path, reason } => out.rejected.push(Rejected { path, reason }),
+                Verdict::Skip { path, reason } => out.rejected.push(Rejected {
+                    reason: self.policy.tell_once(&path, reason),
+                    path,
+                }),
                 Verdict::Outside { path, reason } => {
                     tracing::warn!(root = %self.root.display(), path = %path.display(), ?origin, "refused edit: {reason}");
                     out.rejected.push(Rejected { path, reason });

@@ -2,7 +2,8 @@
 //! Python's type checking) the tool that does it — as the running service finds it
 //! (`tools`), else as this shell finds it, labelled so — gathered in [`LanguageFacts`] and
 //! judged by [`judge_languages`]. A tool the untrusted workspace brings itself
-//! (`node_modules/.bin`, `.venv/bin`) is neither used nor run; its line says so.
+//! (`node_modules/.bin`, `.venv/bin`) is neither used nor run; its line says so. The `tests`
+//! line ([`judge_tests`]) names the test runner the `tests` plugin runs there, and why.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -315,6 +316,26 @@ fn none_found(
     .hint(format!("install {first} {install_where}"))
 }
 
+/// The `tests` line: which test runner the `tests` plugin runs for the workspace (by the
+/// plugin API's one rule, tools as this shell finds them) and why; none in an untrusted one.
+pub fn judge_tests(root: &Path, trusted: bool) -> Check {
+    use openfiles_plugin_api::test_runners::describe;
+    let scope = tools::scope(Some(root), trusted);
+    let runners = describe(root, |name| tools::lookup(name, &scope).path);
+    let message = match (runners.is_empty(), trusted) {
+        (true, _) => {
+            "no test runner: no Cargo.toml, go.mod or Python project at the workspace's root"
+                .to_owned()
+        }
+        (false, true) => runners.join("; "),
+        (false, false) => format!(
+            "none run: the workspace is not trusted (`openfiles trust`); trusted, {}",
+            runners.join("; ")
+        ),
+    };
+    check("tests", Level::Info, message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +414,23 @@ mod tests {
             out.iter()
                 .any(|c| c.message.starts_with("Go types: none: install gopls")),
             "the service found no gopls; the shell's is not asked: {out:#?}"
+        );
+    }
+
+    #[test]
+    fn the_tests_line_names_the_runner_or_says_why_none_runs() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        assert!(judge_tests(&root, true)
+            .message
+            .starts_with("no test runner"));
+        std::fs::write(root.join("go.mod"), "module m\n").unwrap();
+        let trusted = judge_tests(&root, true).message;
+        assert!(trusted.starts_with("go-test"), "{trusted}");
+        let untrusted = judge_tests(&root, false).message;
+        assert!(
+            untrusted.starts_with("none run: the workspace is not trusted"),
+            "{untrusted}"
         );
     }
 }

@@ -1,6 +1,6 @@
 //! `openfiles doctor`: one screen telling a user what works and what to fix — the service
 //! (reachable, socket-activated), the units, the session, plugins, language tools for the
-//! current workspace, its trust, agent hooks, inotify limits and the control socket's
+//! current workspace and its test runner, its trust, agent hooks, inotify limits and the control socket's
 //! permissions.
 //!
 //! Each concern is a room with two halves: gathering its facts (a struct, filled by I/O:
@@ -121,6 +121,7 @@ pub fn collect(opts: &Options) -> Vec<Check> {
     let service_socket = status.as_ref().and(socket.as_deref());
     let languages = languages::LanguageFacts::gather(&root, trust.trusted, service_socket);
     out.extend(languages::judge_languages(&languages));
+    out.push(languages::judge_tests(&root, trust.trusted));
     out.extend(service::judge_trust(&trust));
     out.extend(hooks::judge_hooks(&hooks::HookFacts::gather(&root)));
     if cfg!(target_os = "linux") {

@@ -5,7 +5,7 @@
 //! members' cdylibs, so the first test that needs them runs
 //! `cargo build --lib --examples -p openfiles-test-fixtures -p openfiles-plugin-cargo-check
 //! -p openfiles-plugin-tsc -p openfiles-plugin-lsp -p openfiles-plugin-pyright -p openfiles-plugin-go
-//! -p openfiles-plugin-cc` into the same target directory (the outer `cargo test` has
+//! -p openfiles-plugin-cc -p openfiles-plugin-tests` into the same target directory (the outer `cargo test` has
 //! released its build lock by the time tests run). It is a no-op when they are fresh.
 
 use std::path::{Path, PathBuf};
@@ -49,6 +49,8 @@ pub fn built() -> &'static Path {
                 "openfiles-plugin-go",
                 "-p",
                 "openfiles-plugin-cc",
+                "-p",
+                "openfiles-plugin-tests",
             ]);
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
@@ -80,7 +82,7 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// A real plugin library, `libopenfiles_plugin_<name>.so` (the naming rule of
-/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc`, `lsp`, `pyright`, `go` or `cc`.
+/// `src/plugin_host/discover.rs`): `cargo_check`, `tsc`, `lsp`, `pyright`, `go`, `cc` or `tests`.
 pub fn plugin(name: &str) -> PathBuf {
     dll(built(), &format!("openfiles_plugin_{name}"))
 }

@@ -31,6 +31,18 @@ pub struct Rejected {
     pub reason: String,
 }
 
+impl Rejected {
+    /// How a reason meant for the agent begins: an ignore rule left the path unchecked (the
+    /// service gives it once per file, naming the rule and how to change it; the hook shows
+    /// it).
+    pub const NOTICE: &'static str = "not checked: ";
+
+    /// Whether the reason is a notice for the agent ([`Rejected::NOTICE`]).
+    pub fn is_notice(&self) -> bool {
+        self.reason.starts_with(Self::NOTICE)
+    }
+}
+
 /// The entries of one workspace, keyed as in its `diagnostics.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
