@@ -18,6 +18,7 @@ pub mod in_process;
 pub mod intake;
 pub mod logs;
 pub mod mcp;
+pub mod nav;
 pub mod paths;
 pub mod plugin_host;
 pub mod policy;

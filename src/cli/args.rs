@@ -103,6 +103,48 @@ pub struct AddArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct NavArgs {
+    #[arg(value_enum)]
+    pub what: crate::nav::What,
+    /// PATH:LINE:COL, PATH#SYMBOL or PATH.
+    pub target: String,
+    /// `symbols` only: search the workspace's symbols for this text.
+    #[arg(long)]
+    pub query: Option<String>,
+    /// Most locations or symbols to show (default 200).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// `calls` only: what the function calls, not who calls it.
+    #[arg(long)]
+    pub outgoing: bool,
+    /// `rename` only: the new name.
+    #[arg(long, value_name = "NAME")]
+    pub to: Option<String>,
+    /// `rename` only: apply the edits (each file only if unchanged since), not just print them.
+    #[arg(long)]
+    pub apply: bool,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl NavArgs {
+    /// What `openfiles nav` is asked.
+    pub fn options(self) -> crate::nav::Options {
+        crate::nav::Options {
+            what: self.what,
+            target: self.target,
+            query: self.query,
+            limit: self.limit,
+            outgoing: self.outgoing,
+            to: self.to,
+            apply: self.apply,
+            json: self.json,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
 pub struct TrustArgs {
     /// The workspace folder [default: the current folder].
     #[arg(value_name = "DIR")]

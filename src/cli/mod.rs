@@ -104,6 +104,14 @@ pub enum Command {
     /// Example: openfiles trust ~/src/app    (openfiles trust --revoke ~/src/app)
     Trust(TrustArgs),
 
+    /// Ask the workspace's language server (the one that checks the file, warm): where a
+    /// symbol is defined, who uses it, its type and docs, a file's symbols, who calls it.
+    /// TARGET is PATH:LINE:COL (1-based, columns in characters), PATH#SYMBOL (a name path
+    /// such as Class/method) or, for `symbols`, PATH.
+    ///
+    /// Example: openfiles nav refs src/app.py#Greeter/greet
+    Nav(NavArgs),
+
     /// Unregister a workspace folder.
     ///
     /// Example: openfiles forget ~/src/app
@@ -228,6 +236,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             args.dir.as_deref().unwrap_or(Path::new(".")),
             !args.revoke,
         ),
+        Command::Nav(a) => crate::nav::run(socket, a.options()),
         Command::Forget(args) => crate::admin::forget(socket, &args.dir),
         Command::Service(args) => crate::setup::run_service(args, cli.socket.clone()),
         Command::Doctor(args) => {

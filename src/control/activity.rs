@@ -100,6 +100,15 @@ impl Checker for Counting {
         }
         .boxed()
     }
+
+    fn query(
+        &self,
+        source: SourceId,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> BoxFuture<'static, Result<openfiles_plugin_api::query::QueryAnswer, CheckError>> {
+        self.activity.touch();
+        self.inner.query(source, request)
+    }
 }
 
 /// An open control connection (see [`Activity::connection`]).

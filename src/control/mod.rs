@@ -5,5 +5,6 @@
 
 pub mod activity;
 pub mod client;
+pub mod nav;
 pub mod server;
 pub mod tools;

@@ -152,6 +152,7 @@ async fn handle(req: Request, ctx: &Context, id: Option<&serde_json::Value>) -> 
         Request::Review(a) => reply(id, review(ctx, a.path).await),
         Request::ReviewMark(m) => control::ok_reply(id, review_mark(ctx, m).await),
         Request::Warm(a) => reply(id, warm(ctx, a.path).await),
+        Request::Nav(q) => reply(id, super::nav::answer(&ctx.registry, q).await),
         Request::Pause(a) => reply(id, pause(ctx, a.path, true).await),
         Request::Resume(a) => reply(id, pause(ctx, a.path, false).await),
     }

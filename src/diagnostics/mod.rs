@@ -33,6 +33,7 @@ pub mod writer;
 use std::path::{Path, PathBuf};
 
 use futures_util::future::BoxFuture;
+use openfiles_plugin_api::query::{QueryAnswer, QueryRequest};
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
 pub use openfiles_wire::control::{Rejected, WorkspaceEntries};
@@ -88,6 +89,15 @@ pub trait Checker: Send + Sync + 'static {
         source: SourceId,
         request: CheckRequest,
     ) -> BoxFuture<'static, Result<CheckResponse, CheckError>>;
+    /// Ask one source a code-navigation question (`pipeline/nav.rs`); a source that does not
+    /// answer questions says [`QueryAnswer::unsupported`] (the default).
+    fn query(
+        &self,
+        _source: SourceId,
+        _request: QueryRequest,
+    ) -> BoxFuture<'static, Result<QueryAnswer, CheckError>> {
+        Box::pin(async { Ok(QueryAnswer::unsupported()) })
+    }
 }
 
 /// The project root of `file` for a project-wide source: the nearest ancestor (inside the

@@ -638,6 +638,17 @@ fn check_files(
 }
 
 impl Checker for Silencing {
+    fn query(
+        &self,
+        source: SourceId,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> BoxFuture<'static, Result<openfiles_plugin_api::query::QueryAnswer, CheckError>> {
+        if source == ID {
+            return Box::pin(async { Ok(openfiles_plugin_api::query::QueryAnswer::unsupported()) });
+        }
+        self.inner.query(source, request)
+    }
+
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
         let mut sources = self.inner.sources_for(path);
         // Only beside a real checker: a file nothing checks stays "not checked", never

@@ -9,6 +9,9 @@
 //! - `claws_tools.rs`: terminal, bus and forwarded orchestration tools;
 //! - `worker.rs`: `claws_worker`, `claws_fleet`, `claws_workers_wait`, sub-workers; `agent.rs`:
 //!   which agent CLI workers start and the marker that always ends one;
+//! - `nav_tools.rs`: `openfiles_definition`, `openfiles_references`, `openfiles_hover`,
+//!   `openfiles_symbols`, `openfiles_implementations`, `openfiles_calls`, `openfiles_rename` (the
+//!   workspace's language servers, with `structuredContent`);
 //! - `openfiles_tools.rs`: `openfiles_diagnostics`, `openfiles_check`, `openfiles_fix`,
 //!   `openfiles_status`;
 //!
@@ -20,6 +23,7 @@ pub mod call;
 pub mod catalog;
 mod claws_tools;
 pub mod link;
+mod nav_tools;
 mod openfiles_tools;
 mod pool;
 pub mod server;
@@ -69,6 +73,20 @@ pub fn run(opts: Options) -> anyhow::Result<u8> {
         warmup,
     );
     Ok(0)
+}
+
+/// Run one validated tool call; the navigation tools (`nav_tools`) also answer with
+/// `structuredContent`.
+fn dispatch_structured(
+    ctx: &Arc<Ctx>,
+    call: &Call,
+    tool: &Tool,
+    args: &Value,
+) -> Result<(String, Option<Value>), Fail> {
+    if nav_tools::TOOLS.contains(&tool.name.as_str()) {
+        return nav_tools::call(ctx, call, &tool.name, args).map(|(t, v)| (t, Some(v)));
+    }
+    dispatch(ctx, call, tool, args).map(|t| (t, None))
 }
 
 /// Run one validated tool call.

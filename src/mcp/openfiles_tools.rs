@@ -53,7 +53,12 @@ fn paths(ctx: &Ctx, args: &Value) -> Vec<PathBuf> {
         .collect()
 }
 
-fn diagnostics(ctx: &Ctx, call: &Call, args: &Value, tool: &str) -> Result<String, Fail> {
+pub(super) fn diagnostics(
+    ctx: &Ctx,
+    call: &Call,
+    args: &Value,
+    tool: &str,
+) -> Result<String, Fail> {
     let timeout_ms = args["timeout_ms"].as_u64().unwrap_or(DEFAULT_WAIT_MS);
     let asked = paths(ctx, args);
     let mut notes = Vec::new();

@@ -338,7 +338,7 @@ fn handle(
                     "protocolVersion": version,
                     "capabilities": {"tools": {"listChanged": false}},
                     "serverInfo": {"name": "openfiles", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": "openfiles: diagnostics of the files you edit (openfiles_diagnostics, openfiles_check; openfiles_fix applies the checkers' own fixes) and Claws terminals, workers and bus (claws_*) for the workspace.",
+                    "instructions": "openfiles: diagnostics of the files you edit (openfiles_diagnostics, openfiles_check; openfiles_fix applies the checkers' own fixes), code navigation on the same language servers (openfiles_definition, openfiles_references, openfiles_hover, openfiles_symbols) and Claws terminals, workers and bus (claws_*) for the workspace.",
                 }),
             ));
         }
@@ -413,7 +413,7 @@ fn run_call(ctx: &Arc<Ctx>, call: &Call, id: &Value, params: &Value, answer: &dy
     }
     let started = std::time::Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        super::dispatch(ctx, call, tool, &args)
+        super::dispatch_structured(ctx, call, tool, &args)
     }))
     .unwrap_or_else(|_| Err(Fail::Tool("ERROR: internal error in the tool".into())));
     let ms = started.elapsed().as_millis() as u64;
@@ -430,11 +430,12 @@ fn run_call(ctx: &Arc<Ctx>, call: &Call, id: &Value, params: &Value, answer: &dy
             ));
             "failed"
         }
-        Ok(text) => {
-            answer(&result(
-                id,
-                json!({"content": [{"type": "text", "text": text}]}),
-            ));
+        Ok((text, structured)) => {
+            let mut body = json!({"content": [{"type": "text", "text": text}]});
+            if let Some(s) = structured {
+                body["structuredContent"] = s;
+            }
+            answer(&result(id, body));
             "completed"
         }
     };

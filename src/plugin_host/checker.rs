@@ -42,4 +42,17 @@ impl Checker for PluginManager {
                 .map_err(|e| CheckError::Source(Box::new(e)))
         })
     }
+
+    fn query(
+        &self,
+        source: SourceId,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> BoxFuture<'static, Result<openfiles_plugin_api::query::QueryAnswer, CheckError>> {
+        let manager = self.clone();
+        Box::pin(async move {
+            PluginManager::query(&manager, PluginId(source), request)
+                .await
+                .map_err(|e| CheckError::Source(Box::new(e)))
+        })
+    }
 }

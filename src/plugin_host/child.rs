@@ -11,7 +11,9 @@
 //! lines under one lock, so they never interleave. On `shutdown` or EOF the waiting checks
 //! are dropped, every running one is cancelled, the host waits for them (a bounded time),
 //! destroys the instance and exits. The process is the isolation boundary: if the plugin
-//! crashes, only this process dies.
+//! crashes, only this process dies. A `query` (a code-navigation question) runs on a thread
+//! of its own, at most [`MAX_QUERIES`] at once (one more is refused at once), never waiting
+//! behind the checks.
 
 use std::collections::{HashSet, VecDeque};
 use std::io::{BufRead, Write};
@@ -19,7 +21,10 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use openfiles_plugin_api::host::{Instance, PluginLibrary};
+use openfiles_plugin_api::query::{QueryAnswer, QueryRequest};
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
 
 use super::protocol::{FromHost, ToHost, EXIT_CREATE_FAILED, EXIT_REFUSED};
@@ -233,6 +238,7 @@ pub fn run(library: &Path) -> anyhow::Result<u8> {
             }
             ToHost::Check { request } => host.check(request),
             ToHost::Cancel { id } => host.cancel(id),
+            ToHost::Query { request } => query(request, host.instance.clone(), &host.out),
             ToHost::Shutdown => break,
         }
     }
@@ -324,6 +330,72 @@ impl Serving {
                 drop(inst);
             }
         }
+    }
+}
+
+/// Questions a plugin host answers at once; one more is refused (the asker may ask again).
+pub const MAX_QUERIES: usize = 8;
+
+static QUERIES_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Answer a code-navigation question on a thread of its own (a library without the
+/// `query` entry answers [`QueryAnswer::unsupported`]).
+fn query(request: QueryRequest, inst: Option<Arc<Instance>>, out: &Arc<Output>) {
+    let id = request.id;
+    let refuse = |error: String| {
+        out.send(&FromHost::Answer {
+            id,
+            answer: None,
+            error: Some(error),
+        })
+    };
+    let Some(inst) = inst else {
+        return refuse("plugin not initialised".into());
+    };
+    if QUERIES_RUNNING.fetch_add(1, Ordering::SeqCst) >= MAX_QUERIES {
+        QUERIES_RUNNING.fetch_sub(1, Ordering::SeqCst);
+        return refuse(format!(
+            "the plugin is answering {MAX_QUERIES} questions already; ask again"
+        ));
+    }
+    let worker_out = Arc::clone(out);
+    let spawned = std::thread::Builder::new()
+        .name("query".into())
+        .spawn(move || {
+            let msg = answer_query(&inst, &request);
+            worker_out.send(&msg);
+            QUERIES_RUNNING.fetch_sub(1, Ordering::SeqCst);
+        });
+    if let Err(e) = spawned {
+        QUERIES_RUNNING.fetch_sub(1, Ordering::SeqCst);
+        refuse(format!(
+            "the plugin host cannot start a thread for the question: {e}"
+        ));
+    }
+}
+
+fn answer_query(inst: &Instance, request: &QueryRequest) -> FromHost {
+    let id = request.id;
+    let result = serde_json::to_vec(request)
+        .map_err(|e| e.to_string())
+        .and_then(|json| match inst.query(&json) {
+            None => Ok(QueryAnswer::unsupported()),
+            Some(r) => r.map_err(|e| e.to_string()).and_then(|bytes| {
+                serde_json::from_slice::<QueryAnswer>(&bytes)
+                    .map_err(|e| format!("plugin returned a bad answer: {e}"))
+            }),
+        });
+    match result {
+        Ok(answer) => FromHost::Answer {
+            id,
+            answer: Some(Box::new(answer)),
+            error: None,
+        },
+        Err(error) => FromHost::Answer {
+            id,
+            answer: None,
+            error: Some(error),
+        },
     }
 }
 

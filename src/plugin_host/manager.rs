@@ -226,6 +226,13 @@ impl PluginManager {
         })
     }
 
+    /// Plugin `id`'s name, its actor and a fresh request id (for `super::nav`).
+    pub(super) fn route(&self, id: PluginId) -> Option<(&str, &mpsc::Sender<Cmd>, u64)> {
+        let plugin = self.inner.loaded.get(id.0)?;
+        let fresh = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        Some((plugin.name.as_str(), &plugin.tx, fresh))
+    }
+
     /// The status rows, typed.
     pub fn status_rows(&self) -> Vec<PluginStatus> {
         self.inner

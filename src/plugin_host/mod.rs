@@ -4,14 +4,15 @@
 //! - [`discover`]: which library files to try (config `plugins.paths`, `OPENFILES_PLUGIN_PATH`,
 //!   `../lib/openfiles/plugins` next to the executable);
 //! - [`protocol`]: the NDJSON spoken over the child's stdio;
-//! - [`child`]: the child side (`openfiles plugin-host <library>`);
+//! - [`child`]: the child side (`openfiles plugin-host <library>`), checks and questions;
 //! - [`supervisor`]: one actor per loaded plugin: owns the child, its pending checks and its
 //!   restarts with backoff;
 //! - [`manager`]: [`PluginManager`], what the scheduler calls (`plugins_for`, `check`,
 //!   `status`);
 //! - a plugin's state and its status row are wire types (`openfiles_wire::control::PluginStatus`);
 //! - [`checker`]: the manager as the pipeline's `diagnostics::Checker`;
-//! - [`list`]: `openfiles plugins`.
+//! - [`list`]: `openfiles plugins`;
+//! - [`nav`]: code-navigation questions (`query`), the child's side and the manager's.
 //!
 //! Invariant: nothing a plugin does (panic, abort, hang, garbage on stdout) can take down the
 //! daemon or another plugin; a check in flight on a host that dies ends with a
@@ -22,6 +23,7 @@ pub mod child;
 pub mod discover;
 pub mod list;
 pub mod manager;
+pub mod nav;
 pub mod protocol;
 pub mod supervisor;
 

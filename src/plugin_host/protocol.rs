@@ -9,11 +9,15 @@
 //! the host answers `ready` with the capabilities (or `failed`). After that the daemon
 //! sends `check` (each with an id unique in this host process; several may be in flight,
 //! answers come in any order as `result`, each with the programs the plugin started since
-//! its previous one), `cancel`, and finally `shutdown`; EOF on stdin also means shutdown. Trust: the host is our own binary, but it runs third-party code,
+//! its previous one), `cancel`, and finally `shutdown`; EOF on stdin also means shutdown.
+//! `query` (a code-navigation question, its id from the same counter) is answered by
+//! `answer`, on a thread of its own, never queued behind checks. Trust: the host is our own
+//! binary, but it runs third-party code,
 //! so the daemon treats every line as untrusted input (a bad line is logged, not fatal).
 
 use serde::{Deserialize, Serialize};
 
+use openfiles_plugin_api::query::{QueryAnswer, QueryRequest};
 use openfiles_plugin_api::{Capabilities, CheckRequest, CheckResponse, Init};
 
 /// Daemon → host.
@@ -23,6 +27,7 @@ pub enum ToHost {
     Init { init: Init },
     Check { request: CheckRequest },
     Cancel { id: u64 },
+    Query { request: QueryRequest },
     Shutdown,
 }
 
@@ -55,6 +60,14 @@ pub enum FromHost {
         /// `status` shows.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         ran: Vec<openfiles_gate::spawn::Ran>,
+    },
+    /// The answer to one query: exactly one of `answer` / `error`.
+    Answer {
+        id: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<Box<QueryAnswer>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }
 

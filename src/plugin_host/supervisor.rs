@@ -42,11 +42,24 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const STABLE: Duration = Duration::from_secs(60);
 
 pub(crate) type Reply = oneshot::Sender<Result<CheckResponse, PluginError>>;
+/// Where a question's answer goes back to its asker (`super::nav`).
+pub(crate) type QueryReply =
+    oneshot::Sender<Result<openfiles_plugin_api::query::QueryAnswer, PluginError>>;
 
 /// What the manager asks of a plugin's actor.
 pub(crate) enum Cmd {
-    Check { request: CheckRequest, reply: Reply },
+    Check {
+        request: CheckRequest,
+        reply: Reply,
+    },
     Cancel(u64),
+    /// A code-navigation question (`super::nav`).
+    Query {
+        request: openfiles_plugin_api::query::QueryRequest,
+        reply: QueryReply,
+    },
+    /// The asker of question `id` gave up: drop its reply.
+    Forget(u64),
 }
 
 /// Why a child could not be started.
@@ -296,6 +309,8 @@ pub(crate) struct Supervisor {
     pub status: StatusSlot,
     pub shutdown: CancellationToken,
     pending: HashMap<u64, Reply>,
+    /// Questions in flight on the host.
+    queries: HashMap<u64, QueryReply>,
     queued: Vec<(CheckRequest, Reply)>,
     /// Checks cancelled at their caller's deadline that the host has not finished: by when
     /// it must have, or it is replaced (a check stuck in a blocking read or a hung server
@@ -319,6 +334,7 @@ impl Supervisor {
             status,
             shutdown,
             pending: HashMap::new(),
+            queries: HashMap::new(),
             queued: Vec::new(),
             overdue: HashMap::new(),
         }
@@ -350,6 +366,12 @@ impl Supervisor {
                     });
                     let plugin = self.spec.name.clone();
                     for (_, reply) in self.pending.drain() {
+                        let _ = reply.send(Err(PluginError::HostDied {
+                            plugin: plugin.clone(),
+                            reason: reason.clone(),
+                        }));
+                    }
+                    for (_, reply) in self.queries.drain() {
                         let _ = reply.send(Err(PluginError::HostDied {
                             plugin: plugin.clone(),
                             reason: reason.clone(),
@@ -402,6 +424,9 @@ impl Supervisor {
         for (_, reply) in self.queued.drain(..) {
             let _ = reply.send(Err(err(self.spec.name.clone())));
         }
+        for (_, reply) in self.queries.drain() {
+            let _ = reply.send(Err(err(self.spec.name.clone())));
+        }
     }
 
     async fn serve(&mut self, host: &mut Host) -> End {
@@ -438,6 +463,15 @@ impl Supervisor {
                         if host.send(&ToHost::Check { request }).await.is_err() {
                             return End::Died(host.exit_reason().await);
                         }
+                    }
+                    Some(Cmd::Query { request, reply }) => {
+                        self.queries.insert(request.id, reply);
+                        if host.send(&ToHost::Query { request }).await.is_err() {
+                            return End::Died(host.exit_reason().await);
+                        }
+                    }
+                    Some(Cmd::Forget(id)) => {
+                        self.queries.remove(&id);
                     }
                     Some(Cmd::Cancel(id)) => {
                         if self.pending.remove(&id).is_some() {
@@ -484,6 +518,20 @@ impl Supervisor {
                 };
                 let _ = reply.send(result);
             }
+            Ok(FromHost::Answer { id, answer, error }) => {
+                let Some(reply) = self.queries.remove(&id) else {
+                    return; // the asker gave up
+                };
+                let result = match (answer, error) {
+                    (_, Some(message)) => Err(PluginError::Failed {
+                        plugin: self.spec.name.clone(),
+                        message,
+                    }),
+                    (Some(answer), None) => Ok(*answer),
+                    (None, None) => Ok(openfiles_plugin_api::query::QueryAnswer::unsupported()),
+                };
+                let _ = reply.send(result);
+            }
             Ok(other) => {
                 tracing::warn!(plugin = %self.spec.name, "unexpected message from plugin host: {other:?}")
             }
@@ -506,6 +554,14 @@ impl Supervisor {
                     None => return false,
                     Some(Cmd::Check { request, reply }) => self.queued.push((request, reply)),
                     Some(Cmd::Cancel(id)) => self.queued.retain(|(r, _)| r.id != id),
+                    // A question is not worth a wait for the restart: answered at once.
+                    Some(Cmd::Query { reply, .. }) => {
+                        let _ = reply.send(Err(PluginError::HostDied {
+                            plugin: self.spec.name.clone(),
+                            reason: "restarting".into(),
+                        }));
+                    }
+                    Some(Cmd::Forget(_)) => {}
                 },
             }
         }
@@ -527,7 +583,8 @@ impl Supervisor {
                 cmd = self.rx.recv() => match cmd {
                     None => return,
                     Some(Cmd::Check { reply, .. }) => { let _ = reply.send(Err(err())); }
-                    Some(Cmd::Cancel(_)) => {}
+                    Some(Cmd::Query { reply, .. }) => { let _ = reply.send(Err(err())); }
+                    Some(Cmd::Cancel(_) | Cmd::Forget(_)) => {}
                 },
             }
         }

@@ -133,6 +133,15 @@ impl Checker for Trusting {
         request.trusted = self.trusted.get();
         self.inner.check(source, request)
     }
+
+    fn query(
+        &self,
+        source: SourceId,
+        mut request: openfiles_plugin_api::query::QueryRequest,
+    ) -> BoxFuture<'static, Result<openfiles_plugin_api::query::QueryAnswer, CheckError>> {
+        request.trusted = self.trusted.get();
+        self.inner.query(source, request)
+    }
 }
 
 #[cfg(test)]

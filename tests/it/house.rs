@@ -29,6 +29,7 @@ const RANKS: &[(&str, u8)] = &[
     ("mcp", 1),
     ("review", 1),
     ("claws_client", 1),
+    ("nav", 1),
     ("control", 2),
     ("workspace", 2),
     ("autostart", 3),
@@ -50,6 +51,8 @@ const SAME_RANK: &[(&str, &str)] = &[
     // MCP and review are clients of the hook's feedback wording and the Claws client.
     ("mcp", "hook"),
     ("review", "hook"),
+    // The MCP rename applies its edits as `openfiles nav rename --apply` does.
+    ("mcp", "nav"),
     // The one exception to "clients speak the wire" ([`CLIENT_MAY_IMPORT`]).
     ("check", "in_process"),
     ("control", "workspace"),
@@ -479,6 +482,7 @@ const CLIENTS: &[&str] = &[
     "autostart",
     "admin",
     "logs",
+    "nav",
 ];
 
 /// What a client may import from the service crate, by module path (a path and everything

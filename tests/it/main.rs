@@ -34,6 +34,7 @@ mod house;
 mod mcp_install;
 mod mcp_robust;
 mod mcp_sdk;
+mod nav;
 mod packaging_doctor;
 mod packaging_nix;
 mod packaging_nix_switch;

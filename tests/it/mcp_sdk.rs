@@ -72,7 +72,7 @@ fn the_python_sdk_drives_terminals_workers_and_diagnostics() {
         .unwrap_or_else(|e| panic!("no report ({e}):\n{stdout}\n{stderr}"));
     assert_eq!(report["serverName"], "openfiles");
     assert_eq!(report["protocolVersion"], "2025-11-25");
-    assert_eq!(report["tools"], 45, "41 Claws tools and 4 OpenFiles tools");
+    assert_eq!(report["tools"], 52, "41 Claws tools and 11 OpenFiles tools");
     assert!(
         report["exec"].as_str().unwrap().starts_with("exit 3\n"),
         "{report}"
@@ -147,7 +147,7 @@ fn versions_are_negotiated_and_bad_messages_get_errors_not_crashes() {
 
     let list = mcp.ask(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
     let tools = list["result"]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 45);
+    assert_eq!(tools.len(), 52);
     assert!(
         tools.iter().all(|t| t.get("forward").is_none()),
         "internal rules leak"

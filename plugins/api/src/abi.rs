@@ -11,6 +11,8 @@
 //! - every payload is UTF-8 JSON passed as pointer + length; the callee copies what it
 //!   needs before returning; a [`Buffer`] handed back by the plugin is freed by the
 //!   plugin's `free_buffer`, never by the host's allocator;
+//! - `query` (minor 1) was appended: a loader reads it only from a table whose `struct_size`
+//!   holds it ([`QUERY_MIN_SIZE`]); an older library has no question answered;
 //! - every entry point catches panics and reports them as [`STATUS_PANIC`]; nothing
 //!   unwinds across the boundary;
 //! - a check's answer may carry, beside the [`crate::CheckResponse`] fields, the programs the
@@ -20,13 +22,14 @@
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::query::QueryRequest;
 use crate::types::{CheckRequest, Init};
 use crate::{Plugin, PluginError, ABI_MAJOR};
 
 /// Name of the one exported symbol.
 pub const SYMBOL: &str = "openfiles_plugin_v1";
 /// Minor version of the table layout this crate writes.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 
 /// The entry point succeeded; the buffer holds the JSON answer.
 pub const STATUS_OK: i32 = 0;
@@ -89,6 +92,15 @@ pub type DestroyFn = unsafe extern "C" fn(*mut c_void);
 /// `free_buffer(buffer)`: release a buffer the plugin handed out.
 pub type FreeBufferFn = unsafe extern "C" fn(Buffer);
 
+/// `query(instance, request_json, request_len, out)`: `out` holds a
+/// [`crate::query::QueryAnswer`] JSON on [`STATUS_OK`], else a message. Any thread.
+pub type QueryFn = unsafe extern "C" fn(*mut c_void, *const u8, usize, *mut Buffer) -> i32;
+
+/// The size of a minor-0 table (without `query`): the least a loader accepts.
+pub const V1_0_SIZE: usize = std::mem::offset_of!(PluginTableV1, query);
+/// A table at least this large has `query`.
+pub const QUERY_MIN_SIZE: usize = V1_0_SIZE + std::mem::size_of::<QueryFn>();
+
 /// The table `openfiles_plugin_v1` returns. Layout is part of the ABI: see the module docs.
 #[repr(C)]
 pub struct PluginTableV1 {
@@ -105,6 +117,8 @@ pub struct PluginTableV1 {
     pub cancel: CancelFn,
     pub destroy: DestroyFn,
     pub free_buffer: FreeBufferFn,
+    /// Appended in minor 1: answer a code-navigation question ([`crate::Plugin::query`]).
+    pub query: QueryFn,
 }
 
 /// A table in a `static`: raw pointers are not `Sync`, but everything it points to is
@@ -130,6 +144,7 @@ impl StaticTable {
             cancel: ffi_cancel::<P>,
             destroy: ffi_destroy::<P>,
             free_buffer: ffi_free_buffer,
+            query: ffi_query::<P>,
         })
     }
 
@@ -236,6 +251,27 @@ unsafe extern "C" fn ffi_check<P: Plugin>(
             .map_err(|e| PluginError::Request(format!("check: bad request JSON: {e}")))?;
         let resp = plugin.check(req)?;
         answer_json(&resp).map_err(|e| PluginError::Request(e.to_string()))
+    })
+}
+
+unsafe extern "C" fn ffi_query<P: Plugin>(
+    instance: *mut c_void,
+    req: *const u8,
+    len: usize,
+    out: *mut Buffer,
+) -> i32 {
+    // SAFETY: the host passes its request buffer, readable for the duration of the call.
+    let bytes = unsafe { input(req, len) };
+    guarded(out, || {
+        if instance.is_null() {
+            return Err(PluginError::Request("query: null instance".into()));
+        }
+        // SAFETY: `instance` came from `ffi_create::<P>` and is not destroyed while calls run.
+        let plugin = unsafe { &*(instance as *const P) };
+        let req: QueryRequest = serde_json::from_slice(bytes)
+            .map_err(|e| PluginError::Request(format!("query: bad request JSON: {e}")))?;
+        let answer = plugin.query(req)?;
+        serde_json::to_vec(&answer).map_err(|e| PluginError::Request(e.to_string()))
     })
 }
 

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use libloading::Library;
 
 use crate::abi::{
-    Buffer, PluginTableV1, STATUS_CANCELLED, STATUS_ERROR, STATUS_OK, STATUS_PANIC, SYMBOL,
+    Buffer, PluginTableV1, QUERY_MIN_SIZE, STATUS_CANCELLED, STATUS_ERROR, STATUS_OK, STATUS_PANIC,
+    SYMBOL, V1_0_SIZE,
 };
 use crate::ABI_MAJOR;
 
@@ -70,6 +71,8 @@ pub enum CallError {
 /// A loaded, validated plugin library.
 pub struct PluginLibrary {
     table: *const PluginTableV1,
+    /// The table has `query` (minor 1 and later).
+    answers_queries: bool,
     name: String,
     version: String,
     // Declared last: dropped after every use of `table`.
@@ -113,8 +116,9 @@ fn entry_table(lib: &Library, path: &Path) -> Result<*const PluginTableV1, LoadE
     Ok(table)
 }
 
-/// The table's ABI major is this host's and it is at least as large as this host's table.
-fn check_layout(table: *const PluginTableV1, path: &Path) -> Result<(), LoadError> {
+/// The table's ABI major is this host's and it is at least as large as a minor-0 table (no
+/// `query`, whose fields are the first ones of ours); whether it holds `query`.
+fn check_layout(table: *const PluginTableV1, path: &Path) -> Result<bool, LoadError> {
     // SAFETY: the first fields never move across ABI versions; read only those first.
     let (major, size) = unsafe {
         (
@@ -129,7 +133,7 @@ fn check_layout(table: *const PluginTableV1, path: &Path) -> Result<(), LoadErro
             expected: ABI_MAJOR,
         });
     }
-    let expected = std::mem::size_of::<PluginTableV1>();
+    let expected = V1_0_SIZE;
     if size < expected {
         return Err(LoadError::TableSize {
             path: path.to_owned(),
@@ -137,7 +141,7 @@ fn check_layout(table: *const PluginTableV1, path: &Path) -> Result<(), LoadErro
             expected,
         });
     }
-    Ok(())
+    Ok(size >= QUERY_MIN_SIZE)
 }
 
 /// One of the table's strings (`what`: its name in errors): present and UTF-8.
@@ -166,8 +170,9 @@ impl PluginLibrary {
             message: e.to_string(),
         })?;
         let table = entry_table(&lib, path)?;
-        check_layout(table, path)?;
-        // SAFETY: major and size match, so the table has this layout.
+        let answers_queries = check_layout(table, path)?;
+        // SAFETY: major and size match, so the table has this layout (up to `query`, which is
+        // read only when `answers_queries`).
         let t = unsafe { &*table };
         let name = table_text(t.name, "name", path)?;
         let version = table_text(t.version, "version", path)?;
@@ -179,6 +184,7 @@ impl PluginLibrary {
         }
         Ok(Arc::new(PluginLibrary {
             table,
+            answers_queries,
             name,
             version,
             _lib: lib,
@@ -266,6 +272,25 @@ impl Instance {
             )
         };
         self.lib.outcome(status, out)
+    }
+
+    /// Ask a code-navigation question ([`crate::query::QueryRequest`] JSON in,
+    /// [`crate::query::QueryAnswer`] JSON out); `None` when the library predates questions.
+    pub fn query(&self, request_json: &[u8]) -> Option<Result<Vec<u8>, CallError>> {
+        if !self.lib.answers_queries {
+            return None;
+        }
+        let mut out = Buffer::empty();
+        // SAFETY: live instance, valid input and out slot; the table holds `query` (checked).
+        let status = unsafe {
+            (self.lib.table().query)(
+                self.ptr,
+                request_json.as_ptr(),
+                request_json.len(),
+                &mut out,
+            )
+        };
+        Some(self.lib.outcome(status, out))
     }
 
     /// Ask check `id` to finish early.

@@ -21,6 +21,7 @@ pub mod host;
 pub mod markers;
 #[cfg(unix)]
 pub mod private;
+pub mod query;
 pub mod test_runners;
 #[cfg(unix)]
 pub mod tools;
@@ -92,6 +93,12 @@ pub trait Plugin: Send + Sync + Sized + 'static {
 
     /// Ask a running check to finish early (its deadline passed, or a newer edit came).
     fn cancel(&self, _check_id: u64) {}
+
+    /// Answer a code-navigation question about one file ([`query`]); by default a plugin
+    /// answers none ([`query::QueryAnswer::unsupported`]). May be called from several threads.
+    fn query(&self, _request: query::QueryRequest) -> Result<query::QueryAnswer, PluginError> {
+        Ok(query::QueryAnswer::unsupported())
+    }
 }
 
 /// The README's examples compile (run as doctests).

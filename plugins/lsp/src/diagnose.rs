@@ -240,8 +240,8 @@ fn pushed(client: &Client, path: &Path, pulled: bool, seq_mark: u64) -> Vec<Diag
 }
 
 /// What [`sync`] sent.
-struct Sent {
-    text: Arc<str>,
+pub(crate) struct Sent {
+    pub(crate) text: Arc<str>,
     version: i32,
     /// Push sequence number before sending.
     seq_mark: u64,
@@ -251,7 +251,7 @@ struct Sent {
 
 /// Other open documents whose file changed on disk get their new text (so the server never
 /// checks against an old copy of an imported module); deleted ones are closed.
-fn refresh_others(client: &Client, except: &Path) {
+pub(crate) fn refresh_others(client: &Client, except: &Path) {
     let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
     let mut gone = Vec::new();
     for (path, doc) in docs.iter_mut().filter(|(p, _)| p.as_path() != except) {
@@ -346,7 +346,7 @@ fn read_text(root: &Path, path: &Path) -> std::io::Result<String> {
 
 /// Read the file (or take the `given` text) and send it, under the documents lock: the order
 /// of versions is the order of reads, so the server always ends up with the newest text.
-fn sync(
+pub(crate) fn sync(
     client: &Client,
     path: &Path,
     uri: &str,

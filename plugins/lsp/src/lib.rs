@@ -30,6 +30,7 @@ pub mod error;
 pub mod fixes;
 mod jobs;
 pub mod limits;
+pub mod nav;
 pub mod server;
 pub mod transport;
 pub mod tsserver;
@@ -135,6 +136,13 @@ impl Plugin for LspPlugin {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&request.id);
         r
+    }
+
+    fn query(
+        &self,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> Result<openfiles_plugin_api::query::QueryAnswer, PluginError> {
+        self.rt.block_on(self.inner.clone().query(request))
     }
 
     fn cancel(&self, check_id: u64) {

@@ -30,6 +30,7 @@ static TABLE: Table = Table(PluginTableV1 {
     cancel,
     destroy,
     free_buffer,
+    query: check,
 });
 
 /// The entry point, with a table from a future ABI.

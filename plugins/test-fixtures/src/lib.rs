@@ -17,4 +17,8 @@ pub const FIXTURES: &[(&str, &str)] = &[
         "openfiles_fixture_no_symbol",
         "exports no openfiles_plugin_v1 symbol",
     ),
+    (
+        "openfiles_fixture_minor0",
+        "a minor-0 table (no query entry): checks work, questions are unsupported",
+    ),
 ];

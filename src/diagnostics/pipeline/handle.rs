@@ -132,6 +132,13 @@ pub(super) enum Msg {
         reply: oneshot::Sender<bool>,
     },
     Warmed(Warmed),
+    /// A code-navigation question about one file (`nav.rs`).
+    Query {
+        request: openfiles_plugin_api::query::QueryRequest,
+        reply: oneshot::Sender<
+            Result<openfiles_plugin_api::query::QueryAnswer, super::nav::QueryError>,
+        >,
+    },
     Checked(Checked),
     /// The answer to a fix request (`CheckRequest::fixes_only`) for `files` at their
     /// generations, asked at `asked`; `None` when it failed or timed out.
@@ -301,6 +308,16 @@ impl PipelineHandle {
     /// whether a warm-up was started (false: one is running).
     pub async fn warm(&self) -> bool {
         self.ask(|reply| Msg::Warm { reply }).await.unwrap_or(false)
+    }
+
+    /// Ask the sources that handle `request.file` a code-navigation question (`nav.rs`).
+    pub async fn query(
+        &self,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> Result<openfiles_plugin_api::query::QueryAnswer, super::nav::QueryError> {
+        self.ask(|reply| Msg::Query { request, reply })
+            .await
+            .unwrap_or(Err(super::nav::QueryError::Stopped))
     }
 
     pub async fn status(&self) -> PipelineStatus {

@@ -34,6 +34,7 @@ use tokio::time::Instant;
 
 mod base;
 mod handle;
+mod nav;
 #[cfg(test)]
 mod tests;
 mod warm;
@@ -41,6 +42,7 @@ mod warm;
 use base::BaseState;
 use handle::Msg;
 pub use handle::{AckSender, EditOrigin, EditOutcome, PipelineHandle, PipelineStatus, QueueEntry};
+pub use nav::QueryError;
 
 use super::late::Late;
 use super::review::{Review, ReviewFile, WorkspaceReview};
@@ -290,6 +292,7 @@ impl Pipeline {
                 let _ = reply.send(self.warm());
             }
             Msg::Warmed(w) => self.warmed(w),
+            Msg::Query { request, reply } => self.query(request, reply),
             Msg::Fixes {
                 source,
                 files,

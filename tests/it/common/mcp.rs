@@ -50,6 +50,16 @@ impl Mcp {
 
     /// Call a tool: (is_error, its first text).
     pub fn tool(&mut self, name: &str, args: Value) -> (bool, String) {
+        let r = self.tool_result(name, args);
+        let text = r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (r["isError"] == true, text)
+    }
+
+    /// Call a tool: its whole `result` (content, `structuredContent`, `isError`).
+    pub fn tool_result(&mut self, name: &str, args: Value) -> Value {
         self.id += 1;
         let id = self.id;
         self.send(
@@ -60,12 +70,7 @@ impl Mcp {
         loop {
             let v = self.recv();
             if v["id"] == id {
-                let r = &v["result"];
-                let text = r["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                return (r["isError"] == true, text);
+                return v["result"].clone();
             }
         }
     }

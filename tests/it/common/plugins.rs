@@ -73,7 +73,7 @@ fn dll(dir: &Path, stem: &str) -> PathBuf {
     path
 }
 
-/// A test fixture library: `instant`, `panic`, `abort`, `bad_abi`, `no_symbol`.
+/// A test fixture library: `instant`, `panic`, `abort`, `bad_abi`, `no_symbol`, `minor0`.
 pub fn fixture(name: &str) -> PathBuf {
     dll(
         &built().join("examples"),

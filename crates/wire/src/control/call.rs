@@ -98,3 +98,9 @@ call!(Pause, PAUSE, PauseReply, |s| Request::Pause(s.0.clone()));
 call!(Resume, RESUME, PauseReply, |s| Request::Resume(s.0.clone()));
 call!(TrustArg, TRUST, TrustReply, |s| Request::Trust(s.clone()));
 call!(Warm, WARM, WarmReply, |s| Request::Warm(s.0.clone()));
+call!(
+    super::nav::Nav,
+    NAV,
+    super::nav::NavReply,
+    |s| Request::Nav(s.clone())
+);

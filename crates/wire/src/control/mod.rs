@@ -115,6 +115,7 @@ pub struct WorkspaceInfo {
 mod call;
 pub mod client;
 mod envelope;
+pub mod nav;
 mod status;
 
 /// Longest accepted request line, in bytes (without the newline).
@@ -153,6 +154,7 @@ pub mod cmd {
     pub const RESUME: &str = "resume";
     pub const TRUST: &str = "trust";
     pub const WARM: &str = "warm";
+    pub const NAV: &str = "nav";
 }
 
 /// A request, tagged by `cmd` on the wire (`{"cmd": …, ...args}`).
@@ -195,6 +197,8 @@ pub enum Request {
     /// An agent session starts in the folder `path`: start the checkers of its workspace in
     /// the background (language servers spawned and initialized), answering at once.
     Warm(PathArg),
+    /// A code-navigation question about a position or a file (`nav.rs`).
+    Nav(nav::Nav),
 }
 
 impl Request {
@@ -218,6 +222,7 @@ impl Request {
             Request::Resume(_) => cmd::RESUME,
             Request::Trust(_) => cmd::TRUST,
             Request::Warm(_) => cmd::WARM,
+            Request::Nav(_) => cmd::NAV,
         }
     }
 
@@ -239,6 +244,7 @@ impl Request {
             Request::Tools(a) => serde_json::to_value(a)?,
             Request::ReviewMark(a) => serde_json::to_value(a)?,
             Request::Trust(a) => serde_json::to_value(a)?,
+            Request::Nav(a) => serde_json::to_value(a)?,
         };
         match v {
             Value::Object(m) => Ok(m),
@@ -278,6 +284,7 @@ impl Request {
             cmd::RESUME => Request::Resume(arg(name, args)?),
             cmd::TRUST => Request::Trust(arg(name, args)?),
             cmd::WARM => Request::Warm(arg(name, args)?),
+            cmd::NAV => Request::Nav(arg(name, args)?),
             other => return Err(DecodeError::UnknownCmd(other.to_owned())),
         })
     }
@@ -678,6 +685,17 @@ mod tests {
             trusted: true,
         });
         round_trip(&Warm(path("/a")));
+        round_trip(&nav::Nav {
+            kind: nav::QueryKind::References,
+            path: "/a".into(),
+            line: None,
+            column: None,
+            symbol: Some("C/m".into()),
+            query: None,
+            new_name: None,
+            limit: Some(3),
+            timeout_ms: None,
+        });
     }
 
     /// The bytes on the wire are the ones the tagged encoding wrote: `cmd` first, the

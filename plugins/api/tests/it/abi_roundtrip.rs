@@ -215,3 +215,20 @@ fn call_create_raw(bytes: &[u8]) -> (i32, String, *mut c_void) {
         call(|out| unsafe { (table().create)(bytes.as_ptr(), bytes.len(), &mut instance, out) });
     (status, text, instance)
 }
+
+#[test]
+fn a_plugin_without_an_answer_of_its_own_says_its_questions_are_unsupported() {
+    let (status, _, instance) = create(serde_json::json!({"prefix": "p"}));
+    assert_eq!(status, STATUS_OK);
+    let q = serde_json::json!({"kind": "definition", "workspace": "/w", "file": "/w/a.txt", "line": 1, "column": 1});
+    let json = serde_json::to_vec(&q).unwrap();
+    // SAFETY: the table's entry points with buffers and slots this test owns.
+    let (status, text) =
+        call(|out| unsafe { (table().query)(instance, json.as_ptr(), json.len(), out) });
+    assert_eq!(status, STATUS_OK, "{text}");
+    let answer: openfiles_plugin_api::query::QueryAnswer = serde_json::from_str(&text).unwrap();
+    assert!(answer.unsupported);
+    // SAFETY: destroyed once.
+    unsafe { (table().destroy)(instance) };
+    assert!(table().struct_size >= openfiles_plugin_api::abi::QUERY_MIN_SIZE);
+}

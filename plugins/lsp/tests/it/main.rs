@@ -15,6 +15,7 @@ mod gopls;
 mod json;
 mod lifecycle;
 mod monorepo;
+mod nav;
 mod php;
 mod pyright;
 mod python_types;

@@ -1,0 +1,173 @@
+//! Code-navigation questions a plugin may answer (issue 41): definition, references, hover,
+//! a file's symbols and a workspace symbol search, asked of the same language server a check
+//! of the file would use. The JSON shapes that cross the plugin boundary for
+//! [`crate::Plugin::query`], positions as an [`crate::Item`]'s (1-based lines, columns in
+//! characters), paths absolute.
+//!
+//! A plugin that does not answer (an older library, a source without a server) says so with
+//! [`QueryAnswer::unsupported`]; the host then asks the next source that handles the file.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What is asked about a position or a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum QueryKind {
+    /// `textDocument/definition`.
+    Definition,
+    /// `textDocument/references` (the declaration included).
+    References,
+    /// `textDocument/hover`.
+    Hover,
+    /// `textDocument/documentSymbol`: the file's outline.
+    DocumentSymbols,
+    /// `workspace/symbol` with [`QueryRequest::query`].
+    WorkspaceSymbols,
+    /// `textDocument/implementation`.
+    Implementation,
+    /// Who calls the function at the position (`callHierarchy/incomingCalls`).
+    IncomingCalls,
+    /// What the function at the position calls (`callHierarchy/outgoingCalls`).
+    OutgoingCalls,
+    /// Rename the symbol at the position to [`QueryRequest::new_name`]
+    /// (`textDocument/rename`): the edits, never applied by the plugin.
+    Rename,
+}
+
+/// One question about one file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryRequest {
+    /// Unique per host process.
+    #[serde(default)]
+    pub id: u64,
+    pub kind: QueryKind,
+    /// The workspace root (absolute, canonical).
+    pub workspace: PathBuf,
+    /// The file asked about (absolute, canonical, inside `workspace`, never a sensitive file).
+    pub file: PathBuf,
+    /// 1-based line (position questions).
+    #[serde(default)]
+    pub line: u32,
+    /// 1-based column in characters (position questions).
+    #[serde(default)]
+    pub column: u32,
+    /// The search text of [`QueryKind::WorkspaceSymbols`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The new name of [`QueryKind::Rename`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_name: Option<String>,
+    /// Most locations or symbols to answer with (0: the plugin's own cap).
+    #[serde(default)]
+    pub limit: usize,
+    /// Milliseconds the host waits for the answer.
+    #[serde(default)]
+    pub timeout_ms: u64,
+    /// As [`crate::CheckRequest::trusted`]: nothing starts for a question that a check of
+    /// this workspace would not start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trusted: bool,
+}
+
+/// A range in a file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Location {
+    pub path: PathBuf,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+/// One symbol of a file's outline or of a workspace search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Symbol {
+    pub name: String,
+    /// The LSP symbol kind in words (`class`, `method`, `function`…).
+    pub kind: String,
+    pub path: PathBuf,
+    /// Where the name is (its selection range's start).
+    pub line: u32,
+    pub column: u32,
+    /// The name path of the enclosing symbols (`Class` for `Class/method`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+}
+
+impl Symbol {
+    /// `container/name`, or the name alone.
+    pub fn name_path(&self) -> String {
+        match &self.container {
+            Some(c) if !c.is_empty() => format!("{c}/{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+/// One edge of a call hierarchy: the caller (`from`, incoming calls) or the callee (`to`,
+/// outgoing calls), and where the calls are (in the caller's file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Symbol>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Symbol>,
+    pub locations: Vec<Location>,
+}
+
+/// The answer to one question.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryAnswer {
+    /// The plugin does not answer this kind of question for this file: ask another source.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsupported: bool,
+    /// The server that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<Location>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<Symbol>,
+    /// Incoming or outgoing calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<Call>,
+    /// A rename's edits, per file, each for the content its `sha256` names (the same shape
+    /// as a checker's fixes). None when the server proposed an edit outside the workspace
+    /// (a note says which).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<crate::FileEdits>,
+    /// Hover text (markdown or plain, as the server gave it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// How many locations or symbols the server gave (more than answered when capped).
+    #[serde(default)]
+    pub total: usize,
+    /// The answer was cut to the request's limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
+    /// Milliseconds spent waiting for the server to start (0 when it was running).
+    #[serde(default)]
+    pub started_ms: u64,
+    /// Things the asker should know (a server not started in an untrusted workspace…).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl QueryAnswer {
+    /// The answer of a plugin that does not answer questions.
+    pub fn unsupported() -> QueryAnswer {
+        QueryAnswer {
+            unsupported: true,
+            ..QueryAnswer::default()
+        }
+    }
+}
+
+/// The default cap on locations and symbols in one answer.
+pub const DEFAULT_LIMIT: usize = 200;
