@@ -12,7 +12,7 @@ use super::{
 };
 
 /// A request that names its reply (as lsp-types' `Request` names its `Result`): the typed
-/// [`Client::call`] takes one and answers with [`Call::Reply`], so a caller cannot read a
+/// [`Client::call`](super::client::Client::call) takes one and answers with [`Call::Reply`], so a caller cannot read a
 /// reply as another command's.
 pub trait Call {
     /// The `cmd` it is sent as (one of [`cmd`]'s).
