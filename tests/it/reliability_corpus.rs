@@ -150,3 +150,30 @@ fn path_policy_corpus() {
     }
     assert!(checked > 0, "no seed reached a checkable file");
 }
+
+/// `claws_request`: a Claws request line parses or is refused, and a parsed command survives
+/// its own encoding (`to_value` → parse) unchanged.
+#[test]
+fn claws_request_corpus() {
+    use openfiles_wire::claws::request::Command;
+    use openfiles_wire::claws::Request;
+    let mut commands = 0;
+    for (path, data) in corpus("claws_request") {
+        let Some(req) = Request::parse(&data) else {
+            continue;
+        };
+        let _ = req.id();
+        let _ = req.protocol_error();
+        if let Ok(cmd) = Command::parse(&req) {
+            commands += 1;
+            let again = Request::from_value(cmd.to_value()).expect("an object");
+            assert_eq!(
+                Command::parse(&again).as_ref(),
+                Ok(&cmd),
+                "{}: the command changed through its own encoding",
+                path.display()
+            );
+        }
+    }
+    assert!(commands > 0, "the corpus holds commands that parse");
+}
