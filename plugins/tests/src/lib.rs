@@ -431,7 +431,7 @@ pub fn short(message: &str) -> String {
 }
 
 /// Run each failure once more on its own (`passed_again` says whether it passed), time and
-/// [`MAX_RERUNS`] allowing: one that passes is flaky.
+/// `MAX_RERUNS` allowing: one that passes is flaky.
 pub fn mark_flaky(
     job: &Job,
     failures: &mut [Failure],
