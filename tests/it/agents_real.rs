@@ -226,6 +226,34 @@ fn gemini_cli_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_proble
     assert!(text.contains("F821"), "{text}");
 }
 
+/// Issue 41.7: a real agent CLI lists the navigation tools, and the scripted model's call to
+/// `openfiles_references` gets the workspace's language server's answer: the definition and
+/// both calls, with their lines of code.
+#[test]
+fn gemini_cli_with_mcp_asks_for_references_and_gets_every_use() {
+    let world = World::calling_references();
+    world.install("gemini", true);
+    let cmd = gemini_command(&world, "who calls greet?");
+    let out = world.run(cmd);
+    let body = after_tool(
+        &world,
+        |b| b["contents"].to_string().contains("functionResponse"),
+        &out,
+    );
+    let text = body["contents"].to_string();
+    assert!(text.contains("3 references (pyright)"), "{text}");
+    for (at, code) in [
+        ("1:5", "def greet(name: str)"),
+        ("5:7", "print(greet("),
+        ("6:7", "print(greet("),
+    ] {
+        assert!(
+            text.contains(&format!("  {at}  {code}")),
+            "the use at {at}: {text}"
+        );
+    }
+}
+
 #[test]
 fn qwen_code_appends_the_hook_context_to_the_tool_result() {
     let world = World::writing();

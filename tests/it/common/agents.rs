@@ -15,6 +15,9 @@ use super::{plugins, Env, Service};
 /// The file the model writes and the text it holds: an undefined name (ruff F821).
 pub const APP: &str = "src/app.py";
 pub const APP_TEXT: &str = "def f():\n    return undefined_name\n";
+/// A function and its two callers, for the navigation tools.
+pub const NAV_TEXT: &str =
+    "def greet(name: str) -> str:\n    return \"hi \" + name\n\n\nprint(greet(\"a\"))\nprint(greet(\"b\"))\n";
 
 /// Where the agents are installed.
 pub fn prefix() -> PathBuf {
@@ -137,6 +140,23 @@ impl World {
             ]
         });
         std::fs::write(world.ws.join(APP), APP_TEXT).unwrap();
+        world
+    }
+
+    /// `src/app.py` defines `greet` and calls it twice; the stand-in calls the MCP tool
+    /// `openfiles_references` on it by name (issue 41.7).
+    pub fn calling_references() -> World {
+        let world = World::new(|ws| {
+            vec![
+                "--mcp-tool".into(),
+                "openfiles_references".into(),
+                "--mcp-args".into(),
+                serde_json::json!({"path": ws.join(APP), "symbol": "greet"})
+                    .to_string()
+                    .into(),
+            ]
+        });
+        std::fs::write(world.ws.join(APP), NAV_TEXT).unwrap();
         world
     }
 
