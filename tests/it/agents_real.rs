@@ -82,19 +82,19 @@ fn claude_code_hands_the_hook_context_to_the_model_after_the_tool_result() {
     );
 }
 
-#[test]
-fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_problems() {
-    let world = World::calling_diagnostics();
-    world.install("claude", true);
+/// `claude -p PROMPT` against the stand-in with the project's MCP servers approved and `tool`
+/// (an openfiles MCP tool) allowed.
+fn claude_mcp_command(world: &World, prompt: &str, tool: &str) -> std::process::Command {
+    let allowed = format!("mcp__openfiles__{tool}");
     let mut cmd = world.command(
         &agent_bin("claude"),
         &[
             "-p",
-            "check the app",
+            prompt,
             "--model",
             "claude-opus-4-5",
             "--allowedTools",
-            "mcp__openfiles__openfiles_diagnostics",
+            &allowed,
         ],
     );
     cmd.env(
@@ -111,15 +111,31 @@ fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_probl
         r#"{"enableAllProjectMcpServers": true}"#,
     )
     .unwrap();
-    let out = world.run(cmd);
-    let listed: Vec<String> = world
+    cmd
+}
+
+/// The openfiles tools Claude Code offered the model.
+fn claude_listed(world: &World) -> Vec<String> {
+    world
         .model
         .requests()
         .iter()
         .flat_map(|r| r["body"]["tools"].as_array().cloned().unwrap_or_default())
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .filter(|n| n.starts_with("mcp__openfiles__"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_problems() {
+    let world = World::calling_diagnostics();
+    world.install("claude", true);
+    let out = world.run(claude_mcp_command(
+        &world,
+        "check the app",
+        "openfiles_diagnostics",
+    ));
+    let listed = claude_listed(&world);
     assert!(
         listed
             .iter()
@@ -133,6 +149,62 @@ fn claude_code_with_mcp_lists_the_tools_and_a_diagnostics_call_returns_the_probl
     );
     let text = body["messages"].to_string();
     assert!(text.contains("F821"), "{text}");
+}
+
+/// Issue 41.7 with Claude Code: the navigation tools are offered, and the model's
+/// `openfiles_references` call gets every use of `greet`.
+#[test]
+fn claude_code_with_mcp_asks_for_references_and_gets_every_use() {
+    let world = World::calling_references();
+    world.install("claude", true);
+    let out = world.run(claude_mcp_command(
+        &world,
+        "who calls greet?",
+        "openfiles_references",
+    ));
+    let listed = claude_listed(&world);
+    for tool in ["definition", "references", "hover", "symbols", "rename"] {
+        assert!(
+            listed
+                .iter()
+                .any(|n| n == &format!("mcp__openfiles__openfiles_{tool}")),
+            "openfiles_{tool} offered: {listed:?}\n{out}"
+        );
+    }
+    let body = after_tool(
+        &world,
+        |b| b["messages"].to_string().contains("\"tool_result\""),
+        &out,
+    );
+    // Claude Code hands the model the answer's `structuredContent` (the JSON), not its text.
+    let text = body["messages"].to_string();
+    assert!(
+        text.contains(r#"\"kind\":\"references\",\"server\":\"pyright\""#),
+        "{text}"
+    );
+    for (line, column) in [(1, 5), (5, 7), (6, 7)] {
+        assert!(
+            text.contains(&format!(
+                r#"\"path\":\"src/app.py\",\"line\":{line},\"column\":{column}"#
+            )),
+            "the use at {line}:{column}: {text}"
+        );
+    }
+}
+
+/// The references answer for `greet` in [`common::agents::NAV_TEXT`], as the model got it.
+fn assert_references_of_greet(text: &str) {
+    assert!(text.contains("3 references (pyright)"), "{text}");
+    for (at, code) in [
+        ("1:5", "def greet(name: str)"),
+        ("5:7", "print(greet("),
+        ("6:7", "print(greet("),
+    ] {
+        assert!(
+            text.contains(&format!("  {at}  {code}")),
+            "the use at {at}: {text}"
+        );
+    }
 }
 
 /// `gemini -p PROMPT` against the stand-in, in a folder Gemini trusts (its own rule: project
@@ -241,17 +313,7 @@ fn gemini_cli_with_mcp_asks_for_references_and_gets_every_use() {
         &out,
     );
     let text = body["contents"].to_string();
-    assert!(text.contains("3 references (pyright)"), "{text}");
-    for (at, code) in [
-        ("1:5", "def greet(name: str)"),
-        ("5:7", "print(greet("),
-        ("6:7", "print(greet("),
-    ] {
-        assert!(
-            text.contains(&format!("  {at}  {code}")),
-            "the use at {at}: {text}"
-        );
-    }
+    assert_references_of_greet(&text);
 }
 
 #[test]
