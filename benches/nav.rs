@@ -127,6 +127,22 @@ impl Bare {
         serde_json::from_slice(&body).unwrap()
     }
 
+    /// Answer `m` if it is a request of the server's (`workspace/configuration`: one empty
+    /// settings object per item asked; anything else `null`); whether it was one.
+    fn answered(&mut self, m: &Value) -> bool {
+        if m.get("method").is_none() || m.get("id").is_none() {
+            return false;
+        }
+        let result = match m["params"]["items"].as_array() {
+            Some(items) if m["method"] == "workspace/configuration" => {
+                json!(vec![json!({}); items.len()])
+            }
+            _ => Value::Null,
+        };
+        self.send(&json!({"jsonrpc": "2.0", "id": m["id"], "result": result}));
+        true
+    }
+
     /// Send a request; answer the server's own requests (with `null`, or empty settings) until
     /// ours is answered.
     fn request(&mut self, method: &str, params: Value) -> Value {
@@ -135,16 +151,7 @@ impl Bare {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let m = self.recv();
-            if m.get("method").is_some() && m.get("id").is_some() {
-                // `workspace/configuration`: one (empty) settings object per item asked.
-                let result = match m["params"]["items"].as_array() {
-                    Some(items) if m["method"] == "workspace/configuration" => {
-                        json!(vec![json!({}); items.len()])
-                    }
-                    _ => Value::Null,
-                };
-                self.send(&json!({"jsonrpc": "2.0", "id": m["id"], "result": result}));
-            } else if m["id"] == id {
+            if !self.answered(&m) && m["id"] == id {
                 return m["result"].clone();
             }
         }
@@ -155,15 +162,9 @@ impl Bare {
     fn diagnosed(&mut self, uri: &str) {
         loop {
             let m = self.recv();
-            if m.get("method").is_some() && m.get("id").is_some() {
-                let result = match m["params"]["items"].as_array() {
-                    Some(items) if m["method"] == "workspace/configuration" => {
-                        json!(vec![json!({}); items.len()])
-                    }
-                    _ => Value::Null,
-                };
-                self.send(&json!({"jsonrpc": "2.0", "id": m["id"], "result": result}));
-            } else if m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
+            if !self.answered(&m)
+                && m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
             {
                 return;
             }
