@@ -242,13 +242,8 @@ unsafe extern "C" fn ffi_check<P: Plugin>(
     // SAFETY: the host passes its request buffer, readable for the duration of the call.
     let bytes = unsafe { input(req, len) };
     guarded(out, || {
-        if instance.is_null() {
-            return Err(PluginError::Request("check: null instance".into()));
-        }
-        // SAFETY: `instance` came from `ffi_create::<P>` and is not destroyed while calls run.
-        let plugin = unsafe { &*(instance as *const P) };
-        let req: CheckRequest = serde_json::from_slice(bytes)
-            .map_err(|e| PluginError::Request(format!("check: bad request JSON: {e}")))?;
+        // SAFETY: `instance` is what `ffi_create::<P>` made (the host's contract).
+        let (plugin, req): (&P, CheckRequest) = unsafe { decode(instance, bytes, "check") }?;
         let resp = plugin.check(req)?;
         answer_json(&resp).map_err(|e| PluginError::Request(e.to_string()))
     })
@@ -263,16 +258,30 @@ unsafe extern "C" fn ffi_query<P: Plugin>(
     // SAFETY: the host passes its request buffer, readable for the duration of the call.
     let bytes = unsafe { input(req, len) };
     guarded(out, || {
-        if instance.is_null() {
-            return Err(PluginError::Request("query: null instance".into()));
-        }
-        // SAFETY: `instance` came from `ffi_create::<P>` and is not destroyed while calls run.
-        let plugin = unsafe { &*(instance as *const P) };
-        let req: QueryRequest = serde_json::from_slice(bytes)
-            .map_err(|e| PluginError::Request(format!("query: bad request JSON: {e}")))?;
+        // SAFETY: `instance` is what `ffi_create::<P>` made (the host's contract).
+        let (plugin, req): (&P, QueryRequest) = unsafe { decode(instance, bytes, "query") }?;
         let answer = plugin.query(req)?;
         serde_json::to_vec(&answer).map_err(|e| PluginError::Request(e.to_string()))
     })
+}
+
+/// The instance a call is for and its request, decoded (`what`: the call, for the errors).
+///
+/// # Safety
+/// `instance` is null or came from `ffi_create::<P>` and is not destroyed while calls run.
+unsafe fn decode<'a, P: Plugin, R: serde::de::DeserializeOwned>(
+    instance: *mut c_void,
+    bytes: &[u8],
+    what: &str,
+) -> Result<(&'a P, R), PluginError> {
+    if instance.is_null() {
+        return Err(PluginError::Request(format!("{what}: null instance")));
+    }
+    // SAFETY: non-null, and made by `ffi_create::<P>` (the caller's contract).
+    let plugin = unsafe { &*(instance as *const P) };
+    let req = serde_json::from_slice(bytes)
+        .map_err(|e| PluginError::Request(format!("{what}: bad request JSON: {e}")))?;
+    Ok((plugin, req))
 }
 
 /// A check's answer as JSON, with the programs the plugin started since its last answer
