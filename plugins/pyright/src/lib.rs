@@ -39,6 +39,8 @@
 //! `ty_args = [..]` (after `ty check`'s own).
 
 pub mod parse;
+pub mod rpc;
+pub mod server;
 pub mod ty;
 
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
@@ -123,6 +125,14 @@ pub struct Settings {
     /// For pyright and basedpyright.
     pub extra_args: Vec<String>,
     pub ty_args: Vec<String>,
+    /// Answer a workspace's checks from the checker's warm language server (see
+    /// [`server`]); `false`: the command line every time. Default `true`.
+    pub language_server: Option<bool>,
+    /// A language server unused for this long stops (default 600 000).
+    pub idle_timeout_ms: Option<u64>,
+    /// A language server whose process tree holds more after a check stops (default 1024;
+    /// `0`: no bound).
+    pub max_memory_mib: Option<u64>,
 }
 
 impl Settings {
@@ -138,7 +148,15 @@ impl Settings {
 pub struct Pyright {
     settings: Settings,
     runs: ToolRuns,
+    servers: server::Servers,
+    /// Why the language server gave no answer, most recent last (the last few; for tests).
+    fallbacks: std::sync::Mutex<Vec<String>>,
 }
+
+/// What a check lets the language server answer: the files that may have changed, and the
+/// time the host gives the check. `None` for a baseline's snapshot (the command line runs
+/// there: a server per commit would be warm for one run only).
+type Live<'a> = Option<(&'a [PathBuf], u64)>;
 
 /// One run: a checker over one project.
 type Run = (Checker, PathBuf, PathBuf);
@@ -174,8 +192,13 @@ impl Plugin for Pyright {
         };
         Ok((
             Pyright {
+                servers: server::Servers::new(
+                    settings.idle_timeout_ms.unwrap_or(600_000),
+                    settings.max_memory_mib.unwrap_or(1024),
+                ),
                 settings,
                 runs: ToolRuns::new(),
+                fallbacks: std::sync::Mutex::default(),
             },
             caps,
         ))
@@ -200,6 +223,10 @@ impl Plugin for Pyright {
                 None => missing.push(file.clone()),
             }
         }
+        let live: Live = request
+            .cache_of
+            .is_none()
+            .then_some((request.files.as_slice(), request.timeout_ms.max(30_000)));
         let mut files = Vec::new();
         for checker in Checker::ALL {
             let groups: Vec<(Run, Vec<PathBuf>)> = runs
@@ -219,7 +246,8 @@ impl Plugin for Pyright {
                     // With report_all, a file of a project nested in this one that chose
                     // another checker (or is another project) is left to that one's run.
                     let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
-                    self.run(request.id, run, wanted, &scope, request.report_all, &ours)
+                    let asked = (wanted, request.report_all, &ours as &dyn Fn(&Path) -> bool);
+                    self.run(request.id, run, asked, &scope, live)
                 },
             )?);
         }
@@ -278,29 +306,95 @@ impl Pyright {
 
     /// Run `checker` at `root`; items per absolute file (only `wanted`, or with
     /// `report_all` every Python file of the workspace that is `ours`), items with no file
-    /// shared.
+    /// shared. From the warm language server when `live` allows and it answers, else from
+    /// the command line.
     fn run(
         &self,
         id: u64,
         (checker, root, exe): &Run,
-        wanted: &[PathBuf],
+        (wanted, report_all, ours): (&[PathBuf], bool, &dyn Fn(&Path) -> bool),
         scope: &Scope,
-        report_all: bool,
-        ours: &dyn Fn(&Path) -> bool,
+        live: Live,
     ) -> Result<Findings, PluginError> {
         let checker = *checker;
-        let mut cmd = self.command(checker, root, exe, scope)?;
-        let out = self
-            .runs
-            .output(id, &mut cmd)
-            .map_err(|e| PluginError::Tool(format!("cannot run {} ({e})", exe.display())))?;
-        let diags = diagnostics(checker, root, out)?;
+        let served = live.and_then(|(changed, timeout_ms)| {
+            self.serve(id, (checker, root, exe), scope, changed, timeout_ms)
+        });
+        let diags = match served {
+            Some(diags) => diags,
+            None => {
+                let mut cmd = self.command(checker, root, exe, scope)?;
+                let out = self.runs.output(id, &mut cmd).map_err(|e| {
+                    PluginError::Tool(format!("cannot run {} ({e})", exe.display()))
+                })?;
+                diagnostics(checker, root, out)?
+            }
+        };
         let workspace = scope.workspace_root().unwrap_or(root);
         let wanted: HashSet<&PathBuf> = wanted.iter().collect();
         let asked = |p: &Path| {
             wanted.contains(&p.to_path_buf()) || (report_all && p.starts_with(workspace) && ours(p))
         };
         Ok(collect(checker, root, workspace, diags, &asked))
+    }
+
+    /// The diagnostics of `root` from `checker`'s warm language server (the executable
+    /// next to its command line `exe`) after `changed` changed; `None` when there is none
+    /// for this checker, or it failed (why is logged, and the command line answers), or the
+    /// check was cancelled (its answer is dropped).
+    fn serve(
+        &self,
+        id: u64,
+        (checker, root, exe): (Checker, &Path, &Path),
+        scope: &Scope,
+        changed: &[PathBuf],
+        timeout_ms: u64,
+    ) -> Option<Vec<Found>> {
+        if checker == Checker::Ty || self.settings.language_server == Some(false) {
+            return None;
+        }
+        // The server installed with this command line (not another checker's, nor a
+        // wrapper's neighbour).
+        let ls = exe.with_file_name(format!("{}-langserver", checker.name()));
+        if exe.file_name() != Some(checker.name().as_ref()) || !is_executable(&ls) {
+            return None;
+        }
+        let ask = server::Ask {
+            checker,
+            exe: &ls,
+            root,
+            workspace: scope.workspace_root().unwrap_or(root),
+            scope,
+            changed,
+            timeout_ms,
+        };
+        match self.servers.check(&ask, &|| self.runs.is_cancelled(id)) {
+            Ok(Some(pushes)) => Some(lsp_found(pushes)),
+            Ok(None) => Some(Vec::new()), // cancelled: run_groups drops the answer
+            Err(e) => {
+                let why = format!(
+                    "{} language server at {}: {e}; using its command line",
+                    checker.name(),
+                    root.display()
+                );
+                eprintln!("openfiles-plugin-pyright: {why}");
+                let mut f = self.fallbacks.lock().unwrap_or_else(|e| e.into_inner());
+                f.push(why);
+                let excess = f.len().saturating_sub(16);
+                f.drain(..excess);
+                None
+            }
+        }
+    }
+
+    /// Why the language server gave no answer, for the last few checks it did not.
+    pub fn fallbacks(&self) -> Vec<String> {
+        self.fallbacks.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    /// Process ids of the running language servers.
+    pub fn server_pids(&self) -> Vec<u32> {
+        self.servers.pids()
     }
 
     /// The command line of `checker` (the program `exe`, for `scope`) at `root`.
@@ -397,6 +491,41 @@ fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Fou
             Err(e) => Err(failed(e.to_string())),
         },
     }
+}
+
+/// The language server's pushed diagnostics as the command line's: hints (unused names,
+/// unreachable code, which the command line does not print) left out.
+fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
+    let mut found = Vec::new();
+    for (path, diags) in pushes {
+        for d in diags {
+            let severity = match d.get("severity").and_then(|s| s.as_u64()) {
+                Some(2) => Severity::Warning,
+                Some(3) => Severity::Info,
+                Some(4) => continue,
+                _ => Severity::Error,
+            };
+            let at = |k: &str| {
+                d.pointer(&format!("/range/start/{k}"))
+                    .and_then(|v| v.as_u64())
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(0)
+            };
+            found.push(Found {
+                file: Some(path.to_string_lossy().into_owned()),
+                line: at("line") + 1,
+                column: Column::Utf16(at("character") + 1),
+                severity,
+                rule: d.get("code").and_then(|c| c.as_str()).map(str::to_owned),
+                message: d
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("")
+                    .to_owned(),
+            });
+        }
+    }
+    found
 }
 
 /// `diags` (of `checker`, paths relative to `root`) as findings: those of the files `asked`

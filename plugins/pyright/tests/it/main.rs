@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
 mod confined;
+mod language_server;
 mod real_other_checkers;
 mod real_pyright;

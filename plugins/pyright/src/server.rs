@@ -1,0 +1,420 @@
+//! The warm checker: pyright's (or basedpyright's) language server in workspace mode
+//! (`python.analysis.diagnosticMode = "workspace"`), one per checker, executable and
+//! workspace, with every project root of that workspace a checker ran on as a workspace
+//! folder (the monorepo case: one server for all packages, each with its own config). A check
+//! tells it which files changed (`workspace/didChangeWatchedFiles`: it reads them from disk
+//! and re-checks them and their dependents), waits until the analysis settles and takes every
+//! file's last pushed diagnostics under the run's root.
+//!
+//! Settled: no work-done progress running, and either one ended since the check's
+//! notification (pyright reports "N files to analyze" while it re-checks dependents) with
+//! [`QUIET_MS`] of silence after it, or — when it re-checked without progress — the pushes
+//! stopped for [`NO_PROGRESS_QUIET_MS`]; a server that says nothing at all for
+//! [`SILENT_MS`] had nothing to re-check. A newer check's notification ends an older check's
+//! wait (not the server): the newer one answers for both.
+//!
+//! Started through the gate like the command line (the same executable's directory, the same
+//! [`Scope`]); stopped when unused for `idle_timeout_ms`, or after a check that leaves its
+//! process tree above `max_memory_mib` (the next check starts it again); its process group
+//! dies with the service (`PR_SET_PDEATHSIG`).
+
+use crate::rpc::Conn;
+use crate::Checker;
+use openfiles_plugin_api::gate::{Program, Scope};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// Silence after the last progress ended before a check's answer.
+pub const QUIET_MS: u64 = 100;
+/// Silence after pushes with no progress before a check's answer.
+pub const NO_PROGRESS_QUIET_MS: u64 = 500;
+/// Silence from the notification on that means nothing was re-checked.
+pub const SILENT_MS: u64 = 2_000;
+/// The same two for a server or root just added (its first analysis, which starts by
+/// clearing every file's diagnostics and may take seconds to begin).
+const FIRST_QUIET_MS: u64 = 1_500;
+const FIRST_SILENT_MS: u64 = 20_000;
+/// Time allowed for `initialize`.
+const STARTUP_MS: u64 = 30_000;
+
+/// Why the server gave no answer (the check then runs the command line).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot start {exe}: {why}")]
+    Start { exe: String, why: String },
+    #[error("the language server exited or broke its output")]
+    Crashed,
+    #[error("the language server did not settle within {0} ms")]
+    Timeout(u64),
+    #[error("cannot write to the language server: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// One running server.
+struct Server {
+    child: Mutex<Child>,
+    conn: Conn,
+    roots: Mutex<HashSet<PathBuf>>,
+    last_used: Mutex<Instant>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+            // SAFETY: kill(2) on the process group of a child we started and have not reaped.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+        }
+        let _ = child.wait();
+    }
+}
+
+type Key = (Checker, PathBuf, PathBuf);
+type Map = Mutex<HashMap<Key, Arc<Server>>>;
+
+/// The running servers of one plugin instance.
+pub struct Servers {
+    map: Arc<Map>,
+    max_rss: u64,
+}
+
+/// One check's question to a server.
+pub struct Ask<'a> {
+    pub checker: Checker,
+    /// The language server's executable.
+    pub exe: &'a Path,
+    pub root: &'a Path,
+    pub workspace: &'a Path,
+    pub scope: &'a Scope,
+    /// Files that may have changed on disk since the last check.
+    pub changed: &'a [PathBuf],
+    pub timeout_ms: u64,
+}
+
+/// Every file's diagnostics under the asked root, as the server pushed them.
+pub type Pushes = Vec<(PathBuf, Vec<Value>)>;
+
+impl Servers {
+    pub fn new(idle_timeout_ms: u64, max_memory_mib: u64) -> Servers {
+        let map: Arc<Map> = Arc::default();
+        let weak = Arc::downgrade(&map);
+        let idle = Duration::from_millis(idle_timeout_ms.max(1));
+        let _ = std::thread::Builder::new()
+            .name("pyright-ls-idle".into())
+            .spawn(move || reap_idle(weak, idle));
+        Servers {
+            map,
+            max_rss: max_memory_mib << 20,
+        }
+    }
+
+    /// The diagnostics after `ask.changed` changed, or `None` when `cancelled` ended the
+    /// wait.
+    pub fn check(
+        &self,
+        ask: &Ask,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Pushes>, ServerError> {
+        let key = (ask.checker, ask.exe.to_owned(), ask.workspace.to_owned());
+        let server = self.server(&key, ask)?;
+        let result = notify_and_wait(&server, ask, cancelled);
+        if result.is_err() {
+            self.stop(&key, &server);
+            return result;
+        }
+        *server.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let rss = tree_rss(server.child.lock().map(|c| c.id()).unwrap_or(0));
+        if self.max_rss > 0 && rss > self.max_rss {
+            eprintln!(
+                "openfiles-plugin-pyright: {} language server stopped: {} MiB over max_memory_mib",
+                ask.checker.name(),
+                rss >> 20
+            );
+            self.stop(&key, &server);
+        }
+        result
+    }
+
+    /// Process ids of the running servers (for tests).
+    pub fn pids(&self) -> Vec<u32> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.values()
+            .filter_map(|s| s.child.lock().ok().map(|c| c.id()))
+            .collect()
+    }
+
+    fn stop(&self, key: &Key, server: &Arc<Server>) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.get(key).is_some_and(|s| Arc::ptr_eq(s, server)) {
+            map.remove(key);
+        }
+    }
+
+    /// The running server for `key`, started if there is none.
+    fn server(&self, key: &Key, ask: &Ask) -> Result<Arc<Server>, ServerError> {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = map.get(key) {
+            if !s.conn.pushed().closed {
+                return Ok(s.clone());
+            }
+            map.remove(key);
+        }
+        let server = Arc::new(start(ask)?);
+        map.insert(key.clone(), server.clone());
+        Ok(server)
+    }
+}
+
+fn reap_idle(map: Weak<Map>, idle: Duration) {
+    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(10));
+    loop {
+        std::thread::sleep(tick);
+        let Some(map) = map.upgrade() else { return };
+        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, s| {
+            let used = *s.last_used.lock().unwrap_or_else(|e| e.into_inner());
+            used.elapsed() < idle
+        });
+    }
+}
+
+/// What a server asks its client for: workspace mode, for pyright and basedpyright.
+fn settings(section: &str) -> Value {
+    let analysis = json!({"diagnosticMode": "workspace"});
+    match section {
+        "python" | "basedpyright" => json!({"analysis": analysis}),
+        "python.analysis" | "basedpyright.analysis" => analysis,
+        _ => Value::Null,
+    }
+}
+
+/// Start the server at `ask.root`, through the gate, and initialize it.
+fn start(ask: &Ask) -> Result<Server, ServerError> {
+    let fail = |why: String| ServerError::Start {
+        exe: ask.exe.display().to_string(),
+        why,
+    };
+    let program = Program::at(
+        ask.exe,
+        ask.scope,
+        "Python language server (pyright plugin)",
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    let mut cmd = program.command(["--stdio"]);
+    cmd.current_dir(ask.root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn().map_err(|e| fail(e.to_string()))?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(fail("no pipes".into()));
+    };
+    let conn = Conn::start(stdin, stdout, settings).map_err(|e| fail(e.to_string()))?;
+    let server = Server {
+        child: Mutex::new(child),
+        conn,
+        roots: Mutex::new(HashSet::from([ask.root.to_owned()])),
+        last_used: Mutex::new(Instant::now()),
+    };
+    let root = uri(ask.root);
+    server.conn.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": std::process::id(),
+            "rootUri": root,
+            "workspaceFolders": [{"uri": root, "name": folder_name(ask.root)}],
+            "capabilities": {
+                "window": {"workDoneProgress": true},
+                "workspace": {"configuration": true, "workspaceFolders": true,
+                              "didChangeWatchedFiles": {"dynamicRegistration": true}},
+                "textDocument": {"publishDiagnostics": {}},
+            },
+        }}),
+    )?;
+    let until = Instant::now() + Duration::from_millis(STARTUP_MS);
+    loop {
+        let p = server.conn.wait(50);
+        if p.closed {
+            return Err(fail("it exited during initialize".into()));
+        }
+        if p.initialized {
+            break;
+        }
+        if Instant::now() > until {
+            return Err(fail(format!(
+                "no answer to initialize within {STARTUP_MS} ms"
+            )));
+        }
+    }
+    server.conn.notify("initialized", json!({}))?;
+    server.conn.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"python": {"analysis": {"diagnosticMode": "workspace"}},
+                            "basedpyright": {"analysis": {"diagnosticMode": "workspace"}}}}),
+    )?;
+    Ok(server)
+}
+
+/// Tell `server` what changed (or add the root as a workspace folder), then wait.
+fn notify_and_wait(
+    server: &Server,
+    ask: &Ask,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<Pushes>, ServerError> {
+    let (events, ended) = {
+        let p = server.conn.pushed();
+        (p.events, p.ended)
+    };
+    let new_root = server
+        .roots
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(ask.root.to_owned());
+    let first = new_root || ended == 0;
+    let (pushes_quiet, silent) = if first {
+        (FIRST_QUIET_MS, FIRST_SILENT_MS)
+    } else {
+        (NO_PROGRESS_QUIET_MS, SILENT_MS)
+    };
+    if new_root {
+        let root = uri(ask.root);
+        server.conn.notify(
+            "workspace/didChangeWorkspaceFolders",
+            json!({"event": {"added": [{"uri": root, "name": folder_name(ask.root)}], "removed": []}}),
+        )?;
+    }
+    let changes: Vec<Value> = ask
+        .changed
+        .iter()
+        .map(|f| json!({"uri": uri(f), "type": if f.exists() { 2 } else { 3 }}))
+        .collect();
+    if !changes.is_empty() {
+        server.conn.notify(
+            "workspace/didChangeWatchedFiles",
+            json!({"changes": changes}),
+        )?;
+    }
+    let since = Instant::now();
+    let until = since + Duration::from_millis(ask.timeout_ms.max(1_000));
+    loop {
+        let p = server.conn.wait(25);
+        if p.closed {
+            return Err(ServerError::Crashed);
+        }
+        if cancelled() {
+            return Ok(None);
+        }
+        let quiet = p.last_event.elapsed();
+        let settled = p.active.is_empty()
+            && if p.ended > ended {
+                quiet >= Duration::from_millis(QUIET_MS)
+            } else if p.events > events {
+                quiet >= Duration::from_millis(pushes_quiet)
+            } else {
+                since.elapsed() >= Duration::from_millis(silent)
+            };
+        if settled {
+            return Ok(Some(under(&p.diagnostics, ask.root)));
+        }
+        if Instant::now() > until {
+            return Err(ServerError::Timeout(ask.timeout_ms));
+        }
+    }
+}
+
+/// The diagnostics of the files under `root`.
+fn under(diagnostics: &HashMap<String, Vec<Value>>, root: &Path) -> Pushes {
+    diagnostics
+        .iter()
+        .filter_map(|(u, d)| Some((path_of(u)?, d)))
+        .filter(|(p, d)| p.starts_with(root) && !d.is_empty())
+        .map(|(p, d)| (p, d.clone()))
+        .collect()
+}
+
+fn folder_name(root: &Path) -> String {
+    root.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "/".into())
+}
+
+/// The `file://` URI of an absolute path (bytes other than unreserved ones and `/`
+/// percent-encoded).
+pub fn uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// The path of a `file://` URI.
+pub fn path_of(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let rest = uri.strip_prefix("file://")?.as_bytes();
+    let mut out = Vec::with_capacity(rest.len());
+    let mut i = 0;
+    while i < rest.len() {
+        if rest[i] == b'%' && i + 2 < rest.len() {
+            let hex = std::str::from_utf8(&rest[i + 1..i + 3]).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(rest[i]);
+            i += 1;
+        }
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
+/// Resident memory of `pid` and its children, in bytes.
+fn tree_rss(pid: u32) -> u64 {
+    let rss = |p: &str| {
+        std::fs::read_to_string(format!("/proc/{p}/status"))
+            .ok()
+            .and_then(|s| {
+                let v = s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+                v.split_whitespace().next()?.parse::<u64>().ok()
+            })
+            .map_or(0, |kib| kib * 1024)
+    };
+    let kids =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    rss(&pid.to_string()) + kids.split_whitespace().map(rss).sum::<u64>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip() {
+        for p in ["/tmp/a b/ü.py", "/w/x%y.py", "/plain/m.py"] {
+            let u = uri(Path::new(p));
+            assert!(u.starts_with("file:///"), "{u}");
+            assert_eq!(path_of(&u), Some(PathBuf::from(p)));
+        }
+        assert_eq!(uri(Path::new("/a b")), "file:///a%20b");
+        assert_eq!(path_of("http://x"), None);
+    }
+}

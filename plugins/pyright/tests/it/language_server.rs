@@ -1,0 +1,167 @@
+//! The warm language-server path of the pyright plugin (`pyright-langserver` in workspace
+//! mode, the default) against its command line (`language_server = false`, the reference):
+//! the same items on a generated multi-module project before an edit, after an edit that
+//! breaks callers in other modules, and after the revert; a server that dies between checks
+//! is started again; one that cannot start leaves the check to the command line, with the
+//! reason logged.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use openfiles_plugin_api::{CheckRequest, CheckResponse, Init, Item, Plugin};
+use openfiles_plugin_pyright::Pyright;
+
+fn plugin(config: serde_json::Value) -> Pyright {
+    let state = tempfile::tempdir().unwrap();
+    Pyright::create(Init {
+        config,
+        state_dir: state.path().to_owned(),
+        host_version: "test".into(),
+    })
+    .unwrap()
+    .0
+}
+
+fn check(p: &Pyright, ws: &Path, edited: &Path, id: u64) -> BTreeMap<PathBuf, Vec<Item>> {
+    let resp: CheckResponse = p
+        .check(CheckRequest {
+            id,
+            workspace: ws.to_owned(),
+            files: vec![edited.to_owned()],
+            report_all: true,
+            trusted: true,
+            timeout_ms: 120_000,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut by_file: BTreeMap<PathBuf, Vec<Item>> = BTreeMap::new();
+    for f in resp.files {
+        let items = by_file.entry(f.path).or_default();
+        items.extend(f.items);
+        items.sort_by_key(|i| (i.line, i.column, i.message.clone()));
+    }
+    by_file.retain(|_, items| !items.is_empty());
+    by_file
+}
+
+const GOOD: &str = "def price_with_tax(amount: Money, rate: float) -> Money:";
+const BROKEN: &str = "def price_with_tax(amount: Money, rate: float, region: str) -> Money:";
+
+/// `shop/core/money.py` and eight service modules calling it, three with problems of their
+/// own before any edit (an undefined name after a non-ASCII string, a wrong argument type,
+/// a possibly unbound variable) and a warning the project's config asks for.
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w(
+        "pyrightconfig.json",
+        "{\"typeCheckingMode\": \"standard\", \"reportUnnecessaryComparison\": \"warning\"}\n",
+    );
+    w("shop/__init__.py", "");
+    w("shop/core/__init__.py", "");
+    w(
+        "shop/core/money.py",
+        &format!(
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass Money:\n    cents: int\n    \
+             currency: str = \"EUR\"\n\n\n{GOOD}\n    return Money(int(amount.cents * (1 + rate)), \
+             amount.currency)\n"
+        ),
+    );
+    for i in 0..8 {
+        let own = match i {
+            0 => "    label = \"prix 😀 é\"; print(label, nope)\n",
+            1 => "    fmt_cents(\"12\")\n",
+            2 => "    if cents > 3:\n        late = 1\n    print(late)\n",
+            3 => "    if cents is None:\n        return \"\"\n",
+            _ => "",
+        };
+        w(
+            &format!("shop/service_{i}.py"),
+            &format!(
+                "from shop.core.money import Money, price_with_tax\n\n\ndef fmt_cents(c: int) -> \
+                 str:\n    return str(c)\n\n\ndef quote_{i}(cents: int) -> str:\n{own}    total = \
+                 price_with_tax(Money(cents), 0.2)\n    return fmt_cents(total.cents)\n"
+            ),
+        );
+    }
+    (tmp, ws)
+}
+
+#[test]
+fn the_language_server_gives_the_command_lines_items_before_an_edit_after_it_and_after_the_revert()
+{
+    let (_tmp, ws) = project();
+    let money = ws.join("shop/core/money.py");
+    let served = plugin(serde_json::Value::Null);
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    let text = std::fs::read_to_string(&money).unwrap();
+
+    let before = check(&cli, &ws, &money, 1);
+    assert!(before.len() >= 3, "the project's own problems: {before:#?}");
+    assert_eq!(check(&served, &ws, &money, 2), before);
+    assert_eq!(served.server_pids().len(), 1, "{:?}", served.fallbacks());
+
+    std::fs::write(&money, text.replace(GOOD, BROKEN)).unwrap();
+    let broken = check(&cli, &ws, &money, 3);
+    let callers = (0..8)
+        .filter(|i| {
+            broken[&ws.join(format!("shop/service_{i}.py"))]
+                .iter()
+                .any(|it| it.code.as_deref() == Some("reportCallIssue"))
+        })
+        .count();
+    assert_eq!(callers, 8, "every caller broken: {broken:#?}");
+    assert_eq!(check(&served, &ws, &money, 4), broken);
+
+    std::fs::write(&money, &text).unwrap();
+    assert_eq!(
+        check(&served, &ws, &money, 5),
+        before,
+        "the revert clears it"
+    );
+    assert_eq!(served.fallbacks(), Vec::<String>::new());
+    assert_eq!(served.server_pids().len(), 1, "one warm server throughout");
+}
+
+#[test]
+fn a_server_that_dies_is_started_again_and_one_that_cannot_start_leaves_it_to_the_command_line() {
+    let (_tmp, ws) = project();
+    let money = ws.join("shop/core/money.py");
+    let served = plugin(serde_json::Value::Null);
+    let before = check(&served, &ws, &money, 1);
+    let pid = served.server_pids()[0];
+    // SAFETY: kill(2) on the server this test's plugin started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(check(&served, &ws, &money, 2), before);
+    let now = served.server_pids();
+    assert_eq!(now.len(), 1);
+    assert_ne!(now[0], pid, "a new server");
+
+    // A pyright whose language server crashes at once: the command line answers.
+    let bin = tempfile::tempdir().unwrap();
+    let real = openfiles_plugin_api::tools::on_path("pyright").expect("pyright on PATH");
+    let script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = bin.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    let pyright = script("pyright", &format!("exec '{}' \"$@\"", real.display()));
+    script("pyright-langserver", "echo broken >&2; exit 3");
+    let crashing = plugin(serde_json::json!({"pyright": pyright}));
+    assert_eq!(check(&crashing, &ws, &money, 3), before);
+    let why = crashing.fallbacks();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(
+        why[0].contains("language server") && why[0].contains("command line"),
+        "{why:?}"
+    );
+    assert!(crashing.server_pids().is_empty());
+}
