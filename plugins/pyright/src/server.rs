@@ -1,6 +1,6 @@
 //! The warm checker: pyright's (or basedpyright's) language server in workspace mode
-//! (`python.analysis.diagnosticMode = "workspace"`), one per checker, executable and
-//! workspace, with every project root of that workspace a checker ran on as a workspace
+//! (`python.analysis.diagnosticMode = "workspace"`), one per checker, executable, workspace
+//! and trust level, with every project root of that workspace a checker ran on as a workspace
 //! folder (the monorepo case: one server for all packages, each with its own config). A check
 //! tells it which files changed (`workspace/didChangeWatchedFiles`: it reads them from disk
 //! and re-checks them and their dependents), waits until the analysis settles and takes every
@@ -73,7 +73,9 @@ impl Drop for Server {
     }
 }
 
-type Key = (Checker, PathBuf, PathBuf);
+/// Checker, executable, workspace, trusted (a server serves one trust level: its
+/// environment is its scope's).
+type Key = (Checker, PathBuf, PathBuf, bool);
 type Map = Mutex<HashMap<Key, Arc<Server>>>;
 
 /// The running servers of one plugin instance.
@@ -119,7 +121,13 @@ impl Servers {
         ask: &Ask,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Pushes>, ServerError> {
-        let key = (ask.checker, ask.exe.to_owned(), ask.workspace.to_owned());
+        let trusted = ask.scope.trust() == openfiles_plugin_api::gate::Trust::Trusted;
+        let key = (
+            ask.checker,
+            ask.exe.to_owned(),
+            ask.workspace.to_owned(),
+            trusted,
+        );
         let server = self.server(&key, ask)?;
         let result = notify_and_wait(&server, ask, cancelled);
         if result.is_err() {
