@@ -56,6 +56,8 @@ pub struct SourceInfo {
     pub checks_texts: bool,
     /// Fetches fixes in a second step (`CheckRequest::fixes_only`), asked after each answer.
     pub late_fixes: bool,
+    /// A project-wide source with a warm server: the session-start warm-up checks it too.
+    pub warm: bool,
 }
 
 /// Why a source gave no answer for a check. Every variant becomes an explanatory item on

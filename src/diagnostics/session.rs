@@ -549,6 +549,7 @@ mod tests {
             needs_project: false,
             checks_texts: false,
             late_fixes: false,
+            warm: false,
         }
     }
 

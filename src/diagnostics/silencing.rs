@@ -601,6 +601,7 @@ impl Silencing {
             needs_project: false,
             checks_texts: true,
             late_fixes: false,
+            warm: false,
         }
     }
 }

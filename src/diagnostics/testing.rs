@@ -67,6 +67,7 @@ pub fn per_file(id: SourceId, name: &str) -> SourceInfo {
         needs_project: false,
         checks_texts: false,
         late_fixes: false,
+        warm: false,
     }
 }
 
@@ -80,6 +81,7 @@ pub fn project_wide(id: SourceId, name: &str, markers: &[&str]) -> SourceInfo {
         needs_project: false,
         checks_texts: false,
         late_fixes: false,
+        warm: false,
     }
 }
 

@@ -25,6 +25,7 @@ impl Checker for PluginManager {
                     needs_project: caps.needs_project,
                     checks_texts: caps.checks_texts,
                     late_fixes: caps.late_fixes,
+                    warm: caps.warm,
                 })
             })
             .collect()

@@ -46,6 +46,7 @@ mod pipeline_sources;
 mod plugins_host;
 mod plugins_real;
 mod plugins_tsgo;
+mod python_ls;
 mod reliability_corpus;
 mod reliability_faults;
 mod reliability_flood;

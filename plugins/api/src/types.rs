@@ -78,6 +78,12 @@ pub struct Capabilities {
     /// the service then asks for them right after a check's answer, never delaying it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub late_fixes: bool,
+    /// True when a project-wide plugin keeps a server warm across checks (the pyright
+    /// plugin's language server): the session-start warm-up then checks one of its files
+    /// too, so the agent's first edit finds the project analysed. Per-file sources are
+    /// always warmed; other project-wide ones never (a run is real work).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm: bool,
 }
 
 /// One check: a batch of files of one workspace.

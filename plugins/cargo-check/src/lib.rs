@@ -89,6 +89,7 @@ impl Plugin for CargoCheck {
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,
+            warm: false,
         };
         Ok((
             CargoCheck {

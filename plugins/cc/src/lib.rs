@@ -213,6 +213,7 @@ impl Plugin for Cc {
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,
+            warm: false,
         };
         Ok((
             Cc {

@@ -98,6 +98,7 @@ impl Plugin for Go {
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,
+            warm: false,
         };
         Ok((
             Go {

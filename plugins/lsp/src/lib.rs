@@ -209,6 +209,7 @@ fn capabilities(servers: &[ServerSpec], resolver: &Resolver) -> Capabilities {
         notes: Vec::new(),
         checks_texts: true,
         late_fixes: true,
+        warm: false,
     }
 }
 

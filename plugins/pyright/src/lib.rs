@@ -189,6 +189,9 @@ impl Plugin for Pyright {
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,
+            // Its language server: the warm-up starts it and lets it analyse the project
+            // (a ty project's warm-up runs `ty check`, which takes a fraction of a second).
+            warm: settings.language_server != Some(false),
         };
         Ok((
             Pyright {

@@ -200,6 +200,7 @@ impl Plugin for Tests {
             notes: Vec::new(),
             checks_texts: false,
             late_fixes: false,
+            warm: false,
         };
         Ok((
             Tests {

@@ -87,6 +87,7 @@ impl Plugin for Tsc {
             notes,
             checks_texts: false,
             late_fixes: false,
+            warm: false,
         };
         Ok((
             Tsc {

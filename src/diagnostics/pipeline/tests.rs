@@ -797,6 +797,14 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
             (per_file(0, "lsp"), "json"),
             (per_file(0, "lsp"), "toml"),
             (project_wide(1, "tsc", &["package.json"]), "ts"),
+            // A project-wide source with a warm server (the pyright plugin's): warmed too.
+            (
+                SourceInfo {
+                    warm: true,
+                    ..project_wide(2, "pyright", &["pyproject.toml"])
+                },
+                "py",
+            ),
         ],
         &[
             "package.json",
@@ -804,6 +812,7 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
             "tsconfig.json",
             "src/d.ts",
             "src/e.ts",
+            "src/m.py",
         ],
     );
     assert!(b.handle.warm().await);
@@ -813,7 +822,11 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
     seen.sort();
     assert_eq!(
         seen,
-        vec![(0, vec!["d.ts".into()]), (0, vec!["package.json".into()])],
+        vec![
+            (0, vec!["d.ts".into()]),
+            (0, vec!["package.json".into()]),
+            (2, vec!["m.py".into()])
+        ],
         "one file per kind, TOML and tsc left alone"
     );
     for c in calls {

@@ -6,7 +6,9 @@
 //!
 //! Costs nothing in a workspace no agent starts a session in (only `warm` starts it), and
 //! nothing after: the servers stop under their plugin's usual idle rules. Project-wide
-//! sources (cargo, tsc) are left alone: they keep no server to warm, and a run is real work.
+//! sources (cargo, tsc) are left alone: they keep no server to warm, and a run is real work
+//! — except those that say they keep one (`Capabilities::warm`: the pyright plugin's
+//! language server, which then analyses the project before the first edit).
 //! The representative file is the shallowest one the path policy lets a checker read (never
 //! a sensitive or ignored file), found by a bounded walk that skips hidden and vendored
 //! folders — one per kind of file (extension, or name for files without one) a source
@@ -127,7 +129,9 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 .into_iter()
                 // The built-in silencing source has nothing to warm up.
                 .filter(|s| s.id != crate::diagnostics::silencing::ID)
-                .filter(|s| !s.project_wide && !picks.contains_key(&(s.id, kind.clone())))
+                .filter(|s| {
+                    (!s.project_wide || s.warm) && !picks.contains_key(&(s.id, kind.clone()))
+                })
                 .collect();
             if sources.is_empty() {
                 continue;

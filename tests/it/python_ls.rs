@@ -1,0 +1,149 @@
+//! Issue 42.2: Python knock-on from the pyright plugin's warm language server (workspace mode)
+//! through a real `openfiles serve`: the callers an edit broke in several modules nobody
+//! edited are named in the edit's own hook, a revert clears them, and a language server that
+//! crashes leaves the knock-on to pyright's command line, with the reason in the log.
+
+use crate::common;
+use crate::common::git;
+
+use std::path::Path;
+
+use common::plugins::{path_list, plugin};
+use common::typescript::install_test_deps;
+use common::Env;
+use serde_json::{json, Value};
+
+const GOOD: &str = "def price_with_tax(amount: Money, rate: float) -> Money:";
+const BROKEN: &str = "def price_with_tax(amount: Money, rate: float, region: str) -> Money:";
+
+/// A committed project: `shop/core/money.py` and six service modules calling it, one of
+/// them with an error of its own before the session.
+fn shop(ws: &Path) {
+    let w = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("pyproject.toml", "[tool.pyright]\n");
+    w("shop/__init__.py", "");
+    w("shop/core/__init__.py", "");
+    w(
+        "shop/core/money.py",
+        &format!(
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass Money:\n    cents: int\n\n\n\
+             {GOOD}\n    return Money(int(amount.cents * (1 + rate)))\n"
+        ),
+    );
+    for i in 0..6 {
+        let old = if i == 0 {
+            "    legacy: int = \"x\"\n"
+        } else {
+            ""
+        };
+        w(
+            &format!("shop/service_{i}.py"),
+            &format!(
+                "from shop.core.money import Money, price_with_tax\n\n\ndef quote_{i}(cents: int) \
+                 -> int:\n{old}    return price_with_tax(Money(cents), 0.2).cents\n"
+            ),
+        );
+    }
+    git(ws, &["init", "-q"]);
+    git(ws, &["add", "."]);
+    git(ws, &["commit", "-q", "-m", "base"]);
+}
+
+/// The hook's feedback for an edit of `file`, `None` when it printed nothing.
+fn hook(env: &Env, ws: &Path, file: &Path) -> Option<String> {
+    let payload =
+        json!({"cwd": ws, "tool_name": "Edit", "tool_input": {"file_path": file}}).to_string();
+    let mut cmd = env.command(&["hook", "--agent", "claude"]);
+    let out = common::hook::run_hook(&mut cmd, &payload);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.trim()).ok()?;
+    Some(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()?
+            .to_owned(),
+    )
+}
+
+fn env(pyright: &str) -> Env {
+    install_test_deps();
+    let mut env = Env::new();
+    env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("pyright")]));
+    // A wait long enough that a loaded machine cannot make the checker "slow" (see
+    // `baseline.rs`); only ruff and pyright's language servers.
+    std::fs::write(
+        &env.config,
+        format!(
+            "[hooks]\ntimeout_ms = 240000\nknock_on_wait_ms = 240000\n[plugin.lsp]\ndisable = \
+             [\"basedpyright\", \"ty\", \"ruff\"]\n{pyright}"
+        ),
+    )
+    .unwrap();
+    env
+}
+
+/// Break `price_with_tax`, expect every caller named in that edit's hook, revert, expect
+/// silence. The service's log.
+fn break_and_revert(env: &Env) -> String {
+    let ws = env.workspace("shop");
+    shop(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let money = ws.join("shop/core/money.py");
+    let committed = std::fs::read_to_string(&money).unwrap();
+    std::fs::write(&money, committed.replace(GOOD, BROKEN)).unwrap();
+    let text =
+        hook(env, &ws, &money).unwrap_or_else(|| panic!("no feedback; log:\n{}", svc.log_text()));
+    for i in 0..6 {
+        let line = if i == 0 { 6 } else { 5 };
+        assert!(
+            text.contains(&format!(
+                "shop/service_{i}.py:{line}:12 error reportCallIssue (Pyright): Argument missing for \
+                 parameter \"region\""
+            )),
+            "service_{i} named in the edit's own hook: {text}"
+        );
+    }
+    assert!(!text.contains("legacy"), "nothing old blamed: {text}");
+    assert_eq!(text.matches("service_3.py").count(), 1, "once: {text}");
+    std::fs::write(&money, committed).unwrap();
+    assert_eq!(hook(env, &ws, &money), None, "the revert clears it");
+    let log = svc.log_text();
+    svc.terminate();
+    log
+}
+
+#[test]
+fn the_language_server_names_the_callers_in_the_edits_own_hook_and_a_revert_clears_them() {
+    let log = break_and_revert(&env(""));
+    assert!(
+        !log.contains("using its command line"),
+        "the language server answered: {log}"
+    );
+}
+
+#[test]
+fn a_language_server_that_crashes_leaves_it_to_the_command_line_and_says_why() {
+    let bin = tempfile::tempdir().unwrap();
+    let real = common::typescript::which("pyright").expect("pyright on PATH");
+    let script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = bin.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    let pyright = script("pyright", &format!("exec '{}' \"$@\"", real.display()));
+    script("pyright-langserver", "echo broken >&2; exit 3");
+    let log = break_and_revert(&env(&format!(
+        "[plugin.pyright]\npyright = \"{}\"\n",
+        pyright.display()
+    )));
+    assert!(
+        log.contains("pyright language server at") && log.contains("; using its command line"),
+        "{log}"
+    );
+}
