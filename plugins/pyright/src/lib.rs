@@ -158,6 +158,10 @@ pub struct Pyright {
 /// there: a server per commit would be warm for one run only).
 type Live<'a> = Option<(&'a [PathBuf], u64)>;
 
+/// What a run is asked for: the files wanted, `report_all`, and which of the other files
+/// are this run's (see [`Pyright::run`]).
+type Asked<'a> = (&'a [PathBuf], bool, &'a dyn Fn(&Path) -> bool);
+
 /// One run: a checker over one project.
 type Run = (Checker, PathBuf, PathBuf);
 
@@ -249,7 +253,7 @@ impl Plugin for Pyright {
                     // With report_all, a file of a project nested in this one that chose
                     // another checker (or is another project) is left to that one's run.
                     let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
-                    let asked = (wanted, request.report_all, &ours as &dyn Fn(&Path) -> bool);
+                    let asked: Asked = (wanted, request.report_all, &ours);
                     self.run(request.id, run, asked, &scope, live)
                 },
             )?);
@@ -315,7 +319,7 @@ impl Pyright {
         &self,
         id: u64,
         (checker, root, exe): &Run,
-        (wanted, report_all, ours): (&[PathBuf], bool, &dyn Fn(&Path) -> bool),
+        (wanted, report_all, ours): Asked,
         scope: &Scope,
         live: Live,
     ) -> Result<Findings, PluginError> {
