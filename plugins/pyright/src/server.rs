@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,19 @@ struct Server {
     conn: Conn,
     roots: Mutex<HashSet<PathBuf>>,
     last_used: Mutex<Instant>,
+    /// Checks waiting on it now (a busy server is never idle).
+    busy: AtomicUsize,
+}
+
+/// A check's hold on a server marked busy (under the map's lock, so the idle reaper never
+/// takes a server between its lookup and its use); released when dropped.
+struct Busy<'a>(&'a Server);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        *self.0.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Drop for Server {
@@ -129,12 +143,13 @@ impl Servers {
             trusted,
         );
         let server = self.server(&key, ask)?;
+        let busy = Busy(&server);
         let result = notify_and_wait(&server, ask, cancelled);
+        drop(busy);
         if result.is_err() {
             self.stop(&key, &server);
             return result;
         }
-        *server.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
         let rss = tree_rss(server.child.lock().map(|c| c.id()).unwrap_or(0));
         if self.max_rss > 0 && rss > self.max_rss {
             eprintln!(
@@ -162,16 +177,18 @@ impl Servers {
         }
     }
 
-    /// The running server for `key`, started if there is none.
+    /// The running server for `key`, started if there is none, marked busy (see [`Busy`]).
     fn server(&self, key: &Key, ask: &Ask) -> Result<Arc<Server>, ServerError> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = map.get(key) {
             if !s.conn.pushed().closed {
+                s.busy.fetch_add(1, Ordering::SeqCst);
                 return Ok(s.clone());
             }
             map.remove(key);
         }
         let server = Arc::new(start(ask)?);
+        server.busy.fetch_add(1, Ordering::SeqCst);
         map.insert(key.clone(), server.clone());
         Ok(server)
     }
@@ -185,7 +202,7 @@ fn reap_idle(map: Weak<Map>, idle: Duration) {
         let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, s| {
             let used = *s.last_used.lock().unwrap_or_else(|e| e.into_inner());
-            used.elapsed() < idle
+            s.busy.load(Ordering::SeqCst) > 0 || used.elapsed() < idle
         });
     }
 }
@@ -239,6 +256,7 @@ fn start(ask: &Ask) -> Result<Server, ServerError> {
         conn,
         roots: Mutex::new(HashSet::from([ask.root.to_owned()])),
         last_used: Mutex::new(Instant::now()),
+        busy: AtomicUsize::new(0),
     };
     let root = uri(ask.root);
     server.conn.send(

@@ -3,7 +3,8 @@
 //! the same items on a generated multi-module project before an edit, after an edit that
 //! breaks callers in other modules, and after the revert; a server that dies between checks
 //! is started again; one that cannot start leaves the check to the command line, with the
-//! reason logged.
+//! reason logged; an idle server stops, and so does one over `max_memory_mib` (after its
+//! answer).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -164,4 +165,37 @@ fn a_server_that_dies_is_started_again_and_one_that_cannot_start_leaves_it_to_th
         "{why:?}"
     );
     assert!(crashing.server_pids().is_empty());
+}
+
+fn alive(pid: u32) -> bool {
+    // A stopped server is reaped by its owner: no /proc entry, or a zombie at most.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn an_idle_server_stops_and_one_over_the_memory_bound_stops_after_its_answer() {
+    let (_tmp, ws) = project();
+    let money = ws.join("shop/core/money.py");
+    let idle = plugin(serde_json::json!({"idle_timeout_ms": 400}));
+    let before = check(&idle, &ws, &money, 1);
+    let pid = idle.server_pids()[0];
+    let t = std::time::Instant::now();
+    while alive(pid) && t.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!alive(pid), "stopped when idle");
+    assert!(idle.server_pids().is_empty());
+
+    let bounded = plugin(serde_json::json!({"max_memory_mib": 1}));
+    assert_eq!(
+        check(&bounded, &ws, &money, 2),
+        before,
+        "the answer still comes"
+    );
+    assert!(bounded.server_pids().is_empty(), "then the server stops");
+    assert!(bounded.fallbacks().is_empty());
 }
