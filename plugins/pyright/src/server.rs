@@ -207,9 +207,16 @@ fn reap_idle(map: Weak<Map>, idle: Duration) {
     }
 }
 
-/// What a server asks its client for: workspace mode, for pyright and basedpyright.
+/// The `python.analysis` settings: workspace mode, and the command line's defaults for what
+/// a client's section would otherwise turn off (without `autoSearchPaths` a `src/` layout's
+/// imports resolve elsewhere, and the items differ from the command line's).
+fn analysis() -> Value {
+    json!({"diagnosticMode": "workspace", "autoSearchPaths": true, "useLibraryCodeForTypes": true})
+}
+
+/// What a server asks its client for: [`analysis`], for pyright and basedpyright.
 fn settings(section: &str) -> Value {
-    let analysis = json!({"diagnosticMode": "workspace"});
+    let analysis = analysis();
     match section {
         "python" | "basedpyright" => json!({"analysis": analysis}),
         "python.analysis" | "basedpyright.analysis" => analysis,
@@ -290,8 +297,8 @@ fn start(ask: &Ask) -> Result<Server, ServerError> {
     server.conn.notify("initialized", json!({}))?;
     server.conn.notify(
         "workspace/didChangeConfiguration",
-        json!({"settings": {"python": {"analysis": {"diagnosticMode": "workspace"}},
-                            "basedpyright": {"analysis": {"diagnosticMode": "workspace"}}}}),
+        json!({"settings": {"python": {"analysis": analysis()},
+                            "basedpyright": {"analysis": analysis()}}}),
     )?;
     Ok(server)
 }

@@ -48,9 +48,10 @@ fn check(p: &Pyright, ws: &Path, edited: &Path, id: u64) -> BTreeMap<PathBuf, Ve
 const GOOD: &str = "def price_with_tax(amount: Money, rate: float) -> Money:";
 const BROKEN: &str = "def price_with_tax(amount: Money, rate: float, region: str) -> Money:";
 
-/// `shop/core/money.py` and eight service modules calling it, three with problems of their
-/// own before any edit (an undefined name after a non-ASCII string, a wrong argument type,
-/// a possibly unbound variable) and a warning the project's config asks for.
+/// `src/shop/core/money.py` and eight service modules calling it, three with problems of
+/// their own before any edit (an undefined name after a non-ASCII string, a wrong argument
+/// type, a possibly unbound variable) and a warning the project's config asks for. A `src/`
+/// layout, as click's: `shop` resolves only through the checker's automatic search paths.
 fn project() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let ws = tmp.path().canonicalize().unwrap();
@@ -63,15 +64,21 @@ fn project() -> (tempfile::TempDir, PathBuf) {
         "pyrightconfig.json",
         "{\"typeCheckingMode\": \"standard\", \"reportUnnecessaryComparison\": \"warning\"}\n",
     );
-    w("shop/__init__.py", "");
-    w("shop/core/__init__.py", "");
+    w("src/shop/__init__.py", "");
+    w("src/shop/core/__init__.py", "");
     w(
-        "shop/core/money.py",
+        "src/shop/core/money.py",
         &format!(
             "from dataclasses import dataclass\n\n\n@dataclass\nclass Money:\n    cents: int\n    \
              currency: str = \"EUR\"\n\n\n{GOOD}\n    return Money(int(amount.cents * (1 + rate)), \
              amount.currency)\n"
         ),
+    );
+    // Outside `src/`: `shop` resolves only through the automatic search paths.
+    w(
+        "tests/test_quote.py",
+        "from shop.core.money import Money, price_with_tax\n\n\ndef test_quote() -> None:\n    \
+         assert price_with_tax(Money(100), 0.5).cents == 150\n",
     );
     for i in 0..8 {
         let own = match i {
@@ -82,7 +89,7 @@ fn project() -> (tempfile::TempDir, PathBuf) {
             _ => "",
         };
         w(
-            &format!("shop/service_{i}.py"),
+            &format!("src/shop/service_{i}.py"),
             &format!(
                 "from shop.core.money import Money, price_with_tax\n\n\ndef fmt_cents(c: int) -> \
                  str:\n    return str(c)\n\n\ndef quote_{i}(cents: int) -> str:\n{own}    total = \
@@ -97,7 +104,7 @@ fn project() -> (tempfile::TempDir, PathBuf) {
 fn the_language_server_gives_the_command_lines_items_before_an_edit_after_it_and_after_the_revert()
 {
     let (_tmp, ws) = project();
-    let money = ws.join("shop/core/money.py");
+    let money = ws.join("src/shop/core/money.py");
     let served = plugin(serde_json::Value::Null);
     let cli = plugin(serde_json::json!({"language_server": false}));
     let text = std::fs::read_to_string(&money).unwrap();
@@ -111,7 +118,7 @@ fn the_language_server_gives_the_command_lines_items_before_an_edit_after_it_and
     let broken = check(&cli, &ws, &money, 3);
     let callers = (0..8)
         .filter(|i| {
-            broken[&ws.join(format!("shop/service_{i}.py"))]
+            broken[&ws.join(format!("src/shop/service_{i}.py"))]
                 .iter()
                 .any(|it| it.code.as_deref() == Some("reportCallIssue"))
         })
@@ -132,7 +139,7 @@ fn the_language_server_gives_the_command_lines_items_before_an_edit_after_it_and
 #[test]
 fn a_server_that_dies_is_started_again_and_one_that_cannot_start_leaves_it_to_the_command_line() {
     let (_tmp, ws) = project();
-    let money = ws.join("shop/core/money.py");
+    let money = ws.join("src/shop/core/money.py");
     let served = plugin(serde_json::Value::Null);
     let before = check(&served, &ws, &money, 1);
     let pid = served.server_pids()[0];
@@ -179,7 +186,7 @@ fn alive(pid: u32) -> bool {
 #[test]
 fn an_idle_server_stops_and_one_over_the_memory_bound_stops_after_its_answer() {
     let (_tmp, ws) = project();
-    let money = ws.join("shop/core/money.py");
+    let money = ws.join("src/shop/core/money.py");
     let idle = plugin(serde_json::json!({"idle_timeout_ms": 400}));
     let before = check(&idle, &ws, &money, 1);
     let pid = idle.server_pids()[0];
