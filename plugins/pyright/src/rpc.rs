@@ -23,6 +23,8 @@ const MAX_FRAME: usize = 64 << 20;
 pub struct Pushed {
     /// The last diagnostics published per document URI.
     pub diagnostics: HashMap<String, Vec<Value>>,
+    /// How many times each document's diagnostics were published.
+    pub published: HashMap<String, u64>,
     /// Work-done progress tokens created or begun and not yet ended.
     pub active: HashSet<String>,
     /// Counts every progress `end`.
@@ -53,6 +55,7 @@ impl Conn {
         let state = Arc::new((
             Mutex::new(Pushed {
                 diagnostics: HashMap::new(),
+                published: HashMap::new(),
                 active: HashSet::new(),
                 ended: 0,
                 events: 0,
@@ -148,6 +151,7 @@ fn handle(
                 let d = params.get("diagnostics").and_then(Value::as_array);
                 s.diagnostics
                     .insert(uri.to_owned(), d.cloned().unwrap_or_default());
+                *s.published.entry(uri.to_owned()).or_default() += 1;
             }
             s.events += 1;
             s.last_event = Instant::now();

@@ -6,7 +6,8 @@
 //! and re-checks them and their dependents), waits until the analysis settles and takes every
 //! file's last pushed diagnostics under the run's root.
 //!
-//! Settled: no work-done progress running, and either one ended since the check's
+//! Settled: every changed file the server published before re-published (re-checked), no
+//! work-done progress running, and either one ended since the check's
 //! notification (pyright reports "N files to analyze" while it re-checks dependents) with
 //! [`QUIET_MS`] of silence after it, or — when it re-checked without progress — the pushes
 //! stopped for [`NO_PROGRESS_QUIET_MS`]; a server that says nothing at all for
@@ -15,8 +16,9 @@
 //!
 //! Started through the gate like the command line (the same executable's directory, the same
 //! [`Scope`]); stopped when unused for `idle_timeout_ms`, or after a check that leaves its
-//! process tree above `max_memory_mib` (the next check starts it again); its process group
-//! dies with the service (`PR_SET_PDEATHSIG`).
+//! process tree above `max_memory_mib` (the next check starts it again); it dies with the
+//! plugin (`PR_SET_PDEATHSIG` from a thread of the plugin's own, and the server watches the
+//! `processId` it was given).
 
 use crate::rpc::Conn;
 use crate::Checker;
@@ -24,17 +26,19 @@ use openfiles_plugin_api::gate::{Program, Scope};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// Silence after the last progress ended before a check's answer.
 pub const QUIET_MS: u64 = 100;
-/// Silence after pushes with no progress before a check's answer.
-pub const NO_PROGRESS_QUIET_MS: u64 = 500;
-/// Silence from the notification on that means nothing was re-checked.
-pub const SILENT_MS: u64 = 2_000;
+/// Silence after pushes with no progress before a check's answer (pyright re-checks a
+/// few dependents without reporting progress, a second apart on a loaded machine).
+pub const NO_PROGRESS_QUIET_MS: u64 = 1_000;
+/// Silence from the notification on that means nothing was re-checked (a changed file the
+/// server never published: not part of its project).
+pub const SILENT_MS: u64 = 3_000;
 /// The same two for a server or root just added (its first analysis, which starts by
 /// clearing every file's diagnostics and may take seconds to begin).
 const FIRST_QUIET_MS: u64 = 1_500;
@@ -92,10 +96,16 @@ impl Drop for Server {
 type Key = (Checker, PathBuf, PathBuf, bool);
 type Map = Mutex<HashMap<Key, Arc<Server>>>;
 
+type SpawnReply = std::sync::mpsc::Sender<std::io::Result<Child>>;
+
 /// The running servers of one plugin instance.
 pub struct Servers {
     map: Arc<Map>,
     max_rss: u64,
+    /// Servers are started on a thread of their own that lives as long as this: a child's
+    /// `PR_SET_PDEATHSIG` fires when the *thread* that started it ends, and the plugin host's
+    /// check threads come and go.
+    spawner: Mutex<std::sync::mpsc::Sender<(Command, SpawnReply)>>,
 }
 
 /// One check's question to a server.
@@ -122,10 +132,31 @@ impl Servers {
         let _ = std::thread::Builder::new()
             .name("pyright-ls-idle".into())
             .spawn(move || reap_idle(weak, idle));
+        let (tx, rx) = std::sync::mpsc::channel::<(Command, SpawnReply)>();
+        let _ = std::thread::Builder::new()
+            .name("pyright-ls-spawn".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            });
         Servers {
             map,
             max_rss: max_memory_mib << 20,
+            spawner: Mutex::new(tx),
         }
+    }
+
+    /// Start `cmd` on the spawner thread.
+    fn spawn(&self, cmd: Command) -> std::io::Result<Child> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gone = || std::io::Error::other("the spawner thread is gone");
+        self.spawner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send((cmd, tx))
+            .map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
     }
 
     /// The diagnostics after `ask.changed` changed, or `None` when `cancelled` ended the
@@ -187,7 +218,7 @@ impl Servers {
             }
             map.remove(key);
         }
-        let server = Arc::new(start(ask)?);
+        let server = Arc::new(start(ask, &|cmd| self.spawn(cmd))?);
         server.busy.fetch_add(1, Ordering::SeqCst);
         map.insert(key.clone(), server.clone());
         Ok(server)
@@ -224,8 +255,12 @@ fn settings(section: &str) -> Value {
     }
 }
 
-/// Start the server at `ask.root`, through the gate, and initialize it.
-fn start(ask: &Ask) -> Result<Server, ServerError> {
+/// Start the server at `ask.root`, through the gate (`spawn` starts the command), and
+/// initialize it.
+fn start(
+    ask: &Ask,
+    spawn: &dyn Fn(Command) -> std::io::Result<Child>,
+) -> Result<Server, ServerError> {
     let fail = |why: String| ServerError::Start {
         exe: ask.exe.display().to_string(),
         why,
@@ -253,7 +288,7 @@ fn start(ask: &Ask) -> Result<Server, ServerError> {
             });
         }
     }
-    let mut child = cmd.spawn().map_err(|e| fail(e.to_string()))?;
+    let mut child = spawn(cmd).map_err(|e| fail(e.to_string()))?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(fail("no pipes".into()));
     };
@@ -309,9 +344,16 @@ fn notify_and_wait(
     ask: &Ask,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Pushes>, ServerError> {
-    let (events, ended) = {
+    // The changed files the server has published before (its project's): each is
+    // re-published once re-checked, which is awaited first.
+    let uris: Vec<String> = ask.changed.iter().map(|f| uri(f)).collect();
+    let (events, ended, before) = {
         let p = server.conn.pushed();
-        (p.events, p.ended)
+        let before: Vec<(String, u64)> = uris
+            .iter()
+            .filter_map(|u| Some((u.clone(), *p.published.get(u)?)))
+            .collect();
+        (p.events, p.ended, before)
     };
     let new_root = server
         .roots
@@ -334,7 +376,8 @@ fn notify_and_wait(
     let changes: Vec<Value> = ask
         .changed
         .iter()
-        .map(|f| json!({"uri": uri(f), "type": if f.exists() { 2 } else { 3 }}))
+        .zip(&uris)
+        .map(|(f, u)| json!({"uri": u, "type": if f.exists() { 2 } else { 3 }}))
         .collect();
     if !changes.is_empty() {
         server.conn.notify(
@@ -353,7 +396,11 @@ fn notify_and_wait(
             return Ok(None);
         }
         let quiet = p.last_event.elapsed();
+        let rechecked = before
+            .iter()
+            .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n));
         let settled = p.active.is_empty()
+            && rechecked
             && if p.ended > ended {
                 quiet >= Duration::from_millis(QUIET_MS)
             } else if p.events > events {
