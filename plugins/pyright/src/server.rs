@@ -399,8 +399,13 @@ fn notify_and_wait(
         let rechecked = before
             .iter()
             .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n));
+        // A root just added: its files are published once it has found them.
+        let found = !first
+            || uris.iter().all(|u| p.published.contains_key(u))
+            || since.elapsed() >= Duration::from_millis(FIRST_SILENT_MS);
         let settled = p.active.is_empty()
             && rechecked
+            && found
             && if p.ended > ended {
                 quiet >= Duration::from_millis(QUIET_MS)
             } else if p.events > events {
