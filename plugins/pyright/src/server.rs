@@ -398,7 +398,8 @@ fn notify_and_wait(
         let quiet = p.last_event.elapsed();
         let rechecked = before
             .iter()
-            .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n));
+            .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n))
+            || since.elapsed() >= Duration::from_millis(silent);
         // A root just added: its files are published once it has found them.
         let found = !first
             || uris.iter().all(|u| p.published.contains_key(u))
