@@ -385,8 +385,16 @@ fn notify_and_wait(
             json!({"changes": changes}),
         )?;
     }
-    let since = Instant::now();
-    let until = since + Duration::from_millis(ask.timeout_ms.max(1_000));
+    let start = Start {
+        since: Instant::now(),
+        events,
+        ended,
+        before,
+        first,
+        pushes_quiet,
+        silent,
+    };
+    let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
     loop {
         let p = server.conn.wait(25);
         if p.closed {
@@ -395,31 +403,51 @@ fn notify_and_wait(
         if cancelled() {
             return Ok(None);
         }
-        let quiet = p.last_event.elapsed();
-        let rechecked = before
-            .iter()
-            .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n))
-            || since.elapsed() >= Duration::from_millis(silent);
-        // A root just added: its files are published once it has found them.
-        let found = !first
-            || uris.iter().all(|u| p.published.contains_key(u))
-            || since.elapsed() >= Duration::from_millis(FIRST_SILENT_MS);
-        let settled = p.active.is_empty()
-            && rechecked
-            && found
-            && if p.ended > ended {
-                quiet >= Duration::from_millis(QUIET_MS)
-            } else if p.events > events {
-                quiet >= Duration::from_millis(pushes_quiet)
-            } else {
-                since.elapsed() >= Duration::from_millis(silent)
-            };
-        if settled {
+        if start.settled(&p, &uris) {
             return Ok(Some(under(&p.diagnostics, ask.root)));
         }
         if Instant::now() > until {
             return Err(ServerError::Timeout(ask.timeout_ms));
         }
+    }
+}
+
+/// What a check's wait compares the server's pushes with (see the module docs).
+struct Start {
+    since: Instant,
+    events: u64,
+    ended: u64,
+    /// The changed files published before, and how often.
+    before: Vec<(String, u64)>,
+    /// The server or the root was just added.
+    first: bool,
+    pushes_quiet: u64,
+    silent: u64,
+}
+
+impl Start {
+    fn settled(&self, p: &crate::rpc::Pushed, uris: &[String]) -> bool {
+        let ms = Duration::from_millis;
+        let (quiet, waited) = (p.last_event.elapsed(), self.since.elapsed());
+        let rechecked = self
+            .before
+            .iter()
+            .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n))
+            || waited >= ms(self.silent);
+        // A root just added: its files are published once it has found them.
+        let found = !self.first
+            || uris.iter().all(|u| p.published.contains_key(u))
+            || waited >= ms(FIRST_SILENT_MS);
+        p.active.is_empty()
+            && rechecked
+            && found
+            && if p.ended > self.ended {
+                quiet >= ms(QUIET_MS)
+            } else if p.events > self.events {
+                quiet >= ms(self.pushes_quiet)
+            } else {
+                waited >= ms(self.silent)
+            }
     }
 }
 
