@@ -18,7 +18,7 @@ same with `[plugin.pyright] language_server = false` (the command line per check
     git clone https://github.com/pallets/click /tmp/click
     git -C /tmp/click checkout 2c8cd3ac958a7eb316d67f2d316c27086c4c0369
     OPENFILES_BENCH_CLICK=/tmp/click scripts/python-knockon-hook.py [--cold 3] [--edits 10]
-        [--target target/debug] [--no-language-server]
+        [--target target/debug] [--no-language-server] [--wait-ms N]
 """
 
 import argparse
@@ -68,6 +68,8 @@ def main():
                    help="seconds more before the warm edits (a loaded machine's runs finish)")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--no-language-server", action="store_true")
+    p.add_argument("--wait-ms", type=int, default=None,
+                   help="hooks.knock_on_wait_ms (default: the service's, 2 s)")
     a = p.parse_args()
     if not a.repo:
         raise SystemExit("set OPENFILES_BENCH_CLICK (or --repo) to a click checkout")
@@ -84,7 +86,8 @@ def main():
         clean = open(target).read()
         broken = clean.replace(OLD, NEW, 1)
         assert broken != clean, f"{OLD!r} not in {FILE}"
-        svc = Service(binary, plugins, ws, tmp, "", config, timeout_ms=None)
+        hooks = "" if a.wait_ms is None else f"knock_on_wait_ms = {a.wait_ms}\n"
+        svc = Service(binary, plugins, ws, tmp, hooks, config, timeout_ms=None)
         with svc:
             session_start(svc)
             time.sleep(a.first_edit_after)
