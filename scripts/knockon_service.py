@@ -15,10 +15,11 @@ WAIT_FOR_ALL = "partial_after_ms = 120000\n"
 
 class Service:
     """`openfiles serve -w WS` with the plugin libraries `plugins` and `[hooks]` settings
-    `hooks` (lines; `timeout_ms = 120000` always) plus `config` (more TOML), its files in
-    `tmp`. Use as a context manager: the service stops at the end."""
+    `hooks` (lines) with `timeout_ms` (120000 unless given; the default is 4000)
+    plus `config` (more TOML), its files in `tmp`. Use as a context manager: the service stops
+    at the end."""
 
-    def __init__(self, binary, plugins, ws, tmp, hooks="", config=""):
+    def __init__(self, binary, plugins, ws, tmp, hooks="", config="", timeout_ms=120000):
         self.binary, self.ws = binary, ws
         self.env = dict(os.environ,
                         OPENFILES_SOCKET=os.path.join(tmp, "run", "of.sock"),
@@ -26,7 +27,7 @@ class Service:
                         OPENFILES_CONFIG=os.path.join(tmp, "config.toml"),
                         OPENFILES_PLUGIN_PATH=":".join(plugins))
         with open(self.env["OPENFILES_CONFIG"], "w") as f:
-            f.write("[hooks]\ntimeout_ms = 120000\n" + hooks + config)
+            f.write(f"[hooks]\ntimeout_ms = {timeout_ms}\n" + hooks + config)
         self.log = open(os.path.join(tmp, "serve.log"), "w")
         self.proc = subprocess.Popen([binary, "serve", "-w", ws], env=self.env,
                                      stdout=subprocess.DEVNULL, stderr=self.log)
