@@ -26,6 +26,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{confine, CheckRequest, CheckResponse, FileResult, Item, Severity};
+use openfiles_wire::spec;
 use regex::Regex;
 
 use super::{CheckError, Checker, SourceId, SourceInfo};
@@ -33,27 +34,21 @@ use super::{CheckError, Checker, SourceId, SourceInfo};
 /// The source's name in entries (`sources.silencing`).
 pub const NAME: &str = "silencing";
 /// The items' `source`.
-pub const ITEM_SOURCE: &str = "openfiles";
+pub const ITEM_SOURCE: &str = spec::SILENCING_SOURCE;
 /// The id the source has beside the plugins (theirs count up from 0).
 pub const ID: SourceId = SourceId::MAX - 1;
 /// A suppression comment or attribute.
-pub const SUPPRESSION: &str = "silenced-suppression";
+pub const SUPPRESSION: &str = spec::SILENCING_CODES[0];
 /// A cast to "anything".
-pub const CAST_ANY: &str = "silenced-cast";
+pub const CAST_ANY: &str = spec::SILENCING_CODES[1];
 /// A skipped test.
-pub const TEST_SKIPPED: &str = "silenced-test-skipped";
+pub const TEST_SKIPPED: &str = spec::SILENCING_CODES[2];
 /// A test function that is gone.
-pub const TEST_REMOVED: &str = "silenced-test-removed";
+pub const TEST_REMOVED: &str = spec::SILENCING_CODES[3];
 /// A checker's configuration loosened.
-pub const CONFIG_LOOSENED: &str = "silenced-config";
+pub const CONFIG_LOOSENED: &str = spec::SILENCING_CODES[4];
 /// Every code this source gives.
-pub const CODES: [&str; 5] = [
-    SUPPRESSION,
-    CAST_ANY,
-    TEST_SKIPPED,
-    TEST_REMOVED,
-    CONFIG_LOOSENED,
-];
+pub const CODES: [&str; 5] = spec::SILENCING_CODES;
 
 /// Largest file read.
 const MAX_BYTES: u64 = 4 << 20;
@@ -62,7 +57,7 @@ const MAX_QUOTE: usize = 80;
 
 /// Whether `item` is one of this source's.
 pub fn is_silencing(item: &Item) -> bool {
-    item.source == ITEM_SOURCE && item.code.as_deref().is_some_and(|c| CODES.contains(&c))
+    spec::is_silencing(item)
 }
 
 /// After classification: only what the session added is named. A suppression the committed
