@@ -5,7 +5,14 @@
 //! - a suppression comment or attribute (`# noqa`, `# type: ignore`, `# pyright: ignore`,
 //!   `@ts-ignore`, `@ts-expect-error`, `// eslint-disable…`, `#[allow(…)]`, `//nolint`,
 //!   `NOLINT`, …);
-//! - a cast to "anything" (`as any`, `cast(Any, …)`);
+//! - a cast to "anything" (`as any`, `cast(Any, …)`) that silences an error the baseline did
+//!   not have: named only when, earlier in the session, a checker reported an error at that
+//!   very line (one the baseline did not have) and the edit that added the cast made it go
+//!   ([`keep_cast`]). The rule is the one the pipeline can compute from what it knows — the
+//!   session's earlier items for the file and line, no extra check with the cast taken out —
+//!   so a cast in fresh code that silenced nothing is not named, nor one written in the same
+//!   edit as the error it hides (that error was never reported), nor one whose line moved
+//!   since the error was reported;
 //! - a skipped test (`@pytest.mark.skip`, `.skip(`, `#[ignore]`, `t.Skip`, …) or a test
 //!   function that is gone;
 //! - a checker's configuration loosened (`"strict": false`, `typeCheckingMode = "basic"`,
@@ -65,6 +72,25 @@ pub fn is_silencing(item: &Item) -> bool {
 /// repository, baseline off) what was added is unknown: nothing is named then.
 pub fn keep(item: &Item) -> bool {
     !is_silencing(item) || item.introduced == Some(true)
+}
+
+/// Whether `item` is an error a cast to "anything" could silence: a checker's error the
+/// baseline did not have (introduced, or not classified), not a test runner's nor this
+/// source's.
+pub fn silenceable(item: &Item) -> bool {
+    item.severity == Severity::Error
+        && item.introduced != Some(false)
+        && !is_silencing(item)
+        && !openfiles_plugin_api::test_runners::Runner::ALL
+            .iter()
+            .any(|r| r.source() == item.source)
+}
+
+/// [`keep`], and a cast to "anything" only when it silences an error: `earlier` holds the
+/// lines where an earlier content of the file in this session had a [`silenceable`] error
+/// (the session's own record, [`crate::diagnostics::session::FileState::earlier_errors`]).
+pub fn keep_cast(item: &Item, earlier: &std::collections::BTreeSet<u32>) -> bool {
+    keep(item) && (item.code.as_deref() != Some(CAST_ANY) || earlier.contains(&item.line))
 }
 
 /// The language family of a file, as far as silencing goes.
