@@ -14,7 +14,10 @@
 //! Matching ([`classify`]): an item is pre-existing when the baseline has an item of the same
 //! source, severity, code and message on the line the edit's diff maps it from; failing that,
 //! one of the same source, severity, code and message anywhere in the file that no other
-//! item matched (a line edited around an old problem). Everything else was introduced.
+//! item matched (a line edited around an old problem). A test runner's item (a failing test)
+//! is the same problem by its source and code (the test's id) alone, whatever its message:
+//! a test that failed at the commit and still fails with another message is not introduced.
+//! Everything else was introduced.
 //!
 //! The pipeline actor owns the [`Baseline`] of its session; it is persisted beside the
 //! session state and dropped with the session (`session clear`).
@@ -235,8 +238,21 @@ pub fn line_map(old: &[u64], new: &[u64]) -> Vec<Option<u32>> {
     map
 }
 
+/// Whether two items say the same problem. A failing test (a test runner's item) is the same
+/// test by its runner and id alone: one that failed at the commit and fails now with another
+/// message (another value in its assertion) was not broken by the session.
 fn same_problem(a: &Item, b: &Item) -> bool {
+    if is_test_result(a) || is_test_result(b) {
+        return a.source == b.source && a.code.is_some() && a.code == b.code;
+    }
     a.severity == b.severity && a.code == b.code && a.message == b.message
+}
+
+/// Whether `item` is a test runner's (its `source` is one of the `tests` plugin's runners).
+fn is_test_result(item: &Item) -> bool {
+    openfiles_plugin_api::test_runners::Runner::ALL
+        .iter()
+        .any(|r| r.source() == item.source)
 }
 
 /// Mark `items` (what `source` says about a file now) introduced or pre-existing against the
@@ -352,6 +368,36 @@ mod tests {
         assert_eq!(items[0].introduced, Some(true));
         let mut items = vec![item(1, "p")];
         classify(None, None, "s", &mut items);
+        assert_eq!(items[0].introduced, Some(true));
+    }
+
+    #[test]
+    fn a_test_failing_at_the_commit_with_another_message_now_is_not_introduced() {
+        let test = |line: u32, id: &str, msg: &str| Item {
+            source: "pytest".into(),
+            code: Some(id.into()),
+            ..item(line, msg)
+        };
+        let b = base(
+            "def test_a():\n    assert f() == 2\n",
+            vec![test(2, "tests/t.py::test_a", "assert 1 == 2")],
+        );
+        let now = line_hashes("def test_a():\n    assert f() == 2\n");
+        let mut items = vec![
+            test(2, "tests/t.py::test_a", "assert 3 == 2"),
+            test(2, "tests/t.py::test_b", "assert 1 == 2"),
+        ];
+        classify(Some(&b), Some(&now), "s", &mut items);
+        assert_eq!(
+            items[0].introduced,
+            Some(false),
+            "the same test, another message"
+        );
+        assert_eq!(items[1].introduced, Some(true), "another test");
+        // Other sources still compare messages.
+        let b = base("x\n", vec![item(1, "old message")]);
+        let mut items = vec![item(1, "new message")];
+        classify(Some(&b), Some(&line_hashes("x\n")), "s", &mut items);
         assert_eq!(items[0].introduced, Some(true));
     }
 
