@@ -63,8 +63,9 @@ pub struct FileState {
     /// settle before it is in (the feedback would otherwise miss what the edit broke).
     pub base_pending: bool,
     /// The lines where an earlier content of the file (in this session) had an error the
-    /// baseline did not have ([`silencing::silenceable`]): a cast to "anything" there is
-    /// named, elsewhere not ([`silencing::keep_cast`]).
+    /// baseline did not have ([`silencing::silenceable`]), carried to the lines of the text
+    /// the view is for (an edited line stays itself, [`baseline::line_map_edited`]): a cast to
+    /// "anything" there is named, elsewhere not ([`silencing::keep_cast`]).
     pub earlier_errors: BTreeSet<u32>,
 }
 
@@ -223,6 +224,21 @@ impl Session {
     pub fn set_view(&mut self, path: &Path, view: Option<BaseView>, pending: bool, now: u64) {
         if let Some(st) = self.files.get_mut(path) {
             if st.view != view || st.base_pending != pending {
+                // The lines of earlier errors follow the text to its new content.
+                let old = st.view.as_ref().and_then(|v| v.now_lines.as_deref());
+                let new = view.as_ref().and_then(|v| v.now_lines.as_deref());
+                if let (Some(old), Some(new)) = (old, new) {
+                    if old != new {
+                        let map = baseline::line_map_edited(old, new);
+                        st.earlier_errors = st
+                            .earlier_errors
+                            .iter()
+                            .filter_map(|l| {
+                                map.get((*l as usize).wrapping_sub(1)).copied().flatten()
+                            })
+                            .collect();
+                    }
+                }
                 st.view = view;
                 st.base_pending = pending;
                 st.rebuild(now);

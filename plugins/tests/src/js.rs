@@ -12,7 +12,9 @@
 //! of the failure's stack in the test's file (the runners map TypeScript back through source
 //! maps), else the test's definition line; its message the failure's first lines without the
 //! stack. A test file that failed as a whole (it did not load) is one item with the file as
-//! `code`. Nothing is written into the project: vitest runs with `--no-cache`, jest with its
+//! `code`. The failing tests are run again together, one start of the runner with `-t`
+//! matching exactly their names (a whole-file failure makes it one run per failure); one that
+//! passes then is flaky. Nothing is written into the project: vitest runs with `--no-cache`, jest with its
 //! cache in the plugin's state dir and without watchman.
 
 use std::collections::HashMap;
@@ -29,8 +31,6 @@ use crate::{mark_flaky, run, Failure, Job, Outcome};
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
-    #[serde(default)]
-    pub num_total_test_suites: u64,
     #[serde(default)]
     pub num_total_tests: u64,
     #[serde(default)]
@@ -126,7 +126,7 @@ pub fn run(job: &Job, runner: Runner) -> Result<Outcome, PluginError> {
         "tests: {} at {}: {} test files, {} tests run",
         runner.source(),
         job.root.display(),
-        report.num_total_test_suites,
+        report.test_results.len(),
         report.num_total_tests
     );
     let placed = failures(&report, job.root);
@@ -135,10 +135,21 @@ pub fn run(job: &Job, runner: Runner) -> Result<Outcome, PluginError> {
         .map(|(f, name)| (f.id.clone(), name.clone()))
         .collect();
     let mut failed: Vec<Failure> = placed.into_iter().map(|(f, _)| f).collect();
-    mark_flaky(job, &mut failed, |f| {
-        let name = names.get(&f.id).cloned().flatten();
-        passed_again(runner, &program, job, &f.path, name.as_deref())
-    })?;
+    if names.values().all(Option::is_some) {
+        // One run for every failing test at once (a runner's start is most of its time).
+        if job.rerun(failed.len()) {
+            let report = run_again(runner, &program, job, &failed, &names)?;
+            for f in &mut failed {
+                let name = names.get(&f.id).cloned().flatten();
+                f.flaky = passed_in(&report, &f.path, name.as_deref());
+            }
+        }
+    } else {
+        mark_flaky(job, &mut failed, |f| {
+            let name = names.get(&f.id).cloned().flatten();
+            passed_again(runner, &program, job, &f.path, name.as_deref())
+        })?;
+    }
     Ok(Outcome {
         failures: failed,
         ..Outcome::default()
@@ -207,6 +218,62 @@ fn read_report(path: &Path) -> Option<Report> {
     serde_json::from_str(&text?).ok()
 }
 
+/// Run the failing tests again at once (their files, `-t` matching exactly their names): the
+/// report (empty when there is none or the budget stopped it).
+fn run_again(
+    runner: Runner,
+    program: &Program,
+    job: &Job,
+    failed: &[Failure],
+    names: &HashMap<String, Option<String>>,
+) -> Result<Report, PluginError> {
+    let out = job.scratch(&format!("{}-again.json", runner.source()))?;
+    let mut files: Vec<String> = failed
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
+    files.sort();
+    files.dedup();
+    let mut args = match runner {
+        Runner::Vitest => vec!["run".to_owned()],
+        _ => vec!["--ci".to_owned(), "--runTestsByPath".to_owned()],
+    };
+    args.extend(files);
+    let pattern: Vec<String> = failed
+        .iter()
+        .filter_map(|f| names.get(&f.id).cloned().flatten())
+        .map(|n| regex_escape(&n))
+        .collect();
+    args.extend(["-t".to_owned(), format!("^(?:{})$", pattern.join("|"))]);
+    args.extend(report_args(runner, job, &out)?);
+    let ran = job.run(&mut command(program, job, &args))?;
+    let report = read_report(&out).unwrap_or_default();
+    Ok(if ran.timed_out() {
+        Report::default()
+    } else {
+        report
+    })
+}
+
+/// Whether `report` has the test `name` of `file` (every test of it for `None`) passing.
+fn passed_in(report: &Report, file: &Path, name: Option<&str>) -> bool {
+    report
+        .test_results
+        .iter()
+        .filter(|r| r.name == file)
+        .any(|r| {
+            let tests: Vec<&Assertion> = match name {
+                Some(n) => r
+                    .assertion_results
+                    .iter()
+                    .filter(|a| a.full_name() == n)
+                    .collect(),
+                None => r.assertion_results.iter().collect(),
+            };
+            !tests.is_empty() && tests.iter().all(|a| a.status == "passed")
+        })
+}
+
 /// Run one failing test again on its own: whether it passed then. `name` is `None` for a
 /// test file that failed as a whole (the file is run again).
 fn passed_again(
@@ -230,20 +297,7 @@ fn passed_again(
     let Some(report) = read_report(&out) else {
         return Ok(false);
     };
-    if ran.timed_out() {
-        return Ok(false);
-    }
-    Ok(report.test_results.iter().any(|r| {
-        let tests: Vec<&Assertion> = match name {
-            Some(n) => r
-                .assertion_results
-                .iter()
-                .filter(|a| a.full_name() == n)
-                .collect(),
-            None => r.assertion_results.iter().collect(),
-        };
-        !tests.is_empty() && tests.iter().all(|a| a.status == "passed")
-    }))
+    Ok(!ran.timed_out() && passed_in(&report, file, name))
 }
 
 /// The report's failing tests, placed; each with its full name (for the re-run; `None` for
@@ -348,7 +402,7 @@ mod tests {
     #[test]
     fn a_report_to_failures_at_the_assertion() {
         let report: Report = serde_json::from_str(
-            r#"{"numTotalTestSuites":2,"numTotalTests":3,"testResults":[
+            r#"{"numTotalTests":3,"testResults":[
               {"name":"/p/test/add.test.js","status":"failed","message":"","assertionResults":[
                 {"ancestorTitles":["add"],"title":"adds two","status":"failed","location":{"line":5,"column":3},
                  "failureMessages":["AssertionError: expected 4 to be 3 // Object.is equality\n    at /p/test/add.test.js:6:23\n    at file:///p/node_modules/x.js:1:1"]},

@@ -241,6 +241,36 @@ pub fn line_map(old: &[u64], new: &[u64]) -> Vec<Option<u32>> {
 /// Whether two items say the same problem. A failing test (a test runner's item) is the same
 /// test by its runner and id alone: one that failed at the commit and fails now with another
 /// message (another value in its assertion) was not broken by the session.
+/// For each line of `old`, the 1-based line of `new` it became: kept lines as [`line_map`]
+/// does, and a changed line (in a hunk replacing lines) the line at its place in the hunk
+/// (an edited line, such as one that gained a cast, is still "that line"); deleted lines
+/// map to nothing.
+pub fn line_map_edited(old: &[u64], new: &[u64]) -> Vec<Option<u32>> {
+    let mut map = vec![None; old.len()];
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, old, new) {
+        let (old_index, new_index, len) = match op {
+            similar::DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => (old_index, new_index, len),
+            similar::DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => (old_index, new_index, old_len.min(new_len)),
+            _ => continue,
+        };
+        for k in 0..len {
+            if let Some(slot) = map.get_mut(old_index + k) {
+                *slot = Some((new_index + k + 1) as u32);
+            }
+        }
+    }
+    map
+}
+
 fn same_problem(a: &Item, b: &Item) -> bool {
     if is_test_result(a) || is_test_result(b) {
         return a.source == b.source && a.code.is_some() && a.code == b.code;
@@ -399,6 +429,17 @@ mod tests {
         let mut items = vec![item(1, "new message")];
         classify(Some(&b), Some(&line_hashes("x\n")), "s", &mut items);
         assert_eq!(items[0].introduced, Some(true));
+    }
+
+    #[test]
+    fn an_edited_line_maps_to_itself_below_an_inserted_import() {
+        let old = line_hashes("def f():\n    return 1\n\nx: str = f()\n");
+        let new = line_hashes(
+            "from typing import Any, cast\ndef f():\n    return 1\n\nx: str = cast(Any, f())\n",
+        );
+        assert_eq!(line_map(&old, &new)[3], None, "kept lines only");
+        assert_eq!(line_map_edited(&old, &new)[3], Some(5));
+        assert_eq!(line_map_edited(&old, &new)[0], Some(2));
     }
 
     #[test]
