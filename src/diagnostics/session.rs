@@ -63,10 +63,12 @@ pub struct FileState {
     /// settle before it is in (the feedback would otherwise miss what the edit broke).
     pub base_pending: bool,
     /// The lines where an earlier content of the file (in this session) had an error the
-    /// baseline did not have ([`silencing::silenceable`]), carried to the lines of the text
-    /// the view is for (an edited line stays itself, [`baseline::line_map_edited`]): a cast to
-    /// "anything" there is named, elsewhere not ([`silencing::keep_cast`]).
+    /// baseline did not have ([`silencing::silenceable`]): a cast to "anything" there is
+    /// named, elsewhere not ([`silencing::keep_cast`]). They are lines of the text whose
+    /// line hashes `errors_at` holds (when known), carried to the text the items are for
+    /// ([`baseline::line_map_edited`]: an edited line stays itself).
     pub earlier_errors: BTreeSet<u32>,
+    pub errors_at: Option<Vec<u64>>,
 }
 
 impl FileState {
@@ -80,6 +82,7 @@ impl FileState {
             view: None,
             base_pending: false,
             earlier_errors: BTreeSet::new(),
+            errors_at: None,
         }
     }
 
@@ -115,12 +118,27 @@ impl FileState {
                 }))
     }
 
+    /// [`earlier_errors`](Self::earlier_errors) as lines of the text the view is for.
+    fn earlier_errors_now(&self) -> BTreeSet<u32> {
+        let now = self.view.as_ref().and_then(|v| v.now_lines.as_deref());
+        match (self.errors_at.as_deref(), now) {
+            (Some(at), Some(now)) if at != now => {
+                let map = baseline::line_map_edited(at, now);
+                self.earlier_errors
+                    .iter()
+                    .filter_map(|l| map.get((*l as usize).wrapping_sub(1)).copied().flatten())
+                    .collect()
+            }
+            _ => self.earlier_errors.clone(),
+        }
+    }
+
     /// Rebuild the entry from the answers for the current generation, each source's items
     /// classified against the file's baseline where it is known.
     fn rebuild(&mut self, now: u64) {
         let gen = self.gen;
         let view = self.view.as_ref();
-        let earlier = &self.earlier_errors;
+        let earlier = &self.earlier_errors_now();
         let classified: Vec<Vec<Item>> = self
             .sources
             .values()
@@ -209,6 +227,10 @@ impl Session {
             .or_insert_with(|| FileState::new(path.to_owned()));
         st.edited_at = now;
         // What the content before this edit had: the errors a cast in this edit may hide.
+        st.earlier_errors = st.earlier_errors_now();
+        if let Some(lines) = st.view.as_ref().and_then(|v| v.now_lines.clone()) {
+            st.errors_at = Some(lines);
+        }
         let errors = st.entry.items.iter().filter(|i| silencing::silenceable(i));
         st.earlier_errors.extend(errors.map(|i| i.line));
         st.gen += 1;
@@ -224,21 +246,6 @@ impl Session {
     pub fn set_view(&mut self, path: &Path, view: Option<BaseView>, pending: bool, now: u64) {
         if let Some(st) = self.files.get_mut(path) {
             if st.view != view || st.base_pending != pending {
-                // The lines of earlier errors follow the text to its new content.
-                let old = st.view.as_ref().and_then(|v| v.now_lines.as_deref());
-                let new = view.as_ref().and_then(|v| v.now_lines.as_deref());
-                if let (Some(old), Some(new)) = (old, new) {
-                    if old != new {
-                        let map = baseline::line_map_edited(old, new);
-                        st.earlier_errors = st
-                            .earlier_errors
-                            .iter()
-                            .filter_map(|l| {
-                                map.get((*l as usize).wrapping_sub(1)).copied().flatten()
-                            })
-                            .collect();
-                    }
-                }
                 st.view = view;
                 st.base_pending = pending;
                 st.rebuild(now);

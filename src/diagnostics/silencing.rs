@@ -11,8 +11,9 @@
 //!   ([`keep_cast`]). The rule is the one the pipeline can compute from what it knows — the
 //!   session's earlier items for the file and line, no extra check with the cast taken out —
 //!   so a cast in fresh code that silenced nothing is not named, nor one written in the same
-//!   edit as the error it hides (that error was never reported), nor one whose line moved
-//!   since the error was reported;
+//!   edit as the error it hides (that error was never reported). The error's line follows
+//!   the text from edit to edit (a line diff; an edited line stays itself within its hunk);
+//!   a cast put on a line of a hunk that also inserted lines above it may miss its error;
 //! - a skipped test (`@pytest.mark.skip`, `.skip(`, `#[ignore]`, `t.Skip`, …) or a test
 //!   function that is gone;
 //! - a checker's configuration loosened (`"strict": false`, `typeCheckingMode = "basic"`,

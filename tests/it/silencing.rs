@@ -172,28 +172,29 @@ fn a_cast_is_named_where_it_hides_a_new_error_not_in_fresh_code() {
     env.plugin_path = Some(path_list(&[common::plugins::plugin("lsp")]));
     std::fs::write(&env.config, "[watch]\nenabled = false\n").unwrap();
     let ws = env.workspace("proj");
-    std::fs::write(ws.join("a.ts"), "export const n: number = 1;\n").unwrap();
+    let committed = "export const k = 0;\n\nexport const n: number = 1;\nexport const z = k;\n";
+    std::fs::write(ws.join("a.ts"), committed).unwrap();
     git(&ws, &["init", "-q"]);
     git(&ws, &["add", "."]);
     git(&ws, &["commit", "-q", "-m", "base"]);
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let a = ws.join("a.ts");
-    std::fs::write(&a, "export const n: number = \"one\";\n").unwrap();
+    std::fs::write(&a, committed.replace("= 1;", "= \"one\";")).unwrap();
     check(&env, &ws, &[&a]);
     let d = diagnostics(&ws).unwrap();
     assert!(
         d.files["a.ts"]
             .items
             .iter()
-            .any(|i| i.line == 1 && i.code.as_deref() == Some("2322")),
+            .any(|i| i.line == 3 && i.code.as_deref() == Some("2322")),
         "the first edit's error: {:?}",
         d.files["a.ts"]
     );
-    // The cast hides it (and moves a line down under a new first line); the fresh line 3
+    // The cast hides it (its line moved down under a new comment); the fresh line after it
     // casts too, hiding nothing.
     std::fs::write(
         &a,
-        "// the value\nexport const n: number = \"one\" as any;\nexport const m = 2 as any;\n",
+        "export const k = 0;\n// the values\n\nexport const n: number = \"one\" as any;\nexport const m = 2 as any;\nexport const z = k;\n",
     )
     .unwrap();
     check(&env, &ws, &[&a]);
@@ -201,5 +202,10 @@ fn a_cast_is_named_where_it_hides_a_new_error_not_in_fresh_code() {
         .iter()
         .map(|i| (i.line, i.code.clone().unwrap_or_default()))
         .collect();
-    assert_eq!(got, vec![(2, "silenced-cast".to_string())]);
+    assert_eq!(
+        got,
+        vec![(4, "silenced-cast".to_string())],
+        "{:?}",
+        diagnostics(&ws).unwrap().files["a.ts"]
+    );
 }

@@ -226,7 +226,7 @@ impl Plugin for Tests {
             let files = request
                 .files
                 .iter()
-                .filter(|f| Runner::may_test(f))
+                .filter(|f| Runner::of(f, &request.workspace).is_some())
                 .map(|f| FileResult {
                     path: f.clone(),
                     items: vec![Item::untrusted(
