@@ -3,7 +3,8 @@
 //! `$OPENFILES_JS_TESTS_PREFIX`; a generated project links its `node_modules` there): the
 //! runner's own selection names exactly the failing tests the edit reaches, by their full
 //! name path with the file, at the assertion's line; a test that fails at first and passes
-//! when run again is flaky; an untrusted workspace starts neither runner nor its config.
+//! when run again is flaky; an untrusted workspace starts neither runner nor its config; a
+//! cancel kills the runner and its workers.
 
 use std::path::{Path, PathBuf};
 
@@ -201,4 +202,57 @@ fn jest_find_related_tests_names_the_broken_and_the_flaky() {
         .items[0]
         .message;
     assert!(broken.contains("Expected: 3"), "{broken}");
+}
+
+/// A cancel stops vitest and the worker process it forked for the test (the runner's
+/// process group).
+#[test]
+fn a_cancel_kills_vitest_and_its_workers() {
+    let (_t, ws) = workspace();
+    let state = tempfile::tempdir().unwrap();
+    let add = vitest_project(&ws);
+    let pid_file = ws.join("pid");
+    write(
+        &ws,
+        "test/slow.test.js",
+        &format!(
+            "import {{ it }} from 'vitest';\nimport {{ writeFileSync }} from 'node:fs';\nimport {{ add }} from '../src/add.js';\n\nit('slow', async () => {{\n  writeFileSync({:?}, String(process.pid));\n  await new Promise((r) => setTimeout(r, 600000));\n  add(1, 1);\n}}, 600000);\n",
+            pid_file.display().to_string()
+        ),
+    );
+    let p = std::sync::Arc::new(plugin(state.path(), serde_json::Value::Null));
+    let p2 = p.clone();
+    let ws2 = ws.clone();
+    let check = std::thread::spawn(move || p2.check(request(&ws2, vec![add], true)));
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| s.is_empty()) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(240),
+            "the slow test never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    p.cancel(1);
+    let r = check.join().unwrap();
+    assert!(
+        matches!(r, Err(openfiles_plugin_api::PluginError::Cancelled)),
+        "{r:?}"
+    );
+    // Gone, or a zombie nobody has reaped yet: not running.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    let start = std::time::Instant::now();
+    while running() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "vitest's worker {pid} still runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
