@@ -182,6 +182,12 @@ pub struct CheckArgs {
     /// With --fix: also apply fixes the checker does not call safe (each problem's first).
     #[arg(long = "unsafe", requires = "fix")]
     pub unsafe_fixes: bool,
+    /// Also run the project's tests the files reach (pytest, cargo test, go test, vitest,
+    /// jest) and report the failing ones. Without it `check` runs no test. Tests run the
+    /// project's code: only in a trusted workspace (`openfiles trust`); in another one this
+    /// says so and runs none.
+    #[arg(long)]
+    pub tests: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -336,7 +336,9 @@ impl Pipeline {
             }
         }
         let file = b.file(path).cloned().unwrap_or_default();
-        let now_lines = if file.items.is_empty() {
+        // The lines also carry the session's earlier errors to this text (a cast that hides
+        // one is named: `silencing::keep_cast`).
+        let now_lines = if file.items.is_empty() && !crate::diagnostics::silencing::handles(path) {
             None
         } else {
             current_lines(&self.root, path)
