@@ -89,6 +89,11 @@ pub trait Checker: Send + Sync + 'static {
         source: SourceId,
         request: CheckRequest,
     ) -> BoxFuture<'static, Result<CheckResponse, CheckError>>;
+    /// The trust level the checks run at (`CheckRequest::trusted` as sent): a baseline run is
+    /// shared only with workspaces of the same level. Untrusted unless a wrapper says so.
+    fn trusted(&self) -> bool {
+        false
+    }
     /// Ask one source a code-navigation question (`pipeline/nav.rs`); a source that does not
     /// answer questions says [`QueryAnswer::unsupported`] (the default).
     fn query(

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::bound::{self, Class, RunBound};
 use super::discover;
 use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
 use super::{PluginError, PluginId};
@@ -73,6 +74,8 @@ struct Inner {
     rows: Arc<Mutex<Vec<PluginStatus>>>,
     next_id: AtomicU64,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The service-wide bound on concurrent project-wide runs.
+    runs: Arc<RunBound>,
 }
 
 impl PluginManager {
@@ -104,6 +107,7 @@ impl PluginManager {
             rows: Arc::new(Mutex::new(Vec::new())),
             next_id: AtomicU64::new(1),
             tasks: Mutex::new(Vec::new()),
+            runs: RunBound::new(bound::limit_for(cfg.service.max_project_runs)),
         };
         for p in problems {
             let mut row = PluginStatus::new(p.path, p.origin, PluginState::Missing);
@@ -157,7 +161,19 @@ impl PluginManager {
         self.inner.loaded.get(id.0).map(|p| p.name.as_str())
     }
 
-    /// Run one check. The request's `id` is replaced by a fresh one. Files in the answer
+    /// A config reload: the new `[service] max_project_runs`.
+    pub fn set_max_project_runs(&self, configured: usize) {
+        self.inner.runs.set_limit(bound::limit_for(configured));
+    }
+
+    /// The bound on project-wide runs now (for `status`).
+    pub fn project_runs(&self) -> bound::Load {
+        self.inner.runs.load()
+    }
+
+    /// Run one check. The request's `id` is replaced by a fresh one. A project-wide plugin's
+    /// run first waits for a place under the service-wide bound ([`bound`]); its deadline
+    /// starts once it has one. Files in the answer
     /// that were neither requested nor in `also_report` are dropped (with `report_all`, those
     /// inside the workspace are kept).
     pub async fn check(
@@ -170,6 +186,16 @@ impl PluginManager {
             .loaded
             .get(id.0)
             .ok_or(PluginError::Unknown(id))?;
+        let _place = match plugin.capabilities.project_wide && !request.fixes_only {
+            true => {
+                let class = match request.cache_of {
+                    Some(_) => Class::Baseline,
+                    None => Class::Edit,
+                };
+                Some(self.inner.runs.acquire(class).await)
+            }
+            false => None,
+        };
         let check_id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut rows) = self.inner.rows.lock() {
             if let Some(row) = rows.get_mut(plugin.index) {

@@ -134,6 +134,10 @@ impl Checker for Trusting {
         self.inner.check(source, request)
     }
 
+    fn trusted(&self) -> bool {
+        self.trusted.get()
+    }
+
     fn query(
         &self,
         source: SourceId,
