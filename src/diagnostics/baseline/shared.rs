@@ -111,7 +111,7 @@ impl Place {
                 (used, p)
             })
             .collect();
-        others.sort_by(|a, b| b.0.cmp(&a.0));
+        others.sort_by_key(|o| std::cmp::Reverse(o.0));
         let now = SystemTime::now();
         for (used, dir) in others.into_iter().skip(KEPT.saturating_sub(1)) {
             if now.duration_since(used).unwrap_or_default() > UNUSED_FOR {
