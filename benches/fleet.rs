@@ -275,6 +275,17 @@ fn run(click: &Path, n: usize, bin: &Path) {
         );
     }
     println!("  results naming another worktree's folder: {leaks}");
+    for (i, ws) in roots
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| knock[*i].is_none())
+    {
+        let said: Vec<String> = diagnostics(ws)
+            .and_then(|d| d.files.get("src/click/utils.py").cloned())
+            .map(|e| e.items.iter().map(|i| i.message.clone()).collect())
+            .unwrap_or_default();
+        println!("    wt-{i} without its knock-on; utils.py says: {said:?}");
+    }
     svc.terminate();
 }
 

@@ -21,10 +21,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::bound::{self, Class, RunBound};
 use super::discover;
 use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
 use super::{PluginError, PluginId};
+use crate::diagnostics::bound::{self, RunBound};
 use openfiles_wire::control::{PluginState, PluginStatus};
 
 /// Deadline of a check whose request says `timeout_ms: 0`.
@@ -171,9 +171,13 @@ impl PluginManager {
         self.inner.runs.load()
     }
 
-    /// Run one check. The request's `id` is replaced by a fresh one. A project-wide plugin's
-    /// run first waits for a place under the service-wide bound ([`bound`]); its deadline
-    /// starts once it has one. Files in the answer
+    /// The service-wide bound on project-wide runs, which the pipelines' schedulers and
+    /// baseline jobs take a place in before they ask a project-wide plugin.
+    pub fn run_bound(&self) -> Arc<RunBound> {
+        self.inner.runs.clone()
+    }
+
+    /// Run one check. The request's `id` is replaced by a fresh one. Files in the answer
     /// that were neither requested nor in `also_report` are dropped (with `report_all`, those
     /// inside the workspace are kept).
     pub async fn check(
@@ -186,16 +190,6 @@ impl PluginManager {
             .loaded
             .get(id.0)
             .ok_or(PluginError::Unknown(id))?;
-        let _place = match plugin.capabilities.project_wide && !request.fixes_only {
-            true => {
-                let class = match request.cache_of {
-                    Some(_) => Class::Baseline,
-                    None => Class::Edit,
-                };
-                Some(self.inner.runs.acquire(class).await)
-            }
-            false => None,
-        };
         let check_id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut rows) = self.inner.rows.lock() {
             if let Some(row) = rows.get_mut(plugin.index) {

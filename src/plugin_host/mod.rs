@@ -10,7 +10,6 @@
 //! - [`manager`]: [`PluginManager`], what the scheduler calls (`plugins_for`, `check`,
 //!   `status`);
 //! - a plugin's state and its status row are wire types (`openfiles_wire::control::PluginStatus`);
-//! - [`bound`]: the service-wide bound on concurrent project-wide runs and their order;
 //! - [`checker`]: the manager as the pipeline's `diagnostics::Checker`;
 //! - [`list`]: `openfiles plugins`;
 //! - [`nav`]: code-navigation questions (`query`), the child's side and the manager's.
@@ -19,7 +18,6 @@
 //! daemon or another plugin; a check in flight on a host that dies ends with a
 //! [`PluginError`] the caller turns into an explanatory item ([`PluginError::item`]).
 
-pub mod bound;
 pub mod checker;
 pub mod child;
 pub mod discover;

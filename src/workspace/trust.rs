@@ -138,6 +138,10 @@ impl Checker for Trusting {
         self.trusted.get()
     }
 
+    fn run_bound(&self) -> Option<Arc<crate::diagnostics::bound::RunBound>> {
+        self.inner.run_bound()
+    }
+
     fn query(
         &self,
         source: SourceId,

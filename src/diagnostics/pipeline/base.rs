@@ -15,7 +15,8 @@ use openfiles_plugin_api::{confine, CheckRequest, Item, Severity};
 use super::handle::{BaseMsg, Committed, CommittedFiles, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::{self, git, shared, BaseView, Baseline, Coverage, Taken};
-use crate::diagnostics::{project_root, writer, Checker, SourceId, SourceInfo};
+use crate::diagnostics::bound::Class;
+use crate::diagnostics::{project_root, writer, CheckError, Checker, SourceId, SourceInfo};
 use crate::policy::Verdict;
 use openfiles_wire::spec::BaselineInfo;
 
@@ -549,7 +550,7 @@ impl ProjectJob {
         let run = match shared::Run::load(&run_file).filter(|r| r.snap == snap) {
             Some(run) => run,
             None => {
-                let run = self.check(&snap).await?;
+                let run = self.check(&snap).await.map_err(|e| e.to_string())?;
                 if self.checker.trusted() != trusted {
                     return Err("the workspace's trust changed during its baseline run".into());
                 }
@@ -570,7 +571,7 @@ impl ProjectJob {
     }
 
     /// Run the source over the snapshot at `snap`.
-    async fn check(&self, snap: &Path) -> Result<shared::Run, String> {
+    async fn check(&self, snap: &Path) -> Result<shared::Run, CheckError> {
         let rel_file = self.file.strip_prefix(&self.root).unwrap_or(&self.file);
         let request = CheckRequest {
             workspace: snap.to_owned(),
@@ -580,11 +581,12 @@ impl ProjectJob {
             timeout_ms: self.timeout_ms,
             ..Default::default()
         };
-        let resp = self
-            .checker
-            .check(self.source.id, request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let bound = self.checker.run_bound();
+        let _place = match &bound {
+            Some(b) => Some(b.acquire(Class::Baseline).await),
+            None => None,
+        };
+        let resp = self.checker.check(self.source.id, request).await?;
         let files = resp
             .files
             .into_iter()

@@ -2,6 +2,10 @@
 //! default the number of cores): six worktrees edited at once queue their type checkers'
 //! whole-project runs instead of starting a dozen at the same moment.
 //!
+//! The service's plugin manager holds the one bound (`Checker::run_bound`); the pipelines'
+//! schedulers take a place for an edit's run, baseline jobs for theirs, before they ask the
+//! plugin, so the time a run waits for a place counts against no deadline.
+//!
 //! Order when the bound is reached: baseline runs (a run over a commit's snapshot,
 //! `CheckRequest::cache_of` set) go first, then the edits' runs, each class in the order it
 //! came. A baseline run is one per repository, commit, source and project
