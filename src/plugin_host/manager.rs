@@ -166,11 +166,6 @@ impl PluginManager {
         self.inner.runs.set_limit(bound::limit_for(configured));
     }
 
-    /// The bound on project-wide runs now (for `status`).
-    pub fn project_runs(&self) -> bound::Load {
-        self.inner.runs.load()
-    }
-
     /// The service-wide bound on project-wide runs, which the pipelines' schedulers and
     /// baseline jobs take a place in before they ask a project-wide plugin.
     pub fn run_bound(&self) -> Arc<RunBound> {

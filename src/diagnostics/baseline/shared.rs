@@ -94,7 +94,8 @@ impl Place {
     /// commits past the [`KEPT`] most recently used that nobody used for [`UNUSED_FOR`].
     /// Blocking.
     pub fn touch_and_prune(&self) {
-        if std::fs::create_dir_all(&self.commit_dir).is_ok() {
+        // Private like every state folder (RELIABILITY.md): 0700, ours, no symlink.
+        if openfiles_os::fsutil::ensure_private_dir(&self.commit_dir, 0o700).is_ok() {
             let _ = openfiles_os::fsutil::write_atomic(&self.commit_dir.join(USED), b"", 0o600);
         }
         let Ok(rd) = std::fs::read_dir(&self.repo_dir) else {
