@@ -148,7 +148,9 @@ fn hook(env: &Env, bin: &Path, ws: &Path, file: &Path) -> Hook {
     }
 }
 
-fn run(click: &Path, n: usize, bin: &Path) {
+/// A service serving `n` fresh worktrees of a clone of `click`: its environment and the
+/// worktrees' roots.
+fn fleet(click: &Path, n: usize) -> (Env, Vec<PathBuf>) {
     let mut env = Env::new();
     env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("pyright")]));
     let mut config = String::new();
@@ -157,15 +159,8 @@ fn run(click: &Path, n: usize, bin: &Path) {
     }
     std::fs::write(&env.config, config).unwrap();
     let repo = env.dir.path().join("click");
-    git(
-        env.dir.path(),
-        &[
-            "clone",
-            "-q",
-            click.to_str().unwrap(),
-            repo.to_str().unwrap(),
-        ],
-    );
+    let (from, to) = (click.to_str().unwrap(), repo.to_str().unwrap());
+    git(env.dir.path(), &["clone", "-q", from, to]);
     let mut roots = Vec::new();
     for i in 0..n {
         let wt = env.dir.path().join(format!("wt-{i}"));
@@ -175,6 +170,68 @@ fn run(click: &Path, n: usize, bin: &Path) {
         );
         roots.push(wt.canonicalize().unwrap());
     }
+    (env, roots)
+}
+
+/// One edit in each worktree at the same moment (`make_str` gains a required parameter),
+/// each followed by its agent's hook.
+fn edit_all(env: &Env, bin: &Path, roots: &[PathBuf]) -> Vec<Hook> {
+    for ws in roots {
+        let file = ws.join("src/click/utils.py");
+        let text = std::fs::read_to_string(&file).unwrap().replace(
+            "def make_str(value: t.Any) -> str:",
+            "def make_str(value: t.Any, strict: bool) -> str:",
+        );
+        std::fs::write(&file, text).unwrap();
+    }
+    std::thread::scope(|s| {
+        let running: Vec<_> = roots
+            .iter()
+            .map(|ws| s.spawn(|| hook(env, bin, ws, &ws.join("src/click/utils.py"))))
+            .collect();
+        running.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// When each worktree's `diagnostics.json` named the broken caller (watched for 25 s, and
+/// up to 240 s while one has not).
+fn knock_ons(roots: &[PathBuf], edited: Instant) -> Vec<Option<Duration>> {
+    let mut knock: Vec<Option<Duration>> = vec![None; roots.len()];
+    while edited.elapsed() < Duration::from_secs(25)
+        || (knock.iter().any(Option::is_none) && edited.elapsed() < Duration::from_secs(240))
+    {
+        for (i, ws) in roots.iter().enumerate() {
+            let named = diagnostics(ws).is_some_and(|d| {
+                d.files
+                    .get(CALLER)
+                    .is_some_and(|e| !e.affected_by.is_empty())
+            });
+            if knock[i].is_none() && named {
+                knock[i] = Some(edited.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    knock
+}
+
+/// How many worktrees' results name another worktree's folder.
+fn leaks(roots: &[PathBuf]) -> usize {
+    roots
+        .iter()
+        .map(|ws| {
+            let text =
+                std::fs::read_to_string(ws.join(".openfiles/diagnostics.json")).unwrap_or_default();
+            roots
+                .iter()
+                .filter(|o| *o != ws && text.contains(o.to_str().unwrap()))
+                .count()
+        })
+        .sum()
+}
+
+fn run(click: &Path, n: usize, bin: &Path) {
+    let (env, roots) = fleet(click, n);
     let mut args = vec!["serve".to_owned()];
     for r in &roots {
         args.extend(["-w".to_owned(), r.display().to_string()]);
@@ -183,56 +240,21 @@ fn run(click: &Path, n: usize, bin: &Path) {
     let svc = env.serve_command(env.command_of(bin, &args));
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = sample(svc.pid() as u32, stop.clone());
-
-    // One edit in each worktree at the same moment, each followed by its agent's hook.
     let edited = Instant::now();
-    for ws in &roots {
-        let file = ws.join("src/click/utils.py");
-        let text = std::fs::read_to_string(&file).unwrap().replace(
-            "def make_str(value: t.Any) -> str:",
-            "def make_str(value: t.Any, strict: bool) -> str:",
-        );
-        std::fs::write(&file, text).unwrap();
-    }
-    let hooks: Vec<Hook> = std::thread::scope(|s| {
-        let running: Vec<_> = roots
-            .iter()
-            .map(|ws| s.spawn(|| hook(&env, bin, ws, &ws.join("src/click/utils.py"))))
-            .collect();
-        running.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-
-    // Each worktree's knock-on in its diagnostics.json.
-    let mut knock: Vec<Option<Duration>> = vec![None; n];
-    while edited.elapsed() < Duration::from_secs(25)
-        || (knock.iter().any(Option::is_none) && edited.elapsed() < Duration::from_secs(240))
-    {
-        for (i, ws) in roots.iter().enumerate() {
-            if knock[i].is_none()
-                && diagnostics(ws).is_some_and(|d| {
-                    d.files
-                        .get(CALLER)
-                        .is_some_and(|e| !e.affected_by.is_empty())
-                })
-            {
-                knock[i] = Some(edited.elapsed());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let hooks = edit_all(&env, bin, &roots);
+    let knock = knock_ons(&roots, edited);
     stop.store(true, Ordering::Relaxed);
     let seen = sampler.join().unwrap();
     let status = env.command_of(bin, &["status", "--json"]).output().unwrap();
-    let status = String::from_utf8_lossy(&status.stdout).into_owned();
-    let mut leaks = 0;
-    for ws in &roots {
-        let text =
-            std::fs::read_to_string(ws.join(".openfiles/diagnostics.json")).unwrap_or_default();
-        leaks += roots
-            .iter()
-            .filter(|o| *o != ws && text.contains(o.to_str().unwrap()))
-            .count();
-    }
+    let ran = String::from_utf8_lossy(&status.stdout)
+        .matches("\"atMs\"")
+        .count();
+    report(&seen, ran, &hooks, &knock, &roots);
+    svc.terminate();
+}
+
+fn report(seen: &Seen, ran: usize, hooks: &[Hook], knock: &[Option<Duration>], roots: &[PathBuf]) {
+    let n = roots.len();
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for name in seen.checkers.values() {
         *names.entry(name.as_str()).or_default() += 1;
@@ -242,7 +264,6 @@ fn run(click: &Path, n: usize, bin: &Path) {
         .filter(|(k, _)| **k != "helper")
         .map(|(_, n)| n)
         .sum();
-    let ran = status.matches("\"atMs\"").count();
     println!("worktrees: {n}");
     println!("  checker processes started: {checkers} {names:?}; programs in status --json: {ran}");
     println!(
@@ -259,14 +280,14 @@ fn run(click: &Path, n: usize, bin: &Path) {
         "  first hooks naming the broken caller: {named}/{n} ({in_time} within the 4 s deadline)"
     );
     for (i, h) in hooks.iter().enumerate() {
-        let first = h
+        let first: String = h
             .said
             .lines()
             .next()
             .unwrap_or("")
             .chars()
-            .take(100)
-            .collect::<String>();
+            .take(160)
+            .collect();
         println!(
             "    wt-{i}: hook {:.2} s, caller named: {}, knock-on in diagnostics.json: {}; {first}",
             h.took.as_secs_f64(),
@@ -274,7 +295,10 @@ fn run(click: &Path, n: usize, bin: &Path) {
             knock[i].map_or("never".into(), |d| format!("{:.1} s", d.as_secs_f64()))
         );
     }
-    println!("  results naming another worktree's folder: {leaks}");
+    println!(
+        "  results naming another worktree's folder: {}",
+        leaks(roots)
+    );
     for (i, ws) in roots
         .iter()
         .enumerate()
@@ -286,7 +310,6 @@ fn run(click: &Path, n: usize, bin: &Path) {
             .unwrap_or_default();
         println!("    wt-{i} without its knock-on; utils.py says: {said:?}");
     }
-    svc.terminate();
 }
 
 fn main() {
