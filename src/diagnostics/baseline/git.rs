@@ -107,8 +107,9 @@ pub fn committed_text(root: &Path, commit: &str, file: &Path) -> Result<Option<S
 /// The files are the commit's blobs as stored (no filter, attribute or conversion applies),
 /// and at most [`MAX_SNAPSHOT_BYTES`] are written, whatever the repository says.
 pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitError> {
-    // Two sources of one workspace may ask for the same commit's tree at once: one extracts,
-    // the other waits and reuses it. Other workspaces and commits do not wait.
+    // Two jobs (sources, or worktrees of one repository) may ask for the same commit's tree
+    // at once: one extracts, the other waits and reuses it. Other repositories and commits
+    // do not wait.
     let lock = lock_for(dir);
     let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
     let top = toplevel(root)?;
@@ -138,7 +139,7 @@ pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitErr
     Ok(snap_root.canonicalize().unwrap_or(snap_root))
 }
 
-/// The lock of one snapshot folder (one per workspace and commit).
+/// The lock of one snapshot folder (one per repository, trust level and commit).
 fn lock_for(dir: &Path) -> Arc<Mutex<()>> {
     static LOCKS: Mutex<BTreeMap<PathBuf, Weak<Mutex<()>>>> = Mutex::new(BTreeMap::new());
     let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
