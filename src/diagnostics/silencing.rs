@@ -660,6 +660,10 @@ fn check_files(
 }
 
 impl Checker for Silencing {
+    fn run_bound(&self) -> Option<Arc<super::bound::RunBound>> {
+        self.inner.run_bound()
+    }
+
     fn query(
         &self,
         source: SourceId,

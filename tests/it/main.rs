@@ -20,6 +20,7 @@ mod claws_ws;
 mod common;
 mod contrib_ci;
 mod fixes;
+mod fleet;
 mod hook_contrib;
 mod hook_fallback;
 mod hook_install;

@@ -23,6 +23,7 @@
 //! session state and dropped with the session (`session clear`).
 
 pub mod git;
+pub mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
