@@ -305,3 +305,37 @@ async fn concurrent_execs_take_turns() {
         Err(_) => panic!("server still shared"),
     }
 }
+
+/// bash reads each command's line back through its scratch file (`.claws/shell/.hist.<pid>`),
+/// which it keeps open and appends to instead of rewriting it per command (ext4 flushes a
+/// rewritten file when it is closed: ~3 ms before every command's output). Every command
+/// still reports its own line, and past the script's bound the file starts afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bash_appends_command_lines_to_its_scratch_file() {
+    let s = TestServer::start().await;
+    let t = s.create(json!({"shellPath": "/bin/bash"})).await;
+    let ev = s.exec(&t, "echo $$").await;
+    let pid = ev["output"].as_str().unwrap().trim().to_owned();
+    let scratch = s.root().join(".claws/shell").join(format!(".hist.{pid}"));
+    for i in 0..5 {
+        let line = format!("echo line{i} | tr l L");
+        let ev = s.exec(&t, &line).await;
+        assert_eq!(ev["commandLine"], line.as_str(), "{ev}");
+        assert_eq!(ev["output"], format!("Line{i}\n"), "{ev}");
+    }
+    let kept = std::fs::read_to_string(&scratch).unwrap();
+    for i in 0..5 {
+        assert!(kept.contains(&format!("echo line{i} | tr l L")), "{kept}");
+    }
+    // The script's own count past its bound: the next prompt starts the file afresh.
+    s.exec(&t, "__claws_hn=70000").await;
+    let ev = s.exec(&t, "echo after").await;
+    assert_eq!(ev["commandLine"], "echo after", "{ev}");
+    assert_eq!(ev["output"], "after\n", "{ev}");
+    let kept = std::fs::read_to_string(&scratch).unwrap();
+    assert!(
+        !kept.contains("line0") && kept.contains("echo after"),
+        "{kept}"
+    );
+    s.stop().await;
+}
