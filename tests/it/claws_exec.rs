@@ -1,4 +1,5 @@
-//! `exec` next to `send` input, and lines the shell refuses, in bash, zsh and fish (issue 6).
+//! `exec` next to `send` input, and lines the shell refuses, in bash, zsh and fish (issue 6);
+//! the order of input the PTY does not take at once, and bash's scratch file (issue 42).
 //! Real shells in real PTYs behind the real socket.
 
 use crate::common;
@@ -337,5 +338,47 @@ async fn bash_appends_command_lines_to_its_scratch_file() {
         !kept.contains("line0") && kept.contains("echo after"),
         "{kept}"
     );
+    s.stop().await;
+}
+
+/// Input the PTY does not take at once (150 KB: more than its 64 KiB of buffers hold) is finished by the
+/// writer task, and sends behind it wait their turn: a program reading it all sees every
+/// line once, in the order sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn input_larger_than_the_pty_takes_keeps_its_order() {
+    let s = TestServer::start().await;
+    let t = s.create(json!({"shellPath": "/bin/bash"})).await;
+    s.exec(&t, "true").await;
+    let out = s.root().join("got.txt");
+    let mut c = s.conn().await;
+    let v = c
+        .call(
+            json!({"cmd": "send", "id": t, "text": format!("stty -echo; cat > {}", out.display())}),
+        )
+        .await;
+    assert_eq!(v["ok"], true, "{v}");
+    let block: Vec<String> = (0..600)
+        .map(|i| format!("{i:04} {}", "b".repeat(70)))
+        .collect();
+    let mut sent = block.clone();
+    let v = c
+        .call(json!({"cmd": "send", "id": t, "text": block.join("\n"), "paste": false}))
+        .await;
+    assert_eq!(v["ok"], true, "{v}");
+    for i in 0..20 {
+        let line = format!("tail {i}");
+        let v = c.call(json!({"cmd": "send", "id": t, "text": line})).await;
+        assert_eq!(v["ok"], true, "{v}");
+        sent.push(format!("tail {i}"));
+    }
+    // Ctrl-D ends cat's input; the next command shows it finished.
+    c.call(json!({"cmd": "send", "id": t, "text": "\u{4}", "newline": false}))
+        .await;
+    c.call(json!({"cmd": "send", "id": t, "text": "stty echo; echo CAT_$((1+1))"}))
+        .await;
+    s.wait_log(&t, "CAT_2").await;
+    let got = std::fs::read_to_string(&out).unwrap();
+    let got: Vec<&str> = got.lines().collect();
+    assert_eq!(got, sent, "every line once, in order");
     s.stop().await;
 }
