@@ -207,4 +207,44 @@ fn a_cancelled_question_is_cancelled_in_the_plugin_and_never_delays_a_check() {
         let line = line_of(&gone, "the plugin was told to cancel");
         assert!(line.starts_with("cancelled"), "round {round}: {line}");
     }
+
+    // `openfiles nav` interrupted: its question is cancelled as well.
+    let (began, gone) = (fifo_line(&slow, ".started"), fifo_line(&slow, ".cancelled"));
+    let mut cli = env
+        .command(&["nav", "refs", "big.slow:1:1"])
+        .current_dir(&ws)
+        .spawn()
+        .unwrap();
+    let line = line_of(&began, "the CLI's question reached the plugin");
+    assert!(line.starts_with("started"), "{line}");
+    common::signal(cli.id() as i32, libc::SIGINT);
+    let _ = cli.wait();
+    let line = line_of(&gone, "the interrupted CLI's question was cancelled");
+    assert!(line.starts_with("cancelled"), "{line}");
+
+    // A question past its deadline: answered as timed out, and cancelled in the plugin.
+    let (began, gone) = (fifo_line(&slow, ".started"), fifo_line(&slow, ".cancelled"));
+    let answer = env
+        .client()
+        .call(&openfiles_wire::control::nav::Nav {
+            kind: openfiles_wire::control::nav::QueryKind::References,
+            path: slow.clone(),
+            line: Some(1),
+            column: Some(1),
+            symbol: None,
+            query: None,
+            new_name: None,
+            limit: None,
+            page: None,
+            timeout_ms: Some(1_000),
+        });
+    let line = line_of(&began, "the question with a deadline reached the plugin");
+    assert!(line.starts_with("started"), "{line}");
+    let line = line_of(&gone, "the question past its deadline was cancelled");
+    assert!(line.starts_with("cancelled"), "{line}");
+    let reply = answer.expect("an answer");
+    assert!(
+        reply.notes.iter().any(|n| n.contains("no answer within")),
+        "{reply:#?}"
+    );
 }
