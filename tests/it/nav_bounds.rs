@@ -224,20 +224,18 @@ fn a_cancelled_question_is_cancelled_in_the_plugin_and_never_delays_a_check() {
 
     // A question past its deadline: answered as timed out, and cancelled in the plugin.
     let (began, gone) = (fifo_line(&slow, ".started"), fifo_line(&slow, ".cancelled"));
-    let answer = env
-        .client()
-        .call(&openfiles_wire::control::nav::Nav {
-            kind: openfiles_wire::control::nav::QueryKind::References,
-            path: slow.clone(),
-            line: Some(1),
-            column: Some(1),
-            symbol: None,
-            query: None,
-            new_name: None,
-            limit: None,
-            page: None,
-            timeout_ms: Some(1_000),
-        });
+    let answer = env.client().call(&openfiles_wire::control::nav::Nav {
+        kind: openfiles_wire::control::nav::QueryKind::References,
+        path: slow.clone(),
+        line: Some(1),
+        column: Some(1),
+        symbol: None,
+        query: None,
+        new_name: None,
+        limit: None,
+        page: None,
+        timeout_ms: Some(1_000),
+    });
     let line = line_of(&began, "the question with a deadline reached the plugin");
     assert!(line.starts_with("started"), "{line}");
     let line = line_of(&gone, "the question past its deadline was cancelled");
