@@ -202,3 +202,37 @@ pub fn page<T>(answer: &mut QueryAnswer, req: &QueryRequest, mut items: Vec<T>) 
     items.truncate(limit);
     items
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_follow_one_another_and_say_when_more_follow() {
+        let req = |offset, limit| QueryRequest {
+            id: 0,
+            kind: QueryKind::References,
+            workspace: "/w".into(),
+            file: "/w/a".into(),
+            line: 1,
+            column: 1,
+            query: None,
+            new_name: None,
+            limit,
+            offset,
+            timeout_ms: 0,
+            trusted: false,
+        };
+        let mut a = QueryAnswer::default();
+        let items: Vec<u32> = (0..450).collect();
+        assert_eq!(page(&mut a, &req(0, 0), items.clone()).len(), DEFAULT_LIMIT);
+        assert!(a.capped && a.total == 450 && a.offset == 0);
+        assert_eq!(
+            page(&mut a, &req(400, 200), items.clone()),
+            (400..450).collect::<Vec<_>>()
+        );
+        assert!(!a.capped && a.offset == 400);
+        assert!(page(&mut a, &req(600, 200), items).is_empty());
+        assert!(!a.capped && a.total == 450);
+    }
+}
