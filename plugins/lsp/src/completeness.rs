@@ -278,8 +278,9 @@ fn left_out(dir: &Path, listed: &std::collections::HashSet<PathBuf>) -> Vec<Path
 
 /// `path` relative to `workspace` when inside it, for a message.
 fn rel(path: &Path, workspace: &Path) -> String {
-    path.strip_prefix(workspace)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    match path.strip_prefix(workspace) {
+        Ok(r) if r.as_os_str().is_empty() => ".".into(),
+        Ok(r) => r.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
 }
