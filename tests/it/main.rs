@@ -36,6 +36,7 @@ mod mcp_install;
 mod mcp_robust;
 mod mcp_sdk;
 mod nav;
+mod nav_bounds;
 mod packaging_doctor;
 mod packaging_nix;
 mod packaging_nix_switch;

@@ -58,6 +58,10 @@ pub struct State {
     pub indexing: bool,
     /// [`State::seq`] when indexing last ended: only a push after it is complete.
     pub indexed_at: u64,
+    /// Active work-done progresses whose title speaks of indexing (clangd's background
+    /// index, rust-analyzer's): token → title and last message. While one runs, an answer
+    /// about other files may be incomplete (`crate::completeness`).
+    pub index_progress: HashMap<String, String>,
 }
 
 /// Static facts from `initialize`.

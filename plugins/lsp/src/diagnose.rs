@@ -507,7 +507,7 @@ fn remaining(client: &Client, deadline: Instant) -> Result<Duration, CheckError>
 }
 
 /// `textDocument/diagnostic`, retried while the server says the content moved under it.
-async fn pull(
+pub(crate) async fn pull(
     client: &Client,
     uri: &str,
     identifier: Option<String>,

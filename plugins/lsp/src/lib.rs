@@ -24,6 +24,7 @@
 
 pub mod clangd_db;
 pub mod client;
+mod completeness;
 pub mod config;
 pub mod convert;
 pub mod diagnose;
@@ -173,7 +174,27 @@ impl Plugin for LspPlugin {
         &self,
         request: openfiles_plugin_api::query::QueryRequest,
     ) -> Result<openfiles_plugin_api::query::QueryAnswer, PluginError> {
-        self.rt.block_on(self.inner.clone().query(request))
+        // Cancelled like a check (the ids share one counter): the question's requests are
+        // dropped, which tells the server `$/cancelRequest`.
+        let cancel = CancellationToken::new();
+        let id = request.id;
+        self.inner
+            .checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, cancel.clone());
+        let r = self.rt.block_on(async {
+            tokio::select! {
+                r = self.inner.clone().query(request) => r,
+                _ = cancel.cancelled() => Err(PluginError::Cancelled),
+            }
+        });
+        self.inner
+            .checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        r
     }
 
     fn cancel(&self, check_id: u64) {

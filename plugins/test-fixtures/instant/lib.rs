@@ -15,7 +15,10 @@
 //! A file named `*.stuck` blocks the check for 120 s whatever cancellation says (as a read
 //! of a FIFO or a hung tool would). A file named `*.spawn` makes the check run `true spawned`
 //! through the gate, for the check's workspace and trust (why: `fixture: spawn`), so a test
-//! can see what a plugin started reach the service's `status`.
+//! can see what a plugin started reach the service's `status`. A question (`query`) about a
+//! `*.slow` file blocks the same way (`<file>.started` first) until cancelled, then writes
+//! `cancelled <id>` to the FIFO `<file>.cancelled` if that exists and fails as cancelled; a
+//! question about any other file is unsupported.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -69,6 +72,27 @@ impl Plugin for Instant {
         let answer = self.answer(&request);
         self.note("end", &request);
         answer
+    }
+
+    fn query(
+        &self,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> Result<openfiles_plugin_api::query::QueryAnswer, PluginError> {
+        if request.file.extension().is_none_or(|e| e != "slow") {
+            return Ok(openfiles_plugin_api::query::QueryAnswer::unsupported());
+        }
+        self.block(request.id, &request.file);
+        let mut fifo = request.file.as_os_str().to_owned();
+        fifo.push(".cancelled");
+        let cancelled = self
+            .cancelled
+            .lock()
+            .is_ok_and(|set| set.contains(&request.id));
+        let what = if cancelled { "cancelled" } else { "timed out" };
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+            let _ = writeln!(f, "{what} {}", request.id);
+        }
+        Err(PluginError::Cancelled)
     }
 
     fn cancel(&self, check_id: u64) {
