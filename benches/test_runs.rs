@@ -16,6 +16,19 @@
 //! Environment: `TEST_RUNS_ROUNDS` (default 6), `TEST_RUNS_NICE` (default 10).
 //!
 //! Run: `cargo bench --bench test_runs` (needs pytest and ruff: `scripts/install-test-deps.sh`).
+//!
+//! A real TypeScript project with vitest instead: `TEST_RUNS_PROJECT=<checkout>` (its
+//! dependencies installed, `node_modules` in the checkout; the bench clones the checkout into
+//! its workspace and links that `node_modules`). Each round plants `TEST_RUNS_NEW` in place of
+//! `TEST_RUNS_OLD` in `TEST_RUNS_FILE`, waits until `diagnostics.json` names
+//! `TEST_RUNS_EXPECT` failing tests whose code starts with `TEST_RUNS_TESTS`, checks that
+//! no other test is named, then restores the file. The defaults are unjs/ufo's: pinned at
+//! 11308c0bb5cb4a4bc3bfcbdc5c03177b097423e6 (v1.6.3; `git clone https://github.com/unjs/ufo`,
+//! `git checkout 11308c0bb5cb4a4bc3bfcbdc5c03177b097423e6`, then vitest 4.1.12 into its
+//! `node_modules`, e.g. `npm install --no-save vitest@4.1.12`, or a link to
+//! `/opt/openfiles-js-tests/node_modules` from `scripts/install-test-deps.sh`):
+//! `cleanDoubleSlashes` in `src/utils.ts` folding three slashes instead of two breaks exactly
+//! four cases of `test/double-slash.test.ts`; the project has 13 test files, 485 tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "../tests/it/common/mod.rs"]
@@ -121,6 +134,141 @@ fn p50(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The planted change on a real project (`TEST_RUNS_*`, ufo's by default).
+struct Plant {
+    file: String,
+    old: String,
+    new: String,
+    tests: String,
+    expect: usize,
+}
+
+impl Plant {
+    fn from_env() -> Plant {
+        let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
+        Plant {
+            file: var("TEST_RUNS_FILE", "src/utils.ts"),
+            old: var("TEST_RUNS_OLD", r#"string_.replace(/\/{2,}/g, "/")"#),
+            new: var("TEST_RUNS_NEW", r#"string_.replace(/\/{3,}/g, "/")"#),
+            tests: var(
+                "TEST_RUNS_TESTS",
+                "test/double-slash.test.ts > cleanDoubleSlashes > ",
+            ),
+            expect: var("TEST_RUNS_EXPECT", "4").parse().unwrap(),
+        }
+    }
+}
+
+/// Every failing test `diagnostics.json` names (file key, code), test runners' items only.
+fn all_named(ws: &Path) -> Vec<(String, String)> {
+    let runners = ["vitest", "jest", "pytest", "cargo-test", "go-test"];
+    common::diagnostics(ws)
+        .map(|d| {
+            d.files
+                .iter()
+                .flat_map(|(k, e)| e.items.iter().map(move |i| (k, i)))
+                .filter(|(_, i)| runners.contains(&i.source.as_str()))
+                .map(|(k, i)| (k.clone(), i.code.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The rounds on a real project: the figures, and every test named that was not expected.
+fn real(env: &Env, checkout: &Path, rounds: usize) {
+    let plant = Plant::from_env();
+    let ws = env.workspace("real");
+    let ok = std::process::Command::new("git")
+        .args(["clone", "-q"])
+        .arg(checkout)
+        .arg(&ws)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::os::unix::fs::symlink(checkout.join("node_modules"), ws.join("node_modules")).unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let file = ws.join(&plant.file);
+    let committed = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        committed.contains(&plant.old),
+        "{} lacks TEST_RUNS_OLD",
+        plant.file
+    );
+    let broken = committed.replacen(&plant.old, &plant.new, 1);
+    let (mut warm, mut hooks, mut others) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cold = None;
+    for r in 0..rounds {
+        std::fs::write(&file, &broken).unwrap();
+        let start = Instant::now();
+        let h = hook(env, &ws, &file);
+        let took = until(start, "tests named", || {
+            let n = all_named(&ws);
+            n.iter()
+                .filter(|(_, c)| c.starts_with(&plant.tests))
+                .count()
+                == plant.expect
+        });
+        let (hook_took, text) = h.join().unwrap();
+        let named_now = all_named(&ws);
+        others.extend(
+            named_now
+                .into_iter()
+                .filter(|(_, c)| !c.starts_with(&plant.tests)),
+        );
+        println!(
+            "round {r}: edit of {} → {} tests named after {:.0} ms; hook {:.0} ms ({})",
+            plant.file,
+            plant.expect,
+            ms(took),
+            ms(hook_took),
+            if text.contains(&plant.tests) {
+                "named them"
+            } else {
+                "before they were in"
+            }
+        );
+        if r == 0 {
+            cold = Some(ms(took));
+        } else {
+            warm.push(ms(took));
+        }
+        hooks.push(ms(hook_took));
+        std::fs::write(&file, &committed).unwrap();
+        let start = Instant::now();
+        let h = hook(env, &ws, &file);
+        until(start, "revert clears", || all_named(&ws).is_empty());
+        h.join().unwrap();
+    }
+    println!(
+        "\n== edit → tests named ({}; {} rounds) ==",
+        checkout.display(),
+        rounds
+    );
+    println!(
+        "cold (first edit, baseline run first): {:.0} ms",
+        cold.unwrap_or(0.0)
+    );
+    if !warm.is_empty() {
+        let min = warm.iter().cloned().fold(f64::MAX, f64::min);
+        let max = warm.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "warm p50 {:.0} ms (min {min:.0}, max {max:.0})",
+            p50(&mut warm)
+        );
+    }
+    println!("hook wall time p50 {:.0} ms", p50(&mut hooks));
+    println!("other tests named (must be none): {others:?}");
+    println!("selection per run (the runner's own, from the plugin's log):");
+    for l in svc
+        .log_text()
+        .lines()
+        .filter_map(|l| l.find("tests: ").map(|i| l[i..].to_owned()))
+    {
+        println!("  {l}");
+    }
+    svc.terminate();
+}
+
 fn main() {
     let rounds: usize = std::env::var("TEST_RUNS_ROUNDS")
         .ok()
@@ -133,6 +281,9 @@ fn main() {
     // everything else on a busy machine, so its figures there are mostly waiting).
     let nice = std::env::var("TEST_RUNS_NICE").unwrap_or_else(|_| "10".into());
     std::fs::write(&env.config, format!("[plugin.tests]\nnice = {nice}\n")).unwrap();
+    if let Some(checkout) = std::env::var_os("TEST_RUNS_PROJECT") {
+        return real(&env, Path::new(&checkout), rounds);
+    }
     let ws = env.workspace("gen");
     project(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);

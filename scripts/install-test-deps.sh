@@ -120,6 +120,24 @@ if [ "$agents_ok" = 0 ]; then
   $SUDO npm install --prefix "$AGENTS_PREFIX" --no-audit --no-fund --loglevel=error "${agents[@]}" >/dev/null
 fi
 
+# vitest and jest for the tests plugin's tests (plugins/tests/tests/it/js.rs), pinned, in
+# their own prefix (a generated project links its node_modules there):
+# OPENFILES_JS_TESTS_PREFIX, default /opt/openfiles-js-tests. About 20 s cold; a no-op when
+# the pinned versions are there.
+JS_TESTS_PREFIX="${OPENFILES_JS_TESTS_PREFIX:-/opt/openfiles-js-tests}"
+js_tests=(vitest@4.1.12 jest@30.5.2)
+js_ok=1
+for spec in "${js_tests[@]}"; do
+  name="${spec%@*}"; version="${spec##*@}"
+  pkg="$JS_TESTS_PREFIX/node_modules/$name/package.json"
+  if [ ! -f "$pkg" ] || ! grep -q "\"version\": \"$version\"" "$pkg"; then js_ok=0; fi
+done
+if [ "$js_ok" = 0 ]; then
+  echo "install-test-deps: npm (into $JS_TESTS_PREFIX): ${js_tests[*]}"
+  $SUDO mkdir -p "$JS_TESTS_PREFIX"
+  $SUDO npm install --prefix "$JS_TESTS_PREFIX" --no-audit --no-fund --loglevel=error "${js_tests[@]}" >/dev/null
+fi
+
 if [ -n "$pip_pid" ]; then wait "$pip_pid"; fi
 
 # Every crate Cargo.lock names, for every platform (`cargo build` fetches the host's alone):

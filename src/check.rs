@@ -7,6 +7,11 @@
 //! project-wide run per project) and merging (an item two sources report identically once),
 //! so both give the same answer.
 //!
+//! Plain `check` runs no test; `--tests` runs the project's tests the files reach too (the
+//! `tests` plugin, trusted workspaces only; in an untrusted one it says plainly that none ran
+//! and why). In-process, the `tests` source is left out unless asked for; through a running
+//! service, whose session runs them on edits, their items are left out of the answer.
+//!
 //! A directory means its files (walked with `.gitignore` rules; files the path policy skips
 //! are left out). A path named on the command line that is not checked (outside every
 //! workspace, ignored, missing) is an error naming why: exit status 2. Output is either JSON (the `diagnostics.json` entries) or, for people, each
@@ -46,6 +51,8 @@ pub struct Options {
     pub timeout: Duration,
     /// `--fix` (safe fixes) or `--fix --unsafe` (every problem's first fix).
     pub fix: Option<FixMode>,
+    /// `--tests`: run the project's tests too (trusted workspaces only).
+    pub tests: bool,
 }
 
 /// Which fixes `--fix` applies.
@@ -71,11 +78,18 @@ pub fn run(socket: Option<&Path>, config: Option<&Path>, opts: Options) -> anyho
         }
     }
     let spinner = Spinner::new(!opts.json);
-    let (mut entries, mut rejected) = check_all(socket, config, paths, opts.timeout, &spinner)?;
+    let (mut entries, mut rejected) = check_all(socket, config, paths, &opts, &spinner)?;
     if let Some(fix) = opts.fix {
         (entries, rejected) = fix_rounds(socket, config, &opts, fix, entries, rejected, &spinner)?;
     }
     spinner.finish();
+    if opts.tests {
+        if let Some(why) = tests_not_run(&entries) {
+            eprintln!("openfiles: {why}");
+        }
+    } else {
+        without_tests(&mut entries);
+    }
     // Files found under a named directory that the policy skips are simply not part of it;
     // a file named on the command line that is not checked is an error.
     let refused: Vec<String> = rejected
@@ -136,9 +150,10 @@ fn check_all(
     socket: Option<&Path>,
     config: Option<&Path>,
     paths: Vec<PathBuf>,
-    timeout: Duration,
+    opts: &Options,
     spinner: &Spinner,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
+    let timeout = opts.timeout;
     // No service: checked in-process. A socket that is not the user's: the same, and said.
     let service = match crate::paths::control_socket(socket) {
         Ok(path) => Client::connect(&path, Some(Duration::from_secs(5))).map_err(|e| match e {
@@ -160,7 +175,7 @@ fn check_all(
         }
         Err(_) => {
             spinner.say("starting checkers…");
-            in_process(config, paths, timeout, spinner)
+            in_process(config, paths, timeout, opts.tests, spinner)
         }
     }
 }
@@ -196,7 +211,7 @@ fn fix_rounds(
         log.changed.extend(this_round);
         let paths: Vec<PathBuf> = entries.iter().map(|(_, e)| e.path.clone()).collect();
         spinner.say("checking the fixed files again…");
-        let (again, _) = check_all(socket, config, paths, opts.timeout, spinner)?;
+        let (again, _) = check_all(socket, config, paths, opts, spinner)?;
         entries = again;
     }
     spinner.finish();
@@ -349,15 +364,59 @@ fn in_process(
     config: Option<&Path>,
     paths: Vec<PathBuf>,
     timeout: Duration,
+    tests: bool,
     spinner: &Spinner,
 ) -> anyhow::Result<(Entries, Vec<Rejected>)> {
-    let out = crate::in_process::check(config, paths, timeout, &|msg| spinner.say(msg))?;
+    let out = crate::in_process::check(config, paths, timeout, tests, &|msg| spinner.say(msg))?;
     let entries = out
         .entries
         .into_iter()
         .map(|e| (display_path(&e.path), e))
         .collect();
     Ok((entries, out.rejected))
+}
+
+/// Whether an item comes from the project's tests: the `tests` plugin's own notes, or a
+/// runner's failing test.
+pub fn is_test_item(source: &str) -> bool {
+    source == crate::in_process::TESTS_SOURCE
+        || openfiles_plugin_api::test_runners::Runner::ALL
+            .iter()
+            .any(|r| r.source() == source)
+}
+
+/// Plain `check`: no test results (a running service may hold its session's; they are
+/// `--tests`' to show).
+fn without_tests(entries: &mut Entries) {
+    for (_, e) in entries.iter_mut() {
+        e.items.retain(|i| !is_test_item(&i.source));
+        e.errors = e
+            .items
+            .iter()
+            .filter(|i| i.severity == Severity::Error)
+            .count() as u32;
+        e.warnings = e
+            .items
+            .iter()
+            .filter(|i| i.severity == Severity::Warning)
+            .count() as u32;
+    }
+}
+
+/// With `--tests`: why the tests did not run, when the workspace is not trusted (the tests
+/// plugin's note on the files).
+fn tests_not_run(entries: &Entries) -> Option<String> {
+    let (shown, _) = entries.iter().find(|(_, e)| {
+        e.items.iter().any(|i| {
+            is_test_item(&i.source)
+                && i.code.as_deref() == Some(openfiles_plugin_api::UNTRUSTED_CODE)
+        })
+    })?;
+    Some(format!(
+        "the project's tests did not run for {}: its workspace is not trusted, and running the \
+         tests runs the project's code (`openfiles trust DIR` allows it)",
+        escape(shown)
+    ))
 }
 
 /// The path relative to the current directory when it lies below it.

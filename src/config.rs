@@ -67,6 +67,11 @@ pub struct ServiceConfig {
     /// control connections, Claws terminals or Claws clients (`0`: never). A service started
     /// by hand or by systemd/launchd never exits on its own.
     pub idle_exit_seconds: u64,
+    /// How many project-wide runs (a type checker over a whole project, `cargo check`, a
+    /// test run) the service runs at once, over all workspaces (`0`: the number of cores).
+    /// Past it, runs wait: baseline runs (one per repository, commit, source and project,
+    /// shared by every worktree at that commit) first, then the edits' runs, in order.
+    pub max_project_runs: usize,
 }
 
 /// Default of `[service] idle_exit_seconds`.
@@ -81,6 +86,7 @@ impl Default for ServiceConfig {
             workspaces: Vec::new(),
             autostart: true,
             idle_exit_seconds: DEFAULT_IDLE_EXIT_SECONDS,
+            max_project_runs: 0,
         }
     }
 }

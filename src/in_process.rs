@@ -6,7 +6,7 @@
 //! repository nested in it, or the folder an edit would register), asks the trust question
 //! the service would ask (`openfiles trust`, or named by the user: the gate's one answer),
 //! and sends the paths through an ephemeral pipeline actor (`Pipeline::start_ephemeral`,
-//! nothing persisted): the same scheduling and merging as the service, so both give the same
+//! nothing persisted; the project's tests only when asked for): the same scheduling and merging as the service, so both give the same
 //! answer. What it returns are the wire crate's types, as the service's `check` reply.
 
 use std::collections::BTreeMap;
@@ -37,6 +37,7 @@ pub fn check(
     config: Option<&Path>,
     paths: Vec<PathBuf>,
     timeout: Duration,
+    tests: bool,
     progress: &dyn Fn(&str),
 ) -> anyhow::Result<Checked> {
     let (mut config, _) = Config::load(config)?;
@@ -50,7 +51,10 @@ pub fn check(
         let shutdown = tokio_util::sync::CancellationToken::new();
         let state = crate::paths::state_dir();
         let manager = PluginManager::start(&config, &state, shutdown.clone()).await;
-        let checker: Arc<dyn Checker> = Arc::new(manager.clone());
+        let mut checker: Arc<dyn Checker> = Arc::new(manager.clone());
+        if !tests {
+            checker = Arc::new(WithoutTests(checker));
+        }
         // The same sources as the service's (what hides a problem is named against a baseline).
         let checker = crate::diagnostics::silencing::Silencing::wrap(checker);
         progress(&format!("checking {} file(s)…", paths.len()));
@@ -65,6 +69,43 @@ pub fn check(
         manager.wait_stopped().await;
         Ok(Checked { entries, rejected })
     })
+}
+
+/// The plugin that runs the project's tests.
+pub const TESTS_SOURCE: &str = "tests";
+
+/// The checker without the project's tests (`check` without `--tests`): the `tests` source
+/// handles no file.
+struct WithoutTests(Arc<dyn Checker>);
+
+impl Checker for WithoutTests {
+    fn sources_for(&self, path: &Path) -> Vec<crate::diagnostics::SourceInfo> {
+        let mut sources = self.0.sources_for(path);
+        sources.retain(|s| s.name != TESTS_SOURCE);
+        sources
+    }
+
+    fn check(
+        &self,
+        source: crate::diagnostics::SourceId,
+        request: openfiles_plugin_api::CheckRequest,
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        Result<openfiles_plugin_api::CheckResponse, crate::diagnostics::CheckError>,
+    > {
+        self.0.check(source, request)
+    }
+
+    fn query(
+        &self,
+        source: crate::diagnostics::SourceId,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        Result<openfiles_plugin_api::query::QueryAnswer, crate::diagnostics::CheckError>,
+    > {
+        self.0.query(source, request)
+    }
 }
 
 /// The paths grouped by the workspace the service would give each.

@@ -2,7 +2,7 @@
 //! code-navigation question to the running service, answered by the language server a check
 //! of the file uses. `TARGET` is `PATH:LINE:COL` (1-based, columns in characters),
 //! `PATH#SYMBOL` (a name path such as `Class/method`) or, for `symbols`, `PATH`. Prints the
-//! grouped text, or the reply as JSON; `rename --to NAME --apply` applies the edits as the
+//! grouped text, or the reply as JSON; `--page N` the Nth page of a capped answer; `rename --to NAME --apply` applies the edits as the
 //! checkers' fixes are applied ([`apply_rename`]) and reports them as an edit.
 
 use std::path::{Path, PathBuf};
@@ -37,6 +37,8 @@ pub struct Options {
     pub target: String,
     pub query: Option<String>,
     pub limit: Option<usize>,
+    /// Which page of a capped answer (1-based).
+    pub page: Option<usize>,
     /// `calls`: what the function calls, not who calls it.
     pub outgoing: bool,
     /// `rename`: the new name, and whether to apply the edits.
@@ -116,6 +118,7 @@ pub fn run(socket: Option<&Path>, opts: Options) -> anyhow::Result<u8> {
         query: opts.query,
         new_name: opts.to.clone(),
         limit: opts.limit,
+        page: opts.page,
         timeout_ms: None,
     };
     let mut client = crate::control::client::connect_default(socket)?;

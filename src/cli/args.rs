@@ -111,9 +111,12 @@ pub struct NavArgs {
     /// `symbols` only: search the workspace's symbols for this text.
     #[arg(long)]
     pub query: Option<String>,
-    /// Most locations or symbols to show (default 200).
+    /// Most locations or symbols to show per page (default 200).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Which page of a capped answer to show (1-based; the answer says which is next).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub page: Option<u64>,
     /// `calls` only: what the function calls, not who calls it.
     #[arg(long)]
     pub outgoing: bool,
@@ -136,6 +139,7 @@ impl NavArgs {
             target: self.target,
             query: self.query,
             limit: self.limit,
+            page: self.page.map(|p| p as usize),
             outgoing: self.outgoing,
             to: self.to,
             apply: self.apply,
@@ -182,6 +186,12 @@ pub struct CheckArgs {
     /// With --fix: also apply fixes the checker does not call safe (each problem's first).
     #[arg(long = "unsafe", requires = "fix")]
     pub unsafe_fixes: bool,
+    /// Also run the project's tests the files reach (pytest, cargo test, go test, vitest,
+    /// jest) and report the failing ones. Without it `check` runs no test. Tests run the
+    /// project's code: only in a trusted workspace (`openfiles trust`); in another one this
+    /// says so and runs none.
+    #[arg(long)]
+    pub tests: bool,
 }
 
 #[derive(Debug, Subcommand)]

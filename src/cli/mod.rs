@@ -309,6 +309,7 @@ fn check(socket: Option<&Path>, config: Option<&Path>, args: CheckArgs) -> anyho
             json: args.json,
             fail_on: args.fail_on,
             timeout: std::time::Duration::from_secs(args.timeout),
+            tests: args.tests,
             fix: match (args.fix, args.unsafe_fixes) {
                 (false, _) => None,
                 (true, false) => Some(crate::check::FixMode::Safe),

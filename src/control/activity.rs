@@ -80,6 +80,10 @@ impl Drop for CheckGuard {
 }
 
 impl Checker for Counting {
+    fn run_bound(&self) -> Option<Arc<crate::diagnostics::bound::RunBound>> {
+        self.inner.run_bound()
+    }
+
     fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
         self.inner.sources_for(path)
     }

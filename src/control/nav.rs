@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use openfiles_plugin_api::query::{QueryAnswer, QueryKind, QueryRequest, Symbol};
+use openfiles_plugin_api::query::{QueryAnswer, QueryKind, QueryRequest, Symbol, DEFAULT_LIMIT};
 use openfiles_wire::control::nav::{Nav, NavCall, NavLocation, NavReply};
 
 use crate::diagnostics::pipeline::{PipelineHandle, QueryError};
@@ -15,6 +15,8 @@ use crate::workspace::{RegistryHandle, WorkspaceError};
 
 /// How long a question may take unless it says.
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// Most symbols of a file a name path is looked for among.
+const RESOLVE_LIMIT: usize = 100_000;
 /// Largest file whose lines are quoted.
 const MAX_QUOTED: u64 = 8 << 20;
 
@@ -40,7 +42,13 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
     let h = registry.lookup(q.path.clone(), true).await?;
     let root = (*h.root).clone();
     let timeout_ms = q.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let ask = |kind: QueryKind, line: u32, column: u32| QueryRequest {
+    let per_page = q.limit.filter(|&n| n > 0).unwrap_or(DEFAULT_LIMIT);
+    let offset = q
+        .page
+        .unwrap_or(1)
+        .saturating_sub(1)
+        .saturating_mul(per_page);
+    let ask = |kind: QueryKind, line: u32, column: u32, offset: usize| QueryRequest {
         id: 0,
         kind,
         workspace: root.clone(),
@@ -49,7 +57,8 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
         column,
         query: q.query.clone(),
         new_name: q.new_name.clone(),
-        limit: q.limit.unwrap_or(0),
+        limit: per_page,
+        offset,
         timeout_ms,
         trusted: false,
     };
@@ -62,7 +71,12 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
     let mut started_ms = 0;
     let (line, column) = match (&q.symbol, q.line, q.column) {
         (Some(name), line, _) if positional => {
-            let (s, ms) = resolve(&h, ask(QueryKind::DocumentSymbols, 1, 1), name, line).await?;
+            // Every symbol of the file, not a page of them.
+            let outline = QueryRequest {
+                limit: RESOLVE_LIMIT,
+                ..ask(QueryKind::DocumentSymbols, 1, 1, 0)
+            };
+            let (s, ms) = resolve(&h, outline, name, line).await?;
             started_ms = ms;
             let at = (s.line, s.column);
             resolved = Some(s);
@@ -72,15 +86,16 @@ pub async fn answer(registry: &RegistryHandle, q: Nav) -> Result<NavReply, NavEr
         _ if !positional => (1, 1),
         _ => return Err(NavError::NoPosition),
     };
-    let mut answer = h.query(ask(q.kind, line, column)).await?;
+    let mut answer = h.query(ask(q.kind, line, column, offset)).await?;
     answer.started_ms += started_ms;
     let root2 = root.clone();
-    let reply = tokio::task::spawn_blocking(move || shape(&root2, q.kind, answer, resolved))
+    let mut reply = tokio::task::spawn_blocking(move || shape(&root2, q.kind, answer, resolved))
         .await
         .map_err(|e| QueryError::Refused {
             path: root.display().to_string(),
             reason: e.to_string(),
         })?;
+    reply.next_page = reply.capped.then(|| q.page.unwrap_or(1).max(1) + 1);
     Ok(reply)
 }
 
@@ -181,6 +196,9 @@ fn shape(root: &Path, kind: QueryKind, a: QueryAnswer, resolved: Option<Symbol>)
         text: a.text,
         total: a.total,
         capped: a.capped,
+        offset: a.offset,
+        next_page: None,
+        partial: a.partial,
         started_ms: a.started_ms,
         notes: a.notes,
     }

@@ -110,6 +110,12 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
         ctx.activity.touch();
         let incoming = control::decode(line);
         let mut reply = match incoming.request {
+            // A question is dropped when its client hangs up (an MCP call cancelled, `nav`
+            // interrupted): that cancels it down to the language server.
+            Ok(req @ Request::Nav(_)) => tokio::select! {
+                r = handle(req, &ctx, incoming.id.as_ref()) => r,
+                () = hung_up(&mut reader) => return,
+            },
             Ok(req) => handle(req, &ctx, incoming.id.as_ref()).await,
             Err(e) => control::error_reply(incoming.id.as_ref(), e),
         };
@@ -122,6 +128,15 @@ async fn connection(stream: UnixStream, ctx: Arc<Context>) {
             drop(reply);
             openfiles_os::memory::trim();
         }
+    }
+}
+
+/// Resolves when the client closed its side (or the connection broke); a client that sends
+/// more meanwhile is still there (what it sent stays buffered for the next request).
+async fn hung_up<R: tokio::io::AsyncRead + Unpin>(reader: &mut BufReader<R>) {
+    match reader.fill_buf().await {
+        Ok([]) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
     }
 }
 

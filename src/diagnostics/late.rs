@@ -32,7 +32,7 @@ use openfiles_plugin_api::{Item, Severity};
 use serde::{Deserialize, Serialize};
 
 use super::session::Session;
-use openfiles_wire::spec::{Feedback, FeedbackScope, HookSettings};
+use openfiles_wire::spec::{self, Feedback, FeedbackScope, HookSettings};
 
 /// Most records kept per workspace (a session that never comes back must not grow this).
 pub const MAX_OWED: usize = 256;
@@ -280,7 +280,8 @@ fn due(o: &Owed, current: &Session, how: &Reading) -> Option<Vec<Due>> {
 fn listed(hook: &HookSettings, item: &Item) -> bool {
     let level = match hook.feedback {
         Feedback::Off => false,
-        Feedback::Errors => item.severity == Severity::Error,
+        // What hides a problem is about errors: listed at the errors-only level too.
+        Feedback::Errors => item.severity == Severity::Error || spec::is_silencing(item),
         Feedback::ErrorsAndWarnings => {
             matches!(item.severity, Severity::Error | Severity::Warning)
         }
@@ -292,6 +293,26 @@ fn listed(hook: &HookSettings, item: &Item) -> bool {
 mod tests {
     use super::*;
     use crate::diagnostics::baseline::BaseView;
+
+    #[test]
+    fn the_errors_only_level_owes_what_hides_a_problem_too() {
+        let hook = HookSettings {
+            feedback: Feedback::Errors,
+            ..HookSettings::default()
+        };
+        let warning = crate::diagnostics::testing::error(1, "src", "w");
+        let warning = Item {
+            severity: Severity::Warning,
+            ..warning
+        };
+        let silencer = Item {
+            source: spec::SILENCING_SOURCE.to_owned(),
+            code: Some(spec::SILENCING_CODES[0].to_owned()),
+            ..warning.clone()
+        };
+        assert!(!listed(&hook, &warning));
+        assert!(listed(&hook, &silencer));
+    }
 
     fn error(line: u32, message: &str) -> Item {
         crate::diagnostics::testing::error(line, "src", message)

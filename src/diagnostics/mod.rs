@@ -19,6 +19,7 @@
 //! generation never marks the file checked.
 
 pub mod baseline;
+pub mod bound;
 pub mod late;
 pub mod pipeline;
 pub mod review;
@@ -91,6 +92,16 @@ pub trait Checker: Send + Sync + 'static {
         source: SourceId,
         request: CheckRequest,
     ) -> BoxFuture<'static, Result<CheckResponse, CheckError>>;
+    /// The trust level the checks run at (`CheckRequest::trusted` as sent): a baseline run is
+    /// shared only with workspaces of the same level. Untrusted unless a wrapper says so.
+    fn trusted(&self) -> bool {
+        false
+    }
+    /// The service-wide bound on project-wide runs ([`bound`]) a project-wide check takes a
+    /// place in first; `None`: unbounded. Wrappers pass their inner checker's on.
+    fn run_bound(&self) -> Option<std::sync::Arc<bound::RunBound>> {
+        None
+    }
     /// Ask one source a code-navigation question (`pipeline/nav.rs`); a source that does not
     /// answer questions says [`QueryAnswer::unsupported`] (the default).
     fn query(

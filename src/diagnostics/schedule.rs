@@ -14,6 +14,9 @@
 //! has not run yet, is marked awaited on the files it is launched for, so a hook's partial
 //! answer waits for what the edit broke elsewhere (see [`super::waiters`]).
 //!
+//! A project-wide run takes a place under the service-wide bound on such runs
+//! ([`super::bound`]) before it starts.
+//!
 //! The scheduler owns no session state: it reads and marks the session the pipeline lends it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -23,6 +26,7 @@ use std::time::Duration;
 
 use openfiles_plugin_api::{markers, CheckRequest, CheckResponse};
 
+use super::bound::Class;
 use super::session::{self, Session};
 use super::{project_root, CheckError, Checker, SourceId, SourceInfo};
 
@@ -240,8 +244,15 @@ impl Scheduler {
         let fut = self.checker.check(info.id, request);
         let done = self.done.clone();
         let (source, name) = (info.id, info.name.clone());
-        let started = tokio::time::Instant::now();
+        // A project-wide run first waits for a place under the service-wide bound; its
+        // time (and the guard below) starts once it has one.
+        let bound = project.as_ref().and_then(|_| self.checker.run_bound());
         tokio::spawn(async move {
+            let _place = match bound {
+                Some(b) => Some(b.acquire(Class::Edit).await),
+                None => None,
+            };
+            let started = tokio::time::Instant::now();
             // The plugin host enforces the deadline; this bound only guards against a host bug.
             let limit = Duration::from_millis(timeout_ms + 10_000);
             let result = match tokio::time::timeout(limit, fut).await {

@@ -62,6 +62,13 @@ pub struct FileState {
     /// A baseline this file's classification needs is still being taken: the file does not
     /// settle before it is in (the feedback would otherwise miss what the edit broke).
     pub base_pending: bool,
+    /// The lines where an earlier content of the file (in this session) had an error the
+    /// baseline did not have ([`silencing::silenceable`]): a cast to "anything" there is
+    /// named, elsewhere not ([`silencing::keep_cast`]). They are lines of the text whose
+    /// line hashes `errors_at` holds (when known), carried to the text the items are for
+    /// ([`baseline::line_map_edited`]: an edited line stays itself).
+    pub earlier_errors: BTreeSet<u32>,
+    pub errors_at: Option<Vec<u64>>,
 }
 
 impl FileState {
@@ -74,6 +81,8 @@ impl FileState {
             edited_at: 0,
             view: None,
             base_pending: false,
+            earlier_errors: BTreeSet::new(),
+            errors_at: None,
         }
     }
 
@@ -109,11 +118,27 @@ impl FileState {
                 }))
     }
 
+    /// [`earlier_errors`](Self::earlier_errors) as lines of the text the view is for.
+    fn earlier_errors_now(&self) -> BTreeSet<u32> {
+        let now = self.view.as_ref().and_then(|v| v.now_lines.as_deref());
+        match (self.errors_at.as_deref(), now) {
+            (Some(at), Some(now)) if at != now => {
+                let map = baseline::line_map_edited(at, now);
+                self.earlier_errors
+                    .iter()
+                    .filter_map(|l| map.get((*l as usize).wrapping_sub(1)).copied().flatten())
+                    .collect()
+            }
+            _ => self.earlier_errors.clone(),
+        }
+    }
+
     /// Rebuild the entry from the answers for the current generation, each source's items
     /// classified against the file's baseline where it is known.
     fn rebuild(&mut self, now: u64) {
         let gen = self.gen;
         let view = self.view.as_ref();
+        let earlier = &self.earlier_errors_now();
         let classified: Vec<Vec<Item>> = self
             .sources
             .values()
@@ -123,8 +148,9 @@ impl FileState {
                 if let Some(v) = view.filter(|v| v.known.contains(&s.name)) {
                     baseline::classify(Some(&v.file), v.now_lines.as_deref(), &s.name, &mut items);
                 }
-                // What hides a problem is named only when the session added it.
-                items.retain(silencing::keep);
+                // What hides a problem is named only when the session added it (a cast only
+                // where an earlier content had an error).
+                items.retain(|i| silencing::keep_cast(i, earlier));
                 items
             })
             .collect();
@@ -200,6 +226,13 @@ impl Session {
             .entry(path.to_owned())
             .or_insert_with(|| FileState::new(path.to_owned()));
         st.edited_at = now;
+        // What the content before this edit had: the errors a cast in this edit may hide.
+        st.earlier_errors = st.earlier_errors_now();
+        if let Some(lines) = st.view.as_ref().and_then(|v| v.now_lines.clone()) {
+            st.errors_at = Some(lines);
+        }
+        let errors = st.entry.items.iter().filter(|i| silencing::silenceable(i));
+        st.earlier_errors.extend(errors.map(|i| i.line));
         st.gen += 1;
         st.dispatched = false;
         // Edited now: no longer only a file the session broke.
@@ -551,6 +584,58 @@ mod tests {
             late_fixes: false,
             warm: false,
         }
+    }
+
+    /// A cast to "anything" the session added (`as any`, at `line`).
+    fn cast(line: u32) -> Item {
+        Item {
+            line,
+            severity: Severity::Warning,
+            source: silencing::ITEM_SOURCE.into(),
+            code: Some(silencing::CAST_ANY.into()),
+            introduced: Some(true),
+            ..item("added `as any`")
+        }
+    }
+
+    #[test]
+    fn a_cast_is_named_only_where_an_earlier_content_had_an_error() {
+        let mut s = Session::default();
+        let p = Path::new("/w/a.ts");
+        let g1 = s.edited(p, 1);
+        s.dispatched(p, &[src(1, false)], 1);
+        // The first edit: tsc finds a new error at line 3; one the baseline had at line 7.
+        let new_error = Item {
+            line: 3,
+            introduced: Some(true),
+            ..item("Type 'string' is not assignable to type 'number'.")
+        };
+        let old_error = Item {
+            line: 7,
+            introduced: Some(false),
+            ..item("already there")
+        };
+        s.answered(p, g1, 1, vec![new_error, old_error.clone()], 2);
+        // The second edit hides line 3's error with a cast; casts at 5 (fresh code, nothing
+        // silenced) and 7 (an error the baseline had) are not named.
+        let g2 = s.edited(p, 3);
+        s.dispatched(p, &[src(1, false)], 3);
+        s.answered(p, g2, 1, vec![cast(3), cast(5), cast(7)], 4);
+        let lines: Vec<u32> = s
+            .get(p)
+            .unwrap()
+            .entry
+            .items
+            .iter()
+            .map(|i| i.line)
+            .collect();
+        assert_eq!(lines, vec![3]);
+        // A cast in a file whose earlier contents had no error is never named.
+        let q = Path::new("/w/fresh.ts");
+        let g = s.edited(q, 5);
+        s.dispatched(q, &[src(1, false)], 5);
+        s.answered(q, g, 1, vec![cast(1)], 6);
+        assert!(s.get(q).unwrap().entry.items.is_empty());
     }
 
     #[test]

@@ -5,7 +5,15 @@
 //! - a suppression comment or attribute (`# noqa`, `# type: ignore`, `# pyright: ignore`,
 //!   `@ts-ignore`, `@ts-expect-error`, `// eslint-disable…`, `#[allow(…)]`, `//nolint`,
 //!   `NOLINT`, …);
-//! - a cast to "anything" (`as any`, `cast(Any, …)`);
+//! - a cast to "anything" (`as any`, `cast(Any, …)`) that silences an error the baseline did
+//!   not have: named only when, earlier in the session, a checker reported an error at that
+//!   very line (one the baseline did not have) and the edit that added the cast made it go
+//!   ([`keep_cast`]). The rule is the one the pipeline can compute from what it knows — the
+//!   session's earlier items for the file and line, no extra check with the cast taken out —
+//!   so a cast in fresh code that silenced nothing is not named, nor one written in the same
+//!   edit as the error it hides (that error was never reported). The error's line follows
+//!   the text from edit to edit (a line diff; an edited line stays itself within its hunk);
+//!   a cast put on a line of a hunk that also inserted lines above it may miss its error;
 //! - a skipped test (`@pytest.mark.skip`, `.skip(`, `#[ignore]`, `t.Skip`, …) or a test
 //!   function that is gone;
 //! - a checker's configuration loosened (`"strict": false`, `typeCheckingMode = "basic"`,
@@ -26,6 +34,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{confine, CheckRequest, CheckResponse, FileResult, Item, Severity};
+use openfiles_wire::spec;
 use regex::Regex;
 
 use super::{CheckError, Checker, SourceId, SourceInfo};
@@ -33,27 +42,21 @@ use super::{CheckError, Checker, SourceId, SourceInfo};
 /// The source's name in entries (`sources.silencing`).
 pub const NAME: &str = "silencing";
 /// The items' `source`.
-pub const ITEM_SOURCE: &str = "openfiles";
+pub const ITEM_SOURCE: &str = spec::SILENCING_SOURCE;
 /// The id the source has beside the plugins (theirs count up from 0).
 pub const ID: SourceId = SourceId::MAX - 1;
 /// A suppression comment or attribute.
-pub const SUPPRESSION: &str = "silenced-suppression";
+pub const SUPPRESSION: &str = spec::SILENCING_CODES[0];
 /// A cast to "anything".
-pub const CAST_ANY: &str = "silenced-cast";
+pub const CAST_ANY: &str = spec::SILENCING_CODES[1];
 /// A skipped test.
-pub const TEST_SKIPPED: &str = "silenced-test-skipped";
+pub const TEST_SKIPPED: &str = spec::SILENCING_CODES[2];
 /// A test function that is gone.
-pub const TEST_REMOVED: &str = "silenced-test-removed";
+pub const TEST_REMOVED: &str = spec::SILENCING_CODES[3];
 /// A checker's configuration loosened.
-pub const CONFIG_LOOSENED: &str = "silenced-config";
+pub const CONFIG_LOOSENED: &str = spec::SILENCING_CODES[4];
 /// Every code this source gives.
-pub const CODES: [&str; 5] = [
-    SUPPRESSION,
-    CAST_ANY,
-    TEST_SKIPPED,
-    TEST_REMOVED,
-    CONFIG_LOOSENED,
-];
+pub const CODES: [&str; 5] = spec::SILENCING_CODES;
 
 /// Largest file read.
 const MAX_BYTES: u64 = 4 << 20;
@@ -62,7 +65,7 @@ const MAX_QUOTE: usize = 80;
 
 /// Whether `item` is one of this source's.
 pub fn is_silencing(item: &Item) -> bool {
-    item.source == ITEM_SOURCE && item.code.as_deref().is_some_and(|c| CODES.contains(&c))
+    spec::is_silencing(item)
 }
 
 /// After classification: only what the session added is named. A suppression the committed
@@ -70,6 +73,25 @@ pub fn is_silencing(item: &Item) -> bool {
 /// repository, baseline off) what was added is unknown: nothing is named then.
 pub fn keep(item: &Item) -> bool {
     !is_silencing(item) || item.introduced == Some(true)
+}
+
+/// Whether `item` is an error a cast to "anything" could silence: a checker's error the
+/// baseline did not have (introduced, or not classified), not a test runner's nor this
+/// source's.
+pub fn silenceable(item: &Item) -> bool {
+    item.severity == Severity::Error
+        && item.introduced != Some(false)
+        && !is_silencing(item)
+        && !openfiles_plugin_api::test_runners::Runner::ALL
+            .iter()
+            .any(|r| r.source() == item.source)
+}
+
+/// [`keep`], and a cast to "anything" only when it silences an error: `earlier` holds the
+/// lines where an earlier content of the file in this session had a [`silenceable`] error
+/// (the session's own record, [`crate::diagnostics::session::FileState::earlier_errors`]).
+pub fn keep_cast(item: &Item, earlier: &std::collections::BTreeSet<u32>) -> bool {
+    keep(item) && (item.code.as_deref() != Some(CAST_ANY) || earlier.contains(&item.line))
 }
 
 /// The language family of a file, as far as silencing goes.
@@ -639,6 +661,10 @@ fn check_files(
 }
 
 impl Checker for Silencing {
+    fn run_bound(&self) -> Option<Arc<super::bound::RunBound>> {
+        self.inner.run_bound()
+    }
+
     fn query(
         &self,
         source: SourceId,

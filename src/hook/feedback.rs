@@ -55,7 +55,8 @@ pub struct FileView {
     pub warnings: u32,
     /// The items to list (already filtered to the level: errors, or errors and warnings).
     pub items: Vec<Item>,
-    /// Whether the level lists warnings (then they count in the header).
+    /// Whether warnings count in the header: the level lists them, or (errors only) it
+    /// lists what an edit added to hide a problem.
     pub with_warnings: bool,
     /// Sources that had not answered for the file's current content (partial feedback).
     pub running: Vec<String>,

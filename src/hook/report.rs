@@ -3,7 +3,8 @@
 //! joined to the root), only when checked at or after the edit — by every source, or by
 //! some while others still run (partial: the view names them) — with the items the
 //! workspace's `hook.feedback` level lists (errors, or errors and warnings; never info or
-//! hints). Under `hook.feedbackScope = introduced` only the items the session introduced
+//! hints; what an edit added to hide a problem — the `silencing` source's warnings — at
+//! the errors-only level too, since it is about hiding errors). Under `hook.feedbackScope = introduced` only the items the session introduced
 //! are listed (those marked `introduced: false` are counted), and the entries of files the
 //! edits broke (`affectedBy`) give the "broken elsewhere" section. Shared by the service path
 //! (entries from a `wait` reply) and the fallback (entries read from `diagnostics.json`).
@@ -16,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::feedback::{Broken, FileView, Report};
 use openfiles_wire::spec::{
-    BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Item, Severity,
+    self, BaselineInfo, Feedback, FeedbackScope, FileEntry, HookSettings, Item, Severity,
 };
 
 /// One workspace's entries, as a `wait` reply or `diagnostics.json` holds them.
@@ -77,21 +78,28 @@ impl<'a> Entries<'a> {
                 }
                 r
             };
+            // What hides a problem is listed at the errors-only level too.
             let at_level: Vec<_> = entry
                 .items
                 .iter()
                 .filter(|i| {
                     i.severity == Severity::Error
                         || (with_warnings && i.severity == Severity::Warning)
+                        || spec::is_silencing(i)
                 })
                 .collect();
+            let silencers = at_level.iter().filter(|i| spec::is_silencing(i)).count() as u32;
             let (items, already, errors, warnings): (Vec<Item>, _, _, _) =
                 match self.hook.feedback_scope {
                     FeedbackScope::All => (
                         at_level.into_iter().cloned().collect(),
                         0,
                         entry.errors,
-                        entry.warnings,
+                        if with_warnings {
+                            entry.warnings
+                        } else {
+                            silencers
+                        },
                     ),
                     FeedbackScope::Introduced => {
                         let (old, new): (Vec<_>, Vec<_>) = at_level
@@ -110,7 +118,8 @@ impl<'a> Entries<'a> {
                 errors,
                 warnings,
                 items,
-                with_warnings,
+                // The header counts the warnings listed: all at that level, else the silencers.
+                with_warnings: with_warnings || warnings > 0,
                 running,
                 already,
             });

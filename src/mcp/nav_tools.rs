@@ -4,7 +4,8 @@
 //! reported as this agent's edit and checked), each one `nav` request on the control socket,
 //! answered by the language server a check of the file uses (warm, the workspace's trust).
 //! A position is `{path, line, column}` or `{path, symbol}` (a name path such as
-//! `Class/method`, with `line` to pick one of several). The answer is the grouped text for
+//! `Class/method`, with `line` to pick one of several); `page` asks for the rest of a capped
+//! answer (`limit` per page). The answer is the grouped text for
 //! the model and, as `structuredContent`, the reply itself: `locations` (workspace-relative
 //! `path`, `line`, `column`, `endLine`, `endColumn`, the line's `code`), `symbols`, `text`.
 
@@ -59,6 +60,7 @@ pub fn call(ctx: &Ctx, call: &Call, name: &str, args: &Value) -> Result<(String,
         query,
         new_name: args["new_name"].as_str().map(str::to_owned),
         limit: args["limit"].as_u64().map(|n| n as usize),
+        page: args["page"].as_u64().map(|n| n as usize),
         timeout_ms: Some(TIMEOUT_MS),
     };
     let reply: NavReply = control_as(

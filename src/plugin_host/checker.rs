@@ -4,6 +4,7 @@
 //! an explanatory item.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use openfiles_plugin_api::{CheckRequest, CheckResponse};
@@ -29,6 +30,10 @@ impl Checker for PluginManager {
                 })
             })
             .collect()
+    }
+
+    fn run_bound(&self) -> Option<Arc<crate::diagnostics::bound::RunBound>> {
+        Some(PluginManager::run_bound(self))
     }
 
     fn check(

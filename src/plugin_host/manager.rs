@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::discover;
 use super::supervisor::{Cmd, Host, Spec, StatusSlot, Supervisor};
 use super::{PluginError, PluginId};
+use crate::diagnostics::bound::{self, RunBound};
 use openfiles_wire::control::{PluginState, PluginStatus};
 
 /// Deadline of a check whose request says `timeout_ms: 0`.
@@ -73,6 +74,8 @@ struct Inner {
     rows: Arc<Mutex<Vec<PluginStatus>>>,
     next_id: AtomicU64,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The service-wide bound on concurrent project-wide runs.
+    runs: Arc<RunBound>,
 }
 
 impl PluginManager {
@@ -104,6 +107,7 @@ impl PluginManager {
             rows: Arc::new(Mutex::new(Vec::new())),
             next_id: AtomicU64::new(1),
             tasks: Mutex::new(Vec::new()),
+            runs: RunBound::new(bound::limit_for(cfg.service.max_project_runs)),
         };
         for p in problems {
             let mut row = PluginStatus::new(p.path, p.origin, PluginState::Missing);
@@ -155,6 +159,17 @@ impl PluginManager {
 
     pub fn name(&self, id: PluginId) -> Option<&str> {
         self.inner.loaded.get(id.0).map(|p| p.name.as_str())
+    }
+
+    /// A config reload: the new `[service] max_project_runs`.
+    pub fn set_max_project_runs(&self, configured: usize) {
+        self.inner.runs.set_limit(bound::limit_for(configured));
+    }
+
+    /// The service-wide bound on project-wide runs, which the pipelines' schedulers and
+    /// baseline jobs take a place in before they ask a project-wide plugin.
+    pub fn run_bound(&self) -> Arc<RunBound> {
+        self.inner.runs.clone()
     }
 
     /// Run one check. The request's `id` is replaced by a fresh one. Files in the answer

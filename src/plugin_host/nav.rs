@@ -2,7 +2,9 @@
 //! (`PluginManager::query`: a fresh id, a deadline, the answer from the plugin's supervisor,
 //! which carries it to the child as `query`; the child answers each on a thread of its own,
 //! never queued behind the checks, and for a library older than the `query` entry with
-//! [`QueryAnswer::unsupported`]).
+//! [`QueryAnswer::unsupported`]). A question whose asker gives up — its deadline, or the
+//! future dropped because the client went away — is cancelled in the host (the plugin's
+//! `cancel`, which the lsp plugin turns into `$/cancelRequest`).
 
 use std::time::Duration;
 
@@ -37,16 +39,43 @@ impl PluginManager {
         tx.send(Cmd::Query { request, reply })
             .await
             .map_err(|_| stopped())?;
-        match tokio::time::timeout(limit, rx).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(stopped()),
-            Err(_) => {
-                let _ = tx.try_send(Cmd::Forget(query_id));
-                Err(PluginError::Timeout {
-                    plugin: name.to_owned(),
-                    after_ms: limit.as_millis() as u64,
-                })
+        // Until answered, a caller that gives up (its deadline, or its future dropped: the
+        // asker went away) has the host cancel the question.
+        let mut forget = ForgetOnDrop {
+            tx,
+            id: query_id,
+            armed: true,
+        };
+        let answer = tokio::time::timeout(limit, rx).await;
+        match answer {
+            Ok(Ok(result)) => {
+                forget.armed = false;
+                result
             }
+            Ok(Err(_)) => {
+                forget.armed = false;
+                Err(stopped())
+            }
+            Err(_) => Err(PluginError::Timeout {
+                plugin: name.to_owned(),
+                after_ms: limit.as_millis() as u64,
+            }),
+        }
+    }
+}
+
+/// Tells the plugin's supervisor that a question's asker gave up: its reply is dropped and
+/// the host cancels it.
+struct ForgetOnDrop<'a> {
+    tx: &'a tokio::sync::mpsc::Sender<Cmd>,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.try_send(Cmd::Forget(self.id));
         }
     }
 }

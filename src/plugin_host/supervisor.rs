@@ -58,7 +58,8 @@ pub(crate) enum Cmd {
         request: openfiles_plugin_api::query::QueryRequest,
         reply: QueryReply,
     },
-    /// The asker of question `id` gave up: drop its reply.
+    /// The asker of question `id` gave up (its deadline, or it went away): drop its reply
+    /// and tell the host to cancel it, which frees its slot.
     Forget(u64),
 }
 
@@ -471,7 +472,9 @@ impl Supervisor {
                         }
                     }
                     Some(Cmd::Forget(id)) => {
-                        self.queries.remove(&id);
+                        if self.queries.remove(&id).is_some() {
+                            let _ = host.send(&ToHost::Cancel { id }).await;
+                        }
                     }
                     Some(Cmd::Cancel(id)) => {
                         if self.pending.remove(&id).is_some() {

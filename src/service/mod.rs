@@ -124,7 +124,7 @@ async fn serve(
     signals(
         handlers,
         &shutdown,
-        &parts.registry,
+        &parts,
         opts.config.clone(),
         config_path,
         config.clone(),
@@ -329,7 +329,7 @@ impl Handlers {
 async fn signals(
     handlers: Handlers,
     shutdown: &CancellationToken,
-    registry: &crate::workspace::RegistryHandle,
+    parts: &Parts,
     explicit: Option<PathBuf>,
     mut config_path: Option<PathBuf>,
     mut running: Arc<Config>,
@@ -357,8 +357,9 @@ async fn signals(
                     if cfg.plugins != running.plugins || cfg.plugin != running.plugin {
                         tracing::warn!("plugin settings changed: they apply when the service restarts (`systemctl --user restart openfiles`)");
                     }
+                    parts.plugins.set_max_project_runs(cfg.service.max_project_runs);
                     running = Arc::new(cfg);
-                    registry.reload(running.clone()).await;
+                    parts.registry.reload(running.clone()).await;
                 }
                 Err(e) => {
                     tracing::error!("SIGHUP: {e}; keeping the running configuration{}", config_path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default());

@@ -134,6 +134,14 @@ impl Checker for Trusting {
         self.inner.check(source, request)
     }
 
+    fn trusted(&self) -> bool {
+        self.trusted.get()
+    }
+
+    fn run_bound(&self) -> Option<Arc<crate::diagnostics::bound::RunBound>> {
+        self.inner.run_bound()
+    }
+
     fn query(
         &self,
         source: SourceId,

@@ -1,4 +1,5 @@
-//! `exec` next to `send` input, and lines the shell refuses, in bash, zsh and fish (issue 6).
+//! `exec` next to `send` input, and lines the shell refuses, in bash, zsh and fish (issue 6);
+//! the order of input the PTY does not take at once, and bash's scratch file (issue 42).
 //! Real shells in real PTYs behind the real socket.
 
 use crate::common;
@@ -304,4 +305,80 @@ async fn concurrent_execs_take_turns() {
         }
         Err(_) => panic!("server still shared"),
     }
+}
+
+/// bash reads each command's line back through its scratch file (`.claws/shell/.hist.<pid>`),
+/// which it keeps open and appends to instead of rewriting it per command (ext4 flushes a
+/// rewritten file when it is closed: ~3 ms before every command's output). Every command
+/// still reports its own line, and past the script's bound the file starts afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bash_appends_command_lines_to_its_scratch_file() {
+    let s = TestServer::start().await;
+    let t = s.create(json!({"shellPath": "/bin/bash"})).await;
+    let ev = s.exec(&t, "echo $$").await;
+    let pid = ev["output"].as_str().unwrap().trim().to_owned();
+    let scratch = s.root().join(".claws/shell").join(format!(".hist.{pid}"));
+    for i in 0..5 {
+        let line = format!("echo line{i} | tr l L");
+        let ev = s.exec(&t, &line).await;
+        assert_eq!(ev["commandLine"], line.as_str(), "{ev}");
+        assert_eq!(ev["output"], format!("Line{i}\n"), "{ev}");
+    }
+    let kept = std::fs::read_to_string(&scratch).unwrap();
+    for i in 0..5 {
+        assert!(kept.contains(&format!("echo line{i} | tr l L")), "{kept}");
+    }
+    // The script's own count past its bound: the next prompt starts the file afresh.
+    s.exec(&t, "__claws_hn=70000").await;
+    let ev = s.exec(&t, "echo after").await;
+    assert_eq!(ev["commandLine"], "echo after", "{ev}");
+    assert_eq!(ev["output"], "after\n", "{ev}");
+    let kept = std::fs::read_to_string(&scratch).unwrap();
+    assert!(
+        !kept.contains("line0") && kept.contains("echo after"),
+        "{kept}"
+    );
+    s.stop().await;
+}
+
+/// Input the PTY does not take at once (150 KB: more than its 64 KiB of buffers hold) is finished by the
+/// writer task, and sends behind it wait their turn: a program reading it all sees every
+/// line once, in the order sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn input_larger_than_the_pty_takes_keeps_its_order() {
+    let s = TestServer::start().await;
+    let t = s.create(json!({"shellPath": "/bin/bash"})).await;
+    s.exec(&t, "true").await;
+    let out = s.root().join("got.txt");
+    let mut c = s.conn().await;
+    let v = c
+        .call(
+            json!({"cmd": "send", "id": t, "text": format!("stty -echo; cat > {}", out.display())}),
+        )
+        .await;
+    assert_eq!(v["ok"], true, "{v}");
+    let block: Vec<String> = (0..600)
+        .map(|i| format!("{i:04} {}", "b".repeat(70)))
+        .collect();
+    let mut sent = block.clone();
+    let v = c
+        .call(json!({"cmd": "send", "id": t, "text": block.join("\n"), "paste": false}))
+        .await;
+    assert_eq!(v["ok"], true, "{v}");
+    for i in 0..20 {
+        let line = format!("tail {i}");
+        let v = c.call(json!({"cmd": "send", "id": t, "text": line})).await;
+        assert_eq!(v["ok"], true, "{v}");
+        sent.push(format!("tail {i}"));
+    }
+    // Ctrl-D ends cat's input; the next command shows it finished.
+    c.call(json!({"cmd": "send", "id": t, "text": "\u{4}", "newline": false}))
+        .await;
+    c.call(json!({"cmd": "send", "id": t, "text": "stty echo; echo CAT_$((1+1))"}))
+        .await;
+    s.wait_log(&t, "CAT_2").await;
+    let got = std::fs::read_to_string(&out).unwrap();
+    let got: Vec<&str> = got.lines().collect();
+    assert_eq!(got, sent, "every line once, in order");
+    s.stop().await;
 }

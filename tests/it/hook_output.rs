@@ -262,3 +262,47 @@ fn entries_are_matched_by_path_filtered_by_time_and_level() {
     };
     assert!(ws.views(&paths, 100).is_empty());
 }
+
+/// At the errors-only level a plain warning is not listed, but what the edit added to hide a
+/// problem (the `silencing` source's warning) is, and counts in the header.
+#[test]
+fn the_errors_only_level_still_names_what_hides_a_problem() {
+    let silencer = Item {
+        source: openfiles_wire::spec::SILENCING_SOURCE.into(),
+        code: Some("silenced-suppression".into()),
+        ..item(
+            3,
+            Severity::Warning,
+            None,
+            "added `# type: ignore`: it hides a problem",
+        )
+    };
+    let mut files = BTreeMap::new();
+    files.insert(
+        "a.py".to_owned(),
+        entry(
+            "/w/a.py",
+            100,
+            vec![item(2, Severity::Warning, None, "plain warning"), silencer],
+        ),
+    );
+    let hook = HookSettings {
+        feedback: Feedback::Errors,
+        ..HookSettings::default()
+    };
+    let ws = Entries {
+        root: "/w".as_ref(),
+        hook: &hook,
+        files: &files,
+        baseline: None,
+    };
+    let text = feedback::format(&ws.views(&[PathBuf::from("/w/a.py")], 100)).unwrap();
+    assert!(
+        text.contains(
+            "- a.py:3:5 warning silenced-suppression (openfiles): added `# type: ignore`"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("plain warning"), "{text}");
+    assert!(text.starts_with("OpenFiles found 1 warning"), "{text}");
+}

@@ -292,6 +292,7 @@ async fn a_plugin_without_the_query_entry_answers_no_question_and_keeps_checking
         query: None,
         new_name: None,
         limit: 0,
+        offset: 0,
         timeout_ms: 10_000,
         trusted: false,
     };

@@ -1,6 +1,7 @@
 //! Issue 40.6, silencing flagged: what an edit adds to hide a problem — a suppression, a
 //! skipped or deleted test — is named in the file's entry (a warning of source `openfiles`
-//! with its line), what the committed text had already is not, and a revert clears it.
+//! with its line), what the committed text had already is not, and a revert clears it; a
+//! cast to `any` only where it hides an error an earlier edit made.
 //! Through a real `openfiles serve` over a real git repository, with the `instant` fixture
 //! as the file's checker beside the built-in `silencing` source.
 
@@ -160,5 +161,51 @@ fn the_silencing_source_never_checks_a_file_alone() {
             .iter()
             .all(|i| i.source != "openfiles" || i.code.as_deref() != Some("silenced-suppression")),
         "{entry:?}"
+    );
+}
+
+/// A cast to `any` is named where it hides an error an earlier edit of the session made (the
+/// real typescript-language-server reported it), not in fresh code where it hid nothing.
+#[test]
+fn a_cast_is_named_where_it_hides_a_new_error_not_in_fresh_code() {
+    let mut env = Env::new();
+    env.plugin_path = Some(path_list(&[common::plugins::plugin("lsp")]));
+    std::fs::write(&env.config, "[watch]\nenabled = false\n").unwrap();
+    let ws = env.workspace("proj");
+    let committed = "export const k = 0;\n\nexport const n: number = 1;\nexport const z = k;\n";
+    std::fs::write(ws.join("a.ts"), committed).unwrap();
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-q", "-m", "base"]);
+    let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let a = ws.join("a.ts");
+    std::fs::write(&a, committed.replace("= 1;", "= \"one\";")).unwrap();
+    check(&env, &ws, &[&a]);
+    let d = diagnostics(&ws).unwrap();
+    assert!(
+        d.files["a.ts"]
+            .items
+            .iter()
+            .any(|i| i.line == 3 && i.code.as_deref() == Some("2322")),
+        "the first edit's error: {:?}",
+        d.files["a.ts"]
+    );
+    // The cast hides it (its line moved down under a new comment); the fresh line after it
+    // casts too, hiding nothing.
+    std::fs::write(
+        &a,
+        "export const k = 0;\n// the values\n\nexport const n: number = \"one\" as any;\nexport const m = 2 as any;\nexport const z = k;\n",
+    )
+    .unwrap();
+    check(&env, &ws, &[&a]);
+    let got: Vec<_> = silencers(&ws, "a.ts")
+        .iter()
+        .map(|i| (i.line, i.code.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(4, "silenced-cast".to_string())],
+        "{:?}",
+        diagnostics(&ws).unwrap().files["a.ts"]
     );
 }

@@ -2,7 +2,7 @@
 //! `openfiles serve`, the real hook and real pytest over a committed project: the edit's
 //! hook names the test it broke in a test module nobody edited (`affectedBy` the edited
 //! module), never a test that already failed at the commit nor one in a test module the edit
-//! cannot reach, and a revert clears it.
+//! cannot reach, and a revert clears it. `check` runs the tests only with `--tests`.
 
 use crate::common;
 use crate::common::git;
@@ -131,4 +131,67 @@ fn the_hook_names_the_test_an_edit_broke_with_affected_by_and_a_revert_clears_it
         !entry_keys(&ws).contains(&"tests/test_util.py".to_string())
     });
     svc.terminate();
+}
+
+/// `check` (in-process, no service) runs no test; `check --tests` runs them in a trusted
+/// workspace and, in an untrusted one, says plainly that none ran and why. A `conftest.py`
+/// that leaves a mark shows whether pytest started.
+#[test]
+fn check_runs_the_tests_only_with_tests_and_only_when_trusted() {
+    let mut env = Env::new();
+    env.plugin_path = Some(plugin("tests").into_os_string());
+    std::fs::write(&env.config, "[plugin.tests]\nnice = 0\n").unwrap();
+    let ws = env.workspace("py");
+    project(&ws);
+    std::fs::write(
+        ws.join("tests/conftest.py"),
+        "import pathlib\npathlib.Path(__file__).with_name(\"ran\").write_text(\"\")\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("pkg/util.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    let ran = ws.join("tests/ran");
+    let check = |args: &[&str]| {
+        let mut all = vec!["check", "--json"];
+        all.extend_from_slice(args);
+        let util = ws.join("pkg/util.py");
+        let test = ws.join("tests/test_util.py");
+        all.extend([util.to_str().unwrap(), test.to_str().unwrap()]);
+        let out = env.command(&all).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let codes: Vec<String> = v["files"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|e| e["items"].as_array().unwrap().clone())
+            .filter(|i| i["source"] == "pytest")
+            .map(|i| i["code"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        (codes, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    let (codes, stderr) = check(&["--tests"]);
+    assert_eq!(codes, Vec::<String>::new());
+    assert!(
+        stderr.contains("the project's tests did not run")
+            && stderr.contains("workspace is not trusted"),
+        "{stderr}"
+    );
+    assert!(!ran.exists(), "conftest.py ran in an untrusted workspace");
+
+    let trust = env
+        .command(&["trust", ws.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(trust.status.success(), "{trust:?}");
+    let (codes, _) = check(&[]);
+    assert_eq!(codes, Vec::<String>::new());
+    assert!(!ran.exists(), "plain check ran the project's tests");
+
+    let (codes, stderr) = check(&["--tests"]);
+    assert!(
+        codes.contains(&"tests/test_util.py::test_add".to_string()),
+        "{codes:?} {stderr}"
+    );
+    assert!(ran.exists());
 }

@@ -2,9 +2,10 @@
 //! (`openfiles_gate::Program`, the user's scope: "terminal shell") whose
 //! `pre_exec` (between fork and exec, async-signal-safe calls only) starts a new session and
 //! makes the slave the controlling terminal. The master is close-on-exec and non-blocking;
-//! it is written through tokio's `AsyncFd` (registered for writability only) and read by the
-//! terminal's reader thread with `poll` + `read` ([`wait_readable`], [`read_some`]), so the
-//! output path costs no reactor wake-ups or task hand-offs.
+//! input is written at once when the master takes it ([`write_now`]), else through tokio's
+//! `AsyncFd` (registered for writability only); output is read by the terminal's reader
+//! thread with `poll` + `read` ([`wait_readable`], [`read_some`]), so neither path costs
+//! reactor wake-ups or task hand-offs.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -200,6 +201,22 @@ pub fn read_some(master: BorrowedFd<'_>, buf: &mut [u8]) -> Read {
             Err(_) => return Read::Closed,
         }
     }
+}
+
+/// Write what the master takes of `data` now, without waiting: how many bytes (fewer when
+/// the PTY's input queue filled up; 0 also when the terminal is gone, which the writer task
+/// then finds out).
+pub fn write_now(master: BorrowedFd<'_>, data: &[u8]) -> usize {
+    let mut n = 0;
+    while n < data.len() {
+        match nix::unistd::write(master, &data[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    n
 }
 
 /// Write all of `data` to the master, waiting while the PTY input queue is full.

@@ -1,6 +1,7 @@
 //! One terminal: a shell in a PTY plus three tasks that own its moving parts — the reader
 //! (a thread, `reader.rs`: PTY output → capture ring, log file, shell-integration marks →
-//! history, `exec` answers, bus events), the writer (ordered input, bracketed paste) and the
+//! history, `exec` answers, bus events), the input path (`input.rs`: written at once when
+//! nothing is queued ahead, else by the writer task; ordered input, bracketed paste) and the
 //! reaper (exit status).
 //! The terminal's mutable state sits behind one short-lived `std::sync::Mutex`, never held
 //! across an `.await`. The PTY exists before `create` answers, so early input is queued in
@@ -26,15 +27,16 @@ use super::ring::Ring;
 use super::strip::{plain_output, Mark, MarkKind};
 use super::{now_ms, pty, shell, ServerState};
 
+mod input;
 mod reader;
 mod vehicle;
+
+use input::{writer, Input};
 
 pub use vehicle::Vehicle;
 
 /// Grace between SIGHUP and SIGKILL when a terminal is closed.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
-/// Pause between a bracketed paste and its Enter, so TUIs see them apart.
-const PASTE_ENTER_DELAY: Duration = Duration::from_millis(30);
 
 /// Where the shell is, as the integration marks tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,20 +74,6 @@ pub struct CreateOpts {
     pub correlation_id: Option<String>,
     /// Keep the tty's output post-processing (`\n` → `\r\n`); see `pty::Spawn::opost`.
     pub opost: bool,
-}
-
-enum Input {
-    Bytes(Vec<u8>),
-    Paste { text: Vec<u8>, enter: bool },
-}
-
-impl Input {
-    fn len(&self) -> usize {
-        match self {
-            Input::Bytes(b) => b.len(),
-            Input::Paste { text, .. } => text.len(),
-        }
-    }
 }
 
 /// Input bytes a terminal holds for a program that has not read them yet: past this a
@@ -138,6 +126,8 @@ pub struct Terminal {
     pub correlation_id: Option<String>,
     master: Arc<AsyncFd<OwnedFd>>,
     input: mpsc::UnboundedSender<Input>,
+    /// Held while input is written at once or queued, so it reaches the PTY in order.
+    input_turn: Mutex<()>,
     state: Mutex<State>,
     phase: watch::Sender<Phase>,
     /// The extension's vehicle state; its changes are published while this is held, so
@@ -209,6 +199,7 @@ impl Terminal {
             correlation_id: o.correlation_id,
             master: master.clone(),
             input: tx,
+            input_turn: Mutex::new(()),
             state: Mutex::new(State {
                 ring: Ring::new(shared.cfg.ring_bytes),
                 integrated: false,
@@ -322,20 +313,6 @@ impl Terminal {
             Input::Bytes(b)
         };
         self.queue(msg)
-    }
-
-    fn queue(&self, msg: Input) -> Result<(), SendError> {
-        use std::sync::atomic::Ordering;
-        let len = msg.len();
-        let before = self.queued_input.fetch_add(len, Ordering::AcqRel);
-        if before > 0 && before + len > MAX_QUEUED_INPUT {
-            self.queued_input.fetch_sub(len, Ordering::AcqRel);
-            return Err(SendError::Full(self.id, before));
-        }
-        self.input.send(msg).map_err(|_| {
-            self.queued_input.fetch_sub(len, Ordering::AcqRel);
-            SendError::Exited(self.id)
-        })
     }
 
     pub fn resize(&self, cols: u16, rows: u16) -> std::io::Result<()> {
@@ -590,46 +567,6 @@ impl Terminal {
         );
         if let Some(w) = waiter {
             let _ = w.tx.send(Ok(ev));
-        }
-    }
-}
-
-async fn writer(
-    shared: Arc<ServerState>,
-    term: Arc<Terminal>,
-    mut rx: mpsc::UnboundedReceiver<Input>,
-) {
-    loop {
-        let input = tokio::select! {
-            _ = term.closed.cancelled() => return,
-            i = rx.recv() => match i { Some(i) => i, None => return },
-        };
-        let len = input.len();
-        let ok = match input {
-            Input::Bytes(b) => pty::write_all(&term.master, &b).await.is_ok(),
-            Input::Paste { text, enter } => {
-                let mut b = Vec::with_capacity(text.len() + 12);
-                b.extend_from_slice(b"\x1b[200~");
-                b.extend_from_slice(&text);
-                b.extend_from_slice(b"\x1b[201~");
-                let ok = pty::write_all(&term.master, &b).await.is_ok();
-                shared.bus.publish_server(
-                    "system.terminal.paste_complete",
-                    json!({"terminalId": term.id.to_string(), "totalSize": b.len(), "ts": now_ms()}),
-                );
-                if ok && enter {
-                    tokio::time::sleep(PASTE_ENTER_DELAY).await;
-                    pty::write_all(&term.master, b"\r").await.is_ok()
-                } else {
-                    ok
-                }
-            }
-        };
-        term.queued_input
-            .fetch_sub(len, std::sync::atomic::Ordering::AcqRel);
-        if !ok {
-            tracing::debug!(terminal = term.id, "PTY write failed; writer stops");
-            return;
         }
     }
 }

@@ -11,6 +11,29 @@ use std::path::PathBuf;
 
 pub use openfiles_plugin_api::{Item, Severity};
 
+/// The `source` of the items that name what a session's edit added to hide a problem (the
+/// service's built-in `silencing` source, issue 40.6), each with one of [`SILENCING_CODES`].
+pub const SILENCING_SOURCE: &str = "openfiles";
+/// Their codes: a suppression, a cast to "anything", a skipped test, a removed test, a
+/// checker's configuration loosened.
+pub const SILENCING_CODES: [&str; 5] = [
+    "silenced-suppression",
+    "silenced-cast",
+    "silenced-test-skipped",
+    "silenced-test-removed",
+    "silenced-config",
+];
+
+/// Whether `item` names something an edit added to hide a problem. Such a warning is about
+/// hiding errors: the hook lists it at the errors-only level too.
+pub fn is_silencing(item: &Item) -> bool {
+    item.source == SILENCING_SOURCE
+        && item
+            .code
+            .as_deref()
+            .is_some_and(|c| SILENCING_CODES.contains(&c))
+}
+
 /// Directory of a workspace that holds the OpenFiles files.
 pub const DIR: &str = ".openfiles";
 /// Heartbeat directory inside [`DIR`] (the name comes from the editor extension).

@@ -62,6 +62,10 @@ pub struct QueryRequest {
     /// Most locations or symbols to answer with (0: the plugin's own cap).
     #[serde(default)]
     pub limit: usize,
+    /// How many of the (sorted) locations, symbols or calls to skip first: a later page of
+    /// a capped answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: usize,
     /// Milliseconds the host waits for the answer.
     #[serde(default)]
     pub timeout_ms: u64,
@@ -148,9 +152,17 @@ pub struct QueryAnswer {
     /// How many locations or symbols the server gave (more than answered when capped).
     #[serde(default)]
     pub total: usize,
-    /// The answer was cut to the request's limit.
+    /// More follow the ones answered (past the request's offset and limit).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capped: bool,
+    /// The offset the answer starts at (the request's).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: usize,
+    /// Why the answer may be incomplete although not capped: the server knows only the files
+    /// it has opened (clangd without a compile database, a file in no TypeScript project…),
+    /// or has not analysed the workspace yet. `None`: the server's whole answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     /// Milliseconds spent waiting for the server to start (0 when it was running).
     #[serde(default)]
     pub started_ms: u64,
@@ -171,3 +183,56 @@ impl QueryAnswer {
 
 /// The default cap on locations and symbols in one answer.
 pub const DEFAULT_LIMIT: usize = 200;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The page of `items` a request asks for (`offset`, then at most `limit`, 0 meaning
+/// [`DEFAULT_LIMIT`]): sets `answer`'s `total`, `capped` and `offset`.
+pub fn page<T>(answer: &mut QueryAnswer, req: &QueryRequest, mut items: Vec<T>) -> Vec<T> {
+    let limit = match req.limit {
+        0 => DEFAULT_LIMIT,
+        n => n,
+    };
+    answer.total = items.len();
+    answer.offset = req.offset;
+    answer.capped = items.len() > req.offset.saturating_add(limit);
+    items.drain(..req.offset.min(items.len()));
+    items.truncate(limit);
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_follow_one_another_and_say_when_more_follow() {
+        let req = |offset, limit| QueryRequest {
+            id: 0,
+            kind: QueryKind::References,
+            workspace: "/w".into(),
+            file: "/w/a".into(),
+            line: 1,
+            column: 1,
+            query: None,
+            new_name: None,
+            limit,
+            offset,
+            timeout_ms: 0,
+            trusted: false,
+        };
+        let mut a = QueryAnswer::default();
+        let items: Vec<u32> = (0..450).collect();
+        assert_eq!(page(&mut a, &req(0, 0), items.clone()).len(), DEFAULT_LIMIT);
+        assert!(a.capped && a.total == 450 && a.offset == 0);
+        assert_eq!(
+            page(&mut a, &req(400, 200), items.clone()),
+            (400..450).collect::<Vec<_>>()
+        );
+        assert!(!a.capped && a.offset == 400);
+        assert!(page(&mut a, &req(600, 200), items).is_empty());
+        assert!(!a.capped && a.total == 450);
+    }
+}

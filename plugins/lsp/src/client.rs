@@ -58,6 +58,10 @@ pub struct State {
     pub indexing: bool,
     /// [`State::seq`] when indexing last ended: only a push after it is complete.
     pub indexed_at: u64,
+    /// Active work-done progresses whose title speaks of indexing (clangd's background
+    /// index, rust-analyzer's): token → title and last message. While one runs, an answer
+    /// about other files may be incomplete (`crate::completeness`).
+    pub index_progress: HashMap<String, String>,
 }
 
 /// Static facts from `initialize`.
@@ -147,6 +151,9 @@ pub struct Client {
     pub root: PathBuf,
     /// The workspace folders the server knows (project roots), in the order they were added.
     folders: Arc<Mutex<Vec<PathBuf>>>,
+    /// The workspaces whose files it checks, `root` first: more than one when worktrees of
+    /// one repository share it. A file is read confined to the one that holds it.
+    workspaces: Mutex<Vec<PathBuf>>,
     pub transport: Arc<Transport>,
     pub caps: ServerCaps,
     pub state: Arc<Mutex<State>>,
@@ -195,6 +202,7 @@ impl Client {
             name: spec.name.clone(),
             spec: spec.clone(),
             root: root.to_path_buf(),
+            workspaces: Mutex::new(vec![root.to_path_buf()]),
             folders,
             transport,
             caps,
@@ -214,6 +222,25 @@ impl Client {
         timeout: Duration,
     ) -> Result<R::Result, Error> {
         call::<R>(&self.transport, params, timeout).await
+    }
+
+    /// Check files of `workspace` too (another worktree of the repository sharing the server).
+    pub fn serve_workspace(&self, workspace: &Path) {
+        let mut w = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        if !w.iter().any(|x| x == workspace) {
+            w.push(workspace.to_path_buf());
+        }
+    }
+
+    /// The folder `path` is read confined to: the deepest served workspace (or `root`) that
+    /// holds it, else `root` (and the read is refused).
+    pub fn root_for(&self, path: &Path) -> PathBuf {
+        let w = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        w.iter()
+            .filter(|r| path.starts_with(r))
+            .max_by_key(|r| r.components().count())
+            .cloned()
+            .unwrap_or_else(|| self.root.clone())
     }
 
     /// The workspace folders the server knows.

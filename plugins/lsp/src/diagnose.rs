@@ -256,7 +256,7 @@ pub(crate) fn refresh_others(client: &Client, except: &Path) {
     let mut gone = Vec::new();
     for (path, doc) in docs.iter_mut().filter(|(p, _)| p.as_path() != except) {
         let uri = path_to_uri(path);
-        match read_text(&client.root, path) {
+        match read_text(&client.root_for(path), path) {
             Ok(text) if *text == *doc.text => {}
             Ok(text) => {
                 let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -410,7 +410,7 @@ fn read_or_close(
 ) -> Result<Arc<str>, CheckError> {
     let read = match given {
         Some(text) => Ok(text),
-        None => read_text(&client.root, path).map(Arc::from),
+        None => read_text(&client.root_for(path), path).map(Arc::from),
     };
     read.map_err(|e| {
         if docs.remove(path).is_some() {
@@ -507,7 +507,7 @@ fn remaining(client: &Client, deadline: Instant) -> Result<Duration, CheckError>
 }
 
 /// `textDocument/diagnostic`, retried while the server says the content moved under it.
-async fn pull(
+pub(crate) async fn pull(
     client: &Client,
     uri: &str,
     identifier: Option<String>,

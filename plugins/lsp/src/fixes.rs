@@ -46,7 +46,7 @@ pub async fn fixes(client: &Client, path: &Path, deadline: Instant) -> Vec<Item>
         .get(path)
         .map(|d| d.text.clone());
     if open.as_deref() != Some(&*rep.text)
-        || on_disk(&client.root, path).as_deref() != Some(rep.text.as_bytes())
+        || on_disk(&client.root_for(path), path).as_deref() != Some(rep.text.as_bytes())
     {
         return Vec::new();
     }

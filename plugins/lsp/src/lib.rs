@@ -4,7 +4,8 @@
 //! `$/cancelRequest`), [`client`] + [`diagnose`] (capabilities, server requests, fresh
 //! diagnostics per DESIGN §4) and this registry, which maps each file to the servers that
 //! handle its extension and keeps one [`server::Slot`] per (workspace, server, executable)
-//! serving the project roots as workspace folders — or, for servers that take a single
+//! serving the project roots as workspace folders (per (repository, server, executable) for
+//! trusted worktrees of one repository: [`repository_of`]) — or, for servers that take a single
 //! folder (learned at their first start) and with `share_servers = false`, one per (project
 //! root, server, executable). It also keeps the running instances within `max_servers` and
 //! `max_memory_mib` ([`limits`]): before an instance starts, and after each check.
@@ -23,6 +24,7 @@
 
 pub mod clangd_db;
 pub mod client;
+mod completeness;
 pub mod config;
 pub mod convert;
 pub mod diagnose;
@@ -74,7 +76,37 @@ struct Inner {
     checks: Mutex<HashMap<u64, CancellationToken>>,
 }
 
-/// Which instance serves a job: `base` is the workspace when `shared`, else the project root.
+/// The repository a workspace at the top of a git worktree belongs to (its common git
+/// folder: `.git` itself, or for a linked worktree the folder its `.git` file's `gitdir:`
+/// names the `worktrees/` entry of), else the workspace itself. `.git` is data, read
+/// confined; only trusted workspaces' servers are shared this way.
+fn repository_of(workspace: &Path) -> PathBuf {
+    let dot_git = workspace.join(".git");
+    match std::fs::symlink_metadata(&dot_git) {
+        Ok(m) if m.is_dir() => return dot_git,
+        Ok(m) if m.is_file() => {
+            let text =
+                openfiles_plugin_api::confine::read_workspace_file(workspace, &dot_git, 4096)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+            if let Some(dir) = text.trim().strip_prefix("gitdir:") {
+                let gitdir = workspace.join(dir.trim());
+                let common = gitdir
+                    .parent()
+                    .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+                    .and_then(Path::parent);
+                if let Some(common) = common {
+                    return common.canonicalize().unwrap_or_else(|_| common.to_owned());
+                }
+            }
+        }
+        _ => {}
+    }
+    workspace.to_owned()
+}
+
+/// Which instance serves a job: `base` is the workspace when `shared` (the repository, for a
+/// trusted worktree), else the project root.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct SlotKey {
     base: PathBuf,
@@ -142,7 +174,27 @@ impl Plugin for LspPlugin {
         &self,
         request: openfiles_plugin_api::query::QueryRequest,
     ) -> Result<openfiles_plugin_api::query::QueryAnswer, PluginError> {
-        self.rt.block_on(self.inner.clone().query(request))
+        // Cancelled like a check (the ids share one counter): the question's requests are
+        // dropped, which tells the server `$/cancelRequest`.
+        let cancel = CancellationToken::new();
+        let id = request.id;
+        self.inner
+            .checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, cancel.clone());
+        let r = self.rt.block_on(async {
+            tokio::select! {
+                r = self.inner.clone().query(request) => r,
+                _ = cancel.cancelled() => Err(PluginError::Cancelled),
+            }
+        });
+        self.inner
+            .checks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        r
     }
 
     fn cancel(&self, check_id: u64) {
@@ -293,10 +345,11 @@ impl Inner {
                 .unwrap_or_else(|e| e.into_inner())
                 .contains(&(job.spec.name.clone(), job.exe.clone()));
         SlotKey {
-            base: if shared {
-                job.workspace.clone()
-            } else {
-                job.root.clone()
+            base: match (shared, job.trusted) {
+                // Worktrees of one repository share a trusted workspace's servers.
+                (true, true) => repository_of(&job.workspace),
+                (true, false) => job.workspace.clone(),
+                (false, _) => job.root.clone(),
             },
             server: job.spec.name.clone(),
             exe: job.exe.clone(),
@@ -315,10 +368,16 @@ impl Inner {
                     startup: Duration::from_millis(self.config.startup_timeout_ms),
                     backoff: Duration::from_millis(self.config.restart_backoff_ms),
                 };
+                // A shared server runs in the workspace that started it (the key of a
+                // worktree's is its repository).
+                let base = match key.shared {
+                    true => job.workspace.clone(),
+                    false => key.base.clone(),
+                };
                 let (slot, task) = Slot::spawn(
                     job.spec.clone(),
                     job.program.clone(),
-                    key.base.clone(),
+                    base,
                     key.shared,
                     timing,
                     self.stop.child_token(),
@@ -525,7 +584,7 @@ impl Inner {
             let key = self.key(job);
             let slot = self.slot(job, &key);
             self.make_room(&key, &slot).await;
-            match slot.get(job.root.clone()).await {
+            match slot.get(job.root.clone(), job.workspace.clone()).await {
                 Err(SlotError::SingleFolder { .. }) if key.shared => {
                     tracing::info!(server = %job.spec.name, "takes a single workspace folder: one server per project root");
                     self.single_folder

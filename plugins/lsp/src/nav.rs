@@ -9,17 +9,17 @@
 //! ways (1-based character columns ↔ the negotiated encoding; target files' lines read
 //! confined, inside the workspace), the shapes of the answers (`Location`/`LocationLink`,
 //! `DocumentSymbol`/`SymbolInformation`/`WorkspaceSymbol`, hover's three content shapes) and
-//! the cap on an answer's length.
+//! the page of an answer asked for; whether it is partial is [`crate::completeness`]'s.
 
 use crate::client::Client;
 use crate::convert::to_line_col;
 use crate::convert::{path_to_uri, uri_to_path, Encoding};
 use crate::diagnose::{refresh_others, sync};
 use crate::transport::Error;
-use crate::{config, Inner, Job};
+use crate::{completeness, config, Inner, Job};
 use openfiles_plugin_api::columns::Column;
 use openfiles_plugin_api::query::{
-    Call, Location, QueryAnswer, QueryKind, QueryRequest, Symbol, DEFAULT_LIMIT,
+    page, Call, Location, QueryAnswer, QueryKind, QueryRequest, Symbol,
 };
 use openfiles_plugin_api::{confine, content_hash, FileEdits, PluginError, TextEdit};
 use serde_json::{json, Value};
@@ -105,6 +105,7 @@ impl Inner {
         refresh_others(&client, path);
         let lang = config::language_id(&job.spec, path);
         let sent = sync(&client, path, &uri, &lang, None).map_err(|e| Some(e.to_string()))?;
+        let settled = completeness::settle(&client, req, deadline).await;
         let enc = client.caps.encoding;
         let position = to_lsp(&sent.text, req.line, req.column, enc);
         let (method, params) = request(req, &uri, position);
@@ -128,6 +129,7 @@ impl Inner {
         let mut answer = QueryAnswer {
             server: Some(job.spec.name.clone()),
             started_ms,
+            partial: completeness::partial(&client, job, req, &settled),
             ..QueryAnswer::default()
         };
         fill(
@@ -141,7 +143,9 @@ impl Inner {
             && answer.notes.is_empty()
             && answer.locations.is_empty()
             && answer.symbols.is_empty()
-            && answer.calls.is_empty();
+            && answer.calls.is_empty()
+            && answer.total == 0
+            && answer.partial.is_none();
         Ok((!empty).then_some(answer))
     }
 }
@@ -205,13 +209,8 @@ fn request(req: &QueryRequest, uri: &str, position: Value) -> (&'static str, Val
     }
 }
 
-/// `answer` filled from the server's `value` for `req`, capped at the request's limit.
+/// `answer` filled from the server's `value` for `req`: the page the request asks for.
 fn fill(answer: &mut QueryAnswer, req: &QueryRequest, value: &Value, lines: &mut Lines) {
-    let limit = if req.limit == 0 {
-        DEFAULT_LIMIT
-    } else {
-        req.limit
-    };
     match req.kind {
         QueryKind::Hover => answer.text = hover_text(value),
         QueryKind::Rename => match rename_edits(value, &req.workspace, lines) {
@@ -222,19 +221,13 @@ fn fill(answer: &mut QueryAnswer, req: &QueryRequest, value: &Value, lines: &mut
             Err(why) => answer.notes.push(why.to_string()),
         },
         QueryKind::IncomingCalls | QueryKind::OutgoingCalls => {
-            let mut calls = calls_of(req.kind, value, lines);
-            answer.total = calls.len();
-            answer.capped = calls.len() > limit;
-            calls.truncate(limit);
-            answer.calls = calls;
+            let calls = calls_of(req.kind, value, lines);
+            answer.calls = page(answer, req, calls);
         }
         QueryKind::DocumentSymbols | QueryKind::WorkspaceSymbols => {
             let mut symbols = Vec::new();
             symbols_of(value, &req.file, None, lines, &mut symbols);
-            answer.total = symbols.len();
-            answer.capped = symbols.len() > limit;
-            symbols.truncate(limit);
-            answer.symbols = symbols;
+            answer.symbols = page(answer, req, symbols);
         }
         _ => {
             let mut locations: Vec<Location> = locations_of(value)
@@ -243,10 +236,7 @@ fn fill(answer: &mut QueryAnswer, req: &QueryRequest, value: &Value, lines: &mut
                 .collect();
             locations.sort();
             locations.dedup();
-            answer.total = locations.len();
-            answer.capped = locations.len() > limit;
-            locations.truncate(limit);
-            answer.locations = locations;
+            answer.locations = page(answer, req, locations);
         }
     }
 }

@@ -8,6 +8,11 @@
 //! slot per project root). A root unused for `idle_timeout_ms`, or no longer a project (its
 //! markers gone, the package removed), is removed from the server's folders.
 //!
+//! A shared slot of a trusted workspace serves every worktree of its repository at that trust
+//! level (the registry keys it by the repository): each worktree's project roots are folders
+//! of the one server, and each file is read confined to its own worktree
+//! ([`Client::root_for`]).
+//!
 //! The slot starts its client lazily on the first `get`, keeps it warm, shuts it down
 //! (`shutdown` + `exit`) after `idle_timeout_ms` without use, on [`Slot::stop`] (the
 //! registry's limits) or when the plugin stops, and restarts it after a crash with
@@ -60,7 +65,7 @@ pub struct Status {
 type Reply<T> = oneshot::Sender<T>;
 
 enum Cmd {
-    Get(PathBuf, Reply<Result<Arc<Client>, SlotError>>),
+    Get(PathBuf, PathBuf, Reply<Result<Arc<Client>, SlotError>>),
     Status(Reply<Option<Status>>),
     Folders(Reply<Vec<PathBuf>>),
     Stop(Reply<bool>),
@@ -114,9 +119,9 @@ impl Slot {
         rx.await.ok()
     }
 
-    /// A running client serving the project root `root`, started if needed.
-    pub async fn get(&self, root: PathBuf) -> Result<Arc<Client>, SlotError> {
-        self.ask(|r| Cmd::Get(root, r))
+    /// A running client serving the project root `root` of `workspace`, started if needed.
+    pub async fn get(&self, root: PathBuf, workspace: PathBuf) -> Result<Arc<Client>, SlotError> {
+        self.ask(|r| Cmd::Get(root, workspace, r))
             .await
             .unwrap_or(Err(SlotError::Stopping))
     }
@@ -186,10 +191,10 @@ impl Actor {
                             self.shut_down().await;
                         }
                     }
-                    Some(Cmd::Get(root, reply)) => {
+                    Some(Cmd::Get(root, workspace, reply)) => {
                         self.last_used = Instant::now();
                         let r = tokio::select! {
-                            r = self.get(root.clone()) => r,
+                            r = self.get(root.clone(), workspace) => r,
                             _ = stop.cancelled() => Err(SlotError::Stopping),
                         };
                         let _ = reply.send(r);
@@ -292,7 +297,7 @@ impl Actor {
         }
     }
 
-    async fn get(&mut self, root: PathBuf) -> Result<Arc<Client>, SlotError> {
+    async fn get(&mut self, root: PathBuf, workspace: PathBuf) -> Result<Arc<Client>, SlotError> {
         self.prune();
         let running = self
             .client
@@ -314,6 +319,7 @@ impl Actor {
             }
             c.add_folder(&root);
         }
+        c.serve_workspace(&workspace);
         self.folders.insert(root, Instant::now());
         Ok(c)
     }

@@ -10,7 +10,8 @@
 //! of UTF-8 JSON. A frame larger than [`MAX_FRAME`] or a header without a length closes the
 //! connection: a server that breaks framing cannot be resynchronised.
 //!
-//! Every request has a timeout; on timeout the pending entry is dropped and
+//! Every request has a timeout; on timeout, or when its caller stops waiting (the request's
+//! future dropped: a cancelled question), the pending entry is dropped and
 //! `$/cancelRequest` is sent. When the server's stdout closes, every pending request fails
 //! with [`Error::StreamClosed`] and [`Transport::closed`] fires.
 
@@ -244,15 +245,22 @@ impl Transport {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        // Dropped before the answer (its asker gave up: a cancelled question or check) or
+        // timed out: the server is told to stop working on it.
+        let mut outstanding = Outstanding {
+            transport: self,
+            id,
+            answered: false,
+        };
         let answer = tokio::select! {
             r = rx => r,
             _ = tokio::time::sleep(timeout) => {
-                self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                self.notify("$/cancelRequest", json!({"id": id}));
+                drop(outstanding);
                 tracing::debug!(server = %self.name, method, "request timed out; cancelled");
                 return Err(Error::Timeout { method: method.to_owned(), ms: timeout.as_millis() });
             }
         };
+        outstanding.answered = true;
         match answer {
             Ok(Ok(v)) => Ok(v),
             Ok(Err((code, message))) => Err(Error::Rpc {
@@ -262,6 +270,11 @@ impl Transport {
             }),
             Err(_) => Err(Error::StreamClosed),
         }
+    }
+
+    /// How many requests await their answer.
+    pub fn pending(&self) -> usize {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Kill the process (if still running) and wait for it.
@@ -405,6 +418,28 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
+/// A request sent and not yet answered: dropped unanswered, its pending entry goes and the
+/// server gets `$/cancelRequest`.
+struct Outstanding<'a> {
+    transport: &'a Transport,
+    id: i64,
+    answered: bool,
+}
+
+impl Drop for Outstanding<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let t = self.transport;
+        t.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+        t.notify("$/cancelRequest", json!({"id": self.id}));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,5 +493,29 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, Error::Timeout { .. }), "{e}");
         server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_request_its_caller_drops_is_cancelled_at_the_server() {
+        let (client_io, server_io) = tokio::io::duplex(1 << 16);
+        let (cr, cw) = tokio::io::split(client_io);
+        let (t, _inbox) = Transport::connect("t", BufReader::new(cr), cw);
+        let (sr, _sw) = tokio::io::split(server_io);
+        let mut sr = BufReader::new(sr);
+        let asked = t.request(
+            "textDocument/references",
+            json!({}),
+            Duration::from_secs(60),
+        );
+        // The caller gives up (a cancelled question drops its future) long before the timeout.
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), asked).await;
+        assert!(gave_up.is_err());
+        let req: Value =
+            serde_json::from_slice(&read_frame(&mut sr).await.unwrap().unwrap()).unwrap();
+        let cancel: Value =
+            serde_json::from_slice(&read_frame(&mut sr).await.unwrap().unwrap()).unwrap();
+        assert_eq!(cancel["method"], "$/cancelRequest");
+        assert_eq!(cancel["params"]["id"], req["id"]);
+        assert_eq!(t.pending(), 0);
     }
 }

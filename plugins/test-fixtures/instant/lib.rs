@@ -3,7 +3,11 @@
 //! file that starts with `error: ` or `warning: ` adds an item of that severity at that line
 //! (column 1, the rest of the line as message): problems a test can count on.
 //!
-//! Config (`[plugin.instant]`): `extensions` (default `["txt"]`).
+//! Config (`[plugin.instant]`): `extensions` (default `["txt"]`); `project_wide` (default
+//! false: a project-wide source, one run per workspace, as the type checkers' command lines);
+//! `delay_ms` (each check takes this long); `log` (a file each check appends
+//! `start|end baseline|edit <workspace>` to, so a test counts runs and how many overlapped).
+//! In a checked line, `@ws` stands for the check's workspace folder (a message naming a path).
 //! Test hook: a file named `*.slow` makes the check block until cancelled (or 120 s). Before
 //! blocking it writes one line to the FIFO `<file>.started` if that exists, so a test can
 //! wait for "the check is running inside the plugin" without sleeping. A file named
@@ -11,7 +15,10 @@
 //! A file named `*.stuck` blocks the check for 120 s whatever cancellation says (as a read
 //! of a FIFO or a hung tool would). A file named `*.spawn` makes the check run `true spawned`
 //! through the gate, for the check's workspace and trust (why: `fixture: spawn`), so a test
-//! can see what a plugin started reach the service's `status`.
+//! can see what a plugin started reach the service's `status`. A question (`query`) about a
+//! `*.slow` file blocks the same way (`<file>.started` first) until cancelled, then writes
+//! `cancelled <id>` to the FIFO `<file>.cancelled` if that exists and fails as cancelled; a
+//! question about any other file is unsupported.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -26,6 +33,8 @@ use openfiles_plugin_api::{
 pub struct Instant {
     cancelled: Mutex<HashSet<u64>>,
     wake: Condvar,
+    delay: Duration,
+    log: Option<std::path::PathBuf>,
 }
 
 impl Plugin for Instant {
@@ -39,19 +48,82 @@ impl Plugin for Instant {
             })?,
             None => vec!["txt".to_owned()],
         };
+        let flag = |k: &str| init.config.get(k).and_then(|v| v.as_bool()) == Some(true);
+        let delay = init.config.get("delay_ms").and_then(|v| v.as_u64());
+        let log = init.config.get("log").and_then(|v| v.as_str());
         Ok((
             Instant {
                 cancelled: Mutex::new(HashSet::new()),
                 wake: Condvar::new(),
+                delay: Duration::from_millis(delay.unwrap_or(0)),
+                log: log.map(std::path::PathBuf::from),
             },
             Capabilities {
                 extensions,
+                project_wide: flag("project_wide"),
                 ..Capabilities::default()
             },
         ))
     }
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
+        self.note("start", &request);
+        std::thread::sleep(self.delay);
+        let answer = self.answer(&request);
+        self.note("end", &request);
+        answer
+    }
+
+    fn query(
+        &self,
+        request: openfiles_plugin_api::query::QueryRequest,
+    ) -> Result<openfiles_plugin_api::query::QueryAnswer, PluginError> {
+        if request.file.extension().is_none_or(|e| e != "slow") {
+            return Ok(openfiles_plugin_api::query::QueryAnswer::unsupported());
+        }
+        self.block(request.id, &request.file);
+        let mut fifo = request.file.as_os_str().to_owned();
+        fifo.push(".cancelled");
+        let cancelled = self
+            .cancelled
+            .lock()
+            .is_ok_and(|set| set.contains(&request.id));
+        let what = if cancelled { "cancelled" } else { "timed out" };
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+            let _ = writeln!(f, "{what} {}", request.id);
+        }
+        Err(PluginError::Cancelled)
+    }
+
+    fn cancel(&self, check_id: u64) {
+        if let Ok(mut set) = self.cancelled.lock() {
+            set.insert(check_id);
+        }
+        self.wake.notify_all();
+    }
+}
+
+impl Instant {
+    /// One line in the log, if one is configured.
+    fn note(&self, what: &str, request: &CheckRequest) {
+        let Some(log) = &self.log else {
+            return;
+        };
+        let kind = match request.cache_of {
+            Some(_) => "baseline",
+            None => "edit",
+        };
+        let line = format!("{what} {kind} {}\n", request.workspace.display());
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+
+    fn answer(&self, request: &CheckRequest) -> Result<CheckResponse, PluginError> {
         let mut files = Vec::new();
         for path in request.files.iter().chain(request.also_report.iter()) {
             if path.extension().is_some_and(|e| e == "noisy") {
@@ -69,7 +141,7 @@ impl Plugin for Instant {
                 std::thread::sleep(std::time::Duration::from_secs(120));
             }
             if path.extension().is_some_and(|e| e == "spawn") {
-                spawn_true(&request)?;
+                spawn_true(request)?;
             }
             let mut items = vec![Item::note(Severity::Info, "instant", "checked")];
             let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -81,6 +153,7 @@ impl Plugin for Instant {
                 .into_iter()
                 .find_map(|(p, s)| line.strip_prefix(p).map(|m| (s, m)));
                 if let Some((severity, message)) = found {
+                    let message = message.replace("@ws", &request.workspace.to_string_lossy());
                     let mut item = Item::note(severity, "instant", message);
                     item.line = n as u32 + 1;
                     item.column = 1;
@@ -93,13 +166,6 @@ impl Plugin for Instant {
             });
         }
         Ok(CheckResponse { files })
-    }
-
-    fn cancel(&self, check_id: u64) {
-        if let Ok(mut set) = self.cancelled.lock() {
-            set.insert(check_id);
-        }
-        self.wake.notify_all();
     }
 }
 

@@ -7,13 +7,15 @@
 //! test` (`cargo nextest run` when cargo-nextest is installed) over the edited file's crate
 //! and the workspace crates that depend on it ([`cargo`]); Python → pytest over the test
 //! modules whose imports reach the edited module ([`pytest`]); Go → `go test -json` over the
-//! edited package and its importers ([`gotest`]). A run over the baseline's snapshot
+//! edited package and its importers ([`gotest`]); JavaScript and TypeScript → the project's
+//! vitest or jest with its own selection, `vitest related`/`jest --findRelatedTests`
+//! ([`js`]). A run over the baseline's snapshot
 //! (`cache_of`) runs everything the project's edits could select (the crate and its
 //! dependents, every test module, every package), so a test that already failed at the
 //! commit is known whichever file the session edits.
 //!
 //! An item: in the test's file at the failing assertion's line (the test's definition when
-//! the runner does not say), `source` the runner (`cargo-test`, `pytest`, `go-test`), `code`
+//! the runner does not say), `source` the runner (`cargo-test`, `pytest`, `go-test`, `vitest`, `jest`), `code`
 //! the test's full id, the failure's first lines as message, an error. A failing test is run
 //! once more on its own at once; when it passes then, it is reported as flaky (a warning),
 //! never as an error.
@@ -33,6 +35,7 @@
 
 pub mod cargo;
 pub mod gotest;
+pub mod js;
 pub mod junit;
 pub mod pytest;
 mod run;
@@ -188,12 +191,15 @@ impl Plugin for Tests {
         let caps = Capabilities {
             extensions: Runner::ALL
                 .iter()
-                .map(|r| r.extension().to_owned())
+                .flat_map(|r| r.extensions().iter().map(|e| (*e).to_owned()))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
                 .collect(),
             file_names: Vec::new(),
             project_markers: Runner::ALL
                 .iter()
                 .flat_map(|r| r.markers().iter().map(|m| (*m).to_owned()))
+                .chain(["package.json".to_owned()])
                 .collect(),
             project_wide: true,
             needs_project: false,
@@ -221,7 +227,7 @@ impl Plugin for Tests {
             let files = request
                 .files
                 .iter()
-                .filter(|f| Runner::for_file(f).is_some())
+                .filter(|f| Runner::of(f, &request.workspace).is_some())
                 .map(|f| FileResult {
                     path: f.clone(),
                     items: vec![Item::untrusted(
@@ -304,8 +310,7 @@ impl Tests {
             if !seen.insert(file.clone()) {
                 continue;
             }
-            match Runner::for_file(file).and_then(|r| Some((r, r.root(file, &request.workspace)?)))
-            {
+            match Runner::of(file, &request.workspace) {
                 Some(key) => groups.entry(key).or_default().push(file.clone()),
                 None => files.push(FileResult {
                     path: file.clone(),
@@ -360,6 +365,7 @@ impl Tests {
                     Runner::Cargo => cargo::run(&job),
                     Runner::Pytest => pytest::run(&job),
                     Runner::Go => gotest::run(&job),
+                    Runner::Vitest | Runner::Jest => js::run(&job, *runner),
                 };
                 let outcome = outcome?;
                 if outcome.unfinished.is_none() {

@@ -1,5 +1,6 @@
 //! What the baseline reads from git: the commit `HEAD` names, a file's committed text, and a
-//! snapshot of a commit's tree in the state dir (one per commit, shared by sessions).
+//! snapshot of a commit's tree in the state dir (one per repository and commit, shared by
+//! sessions and worktrees: [`super::shared`]).
 //!
 //! Every command is built by [`crate::gitcmd`] (nothing the repository's config or
 //! attributes say runs a program) and reads only: the user's index, working tree and refs
@@ -73,6 +74,17 @@ pub fn toplevel(root: &Path) -> Result<PathBuf, GitError> {
     Ok(top.canonicalize().unwrap_or(top))
 }
 
+/// The repository's common git folder (`rev-parse --git-common-dir`, canonical): the same
+/// for every worktree of one repository, so what is taken of a commit is shared by them.
+pub fn common_dir(root: &Path) -> Result<PathBuf, GitError> {
+    let out = run(root, &["rev-parse", "--git-common-dir"])?;
+    if !out.status.success() {
+        return Err(GitError::NotARepo);
+    }
+    let dir = root.join(String::from_utf8_lossy(&out.stdout).trim());
+    Ok(dir.canonicalize()?)
+}
+
 /// `file`'s text at `commit`, `None` when the commit does not have it (or it is not text).
 pub fn committed_text(root: &Path, commit: &str, file: &Path) -> Result<Option<String>, GitError> {
     let top = toplevel(root)?;
@@ -95,8 +107,9 @@ pub fn committed_text(root: &Path, commit: &str, file: &Path) -> Result<Option<S
 /// The files are the commit's blobs as stored (no filter, attribute or conversion applies),
 /// and at most [`MAX_SNAPSHOT_BYTES`] are written, whatever the repository says.
 pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitError> {
-    // Two sources of one workspace may ask for the same commit's tree at once: one extracts,
-    // the other waits and reuses it. Other workspaces and commits do not wait.
+    // Two jobs (sources, or worktrees of one repository) may ask for the same commit's tree
+    // at once: one extracts, the other waits and reuses it. Other repositories and commits
+    // do not wait.
     let lock = lock_for(dir);
     let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
     let top = toplevel(root)?;
@@ -126,7 +139,7 @@ pub fn snapshot(root: &Path, commit: &str, dir: &Path) -> Result<PathBuf, GitErr
     Ok(snap_root.canonicalize().unwrap_or(snap_root))
 }
 
-/// The lock of one snapshot folder (one per workspace and commit).
+/// The lock of one snapshot folder (one per repository, trust level and commit).
 fn lock_for(dir: &Path) -> Arc<Mutex<()>> {
     static LOCKS: Mutex<BTreeMap<PathBuf, Weak<Mutex<()>>>> = Mutex::new(BTreeMap::new());
     let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
@@ -329,7 +342,8 @@ fn write_blobs(
 }
 
 /// Link each dependency folder of the real tree (at `root` and in its direct
-/// subfolders, where projects of a small monorepo keep theirs) into the snapshot.
+/// subfolders, where projects of a small monorepo keep theirs) into the snapshot. The
+/// worktrees of a repository at one commit share it: the first one's folders are linked.
 fn link_dependencies(root: &Path, snap_root: &Path) {
     let mut places = vec![PathBuf::new()];
     if let Ok(rd) = std::fs::read_dir(root) {
@@ -345,6 +359,12 @@ fn link_dependencies(root: &Path, snap_root: &Path) {
             let real = root.join(&place).join(dep);
             let link = snap_root.join(&place).join(dep);
             let in_snapshot = snap_root.join(&place).is_dir();
+            // Worktrees share the snapshot: a link into one that is gone is replaced.
+            let dangling =
+                std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_symlink()) && !link.exists();
+            if dangling {
+                let _ = std::fs::remove_file(&link);
+            }
             if in_snapshot && real.is_dir() && std::fs::symlink_metadata(&link).is_err() {
                 if let Err(e) = std::os::unix::fs::symlink(&real, &link) {
                     tracing::debug!(

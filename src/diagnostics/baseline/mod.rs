@@ -14,12 +14,16 @@
 //! Matching ([`classify`]): an item is pre-existing when the baseline has an item of the same
 //! source, severity, code and message on the line the edit's diff maps it from; failing that,
 //! one of the same source, severity, code and message anywhere in the file that no other
-//! item matched (a line edited around an old problem). Everything else was introduced.
+//! item matched (a line edited around an old problem). A test runner's item (a failing test)
+//! is the same problem by its source and code (the test's id) alone, whatever its message:
+//! a test that failed at the commit and still fails with another message is not introduced.
+//! Everything else was introduced.
 //!
 //! The pipeline actor owns the [`Baseline`] of its session; it is persisted beside the
 //! session state and dropped with the session (`session clear`).
 
 pub mod git;
+pub mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -235,8 +239,51 @@ pub fn line_map(old: &[u64], new: &[u64]) -> Vec<Option<u32>> {
     map
 }
 
+/// Whether two items say the same problem. A failing test (a test runner's item) is the same
+/// test by its runner and id alone: one that failed at the commit and fails now with another
+/// message (another value in its assertion) was not broken by the session.
+/// For each line of `old`, the 1-based line of `new` it became: kept lines as [`line_map`]
+/// does, and a changed line (in a hunk replacing lines) the line at its place in the hunk
+/// (an edited line, such as one that gained a cast, is still "that line"); deleted lines
+/// map to nothing.
+pub fn line_map_edited(old: &[u64], new: &[u64]) -> Vec<Option<u32>> {
+    let mut map = vec![None; old.len()];
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, old, new) {
+        let (old_index, new_index, len) = match op {
+            similar::DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => (old_index, new_index, len),
+            similar::DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => (old_index, new_index, old_len.min(new_len)),
+            _ => continue,
+        };
+        for k in 0..len {
+            if let Some(slot) = map.get_mut(old_index + k) {
+                *slot = Some((new_index + k + 1) as u32);
+            }
+        }
+    }
+    map
+}
+
 fn same_problem(a: &Item, b: &Item) -> bool {
+    if is_test_result(a) || is_test_result(b) {
+        return a.source == b.source && a.code.is_some() && a.code == b.code;
+    }
     a.severity == b.severity && a.code == b.code && a.message == b.message
+}
+
+/// Whether `item` is a test runner's (its `source` is one of the `tests` plugin's runners).
+fn is_test_result(item: &Item) -> bool {
+    openfiles_plugin_api::test_runners::Runner::ALL
+        .iter()
+        .any(|r| r.source() == item.source)
 }
 
 /// Mark `items` (what `source` says about a file now) introduced or pre-existing against the
@@ -353,6 +400,47 @@ mod tests {
         let mut items = vec![item(1, "p")];
         classify(None, None, "s", &mut items);
         assert_eq!(items[0].introduced, Some(true));
+    }
+
+    #[test]
+    fn a_test_failing_at_the_commit_with_another_message_now_is_not_introduced() {
+        let test = |line: u32, id: &str, msg: &str| Item {
+            source: "pytest".into(),
+            code: Some(id.into()),
+            ..item(line, msg)
+        };
+        let b = base(
+            "def test_a():\n    assert f() == 2\n",
+            vec![test(2, "tests/t.py::test_a", "assert 1 == 2")],
+        );
+        let now = line_hashes("def test_a():\n    assert f() == 2\n");
+        let mut items = vec![
+            test(2, "tests/t.py::test_a", "assert 3 == 2"),
+            test(2, "tests/t.py::test_b", "assert 1 == 2"),
+        ];
+        classify(Some(&b), Some(&now), "s", &mut items);
+        assert_eq!(
+            items[0].introduced,
+            Some(false),
+            "the same test, another message"
+        );
+        assert_eq!(items[1].introduced, Some(true), "another test");
+        // Other sources still compare messages.
+        let b = base("x\n", vec![item(1, "old message")]);
+        let mut items = vec![item(1, "new message")];
+        classify(Some(&b), Some(&line_hashes("x\n")), "s", &mut items);
+        assert_eq!(items[0].introduced, Some(true));
+    }
+
+    #[test]
+    fn an_edited_line_maps_to_itself_below_an_inserted_import() {
+        let old = line_hashes("def f():\n    return 1\n\nx: str = f()\n");
+        let new = line_hashes(
+            "from typing import Any, cast\ndef f():\n    return 1\n\nx: str = cast(Any, f())\n",
+        );
+        assert_eq!(line_map(&old, &new)[3], None, "kept lines only");
+        assert_eq!(line_map_edited(&old, &new)[3], Some(5));
+        assert_eq!(line_map_edited(&old, &new)[0], Some(2));
     }
 
     #[test]

@@ -14,8 +14,9 @@ use openfiles_plugin_api::{confine, CheckRequest, Item, Severity};
 
 use super::handle::{BaseMsg, Committed, CommittedFiles, Msg};
 use super::Pipeline;
-use crate::diagnostics::baseline::{self, git, BaseView, Baseline, Coverage, Taken};
-use crate::diagnostics::{project_root, writer, Checker, SourceId, SourceInfo};
+use crate::diagnostics::baseline::{self, git, shared, BaseView, Baseline, Coverage, Taken};
+use crate::diagnostics::bound::Class;
+use crate::diagnostics::{project_root, writer, CheckError, Checker, SourceId, SourceInfo};
 use crate::policy::Verdict;
 use openfiles_wire::spec::BaselineInfo;
 
@@ -25,8 +26,11 @@ const MAX_DIFF_BYTES: u64 = 4 << 20;
 /// The baseline's state in the actor.
 pub(super) struct BaseState {
     pub baseline: Baseline,
-    /// Where snapshots and their runs are kept; `None` when no baseline is taken.
-    dir: Option<PathBuf>,
+    /// Where snapshots and their runs are kept (shared by the worktrees of a repository);
+    /// `None` when no baseline is taken.
+    store: Option<PathBuf>,
+    /// The per-workspace snapshot folder of an older openfiles, removed at the first run.
+    legacy: Option<PathBuf>,
     /// The baseline changed since it was last written.
     pub changed: bool,
     asking_commit: bool,
@@ -49,18 +53,22 @@ struct Knock {
 }
 
 impl BaseState {
-    /// For a workspace whose session state lives at `state_path` (`None`: none is taken).
-    pub fn load(state_path: Option<&Path>) -> BaseState {
-        let (baseline, dir) = match state_path {
+    /// For a workspace whose session state lives at `state_path`, with commits' baselines
+    /// kept in `store` (`None`: none is taken).
+    pub fn load(state_path: Option<&Path>, store: Option<PathBuf>) -> BaseState {
+        let (baseline, legacy) = match state_path {
             Some(p) => (
                 writer::load_baseline(&writer::baseline_file(p)),
-                p.parent().map(|d| d.join("baseline")),
+                p.parent()
+                    .map(|d| d.join("baseline"))
+                    .filter(|d| d.exists()),
             ),
             None => (Baseline::off(), None),
         };
         BaseState {
             baseline,
-            dir,
+            store: store.filter(|_| state_path.is_some()),
+            legacy,
             changed: false,
             asking_commit: false,
             awaiting_commit: BTreeSet::new(),
@@ -150,8 +158,8 @@ impl Pipeline {
     /// Returns true when the file must wait for it before being dispatched (a per-file
     /// source checks the committed text first).
     fn start_baseline_for(&mut self, path: &Path, source: &SourceInfo) -> bool {
-        let (Some(dir), Some(commit)) = (
-            self.base.dir.clone(),
+        let (Some(store), Some(commit)) = (
+            self.base.store.clone(),
             self.base.baseline.commit().map(str::to_owned),
         ) else {
             return false;
@@ -171,7 +179,8 @@ impl Pipeline {
                 checker,
                 root,
                 commit,
-                dir,
+                store,
+                legacy: self.base.legacy.take(),
                 source: source.clone(),
                 project: project.clone(),
                 file: path.to_owned(),
@@ -318,7 +327,7 @@ impl Pipeline {
         }
         let b = &self.base.baseline;
         if !b.usable() {
-            let pending = b.taken == Taken::Pending && self.base.dir.is_some();
+            let pending = b.taken == Taken::Pending && self.base.store.is_some();
             self.session
                 .set_view(path, None, pending, openfiles_wire::spec::now_ms());
             return;
@@ -336,7 +345,9 @@ impl Pipeline {
             }
         }
         let file = b.file(path).cloned().unwrap_or_default();
-        let now_lines = if file.items.is_empty() {
+        // The lines also carry the session's earlier errors to this text (a cast that hides
+        // one is named: `silencing::keep_cast`).
+        let now_lines = if file.items.is_empty() && !crate::diagnostics::silencing::handles(path) {
             None
         } else {
             current_lines(&self.root, path)
@@ -492,7 +503,10 @@ struct ProjectJob {
     checker: Arc<dyn Checker>,
     root: PathBuf,
     commit: String,
-    dir: PathBuf,
+    /// The store of shared baselines (`<state>/baselines`).
+    store: PathBuf,
+    /// This workspace's folder of an older openfiles (snapshots per workspace), removed.
+    legacy: Option<PathBuf>,
     source: SourceInfo,
     project: PathBuf,
     /// A file of the project (the run is asked about it; it need not exist in the commit).
@@ -500,32 +514,22 @@ struct ProjectJob {
     timeout_ms: u64,
 }
 
-/// The file a project-wide source's run over a snapshot is cached in: named by the source and
-/// a stable hash of the project's path in the tree (SHA-256, so the name stays the same
-/// across builds and Rust releases).
-fn cache_name(source: &str, rel_project: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    use std::os::unix::ffi::OsStrExt;
-    let digest = Sha256::digest(rel_project.as_os_str().as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{source}-{hex}.json")
-}
-
-/// A cached run: per workspace-relative file, its items.
-type Cached = Vec<(PathBuf, Vec<Item>)>;
-
 impl ProjectJob {
+    /// The run, shared by every worktree of the repository at the commit and trust level
+    /// ([`shared`]): the first job runs it, the others wait for it and read it.
     async fn run(self) -> Result<CommittedFiles, String> {
-        let commit_dir = self.dir.join(&self.commit);
-        let (root, commit, dir, cd) = (
+        let trusted = self.checker.trusted();
+        let (root, commit, store, legacy) = (
             self.root.clone(),
             self.commit.clone(),
-            self.dir.clone(),
-            commit_dir.clone(),
+            self.store.clone(),
+            self.legacy.clone(),
         );
-        let snap = tokio::task::spawn_blocking(move || {
-            prune(&dir, &commit);
-            git::snapshot(&root, &commit, &cd)
+        let place = tokio::task::spawn_blocking(move || {
+            if let Some(old) = legacy {
+                let _ = std::fs::remove_dir_all(old);
+            }
+            shared::Place::find(&store, &root, &commit, trusted)
         })
         .await
         .map_err(|e| e.to_string())?
@@ -534,43 +538,30 @@ impl ProjectJob {
             .project
             .strip_prefix(&self.root)
             .unwrap_or(Path::new(""));
-        let cache = commit_dir.join(cache_name(&self.source.name, rel_project));
-        let cached: Option<Cached> = std::fs::read(&cache)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let found = match cached {
-            Some(c) => c,
+        let run_file = place.run_file(&self.source.name, rel_project);
+        let flight = shared::flight(&run_file);
+        let _one_run = flight.lock().await;
+        let (root, commit, p) = (self.root.clone(), self.commit.clone(), place.clone());
+        let snap = tokio::task::spawn_blocking(move || {
+            p.touch_and_prune();
+            git::snapshot(&root, &commit, &p.commit_dir)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+        let run = match shared::Run::load(&run_file).filter(|r| r.snap == snap) {
+            Some(run) => run,
             None => {
-                let rel_file = self.file.strip_prefix(&self.root).unwrap_or(&self.file);
-                let request = CheckRequest {
-                    workspace: snap.clone(),
-                    files: vec![snap.join(rel_file)],
-                    report_all: true,
-                    cache_of: Some(self.root.clone()),
-                    timeout_ms: self.timeout_ms,
-                    ..Default::default()
-                };
-                let resp = self
-                    .checker
-                    .check(self.source.id, request)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let found: Cached = resp
-                    .files
-                    .into_iter()
-                    .filter(|f| !f.items.is_empty())
-                    .filter_map(|f| {
-                        let rel = f.path.strip_prefix(&snap).ok()?.to_owned();
-                        Some((rel, unsnap(f.items, &snap, &self.root)))
-                    })
-                    .collect();
-                if let Ok(bytes) = serde_json::to_vec(&found) {
-                    let _ = openfiles_os::fsutil::write_atomic(&cache, &bytes, 0o600);
+                let run = self.check(&snap).await.map_err(|e| e.to_string())?;
+                if self.checker.trusted() != trusted {
+                    return Err("the workspace's trust changed during its baseline run".into());
                 }
-                found
+                run.save(&run_file);
+                run
             }
         };
-        Ok(found
+        Ok(run
+            .items_for(&self.root)
             .into_iter()
             .map(|(rel, items)| {
                 let lines = std::fs::read(snap.join(&rel))
@@ -580,75 +571,34 @@ impl ProjectJob {
             })
             .collect())
     }
-}
 
-/// Items from a run over the snapshot `snap`, with every mention of the snapshot's folder in
-/// a message replaced by the workspace's `root`: a message that names paths (ty's list of the
-/// folders an import was searched in, a compiler's "included from") must read the same as
-/// the workspace's own run says it, or an old problem would look new.
-fn unsnap(mut items: Vec<Item>, snap: &Path, root: &Path) -> Vec<Item> {
-    let root = root.to_string_lossy();
-    let mut spellings = vec![snap.to_string_lossy().into_owned()];
-    if let Ok(c) = snap.canonicalize() {
-        spellings.push(c.to_string_lossy().into_owned());
-    }
-    for item in &mut items {
-        for s in &spellings {
-            if item.message.contains(s.as_str()) {
-                item.message = item.message.replace(s.as_str(), &root);
-            }
-        }
-    }
-    items
-}
-
-/// Keep the snapshots of `dir` to the one of `commit` (one commit's tree per workspace).
-fn prune(dir: &Path, commit: &str) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        if e.file_name().to_string_lossy() != commit {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_message_naming_the_snapshot_names_the_workspace() {
-        let d = tempfile::tempdir().unwrap();
-        let snap = d.path().join("baseline/abc");
-        std::fs::create_dir_all(&snap).unwrap();
-        let mut item = Item::note(
-            Severity::Error,
-            "ty",
-            format!(
-                "Cannot resolve imported module `chardet`\n\n1. {}/src (first-party code)",
-                snap.display()
-            ),
-        );
-        item.code = Some("unresolved-import".into());
-        let out = unsnap(vec![item], &snap, Path::new("/home/u/proj"));
-        assert_eq!(
-            out[0].message,
-            "Cannot resolve imported module `chardet`\n\n1. /home/u/proj/src (first-party code)"
-        );
-    }
-
-    #[test]
-    fn the_run_cache_is_named_by_a_stable_hash() {
-        // SHA-256 of the project's path: the same name from every build of openfiles.
-        assert_eq!(
-            cache_name("cargo-check", Path::new("crates/a")),
-            "cargo-check-4268dc7cf4dd1437.json"
-        );
-        assert_eq!(
-            cache_name("tsc", Path::new("")),
-            "tsc-e3b0c44298fc1c14.json"
-        );
+    /// Run the source over the snapshot at `snap`.
+    async fn check(&self, snap: &Path) -> Result<shared::Run, CheckError> {
+        let rel_file = self.file.strip_prefix(&self.root).unwrap_or(&self.file);
+        let request = CheckRequest {
+            workspace: snap.to_owned(),
+            files: vec![snap.join(rel_file)],
+            report_all: true,
+            cache_of: Some(self.root.clone()),
+            timeout_ms: self.timeout_ms,
+            ..Default::default()
+        };
+        let bound = self.checker.run_bound();
+        let _place = match &bound {
+            Some(b) => Some(b.acquire(Class::Baseline).await),
+            None => None,
+        };
+        let resp = self.checker.check(self.source.id, request).await?;
+        let files = resp
+            .files
+            .into_iter()
+            .filter(|f| !f.items.is_empty())
+            .filter_map(|f| Some((f.path.strip_prefix(snap).ok()?.to_owned(), f.items)))
+            .collect();
+        Ok(shared::Run {
+            origin: self.root.clone(),
+            snap: snap.to_owned(),
+            files,
+        })
     }
 }

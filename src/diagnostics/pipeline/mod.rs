@@ -96,6 +96,10 @@ pub struct Pipeline {
     fixes_idle: Vec<oneshot::Sender<()>>,
 }
 
+/// The folder of the state dir where the baselines of commits are kept, shared by the
+/// worktrees of a repository (`baseline::shared`).
+pub const BASELINES: &str = "baselines";
+
 /// How long a plugin may take to fetch the fixes of one answer (its second step).
 pub const FIX_BUDGET_MS: u64 = 3_000;
 
@@ -110,7 +114,8 @@ impl Pipeline {
     ) -> Result<(PipelineHandle, Cursor), StartError> {
         let state_path = writer::state_file(state_dir, root);
         let state = writer::load_state(&state_path);
-        Self::spawn(root, config, checker, state, Some(state_path))
+        let store = state_dir.join(BASELINES);
+        Self::spawn(root, config, checker, state, Some((state_path, store)))
     }
 
     /// Start an actor for `root` that persists nothing and starts from an empty session:
@@ -129,8 +134,9 @@ impl Pipeline {
         config: Arc<Config>,
         checker: Arc<dyn Checker>,
         mut state: writer::SessionState,
-        state_path: Option<PathBuf>,
+        places: Option<(PathBuf, PathBuf)>,
     ) -> Result<(PipelineHandle, Cursor), StartError> {
+        let (state_path, store) = places.unzip();
         let policy = Policy::new(root, &config.diagnostics)?;
         let queue = state.queue.clone();
         let mut review = std::mem::take(&mut state.review);
@@ -146,7 +152,7 @@ impl Pipeline {
             let _ = done_tx.send(Msg::Checked(c));
         });
         let persist = state_path.is_some();
-        let base = BaseState::load(state_path.as_deref());
+        let base = BaseState::load(state_path.as_deref(), store);
         // A workspace nobody edited yet (no session, no diagnostics.json) writes nothing
         // until its first edit; an existing diagnostics.json is brought up to date at once.
         let needs_write = persist

@@ -2,7 +2,8 @@
 //! path policy as an edited one does (never a sensitive, ignored or outside file), then each
 //! per-file source that handles it is asked in turn — the same sources, with the same trust,
 //! a check of that file would use — until one answers. The question runs beside the actor,
-//! never in it: a slow server delays no edit.
+//! never in it: a slow server delays no edit. A question nobody waits for any more is
+//! dropped, which cancels it down to the server.
 
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ impl Pipeline {
     pub(super) fn query(
         &mut self,
         mut request: QueryRequest,
-        reply: oneshot::Sender<Result<QueryAnswer, QueryError>>,
+        mut reply: oneshot::Sender<Result<QueryAnswer, QueryError>>,
     ) {
         let refused = |path: &std::path::Path, reason: &str| QueryError::Refused {
             path: path.display().to_string(),
@@ -56,7 +57,14 @@ impl Pipeline {
         request.workspace = self.root.clone();
         let checker = self.scheduler.checker();
         tokio::spawn(async move {
-            let _ = reply.send(Ok(ask(checker, request).await));
+            // An asker that goes away (its client hung up) cancels the question: dropping
+            // it reaches the plugin, which tells the server.
+            tokio::select! {
+                answer = ask(checker, request) => {
+                    let _ = reply.send(Ok(answer));
+                }
+                () = reply.closed() => {}
+            }
         });
     }
 }

@@ -324,7 +324,7 @@ pub fn judge_tests(root: &Path, trusted: bool) -> Check {
     let runners = describe(root, |name| tools::lookup(name, &scope).path);
     let message = match (runners.is_empty(), trusted) {
         (true, _) => {
-            "no test runner: no Cargo.toml, go.mod or Python project at the workspace's root"
+            "no test runner: no Cargo.toml, go.mod, Python project or package.json naming vitest or jest at the workspace's root"
                 .to_owned()
         }
         (false, true) => runners.join("; "),

@@ -694,6 +694,7 @@ mod tests {
             query: None,
             new_name: None,
             limit: Some(3),
+            page: Some(2),
             timeout_ms: None,
         });
     }

@@ -33,9 +33,12 @@ pub struct Nav {
     /// A rename's new name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_name: Option<String>,
-    /// Most locations or symbols in the answer (default 200).
+    /// Most locations or symbols in the answer, per page (default 200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
+    /// Which page of a capped answer (1-based, `limit` per page; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
@@ -87,11 +90,23 @@ pub struct NavReply {
     pub edits: Vec<openfiles_plugin_api::FileEdits>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// How many the server gave; more than listed when `capped`.
+    /// How many the server gave; more than listed when `capped` or on a later page.
     #[serde(default)]
     pub total: usize,
+    /// More follow this page: ask for `next_page`.
     #[serde(default)]
     pub capped: bool,
+    /// How many come before this page.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: usize,
+    /// The page to ask for the rest (when `capped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_page: Option<usize>,
+    /// Why the answer may be incomplete although not capped (the server knows only the
+    /// files it has opened, or has not analysed the workspace yet); `None`: the server's
+    /// whole answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     /// How long the server took to start for this question (0: it was running).
     #[serde(default)]
     pub started_ms: u64,
@@ -120,15 +135,25 @@ impl NavReply {
             ));
         }
         self.render_answer(&mut out, &by);
-        if self.capped {
-            out.push_str(&format!(
-                "(capped: {} of {} shown)\n",
-                self.locations
-                    .len()
-                    .max(self.symbols.len())
-                    .max(self.calls.len()),
-                self.total
-            ));
+        if self.capped || self.offset > 0 {
+            let shown = self
+                .locations
+                .len()
+                .max(self.symbols.len())
+                .max(self.calls.len());
+            let (first, last) = (self.offset + 1, self.offset + shown);
+            let range = match shown {
+                0 => format!("none past {}", self.offset),
+                _ => format!("{first}\u{2013}{last}"),
+            };
+            out.push_str(&format!("(showing {range} of {}", self.total));
+            match self.next_page {
+                Some(p) => out.push_str(&format!("; ask with page {p})\n")),
+                None => out.push_str(")\n"),
+            }
+        }
+        if let Some(why) = &self.partial {
+            out.push_str(&format!("partial: {why}\n"));
         }
         if self.started_ms > 0 {
             out.push_str(&format!(
@@ -213,6 +238,10 @@ impl NavReply {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// `  line:column  code` per location.
 fn code_lines<'a>(out: &mut String, locations: impl IntoIterator<Item = &'a NavLocation>) {
     for l in locations {
@@ -249,12 +278,27 @@ mod tests {
             text: None,
             total: 3,
             capped: true,
+            offset: 0,
+            next_page: Some(2),
+            partial: None,
             started_ms: 0,
             notes: Vec::new(),
         };
         assert_eq!(
             reply.render(),
-            "3 references (pyright):\na.py\n  7:5  def helper():\nb.py\n  3:5  helper()\n(capped: 2 of 3 shown)"
+            "3 references (pyright):\na.py\n  7:5  def helper():\nb.py\n  3:5  helper()\n(showing 1\u{2013}2 of 3; ask with page 2)"
+        );
+        let last = NavReply {
+            locations: vec![loc("c.py", 1, "helper()")],
+            capped: false,
+            offset: 2,
+            next_page: None,
+            partial: Some("clangd knows only the files it has opened".into()),
+            ..reply.clone()
+        };
+        assert_eq!(
+            last.render(),
+            "3 references (pyright):\nc.py\n  1:5  helper()\n(showing 3\u{2013}3 of 3)\npartial: clangd knows only the files it has opened"
         );
         let json = serde_json::to_value(&reply).unwrap();
         assert_eq!(json["locations"][0]["endColumn"], 11);

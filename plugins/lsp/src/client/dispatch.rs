@@ -248,13 +248,27 @@ impl Dispatcher {
             .pointer("/value/title")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let message = params
+            .pointer("/value/message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut s = self.state();
+        if kind == "begin" && title.to_lowercase().contains("index") {
+            s.index_progress.insert(token.clone(), title.to_owned());
+        }
+        if kind == "report" && !message.is_empty() {
+            if let Some(t) = s.index_progress.get_mut(&token) {
+                let title = t.split(" (").next().unwrap_or_default().to_owned();
+                *t = format!("{title} ({message})");
+            }
+        }
         match kind {
             "begin" if is_waited(&self.spec, &token, title) => {
                 s.waited_begun += 1;
                 s.waited_active.insert(token, ());
             }
             "end" => {
+                s.index_progress.remove(&token);
                 s.waited_active.remove(&token);
             }
             _ => {}

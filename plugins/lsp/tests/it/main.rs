@@ -16,6 +16,7 @@ mod json;
 mod lifecycle;
 mod monorepo;
 mod nav;
+mod nav_partial;
 mod php;
 mod pyright;
 mod python_types;

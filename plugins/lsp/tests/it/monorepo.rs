@@ -2,7 +2,8 @@
 //! workspace folders, each package checked with its own configuration (pyright's projects
 //! are the folders with a pyright configuration; other packages share the workspace's); folders leave with
 //! their package or when idle; servers that take a single folder get one instance per
-//! root; `max_servers` and `max_memory_mib` stop the least recently used instance.
+//! root; `max_servers` and `max_memory_mib` stop the least recently used instance. Trusted
+//! worktrees of one repository share their servers (issue 42.7).
 
 use crate::support;
 use openfiles_plugin_api::Item;
@@ -419,4 +420,64 @@ fn one_clangd_serves_every_compile_database_of_a_workspace() {
     assert_eq!(support::errors(&env.check(&a, 60_000)), vec![], "a again");
     assert_eq!(env.pid("clangd"), pid, "the same instance throughout");
     assert_eq!(children_running("clangd", &env.ws).len(), 1, "one clangd");
+}
+
+/// `git` in `dir` as the tests' one identity.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@t"];
+    all.extend_from_slice(args);
+    support::run(dir, "git", &all);
+}
+
+#[test]
+fn trusted_worktrees_of_one_repository_share_one_pyright_each_with_its_own_problems() {
+    let _one = PYRIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    let env = Env::new(json!({"disable": ["basedpyright", "ruff"]}));
+    env.write(
+        "pyproject.toml",
+        "[project]\nname = \"w\"\n[tool.pyright]\n",
+    );
+    let a_file = env.write("src/mod.py", "x: int = 1\n");
+    git(&env.ws, &["init", "-q"]);
+    git(&env.ws, &["add", "."]);
+    git(&env.ws, &["commit", "-q", "-m", "base"]);
+    let b = env.ws.with_file_name("wt-b");
+    git(
+        &env.ws,
+        &["worktree", "add", "-q", "--detach", b.to_str().unwrap()],
+    );
+    let b = b.canonicalize().unwrap();
+    let b_file = b.join("src/mod.py");
+    std::fs::write(&a_file, "x: int = 'a'\n").unwrap();
+    std::fs::write(&b_file, "y: str = 1\n\nz: int = 'b'\n").unwrap();
+
+    let a_items = env.check_in(&env.ws, &a_file, &[], 90_000, true);
+    let b_items = env.check_in(&b, &b_file, &[], 90_000, true);
+    let lines = |items: &[Item]| {
+        let mut v: Vec<u32> = items
+            .iter()
+            .filter(|i| i.source == "Pyright")
+            .map(|i| i.line)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(lines(&a_items), vec![1], "{a_items:#?}");
+    assert_eq!(lines(&b_items), vec![1, 3], "{b_items:#?}");
+    let pyright = |env: &Env| {
+        env.plugin
+            .server_pids()
+            .into_iter()
+            .filter(|(s, _)| s == "pyright")
+            .count()
+    };
+    assert_eq!(pyright(&env), 1, "one pyright for both worktrees");
+    assert_eq!(
+        env.plugin.server_folders(),
+        vec![("pyright".to_string(), vec![env.ws.clone(), b.clone()])]
+    );
+    // Another trust level is another server.
+    let untrusted = env.check_in(&b, &b_file, &[], 90_000, false);
+    assert_eq!(lines(&untrusted), vec![1, 3], "{untrusted:#?}");
+    assert_eq!(pyright(&env), 2, "an untrusted check shares nothing");
 }

@@ -36,6 +36,7 @@ fn ask_as(
             query: None,
             new_name: Some("twice".into()),
             limit: 0,
+            offset: 0,
             timeout_ms: 60_000,
             trusted,
         })

@@ -3,5 +3,6 @@
 //! (`cargo test -p openfiles-plugin-tests --test it NAME`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
+mod js;
 mod real;
 mod support;

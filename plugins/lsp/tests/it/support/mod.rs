@@ -71,10 +71,22 @@ impl Env {
     }
 
     fn check_as(&self, file: &Path, also: &[PathBuf], timeout_ms: u64, trusted: bool) -> Vec<Item> {
+        self.check_in(&self.ws, file, also, timeout_ms, trusted)
+    }
+
+    /// Check `file` of the workspace `ws` (another worktree beside [`Env::ws`]).
+    pub fn check_in(
+        &self,
+        ws: &Path,
+        file: &Path,
+        also: &[PathBuf],
+        timeout_ms: u64,
+        trusted: bool,
+    ) -> Vec<Item> {
         let req = CheckRequest {
             trusted,
             id: IDS.fetch_add(1, Ordering::Relaxed),
-            workspace: self.ws.clone(),
+            workspace: ws.to_path_buf(),
             files: vec![file.to_path_buf()],
             also_report: also.to_vec(),
             timeout_ms,

@@ -1,0 +1,175 @@
+//! Issue 42.7, fleets of agents in worktrees: the worktrees of one repository at one commit
+//! share each project-wide source's baseline run (`diagnostics::baseline::shared`), each
+//! keeps its own results, and project-wide runs are bounded service-wide (`[service]
+//! max_project_runs`, `plugin_host::bound`). Through a real `openfiles serve` with the
+//! `instant` fixture as a project-wide source that logs its runs.
+
+use crate::common;
+use crate::common::git;
+
+use std::path::{Path, PathBuf};
+
+use common::plugins::{fixture, path_list};
+use common::{diagnostics, wait_until, Env};
+
+/// The fixture's log: `(start|end, baseline|edit, workspace)` per line.
+fn runs(log: &Path) -> Vec<(String, String, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ' ');
+            Some((f.next()?.into(), f.next()?.into(), f.next()?.into()))
+        })
+        .collect()
+}
+
+/// The most runs that were running at once, by the log's order of starts and ends.
+fn most_at_once(runs: &[(String, String, String)]) -> usize {
+    let (mut now, mut most) = (0usize, 0usize);
+    for (what, _, _) in runs {
+        match what.as_str() {
+            "start" => {
+                now += 1;
+                most = most.max(now);
+            }
+            _ => now = now.saturating_sub(1),
+        }
+    }
+    most
+}
+
+/// An environment whose `instant` fixture is a project-wide source taking `delay_ms` per
+/// run, logging to the returned file, with at most `bound` project-wide runs at once.
+fn fleet_env(bound: usize, delay_ms: u64) -> (Env, PathBuf) {
+    let mut env = Env::new();
+    env.plugin_path = Some(path_list(&[fixture("instant")]));
+    let log = env.dir.path().join("runs.log");
+    std::fs::write(
+        &env.config,
+        format!(
+            "[service]\nmax_project_runs = {bound}\n\
+             [plugin.instant]\nproject_wide = true\ndelay_ms = {delay_ms}\nlog = {:?}\n",
+            log.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    (env, log)
+}
+
+/// A repository `repo` with `notes.txt` (an old problem whose message names the checked
+/// folder) and worktrees of it at the same commit: their roots, the repository's first.
+fn repo_with_worktrees(env: &Env, extra: usize) -> Vec<PathBuf> {
+    let repo = env.workspace("repo");
+    std::fs::write(repo.join("notes.txt"), "error: old in @ws\n").unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    let mut roots = vec![repo.clone()];
+    for n in 0..extra {
+        let wt = env.dir.path().join(format!("wt-{n}"));
+        git(
+            &repo,
+            &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+        );
+        roots.push(wt.canonicalize().unwrap());
+    }
+    roots
+}
+
+/// Whether `ws`'s `notes.txt` shows its own new problem as introduced and the old one as
+/// not (the old one's message names `ws`, as the baseline's run said it of the snapshot).
+fn own_items_classified(ws: &Path, mine: &str) -> bool {
+    let Some(d) = diagnostics(ws) else {
+        return false;
+    };
+    let Some(entry) = d.files.get("notes.txt") else {
+        return false;
+    };
+    let old = format!("old in {}", ws.display());
+    let found = |m: &str, introduced: bool| {
+        entry
+            .items
+            .iter()
+            .any(|i| i.message == m && i.introduced == Some(introduced))
+    };
+    entry.checked_at > 0 && found(mine, true) && found(&old, false)
+}
+
+#[test]
+fn two_worktrees_at_one_commit_share_one_baseline_run_and_keep_their_own_items() {
+    let (env, log) = fleet_env(1, 300);
+    let roots = repo_with_worktrees(&env, 1);
+    let (a, b) = (&roots[0], &roots[1]);
+    let svc = env.serve(&["-w", a.to_str().unwrap(), "-w", b.to_str().unwrap()]);
+
+    for (ws, mine) in [(a, "new in A"), (b, "new in B")] {
+        let file = ws.join("notes.txt");
+        std::fs::write(&file, format!("error: old in @ws\nerror: {mine}\n")).unwrap();
+        env.edited(&[&file]);
+    }
+    wait_until("each worktree's own problems, classified", || {
+        own_items_classified(a, "new in A") && own_items_classified(b, "new in B")
+    });
+
+    // Nothing of one worktree's edit or paths in the other's results.
+    for (ws, other, other_edit) in [(a, b, "new in B"), (b, a, "new in A")] {
+        let text = std::fs::read_to_string(ws.join(".openfiles/diagnostics.json")).unwrap();
+        assert!(!text.contains(other_edit), "{}: {text}", ws.display());
+        assert!(
+            !text.contains(other.to_str().unwrap()),
+            "{} names {}: {text}",
+            ws.display(),
+            other.display()
+        );
+    }
+    let runs = runs(&log);
+    let baselines: Vec<_> = runs
+        .iter()
+        .filter(|(w, k, _)| w == "start" && k == "baseline")
+        .collect();
+    assert_eq!(baselines.len(), 1, "one baseline run for both: {runs:?}");
+    let edits = runs
+        .iter()
+        .filter(|(w, k, _)| w == "start" && k == "edit")
+        .count();
+    assert!(edits >= 2, "{runs:?}");
+    assert_eq!(most_at_once(&runs), 1, "the bound of one run: {runs:?}");
+    svc.terminate();
+}
+
+#[test]
+fn the_bound_holds_for_edits_in_many_worktrees_at_once() {
+    let (env, log) = fleet_env(2, 1000);
+    let roots = repo_with_worktrees(&env, 4);
+    let mut args = Vec::new();
+    for r in &roots {
+        args.push("-w");
+        args.push(r.to_str().unwrap());
+    }
+    let svc = env.serve(&args);
+    let files: Vec<PathBuf> = roots.iter().map(|r| r.join("notes.txt")).collect();
+    for (n, f) in files.iter().enumerate() {
+        std::fs::write(f, format!("error: old in @ws\nerror: new in {n}\n")).unwrap();
+    }
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    env.edited(&paths);
+    wait_until("every worktree's own problems, classified", || {
+        roots
+            .iter()
+            .enumerate()
+            .all(|(n, r)| own_items_classified(r, &format!("new in {n}")))
+    });
+    let runs = runs(&log);
+    let starts = runs.iter().filter(|(w, _, _)| w == "start").count();
+    assert!(starts >= 6, "five edits and a baseline: {runs:?}");
+    assert_eq!(
+        runs.iter()
+            .filter(|(w, k, _)| w == "start" && k == "baseline")
+            .count(),
+        1,
+        "{runs:?}"
+    );
+    assert_eq!(most_at_once(&runs), 2, "two at once, never more: {runs:?}");
+    svc.terminate();
+}
