@@ -37,7 +37,15 @@
 //! OPENFILES_NAV_PROJECT=cJSON OPENFILES_NAV_FILE=cJSON.h \
 //!   OPENFILES_NAV_SYMBOL=cJSON_GetObjectItem,cJSON_Delete,cJSON_Parse OPENFILES_NAV_RENAME=cJSON_ObjectItem \
 //!   OPENFILES_NAV_CHECK='cc -fsyntax-only -I. cJSON.c cJSON_Utils.c test.c' cargo bench --bench nav
+//! git clone https://github.com/BurntSushi/walkdir && git -C walkdir checkout 6fd031c82ba5a4204b4ce6eae73dacb00dc072ec
+//! OPENFILES_NAV_PROJECT=walkdir OPENFILES_NAV_FILE=src/dent.rs OPENFILES_NAV_TRUST=1 \
+//!   OPENFILES_NAV_SYMBOL=DirEntry/depth,DirEntry/path,src/lib.rs#WalkDir/min_depth \
+//!   OPENFILES_NAV_RENAME=level OPENFILES_NAV_CHECK='cargo check --all-targets -q --message-format short' \
+//!   cargo bench --bench nav
 //! ```
+//!
+//! `OPENFILES_NAV_TRUST=1` trusts the copy first (`openfiles trust`): rust-analyzer builds the
+//! project, so it serves only a trusted workspace (`rustup component add rust-analyzer`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benchmarks may panic on a broken fixture
 
 #[path = "../tests/it/common/mod.rs"]
@@ -512,6 +520,14 @@ fn main() {
     let mut env = Env::new();
     env.plugin_path = Some(plugins::plugin("lsp").into_os_string());
     let (ws, asked) = project(&env);
+    if std::env::var_os("OPENFILES_NAV_TRUST").is_some() {
+        // rust-analyzer builds the project (build scripts, proc macros): trusted only.
+        let out = env
+            .command(&["trust", ws.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "openfiles trust failed");
+    }
     let _svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let mut mcp = started(&env, &ws);
     let (file, symbol) = &asked[0];
