@@ -140,6 +140,13 @@ fi
 
 if [ -n "$pip_pid" ]; then wait "$pip_pid"; fi
 
+# rust-analyzer for the lsp plugin's navigation test (plugins/lsp/tests/it/nav_partial.rs):
+# the toolchain's own component (rustup's proxy exists without it). A no-op when installed.
+if ! rust-analyzer --version >/dev/null 2>&1; then
+  echo "install-test-deps: rustup component add rust-analyzer"
+  rustup component add rust-analyzer >/dev/null
+fi
+
 # Every crate Cargo.lock names, for every platform (`cargo build` fetches the host's alone):
 # tests/it/packaging_nix.rs plans the Nix build with `cargo metadata --offline --locked`,
 # which needs them all in the local cache. A no-op when they are there.

@@ -110,14 +110,12 @@ async fn resolve(
     let path = request.file.display().to_string();
     let answer = h.query(request).await?;
     let wanted = name.trim_matches('/');
-    let fits = |s: &Symbol| {
-        let full = s.name_path();
-        full == wanted || full.ends_with(&format!("/{wanted}"))
-    };
-    let mut found: Vec<&Symbol> = answer.symbols.iter().filter(|s| fits(s)).collect();
+    let mut found: Vec<&Symbol> = answer.symbols.iter().filter(|s| fits(s, wanted)).collect();
     if let Some(l) = line {
         found.retain(|s| s.line == l);
     }
+    // A getter and its field share a name (`DirEntry/depth`): the callable one is meant.
+    found.sort_by_key(|s| !callable(s));
     match found.first() {
         Some(s) => Ok(((*s).clone(), answer.started_ms)),
         None => {
@@ -134,6 +132,69 @@ async fn resolve(
             })
         }
     }
+}
+
+/// Whether `s` is the symbol the name path `wanted` (or its last parts) names. A segment
+/// matches a container by its name, or an `impl` block by the type it is for, as rust-analyzer
+/// names them (`impl WalkDir`, `impl<P> fmt::Debug for Walk<P>`): `WalkDir/min_depth` is the
+/// method in `impl WalkDir`.
+fn fits(s: &Symbol, wanted: &str) -> bool {
+    let tail = |full: &str| full == wanted || full.ends_with(&format!("/{wanted}"));
+    let full = s.name_path();
+    tail(&full)
+        || tail(
+            &full
+                .split('/')
+                .map(impl_target)
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+}
+
+/// The type an `impl` block's name is for, without generics (`impl<T> Trait for a::Foo<T>`
+/// → `Foo`); any other name unchanged.
+fn impl_target(segment: &str) -> &str {
+    let Some(rest) = segment.strip_prefix("impl") else {
+        return segment;
+    };
+    if !rest.starts_with([' ', '<']) {
+        return segment;
+    }
+    let ty = rest.rsplit(" for ").next().unwrap_or(rest);
+    let ty = if rest.contains(" for ") {
+        ty
+    } else {
+        // `impl<T> Foo<T>`: past the impl's own generics.
+        skip_generics(ty)
+    };
+    let ty = ty.trim().split('<').next().unwrap_or(ty);
+    ty.rsplit("::").next().unwrap_or(ty).trim()
+}
+
+/// `text` past a leading `<…>` (nested brackets counted).
+fn skip_generics(text: &str) -> &str {
+    if !text.starts_with('<') {
+        return text;
+    }
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &text[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// Functions, methods and constructors: what a name path shared with a field most likely means.
+fn callable(s: &Symbol) -> bool {
+    matches!(s.kind.as_str(), "method" | "function" | "constructor")
 }
 
 /// `path` relative to `root` when inside it.
@@ -201,5 +262,51 @@ fn shape(root: &Path, kind: QueryKind, a: QueryAnswer, resolved: Option<Symbol>)
         partial: a.partial,
         started_ms: a.started_ms,
         notes: a.notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbol(name: &str, kind: &str, container: Option<&str>) -> Symbol {
+        Symbol {
+            name: name.into(),
+            kind: kind.into(),
+            path: PathBuf::from("src/lib.rs"),
+            line: 1,
+            column: 1,
+            container: container.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_name_path_reaches_a_method_in_an_impl_block() {
+        let m = symbol("min_depth", "method", Some("impl WalkDir"));
+        assert!(fits(&m, "WalkDir/min_depth"));
+        assert!(fits(&m, "min_depth"));
+        assert!(fits(&m, "impl WalkDir/min_depth"));
+        assert!(!fits(&m, "Walk/min_depth"));
+        let t = symbol(
+            "fmt",
+            "method",
+            Some("impl<P: AsRef<Path>> fmt::Debug for Walk<P>"),
+        );
+        assert!(fits(&t, "Walk/fmt"));
+        let g = symbol("new", "function", Some("impl<T> Stack<T>"));
+        assert!(fits(&g, "Stack/new"));
+        let python = symbol("invoke", "method", Some("Context"));
+        assert!(fits(&python, "Context/invoke"));
+        assert!(!fits(&symbol("implode", "function", None), "plode"));
+        assert_eq!(impl_target("implode"), "implode");
+    }
+
+    #[test]
+    fn a_getter_is_preferred_to_its_field() {
+        let field = symbol("depth", "field", Some("DirEntry"));
+        let getter = symbol("depth", "method", Some("impl DirEntry"));
+        let mut found = [&field, &getter];
+        found.sort_by_key(|s| !callable(s));
+        assert_eq!(found[0].kind, "method");
     }
 }

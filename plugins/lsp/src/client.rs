@@ -62,6 +62,9 @@ pub struct State {
     /// index, rust-analyzer's): token → title and last message. While one runs, an answer
     /// about other files may be incomplete (`crate::completeness`).
     pub index_progress: HashMap<String, String>,
+    /// rust-analyzer's last `experimental/serverStatus`: `Some(false)` while it loads or
+    /// indexes the workspace, `Some(true)` once quiescent, `None` before the first.
+    pub quiescent: Option<bool>,
 }
 
 /// Static facts from `initialize`.
@@ -440,6 +443,9 @@ async fn initialize(
                 "diagnostics": {"refreshSupport": true},
             },
             "window": {"workDoneProgress": true, "showMessage": {}},
+            // rust-analyzer's `experimental/serverStatus`: `quiescent` once the workspace is
+            // loaded and indexed (`crate::completeness`); other servers ignore it.
+            "experimental": {"serverStatusNotification": true},
         },
     });
     let decode = |source| Error::Decode {

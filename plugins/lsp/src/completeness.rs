@@ -16,7 +16,12 @@
 //! - pyright (and basedpyright) enumerate the workspace in the background after they start:
 //!   asked at once, a cold pyright knew 1 of 121 uses (benches/nav.rs). A cross-file
 //!   question first waits, bounded, until pyright analysed the asked file (its diagnostics
-//!   pulled, or its first push); if it did not, the answer is partial.
+//!   pulled, or its first push); if it did not, the answer is partial;
+//! - rust-analyzer answers references with nothing while it loads the workspace (measured on
+//!   walkdir: 0 uses of `WalkDir::min_depth` asked 2 s after it started, 7 after it loaded).
+//!   It says when it is done (`experimental/serverStatus`, `quiescent`, a client capability
+//!   the plugin announces): a cross-file question waits for that, bounded as pyright's, and
+//!   is partial without it.
 
 use crate::client::Client;
 use crate::convert::path_to_uri;
@@ -84,12 +89,16 @@ pub(crate) async fn settle(client: &Client, req: &QueryRequest, deadline: Instan
 }
 
 /// Whether a server that finds the workspace's files in the background analysed `path`:
-/// its answer to a diagnostics pull, else its first push.
+/// its answer to a diagnostics pull, else its first push; rust-analyzer, once it says it is
+/// quiescent (its workspace loaded and indexed).
 async fn analysed(client: &Client, path: &Path, deadline: Instant) -> bool {
+    let until = deadline.min(Instant::now() + SETTLE);
+    if reports_status(&client.spec.name) {
+        return quiescent(client, until).await;
+    }
     if !analyses_in_background(&client.spec.name) {
         return true;
     }
-    let until = deadline.min(Instant::now() + SETTLE);
     // A server that is asked for diagnostics answers once it analysed the file.
     let registered = {
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,6 +130,34 @@ async fn analysed(client: &Client, path: &Path, deadline: Instant) -> bool {
     }
 }
 
+/// Whether `server` says when it has loaded and indexed the workspace
+/// (`experimental/serverStatus`'s `quiescent`): asked before, rust-analyzer answers
+/// references with nothing, as if there were none.
+fn reports_status(server: &str) -> bool {
+    server == "rust-analyzer"
+}
+
+/// Until `until`, whether the server said it is quiescent.
+async fn quiescent(client: &Client, until: Instant) -> bool {
+    let mut changed = client.changed.clone();
+    loop {
+        let q = client
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .quiescent;
+        if q == Some(true) {
+            return true;
+        }
+        if tokio::time::timeout_at(until, changed.changed())
+            .await
+            .map_or(true, |r| r.is_err())
+        {
+            return false;
+        }
+    }
+}
+
 /// Why `client`'s answer to `req` may miss uses in files it has not opened; `None` when it
 /// is the whole (as far as the plugin can tell).
 pub(crate) fn partial(
@@ -133,6 +170,13 @@ pub(crate) fn partial(
         return None;
     }
     let name = &client.spec.name;
+    if !settled.analysed && reports_status(name) {
+        return Some(format!(
+            "{name} had not loaded and indexed the workspace yet when asked (not within {} s): \
+             uses in files it has not loaded are missing; ask again",
+            SETTLE.as_secs()
+        ));
+    }
     if !settled.analysed {
         return Some(format!(
             "{name} had not analysed {} yet when asked (no result for it within {} s): it may \

@@ -17,8 +17,9 @@
 //! `node_modules/typescript`, and no automatic type acquisition (npm at check time). See
 //! [`for_untrusted`].
 //! Some built-in servers are opt-in (`tsgo --lsp`, TypeScript 7's preview server): they are
-//! only used when named in `enable`. rust-analyzer is experimental: no test has started a
-//! real one (see the README).
+//! only used when named in `enable`. rust-analyzer is built in (trusted workspaces
+//! only: it builds the project); a real one answers the navigation test
+//! (`tests/it/nav_partial.rs`), none a diagnostics test yet.
 //! Nothing here starts a process except the optional `probe` (a gate `Program` of the
 //! workspace's scope) (a quick `--version` run used
 //! for rustup's `rust-analyzer` proxy, which exists even when the component does not).

@@ -318,6 +318,15 @@ impl<'a> Lines<'a> {
 
     /// Where `name` first appears as a word in `path` from `start` (within a few lines),
     /// else `start`.
+    /// Whether the 1-based line of `at` in `path` is a comment line.
+    fn on_comment_line(&mut self, path: &Path, at: (u32, u32)) -> bool {
+        self.text(path).is_some_and(|t| {
+            t.split('\n')
+                .nth(at.0.saturating_sub(1) as usize)
+                .is_some_and(is_comment_line)
+        })
+    }
+
     fn name_from(&mut self, path: &Path, start: (u32, u32), name: &str) -> (u32, u32) {
         let Some(text) = self.text(path).filter(|_| !name.is_empty()) else {
             return start;
@@ -325,6 +334,9 @@ impl<'a> Lines<'a> {
         let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         let lines = text.split('\n').skip(start.0.saturating_sub(1) as usize);
         for (k, l) in lines.take(NAME_LINES).enumerate() {
+            if is_comment_line(l) {
+                continue;
+            }
             let skip = if k == 0 {
                 start.1.saturating_sub(1) as usize
             } else {
@@ -591,8 +603,14 @@ fn symbols_of(
         };
         let kind = kind_name(s["kind"].as_u64().unwrap_or(0)).to_owned();
         if let Some(range) = s.get("selectionRange").or_else(|| s.get("range")) {
-            // A DocumentSymbol: in `file`, children below it.
-            let (line, column) = lines.point(file, &range["start"]);
+            // A DocumentSymbol: in `file`, children below it. rust-analyzer's selection range
+            // of a documented item starts at the name's first mention in its doc comment
+            // (`/// Returns the depth…`): then the name is the first one past the comments.
+            let mut at = lines.point(file, &range["start"]);
+            if lines.on_comment_line(file, at) {
+                at = lines.name_from(file, (at.0 + 1, 1), name);
+            }
+            let (line, column) = at;
             out.push(Symbol {
                 name: name.to_owned(),
                 kind,
@@ -638,8 +656,29 @@ fn symbols_of(
     }
 }
 
+/// A line that only comments (`//`, `///`, `/*`, ` *`, `--`, `# …`): a name on it is not a
+/// declaration's. `#[attr]` and `#define` are code.
+fn is_comment_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let hash = t
+        .strip_prefix('#')
+        .is_some_and(|r| !r.starts_with(|c: char| c.is_alphabetic() || c == '['));
+    hash || ["//", "/*", "*", "--"].iter().any(|m| t.starts_with(m))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn comment_lines_and_code() {
+        assert!(is_comment_line("    /// Returns the depth at which"));
+        assert!(is_comment_line("  # a comment"));
+        assert!(is_comment_line(" * continued"));
+        assert!(!is_comment_line("    pub fn depth(&self) -> usize {"));
+        assert!(!is_comment_line("#[cfg(unix)]"));
+        assert!(!is_comment_line("#define MAX 3"));
+        assert!(!is_comment_line("def depth(self):"));
+    }
     use super::*;
 
     #[test]

@@ -189,6 +189,13 @@ impl Dispatcher {
         match method {
             "textDocument/publishDiagnostics" => self.publish(params),
             "$/progress" => self.progress(&params),
+            "experimental/serverStatus" => {
+                let quiescent = params.get("quiescent").and_then(Value::as_bool);
+                self.state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .quiescent = quiescent;
+            }
             m => match self.indexing(m) {
                 Some(begun) => self.indexed(begun),
                 None if matches!(m, "window/logMessage" | "window/showMessage") => {

@@ -130,3 +130,66 @@ fn tsserver_says_when_the_project_leaves_files_out() {
         "{a:#?}"
     );
 }
+
+/// rust-analyzer answers references with nothing while it loads the workspace (walkdir: 0
+/// uses, then 7); the plugin waits until it says it is quiescent (`experimental/serverStatus`)
+/// and the first question's answer is whole.
+#[test]
+fn rust_analyzer_is_asked_once_it_loaded_the_workspace() {
+    let env = Env::new(json!({}));
+    env.write(
+        "Cargo.toml",
+        "[package]\nname = \"twice\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let lib = env.write(
+        "src/lib.rs",
+        "mod other;\n\n/// Doubles `twice`'s argument.\npub fn twice(n: i32) -> i32 {\n    2 * n\n}\n\n\
+         pub struct Walker {\n    depth: usize,\n}\n\nimpl Walker {\n    \
+         /// Returns the depth at which this entry was created relative to the root.\n    \
+         ///\n    /// The smallest depth is `0` and always corresponds to the path given\n    \
+         /// to the `new` function on `WalkDir`.\n    pub fn depth(&self) -> usize {\n        \
+         self.depth\n    }\n}\n",
+    );
+    env.write(
+        "src/other.rs",
+        "pub fn four() -> i32 {\n    crate::twice(crate::twice(1))\n}\n",
+    );
+    let a = refs(&env, &lib, 4, 8);
+    assert_eq!(a.server.as_deref(), Some("rust-analyzer"), "{a:#?}");
+    assert!(a.partial.is_none(), "{a:#?}");
+    let uses = a
+        .locations
+        .iter()
+        .filter(|l| l.path.ends_with("src/other.rs"))
+        .count();
+    assert_eq!(uses, 2, "{a:#?}");
+
+    // Its outline puts a documented function's selection at the name's first mention in the
+    // doc comment; the symbol is where the name is declared.
+    let outline = env
+        .plugin
+        .query(QueryRequest {
+            id: 2,
+            kind: QueryKind::DocumentSymbols,
+            workspace: env.ws.clone(),
+            file: lib.clone(),
+            line: 1,
+            column: 1,
+            query: None,
+            new_name: None,
+            limit: 0,
+            offset: 0,
+            timeout_ms: 60_000,
+            trusted: true,
+        })
+        .expect("query");
+    let at = |name: &str, kind: &str| {
+        outline
+            .symbols
+            .iter()
+            .find(|s| s.name == name && s.kind == kind)
+            .map(|s| (s.line, s.column))
+    };
+    assert_eq!(at("twice", "function"), Some((4, 8)), "{outline:#?}");
+    assert_eq!(at("depth", "method"), Some((17, 12)), "{outline:#?}");
+}
