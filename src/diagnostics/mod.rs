@@ -59,6 +59,8 @@ pub struct SourceInfo {
     pub late_fixes: bool,
     /// A project-wide source with a warm server: the session-start warm-up checks it too.
     pub warm: bool,
+    /// A newer edit cancels its run in flight over the project (`Capabilities::superseded`).
+    pub superseded: bool,
 }
 
 /// Why a source gave no answer for a check. Every variant becomes an explanatory item on

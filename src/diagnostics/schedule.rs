@@ -4,7 +4,10 @@
 //! [`Session`] which sources owe an answer for each, batches them per source (one request
 //! per source, or per source and project for project-wide sources) and starts the checks.
 //! Project-wide sources have at most one run per project in flight, with one follow-up that
-//! collects every file dirtied meanwhile. A finished check comes back to the pipeline as a
+//! collects every file dirtied meanwhile; for a source a newer edit supersedes
+//! ([`SourceInfo::superseded`], the project's tests) the run in flight is cancelled instead
+//! (its task aborted, which cancels the check in the plugin) and one run starts for its files
+//! and the new ones. A finished check comes back to the pipeline as a
 //! [`Checked`] through the `done` callback; the pipeline merges it into the session and calls
 //! [`Scheduler::finished`] to start the follow-up.
 //!
@@ -35,6 +38,8 @@ pub const RUNS_KEPT: usize = 3;
 
 /// A finished check: which source, for which project, for which files at which generation.
 pub struct Checked {
+    /// The check's id (a run in flight is known by it).
+    pub check: u64,
     pub source: SourceId,
     pub project: Option<PathBuf>,
     pub files: Vec<(PathBuf, u64)>,
@@ -43,15 +48,32 @@ pub struct Checked {
     pub took: Duration,
 }
 
+/// A project-wide run that ended, for [`Scheduler::finished`].
+pub struct Ended {
+    /// Its check id.
+    pub check: u64,
+    pub source: SourceId,
+    pub project: PathBuf,
+    /// How long it took, when it succeeded.
+    pub ran: Option<Duration>,
+}
+
 /// Where finished checks go (the pipeline's channel).
 pub type Done = Arc<dyn Fn(Checked) + Send + Sync>;
+
+/// A project-wide run in flight: its check id, its files, and how to cancel it.
+struct Running {
+    check: u64,
+    files: Vec<PathBuf>,
+    abort: tokio::task::AbortHandle,
+}
 
 /// Checks in flight and follow-ups of one workspace.
 pub struct Scheduler {
     root: PathBuf,
     checker: Arc<dyn Checker>,
     done: Done,
-    in_flight: BTreeSet<(SourceId, PathBuf)>,
+    in_flight: BTreeMap<(SourceId, PathBuf), Running>,
     follow_up: BTreeMap<(SourceId, PathBuf), BTreeSet<PathBuf>>,
     /// How long the last successful runs of a project-wide source over a project took
     /// (oldest first, at most [`RUNS_KEPT`]).
@@ -65,7 +87,7 @@ impl Scheduler {
             root: root.to_owned(),
             checker,
             done,
-            in_flight: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
             follow_up: BTreeMap::new(),
             last_runs: BTreeMap::new(),
             next_check: 1,
@@ -140,8 +162,26 @@ impl Scheduler {
                 for f in &files {
                     session.set_awaited(f, id, awaited);
                 }
-                if self.in_flight.contains(&(id, proj.clone())) {
-                    self.follow_up.entry((id, proj)).or_default().extend(files);
+                let key = (id, proj.clone());
+                if info.superseded && self.in_flight.contains_key(&key) {
+                    // Its run is over content that is gone: cancel it, and check its files
+                    // with these (and any follow-up) in one run now.
+                    let mut all: BTreeSet<PathBuf> = files.into_iter().collect();
+                    if let Some(old) = self.in_flight.remove(&key) {
+                        old.abort.abort();
+                        all.extend(old.files);
+                    }
+                    all.extend(self.follow_up.remove(&key).unwrap_or_default());
+                    let owed: Vec<PathBuf> = all
+                        .into_iter()
+                        .filter(|p| session.get(p).is_some_and(|s| s.owes(id)))
+                        .collect();
+                    for f in &owed {
+                        session.set_awaited(f, id, awaited);
+                    }
+                    self.launch(session, &info, Some(proj), owed, timeout_ms);
+                } else if self.in_flight.contains_key(&key) {
+                    self.follow_up.entry(key).or_default().extend(files);
                 } else {
                     self.launch(session, &info, Some(proj), files, timeout_ms);
                 }
@@ -161,17 +201,20 @@ impl Scheduler {
                 .is_none_or(|runs| runs.iter().any(|took| *took <= limit))
     }
 
-    /// A project-wide run ended (`ran`: how long it took, when it succeeded): start its
-    /// follow-up with the files that still owe it.
+    /// A project-wide run ended: start its follow-up with the files that still owe it.
     pub fn finished(
         &mut self,
         session: &mut Session,
-        source: SourceId,
-        project: PathBuf,
-        ran: Option<Duration>,
+        ended: Ended,
         timeout_ms: u64,
         knock_on_wait_ms: u64,
     ) {
+        let Ended {
+            check,
+            source,
+            project,
+            ran,
+        } = ended;
         if let Some(took) = ran {
             let runs = self.last_runs.entry((source, project.clone())).or_default();
             if runs.len() == RUNS_KEPT {
@@ -179,7 +222,13 @@ impl Scheduler {
             }
             runs.push_back(took);
         }
-        self.in_flight.remove(&(source, project.clone()));
+        // A run cancelled for a newer one may still have answered: the newer one is in flight.
+        match self.in_flight.get(&(source, project.clone())) {
+            Some(r) if r.check == check => {
+                self.in_flight.remove(&(source, project.clone()));
+            }
+            _ => return,
+        }
         let Some(next) = self.follow_up.remove(&(source, project.clone())) else {
             return;
         };
@@ -227,11 +276,9 @@ impl Scheduler {
                 .collect(),
             None => Vec::new(),
         };
-        if let Some(proj) = &project {
-            self.in_flight.insert((info.id, proj.clone()));
-        }
+        let check = self.next_check;
         let request = CheckRequest {
-            id: self.next_check,
+            id: check,
             workspace: self.root.clone(),
             files: with_gen.iter().map(|(p, _)| p.clone()).collect(),
             also_report,
@@ -247,7 +294,9 @@ impl Scheduler {
         // A project-wide run first waits for a place under the service-wide bound; its
         // time (and the guard below) starts once it has one.
         let bound = project.as_ref().and_then(|_| self.checker.run_bound());
-        tokio::spawn(async move {
+        let files_asked: Vec<PathBuf> = with_gen.iter().map(|(p, _)| p.clone()).collect();
+        let key = project.as_ref().map(|p| (info.id, p.clone()));
+        let task = tokio::spawn(async move {
             let _place = match bound {
                 Some(b) => Some(b.acquire(Class::Edit).await),
                 None => None,
@@ -263,6 +312,7 @@ impl Scheduler {
                 }),
             };
             done(Checked {
+                check,
                 source,
                 project,
                 files: with_gen,
@@ -270,5 +320,17 @@ impl Scheduler {
                 took: started.elapsed(),
             });
         });
+        if let Some(key) = key {
+            let abort = task.abort_handle();
+            let files = files_asked;
+            self.in_flight.insert(
+                key,
+                Running {
+                    check,
+                    files,
+                    abort,
+                },
+            );
+        }
     }
 }

@@ -583,6 +583,7 @@ mod tests {
             checks_texts: false,
             late_fixes: false,
             warm: false,
+            superseded: false,
         }
     }
 

@@ -68,6 +68,7 @@ pub fn per_file(id: SourceId, name: &str) -> SourceInfo {
         checks_texts: false,
         late_fixes: false,
         warm: false,
+        superseded: false,
     }
 }
 
@@ -82,6 +83,7 @@ pub fn project_wide(id: SourceId, name: &str, markers: &[&str]) -> SourceInfo {
         checks_texts: false,
         late_fixes: false,
         warm: false,
+        superseded: false,
     }
 }
 
@@ -143,6 +145,11 @@ impl Call {
     /// Answer: nothing found in any file.
     pub fn clean(self) {
         self.answer(Vec::new());
+    }
+
+    /// Whether the pipeline gave up on this check (its future dropped: cancelled).
+    pub fn is_cancelled(&self) -> bool {
+        self.reply.is_closed()
     }
 
     /// Answer with a failure of the source.

@@ -27,6 +27,7 @@ impl Checker for PluginManager {
                     checks_texts: caps.checks_texts,
                     late_fixes: caps.late_fixes,
                     warm: caps.warm,
+                    superseded: caps.superseded,
                 })
             })
             .collect()

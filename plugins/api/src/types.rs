@@ -84,6 +84,11 @@ pub struct Capabilities {
     /// always warmed; other project-wide ones never (a run is real work).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warm: bool,
+    /// True when a newer edit makes a project-wide run in flight worthless (the tests
+    /// plugin: tests run over content that is gone): the service cancels that run and starts
+    /// one for both edits' files at once, instead of queueing a follow-up behind it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub superseded: bool,
 }
 
 /// One check: a batch of files of one workspace.

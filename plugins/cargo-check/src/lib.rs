@@ -90,6 +90,7 @@ impl Plugin for CargoCheck {
             checks_texts: false,
             late_fixes: false,
             warm: false,
+            superseded: false,
         };
         Ok((
             CargoCheck {

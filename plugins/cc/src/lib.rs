@@ -214,6 +214,7 @@ impl Plugin for Cc {
             checks_texts: false,
             late_fixes: false,
             warm: false,
+            superseded: false,
         };
         Ok((
             Cc {

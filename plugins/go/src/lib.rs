@@ -99,6 +99,7 @@ impl Plugin for Go {
             checks_texts: false,
             late_fixes: false,
             warm: false,
+            superseded: false,
         };
         Ok((
             Go {

@@ -262,6 +262,7 @@ fn capabilities(servers: &[ServerSpec], resolver: &Resolver) -> Capabilities {
         checks_texts: true,
         late_fixes: true,
         warm: false,
+        superseded: false,
     }
 }
 

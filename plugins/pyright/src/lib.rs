@@ -196,6 +196,7 @@ impl Plugin for Pyright {
             // Its language server: the warm-up starts it and lets it analyse the project
             // (a ty project's warm-up runs `ty check`, which takes a fraction of a second).
             warm: settings.language_server != Some(false),
+            superseded: false,
         };
         Ok((
             Pyright {

@@ -207,6 +207,8 @@ impl Plugin for Tests {
             checks_texts: false,
             late_fixes: false,
             warm: false,
+            // A test run over content a newer edit replaced says nothing about it.
+            superseded: true,
         };
         Ok((
             Tests {

@@ -88,6 +88,7 @@ impl Plugin for Tsc {
             checks_texts: false,
             late_fixes: false,
             warm: false,
+            superseded: false,
         };
         Ok((
             Tsc {

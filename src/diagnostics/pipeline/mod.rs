@@ -46,7 +46,7 @@ pub use nav::QueryError;
 
 use super::late::Late;
 use super::review::{Review, ReviewFile, WorkspaceReview};
-use super::schedule::{Checked, Scheduler};
+use super::schedule::{Checked, Ended, Scheduler};
 use super::session::Session;
 use super::waiters::{Waiter, Waiters};
 use super::writer::Cursor;
@@ -571,6 +571,7 @@ impl Pipeline {
     fn checked(&mut self, c: Checked) {
         let now = spec::now_ms();
         let Checked {
+            check,
             source,
             project,
             files,
@@ -642,8 +643,14 @@ impl Pipeline {
         if let Some(proj) = project {
             let timeout_ms = self.config.diagnostics.check_timeout_ms;
             let quick = self.config.hooks.knock_on_wait_ms;
+            let ended = Ended {
+                check,
+                source,
+                project: proj,
+                ran,
+            };
             self.scheduler
-                .finished(&mut self.session, source, proj, ran, timeout_ms, quick);
+                .finished(&mut self.session, ended, timeout_ms, quick);
         }
     }
 

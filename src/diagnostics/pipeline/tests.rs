@@ -199,6 +199,47 @@ async fn a_late_answer_for_an_older_generation_is_dropped_and_the_file_checked_a
     );
 }
 
+/// Issue 40.2: a newer edit cancels a superseded source's run in flight (the project's
+/// tests over content that is gone) and one run starts for both edits' files; its late
+/// answer is not taken, and the next edit cancels again.
+#[tokio::test(start_paused = true)]
+async fn a_newer_edit_cancels_a_superseded_run_and_checks_both_files_at_once() {
+    let tests = SourceInfo {
+        superseded: true,
+        ..project_wide(1, "tests", &["pyproject.toml"])
+    };
+    let mut b = Bench::start(vec![(tests, "py")], &["pyproject.toml", "a.py", "b.py"]);
+    b.edit(&["a.py"]).await;
+    let first = b.calls.one().await;
+    assert_eq!(first.names(), vec!["a.py"]);
+    b.edit(&["b.py"]).await;
+    let second = b.calls.one().await;
+    assert!(first.is_cancelled(), "the older run goes on");
+    assert_eq!(second.names(), vec!["a.py", "b.py"]);
+    let (a, bp) = (b.path("a.py"), b.path("b.py"));
+    first.answer(vec![(&a, vec![error(1, "pytest", "stale")])]);
+    second.answer(vec![(&bp, vec![error(2, "pytest", "fresh")])]);
+    assert!(
+        messages(&b.entry("a.py").await).is_empty(),
+        "the cancelled run's answer"
+    );
+    assert_eq!(messages(&b.entry("b.py").await), vec!["fresh"]);
+    assert_ne!(b.entry("a.py").await.checked_at, 0);
+    assert!(
+        b.calls.take().is_empty(),
+        "no follow-up after the run that replaced it"
+    );
+    // And again: each newer edit cancels the run in flight.
+    b.edit(&["a.py"]).await;
+    let third = b.calls.one().await;
+    b.edit(&["a.py"]).await;
+    let fourth = b.calls.one().await;
+    assert!(third.is_cancelled());
+    assert_eq!(fourth.names(), vec!["a.py"]);
+    fourth.clean();
+    assert_eq!(messages(&b.entry("a.py").await), Vec::<&str>::new());
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_project_wide_source_runs_once_per_project_with_one_follow_up() {
     let files = [
@@ -801,6 +842,7 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
             (
                 SourceInfo {
                     warm: true,
+                    superseded: false,
                     ..project_wide(2, "pyright", &["pyproject.toml"])
                 },
                 "py",

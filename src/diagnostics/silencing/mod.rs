@@ -299,6 +299,7 @@ impl Silencing {
             checks_texts: true,
             late_fixes: false,
             warm: false,
+            superseded: false,
         }
     }
 }
