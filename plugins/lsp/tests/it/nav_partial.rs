@@ -11,10 +11,14 @@ use serde_json::json;
 use std::path::Path;
 
 fn refs(env: &Env, file: &Path, line: u32, column: u32) -> QueryAnswer {
+    ask(env, QueryKind::References, file, line, column)
+}
+
+fn ask(env: &Env, kind: QueryKind, file: &Path, line: u32, column: u32) -> QueryAnswer {
     env.plugin
         .query(QueryRequest {
             id: 1,
-            kind: QueryKind::References,
+            kind,
             workspace: env.ws.clone(),
             file: file.to_path_buf(),
             line,
@@ -166,23 +170,7 @@ fn rust_analyzer_is_asked_once_it_loaded_the_workspace() {
 
     // Its outline puts a documented function's selection at the name's first mention in the
     // doc comment; the symbol is where the name is declared.
-    let outline = env
-        .plugin
-        .query(QueryRequest {
-            id: 2,
-            kind: QueryKind::DocumentSymbols,
-            workspace: env.ws.clone(),
-            file: lib.clone(),
-            line: 1,
-            column: 1,
-            query: None,
-            new_name: None,
-            limit: 0,
-            offset: 0,
-            timeout_ms: 60_000,
-            trusted: true,
-        })
-        .expect("query");
+    let outline = ask(&env, QueryKind::DocumentSymbols, &lib, 1, 1);
     let at = |name: &str, kind: &str| {
         outline
             .symbols
