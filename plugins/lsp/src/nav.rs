@@ -316,8 +316,6 @@ impl<'a> Lines<'a> {
         (line + 1, column.to_chars(l))
     }
 
-    /// Where `name` first appears as a word in `path` from `start` (within a few lines),
-    /// else `start`.
     /// Whether the 1-based line of `at` in `path` is a comment line.
     fn on_comment_line(&mut self, path: &Path, at: (u32, u32)) -> bool {
         self.text(path).is_some_and(|t| {
@@ -327,6 +325,8 @@ impl<'a> Lines<'a> {
         })
     }
 
+    /// Where `name` first appears as a word in `path` from `start` (within a few lines,
+    /// comment lines skipped), else `start`.
     fn name_from(&mut self, path: &Path, start: (u32, u32), name: &str) -> (u32, u32) {
         let Some(text) = self.text(path).filter(|_| !name.is_empty()) else {
             return start;
@@ -668,6 +668,7 @@ fn is_comment_line(line: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn comment_lines_and_code() {
@@ -679,7 +680,6 @@ mod tests {
         assert!(!is_comment_line("#define MAX 3"));
         assert!(!is_comment_line("def depth(self):"));
     }
-    use super::*;
 
     #[test]
     fn positions_convert_both_ways_in_each_encoding() {
