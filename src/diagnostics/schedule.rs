@@ -251,6 +251,24 @@ impl Scheduler {
         }
     }
 
+    /// The other session files of `project` that `source` handles: a project-wide run
+    /// reports on them too.
+    fn also_report(
+        &self,
+        session: &Session,
+        source: SourceId,
+        project: &Path,
+        files: &[PathBuf],
+    ) -> Vec<PathBuf> {
+        session
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| p.starts_with(project) && !files.contains(p))
+            .filter(|p| self.sources_for(p).iter().any(|s| s.id == source))
+            .cloned()
+            .collect()
+    }
+
     fn launch(
         &mut self,
         session: &Session,
@@ -267,13 +285,7 @@ impl Scheduler {
             return;
         }
         let also_report = match &project {
-            Some(proj) => session
-                .iter()
-                .map(|(p, _)| p)
-                .filter(|p| p.starts_with(proj) && !files.contains(p))
-                .filter(|p| self.sources_for(p).iter().any(|s| s.id == info.id))
-                .cloned()
-                .collect(),
+            Some(proj) => self.also_report(session, info.id, proj, &files),
             None => Vec::new(),
         };
         let check = self.next_check;
