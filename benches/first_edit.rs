@@ -84,14 +84,7 @@ impl Project {
         match &self.checkout {
             Some(src) => {
                 std::fs::remove_dir(ws).unwrap();
-                let ok = std::process::Command::new("git")
-                    .args(["clone", "-q"])
-                    .arg(src)
-                    .arg(ws)
-                    .status()
-                    .unwrap()
-                    .success();
-                assert!(ok, "git clone {}", src.display());
+                common::clone_checkout(src, ws);
             }
             None => generated(ws),
         }

@@ -80,13 +80,7 @@ fn project(env: &Env) -> (PathBuf, Vec<(String, String)>) {
         let symbols = std::env::var("OPENFILES_NAV_SYMBOL").expect("OPENFILES_NAV_SYMBOL");
         let ws = env.workspace("project");
         std::fs::remove_dir(&ws).unwrap();
-        let cloned = Command::new("git")
-            .args(["clone", "-q"])
-            .arg(PathBuf::from(dir).canonicalize().unwrap())
-            .arg(&ws)
-            .status()
-            .unwrap();
-        assert!(cloned.success(), "git clone");
+        common::clone_checkout(&PathBuf::from(dir).canonicalize().unwrap(), &ws);
         compile_db(&ws);
         let asked = symbols
             .split(',')

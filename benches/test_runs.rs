@@ -178,13 +178,7 @@ fn all_named(ws: &Path) -> Vec<(String, String)> {
 fn real(env: &Env, checkout: &Path, rounds: usize) {
     let plant = Plant::from_env();
     let ws = env.workspace("real");
-    let ok = std::process::Command::new("git")
-        .args(["clone", "-q"])
-        .arg(checkout)
-        .arg(&ws)
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    common::clone_checkout(checkout, &ws);
     std::os::unix::fs::symlink(checkout.join("node_modules"), ws.join("node_modules")).unwrap();
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
     let file = ws.join(&plant.file);

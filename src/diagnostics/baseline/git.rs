@@ -378,12 +378,13 @@ fn link_dependencies(root: &Path, snap_root: &Path) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     use std::process::Command;
 
-    fn sh(dir: &Path, args: &[&str]) {
+    /// `git -C DIR ARGS` with a test identity; fails the test when git does.
+    pub(in crate::diagnostics::baseline) fn sh(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
             .arg("-C")
             .arg(dir)

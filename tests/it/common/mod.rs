@@ -57,6 +57,23 @@ pub fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// `git clone -q SRC DST` (a benchmark's copy of a pinned checkout; `DST` must not exist
+/// or be empty).
+pub fn clone_checkout(src: &Path, dst: &Path) {
+    let out = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(src)
+        .arg(dst)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git clone {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Upper bound for anything we wait for; reaching it fails the test.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
