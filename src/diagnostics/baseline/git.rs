@@ -378,13 +378,12 @@ fn link_dependencies(root: &Path, snap_root: &Path) {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
 
     use std::process::Command;
 
-    /// `git -C DIR ARGS` with a test identity; fails the test when git does.
-    pub(in crate::diagnostics::baseline) fn sh(dir: &Path, args: &[&str]) {
+    fn sh(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
             .arg("-C")
             .arg(dir)

@@ -246,7 +246,20 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().join("repo");
         std::fs::create_dir(&repo).unwrap();
-        let git = crate::diagnostics::baseline::git::tests::sh;
+        let git = |dir: &Path, args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                ok.status.success(),
+                "{}",
+                String::from_utf8_lossy(&ok.stderr)
+            );
+        };
         git(&repo, &["init", "-q"]);
         std::fs::write(repo.join("a.txt"), "a\n").unwrap();
         git(&repo, &["add", "."]);
