@@ -16,8 +16,11 @@
 //! column in characters): the service keeps a problem both report once.
 //!
 //! A project-wide source: files are grouped by checker and project root (the nearest
-//! folder with `pyrightconfig.json`, `pyproject.toml`, `setup.py` or `setup.cfg`, for ty
-//! also `ty.toml`, else the workspace), one run per project. Every requested and
+//! folder with the checker's configuration — `pyrightconfig.json` or a `pyproject.toml`
+//! with `[tool.pyright]` (or `[tool.basedpyright]` for basedpyright), `ty.toml` or
+//! `[tool.ty]` for ty — else the workspace: the lsp plugin's rule, shared through
+//! [`markers::python_type_checker_roots`]; a package without configuration is checked in
+//! the enclosing project, not as a whole program of its own), one run per project. Every requested and
 //! `also_report` file gets a result (its items, or none); with `report_all`, every file of
 //! the project the checker found a problem in. Items with no file (a broken config) go on
 //! every file of the run.
@@ -57,17 +60,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
-/// Where a Python project's root is (what pyright's or basedpyright's command line would be
-/// run in).
-pub const MARKERS: &[&str] = &[
-    "pyrightconfig.json",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-];
-/// Where a project's root is for ty (which reads `ty.toml` or `pyproject.toml`).
-pub const TY_MARKERS: &[&str] = &["ty.toml", "pyproject.toml", "setup.py", "setup.cfg"];
-
 /// A Python type checker whose command line this plugin runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Checker {
@@ -98,11 +90,11 @@ impl Checker {
         }
     }
 
-    fn root_markers(self) -> &'static [&'static str] {
-        match self {
-            Checker::Ty => TY_MARKERS,
-            _ => MARKERS,
-        }
+    /// Where its projects are rooted: the lsp plugin's rule
+    /// ([`markers::python_type_checker_roots`]: only folders with the checker's
+    /// configuration, else the workspace root).
+    pub fn root_markers(self) -> &'static [&'static str] {
+        markers::python_type_checker_roots(self.name())
     }
 
     /// Where a project installs it (relative to a folder at or above its root).
@@ -174,8 +166,11 @@ impl Plugin for Pyright {
         let any = Checker::ALL
             .iter()
             .any(|&c| settings.exe(c).is_some() || on_path(c.name()).is_some());
-        let mut project_markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
-        project_markers.extend(TY_MARKERS.iter().map(|m| m.to_string()));
+        let mut project_markers: Vec<String> = Checker::ALL
+            .iter()
+            .flat_map(|c| c.root_markers())
+            .map(|m| m.to_string())
+            .collect();
         project_markers.sort();
         project_markers.dedup();
         let caps = Capabilities {
@@ -621,13 +616,21 @@ mod tests {
             p.choose(&file, ws, &Scope::workspace(ws, false))
                 .map(|(c, root, _)| (c, root))
         };
+        // A package without pyright configuration is part of the workspace's project.
+        std::fs::write(app.join("pyproject.toml"), "[project]\nname = \"app\"\n").unwrap();
+        std::fs::write(app.join("setup.py"), "").unwrap();
+        assert_eq!(chosen(&all), Some((Checker::Pyright, ws.to_owned())));
         std::fs::write(app.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Pyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[tool.basedpyright]\n").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Basedpyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
         std::fs::write(ws.join("ty.toml"), "").unwrap();
+        // app configures pyright, not ty: ty's project is the workspace's.
+        assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
+        std::fs::write(app.join("ty.toml"), "").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Ty, app.clone())));
+        std::fs::remove_file(app.join("ty.toml")).unwrap();
         std::fs::remove_file(app.join("pyproject.toml")).unwrap();
         assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
     }
