@@ -56,7 +56,7 @@ use openfiles_plugin_api::{
     PluginError, Severity,
 };
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
@@ -240,6 +240,13 @@ impl Plugin for Pyright {
             if groups.is_empty() {
                 continue;
             }
+            // The warm server answers for all of this checker's projects at once.
+            let served = live
+                .map(|(changed, timeout_ms)| {
+                    let runs: Vec<&Run> = groups.iter().map(|(run, _)| run).collect();
+                    self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
+                })
+                .unwrap_or_default();
             files.extend(self.runs.run_groups(
                 request.id,
                 checker.source(),
@@ -250,7 +257,8 @@ impl Plugin for Pyright {
                     // another checker (or is another project) is left to that one's run.
                     let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
                     let asked: Asked = (wanted, request.report_all, &ours);
-                    self.run(request.id, run, asked, &scope, live)
+                    let served = served.get(&run.2).map(|found| under(found, &run.1));
+                    self.run(request.id, run, asked, &scope, served)
                 },
             )?);
         }
@@ -309,20 +317,17 @@ impl Pyright {
 
     /// Run `checker` at `root`; items per absolute file (only `wanted`, or with
     /// `report_all` every Python file of the workspace that is `ours`), items with no file
-    /// shared. From the warm language server when `live` allows and it answers, else from
-    /// the command line.
+    /// shared. The warm language server's diagnostics of the project when it `served` them,
+    /// else from the command line.
     fn run(
         &self,
         id: u64,
         (checker, root, exe): &Run,
         (wanted, report_all, ours): Asked,
         scope: &Scope,
-        live: Live,
+        served: Option<Vec<Found>>,
     ) -> Result<Findings, PluginError> {
         let checker = *checker;
-        let served = live.and_then(|(changed, timeout_ms)| {
-            self.serve(id, (checker, root, exe), scope, changed, timeout_ms)
-        });
         let diags = match served {
             Some(diags) => diags,
             None => {
@@ -341,14 +346,42 @@ impl Pyright {
         Ok(collect(checker, root, workspace, diags, &asked))
     }
 
-    /// The diagnostics of `root` from `checker`'s warm language server (the executable
+    /// What the warm language servers say about `runs` (one checker's projects), asked
+    /// together: one question per server (per executable) with all its projects' roots, so
+    /// a monorepo's packages are one analysis of the warm server, not one wait each. Per
+    /// executable; one missing there runs the command line.
+    fn serve_together(
+        &self,
+        id: u64,
+        runs: &[&Run],
+        scope: &Scope,
+        changed: &[PathBuf],
+        timeout_ms: u64,
+    ) -> HashMap<PathBuf, Vec<Found>> {
+        let mut by_exe: BTreeMap<(Checker, &PathBuf), Vec<PathBuf>> = BTreeMap::new();
+        for (checker, root, exe) in runs {
+            by_exe
+                .entry((*checker, exe))
+                .or_default()
+                .push(root.clone());
+        }
+        by_exe
+            .into_iter()
+            .filter_map(|((checker, exe), roots)| {
+                let found = self.serve(id, (checker, &roots, exe), scope, changed, timeout_ms)?;
+                Some((exe.clone(), found))
+            })
+            .collect()
+    }
+
+    /// The diagnostics of `roots` from `checker`'s warm language server (the executable
     /// next to its command line `exe`) after `changed` changed; `None` when there is none
     /// for this checker, or it failed (why is logged, and the command line answers), or the
     /// check was cancelled (its answer is dropped).
     fn serve(
         &self,
         id: u64,
-        (checker, root, exe): (Checker, &Path, &Path),
+        (checker, roots, exe): (Checker, &[PathBuf], &Path),
         scope: &Scope,
         changed: &[PathBuf],
         timeout_ms: u64,
@@ -362,11 +395,14 @@ impl Pyright {
         if exe.file_name() != Some(checker.name().as_ref()) || !is_executable(&ls) {
             return None;
         }
+        let workspace = scope
+            .workspace_root()
+            .or(roots.first().map(|r| r.as_path()))?;
         let ask = server::Ask {
             checker,
             exe: &ls,
-            root,
-            workspace: scope.workspace_root().unwrap_or(root),
+            roots,
+            workspace,
             scope,
             changed,
             timeout_ms,
@@ -375,10 +411,11 @@ impl Pyright {
             Ok(Some(pushes)) => Some(lsp_found(pushes)),
             Ok(None) => Some(Vec::new()), // cancelled: run_groups drops the answer
             Err(e) => {
+                let at: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
                 let why = format!(
                     "{} language server at {}: {e}; using its command line",
                     checker.name(),
-                    root.display()
+                    at.join(", ")
                 );
                 eprintln!("openfiles-plugin-pyright: {why}");
                 let mut f = self.fallbacks.lock().unwrap_or_else(|e| e.into_inner());
@@ -576,7 +613,21 @@ fn collect(
     found.finish()
 }
 
+/// The diagnostics of `found` (the language server's: absolute paths) in files under `root`.
+fn under(found: &[Found], root: &Path) -> Vec<Found> {
+    found
+        .iter()
+        .filter(|f| {
+            f.file
+                .as_ref()
+                .is_none_or(|p| Path::new(p).starts_with(root))
+        })
+        .cloned()
+        .collect()
+}
+
 /// One diagnostic of either report, lines 1-based.
+#[derive(Clone)]
 struct Found {
     file: Option<String>,
     line: u32,
