@@ -9,7 +9,9 @@
 //! (its task aborted, which cancels the check in the plugin) and one run starts for its files
 //! and the new ones. A finished check comes back to the pipeline as a
 //! [`Checked`] through the `done` callback; the pipeline merges it into the session and calls
-//! [`Scheduler::finished`] to start the follow-up.
+//! [`Scheduler::finished`] to start the follow-up. A run that answered early
+//! (`CheckResponse::more`: the source goes on) has a follow-up over its files at once, which
+//! brings the rest.
 //!
 //! It also keeps how long each project-wide source's last runs over each project took: a
 //! source that was quick in one of its last [`RUNS_KEPT`] runs (at most
@@ -56,6 +58,8 @@ pub struct Ended {
     pub project: PathBuf,
     /// How long it took, when it succeeded.
     pub ran: Option<Duration>,
+    /// It answered early (`CheckResponse::more`): its files' follow-up runs at once.
+    pub more: bool,
 }
 
 /// Where finished checks go (the pipeline's channel).
@@ -214,6 +218,7 @@ impl Scheduler {
             source,
             project,
             ran,
+            more,
         } = ended;
         if let Some(took) = ran {
             let runs = self.last_runs.entry((source, project.clone())).or_default();
@@ -225,7 +230,13 @@ impl Scheduler {
         // A run cancelled for a newer one may still have answered: the newer one is in flight.
         match self.in_flight.get(&(source, project.clone())) {
             Some(r) if r.check == check => {
-                self.in_flight.remove(&(source, project.clone()));
+                let key = (source, project.clone());
+                if let Some(done) = self.in_flight.remove(&key) {
+                    if more {
+                        // The rest of its answer: the same files (those still owing it).
+                        self.follow_up.entry(key).or_default().extend(done.files);
+                    }
+                }
             }
             _ => return,
         }

@@ -42,6 +42,9 @@ pub struct SourceState {
     /// A project-wide source a partial answer waits for (within `hooks.knock_on_wait_ms`):
     /// its last run over the file's project was quick (set when it is launched).
     pub awaited: bool,
+    /// Its answer for `answered` was early (`CheckResponse::more`): it still owes the rest,
+    /// which its follow-up check brings; the file is not settled before.
+    pub more: bool,
 }
 
 /// One session file.
@@ -98,9 +101,14 @@ impl FileState {
             .is_some_and(|s| s.answered == self.gen)
     }
 
-    /// Whether `source` still owes an answer for the dispatched generation.
+    /// Whether `source` still owes an answer for the dispatched generation (or the rest of
+    /// an early one).
     pub fn owes(&self, source: SourceId) -> bool {
-        self.dispatched && self.sources.contains_key(&source) && !self.fresh(source)
+        self.dispatched
+            && self
+                .sources
+                .get(&source)
+                .is_some_and(|s| s.answered != self.gen || s.more)
     }
 
     /// Settled, or every source that is not project-wide has answered for the current
@@ -157,7 +165,7 @@ impl FileState {
         let items = merge(classified.iter().flatten());
         let complete = self.dispatched
             && !self.base_pending
-            && self.sources.values().all(|s| s.answered == gen);
+            && self.sources.values().all(|s| s.answered == gen && !s.more);
         let path = std::mem::take(&mut self.entry.path);
         let affected_by = std::mem::take(&mut self.entry.affected_by);
         let mut entry = FileEntry::checked(path, if complete { now.max(1) } else { 0 }, items);
@@ -167,7 +175,11 @@ impl FileState {
             .iter()
             .filter(|(id, _)| **id != NOTE_SOURCE)
             .map(|(_, s)| {
-                let answered_at = if s.answered == gen { s.at.max(1) } else { 0 };
+                let answered_at = if s.answered == gen && !s.more {
+                    s.at.max(1)
+                } else {
+                    0
+                };
                 (s.name.clone(), SourceStatus { answered_at })
             })
             .collect();
@@ -291,6 +303,7 @@ impl Session {
                 at: now,
                 items,
                 awaited: false,
+                more: false,
             },
         );
         st.view = Some(view);
@@ -361,6 +374,7 @@ impl Session {
                 at: 0,
                 items: Vec::new(),
                 awaited: false,
+                more: false,
             });
             state.name.clone_from(&s.name);
             state.project_wide = s.project_wide;
@@ -427,8 +441,21 @@ impl Session {
         state.answered = gen;
         state.at = now;
         state.items = items;
+        state.more = false;
         st.rebuild(now);
         true
+    }
+
+    /// `source`'s answer for `path` at generation `gen` was early: the rest is owed (its
+    /// follow-up check answers it); the file does not settle before.
+    pub fn owes_more(&mut self, path: &Path, gen: u64, source: SourceId, now: u64) {
+        let Some(st) = self.files.get_mut(path).filter(|st| st.gen == gen) else {
+            return;
+        };
+        if let Some(s) = st.sources.get_mut(&source).filter(|s| s.answered == gen) {
+            s.more = true;
+            st.rebuild(now);
+        }
     }
 
     /// A project-wide source reported on a file it was not asked about. When that changes
@@ -465,6 +492,7 @@ impl Session {
             at: 0,
             items: Vec::new(),
             awaited: false,
+            more: false,
         });
         state.answered = st.gen;
         state.at = now;
@@ -487,6 +515,7 @@ impl Session {
                     at: now,
                     items,
                     awaited: false,
+                    more: false,
                 },
             );
             st.rebuild(now);

@@ -132,6 +132,15 @@ impl Call {
 
     /// Answer with these items per file (files not named: checked, nothing found).
     pub fn answer(self, results: Vec<(&Path, Vec<Item>)>) {
+        self.respond(results, false);
+    }
+
+    /// Answer early: these items, and the source goes on (`CheckResponse::more`).
+    pub fn answer_more(self, results: Vec<(&Path, Vec<Item>)>) {
+        self.respond(results, true);
+    }
+
+    fn respond(self, results: Vec<(&Path, Vec<Item>)>, more: bool) {
         let files = results
             .into_iter()
             .map(|(path, items)| FileResult {
@@ -139,7 +148,7 @@ impl Call {
                 items,
             })
             .collect();
-        let _ = self.reply.send(Ok(CheckResponse { files }));
+        let _ = self.reply.send(Ok(CheckResponse { files, more }));
     }
 
     /// Answer: nothing found in any file.

@@ -146,6 +146,10 @@ pub struct CheckResponse {
     /// Files not in the request nor in `also_report` are ignored by the host.
     #[serde(default)]
     pub files: Vec<FileResult>,
+    /// The source goes on; what it finds later comes in a follow-up check (of the same
+    /// project, which the service runs at once).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more: bool,
 }
 
 /// Results for one file.

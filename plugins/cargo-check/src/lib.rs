@@ -119,7 +119,10 @@ impl Plugin for CargoCheck {
                     )],
                 })
                 .collect();
-            return Ok(CheckResponse { files });
+            return Ok(CheckResponse {
+                files,
+                ..Default::default()
+            });
         }
         let cargo = self.program(&scope(&request))?;
         let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
@@ -166,7 +169,10 @@ impl Plugin for CargoCheck {
                     })
             },
         )?);
-        Ok(CheckResponse { files })
+        Ok(CheckResponse {
+            files,
+            ..Default::default()
+        })
     }
 
     fn cancel(&self, check_id: u64) {

@@ -331,7 +331,10 @@ impl Cc {
                 })),
             }
         }
-        Ok(CheckResponse { files })
+        Ok(CheckResponse {
+            files,
+            ..Default::default()
+        })
     }
 
     /// Which units of `db` this check reads (see the module docs).

@@ -153,7 +153,10 @@ impl Plugin for Go {
             path,
             items: Vec::new(),
         }));
-        Ok(CheckResponse { files })
+        Ok(CheckResponse {
+            files,
+            ..Default::default()
+        })
     }
 
     fn cancel(&self, check_id: u64) {

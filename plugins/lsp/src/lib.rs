@@ -654,5 +654,8 @@ fn response(req: &CheckRequest, per_file: HashMap<usize, Vec<Item>>) -> CheckRes
         })
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    CheckResponse { files }
+    CheckResponse {
+        files,
+        ..Default::default()
+    }
 }

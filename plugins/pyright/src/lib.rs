@@ -41,6 +41,7 @@
 //! `extra_args = [..]` (after `--outputjson`, for pyright and basedpyright),
 //! `ty_args = [..]` (after `ty check`'s own).
 
+pub mod early;
 pub mod parse;
 pub mod rpc;
 pub mod server;
@@ -143,6 +144,8 @@ pub struct Pyright {
     servers: server::Servers,
     /// Why the language server gave no answer, most recent last (the last few; for tests).
     fallbacks: std::sync::Mutex<Vec<String>>,
+    /// The checks a language server answered early for (`CheckResponse::more`).
+    answered_early: std::sync::Mutex<HashSet<u64>>,
 }
 
 /// What a check lets the language server answer: the files that may have changed, and the
@@ -202,6 +205,7 @@ impl Plugin for Pyright {
                 settings,
                 runs: ToolRuns::new(),
                 fallbacks: std::sync::Mutex::default(),
+                answered_early: std::sync::Mutex::default(),
             },
             caps,
         ))
@@ -247,7 +251,7 @@ impl Plugin for Pyright {
                     self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
                 })
                 .unwrap_or_default();
-            files.extend(self.runs.run_groups(
+            let found = self.runs.run_groups(
                 request.id,
                 checker.source(),
                 request.report_all,
@@ -260,14 +264,19 @@ impl Plugin for Pyright {
                     let served = served.get(&run.2).map(|found| under(found, &run.1));
                     self.run(request.id, run, asked, &scope, served)
                 },
-            )?);
+            );
+            if found.is_err() {
+                self.early(request.id);
+            }
+            files.extend(found?);
         }
         // No checker installed: nothing to say (the language server, if any, checks the file).
         files.extend(missing.into_iter().map(|path| FileResult {
             path,
             items: Vec::new(),
         }));
-        Ok(CheckResponse { files })
+        let more = self.early(request.id);
+        Ok(CheckResponse { files, more })
     }
 
     fn cancel(&self, check_id: u64) {
@@ -408,7 +417,15 @@ impl Pyright {
             timeout_ms,
         };
         match self.servers.check(&ask, &|| self.runs.is_cancelled(id)) {
-            Ok(Some(pushes)) => Some(lsp_found(pushes)),
+            Ok(Some(answer)) => {
+                if answer.more {
+                    self.answered_early
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id);
+                }
+                Some(lsp_found(answer.pushes))
+            }
             Ok(None) => Some(Vec::new()), // cancelled: run_groups drops the answer
             Err(e) => {
                 let at: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
@@ -425,6 +442,14 @@ impl Pyright {
                 None
             }
         }
+    }
+
+    /// Whether a language server answered check `id` early (forgotten once asked).
+    fn early(&self, id: u64) -> bool {
+        self.answered_early
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
     }
 
     /// Why the language server gave no answer, for the last few checks it did not.

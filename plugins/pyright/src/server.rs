@@ -16,12 +16,21 @@
 //! [`SILENT_MS`] had nothing to re-check. A newer check's notification ends an older check's
 //! wait (not the server): the newer one answers for both.
 //!
+//! Early: a check answers before the analysis settled, with [`Answer::more`], as soon as the
+//! changed files and their users ([`crate::early`]: the files that import a changed module
+//! and mention a name its edit touched) were re-published after the notification — what the
+//! edit broke in its callers is known then; the rest of the analysis (every other
+//! importer) is the follow-up check's, which the service runs at once: its files are not
+//! notified again (the server was told their text), so it waits for the same analysis to
+//! settle. Only files whose text differs from what the server was told are notified.
+//!
 //! Started through the gate like the command line (the same executable's directory, the same
 //! [`Scope`]); stopped when unused for `idle_timeout_ms`, or after a check that leaves its
 //! process tree above `max_memory_mib` (the next check starts it again); it dies with the
 //! plugin (`PR_SET_PDEATHSIG` from a thread of the plugin's own, and the server watches the
 //! `processId` it was given).
 
+use crate::early::Texts;
 use crate::rpc::Conn;
 use crate::Checker;
 use openfiles_plugin_api::gate::{Program, Scope};
@@ -45,6 +54,8 @@ pub const SILENT_MS: u64 = 3_000;
 /// clearing every file's diagnostics and may take seconds to begin).
 const FIRST_QUIET_MS: u64 = 1_500;
 const FIRST_SILENT_MS: u64 = 20_000;
+/// What the gate is told the server is.
+const WHAT: &str = "Python language server (pyright plugin)";
 /// Time allowed for `initialize`.
 const STARTUP_MS: u64 = 30_000;
 
@@ -69,6 +80,8 @@ struct Server {
     last_used: Mutex<Instant>,
     /// Checks waiting on it now (a busy server is never idle).
     busy: AtomicUsize,
+    /// The texts it was told and its files' texts as seen (see [`crate::early`]).
+    texts: Mutex<Texts>,
 }
 
 /// A check's hold on a server marked busy (under the map's lock, so the idle reaper never
@@ -128,6 +141,14 @@ pub struct Ask<'a> {
 /// Every file's diagnostics under the asked roots, as the server pushed them.
 pub type Pushes = Vec<(PathBuf, Vec<Value>)>;
 
+/// A check's answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub pushes: Pushes,
+    /// Early: the analysis goes on (a follow-up check waits for the rest).
+    pub more: bool,
+}
+
 impl Servers {
     pub fn new(idle_timeout_ms: u64, max_memory_mib: u64) -> Servers {
         let map: Arc<Map> = Arc::default();
@@ -169,7 +190,7 @@ impl Servers {
         &self,
         ask: &Ask,
         cancelled: &dyn Fn() -> bool,
-    ) -> Result<Option<Pushes>, ServerError> {
+    ) -> Result<Option<Answer>, ServerError> {
         let trusted = ask.scope.trust() == openfiles_plugin_api::gate::Trust::Trusted;
         let key = (
             ask.checker,
@@ -269,12 +290,7 @@ fn start(
         exe: ask.exe.display().to_string(),
         why,
     };
-    let program = Program::at(
-        ask.exe,
-        ask.scope,
-        "Python language server (pyright plugin)",
-    )
-    .map_err(|e| fail(e.to_string()))?;
+    let program = Program::at(ask.exe, ask.scope, WHAT).map_err(|e| fail(e.to_string()))?;
     let mut cmd = program.command(["--stdio"]);
     cmd.current_dir(ask.roots.first().map_or(ask.workspace, |r| r.as_path()))
         .stdin(Stdio::piped())
@@ -303,6 +319,7 @@ fn start(
         roots: Mutex::new(ask.roots.iter().cloned().collect()),
         last_used: Mutex::new(Instant::now()),
         busy: AtomicUsize::new(0),
+        texts: Mutex::default(),
     };
     let root = ask.roots.first().map(|r| uri(r));
     server.conn.send(
@@ -342,22 +359,66 @@ fn start(
     Ok(server)
 }
 
-/// Tell `server` what changed (or add the root as a workspace folder), then wait.
+/// Tell `server` what changed (or add the roots as workspace folders), then wait: until
+/// the analysis settled, or early (see the module docs).
 fn notify_and_wait(
     server: &Server,
     ask: &Ask,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Option<Pushes>, ServerError> {
+) -> Result<Option<Answer>, ServerError> {
+    let start = notify(server, ask)?;
+    let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
+    loop {
+        let p = server.conn.wait(25);
+        if p.closed {
+            return Err(ServerError::Crashed);
+        }
+        if cancelled() {
+            return Ok(None);
+        }
+        let settled = start.settled(&p);
+        if settled || start.early(&p) {
+            let pushes = under(&p.diagnostics, ask.roots);
+            let known: Vec<PathBuf> = p.published.keys().filter_map(|u| path_of(u)).collect();
+            drop(p);
+            if settled {
+                // What it analysed: the texts later edits are a diff against.
+                let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
+                let ours = known
+                    .iter()
+                    .filter(|f| ask.roots.iter().any(|r| f.starts_with(r)));
+                texts.learn(ask.workspace, ours);
+            }
+            let more = !settled;
+            return Ok(Some(Answer { pushes, more }));
+        }
+        if Instant::now() > until {
+            return Err(ServerError::Timeout(ask.timeout_ms));
+        }
+    }
+}
+
+/// Tell `server` which of `ask.changed` changed and the roots it does not serve yet.
+fn notify(server: &Server, ask: &Ask) -> Result<Start, ServerError> {
+    let changes = server
+        .texts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .changes(ask.workspace, ask.changed);
     // The changed files the server has published before (its project's): each is
-    // re-published once re-checked, which is awaited first.
-    let uris: Vec<String> = ask.changed.iter().map(|f| uri(f)).collect();
-    let (events, ended, before) = {
+    // re-published once re-checked, which is awaited first; their users for an early answer.
+    let uris: Vec<String> = changes.notify.iter().map(|f| uri(f)).collect();
+    let (events, ended, before, users) = {
         let p = server.conn.pushed();
-        let before: Vec<(String, u64)> = uris
+        let count = |u: &String| Some((u.clone(), *p.published.get(u)?));
+        let before: Vec<(String, u64)> = uris.iter().filter_map(count).collect();
+        let users: Vec<(String, u64)> = changes
+            .users
             .iter()
-            .filter_map(|u| Some((u.clone(), *p.published.get(u)?)))
+            .map(|f| uri(f))
+            .filter_map(|u| count(&u))
             .collect();
-        (p.events, p.ended, before)
+        (p.events, p.ended, before, users)
     };
     let new_roots: Vec<&PathBuf> = {
         let mut roots = server.roots.lock().unwrap_or_else(|e| e.into_inner());
@@ -379,43 +440,29 @@ fn notify_and_wait(
             json!({"event": {"added": folders(new_roots.into_iter()), "removed": []}}),
         )?;
     }
-    let changes: Vec<Value> = ask
-        .changed
+    let events_of: Vec<Value> = changes
+        .notify
         .iter()
         .zip(&uris)
         .map(|(f, u)| json!({"uri": u, "type": if f.exists() { 2 } else { 3 }}))
         .collect();
-    if !changes.is_empty() {
+    if !events_of.is_empty() {
         server.conn.notify(
             "workspace/didChangeWatchedFiles",
-            json!({"changes": changes}),
+            json!({"changes": events_of}),
         )?;
     }
-    let start = Start {
+    Ok(Start {
         since: Instant::now(),
         events,
         ended,
         before,
+        users,
+        uris,
         first,
         pushes_quiet,
         silent,
-    };
-    let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
-    loop {
-        let p = server.conn.wait(25);
-        if p.closed {
-            return Err(ServerError::Crashed);
-        }
-        if cancelled() {
-            return Ok(None);
-        }
-        if start.settled(&p, &uris) {
-            return Ok(Some(under(&p.diagnostics, ask.roots)));
-        }
-        if Instant::now() > until {
-            return Err(ServerError::Timeout(ask.timeout_ms));
-        }
-    }
+    })
 }
 
 /// What a check's wait compares the server's pushes with (see the module docs).
@@ -425,6 +472,10 @@ struct Start {
     ended: u64,
     /// The changed files published before, and how often.
     before: Vec<(String, u64)>,
+    /// Their users published before, and how often.
+    users: Vec<(String, u64)>,
+    /// The changed files notified.
+    uris: Vec<String>,
     /// The server or the root was just added.
     first: bool,
     pushes_quiet: u64,
@@ -432,7 +483,19 @@ struct Start {
 }
 
 impl Start {
-    fn settled(&self, p: &crate::rpc::Pushed, uris: &[String]) -> bool {
+    /// Whether the changed files (all of them published before) and their users were
+    /// re-published since the notification (not for a first analysis).
+    fn early(&self, p: &crate::rpc::Pushed) -> bool {
+        let again = |(u, n): &(String, u64)| p.published.get(u).is_some_and(|m| m > n);
+        !self.first
+            && !self.uris.is_empty()
+            && self.before.len() == self.uris.len()
+            && self.before.iter().all(again)
+            && self.users.iter().all(again)
+    }
+
+    fn settled(&self, p: &crate::rpc::Pushed) -> bool {
+        let uris = &self.uris;
         let ms = Duration::from_millis;
         let (quiet, waited) = (p.last_event.elapsed(), self.since.elapsed());
         let rechecked = self
@@ -449,7 +512,9 @@ impl Start {
             && found
             && if p.ended > self.ended {
                 quiet >= ms(QUIET_MS)
-            } else if p.events > self.events {
+            } else if p.events > self.events || (uris.is_empty() && !self.first) {
+                // Nothing notified (the server was told these texts: a follow-up of an
+                // early answer): the analysis under way, if any, settles.
                 quiet >= ms(self.pushes_quiet)
             } else {
                 waited >= ms(self.silent)

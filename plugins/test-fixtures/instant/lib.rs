@@ -165,7 +165,10 @@ impl Instant {
                 items,
             });
         }
-        Ok(CheckResponse { files })
+        Ok(CheckResponse {
+            files,
+            ..Default::default()
+        })
     }
 }
 

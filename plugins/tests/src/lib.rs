@@ -238,7 +238,10 @@ impl Plugin for Tests {
                     )],
                 })
                 .collect();
-            return Ok(CheckResponse { files });
+            return Ok(CheckResponse {
+                files,
+                ..Default::default()
+            });
         }
         let _turn = self.wait_turn(&request)?;
         let result = self.check_trusted(&request);
@@ -377,7 +380,10 @@ impl Tests {
                 Ok::<Findings, PluginError>(findings(*runner, outcome))
             },
         )?);
-        Ok(CheckResponse { files })
+        Ok(CheckResponse {
+            files,
+            ..Default::default()
+        })
     }
 }
 

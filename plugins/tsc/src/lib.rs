@@ -136,7 +136,10 @@ impl Plugin for Tsc {
                 )
             },
         )?;
-        Ok(CheckResponse { files })
+        Ok(CheckResponse {
+            files,
+            ..Default::default()
+        })
     }
 
     fn cancel(&self, check_id: u64) {

@@ -579,8 +579,11 @@ impl Pipeline {
             took,
         } = c;
         let ran = result.is_ok().then_some(took);
+        let mut more = false;
         match result {
             Ok(resp) => {
+                // An early answer of a project-wide run: the rest is owed (its follow-up).
+                more = resp.more && project.is_some();
                 let mut by_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
                 for fr in resp.files {
                     by_file.entry(fr.path).or_default().extend(fr.items);
@@ -598,6 +601,9 @@ impl Pipeline {
                     let wants = late && items.iter().any(wants_fix);
                     if self.session.answered(path, *gen, source, items, now) && wants {
                         want_fixes.push((path.clone(), *gen));
+                    }
+                    if more {
+                        self.session.owes_more(path, *gen, source, now);
                     }
                 }
                 if !want_fixes.is_empty() {
@@ -648,6 +654,7 @@ impl Pipeline {
                 source,
                 project: proj,
                 ran,
+                more,
             };
             self.scheduler
                 .finished(&mut self.session, ended, timeout_ms, quick);

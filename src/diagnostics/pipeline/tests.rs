@@ -782,6 +782,90 @@ async fn a_problem_found_after_a_partial_answer_goes_once_to_the_next_wait_of_it
     assert_eq!((st.deadline_notes, st.owed, st.late_deliveries), (0, 0, 1));
 }
 
+/// A project-wide source that answers early (`CheckResponse::more`, the warm pyright once the
+/// edited file and its callers were re-checked): the edit's own hook is answered from it;
+/// a follow-up check of the same files runs at once (no new edit); what it finds beyond the
+/// early answer is owed to the session once, nothing doubled; an early answer followed by a
+/// revert owes nothing. (Problems in files nobody edited need a baseline, which this
+/// ephemeral pipeline has not: they go the same way, see `late.rs`.)
+#[tokio::test(start_paused = true)]
+async fn an_early_answer_is_followed_up_and_what_the_rest_finds_is_owed() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let mut b = Bench::start_with(lsp_and_tsc(), &["a.ts", "d.ts"], KNOCK_ON_MS);
+    let a = b.path("a.ts");
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "s");
+    let mut calls = b.calls.take_n(2).await;
+    let tsc = calls.pop().unwrap();
+    calls.pop().unwrap().clean();
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    assert!(!w.is_finished(), "answered without the awaited tsc");
+    tsc.answer_more(vec![(&a, vec![error(3, "tsc", "call broken")])]);
+    let out = answered(w).await;
+    assert!(out.partial && !out.complete, "the rest is still owed");
+    assert_eq!(messages(&out.entries.files["a.ts"]), vec!["call broken"]);
+    assert_eq!(running(&out.entries.files["a.ts"]), vec!["tsc"]);
+    assert_eq!(
+        b.entry("a.ts").await.checked_at,
+        0,
+        "not settled before the rest"
+    );
+
+    // The follow-up: the same file, at once, with no new edit.
+    let follow = b.calls.one().await;
+    assert_eq!(
+        (follow.source, follow.names()),
+        (1, vec!["a.ts".to_owned()])
+    );
+    follow.answer(vec![(
+        &a,
+        vec![
+            error(3, "tsc", "call broken"),
+            error(9, "tsc", "more broken"),
+        ],
+    )]);
+    settle().await;
+    assert!(
+        b.entry("a.ts").await.checked_at > 0,
+        "the follow-up completes it"
+    );
+    assert_eq!(b.handle.status().await.owed, 1);
+    assert!(
+        b.calls.take().is_empty(),
+        "no follow-up of a complete answer"
+    );
+
+    // The session's next wait gets what the rest found, once; what it was shown not.
+    let since = b.edit(&["d.ts"]).await;
+    let w = b.wait_as(&["d.ts"], since, "s");
+    for c in b.calls.take_n(2).await {
+        c.clean();
+    }
+    let out = answered(w).await;
+    let earlier = out.earlier.expect("what the follow-up found");
+    assert_eq!(messages(&earlier.files["a.ts"]), vec!["more broken"]);
+
+    // Early again; the agent reverts before the follow-up: nothing owed.
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait_as(&["a.ts"], since, "s");
+    let mut calls = b.calls.take_n(2).await;
+    let tsc = calls.pop().unwrap();
+    calls.pop().unwrap().clean();
+    tsc.answer_more(vec![(&a, vec![error(4, "tsc", "broken again")])]);
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    assert!(answered(w).await.partial);
+    let follow = b.calls.one().await;
+    b.handle
+        .edited_nowait(b.paths(&["a.ts"]), EditOrigin::Control)
+        .await;
+    follow.answer(vec![(&a, vec![error(6, "tsc", "stale")])]);
+    for c in b.calls.take_n(2).await {
+        c.clean();
+    }
+    settle().await;
+    assert_eq!(b.handle.status().await.owed, 0);
+}
+
 /// A partial answer after which the slow source finds nothing new owes nothing; a revert
 /// before the next wait leaves nothing due either.
 #[tokio::test(start_paused = true)]

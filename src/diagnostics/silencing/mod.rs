@@ -333,7 +333,10 @@ fn check_files(
             items,
         });
     }
-    CheckResponse { files }
+    CheckResponse {
+        files,
+        ..Default::default()
+    }
 }
 
 impl Checker for Silencing {

@@ -55,7 +55,9 @@ impl Plugin for Echo {
         if request.files[0].ends_with("boom") {
             panic!("boom requested");
         }
+        let more = request.files.len() > 1;
         Ok(CheckResponse {
+            more,
             files: request
                 .files
                 .into_iter()
@@ -156,6 +158,7 @@ fn create_check_cancel_destroy_round_trip() {
     assert_eq!(status, STATUS_OK, "{text}");
     let resp: CheckResponse = serde_json::from_str(&text).unwrap();
     assert_eq!(resp.files.len(), 2);
+    assert!(resp.more, "an early answer says so across the boundary");
     assert_eq!(resp.files[1].items[0].message, "saw /w/é.txt");
     assert_eq!(resp.files[1].items[0].code.as_deref(), Some("E1"));
 
