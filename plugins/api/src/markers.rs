@@ -90,6 +90,39 @@ pub fn python_type_checker_claims(name: &str) -> &'static [&'static str] {
         .unwrap_or_default()
 }
 
+/// Where each Python type checker's projects are rooted: the folders holding its
+/// configuration (a `pyproject.toml` only with the checker's table), else the workspace
+/// root. A package without its own configuration is checked as part of the enclosing
+/// project — one program for all of them, as the checker run at the workspace's root
+/// checks it — and not as a project of its own (each pyright project is a whole program:
+/// a language server workspace folder, or a command line run). The lsp plugin roots its
+/// language servers and the pyright plugin its runs by this one rule.
+pub const PYTHON_TYPE_CHECKER_ROOTS: &[(&str, &[&str])] = &[
+    (
+        "pyright",
+        &["pyrightconfig.json", "pyproject.toml[tool.pyright]"],
+    ),
+    (
+        "basedpyright",
+        &[
+            "pyrightconfig.json",
+            "pyproject.toml[tool.basedpyright]",
+            "pyproject.toml[tool.pyright]",
+        ],
+    ),
+    ("ty", &["ty.toml", "pyproject.toml[tool.ty]"]),
+];
+
+/// The markers of the Python type checker `name`'s project roots
+/// ([`PYTHON_TYPE_CHECKER_ROOTS`]).
+pub fn python_type_checker_roots(name: &str) -> &'static [&'static str] {
+    PYTHON_TYPE_CHECKER_ROOTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, roots)| *roots)
+        .unwrap_or_default()
+}
+
 /// Which one of a group of tools doing the same job checks a file: of the `members`
 /// installed (in table order), the first the project asks for (`claimed`), else the first.
 pub fn pick_one<T>(members: &[T], claimed: impl Fn(&T) -> bool) -> Option<usize> {

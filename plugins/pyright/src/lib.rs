@@ -16,8 +16,11 @@
 //! column in characters): the service keeps a problem both report once.
 //!
 //! A project-wide source: files are grouped by checker and project root (the nearest
-//! folder with `pyrightconfig.json`, `pyproject.toml`, `setup.py` or `setup.cfg`, for ty
-//! also `ty.toml`, else the workspace), one run per project. Every requested and
+//! folder with the checker's configuration — `pyrightconfig.json` or a `pyproject.toml`
+//! with `[tool.pyright]` (or `[tool.basedpyright]` for basedpyright), `ty.toml` or
+//! `[tool.ty]` for ty — else the workspace: the lsp plugin's rule, shared through
+//! [`markers::python_type_checker_roots`]; a package without configuration is checked in
+//! the enclosing project, not as a whole program of its own), one run per project. Every requested and
 //! `also_report` file gets a result (its items, or none); with `report_all`, every file of
 //! the project the checker found a problem in. Items with no file (a broken config) go on
 //! every file of the run.
@@ -53,21 +56,10 @@ use openfiles_plugin_api::{
     PluginError, Severity,
 };
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
-/// Where a Python project's root is (what pyright's or basedpyright's command line would be
-/// run in).
-pub const MARKERS: &[&str] = &[
-    "pyrightconfig.json",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-];
-/// Where a project's root is for ty (which reads `ty.toml` or `pyproject.toml`).
-pub const TY_MARKERS: &[&str] = &["ty.toml", "pyproject.toml", "setup.py", "setup.cfg"];
-
 /// A Python type checker whose command line this plugin runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Checker {
@@ -98,11 +90,11 @@ impl Checker {
         }
     }
 
-    fn root_markers(self) -> &'static [&'static str] {
-        match self {
-            Checker::Ty => TY_MARKERS,
-            _ => MARKERS,
-        }
+    /// Where its projects are rooted: the lsp plugin's rule
+    /// ([`markers::python_type_checker_roots`]: only folders with the checker's
+    /// configuration, else the workspace root).
+    pub fn root_markers(self) -> &'static [&'static str] {
+        markers::python_type_checker_roots(self.name())
     }
 
     /// Where a project installs it (relative to a folder at or above its root).
@@ -174,8 +166,11 @@ impl Plugin for Pyright {
         let any = Checker::ALL
             .iter()
             .any(|&c| settings.exe(c).is_some() || on_path(c.name()).is_some());
-        let mut project_markers: Vec<String> = MARKERS.iter().map(|m| m.to_string()).collect();
-        project_markers.extend(TY_MARKERS.iter().map(|m| m.to_string()));
+        let mut project_markers: Vec<String> = Checker::ALL
+            .iter()
+            .flat_map(|c| c.root_markers())
+            .map(|m| m.to_string())
+            .collect();
         project_markers.sort();
         project_markers.dedup();
         let caps = Capabilities {
@@ -245,6 +240,13 @@ impl Plugin for Pyright {
             if groups.is_empty() {
                 continue;
             }
+            // The warm server answers for all of this checker's projects at once.
+            let served = live
+                .map(|(changed, timeout_ms)| {
+                    let runs: Vec<&Run> = groups.iter().map(|(run, _)| run).collect();
+                    self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
+                })
+                .unwrap_or_default();
             files.extend(self.runs.run_groups(
                 request.id,
                 checker.source(),
@@ -255,7 +257,8 @@ impl Plugin for Pyright {
                     // another checker (or is another project) is left to that one's run.
                     let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
                     let asked: Asked = (wanted, request.report_all, &ours);
-                    self.run(request.id, run, asked, &scope, live)
+                    let served = served.get(&run.2).map(|found| under(found, &run.1));
+                    self.run(request.id, run, asked, &scope, served)
                 },
             )?);
         }
@@ -314,20 +317,17 @@ impl Pyright {
 
     /// Run `checker` at `root`; items per absolute file (only `wanted`, or with
     /// `report_all` every Python file of the workspace that is `ours`), items with no file
-    /// shared. From the warm language server when `live` allows and it answers, else from
-    /// the command line.
+    /// shared. The warm language server's diagnostics of the project when it `served` them,
+    /// else from the command line.
     fn run(
         &self,
         id: u64,
         (checker, root, exe): &Run,
         (wanted, report_all, ours): Asked,
         scope: &Scope,
-        live: Live,
+        served: Option<Vec<Found>>,
     ) -> Result<Findings, PluginError> {
         let checker = *checker;
-        let served = live.and_then(|(changed, timeout_ms)| {
-            self.serve(id, (checker, root, exe), scope, changed, timeout_ms)
-        });
         let diags = match served {
             Some(diags) => diags,
             None => {
@@ -346,14 +346,42 @@ impl Pyright {
         Ok(collect(checker, root, workspace, diags, &asked))
     }
 
-    /// The diagnostics of `root` from `checker`'s warm language server (the executable
+    /// What the warm language servers say about `runs` (one checker's projects), asked
+    /// together: one question per server (per executable) with all its projects' roots, so
+    /// a monorepo's packages are one analysis of the warm server, not one wait each. Per
+    /// executable; one missing there runs the command line.
+    fn serve_together(
+        &self,
+        id: u64,
+        runs: &[&Run],
+        scope: &Scope,
+        changed: &[PathBuf],
+        timeout_ms: u64,
+    ) -> HashMap<PathBuf, Vec<Found>> {
+        let mut by_exe: BTreeMap<(Checker, &PathBuf), Vec<PathBuf>> = BTreeMap::new();
+        for (checker, root, exe) in runs {
+            by_exe
+                .entry((*checker, exe))
+                .or_default()
+                .push(root.clone());
+        }
+        by_exe
+            .into_iter()
+            .filter_map(|((checker, exe), roots)| {
+                let found = self.serve(id, (checker, &roots, exe), scope, changed, timeout_ms)?;
+                Some((exe.clone(), found))
+            })
+            .collect()
+    }
+
+    /// The diagnostics of `roots` from `checker`'s warm language server (the executable
     /// next to its command line `exe`) after `changed` changed; `None` when there is none
     /// for this checker, or it failed (why is logged, and the command line answers), or the
     /// check was cancelled (its answer is dropped).
     fn serve(
         &self,
         id: u64,
-        (checker, root, exe): (Checker, &Path, &Path),
+        (checker, roots, exe): (Checker, &[PathBuf], &Path),
         scope: &Scope,
         changed: &[PathBuf],
         timeout_ms: u64,
@@ -367,11 +395,14 @@ impl Pyright {
         if exe.file_name() != Some(checker.name().as_ref()) || !is_executable(&ls) {
             return None;
         }
+        let workspace = scope
+            .workspace_root()
+            .or(roots.first().map(|r| r.as_path()))?;
         let ask = server::Ask {
             checker,
             exe: &ls,
-            root,
-            workspace: scope.workspace_root().unwrap_or(root),
+            roots,
+            workspace,
             scope,
             changed,
             timeout_ms,
@@ -380,10 +411,11 @@ impl Pyright {
             Ok(Some(pushes)) => Some(lsp_found(pushes)),
             Ok(None) => Some(Vec::new()), // cancelled: run_groups drops the answer
             Err(e) => {
+                let at: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
                 let why = format!(
                     "{} language server at {}: {e}; using its command line",
                     checker.name(),
-                    root.display()
+                    at.join(", ")
                 );
                 eprintln!("openfiles-plugin-pyright: {why}");
                 let mut f = self.fallbacks.lock().unwrap_or_else(|e| e.into_inner());
@@ -581,7 +613,21 @@ fn collect(
     found.finish()
 }
 
+/// The diagnostics of `found` (the language server's: absolute paths) in files under `root`.
+fn under(found: &[Found], root: &Path) -> Vec<Found> {
+    found
+        .iter()
+        .filter(|f| {
+            f.file
+                .as_ref()
+                .is_none_or(|p| Path::new(p).starts_with(root))
+        })
+        .cloned()
+        .collect()
+}
+
 /// One diagnostic of either report, lines 1-based.
+#[derive(Clone)]
 struct Found {
     file: Option<String>,
     line: u32,
@@ -621,13 +667,21 @@ mod tests {
             p.choose(&file, ws, &Scope::workspace(ws, false))
                 .map(|(c, root, _)| (c, root))
         };
+        // A package without pyright configuration is part of the workspace's project.
+        std::fs::write(app.join("pyproject.toml"), "[project]\nname = \"app\"\n").unwrap();
+        std::fs::write(app.join("setup.py"), "").unwrap();
+        assert_eq!(chosen(&all), Some((Checker::Pyright, ws.to_owned())));
         std::fs::write(app.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Pyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[tool.basedpyright]\n").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Basedpyright, app.clone())));
         std::fs::write(ws.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
         std::fs::write(ws.join("ty.toml"), "").unwrap();
+        // app configures pyright, not ty: ty's project is the workspace's.
+        assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
+        std::fs::write(app.join("ty.toml"), "").unwrap();
         assert_eq!(chosen(&all), Some((Checker::Ty, app.clone())));
+        std::fs::remove_file(app.join("ty.toml")).unwrap();
         std::fs::remove_file(app.join("pyproject.toml")).unwrap();
         assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
     }

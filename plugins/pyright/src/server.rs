@@ -2,9 +2,11 @@
 //! (`python.analysis.diagnosticMode = "workspace"`), one per checker, executable, workspace
 //! and trust level, with every project root of that workspace a checker ran on as a workspace
 //! folder (the monorepo case: one server for all packages, each with its own config). A check
-//! tells it which files changed (`workspace/didChangeWatchedFiles`: it reads them from disk
-//! and re-checks them and their dependents), waits until the analysis settles and takes every
-//! file's last pushed diagnostics under the run's root.
+//! asks about one or more roots at once (the ones new to the server added in one
+//! `workspace/didChangeWorkspaceFolders`, so their programs are analysed in one pass, not one
+//! wait each), tells it which files changed (`workspace/didChangeWatchedFiles`: it reads them
+//! from disk and re-checks them and their dependents), waits until the analysis settles and
+//! takes every file's last pushed diagnostics under the check's roots.
 //!
 //! Settled: every changed file the server published before re-published (re-checked), no
 //! work-done progress running, and either one ended since the check's
@@ -113,7 +115,9 @@ pub struct Ask<'a> {
     pub checker: Checker,
     /// The language server's executable.
     pub exe: &'a Path,
-    pub root: &'a Path,
+    /// The project roots asked about together (each a workspace folder of the server; one
+    /// wait answers for all of them).
+    pub roots: &'a [PathBuf],
     pub workspace: &'a Path,
     pub scope: &'a Scope,
     /// Files that may have changed on disk since the last check.
@@ -121,7 +125,7 @@ pub struct Ask<'a> {
     pub timeout_ms: u64,
 }
 
-/// Every file's diagnostics under the asked root, as the server pushed them.
+/// Every file's diagnostics under the asked roots, as the server pushed them.
 pub type Pushes = Vec<(PathBuf, Vec<Value>)>;
 
 impl Servers {
@@ -255,8 +259,8 @@ fn settings(section: &str) -> Value {
     }
 }
 
-/// Start the server at `ask.root`, through the gate (`spawn` starts the command), and
-/// initialize it.
+/// Start the server at the first of `ask.roots` (all of them its workspace folders), through
+/// the gate (`spawn` starts the command), and initialize it.
 fn start(
     ask: &Ask,
     spawn: &dyn Fn(Command) -> std::io::Result<Child>,
@@ -272,7 +276,7 @@ fn start(
     )
     .map_err(|e| fail(e.to_string()))?;
     let mut cmd = program.command(["--stdio"]);
-    cmd.current_dir(ask.root)
+    cmd.current_dir(ask.roots.first().map_or(ask.workspace, |r| r.as_path()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -296,16 +300,16 @@ fn start(
     let server = Server {
         child: Mutex::new(child),
         conn,
-        roots: Mutex::new(HashSet::from([ask.root.to_owned()])),
+        roots: Mutex::new(ask.roots.iter().cloned().collect()),
         last_used: Mutex::new(Instant::now()),
         busy: AtomicUsize::new(0),
     };
-    let root = uri(ask.root);
+    let root = ask.roots.first().map(|r| uri(r));
     server.conn.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "processId": std::process::id(),
             "rootUri": root,
-            "workspaceFolders": [{"uri": root, "name": folder_name(ask.root)}],
+            "workspaceFolders": folders(ask.roots.iter()),
             "capabilities": {
                 "window": {"workDoneProgress": true},
                 "workspace": {"configuration": true, "workspaceFolders": true,
@@ -355,22 +359,24 @@ fn notify_and_wait(
             .collect();
         (p.events, p.ended, before)
     };
-    let new_root = server
-        .roots
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(ask.root.to_owned());
-    let first = new_root || ended == 0;
+    let new_roots: Vec<&PathBuf> = {
+        let mut roots = server.roots.lock().unwrap_or_else(|e| e.into_inner());
+        ask.roots
+            .iter()
+            .filter(|r| roots.insert(r.to_path_buf()))
+            .collect()
+    };
+    let first = !new_roots.is_empty() || ended == 0;
     let (pushes_quiet, silent) = if first {
         (FIRST_QUIET_MS, FIRST_SILENT_MS)
     } else {
         (NO_PROGRESS_QUIET_MS, SILENT_MS)
     };
-    if new_root {
-        let root = uri(ask.root);
+    if !new_roots.is_empty() {
+        // All of them at once: the server analyses the new programs in one pass.
         server.conn.notify(
             "workspace/didChangeWorkspaceFolders",
-            json!({"event": {"added": [{"uri": root, "name": folder_name(ask.root)}], "removed": []}}),
+            json!({"event": {"added": folders(new_roots.into_iter()), "removed": []}}),
         )?;
     }
     let changes: Vec<Value> = ask
@@ -404,7 +410,7 @@ fn notify_and_wait(
             return Ok(None);
         }
         if start.settled(&p, &uris) {
-            return Ok(Some(under(&p.diagnostics, ask.root)));
+            return Ok(Some(under(&p.diagnostics, ask.roots)));
         }
         if Instant::now() > until {
             return Err(ServerError::Timeout(ask.timeout_ms));
@@ -451,13 +457,20 @@ impl Start {
     }
 }
 
-/// The diagnostics of the files under `root`.
-fn under(diagnostics: &HashMap<String, Vec<Value>>, root: &Path) -> Pushes {
+/// The diagnostics of the files under one of `roots`.
+fn under(diagnostics: &HashMap<String, Vec<Value>>, roots: &[PathBuf]) -> Pushes {
     diagnostics
         .iter()
         .filter_map(|(u, d)| Some((path_of(u)?, d)))
-        .filter(|(p, d)| p.starts_with(root) && !d.is_empty())
+        .filter(|(p, d)| roots.iter().any(|r| p.starts_with(r)) && !d.is_empty())
         .map(|(p, d)| (p, d.clone()))
+        .collect()
+}
+
+/// `roots` as LSP workspace folders.
+fn folders<'a>(roots: impl Iterator<Item = &'a PathBuf>) -> Vec<Value> {
+    roots
+        .map(|r| json!({"uri": uri(r), "name": folder_name(r)}))
         .collect()
 }
 

@@ -100,7 +100,7 @@ fn python() -> Vec<ServerSpec> {
         "pyright-langserver",
         &["--stdio"],
         &PY,
-        &["pyrightconfig.json", "pyproject.toml[tool.pyright]"],
+        python_roots("pyright"),
     );
     pyright.group = Some(PYTHON_TYPES.into());
     let mut basedpyright = spec(
@@ -108,23 +108,13 @@ fn python() -> Vec<ServerSpec> {
         "basedpyright-langserver",
         &["--stdio"],
         &PY,
-        &[
-            "pyrightconfig.json",
-            "pyproject.toml[tool.basedpyright]",
-            "pyproject.toml[tool.pyright]",
-        ],
+        python_roots("basedpyright"),
     );
     basedpyright.group = Some(PYTHON_TYPES.into());
     basedpyright.claims = python_claims("basedpyright");
     // Astral's checker (PyPI `ty`): pull diagnostics; a project configures it in ty.toml or
     // [tool.ty], which is also how a project asks for it over pyright.
-    let mut ty = spec(
-        "ty",
-        "ty",
-        &["server"],
-        &PY,
-        &["ty.toml", "pyproject.toml[tool.ty]"],
-    );
+    let mut ty = spec("ty", "ty", &["server"], &PY, python_roots("ty"));
     ty.group = Some(PYTHON_TYPES.into());
     ty.claims = python_claims("ty");
     vec![ruff, pyright, basedpyright, ty]
@@ -196,6 +186,12 @@ fn python_claims(name: &str) -> Vec<String> {
         .iter()
         .map(|m| m.to_string())
         .collect()
+}
+
+/// Where a Python type checker's projects are rooted (shared with the pyright plugin, which
+/// runs the same checker over the same projects).
+fn python_roots(name: &str) -> &'static [&'static str] {
+    openfiles_plugin_api::markers::python_type_checker_roots(name)
 }
 
 /// ESLint through `vscode-eslint-language-server` (npm `vscode-langservers-extracted`). It

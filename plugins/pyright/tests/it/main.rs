@@ -5,5 +5,6 @@
 
 mod confined;
 mod language_server;
+mod monorepo;
 mod real_other_checkers;
 mod real_pyright;
