@@ -189,8 +189,14 @@ fn a_session_starts_warm_up_over_a_clean_tree_is_the_first_edits_baseline() {
         "the knock-on is the agent's: {text}"
     );
     assert!(!text.contains("legacy"), "nothing old blamed: {text}");
-    wait_until("service_0.py is written", || {
-        diagnostics(&ws).is_some_and(|d| d.files.contains_key("shop/service_0.py"))
+    wait_until("service_0.py's broken call is written", || {
+        diagnostics(&ws).is_some_and(|d| {
+            d.files.get("shop/service_0.py").is_some_and(|e| {
+                e.items
+                    .iter()
+                    .any(|i| i.code.as_deref() == Some("reportCallIssue"))
+            })
+        })
     });
     let d = diagnostics(&ws).unwrap();
     let marks = |code: &str| -> Vec<Option<bool>> {
@@ -206,7 +212,8 @@ fn a_session_starts_warm_up_over_a_clean_tree_is_the_first_edits_baseline() {
     assert_eq!(
         snapshot_trees(&env.state),
         Vec::<std::path::PathBuf>::new(),
-        "no snapshot of the commit was needed"
+        "no snapshot of the commit was needed; log:\n{}",
+        svc.log_text()
     );
     svc.terminate();
 }
