@@ -14,7 +14,8 @@
 //! the peak.
 //!
 //! Needs ruff and pyright (`scripts/install-test-deps.sh`). `MONOREPO_PACKAGES` (default
-//! 12), `MONOREPO_CASE` (`plain` or `configured`: that case only). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
+//! 12), `MONOREPO_CASE` (`plain` or `configured`: that case only), `MONOREPO_LSP_TYPES=off` (the
+//! lsp plugin's Python type checkers disabled: only the pyright plugin's server analyses). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
 //! the machine's load moves them).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmarks may panic on a broken fixture
 
@@ -183,6 +184,12 @@ fn edit_and_wait(
 fn run(n: usize, configured: bool) {
     let mut env = Env::new();
     env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("pyright")]));
+    if std::env::var("MONOREPO_LSP_TYPES").as_deref() == Ok("off") {
+        // The experiment of the design left (ARCHITECTURE.md, monorepos): only the pyright
+        // plugin analyses the projects.
+        let off = "[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\", \"ty\"]\n";
+        std::fs::write(&env.config, off).unwrap();
+    }
     let ws = env.workspace("mono");
     let files = build(&ws, n, configured);
     let trust = env
