@@ -14,7 +14,8 @@
 //! the peak.
 //!
 //! Needs ruff and pyright (`scripts/install-test-deps.sh`). `MONOREPO_PACKAGES` (default
-//! 12). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
+//! 12), `MONOREPO_CASE` (`plain` or `configured`: that case only), `MONOREPO_LSP_TYPES=off` (the
+//! lsp plugin's Python type checkers disabled: only the pyright plugin's server analyses). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
 //! the machine's load moves them).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmarks may panic on a broken fixture
 
@@ -134,12 +135,13 @@ fn sample(pid: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Peak> {
 }
 
 /// Edit every file (`round`), tell the service, wait until all are fully checked: the time,
-/// whether the wait was complete, and the items per source.
+/// whether the wait was complete, the items per source, and when each source's last answer
+/// came (after `edited`).
 fn edit_and_wait(
     env: &Env,
     files: &[PathBuf],
     round: usize,
-) -> (Duration, bool, BTreeMap<String, usize>) {
+) -> (Duration, bool, BTreeMap<String, usize>, Vec<String>) {
     for (i, f) in files.iter().enumerate() {
         std::fs::write(f, module(i, round)).unwrap();
     }
@@ -160,19 +162,34 @@ fn edit_and_wait(
         .unwrap();
     let took = start.elapsed();
     let mut by_source: BTreeMap<String, usize> = BTreeMap::new();
+    let mut answered: BTreeMap<String, u64> = BTreeMap::new();
     for ws in &reply.workspaces {
         for entry in ws.files.values() {
             for item in &entry.items {
                 *by_source.entry(item.source.clone()).or_default() += 1;
             }
+            for (name, status) in &entry.sources {
+                let at = answered.entry(name.clone()).or_default();
+                *at = (*at).max(status.answered_at.saturating_sub(since));
+            }
         }
     }
-    (took, reply.complete, by_source)
+    let last = answered
+        .iter()
+        .map(|(name, ms)| format!("{name} {:.2} s", *ms as f64 / 1000.0))
+        .collect();
+    (took, reply.complete, by_source, last)
 }
 
 fn run(n: usize, configured: bool) {
     let mut env = Env::new();
     env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("pyright")]));
+    if std::env::var("MONOREPO_LSP_TYPES").as_deref() == Ok("off") {
+        // The experiment of the design left (ARCHITECTURE.md, monorepos): only the pyright
+        // plugin analyses the projects.
+        let off = "[plugin.lsp]\ndisable = [\"pyright\", \"basedpyright\", \"ty\"]\n";
+        std::fs::write(&env.config, off).unwrap();
+    }
     let ws = env.workspace("mono");
     let files = build(&ws, n, configured);
     let trust = env
@@ -188,16 +205,26 @@ fn run(n: usize, configured: bool) {
     stop.store(true, Ordering::Relaxed);
     let (peak_kib, at_peak) = sampler.join().unwrap();
     let case = if configured { "configured" } else { "plain" };
-    for (what, (took, complete, items)) in [("cold", cold), ("warm", warm)] {
+    for (what, (took, complete, items, last)) in [("cold", cold), ("warm", warm)] {
         println!(
-            "{case} ({n} packages) {what}: fully checked in {:.2} s (complete: {complete}); items by source: {items:?}",
-            took.as_secs_f64()
+            "{case} ({n} packages) {what}: fully checked in {:.2} s (complete: {complete}); items by source: {items:?}; last answers: {}",
+            took.as_secs_f64(),
+            last.join(", ")
         );
     }
     println!(
         "{case}: service tree peak RSS {} MiB; at the peak (count, MiB): {at_peak:?}",
         peak_kib / 1024
     );
+    // Why the pyright plugin's warm server gave no answer, if it did not (the command line
+    // answered instead).
+    for line in svc
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("using its command line"))
+    {
+        println!("{case}: {line}");
+    }
     svc.terminate();
 }
 
@@ -213,6 +240,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
     println!("openfiles: {}", common::bin());
-    run(n, false);
-    run(n, true);
+    let case = std::env::var("MONOREPO_CASE").unwrap_or_default();
+    if case != "configured" {
+        run(n, false);
+    }
+    if case != "plain" {
+        run(n, true);
+    }
 }
