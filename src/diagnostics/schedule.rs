@@ -3,6 +3,9 @@
 //! The pipeline hands over the files that became dirty after a burst; the scheduler asks the
 //! [`Session`] which sources owe an answer for each, batches them per source (one request
 //! per source, or per source and project for project-wide sources) and starts the checks.
+//! A warm project-wide source's projects due at once (the monorepo case) run as ONE check —
+//! its plugin serves them together, one analysis of its warm server — whose answer is split
+//! per project: each project is in flight, answered and followed up as if it ran alone.
 //! Project-wide sources have at most one run per project in flight, with one follow-up that
 //! collects every file dirtied meanwhile; for a source a newer edit supersedes
 //! ([`SourceInfo::superseded`], the project's tests) the run in flight is cancelled instead
@@ -147,44 +150,68 @@ impl Scheduler {
                     .push(path.clone());
             }
         }
-        for (id, (info, files)) in per_source {
+        for (_, (info, files)) in per_source {
             if !info.project_wide {
                 self.launch(session, &info, None, files, timeout_ms);
                 continue;
             }
-            let mut by_project: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-            for f in files {
-                let proj = project_root(&f, &self.root, &info.project_markers);
-                by_project.entry(proj).or_default().push(f);
+            self.dispatch_projects(session, &info, files, timeout_ms, knock_on_wait_ms);
+        }
+    }
+
+    /// Dispatch a project-wide source's files: per project, a run now, or its files joined
+    /// to the run in flight's follow-up (or, for a superseded source, that run cancelled and
+    /// one run for both). A warm source's projects due now run as one check (see
+    /// [`Scheduler::launch_together`]).
+    fn dispatch_projects(
+        &mut self,
+        session: &mut Session,
+        info: &SourceInfo,
+        files: Vec<PathBuf>,
+        timeout_ms: u64,
+        knock_on_wait_ms: u64,
+    ) {
+        let id = info.id;
+        let mut due: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+        let mut by_project: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        for f in files {
+            let proj = project_root(&f, &self.root, &info.project_markers);
+            by_project.entry(proj).or_default().push(f);
+        }
+        for (proj, files) in by_project {
+            let awaited = self.quick(id, &proj, knock_on_wait_ms);
+            for f in &files {
+                session.set_awaited(f, id, awaited);
             }
-            for (proj, files) in by_project {
-                let awaited = self.quick(id, &proj, knock_on_wait_ms);
-                for f in &files {
+            let key = (id, proj.clone());
+            if info.superseded && self.in_flight.contains_key(&key) {
+                // Its run is over content that is gone: cancel it, and check its files
+                // with these (and any follow-up) in one run now.
+                let mut all: BTreeSet<PathBuf> = files.into_iter().collect();
+                if let Some(old) = self.in_flight.remove(&key) {
+                    old.abort.abort();
+                    all.extend(old.files);
+                }
+                all.extend(self.follow_up.remove(&key).unwrap_or_default());
+                let owed: Vec<PathBuf> = all
+                    .into_iter()
+                    .filter(|p| session.get(p).is_some_and(|s| s.owes(id)))
+                    .collect();
+                for f in &owed {
                     session.set_awaited(f, id, awaited);
                 }
-                let key = (id, proj.clone());
-                if info.superseded && self.in_flight.contains_key(&key) {
-                    // Its run is over content that is gone: cancel it, and check its files
-                    // with these (and any follow-up) in one run now.
-                    let mut all: BTreeSet<PathBuf> = files.into_iter().collect();
-                    if let Some(old) = self.in_flight.remove(&key) {
-                        old.abort.abort();
-                        all.extend(old.files);
-                    }
-                    all.extend(self.follow_up.remove(&key).unwrap_or_default());
-                    let owed: Vec<PathBuf> = all
-                        .into_iter()
-                        .filter(|p| session.get(p).is_some_and(|s| s.owes(id)))
-                        .collect();
-                    for f in &owed {
-                        session.set_awaited(f, id, awaited);
-                    }
-                    self.launch(session, &info, Some(proj), owed, timeout_ms);
-                } else if self.in_flight.contains_key(&key) {
-                    self.follow_up.entry(key).or_default().extend(files);
-                } else {
-                    self.launch(session, &info, Some(proj), files, timeout_ms);
-                }
+                self.launch(session, info, Some(proj), owed, timeout_ms);
+            } else if self.in_flight.contains_key(&key) {
+                self.follow_up.entry(key).or_default().extend(files);
+            } else {
+                due.push((proj, files));
+            }
+        }
+        if info.warm && !info.superseded && due.len() > 1 {
+            self.launch_together(session, info, due, timeout_ms);
+        } else {
+            for (proj, files) in due {
+                self.launch(session, info, Some(proj), files, timeout_ms);
             }
         }
     }
@@ -309,27 +336,14 @@ impl Scheduler {
         let files_asked: Vec<PathBuf> = with_gen.iter().map(|(p, _)| p.clone()).collect();
         let key = project.as_ref().map(|p| (info.id, p.clone()));
         let task = tokio::spawn(async move {
-            let _place = match bound {
-                Some(b) => Some(b.acquire(Class::Edit).await),
-                None => None,
-            };
-            let started = tokio::time::Instant::now();
-            // The plugin host enforces the deadline; this bound only guards against a host bug.
-            let limit = Duration::from_millis(timeout_ms + 10_000);
-            let result = match tokio::time::timeout(limit, fut).await {
-                Ok(r) => r,
-                Err(_) => Err(CheckError::NoAnswer {
-                    source_name: name,
-                    after_ms: limit.as_millis() as u64,
-                }),
-            };
+            let (result, took) = answer(fut, bound, timeout_ms, name).await;
             done(Checked {
                 check,
                 source,
                 project,
                 files: with_gen,
                 result,
-                took: started.elapsed(),
+                took,
             });
         });
         if let Some(key) = key {
@@ -344,5 +358,144 @@ impl Scheduler {
                 },
             );
         }
+    }
+
+    /// Launch a warm source's due projects as ONE check (the plugin serves them together:
+    /// one analysis of its warm server, not one run after the other), its answer split per
+    /// project ([`split`]): each comes back as that project's run — its own [`Checked`], in
+    /// flight under its own key until then, with its own follow-up.
+    fn launch_together(
+        &mut self,
+        session: &Session,
+        info: &SourceInfo,
+        due: Vec<(PathBuf, Vec<PathBuf>)>,
+        timeout_ms: u64,
+    ) {
+        let mut parts: Vec<(PathBuf, Vec<(PathBuf, u64)>)> = Vec::new();
+        let mut also_report = Vec::new();
+        for (proj, files) in due {
+            let with_gen: Vec<(PathBuf, u64)> = files
+                .iter()
+                .filter_map(|f| session.get(f).map(|s| (f.clone(), s.gen)))
+                .collect();
+            if with_gen.is_empty() {
+                continue;
+            }
+            also_report.extend(self.also_report(session, info.id, &proj, &files));
+            parts.push((proj, with_gen));
+        }
+        if parts.is_empty() {
+            return;
+        }
+        let check = self.next_check;
+        self.next_check += 1;
+        let request = CheckRequest {
+            id: check,
+            workspace: self.root.clone(),
+            files: parts
+                .iter()
+                .flat_map(|(_, files)| files.iter().map(|(p, _)| p.clone()))
+                .collect(),
+            also_report,
+            timeout_ms,
+            report_all: true,
+            ..Default::default()
+        };
+        let fut = self.checker.check(info.id, request);
+        let done = self.done.clone();
+        let (source, name) = (info.id, info.name.clone());
+        let bound = self.checker.run_bound();
+        let projects = parts.clone();
+        let task = tokio::spawn(async move {
+            let (result, took) = answer(fut, bound, timeout_ms, name).await;
+            let roots: Vec<PathBuf> = projects.iter().map(|(p, _)| p.clone()).collect();
+            for ((project, files), result) in projects.into_iter().zip(split(result, &roots)) {
+                done(Checked {
+                    check,
+                    source,
+                    project: Some(project),
+                    files,
+                    result,
+                    took,
+                });
+            }
+        });
+        let abort = task.abort_handle();
+        for (proj, files) in parts {
+            let files = files.into_iter().map(|(p, _)| p).collect();
+            let abort = abort.clone();
+            self.in_flight.insert(
+                (source, proj),
+                Running {
+                    check,
+                    files,
+                    abort,
+                },
+            );
+        }
+    }
+}
+
+/// A check's answer and how long it took from when it had its place under the service-wide
+/// `bound` on project-wide runs (when it is one).
+async fn answer(
+    fut: futures_util::future::BoxFuture<'static, Result<CheckResponse, CheckError>>,
+    bound: Option<Arc<super::bound::RunBound>>,
+    timeout_ms: u64,
+    name: String,
+) -> (Result<CheckResponse, CheckError>, Duration) {
+    let _place = match bound {
+        Some(b) => Some(b.acquire(Class::Edit).await),
+        None => None,
+    };
+    let started = tokio::time::Instant::now();
+    // The plugin host enforces the deadline; this bound only guards against a host bug.
+    let limit = Duration::from_millis(timeout_ms + 10_000);
+    let result = match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(CheckError::NoAnswer {
+            source_name: name,
+            after_ms: limit.as_millis() as u64,
+        }),
+    };
+    (result, started.elapsed())
+}
+
+/// A joint check's answer as each of `projects`' own: a file's result goes to the deepest
+/// project holding it (the one whose own run would have reported it); a failure is every
+/// project's.
+fn split(
+    result: Result<CheckResponse, CheckError>,
+    projects: &[PathBuf],
+) -> Vec<Result<CheckResponse, CheckError>> {
+    match result {
+        Ok(mut resp) => {
+            let files = std::mem::take(&mut resp.files);
+            let mut parts = vec![resp; projects.len()];
+            for f in files {
+                let deepest = (0..projects.len())
+                    .filter(|&i| f.path.starts_with(&projects[i]))
+                    .max_by_key(|&i| projects[i].components().count());
+                if let Some(i) = deepest {
+                    parts[i].files.push(f);
+                }
+            }
+            parts.into_iter().map(Ok).collect()
+        }
+        Err(e) => projects
+            .iter()
+            .map(|_| {
+                Err(match &e {
+                    CheckError::NoAnswer {
+                        source_name,
+                        after_ms,
+                    } => CheckError::NoAnswer {
+                        source_name: source_name.clone(),
+                        after_ms: *after_ms,
+                    },
+                    CheckError::Source(why) => CheckError::Source(why.to_string().into()),
+                })
+            })
+            .collect(),
     }
 }

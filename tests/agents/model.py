@@ -5,24 +5,55 @@ Speaks the four wire formats the agents use, streamed the way each asks for:
 Anthropic Messages (claude), OpenAI Responses (codex), OpenAI chat completions (opencode,
 qwen) and Gemini generateContent / streamGenerateContent (gemini).
 
-Every request is appended as one JSON line ({"path", "body"}) to --log. The answer depends
+Every request is appended as one JSON line ({"path", "body", "t": when}) to --log. The answer depends
 only on the request, so the agents' side requests (titles, token counts) cannot shift a
 script: a request that already holds a tool result gets the text "Done."; one that offers
 the tool we want gets a call of it (--write PATH --content TEXT: the agent's file-writing
 tool; --mcp-tool WORD: the first offered tool whose name holds WORD, with --mcp-args);
 anything else gets "OK.". Prints the port on the first line of stdout, then serves until
 killed. Standard library only.
+
+For scripts/first-edit-agents.py (an edit of an existing file, timed from the session's
+start), three more options, all off by default:
+--append TEXT: the write adds TEXT at the end of --write's current text (file-writing tools:
+    the whole text; apply_patch: an `*** Update File` patch whose hunk only adds lines, which
+    Codex appends at the end);
+--read-first: when `Read` is offered (Claude Code writes an existing file only after reading
+    it), the first call reads --write, the write comes after its result;
+--edit-delay-ms N: the write is answered no earlier than N ms after the first request, or
+    after --delay-from FILE's modification time when FILE exists by then (a file the
+    session-start hook touches: N ms after the session started).
 """
 
 import argparse
 import json
+import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ARGS = None
 LOCK = threading.Lock()
 WRITE_TOOLS = ["Write", "write_file", "write", "apply_patch", "exec_command"]
+FIRST = []  # when the first request came (for --edit-delay-ms)
+
+
+def content():
+    """The written file's whole text: --content, or --write's text with --append added."""
+    if not ARGS.append:
+        return ARGS.content
+    with open(ARGS.write) as f:
+        return f.read() + ARGS.append
+
+
+def patch():
+    """The apply_patch input: adds --write with --content, or appends --append to it."""
+    if ARGS.append:
+        lines = "".join("+" + l + "\n" for l in ARGS.append.splitlines())
+        return f"*** Begin Patch\n*** Update File: {ARGS.write}\n@@\n{lines}*** End Patch\n"
+    lines = "".join("+" + l + "\n" for l in ARGS.content.splitlines())
+    return f"*** Begin Patch\n*** Add File: {ARGS.write}\n{lines}*** End Patch\n"
 
 
 def tool_args(name):
@@ -31,25 +62,35 @@ def tool_args(name):
         if ARGS.mcp_tool in name:
             return json.loads(ARGS.mcp_args)
         return None
+    if name not in WRITE_TOOLS:
+        return None
+    if ARGS.edit_delay_ms and FIRST:
+        since = FIRST[0]
+        if ARGS.delay_from and os.path.exists(ARGS.delay_from):
+            since = time.monotonic() - (time.time() - os.path.getmtime(ARGS.delay_from))
+        time.sleep(max(0.0, since + ARGS.edit_delay_ms / 1000 - time.monotonic()))
     if name == "Write":
-        return {"file_path": ARGS.write, "content": ARGS.content}
+        return {"file_path": ARGS.write, "content": content()}
     if name == "write_file":
-        return {"file_path": ARGS.write, "content": ARGS.content}
+        return {"file_path": ARGS.write, "content": content()}
     if name == "write":
-        return {"filePath": ARGS.write, "content": ARGS.content}
-    lines = "".join("+" + l + "\n" for l in ARGS.content.splitlines())
-    patch = f"*** Begin Patch\n*** Add File: {ARGS.write}\n{lines}*** End Patch\n"
+        return {"filePath": ARGS.write, "content": content()}
+    patch_text = patch()
     if name == "apply_patch":
-        return {"input": patch}
+        return {"input": patch_text}
     if name == "exec_command":
         # Codex turns `apply_patch` run through its shell tool into its patch tool.
-        return {"cmd": f"apply_patch <<'EOF'\n{patch}EOF\n"}
+        return {"cmd": f"apply_patch <<'EOF'\n{patch_text}EOF\n"}
     return None
 
 
-def choose(names, has_result):
-    """('text', str) or ('tool', name, args)."""
-    if has_result:
+def choose(names, results):
+    """('text', str) or ('tool', name, args); `results`: how many tool results the request holds."""
+    if ARGS.read_first and "Read" in names and not ARGS.mcp_tool:
+        if results == 0:
+            return ("tool", "Read", {"file_path": ARGS.write})
+        results -= 1
+    if results:
         return ("text", "Done.")
     order = sorted(names, key=lambda n: WRITE_TOOLS.index(n) if n in WRITE_TOOLS else 99)
     for n in order:
@@ -113,8 +154,10 @@ class Handler(BaseHTTPRequestHandler):
         body = self.body()
         path = self.path.split("?")[0]
         with LOCK:
+            if not FIRST:
+                FIRST.append(time.monotonic())
             with open(ARGS.log, "a") as f:
-                f.write(json.dumps({"path": self.path, "body": body}) + "\n")
+                f.write(json.dumps({"path": self.path, "body": body, "t": time.time()}) + "\n")
         if path.endswith("/messages/count_tokens"):
             return self.send_json({"input_tokens": 10})
         if path.endswith("/messages"):
@@ -132,15 +175,15 @@ class Handler(BaseHTTPRequestHandler):
     # Anthropic Messages
     def anthropic(self, body):
         names = [t.get("name", "") for t in body.get("tools") or []]
-        has_result = any(
-            isinstance(m.get("content"), list)
-            and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in m["content"])
-            for m in body.get("messages") or []
+        results = sum(
+            1
+            for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
         )
-        act = choose(names, has_result)
+        act = choose(names, results)
         usage = {"input_tokens": 10, "output_tokens": 5}
         if act[0] == "tool":
-            block = {"type": "tool_use", "id": "toolu_01", "name": act[1], "input": act[2]}
+            block = {"type": "tool_use", "id": f"toolu_0{results + 1}", "name": act[1], "input": act[2]}
             stop = "tool_use"
         else:
             block = {"type": "text", "text": act[1]}
@@ -254,6 +297,10 @@ def main():
     p.add_argument("--content", default="")
     p.add_argument("--mcp-tool", default="")
     p.add_argument("--mcp-args", default="{}")
+    p.add_argument("--append", default="")
+    p.add_argument("--read-first", action="store_true")
+    p.add_argument("--edit-delay-ms", type=int, default=0)
+    p.add_argument("--delay-from", default="")
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

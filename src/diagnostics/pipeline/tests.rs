@@ -287,6 +287,48 @@ async fn a_project_wide_source_runs_once_per_project_with_one_follow_up() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_warm_sources_projects_due_at_once_are_one_check_split_per_project() {
+    let files = [
+        "p1/pyproject.toml",
+        "p1/a.py",
+        "p2/pyproject.toml",
+        "p2/b.py",
+        "p3/pyproject.toml",
+        "p3/c.py",
+    ];
+    let mut warm = project_wide(1, "pyright", &["pyproject.toml"]);
+    warm.warm = true;
+    let mut b = Bench::start(vec![(warm, "py")], &files);
+    b.edit(&["p1/a.py", "p2/b.py", "p3/c.py"]).await;
+    let joint = b.calls.one().await;
+    assert_eq!(joint.names(), vec!["a.py", "b.py", "c.py"], "one check");
+    assert!(joint.request.report_all);
+    let (a, bb) = (b.path("p1/a.py"), b.path("p2/b.py"));
+    // An edit while the joint check is in flight waits for its project's follow-up.
+    b.edit(&["p1/a.py"]).await;
+    settle().await;
+    assert!(b.calls.take().is_empty(), "p1 is in flight");
+    joint.answer(vec![
+        (&a, vec![error(1, "pyright", "stale a")]),
+        (&bb, vec![error(2, "pyright", "b")]),
+    ]);
+    // Split per project: p2 and p3 are answered, p1's answer is for an older text; only
+    // p1 has a follow-up.
+    let follow_up = b.calls.one().await;
+    assert_eq!(follow_up.names(), vec!["a.py"]);
+    assert_eq!(messages(&b.entry("p2/b.py").await), vec!["b"]);
+    assert_ne!(b.entry("p3/c.py").await.checked_at, 0);
+    assert!(
+        messages(&b.entry("p1/a.py").await).is_empty(),
+        "the stale answer"
+    );
+    follow_up.answer(vec![(&a, vec![error(1, "pyright", "fresh a")])]);
+    assert_eq!(messages(&b.entry("p1/a.py").await), vec!["fresh a"]);
+    assert_eq!(messages(&b.entry("p2/b.py").await), vec!["b"]);
+    assert!(b.calls.take().is_empty(), "no run after the follow-up");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_waiter_is_complete_once_every_source_answered_with_their_items_merged() {
     let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts"]);
     let since = b.edit(&["a.ts", "b.ts"]).await;
