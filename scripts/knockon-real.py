@@ -21,6 +21,11 @@ default hook settings:
   (a fast model), then the breaking edit and its hook;
 - warm: `--edits` more edits alternately restoring and breaking FILE.
 
+With `--cold N`, N cold sessions instead (and no warm edits): each a fresh service with a
+state dir of its own (no commit's baseline kept from an earlier one), the `SessionStart`
+hook, `--start-gap` seconds, the breaking edit's hook, then FILE restored; per session the
+hook's time, whether its text named every caller, and when `diagnostics.json` had them all.
+
 For each breaking edit: the hook's wall time, how many of the callers its own text named, and
 the time from the edit until `diagnostics.json` had an `affectedBy` entry with an error on every
 caller's line. For each restoring edit: whether its hook still named a caller, and the time
@@ -154,6 +159,35 @@ def fmt(s):
     return "never" if s is None else f"{s:.2f} s"
 
 
+def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
+    """`--cold N`: N fresh services, each a session start, the gap and the first edit."""
+    clean, broken = texts
+    hooks, named_all, arrivals = [], 0, []
+    for i in range(a.cold):
+        own = os.path.join(tmp, f"cold-{i}")
+        os.makedirs(os.path.join(own, "state"), exist_ok=True)
+        if a.lang == "rust":
+            subprocess.run([binary, "trust", ws], check=True, capture_output=True,
+                           env=dict(os.environ, OPENFILES_STATE_DIR=os.path.join(own, "state"),
+                                    OPENFILES_CONFIG=os.path.join(own, "config.toml")))
+        with Service(binary, plugins, ws, own, timeout_ms=a.timeout_ms) as svc:
+            session_start(svc)
+            time.sleep(a.start_gap)
+            took, named, settled, ctx = edit(svc, target, broken, expected, True)
+            open(target, "w").write(clean)
+        hooks.append(took)
+        named_all += named == len(expected)
+        arrivals.append(settled if settled is not None else float("inf"))
+        print(f"cold {i + 1}/{a.cold} (gap {a.start_gap:.1f} s): hook {took:.0f} ms naming "
+              f"{named}/{len(expected)} callers; all in diagnostics.json after {fmt(settled)}")
+        if a.show:
+            print(ctx)
+    print(f"cold ({a.cold} sessions, gap {a.start_gap:.1f} s): hook p50 "
+          f"{statistics.median(hooks):.0f} ms (max {max(hooks):.0f}); every caller named by the "
+          f"first edit's hook in {named_all}/{a.cold}; all in diagnostics.json p50 "
+          f"{statistics.median(arrivals):.2f} s (max {max(arrivals):.2f})")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lang", required=True, choices=sorted(PLUGINS))
@@ -168,6 +202,8 @@ def main():
                    help="seconds between SessionStart and the first edit")
     p.add_argument("--timeout-ms", type=int, default=4000,
                    help="hooks.timeout_ms, the hook's deadline (default: the service's, 4000)")
+    p.add_argument("--cold", type=int, default=0, metavar="N",
+                   help="measure N cold sessions (fresh service and state each) instead")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--show", action="store_true", help="print the cold edit's feedback")
     a = p.parse_args()
@@ -206,6 +242,10 @@ def main():
     os.makedirs(env_trust["OPENFILES_STATE_DIR"], exist_ok=True)
     if a.lang == "rust":
         subprocess.run([binary, "trust", ws], env=env_trust, check=True, capture_output=True)
+    if a.cold:
+        cold_sessions(a, binary, plugins, ws, tmp, target, (clean, broken), expected)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     with Service(binary, plugins, ws, tmp, timeout_ms=a.timeout_ms) as svc:
         session_start(svc)
         time.sleep(a.start_gap)

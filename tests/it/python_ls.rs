@@ -1,7 +1,9 @@
 //! Issue 42.2: Python knock-on from the pyright plugin's warm language server (workspace mode)
 //! through a real `openfiles serve`: the callers an edit broke in several modules nobody
 //! edited are named in the edit's own hook, a revert clears them, and a language server that
-//! crashes leaves the knock-on to pyright's command line, with the reason in the log.
+//! crashes leaves the knock-on to pyright's command line, with the reason in the log. A
+//! session start's warm-up over a clean tree is the first edit's baseline: no snapshot run,
+//! an item already at `HEAD` stays the project's and the edit's knock-on is the agent's.
 
 use crate::common;
 use crate::common::git;
@@ -10,7 +12,7 @@ use std::path::Path;
 
 use common::plugins::{path_list, plugin};
 use common::typescript::install_test_deps;
-use common::Env;
+use common::{diagnostics, wait_until, Env};
 use serde_json::{json, Value};
 
 const GOOD: &str = "def price_with_tax(amount: Money, rate: float) -> Money:";
@@ -146,4 +148,72 @@ fn a_language_server_that_crashes_leaves_it_to_the_command_line_and_says_why() {
         log.contains("pyright language server at") && log.contains("; using its command line"),
         "{log}"
     );
+}
+
+/// Snapshot trees of commits in the state dir's shared baselines.
+fn snapshot_trees(state: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(repos) = std::fs::read_dir(state.join("baselines")) else {
+        return Vec::new();
+    };
+    repos
+        .flatten()
+        .filter_map(|r| std::fs::read_dir(r.path()).ok())
+        .flat_map(|commits| commits.flatten().map(|c| c.path().join("tree")))
+        .filter(|t| t.exists())
+        .collect()
+}
+
+#[test]
+fn a_session_starts_warm_up_over_a_clean_tree_is_the_first_edits_baseline() {
+    let env = env("");
+    let ws = env.workspace("shop");
+    shop(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let payload = json!({"session_id": "s", "cwd": ws, "hook_event_name": "SessionStart",
+        "source": "startup"})
+    .to_string();
+    let mut cmd = env.command(&["hook", "--agent", "claude", "--event", "SessionStart"]);
+    assert!(common::hook::run_hook(&mut cmd, &payload).status.success());
+    wait_until("the warm-up's answer is the commit's baseline", || {
+        svc.log_text()
+            .contains("the warm-up over a clean tree is the commit's baseline")
+    });
+
+    let money = ws.join("shop/core/money.py");
+    let committed = std::fs::read_to_string(&money).unwrap();
+    std::fs::write(&money, committed.replace(GOOD, BROKEN)).unwrap();
+    let text =
+        hook(&env, &ws, &money).unwrap_or_else(|| panic!("no feedback; log:\n{}", svc.log_text()));
+    assert!(
+        text.contains("shop/service_3.py:5:12 error reportCallIssue (Pyright)"),
+        "the knock-on is the agent's: {text}"
+    );
+    assert!(!text.contains("legacy"), "nothing old blamed: {text}");
+    wait_until("service_0.py's broken call is written", || {
+        diagnostics(&ws).is_some_and(|d| {
+            d.files.get("shop/service_0.py").is_some_and(|e| {
+                e.items
+                    .iter()
+                    .any(|i| i.code.as_deref() == Some("reportCallIssue"))
+            })
+        })
+    });
+    let d = diagnostics(&ws).unwrap();
+    let marks = |code: &str| -> Vec<Option<bool>> {
+        d.files["shop/service_0.py"]
+            .items
+            .iter()
+            .filter(|i| i.code.as_deref() == Some(code))
+            .map(|i| i.introduced)
+            .collect()
+    };
+    assert_eq!(marks("reportAssignmentType"), [Some(false)], "{d:#?}");
+    assert_eq!(marks("reportCallIssue"), [Some(true)], "{d:#?}");
+    assert_eq!(
+        snapshot_trees(&env.state),
+        Vec::<std::path::PathBuf>::new(),
+        "no snapshot of the commit was needed; log:\n{}",
+        svc.log_text()
+    );
+    svc.terminate();
 }

@@ -64,6 +64,28 @@ pub fn head_commit(root: &Path) -> Result<String, GitError> {
     }
 }
 
+/// Whether the working tree of the repository holding `root` is clean: no change to a
+/// tracked file, staged or not, and no untracked file that is not ignored (`git status`,
+/// without refreshing the index: the user's index is never written).
+pub fn is_clean(root: &Path) -> Result<bool, GitError> {
+    let mut cmd = gitcmd::command(
+        root,
+        ["status", "--porcelain", "-z", "--untracked-files=normal"],
+    )
+    .map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => GitError::Missing,
+        _ => GitError::Io(e),
+    })?;
+    let out = cmd.env("GIT_OPTIONAL_LOCKS", "0").output()?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            what: "status".into(),
+            why: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(out.stdout.is_empty())
+}
+
 /// The top of the repository's working tree.
 pub fn toplevel(root: &Path) -> Result<PathBuf, GitError> {
     let out = run(root, &["rev-parse", "--show-toplevel"])?;
@@ -396,6 +418,26 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&ok.stderr)
         );
+    }
+
+    #[test]
+    fn a_tree_is_clean_until_a_tracked_file_changes_or_an_untracked_one_appears() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        sh(&root, &["init", "-q"]);
+        std::fs::write(root.join(".gitignore"), "out/\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        sh(&root, &["add", "."]);
+        sh(&root, &["commit", "-q", "-m", "one"]);
+        assert!(is_clean(&root).unwrap());
+        std::fs::create_dir(root.join("out")).unwrap();
+        std::fs::write(root.join("out/x.txt"), "ignored\n").unwrap();
+        assert!(is_clean(&root).unwrap(), "an ignored file leaves it clean");
+        std::fs::write(root.join("b.txt"), "new\n").unwrap();
+        assert!(!is_clean(&root).unwrap(), "an untracked file");
+        std::fs::remove_file(root.join("b.txt")).unwrap();
+        std::fs::write(root.join("a.txt"), "edited\n").unwrap();
+        assert!(!is_clean(&root).unwrap(), "an edited file");
     }
 
     #[test]

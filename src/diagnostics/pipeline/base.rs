@@ -1,6 +1,7 @@
 //! The pipeline's side of the baseline (see [`crate::diagnostics::baseline`]): asking for it
 //! when the session's first edit arrives, taking it (git and checks through the `Checker`,
-//! off the actor), and what it changes in the session: each file's classification view, the
+//! off the actor; a project-wide source's is the session start's warm-up answer when it
+//! kept one for the commit, `seed.rs`), and what it changes in the session: each file's classification view, the
 //! files held back until a per-file source checked their committed text (a language server
 //! must get the committed text before the current one), and the entries of files an edit
 //! broke (`affectedBy`), added when a project-wide run finds new errors in them and removed
@@ -41,6 +42,9 @@ pub(super) struct BaseState {
     held: BTreeMap<PathBuf, usize>,
     /// Reports on unedited files that wait for their project's baseline.
     knocks: Vec<Knock>,
+    /// Project-wide baselines the session start's warm-up already holds (`seed.rs`); kept
+    /// across sessions.
+    pub seeds: super::seed::Seeds,
 }
 
 /// A project-wide source's report on a file nobody edited, to judge against the baseline.
@@ -75,7 +79,13 @@ impl BaseState {
             awaiting_commit: BTreeSet::new(),
             held: BTreeMap::new(),
             knocks: Vec::new(),
+            seeds: super::seed::Seeds::default(),
         }
+    }
+
+    /// Whether commits' baselines are taken (a warm-up's answer may then seed one).
+    pub fn takes_baselines(&self) -> bool {
+        self.store.is_some()
     }
 
     /// A new session: a new baseline at its first edit.
@@ -173,6 +183,9 @@ impl Pipeline {
             if self.base.baseline.project(&source.name, &project).is_some() {
                 return false;
             }
+            if self.seeded(&commit, checker.trusted(), &source.name, &project) {
+                return false;
+            }
             self.base
                 .baseline
                 .set_project(&source.name, &project, Coverage::Running);
@@ -228,6 +241,25 @@ impl Pipeline {
                 source: source.name,
                 result,
             }));
+        });
+        true
+    }
+
+    /// Take `source`'s baseline over `project` from the session start's warm-up when it
+    /// kept one for `commit` (`seed.rs`): no snapshot run. Whether it did.
+    fn seeded(&mut self, commit: &str, trusted: bool, source: &str, project: &Path) -> bool {
+        let Some(files) = self
+            .base
+            .seeds
+            .get(commit, trusted, source, project)
+            .cloned()
+        else {
+            return false;
+        };
+        self.base_msg(BaseMsg::Project {
+            source: source.to_owned(),
+            project: project.to_owned(),
+            result: Ok(files),
         });
         true
     }

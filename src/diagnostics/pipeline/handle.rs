@@ -176,6 +176,8 @@ pub(super) struct Warmed {
     pub sources: Vec<String>,
     pub files: Vec<PathBuf>,
     pub failed: Vec<String>,
+    /// Its project-wide answers over a clean tree: baselines at its commit (`seed.rs`).
+    pub seeds: Vec<super::seed::Seed>,
 }
 
 /// A cloneable handle to one workspace's pipeline.

@@ -35,6 +35,7 @@ use tokio::time::Instant;
 mod base;
 mod handle;
 mod nav;
+mod seed;
 #[cfg(test)]
 mod tests;
 mod warm;

@@ -8,7 +8,9 @@
 //! nothing after: the servers stop under their plugin's usual idle rules. Project-wide
 //! sources (cargo, tsc) are left alone: they keep no server to warm, and a run is real work
 //! — except those that say they keep one (`Capabilities::warm`: the pyright plugin's
-//! language server, which then analyses the project before the first edit).
+//! language server, which then analyses the project before the first edit). Over a clean
+//! tree such a source is asked about every file (`report_all`), and its answer is the
+//! commit's baseline for the session's first edit (`seed.rs`).
 //! The representative file is the shallowest one the path policy lets a checker read (never
 //! a sensitive or ignored file), found by a bounded walk that skips hidden and vendored
 //! folders — one per kind of file (extension, or name for files without one) a source
@@ -25,8 +27,9 @@ use openfiles_plugin_api::CheckRequest;
 use openfiles_wire::control::WarmState;
 
 use super::handle::{Msg, Warmed};
+use super::seed::{self, Answer};
 use super::Pipeline;
-use crate::diagnostics::{Checker, SourceInfo};
+use crate::diagnostics::{project_root, Checker, SourceInfo};
 use crate::policy::{Policy, Verdict};
 use openfiles_wire::spec;
 
@@ -64,13 +67,33 @@ impl Pipeline {
         let checker = self.scheduler.checker();
         let (root, policy, tx) = (self.root.clone(), self.policy.clone(), self.tx.clone());
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
+        let seeding = self.base.takes_baselines();
         tokio::spawn(async move {
             let c = checker.clone();
             let r = root.clone();
             let picks = tokio::task::spawn_blocking(move || pick(&r, &policy, c.as_ref()))
                 .await
                 .unwrap_or_default();
-            let warmed = run(checker, &root, picks, timeout_ms).await;
+            // A project-wide answer over a clean tree is the commit's baseline (`seed.rs`).
+            let r = root.clone();
+            let clean_at = if seeding && picks.iter().any(|(s, _)| s.project_wide) {
+                tokio::task::spawn_blocking(move || seed::clean_head(&r))
+                    .await
+                    .ok()
+                    .flatten()
+            } else {
+                None
+            };
+            let trusted = checker.trusted();
+            let (mut warmed, answers) =
+                run(checker, &root, picks, timeout_ms, clean_at.is_some()).await;
+            if let Some(commit) = clean_at {
+                let r = root.clone();
+                warmed.seeds =
+                    tokio::task::spawn_blocking(move || seed::seeds(&r, &commit, trusted, answers))
+                        .await
+                        .unwrap_or_default();
+            }
             let _ = tx.send(Msg::Warmed(warmed));
         });
         true
@@ -83,7 +106,9 @@ impl Pipeline {
         state.sources = w.sources;
         state.files = w.files;
         state.failed = w.failed;
+        let since = state.started_at;
         tracing::info!(root = %self.root.display(), sources = ?state.sources, "warmed the checkers for an agent session");
+        self.seed(w.seeds, since);
     }
 }
 
@@ -147,36 +172,52 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
     picks.into_values().collect()
 }
 
-/// One check per pick, all at once; the answers are dropped.
+/// One check per pick, all at once; the answers are dropped, but with `whole` a
+/// project-wide source is asked about every file (`report_all`) and its answer returned.
 async fn run(
     checker: Arc<dyn Checker>,
     root: &Path,
     picks: Vec<(SourceInfo, PathBuf)>,
     timeout_ms: u64,
-) -> Warmed {
+    whole: bool,
+) -> (Warmed, Vec<Answer>) {
     let checks = picks.into_iter().map(|(source, file)| {
+        let report_all = whole && source.project_wide;
         let request = CheckRequest {
             workspace: root.to_owned(),
             files: vec![file.clone()],
+            report_all,
             timeout_ms,
             ..Default::default()
         };
         let fut = checker.check(source.id, request);
-        async move { (source.name, file, fut.await) }
+        let project = report_all.then(|| project_root(&file, root, &source.project_markers));
+        async move { (source.name, project, file, fut.await) }
     });
     let mut out = Warmed {
         sources: Vec::new(),
         files: Vec::new(),
         failed: Vec::new(),
+        seeds: Vec::new(),
     };
-    for (name, file, result) in futures_util::future::join_all(checks).await {
+    let mut answers = Vec::new();
+    for (name, project, file, result) in futures_util::future::join_all(checks).await {
         match result {
-            Ok(_) => out.sources.push(name),
+            Ok(resp) => {
+                if let Some(project) = project {
+                    answers.push(Answer {
+                        source: name.clone(),
+                        project,
+                        files: resp.files.into_iter().map(|f| (f.path, f.items)).collect(),
+                    });
+                }
+                out.sources.push(name);
+            }
             Err(e) => out.failed.push(format!("{name}: {e}")),
         }
         if !out.files.contains(&file) {
             out.files.push(file);
         }
     }
-    out
+    (out, answers)
 }
