@@ -44,6 +44,32 @@ pub struct SourceState {
     pub awaited: bool,
 }
 
+/// The baselines a file's classification still waits for. A partial answer waits only for
+/// its own (`own`): what the per-file sources say is classified against the committed
+/// text's check, which is quick; a project-wide source's run over the commit's snapshot
+/// (seconds on a real project) holds back only that source's items, which join the entry,
+/// classified, once it is in — never shown as if the agent had introduced them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// The session's baseline itself (its commit) or a per-file source's check of the
+    /// file's committed text.
+    pub own: bool,
+    /// The project-wide sources (by name) whose run over the commit's snapshot is coming.
+    pub wide: BTreeSet<String>,
+}
+
+impl Pending {
+    /// Nothing is still coming.
+    pub fn is_empty(&self) -> bool {
+        !self.own && self.wide.is_empty()
+    }
+
+    /// Whether `source`'s answer can be classified now (its baseline is in).
+    fn ready(&self, source: &str) -> bool {
+        !self.own && !self.wide.contains(source)
+    }
+}
+
 /// One session file.
 #[derive(Debug, Clone)]
 pub struct FileState {
@@ -59,9 +85,9 @@ pub struct FileState {
     /// The file's baseline and the text its items are for: how items are classified
     /// (introduced or already there). `None`: not classified.
     pub view: Option<BaseView>,
-    /// A baseline this file's classification needs is still being taken: the file does not
-    /// settle before it is in (the feedback would otherwise miss what the edit broke).
-    pub base_pending: bool,
+    /// The baselines this file's classification still waits for: the file does not settle
+    /// before they are in (the feedback would otherwise miss what the edit broke).
+    pub base_pending: Pending,
     /// The lines where an earlier content of the file (in this session) had an error the
     /// baseline did not have ([`silencing::silenceable`]): a cast to "anything" there is
     /// named, elsewhere not ([`silencing::keep_cast`]). They are lines of the text whose
@@ -80,7 +106,7 @@ impl FileState {
             sources: BTreeMap::new(),
             edited_at: 0,
             view: None,
-            base_pending: false,
+            base_pending: Pending::default(),
             earlier_errors: BTreeSet::new(),
             errors_at: None,
         }
@@ -104,17 +130,20 @@ impl FileState {
     }
 
     /// Settled, or every source that is not project-wide has answered for the current
-    /// content (and at least one source has) and the baseline is in: what the fast sources
-    /// found is known, and what it broke elsewhere would be. With `knock_on`, the
-    /// [`awaited`](SourceState::awaited) project-wide sources must have answered too (what
-    /// the edit broke in files nobody edited is then known).
+    /// content (and at least one source has) and their baselines are in: what the fast
+    /// sources found is known, and what it broke elsewhere would be. A project-wide source's
+    /// baseline is not waited for ([`Pending`]). With `knock_on`, the
+    /// [`awaited`](SourceState::awaited) project-wide sources must have answered too, with
+    /// their baselines in (what the edit broke in files nobody edited is then known).
     pub fn partial_ready(&self, knock_on: bool) -> bool {
+        let pending = &self.base_pending;
         self.settled()
             || (self.dispatched
-                && !self.base_pending
+                && !pending.own
                 && self.sources.values().any(|s| s.answered == self.gen)
                 && self.sources.values().all(|s| {
-                    (s.project_wide && !(knock_on && s.awaited)) || s.answered == self.gen
+                    (s.project_wide && !(knock_on && s.awaited))
+                        || (s.answered == self.gen && pending.ready(&s.name))
                 }))
     }
 
@@ -139,10 +168,13 @@ impl FileState {
         let gen = self.gen;
         let view = self.view.as_ref();
         let earlier = &self.earlier_errors_now();
+        let pending = &self.base_pending;
         let classified: Vec<Vec<Item>> = self
             .sources
             .values()
-            .filter(|s| s.answered == gen)
+            // A project-wide source whose baseline is still coming is held back: its items
+            // could not be told introduced from already there.
+            .filter(|s| s.answered == gen && !pending.wide.contains(&s.name))
             .map(|s| {
                 let mut items = s.items.clone();
                 if let Some(v) = view.filter(|v| v.known.contains(&s.name)) {
@@ -156,7 +188,7 @@ impl FileState {
             .collect();
         let items = merge(classified.iter().flatten());
         let complete = self.dispatched
-            && !self.base_pending
+            && self.base_pending.is_empty()
             && self.sources.values().all(|s| s.answered == gen);
         let path = std::mem::take(&mut self.entry.path);
         let affected_by = std::mem::take(&mut self.entry.affected_by);
@@ -242,8 +274,8 @@ impl Session {
     }
 
     /// The file's baseline view changed (its baseline came in, or the text its items are for
-    /// was read): classify again; `pending` says whether a baseline it needs is still coming.
-    pub fn set_view(&mut self, path: &Path, view: Option<BaseView>, pending: bool, now: u64) {
+    /// was read): classify again; `pending` says which baselines it needs are still coming.
+    pub fn set_view(&mut self, path: &Path, view: Option<BaseView>, pending: Pending, now: u64) {
         if let Some(st) = self.files.get_mut(path) {
             if st.view != view || st.base_pending != pending {
                 st.view = view;
@@ -294,7 +326,7 @@ impl Session {
             },
         );
         st.view = Some(view);
-        st.base_pending = false;
+        st.base_pending = Pending::default();
         let mut by = by;
         by.sort();
         by.dedup();
@@ -559,6 +591,7 @@ pub fn unhandled_item(path: &Path) -> Item {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostics::baseline::BaseFile;
 
     fn item(msg: &str) -> Item {
         Item {
@@ -637,6 +670,73 @@ mod tests {
         s.dispatched(q, &[src(1, false)], 5);
         s.answered(q, g, 1, vec![cast(1)], 6);
         assert!(s.get(q).unwrap().entry.items.is_empty());
+    }
+
+    #[test]
+    fn a_partial_answer_waits_for_the_per_file_baselines_not_a_project_wide_ones() {
+        let mut s = Session::default();
+        let p = Path::new("/w/utils.py");
+        let g = s.edited(p, 1);
+        let sources = [src(1, false), src(2, true)];
+        s.dispatched(p, &sources, 1);
+        let view = |known: &[&str]| BaseView {
+            file: BaseFile {
+                lines: None,
+                items: [("s2".to_owned(), vec![item("already there")])].into(),
+                covered: BTreeMap::new(),
+            },
+            known: known.iter().map(|k| (*k).to_owned()).collect(),
+            now_lines: None,
+        };
+        // The per-file check of the committed text is still coming: no partial answer.
+        let own = Pending {
+            own: true,
+            wide: ["s2".to_owned()].into(),
+        };
+        s.set_view(p, Some(view(&[])), own, 2);
+        s.answered(p, g, 1, vec![item("undefined name")], 3);
+        s.answered(p, g, 2, vec![item("already there"), item("new")], 3);
+        assert!(!s.get(p).unwrap().partial_ready(false));
+        // It is in; the project-wide source's snapshot run is not: the fast answer goes out,
+        // without the project-wide source's items (old and new cannot be told apart yet).
+        let wide = Pending {
+            own: false,
+            wide: ["s2".to_owned()].into(),
+        };
+        s.set_view(p, Some(view(&["s1"])), wide.clone(), 4);
+        let st = s.get(p).unwrap();
+        assert!(st.partial_ready(false));
+        assert!(!st.settled());
+        assert_eq!(
+            st.entry
+                .items
+                .iter()
+                .map(|i| i.message.as_str())
+                .collect::<Vec<_>>(),
+            vec!["undefined name"]
+        );
+        // An awaited project-wide source (knock-on time) still needs its baseline.
+        s.set_awaited(p, 2, true);
+        assert!(!s.get(p).unwrap().partial_ready(true));
+        // The snapshot run is in: its items join, classified; the file settles.
+        s.set_view(p, Some(view(&["s1", "s2"])), Pending::default(), 5);
+        let st = s.get(p).unwrap();
+        assert!(st.settled());
+        let mut shown: Vec<(&str, Option<bool>)> = st
+            .entry
+            .items
+            .iter()
+            .map(|i| (i.message.as_str(), i.introduced))
+            .collect();
+        shown.sort();
+        assert_eq!(
+            shown,
+            vec![
+                ("already there", Some(false)),
+                ("new", Some(true)),
+                ("undefined name", Some(true))
+            ]
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use super::handle::{BaseMsg, Committed, CommittedFiles, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::{self, git, shared, BaseView, Baseline, Coverage, Taken};
 use crate::diagnostics::bound::Class;
+use crate::diagnostics::session::Pending;
 use crate::diagnostics::{project_root, writer, CheckError, Checker, SourceId, SourceInfo};
 use crate::policy::Verdict;
 use openfiles_wire::spec::BaselineInfo;
@@ -359,13 +360,16 @@ impl Pipeline {
         }
         let b = &self.base.baseline;
         if !b.usable() {
-            let pending = b.taken == Taken::Pending && self.base.store.is_some();
+            let pending = Pending {
+                own: b.taken == Taken::Pending && self.base.store.is_some(),
+                ..Pending::default()
+            };
             self.session
                 .set_view(path, None, pending, openfiles_wire::spec::now_ms());
             return;
         }
         let mut known = BTreeSet::new();
-        let mut pending = false;
+        let mut pending = Pending::default();
         for s in self.scheduler.sources_for(path) {
             let project = project_root(path, &self.root, &s.project_markers);
             match b.known(&s.name, s.project_wide, path, &project) {
@@ -373,7 +377,10 @@ impl Pipeline {
                     known.insert(s.name);
                 }
                 Some(false) => {}
-                None => pending = true,
+                None if s.project_wide => {
+                    pending.wide.insert(s.name);
+                }
+                None => pending.own = true,
             }
         }
         let file = b.file(path).cloned().unwrap_or_default();
