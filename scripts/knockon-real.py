@@ -24,7 +24,8 @@ default hook settings:
 With `--cold N`, N cold sessions instead (and no warm edits): each a fresh service with a
 state dir of its own (no commit's baseline kept from an earlier one), the `SessionStart`
 hook, `--start-gap` seconds, the breaking edit's hook, then FILE restored; per session the
-hook's time, whether its text named every caller, and when `diagnostics.json` had them all.
+hook's time, whether its text named every caller, when `diagnostics.json` had them all, and
+whether the baseline came from the warm-up (`seed.rs`) or a snapshot run.
 
 For each breaking edit: the hook's wall time, how many of the callers its own text named, and
 the time from the edit until `diagnostics.json` had an `affectedBy` entry with an error on every
@@ -175,11 +176,14 @@ def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
             time.sleep(a.start_gap)
             took, named, settled, ctx = edit(svc, target, broken, expected, True)
             open(target, "w").write(clean)
+        log = open(os.path.join(own, "serve.log"), errors="replace").read()
+        seeded = "the warm-up over a clean tree is the commit's baseline" in log
         hooks.append(took)
         named_all += named == len(expected)
         arrivals.append(settled if settled is not None else float("inf"))
         print(f"cold {i + 1}/{a.cold} (gap {a.start_gap:.1f} s): hook {took:.0f} ms naming "
-              f"{named}/{len(expected)} callers; all in diagnostics.json after {fmt(settled)}")
+              f"{named}/{len(expected)} callers; all in diagnostics.json after {fmt(settled)}; "
+              f"baseline {'from the warm-up' if seeded else 'from a snapshot run'}")
         if a.show:
             print(ctx)
     print(f"cold ({a.cold} sessions, gap {a.start_gap:.1f} s): hook p50 "
