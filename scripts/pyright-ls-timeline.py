@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""pyright-langserver's own timeline after a change (issue 42.2's floor): not a test.
+
+Copies REPO (click by default) to a temporary folder, starts `pyright-langserver --stdio`
+there in workspace mode (as the pyright plugin does: `diagnosticMode = workspace`), waits
+until its first analysis settled, then changes FILE (--old → --new), tells the server with
+`workspace/didChangeWatchedFiles` (what the plugin sends) and prints, in ms since that
+notification, every `publishDiagnostics` (file, number of diagnostics, errors) and work-done
+progress event until --quiet-ms of silence after the last progress end.
+
+    scripts/pyright-ls-timeline.py --repo /work/projects/click --file src/click/utils.py \\
+        --old 'def make_str(value: t.Any) -> str:' \\
+        --new 'def make_str(value: t.Any, strict: bool) -> str:'
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+
+
+def frame(proc, msg):
+    body = json.dumps(msg).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+
+
+def reader(proc, events):
+    out = proc.stdout
+    while True:
+        length = None
+        while True:
+            line = out.readline()
+            if not line:
+                return
+            line = line.strip()
+            if not line:
+                break
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        msg = json.loads(out.read(length))
+        analysis = {"diagnosticMode": "workspace", "autoSearchPaths": True,
+                    "useLibraryCodeForTypes": True}
+        if msg.get("method") == "workspace/configuration":
+            items = msg["params"]["items"]
+            result = [{"analysis": analysis} if i.get("section") == "python"
+                      else analysis if i.get("section") == "python.analysis" else None
+                      for i in items]
+            frame(proc, {"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        elif "id" in msg and "method" in msg:
+            frame(proc, {"jsonrpc": "2.0", "id": msg["id"], "result": None})
+        events.append((time.monotonic(), msg))
+
+
+def uri(path):
+    return "file://" + urllib.parse.quote(path)
+
+
+def settle(events, since_index, quiet_ms, limit_s):
+    """Wait until a progress end is followed by quiet_ms of silence; return the index."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        time.sleep(0.02)
+        tail = events[since_index:]
+        ends = [t for t, m in tail if m.get("method") == "$/progress"
+                and m["params"]["value"].get("kind") == "end"]
+        if ends and tail and time.monotonic() - tail[-1][0] >= quiet_ms / 1000:
+            return len(events)
+    return len(events)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repo", default="/work/projects/click")
+    p.add_argument("--file", default="src/click/utils.py")
+    p.add_argument("--old", default="def make_str(value: t.Any) -> str:")
+    p.add_argument("--new", default="def make_str(value: t.Any, strict: bool) -> str:")
+    p.add_argument("--quiet-ms", type=int, default=1000)
+    a = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="pyright-timeline-")
+    ws = os.path.join(tmp, "ws")
+    shutil.copytree(a.repo, ws, ignore=shutil.ignore_patterns(".git"))
+    proc = subprocess.Popen([shutil.which("pyright-langserver"), "--stdio"], cwd=ws,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    events = []
+    threading.Thread(target=reader, args=(proc, events), daemon=True).start()
+    try:
+        frame(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": os.getpid(), "rootUri": uri(ws),
+            "workspaceFolders": [{"uri": uri(ws), "name": "ws"}],
+            "capabilities": {"window": {"workDoneProgress": True},
+                             "workspace": {"configuration": True, "workspaceFolders": True},
+                             "textDocument": {"publishDiagnostics": {}}}}})
+        frame(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        t0 = time.monotonic()
+        n = settle(events, 0, 1500, 120)
+        print(f"first analysis settled after {1000 * (time.monotonic() - t0):.0f} ms")
+        target = os.path.join(ws, a.file)
+        text = open(target).read()
+        assert a.old in text, f"{a.old!r} is not in {a.file}"
+        open(target, "w").write(text.replace(a.old, a.new, 1))
+        frame(proc, {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles",
+                     "params": {"changes": [{"uri": uri(target), "type": 2}]}})
+        t1 = time.monotonic()
+        settle(events, n, a.quiet_ms, 60)
+        for t, m in events[n:]:
+            ms = 1000 * (t - t1)
+            if m.get("method") == "textDocument/publishDiagnostics":
+                diags = m["params"]["diagnostics"]
+                errors = sum(1 for d in diags if d.get("severity") == 1)
+                path = urllib.parse.unquote(m["params"]["uri"])[len("file://") + len(ws) + 1:]
+                print(f"{ms:8.0f} ms  publish  {path}  {len(diags)} diagnostics, {errors} errors")
+            elif m.get("method") == "$/progress":
+                v = m["params"]["value"]
+                print(f"{ms:8.0f} ms  progress {v.get('kind')} {v.get('title') or v.get('message') or ''}")
+    finally:
+        proc.terminate()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
