@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on a broken fixture
 
 mod confined;
+mod early_answer;
 mod language_server;
 mod monorepo;
 mod real_other_checkers;

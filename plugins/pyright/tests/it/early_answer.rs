@@ -1,0 +1,120 @@
+//! The warm server's early answer (issue 42.2): after an edit that breaks a caller, the
+//! check answers once the edited module and its users (the modules that import it and
+//! mention the changed name) were re-checked — naming the broken caller, with `more` — and
+//! the follow-up check of the same file (not notified again) answers with the rest, equal
+//! to the command line's (`language_server = false`, the reference).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use openfiles_plugin_api::{CheckRequest, CheckResponse, Init, Item, Plugin};
+use openfiles_plugin_pyright::Pyright;
+
+fn plugin(config: serde_json::Value) -> Pyright {
+    let state = tempfile::tempdir().unwrap();
+    Pyright::create(Init {
+        config,
+        state_dir: state.path().to_owned(),
+        host_version: "test".into(),
+    })
+    .unwrap()
+    .0
+}
+
+/// The items per file (files with none left out), and the answer's `more`.
+fn check(p: &Pyright, ws: &Path, edited: &Path, id: u64) -> (BTreeMap<PathBuf, Vec<Item>>, bool) {
+    let resp: CheckResponse = p
+        .check(CheckRequest {
+            id,
+            workspace: ws.to_owned(),
+            files: vec![edited.to_owned()],
+            report_all: true,
+            trusted: true,
+            timeout_ms: 120_000,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut by_file: BTreeMap<PathBuf, Vec<Item>> = BTreeMap::new();
+    for f in resp.files {
+        let items = by_file.entry(f.path).or_default();
+        items.extend(f.items);
+        items.sort_by_key(|i| (i.line, i.column, i.message.clone()));
+    }
+    by_file.retain(|_, items| !items.is_empty());
+    (by_file, resp.more)
+}
+
+const GOOD: &str = "def make_str(value: object) -> str:";
+const BROKEN: &str = "def make_str(value: object, strict: bool) -> str:";
+
+/// `pkg/utils.py` with `make_str` and `other`; `pkg/core.py` calls `make_str`; twelve
+/// modules import `other` only (importers the early answer does not wait for), one of them
+/// with a problem of its own.
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w(
+        "pyrightconfig.json",
+        "{\"typeCheckingMode\": \"standard\"}\n",
+    );
+    w("pkg/__init__.py", "");
+    w(
+        "pkg/utils.py",
+        &format!("{GOOD}\n    return str(value)\n\n\ndef other(x: int) -> int:\n    return x\n"),
+    );
+    w(
+        "pkg/core.py",
+        "from .utils import make_str\n\n\ndef name(v: int) -> str:\n    return make_str(v)\n",
+    );
+    for n in 0..12 {
+        let own = if n == 3 { "\nbad: int = \"x\"\n" } else { "" };
+        w(
+            &format!("pkg/m{n}.py"),
+            &format!("from pkg.utils import other\n\nY{n} = other({n})\n{own}"),
+        );
+    }
+    (tmp, ws)
+}
+
+#[test]
+fn the_early_answer_names_the_caller_and_the_follow_up_equals_the_command_line() {
+    let (_tmp, ws) = project();
+    let utils = ws.join("pkg/utils.py");
+    let core = ws.join("pkg/core.py");
+    let served = plugin(serde_json::Value::Null);
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    // Warm: the first analysis, then a check with nothing changed.
+    let (before, _) = check(&served, &ws, &utils, 1);
+    assert_eq!(before, check(&cli, &ws, &utils, 1).0, "before the edit");
+    let text = std::fs::read_to_string(&utils).unwrap();
+    std::fs::write(&utils, text.replace(GOOD, BROKEN)).unwrap();
+
+    let (early, more) = check(&served, &ws, &utils, 2);
+    assert!(more, "answered when the caller was re-checked: {early:#?}");
+    let codes: Vec<&str> = early
+        .get(&core)
+        .map(|items| items.iter().filter_map(|i| i.code.as_deref()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        codes,
+        ["reportCallIssue"],
+        "the caller is named: {early:#?}"
+    );
+
+    let (rest, more) = check(&served, &ws, &utils, 3);
+    assert!(!more, "the follow-up waits for the analysis to settle");
+    let (reference, _) = check(&cli, &ws, &utils, 3);
+    assert!(
+        reference.contains_key(&ws.join("pkg/m3.py")),
+        "{reference:#?}"
+    );
+    assert_eq!(
+        rest, reference,
+        "the follow-up is the command line's answer"
+    );
+}
