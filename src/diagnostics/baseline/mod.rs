@@ -207,6 +207,11 @@ pub struct BaseView {
     pub now_lines: Option<Vec<u64>>,
 }
 
+/// Per file a project-wide run over a committed tree found problems in: the file, its line
+/// hashes (when the snapshot has it) and the items (a snapshot run's result, or a warm-up's
+/// answer over a clean tree: `pipeline/seed.rs`).
+pub type CommittedFiles = Vec<(PathBuf, Option<Vec<u64>>, Vec<Item>)>;
+
 /// Hashes of `text`'s lines (trailing whitespace ignored), for diffing.
 pub fn line_hashes(text: &str) -> Vec<u64> {
     text.lines()

@@ -13,9 +13,11 @@ use std::sync::Arc;
 
 use openfiles_plugin_api::{confine, CheckRequest, Item, Severity};
 
-use super::handle::{BaseMsg, Committed, CommittedFiles, Msg};
+use super::handle::{BaseMsg, Committed, Msg};
 use super::Pipeline;
-use crate::diagnostics::baseline::{self, git, shared, BaseView, Baseline, Coverage, Taken};
+use crate::diagnostics::baseline::{
+    self, git, shared, BaseView, Baseline, CommittedFiles, Coverage, Taken,
+};
 use crate::diagnostics::bound::Class;
 use crate::diagnostics::session::Pending;
 use crate::diagnostics::{project_root, writer, CheckError, Checker, SourceId, SourceInfo};

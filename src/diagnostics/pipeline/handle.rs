@@ -13,6 +13,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+use crate::diagnostics::baseline::CommittedFiles;
 use crate::diagnostics::review::WorkspaceReview;
 use crate::diagnostics::schedule::Checked;
 use crate::diagnostics::waiters::WaitOutcome;
@@ -68,10 +69,6 @@ pub struct PipelineStatus {
 
 /// A file's committed text as line hashes, and what a source said about it.
 pub(super) type Committed = (Vec<u64>, Vec<Item>);
-
-/// Per file a project-wide run over a committed tree found problems in: the file, its line
-/// hashes (when the snapshot has it) and the items.
-pub(super) type CommittedFiles = Vec<(PathBuf, Option<Vec<u64>>, Vec<Item>)>;
 
 /// A baseline job's result (see `base.rs`).
 pub(super) enum BaseMsg {

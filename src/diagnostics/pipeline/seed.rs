@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::Item;
 
-use super::handle::CommittedFiles;
 use super::Pipeline;
-use crate::diagnostics::baseline::{self, git};
+use crate::diagnostics::baseline::{self, git, CommittedFiles};
 
 /// Seeds kept per workspace (the most recent last): one per project-wide source and project
 /// is the usual count; older commits' are dropped past it.
