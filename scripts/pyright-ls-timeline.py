@@ -82,6 +82,7 @@ def main():
     p.add_argument("--old", default="def make_str(value: t.Any) -> str:")
     p.add_argument("--new", default="def make_str(value: t.Any, strict: bool) -> str:")
     p.add_argument("--quiet-ms", type=int, default=1000)
+    p.add_argument("--show", action="store_true", help="print each error's line and message")
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="pyright-timeline-")
     ws = os.path.join(tmp, "ws")
@@ -117,6 +118,10 @@ def main():
                 errors = sum(1 for d in diags if d.get("severity") == 1)
                 path = urllib.parse.unquote(m["params"]["uri"])[len("file://") + len(ws) + 1:]
                 print(f"{ms:8.0f} ms  publish  {path}  {len(diags)} diagnostics, {errors} errors")
+                for d in diags if a.show else []:
+                    if d.get("severity") == 1:
+                        line = d["range"]["start"]["line"] + 1
+                        print(f"             {line}: {d['message'].splitlines()[0]}")
             elif m.get("method") == "$/progress":
                 v = m["params"]["value"]
                 print(f"{ms:8.0f} ms  progress {v.get('kind')} {v.get('title') or v.get('message') or ''}")

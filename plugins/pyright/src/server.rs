@@ -19,7 +19,8 @@
 //! Early: a check answers before the analysis settled, with [`Answer::more`], as soon as the
 //! changed files and their users ([`crate::early`]: the files that import a changed module
 //! and mention a name its edit touched) were re-published after the notification — what the
-//! edit broke in its callers is known then; the rest of the analysis (every other
+//! edit broke in its callers is known then (a changed file's own diagnostics only once it was
+//! re-published twice: the first publish repeats its old diagnostics); the rest of the analysis (every other
 //! importer) is the follow-up check's, which the service runs at once: its files are not
 //! notified again (the server was told their text), so it waits for the same analysis to
 //! settle. Only files whose text differs from what the server was told are notified.
@@ -378,7 +379,13 @@ fn notify_and_wait(
         }
         let settled = start.settled(&p);
         if settled || start.early(&p) {
-            let pushes = under(&p.diagnostics, ask.roots);
+            let mut pushes = under(&p.diagnostics, ask.roots);
+            if !settled {
+                // A changed file's first publish after the notification is its old
+                // diagnostics again (at the old text's lines): left to the follow-up.
+                let stale = start.stale(&p);
+                pushes.retain(|(f, _)| !stale.contains(&uri(f)));
+            }
             let known: Vec<PathBuf> = p.published.keys().filter_map(|u| path_of(u)).collect();
             drop(p);
             if settled {
@@ -492,6 +499,16 @@ impl Start {
             && self.before.len() == self.uris.len()
             && self.before.iter().all(again)
             && self.users.iter().all(again)
+    }
+
+    /// The changed files not re-published since their first publish after the notification
+    /// (which repeats the old text's diagnostics before the server re-checked it).
+    fn stale(&self, p: &crate::rpc::Pushed) -> HashSet<String> {
+        self.before
+            .iter()
+            .filter(|(u, n)| p.published.get(u).is_none_or(|m| *m <= n + 1))
+            .map(|(u, _)| u.clone())
+            .collect()
     }
 
     fn settled(&self, p: &crate::rpc::Pushed) -> bool {
