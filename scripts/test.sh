@@ -65,7 +65,7 @@ fi
 # hides it.
 awk -v status="$status" -v recovered="$recovered" '
   /^test result:/ { p += $4; f += $6; if ($3 == "FAILED.") summarised += 1; next }
-  /^error: test failed, to rerun pass/ { failed_bins += 1 }
+  /^error: (doc)?test failed, to rerun pass/ { failed_bins += 1 }
   END {
     if (failed_bins > summarised) f += failed_bins - summarised
     p += recovered; f -= recovered
