@@ -327,10 +327,12 @@ impl Scheduler {
             None => Vec::new(),
         };
         let check = self.next_check;
+        let files: Vec<PathBuf> = with_gen.iter().map(|(p, _)| p.clone()).collect();
         let request = CheckRequest {
             id: check,
             workspace: self.root.clone(),
-            files: with_gen.iter().map(|(p, _)| p.clone()).collect(),
+            served: super::served(&*self.checker, &files),
+            files,
             also_report,
             timeout_ms,
             // Every file of the project with a problem: what the edits broke elsewhere.
@@ -400,13 +402,15 @@ impl Scheduler {
         }
         let check = self.next_check;
         self.next_check += 1;
+        let files: Vec<PathBuf> = parts
+            .iter()
+            .flat_map(|(_, files)| files.iter().map(|(p, _)| p.clone()))
+            .collect();
         let request = CheckRequest {
             id: check,
             workspace: self.root.clone(),
-            files: parts
-                .iter()
-                .flat_map(|(_, files)| files.iter().map(|(p, _)| p.clone()))
-                .collect(),
+            served: super::served(&*self.checker, &files),
+            files,
             also_report,
             timeout_ms,
             report_all: true,

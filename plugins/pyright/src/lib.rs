@@ -195,6 +195,16 @@ impl Plugin for Pyright {
             // (a ty project's warm-up runs `ty check`, which takes a fraction of a second).
             warm: settings.language_server != Some(false),
             superseded: false,
+            // Where its warm server serves a project, the lsp plugin's server of the same
+            // checker need not analyse it again (`CheckRequest::served`).
+            serves: if settings.language_server != Some(false) {
+                vec![
+                    Checker::Pyright.name().into(),
+                    Checker::Basedpyright.name().into(),
+                ]
+            } else {
+                Vec::new()
+            },
         };
         Ok((
             Pyright {
@@ -261,7 +271,9 @@ impl Plugin for Pyright {
                     // another checker (or is another project) is left to that one's run.
                     let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
                     let asked: Asked = (wanted, request.report_all, &ours);
-                    let served = served.get(&run.2).map(|found| under(found, &run.1));
+                    let served = served
+                        .get(&run.2)
+                        .map(|found| hints_for(under(found, &run.1), &request, checker));
                     self.run(request.id, run, asked, &scope, served)
                 },
             );
@@ -558,8 +570,9 @@ fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Fou
     }
 }
 
-/// The language server's pushed diagnostics as the command line's: hints (unused names,
-/// unreachable code, which the command line does not print) left out.
+/// The language server's pushed diagnostics, hints (severity 4: unused names, unreachable
+/// code, which the command line does not print) included; [`hints_for`] keeps those of the
+/// files it stands in for the lsp plugin's server on.
 fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
     let mut found = Vec::new();
     for (path, diags) in pushes {
@@ -567,7 +580,7 @@ fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
             let severity = match d.get("severity").and_then(|s| s.as_u64()) {
                 Some(2) => Severity::Warning,
                 Some(3) => Severity::Info,
-                Some(4) => continue,
+                Some(4) => Severity::Hint,
                 _ => Severity::Error,
             };
             let at = |k: &str| {
@@ -636,6 +649,29 @@ fn collect(
         found.add(p, item(d.line, column));
     }
     found.finish()
+}
+
+/// The warm server's diagnostics as the command line's — no hints —, except in the files the
+/// request says this plugin stands in for `checker`'s per-file language server on
+/// ([`CheckRequest::served`]): there every item that server would give, hints included.
+fn hints_for(found: Vec<Found>, request: &CheckRequest, checker: Checker) -> Vec<Found> {
+    let ours: HashSet<&Path> = request
+        .served
+        .iter()
+        .filter(|(_, names)| request.trusted && names.iter().any(|n| n == checker.name()))
+        .map(|(file, _)| file.as_path())
+        .collect();
+    found
+        .into_iter()
+        .filter(|f| {
+            f.severity != Severity::Hint
+                || f.file.as_deref().is_some_and(|p| {
+                    let p = Path::new(p);
+                    ours.contains(p)
+                        || std::fs::canonicalize(p).is_ok_and(|c| ours.contains(c.as_path()))
+                })
+        })
+        .collect()
 }
 
 /// The diagnostics of `found` (the language server's: absolute paths) in files under `root`.
@@ -709,6 +745,49 @@ mod tests {
         std::fs::remove_file(app.join("ty.toml")).unwrap();
         std::fs::remove_file(app.join("pyproject.toml")).unwrap();
         assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
+    }
+
+    #[test]
+    fn the_servers_hints_are_kept_only_where_it_stands_in_for_the_language_server() {
+        let found = |file: &str, severity| Found {
+            file: Some(file.into()),
+            line: 1,
+            column: Column::Utf16(1),
+            severity,
+            rule: None,
+            message: "m".into(),
+        };
+        let all = vec![
+            found("/w/a.py", Severity::Hint),
+            found("/w/a.py", Severity::Error),
+            found("/w/b.py", Severity::Hint),
+            found("/w/b.py", Severity::Error),
+        ];
+        let kept = |request: &CheckRequest, checker| -> Vec<(String, Severity)> {
+            hints_for(all.clone(), request, checker)
+                .into_iter()
+                .map(|f| (f.file.unwrap_or_default(), f.severity))
+                .collect()
+        };
+        let mut request = CheckRequest {
+            trusted: true,
+            served: [(PathBuf::from("/w/a.py"), vec!["pyright".to_owned()])].into(),
+            ..Default::default()
+        };
+        let errors_and_a = vec![
+            ("/w/a.py".to_owned(), Severity::Hint),
+            ("/w/a.py".to_owned(), Severity::Error),
+            ("/w/b.py".to_owned(), Severity::Error),
+        ];
+        assert_eq!(kept(&request, Checker::Pyright), errors_and_a);
+        // Another checker's server, or an untrusted request: the command line's items.
+        let errors = vec![
+            ("/w/a.py".to_owned(), Severity::Error),
+            ("/w/b.py".to_owned(), Severity::Error),
+        ];
+        assert_eq!(kept(&request, Checker::Basedpyright), errors);
+        request.trusted = false;
+        assert_eq!(kept(&request, Checker::Pyright), errors);
     }
 
     #[test]
