@@ -3,8 +3,9 @@
 //! file's check (ruff still runs there) and starts no `pyright-langserver` for it; the
 //! file's type items — hints included — come from the pyright plugin, reported once and
 //! classified against the commit. A `nav` question still starts the lsp plugin's own
-//! server. Untrusted workspaces, and the pyright plugin without its server (its command
-//! line only), keep both analyses.
+//! server. Untrusted workspaces, the pyright plugin without its server (its command line
+//! only) and a file the project's `include` leaves out (the pyright plugin says nothing about
+//! it) keep the lsp plugin's analysis.
 
 use crate::common;
 use crate::common::git;
@@ -26,7 +27,11 @@ const EDITED: &str =
     "import os\n\n\ndef f(x: int) -> str:\n    legacy: int = \"x\"\n    return x + legacy\n";
 
 fn project(ws: &Path) {
-    std::fs::write(ws.join("pyproject.toml"), "[tool.pyright]\n").unwrap();
+    project_with(ws, "[tool.pyright]\n");
+}
+
+fn project_with(ws: &Path, pyproject: &str) {
+    std::fs::write(ws.join("pyproject.toml"), pyproject).unwrap();
     std::fs::write(ws.join("app.py"), COMMITTED).unwrap();
     git(ws, &["init", "-q"]);
     git(ws, &["add", "."]);
@@ -199,5 +204,20 @@ fn the_pyright_plugins_command_line_alone_keeps_the_lsp_server() {
     let servers = langservers(svc.pid());
     assert_eq!(servers.get("lsp"), Some(&1), "{servers:?}");
     assert_eq!(servers.get("pyright"), None, "{servers:?}");
+    svc.terminate();
+}
+
+#[test]
+fn a_file_the_project_does_not_include_keeps_the_lsp_server() {
+    let env = env("");
+    let ws = env.workspace("app");
+    // click's way: the project's type checking covers `src` only.
+    project_with(&ws, "[tool.pyright]\ninclude = [\"src\"]\n");
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let items = edit(&env, &ws);
+    assert_classified(&items);
+    assert_eq!(hints(&items), 1, "{items:#?}");
+    let servers = langservers(svc.pid());
+    assert_eq!(servers.get("lsp"), Some(&1), "{servers:?}");
     svc.terminate();
 }

@@ -406,8 +406,8 @@ impl Inner {
                 .await
                 .map_err(|e| PluginError::Tool(e.to_string()))?;
         // A server another source stands in for (the pyright plugin's warm server for a
-        // Python type checker) is left out of this check, and not started for it; questions
-        // (`query`) still go to it.
+        // Python type checker, over the files its project tracks) is left out of this check,
+        // and not started for it; questions (`query`) still go to it.
         jobs.retain(|j| !served_elsewhere(req, j));
         let mut set = JoinSet::new();
         let mut per_file: HashMap<usize, Vec<Item>> = HashMap::new();
@@ -650,14 +650,19 @@ impl Inner {
 }
 
 /// Whether `job`'s server is one the request says another source gives the diagnostics of,
-/// for its file ([`CheckRequest::served`]; only trusted workspaces' requests carry it).
+/// for its file ([`CheckRequest::served`]; only trusted workspaces' requests carry it), and
+/// that source's project reports on the file ([`tracked::tracks`]: a file its `include`
+/// leaves out keeps this server's analysis).
 fn served_elsewhere(req: &CheckRequest, job: &Job) -> bool {
+    let Some(file) = req.files.get(job.file) else {
+        return false;
+    };
     req.trusted
         && req
-            .files
-            .get(job.file)
-            .and_then(|f| req.served.get(f))
+            .served
+            .get(file)
             .is_some_and(|names| names.contains(&job.spec.name))
+        && openfiles_plugin_api::tracked::tracks(&job.spec.name, &job.root, file)
 }
 
 /// The answer: each file's items merged ([`convert::merge`]), files in path order.
