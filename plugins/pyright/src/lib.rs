@@ -40,13 +40,15 @@
 //! Config (`[plugin.pyright]`): `pyright`, `basedpyright`, `ty` = "path/to/exe";
 //! `extra_args = [..]` (after `--outputjson`, for pyright and basedpyright),
 //! `ty_args = [..]` (after `ty check`'s own). `OPENFILES_PYRIGHT_LOG` (any value) prints
-//! each check's timeline to the service's log ([`trace`]).
+//! each check's timeline to the service's log ([`timeline`]).
 
 pub mod early;
 pub mod parse;
 pub mod rpc;
 pub mod server;
+mod timeline;
 pub mod ty;
+use timeline::trace;
 
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
 use openfiles_plugin_api::markers::{self, project_root};
@@ -63,19 +65,6 @@ use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
 
-/// Whether `OPENFILES_PYRIGHT_LOG` asks for the per-check timeline (see [`trace`]).
-fn tracing_on() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("OPENFILES_PYRIGHT_LOG").is_some_and(|v| !v.is_empty()))
-}
-
-/// One line of the per-check timeline on stderr (the service's log, which stamps it) when
-/// `OPENFILES_PYRIGHT_LOG` is set: where a warm check's time goes.
-pub(crate) fn trace(what: impl FnOnce() -> String) {
-    if tracing_on() {
-        eprintln!("openfiles-plugin-pyright: {}", what());
-    }
-}
 /// A Python type checker whose command line this plugin runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Checker {
@@ -227,10 +216,7 @@ impl Plugin for Pyright {
     }
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
-        trace(|| {
-            let (n, also) = (request.files.len(), request.also_report.len());
-            format!("check {}: {n} files, {also} also reported", request.id)
-        });
+        trace(|| format!("check {}: {} files", request.id, request.files.len()));
         let ws = &request.workspace;
         let scope = scope(&request);
         let mut runs: BTreeMap<Run, Vec<PathBuf>> = BTreeMap::new();

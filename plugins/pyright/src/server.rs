@@ -486,7 +486,7 @@ struct Timeline {
 
 impl Timeline {
     fn new(start: &Start) -> Timeline {
-        let on = crate::tracing_on();
+        let on = crate::timeline::on();
         let seen = start.before.iter().chain(&start.users).cloned().collect();
         let t = Timeline { on, seen };
         t.line(
@@ -505,7 +505,7 @@ impl Timeline {
     fn line(&self, start: &Start, what: &str) {
         if self.on {
             let ms = start.since.elapsed().as_millis();
-            crate::trace(|| format!("timeline +{ms} ms: {what}"));
+            crate::timeline::trace(|| format!("timeline +{ms} ms: {what}"));
         }
     }
 
