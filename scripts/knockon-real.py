@@ -216,6 +216,8 @@ def main():
                    help="measure N cold sessions (fresh service and state each) instead")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--show", action="store_true", help="print the cold edit's feedback")
+    p.add_argument("--log", help="copy the service's log here at the end (its level: RUST_LOG, "
+                   "e.g. `debug` for the per-edit timeline)")
     a = p.parse_args()
     t = os.path.abspath(a.target)
     binary = os.path.join(t, "openfiles")
@@ -284,6 +286,8 @@ def main():
                   f"(max {max(alls):.2f})")
         print(f"reverts ({len(clears)}): cleared from diagnostics.json p50 "
               f"{statistics.median(clears):.2f} s; hooks still naming a caller: {stale}")
+    if a.log:
+        shutil.copyfile(os.path.join(tmp, "serve.log"), a.log)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
