@@ -25,7 +25,8 @@ With `--cold N`, N cold sessions instead (and no warm edits): each a fresh servi
 state dir of its own (no commit's baseline kept from an earlier one), the `SessionStart`
 hook, `--start-gap` seconds, the breaking edit's hook, then FILE restored; per session the
 hook's time, whether its text named every caller, when `diagnostics.json` had them all, and
-whether the baseline came from the warm-up (`seed.rs`) or a snapshot run.
+whether the baseline came from the warm-up (`seed.rs`), a snapshot run the warm-up started
+ahead of the edit (`base::prefetch`; the edit waits for it if it still runs) or one the edit started.
 
 For each breaking edit: the hook's wall time, how many of the callers its own text named, and
 the time from the edit until `diagnostics.json` had an `affectedBy` entry with an error on every
@@ -177,13 +178,18 @@ def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
             took, named, settled, ctx = edit(svc, target, broken, expected, True)
             open(target, "w").write(clean)
         log = open(os.path.join(own, "serve.log"), errors="replace").read()
-        seeded = "the warm-up over a clean tree is the commit's baseline" in log
+        if "the warm-up over a clean tree is the commit's baseline" in log:
+            origin = "from the warm-up"
+        elif "the commit's baseline is ready before the session's first edit" in log:
+            origin = "run ahead by the warm-up"
+        else:
+            origin = "from a snapshot run"
         hooks.append(took)
         named_all += named == len(expected)
         arrivals.append(settled if settled is not None else float("inf"))
         print(f"cold {i + 1}/{a.cold} (gap {a.start_gap:.1f} s): hook {took:.0f} ms naming "
               f"{named}/{len(expected)} callers; all in diagnostics.json after {fmt(settled)}; "
-              f"baseline {'from the warm-up' if seeded else 'from a snapshot run'}")
+              f"baseline {origin}")
         if a.show:
             print(ctx)
     print(f"cold ({a.cold} sessions, gap {a.start_gap:.1f} s): hook p50 "
@@ -210,6 +216,8 @@ def main():
                    help="measure N cold sessions (fresh service and state each) instead")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--show", action="store_true", help="print the cold edit's feedback")
+    p.add_argument("--log", help="copy the service's log here at the end (its level: RUST_LOG, "
+                   "e.g. `debug` for the per-edit timeline)")
     a = p.parse_args()
     t = os.path.abspath(a.target)
     binary = os.path.join(t, "openfiles")
@@ -278,6 +286,8 @@ def main():
                   f"(max {max(alls):.2f})")
         print(f"reverts ({len(clears)}): cleared from diagnostics.json p50 "
               f"{statistics.median(clears):.2f} s; hooks still naming a caller: {stale}")
+    if a.log:
+        shutil.copyfile(os.path.join(tmp, "serve.log"), a.log)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -62,16 +62,43 @@ def uri(path):
 
 
 def settle(events, since_index, quiet_ms, limit_s):
-    """Wait until a progress end is followed by quiet_ms of silence; return the index."""
+    """Wait until a progress end is followed by quiet_ms of silence (or, with no progress,
+    three times that); return the index."""
     start = time.monotonic()
     while time.monotonic() - start < limit_s:
         time.sleep(0.02)
         tail = events[since_index:]
         ends = [t for t, m in tail if m.get("method") == "$/progress"
                 and m["params"]["value"].get("kind") == "end"]
-        if ends and tail and time.monotonic() - tail[-1][0] >= quiet_ms / 1000:
+        silence = time.monotonic() - tail[-1][0] if tail else 0
+        # No progress at all (a re-check too short to report one): three times the quiet.
+        if tail and silence >= quiet_ms / 1000 * (1 if ends else 3):
             return len(events)
     return len(events)
+
+
+def show(events, t1, ws, a, quiet):
+    """Print the events (unless `quiet`); the ms until `a.user` was first published."""
+    first = None
+    for t, m in events:
+        ms = 1000 * (t - t1)
+        if m.get("method") == "textDocument/publishDiagnostics":
+            diags = m["params"]["diagnostics"]
+            errors = sum(1 for d in diags if d.get("severity") == 1)
+            path = urllib.parse.unquote(m["params"]["uri"])[len("file://") + len(ws) + 1:]
+            if path == a.user and first is None:
+                first = ms
+            if quiet:
+                continue
+            print(f"{ms:8.0f} ms  publish  {path}  {len(diags)} diagnostics, {errors} errors")
+            for d in diags if a.show else []:
+                if d.get("severity") == 1:
+                    line = d["range"]["start"]["line"] + 1
+                    print(f"             {line}: {d['message'].splitlines()[0]}")
+        elif m.get("method") == "$/progress" and not quiet:
+            v = m["params"]["value"]
+            print(f"{ms:8.0f} ms  progress {v.get('kind')} {v.get('title') or v.get('message') or ''}")
+    return first
 
 
 def main():
@@ -83,6 +110,14 @@ def main():
     p.add_argument("--new", default="def make_str(value: t.Any, strict: bool) -> str:")
     p.add_argument("--quiet-ms", type=int, default=1000)
     p.add_argument("--show", action="store_true", help="print each error's line and message")
+    p.add_argument("--open", nargs="*", default=[], metavar="FILE",
+                   help="files opened (`didOpen`) first: pyright checks open files before the "
+                        "rest; an open FILE is changed with `didChange`")
+    p.add_argument("--user", default="src/click/core.py",
+                   help="the file whose first publish after each breaking change is timed")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="N breaking changes (each then reverted); the timeline of the first "
+                        "is printed, then the p50 of --user's first publish")
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="pyright-timeline-")
     ws = os.path.join(tmp, "ws")
@@ -106,25 +141,37 @@ def main():
         target = os.path.join(ws, a.file)
         text = open(target).read()
         assert a.old in text, f"{a.old!r} is not in {a.file}"
-        open(target, "w").write(text.replace(a.old, a.new, 1))
-        frame(proc, {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles",
-                     "params": {"changes": [{"uri": uri(target), "type": 2}]}})
-        t1 = time.monotonic()
-        settle(events, n, a.quiet_ms, 60)
-        for t, m in events[n:]:
-            ms = 1000 * (t - t1)
-            if m.get("method") == "textDocument/publishDiagnostics":
-                diags = m["params"]["diagnostics"]
-                errors = sum(1 for d in diags if d.get("severity") == 1)
-                path = urllib.parse.unquote(m["params"]["uri"])[len("file://") + len(ws) + 1:]
-                print(f"{ms:8.0f} ms  publish  {path}  {len(diags)} diagnostics, {errors} errors")
-                for d in diags if a.show else []:
-                    if d.get("severity") == 1:
-                        line = d["range"]["start"]["line"] + 1
-                        print(f"             {line}: {d['message'].splitlines()[0]}")
-            elif m.get("method") == "$/progress":
-                v = m["params"]["value"]
-                print(f"{ms:8.0f} ms  progress {v.get('kind')} {v.get('title') or v.get('message') or ''}")
+        opened = {os.path.join(ws, f): 1 for f in a.open}
+        for path in opened:
+            frame(proc, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+                "textDocument": {"uri": uri(path), "languageId": "python", "version": 1,
+                                 "text": open(path).read()}}})
+        if opened:
+            n = settle(events, n, 1500, 120)
+        texts = [text.replace(a.old, a.new, 1), text]
+        firsts = []
+        for i in range(max(1, 2 * a.repeat - 1)):
+            new = texts[i % 2]
+            open(target, "w").write(new)
+            if target in opened:
+                opened[target] += 1
+                frame(proc, {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+                    "textDocument": {"uri": uri(target), "version": opened[target]},
+                    "contentChanges": [{"text": new}]}})
+            else:
+                frame(proc, {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles",
+                             "params": {"changes": [{"uri": uri(target), "type": 2}]}})
+            t1 = time.monotonic()
+            settle(events, n, a.quiet_ms, 60)
+            first = show(events[n:], t1, ws, a, quiet=i > 0)
+            n = len(events)
+            if i % 2 == 0 and first is not None:
+                firsts.append(first)
+        if a.repeat > 1:
+            firsts.sort()
+            print(f"{a.user} first re-published after the breaking change: p50 "
+                  f"{firsts[len(firsts) // 2]:.0f} ms over {len(firsts)} "
+                  f"({', '.join(f'{f:.0f}' for f in firsts)})")
     finally:
         proc.terminate()
         shutil.rmtree(tmp, ignore_errors=True)

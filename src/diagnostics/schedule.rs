@@ -340,6 +340,15 @@ impl Scheduler {
             ..Default::default()
         };
         self.next_check += 1;
+        tracing::debug!(
+            root = %self.root.display(),
+            check,
+            source = %info.name,
+            files = request.files.len(),
+            also = request.also_report.len(),
+            project = ?project,
+            "check sent"
+        );
         let fut = self.checker.check(info.id, request);
         let done = self.done.clone();
         let (source, name) = (info.id, info.name.clone());
@@ -416,6 +425,14 @@ impl Scheduler {
             report_all: true,
             ..Default::default()
         };
+        tracing::debug!(
+            root = %self.root.display(),
+            check,
+            source = %info.name,
+            files = request.files.len(),
+            projects = parts.len(),
+            "check sent (projects together)"
+        );
         let fut = self.checker.check(info.id, request);
         let done = self.done.clone();
         let (source, name) = (info.id, info.name.clone());
@@ -459,21 +476,32 @@ async fn answer(
     timeout_ms: u64,
     name: String,
 ) -> (Result<CheckResponse, CheckError>, Duration) {
+    let asked = tokio::time::Instant::now();
     let _place = match bound {
         Some(b) => Some(b.acquire(Class::Edit).await),
         None => None,
     };
     let started = tokio::time::Instant::now();
+    let queued_ms = (started - asked).as_millis() as u64;
     // The plugin host enforces the deadline; this bound only guards against a host bug.
     let limit = Duration::from_millis(timeout_ms + 10_000);
     let result = match tokio::time::timeout(limit, fut).await {
         Ok(r) => r,
         Err(_) => Err(CheckError::NoAnswer {
-            source_name: name,
+            source_name: name.clone(),
             after_ms: limit.as_millis() as u64,
         }),
     };
-    (result, started.elapsed())
+    let took = started.elapsed();
+    tracing::debug!(
+        source = %name,
+        ms = took.as_millis() as u64,
+        queued_ms,
+        ok = result.is_ok(),
+        more = result.as_ref().is_ok_and(|r| r.more),
+        "check answered"
+    );
+    (result, took)
 }
 
 /// A joint check's answer as each of `projects`' own: a file's result goes to the deepest

@@ -140,6 +140,13 @@ impl Waiters {
                         late.owe(owner, &pending, w.since, !partial, &shown);
                     }
                 }
+                tracing::debug!(
+                    ms = openfiles_wire::spec::now_ms().saturating_sub(w.since),
+                    complete,
+                    partial,
+                    knock_on,
+                    "wait answered"
+                );
                 let _ = w.reply.send(WaitOutcome {
                     complete,
                     partial,

@@ -173,3 +173,56 @@ fn the_bound_holds_for_edits_in_many_worktrees_at_once() {
     assert_eq!(most_at_once(&runs), 2, "two at once, never more: {runs:?}");
     svc.terminate();
 }
+
+/// A session start (`warm`) runs the commit's baseline of a project-wide source that keeps
+/// no server, before any edit (`warm.rs`, the prefetch); the first edit then finds it in the
+/// shared store and runs only its own check, its items classified against it. A workspace
+/// without a session start runs none until its first edit.
+#[test]
+fn a_session_start_runs_the_commits_baseline_before_the_first_edit() {
+    let (env, log) = fleet_env(2, 300);
+    let roots = repo_with_worktrees(&env, 0);
+    let ws = &roots[0];
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    // Nothing runs before a session starts.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(runs(&log).is_empty(), "{:?}", runs(&log));
+
+    env.client()
+        .call(&openfiles_wire::control::Warm(
+            openfiles_wire::control::PathArg {
+                path: ws.clone(),
+                force: false,
+            },
+        ))
+        .unwrap();
+    wait_until("the baseline run ended before any edit", || {
+        runs(&log)
+            .iter()
+            .any(|(w, k, _)| w == "end" && k == "baseline")
+    });
+    let before = runs(&log);
+    assert!(
+        before.iter().all(|(_, k, _)| k == "baseline"),
+        "the warm-up checks nothing else of a project-wide source: {before:?}"
+    );
+
+    let file = ws.join("notes.txt");
+    std::fs::write(&file, "error: old in @ws\nerror: mine\n").unwrap();
+    env.edited(&[&file]);
+    wait_until("the edit's problems, classified", || {
+        own_items_classified(ws, "mine")
+    });
+    let runs = runs(&log);
+    let baselines = |w: &str| {
+        runs.iter()
+            .filter(|(what, k, _)| what == w && k == "baseline")
+            .count()
+    };
+    assert_eq!(baselines("start"), 1, "one baseline run: {runs:?}");
+    assert!(
+        runs.iter().any(|(w, k, _)| w == "start" && k == "edit"),
+        "{runs:?}"
+    );
+    svc.terminate();
+}

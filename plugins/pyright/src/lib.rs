@@ -39,13 +39,16 @@
 //!
 //! Config (`[plugin.pyright]`): `pyright`, `basedpyright`, `ty` = "path/to/exe";
 //! `extra_args = [..]` (after `--outputjson`, for pyright and basedpyright),
-//! `ty_args = [..]` (after `ty check`'s own).
+//! `ty_args = [..]` (after `ty check`'s own). `OPENFILES_PYRIGHT_LOG` (any value) prints
+//! each check's timeline to the service's log ([`timeline`]).
 
 pub mod early;
 pub mod parse;
 pub mod rpc;
 pub mod server;
+mod timeline;
 pub mod ty;
+use timeline::trace;
 
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
 use openfiles_plugin_api::markers::{self, project_root};
@@ -61,6 +64,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 const EXTENSIONS: &[&str] = &["py", "pyi"];
+
 /// A Python type checker whose command line this plugin runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Checker {
@@ -222,6 +226,7 @@ impl Plugin for Pyright {
     }
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
+        trace(|| format!("check {}: {} files", request.id, request.files.len()));
         let ws = &request.workspace;
         let scope = scope(&request);
         let mut runs: BTreeMap<Run, Vec<PathBuf>> = BTreeMap::new();
@@ -261,6 +266,7 @@ impl Plugin for Pyright {
                     self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
                 })
                 .unwrap_or_default();
+            trace(|| format!("check {}: served", request.id));
             let found = self.runs.run_groups(
                 request.id,
                 checker.source(),
@@ -288,6 +294,7 @@ impl Plugin for Pyright {
             items: Vec::new(),
         }));
         let more = self.early(request.id);
+        trace(|| format!("check {}: {} files answered", request.id, files.len()));
         Ok(CheckResponse { files, more })
     }
 
@@ -606,8 +613,37 @@ fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
     found
 }
 
+/// Where a reported file's diagnostics go (see [`collect`]).
+enum Place {
+    /// To every file of the run (a problem of no Python file).
+    Shared,
+    /// Nowhere (not asked for).
+    Skip,
+    /// To this file.
+    File(PathBuf),
+}
+
+/// Where the diagnostics of `file` (relative to `root`, or absolute) go.
+fn place(root: &Path, file: &str, asked: &dyn Fn(&Path) -> bool) -> Place {
+    let p = root.join(file);
+    let p = std::fs::canonicalize(&p).unwrap_or(p);
+    let python = p
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| EXTENSIONS.contains(&e));
+    if !python {
+        // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
+        Place::Shared
+    } else if !asked(&p) {
+        Place::Skip // another file of the project not asked for, or another project's
+    } else {
+        Place::File(p)
+    }
+}
+
 /// `diags` (of `checker`, paths relative to `root`) as findings: those of the files `asked`
-/// for per file, those of no Python file shared.
+/// for per file, those of no Python file shared. Each file is placed once, however many
+/// diagnostics it has (`asked` may choose its checker: a look at the disk).
 fn collect(
     checker: Checker,
     root: &Path,
@@ -616,6 +652,7 @@ fn collect(
     asked: &dyn Fn(&Path) -> bool,
 ) -> Findings {
     let mut found = Collect::new(workspace);
+    let mut places: HashMap<String, Place> = HashMap::new();
     for d in diags {
         let item = |line: u32, column: u32| Item {
             introduced: None,
@@ -631,22 +668,17 @@ fn collect(
             found.shared(item(1, 1));
             continue;
         };
-        let p = root.join(file);
-        let p = std::fs::canonicalize(&p).unwrap_or(p);
-        let python = p
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTENSIONS.contains(&e));
-        if !python {
-            // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
-            found.shared(item(1, 1));
-            continue;
+        let place = places
+            .entry(file.clone())
+            .or_insert_with(|| place(root, file, asked));
+        match place {
+            Place::Shared => found.shared(item(1, 1)),
+            Place::Skip => {}
+            Place::File(p) => {
+                let column = found.column(p, d.line, d.column);
+                found.add(p.clone(), item(d.line, column));
+            }
         }
-        if !asked(&p) {
-            continue; // another file of the project not asked for, or another project's
-        }
-        let column = found.column(&p, d.line, d.column);
-        found.add(p, item(d.line, column));
     }
     found.finish()
 }

@@ -373,14 +373,17 @@ fn notify_and_wait(
 ) -> Result<Option<Answer>, ServerError> {
     let start = notify(server, ask)?;
     let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
+    let mut timeline = Timeline::new(&start);
     loop {
         let p = server.conn.wait(25);
         if p.closed {
             return Err(ServerError::Crashed);
         }
         if cancelled() {
+            timeline.line(&start, "cancelled");
             return Ok(None);
         }
+        timeline.publishes(&start, &p);
         let settled = start.settled(&p);
         if settled || start.early(&p) {
             let mut pushes = under(&p.diagnostics, ask.roots);
@@ -401,6 +404,7 @@ fn notify_and_wait(
                 texts.learn(ask.workspace, ours);
             }
             let more = !settled;
+            timeline.line(&start, if more { "answered early" } else { "settled" });
             return Ok(Some(Answer { pushes, more }));
         }
         if Instant::now() > until {
@@ -474,6 +478,59 @@ fn notify(server: &Server, ask: &Ask) -> Result<Start, ServerError> {
         pushes_quiet,
         silent,
     })
+}
+
+/// The per-check timeline on stderr (the service's log) when `OPENFILES_PYRIGHT_LOG` is set:
+/// the notification, each publish of a changed file or a user, the answer, in ms since the
+/// notification — where a warm check's time goes.
+struct Timeline {
+    on: bool,
+    seen: HashMap<String, u64>,
+}
+
+impl Timeline {
+    fn new(start: &Start) -> Timeline {
+        let on = crate::timeline::on();
+        let seen = start.before.iter().chain(&start.users).cloned().collect();
+        let t = Timeline { on, seen };
+        t.line(
+            start,
+            &format!(
+                "notified {} files ({} published before), awaiting {} users, first {}",
+                start.uris.len(),
+                start.before.len(),
+                start.users.len(),
+                start.first
+            ),
+        );
+        t
+    }
+
+    fn line(&self, start: &Start, what: &str) {
+        if self.on {
+            let ms = start.since.elapsed().as_millis();
+            crate::timeline::trace(|| format!("timeline +{ms} ms: {what}"));
+        }
+    }
+
+    /// Note each new publish of a changed file or a user.
+    fn publishes(&mut self, start: &Start, p: &crate::rpc::Pushed) {
+        if !self.on {
+            return;
+        }
+        let mut news = Vec::new();
+        for (u, n) in self.seen.iter_mut() {
+            let now = p.published.get(u).copied().unwrap_or(0);
+            if now > *n {
+                *n = now;
+                let errors = p.diagnostics.get(u).map_or(0, Vec::len);
+                news.push(format!("published {u} ({errors} diagnostics)"));
+            }
+        }
+        for n in news {
+            self.line(start, &n);
+        }
+    }
 }
 
 /// What a check's wait compares the server's pushes with (see the module docs).

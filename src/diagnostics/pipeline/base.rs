@@ -90,6 +90,11 @@ impl BaseState {
         self.store.is_some()
     }
 
+    /// The store of shared baselines (`None`: no baseline is taken).
+    pub(super) fn store(&self) -> Option<PathBuf> {
+        self.store.clone()
+    }
+
     /// A new session: a new baseline at its first edit.
     pub fn clear(&mut self) {
         if self.baseline.taken != Taken::Off {
@@ -540,6 +545,39 @@ async fn file_job(
         .flat_map(|f| f.items)
         .collect();
     Ok(Some((lines, items)))
+}
+
+/// Run `source`'s baseline over `project` at `HEAD`'s commit ahead of the session's first
+/// edit (the warm-up's prefetch, `warm.rs`): the run lands in the shared store
+/// ([`shared`]), where the first edit's own job (or one of a worktree at the same commit)
+/// finds it — waiting for it while it runs — instead of starting a second. What it found is
+/// not kept here: the session's baseline is fixed at its first edit.
+pub(super) async fn prefetch(
+    checker: Arc<dyn Checker>,
+    root: PathBuf,
+    store: PathBuf,
+    source: SourceInfo,
+    file: PathBuf,
+    timeout_ms: u64,
+) -> Result<String, String> {
+    let r = root.clone();
+    let commit = tokio::task::spawn_blocking(move || git::head_commit(&r))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let project = project_root(&file, &root, &source.project_markers);
+    let job = ProjectJob {
+        checker,
+        root,
+        commit: commit.clone(),
+        store,
+        legacy: None,
+        source,
+        project,
+        file,
+        timeout_ms,
+    };
+    job.run().await.map(|_| commit)
 }
 
 /// A project-wide source's run over the committed tree of one project.

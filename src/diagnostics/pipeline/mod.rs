@@ -464,7 +464,8 @@ impl Pipeline {
                     if origin == EditOrigin::Watch && self.is_echo(&p) {
                         continue;
                     }
-                    self.session.edited(&p, now);
+                    let gen = self.session.edited(&p, now);
+                    tracing::debug!(path = %p.display(), gen, ?origin, "edit");
                     self.review.edited(&p, agent, now);
                     self.sensitive.remove(&p);
                     self.dirty.insert(p.clone());
@@ -580,6 +581,11 @@ impl Pipeline {
             took,
         } = c;
         let ran = result.is_ok().then_some(took);
+        let stale = files
+            .iter()
+            .filter(|(p, gen)| self.session.get(p).is_some_and(|s| s.gen != *gen))
+            .count();
+        tracing::debug!(check, source, files = files.len(), stale, "check merged");
         let mut more = false;
         match result {
             Ok(resp) => {

@@ -5,12 +5,15 @@
 //! answers are dropped: the session, `diagnostics.json` and review never see a warm-up.
 //!
 //! Costs nothing in a workspace no agent starts a session in (only `warm` starts it), and
-//! nothing after: the servers stop under their plugin's usual idle rules. Project-wide
-//! sources (cargo, tsc) are left alone: they keep no server to warm, and a run is real work
-//! — except those that say they keep one (`Capabilities::warm`: the pyright plugin's
-//! language server, which then analyses the project before the first edit). Over a clean
-//! tree such a source is asked about every file (`report_all`), and its answer is the
-//! commit's baseline for the session's first edit (`seed.rs`).
+//! nothing after: the servers stop under their plugin's usual idle rules. A project-wide
+//! source that keeps a server (`Capabilities::warm`: the pyright plugin's language server)
+//! analyses the project before the first edit; over a clean tree it is asked about every
+//! file (`report_all`), and its answer is the commit's baseline for the session's first edit
+//! (`seed.rs`). The others (cargo, tsc, cc, go) keep no server to warm: once the warm-up is
+//! done, each runs the commit's baseline of its shallowest file's project, one at a time, into
+//! the shared store (`base::prefetch`) — the run the first edit would start anyway (every
+//! session in a git workspace takes one), so a first edit made after it needs only its own
+//! run, and one made during it waits for it instead of starting a second.
 //! The representative file is the shallowest one the path policy lets a checker read (never
 //! a sensitive or ignored file), found by a bounded walk that skips hidden and vendored
 //! folders — one per kind of file (extension, or name for files without one) a source
@@ -68,6 +71,7 @@ impl Pipeline {
         let (root, policy, tx) = (self.root.clone(), self.policy.clone(), self.tx.clone());
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
         let seeding = self.base.takes_baselines();
+        let store = self.base.store();
         tokio::spawn(async move {
             let c = checker.clone();
             let r = root.clone();
@@ -85,8 +89,17 @@ impl Pipeline {
                 None
             };
             let trusted = checker.trusted();
-            let (mut warmed, answers) =
-                run(checker, &root, picks, timeout_ms, clean_at.is_some()).await;
+            let (prefetch, picks): (Vec<_>, Vec<_>) = picks
+                .into_iter()
+                .partition(|(s, _)| s.project_wide && !s.warm);
+            let (mut warmed, answers) = run(
+                checker.clone(),
+                &root,
+                picks,
+                timeout_ms,
+                clean_at.is_some(),
+            )
+            .await;
             if let Some(commit) = clean_at {
                 let r = root.clone();
                 warmed.seeds =
@@ -95,6 +108,9 @@ impl Pipeline {
                         .unwrap_or_default();
             }
             let _ = tx.send(Msg::Warmed(warmed));
+            if let Some(store) = store {
+                prefetch_baselines(checker, &root, store, prefetch, timeout_ms).await;
+            }
         });
         true
     }
@@ -112,8 +128,20 @@ impl Pipeline {
     }
 }
 
-/// Per per-file source and kind of file, the first file (breadth first) of that kind it
-/// handles that a checker may read.
+/// What a pick is one per: a kind of file for a per-file source or one that keeps a warm
+/// server; the source alone for another project-wide one (its shallowest file's project is
+/// the one whose baseline is prefetched).
+fn pick_key(s: &SourceInfo, kind: &str) -> String {
+    if s.project_wide && !s.warm {
+        String::new()
+    } else {
+        kind.to_owned()
+    }
+}
+
+/// Per per-file source (and project-wide one keeping a warm server) and kind of file, the
+/// first file (breadth first) of that kind it handles that a checker may read; per other
+/// project-wide source, its first file.
 fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo, PathBuf)> {
     let mut picks: BTreeMap<(usize, String), (SourceInfo, PathBuf)> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
@@ -154,9 +182,7 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 .into_iter()
                 // The built-in silencing source has nothing to warm up.
                 .filter(|s| s.id != crate::diagnostics::silencing::ID)
-                .filter(|s| {
-                    (!s.project_wide || s.warm) && !picks.contains_key(&(s.id, kind.clone()))
-                })
+                .filter(|s| !picks.contains_key(&(s.id, pick_key(s, &kind))))
                 .collect();
             if sources.is_empty() {
                 continue;
@@ -165,11 +191,33 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 continue;
             };
             for s in sources {
-                picks.insert((s.id, kind.clone()), (s, path.clone()));
+                picks.insert((s.id, pick_key(&s, &kind)), (s, path.clone()));
             }
         }
     }
     picks.into_values().collect()
+}
+
+/// After the warm-up, one at a time (background work: the language servers' warm-up came
+/// first): the commit's baseline runs of the project-wide sources that keep no server, so
+/// that a first edit made after them needs only its own run (`base::prefetch`).
+async fn prefetch_baselines(
+    checker: Arc<dyn Checker>,
+    root: &Path,
+    store: PathBuf,
+    picks: Vec<(SourceInfo, PathBuf)>,
+    timeout_ms: u64,
+) {
+    for (source, file) in picks {
+        let name = source.name.clone();
+        let (c, r, s) = (checker.clone(), root.to_owned(), store.clone());
+        match super::base::prefetch(c, r, s, source, file, timeout_ms).await {
+            Ok(commit) => tracing::info!(root = %root.display(), source = %name, %commit,
+                "the commit's baseline is ready before the session's first edit"),
+            Err(e) => tracing::debug!(root = %root.display(), source = %name,
+                "no baseline ahead of the first edit: {e}"),
+        }
+    }
 }
 
 /// One check per pick, all at once; the answers are dropped, but with `whole` a
