@@ -11,6 +11,8 @@
 # cache), then about 6 min of tests (see README.md, "Two commands").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's end, wall clock and seconds since the script began (`.ci/run` says its own).
+phase() { echo "test.sh: $(date -u +%H:%M:%S) +$((SECONDS))s $*"; }
 # The build starts beside the installs: they wait on the network, it on the CPU.
 build_log="$(mktemp)"
 log="$(mktemp)"
@@ -22,9 +24,11 @@ export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 ( cargo test --workspace --no-run "$@" >"$build_log" 2>&1 ) &
 build_pid=$!
 ./scripts/install-test-deps.sh
+phase "installs done"
 build_status=0
 wait "$build_pid" || build_status=$?
 cat "$build_log"
+phase "build done"
 if [ "$build_status" != 0 ]; then
   echo "0 passed, 1 failed"
   echo "test.sh: the build failed (above)" >&2
@@ -32,6 +36,7 @@ if [ "$build_status" != 0 ]; then
 fi
 status=0
 cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+phase "tests done"
 # A test that failed is run once more, alone (`--exact`, its binary only). One that then
 # passes is named as flaky on its own line and counted as passed: a test that fails twice, or
 # a binary that crashed, still fails the run. (The suite's real servers and shells share two
@@ -59,6 +64,7 @@ if [ "$status" != 0 ]; then
   done < <(python3 scripts/test-failures.py "$log")
   # Nothing to run again (the failure was not a test's): the run failed as it was.
   if [ "$found" = 0 ]; then status=$first_status; fi
+  phase "reruns done"
 fi
 # One closing line over every test binary: "N passed, N failed". A binary that ended
 # without its summary line (a crash, a signal) counts as one failed test, so the count never

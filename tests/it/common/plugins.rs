@@ -3,10 +3,14 @@
 //!
 //! Integration tests of the root package do not make cargo build the other workspace
 //! members' cdylibs, so the first test that needs them runs
-//! `cargo build --lib --examples -p openfiles-test-fixtures -p openfiles-plugin-cargo-check
-//! -p openfiles-plugin-tsc -p openfiles-plugin-lsp -p openfiles-plugin-pyright -p openfiles-plugin-go
-//! -p openfiles-plugin-cc -p openfiles-plugin-tests` into the same target directory (the outer `cargo test` has
-//! released its build lock by the time tests run). It is a no-op when they are fresh.
+//! `cargo build --workspace --lib --examples` into the same target directory (the outer
+//! `cargo test` has released its build lock by the time tests run). It is a no-op after
+//! `cargo test --workspace` (what `scripts/test.sh` and CI build): the whole workspace and
+//! the examples (which need the dev-dependencies) select the same features as that build, so
+//! every unit is the one it already has. Naming the plugin packages alone (`-p …`) selected
+//! other features (`openfiles-plugin-api` without `host`, tokio, syn, nix, … with fewer): a
+//! second build of most dependencies in the middle of the tests (CI: the first tests waited
+//! on it), and the next `cargo test --workspace` relinked every plugin again.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -20,6 +24,19 @@ pub fn profile_dir() -> PathBuf {
         .to_owned()
 }
 
+/// The variables (besides `CARGO_PKG_*`) cargo gives a test process it runs.
+const TEST_PROCESS_VARS: [&str; 9] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "OUT_DIR",
+];
+
 /// Build every plugin cdylib (once per process) and return `target/<profile>`.
 pub fn built() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
@@ -32,26 +49,16 @@ pub fn built() -> &'static Path {
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&target)
-            .args([
-                "-p",
-                "openfiles-test-fixtures",
-                "--lib",
-                "--examples",
-                "-p",
-                "openfiles-plugin-cargo-check",
-                "-p",
-                "openfiles-plugin-tsc",
-                "-p",
-                "openfiles-plugin-lsp",
-                "-p",
-                "openfiles-plugin-pyright",
-                "-p",
-                "openfiles-plugin-go",
-                "-p",
-                "openfiles-plugin-cc",
-                "-p",
-                "openfiles-plugin-tests",
-            ]);
+            .args(["--workspace", "--lib", "--examples"]);
+        // What cargo sets for a test process, not for a build: a build script that tracks one
+        // (ring's: `CARGO_MANIFEST_DIR`, `CARGO_PKG_*`) would make its crate and everything
+        // above it (the service's lib) dirty here, and again in the next outer build.
+        for (key, _) in std::env::vars_os() {
+            let name = key.to_string_lossy();
+            if name.starts_with("CARGO_PKG_") || TEST_PROCESS_VARS.contains(&&*name) {
+                cmd.env_remove(&key);
+            }
+        }
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
