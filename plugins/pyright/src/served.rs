@@ -1,52 +1,15 @@
-//! The pyright plugin's warm language server's diagnostics as the plugin's findings: its
-//! pushes read as the command line's report ([`lsp_found`]), cut to a project's files
-//! ([`under`]), and its hints (severity 4) kept only in the files the plugin stands in for the
-//! lsp plugin's server on ([`hints_for`], `CheckRequest::served`): there the plugin's items
-//! are that server's, hints included; elsewhere the command line's, which prints none.
+//! Where the pyright plugin's warm language server stands in for the lsp plugin's
+//! (`CheckRequest::served`): its hints (severity 4, which [`crate::report::lsp_found`] keeps)
+//! stay only in the files named there ([`hints_for`]), whose items are then that server's,
+//! hints included; elsewhere the plugin's items are the command line's, which prints none.
 
 use std::collections::HashSet;
 use std::path::Path;
 
-use openfiles_plugin_api::tools::Column;
 use openfiles_plugin_api::{CheckRequest, Severity};
 
-use crate::{server, Checker, Found};
-
-/// The language server's pushed diagnostics, hints (severity 4: unused names, unreachable
-/// code, which the command line does not print) included; [`hints_for`] keeps those of the
-/// files it stands in for the lsp plugin's server on.
-pub(crate) fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
-    let mut found = Vec::new();
-    for (path, diags) in pushes {
-        for d in diags {
-            let severity = match d.get("severity").and_then(|s| s.as_u64()) {
-                Some(2) => Severity::Warning,
-                Some(3) => Severity::Info,
-                Some(4) => Severity::Hint,
-                _ => Severity::Error,
-            };
-            let at = |k: &str| {
-                d.pointer(&format!("/range/start/{k}"))
-                    .and_then(|v| v.as_u64())
-                    .and_then(|v| u32::try_from(v).ok())
-                    .unwrap_or(0)
-            };
-            found.push(Found {
-                file: Some(path.to_string_lossy().into_owned()),
-                line: at("line") + 1,
-                column: Column::Utf16(at("character") + 1),
-                severity,
-                rule: d.get("code").and_then(|c| c.as_str()).map(str::to_owned),
-                message: d
-                    .get("message")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("")
-                    .to_owned(),
-            });
-        }
-    }
-    found
-}
+use crate::report::Found;
+use crate::Checker;
 
 /// The warm server's diagnostics as the command line's — no hints —, except in the files the
 /// request says this plugin stands in for `checker`'s per-file language server on
@@ -71,22 +34,10 @@ pub(crate) fn hints_for(found: Vec<Found>, request: &CheckRequest, checker: Chec
         .collect()
 }
 
-/// The diagnostics of `found` (the language server's: absolute paths) in files under `root`.
-pub(crate) fn under(found: &[Found], root: &Path) -> Vec<Found> {
-    found
-        .iter()
-        .filter(|f| {
-            f.file
-                .as_ref()
-                .is_none_or(|p| Path::new(p).starts_with(root))
-        })
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use openfiles_plugin_api::tools::Column;
     use std::path::PathBuf;
 
     #[test]
