@@ -2,8 +2,10 @@
 # The one command that runs the whole test suite on a fresh machine:
 # installs every test dependency (idempotently), then runs the tests of every crate
 # (unit, integration and doc tests; benchmarks are run separately with `cargo bench`).
-# Every test binary runs whatever fails before it (`--no-fail-fast`), a failed test runs once
-# more alone (one that then passes is named as flaky), and the closing line counts them all.
+# Every test binary runs whatever fails before it (`--no-fail-fast`); the plugins'
+# integration-test binaries run beside the service crate's (`scripts/test-runner.sh`); a failed
+# test runs once more alone (one that then passes is named as flaky), and the closing line
+# counts them all.
 # Extra arguments go to `cargo test`.
 #
 # A first run on a fresh 2-core machine: about 2 min of installs (apt, pip, npm: the language
@@ -16,7 +18,8 @@ phase() { echo "test.sh: $(date -u +%H:%M:%S) +$((SECONDS))s $*"; }
 # The build starts beside the installs: they wait on the network, it on the CPU.
 build_log="$(mktemp)"
 log="$(mktemp)"
-trap 'rm -f "$log" "$build_log" "$log.again"' EXIT
+beside="$(mktemp -d)"
+trap 'rm -rf "$log" "$build_log" "$log.again" "$beside"' EXIT
 export OPENFILES_AUTOSTART=0   # no test starts a service by accident (`crate::autostart`); the tests of it turn it on
 # Four tests at a time on two cores: most of them wait on real servers, shells and sockets
 # (the service crate's integration binary: 137 s with 4, 187 s with 2, 123 s with 6).
@@ -34,8 +37,42 @@ if [ "$build_status" != 0 ]; then
   echo "test.sh: the build failed (above)" >&2
   exit "$build_status"
 fi
+# The plugins' integration-test binaries run beside the service crate's (scripts/test-runner.sh
+# says how; their output comes in cargo's order): the binaries from cargo's own list, the
+# service's `it` as the lead. A runner of the user's own, or no list, runs them as cargo does.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+runner_var="CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
+beside_env=()
+if [ -n "$host" ] && [ -z "${!runner_var:-}" ] &&
+  cargo test --workspace --no-run --message-format=json "$@" 2>/dev/null |
+  python3 -c '
+import json, sys
+lead, rest = None, []
+for line in sys.stdin:
+    a = json.loads(line)
+    if a.get("reason") != "compiler-artifact" or not a.get("executable"):
+        continue
+    if a["target"]["kind"] != ["test"] or not a["profile"]["test"]:
+        continue
+    pkg_dir = a["manifest_path"].rsplit("/", 1)[0]
+    name = a["package_id"].rsplit("#", 1)[-1].split("@")[0]
+    if name == "openfiles" and a["target"]["name"] == "it":
+        lead = a["executable"]
+    else:
+        rest.append((a["executable"], pkg_dir, name))
+# Heaviest first (lsp, pyright, tsc, tests: 60, 28, 22, 17 s in CI), then the small ones.
+heavy = ["openfiles-plugin-lsp", "openfiles-plugin-pyright", "openfiles-plugin-tsc", "openfiles-plugin-tests"]
+rest.sort(key=lambda r: (heavy.index(r[2]) if r[2] in heavy else len(heavy), r[2]))
+if lead is None or not rest:
+    sys.exit(1)
+open(sys.argv[1] + "/list", "w").write("".join("\t".join(r) + "\n" for r in rest))
+open(sys.argv[1] + "/lead", "w").write(lead)
+' "$beside"; then
+  beside_env=("$runner_var=$PWD/scripts/test-runner.sh" "OPENFILES_TEST_BESIDE=$beside")
+  echo "test.sh: beside the service's integration tests: $(cut -f3 "$beside/list" | tr '\n' ' ')"
+fi
 status=0
-cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+env "${beside_env[@]}" cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 phase "tests done"
 # A test that failed is run once more, alone (`--exact`, its binary only). One that then
 # passes is named as flaky on its own line and counted as passed: a test that fails twice, or
