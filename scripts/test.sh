@@ -45,31 +45,11 @@ runner_var="CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
 beside_env=()
 if [ -n "$host" ] && [ -z "${!runner_var:-}" ] &&
   cargo test --workspace --no-run --message-format=json "$@" 2>/dev/null |
-  python3 -c '
-import json, sys
-lead, rest = None, []
-for line in sys.stdin:
-    a = json.loads(line)
-    if a.get("reason") != "compiler-artifact" or not a.get("executable"):
-        continue
-    if a["target"]["kind"] != ["test"] or not a["profile"]["test"]:
-        continue
-    pkg_dir = a["manifest_path"].rsplit("/", 1)[0]
-    name = a["package_id"].rsplit("#", 1)[-1].split("@")[0]
-    if name == "openfiles" and a["target"]["name"] == "it":
-        lead = a["executable"]
-    else:
-        rest.append((a["executable"], pkg_dir, name))
-# Heaviest first (lsp, pyright, tsc, tests: 60, 28, 22, 17 s in CI), then the small ones.
-heavy = ["openfiles-plugin-lsp", "openfiles-plugin-pyright", "openfiles-plugin-tsc", "openfiles-plugin-tests"]
-rest.sort(key=lambda r: (heavy.index(r[2]) if r[2] in heavy else len(heavy), r[2]))
-if lead is None or not rest:
-    sys.exit(1)
-open(sys.argv[1] + "/list", "w").write("".join("\t".join(r) + "\n" for r in rest))
-open(sys.argv[1] + "/lead", "w").write(lead)
-' "$beside"; then
+  python3 scripts/test-beside.py "$beside" "$(pwd -P)/Cargo.toml"; then
   beside_env=("$runner_var=$PWD/scripts/test-runner.sh" "OPENFILES_TEST_BESIDE=$beside")
   echo "test.sh: beside the service's integration tests: $(cut -f3 "$beside/list" | tr '\n' ' ')"
+else
+  echo "test.sh: the test binaries run one after another (no service integration test to lead)"
 fi
 status=0
 env "${beside_env[@]}" cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
@@ -87,8 +67,12 @@ if [ "$status" != 0 ]; then
     found=1
     if [ -z "$names" ]; then status=1; continue; fi
     echo "test.sh: running again, alone: $names"
-    # shellcheck disable=SC2086 # cargo's own rerun arguments and the test names are words
     count=$(echo "$names" | wc -w)
+    # Without arguments of the caller's, the whole workspace stays selected (`-p X` alone
+    # selects other features: a rebuild of most dependencies to run one test); its other
+    # binaries of the same kind find no test of that name, or fail the rerun if theirs fails.
+    if [ "$#" = 0 ]; then args=$(echo "$args" | sed -E 's/(^| )-p [^ ]+/\1--workspace/'); fi
+    # shellcheck disable=SC2086 # cargo's own rerun arguments and the test names are words
     if cargo test $args "$@" -- --exact $names >>"$log.again" 2>&1 &&
       [ "$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$log.again")" -ge "$count" ]; then
       for n in $names; do echo "test.sh: flaky (failed, then passed alone): $n"; done
