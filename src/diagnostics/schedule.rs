@@ -14,7 +14,10 @@
 //! [`Checked`] through the `done` callback; the pipeline merges it into the session and calls
 //! [`Scheduler::finished`] to start the follow-up. A run that answered early
 //! (`CheckResponse::more`: the source goes on) has a follow-up over its files at once, which
-//! brings the rest.
+//! brings the rest; a newer edit of its project does not wait behind that follow-up (the
+//! rest of an analysis the new content restarts) but cancels it, as for a superseded source,
+//! and one run checks its files and the new ones — the new edit's hook is not held up by
+//! the previous edit's rest.
 //!
 //! It also keeps how long each project-wide source's last runs over each project took: a
 //! source that was quick in one of its last [`RUNS_KEPT`] runs (at most
@@ -73,6 +76,9 @@ struct Running {
     check: u64,
     files: Vec<PathBuf>,
     abort: tokio::task::AbortHandle,
+    /// The rest of an early answer over the same content (no file dirtied since): a newer
+    /// edit of the project cancels it, as for a superseded source (see [`Scheduler`]).
+    rest: bool,
 }
 
 /// Checks in flight and follow-ups of one workspace.
@@ -188,9 +194,11 @@ impl Scheduler {
                 session.set_awaited(f, id, awaited);
             }
             let key = (id, proj.clone());
-            if info.superseded && self.in_flight.contains_key(&key) {
-                // Its run is over content that is gone: cancel it, and check its files
-                // with these (and any follow-up) in one run now.
+            let rest = self.in_flight.get(&key).is_some_and(|r| r.rest);
+            if (info.superseded || rest) && self.in_flight.contains_key(&key) {
+                // Its run is over content that is gone (or only the rest of an early
+                // answer, which a run over the new content brings too): cancel it, and
+                // check its files with these (and any follow-up) in one run now.
                 let mut all: BTreeSet<PathBuf> = files.into_iter().collect();
                 if let Some(old) = self.in_flight.remove(&key) {
                     old.abort.abort();
@@ -255,13 +263,18 @@ impl Scheduler {
             runs.push_back(took);
         }
         // A run cancelled for a newer one may still have answered: the newer one is in flight.
-        match self.in_flight.get(&(source, project.clone())) {
+        let key = (source, project.clone());
+        // Only the rest of an early answer: no file was dirtied while it ran.
+        let rest = more && !self.follow_up.contains_key(&key);
+        match self.in_flight.get(&key) {
             Some(r) if r.check == check => {
-                let key = (source, project.clone());
                 if let Some(done) = self.in_flight.remove(&key) {
                     if more {
                         // The rest of its answer: the same files (those still owing it).
-                        self.follow_up.entry(key).or_default().extend(done.files);
+                        self.follow_up
+                            .entry(key.clone())
+                            .or_default()
+                            .extend(done.files);
                     }
                 }
             }
@@ -286,6 +299,9 @@ impl Scheduler {
                 session.set_awaited(f, source, awaited);
             }
             self.launch(session, &info, Some(project), files, timeout_ms);
+            if let Some(r) = self.in_flight.get_mut(&key) {
+                r.rest = rest;
+            }
         }
     }
 
@@ -375,6 +391,7 @@ impl Scheduler {
                     check,
                     files,
                     abort,
+                    rest: false,
                 },
             );
         }
@@ -458,6 +475,7 @@ impl Scheduler {
                     check,
                     files,
                     abort,
+                    rest: false,
                 },
             );
         }

@@ -177,6 +177,18 @@ pub struct Changes {
     /// The files that may show what the changes broke (they import a changed module and
     /// mention a name its edit touched; every importer when the old text is unknown).
     pub users: Vec<PathBuf>,
+    /// What was known of each notified file before ([`Texts::undo`] puts it back).
+    pub before: Vec<Known>,
+}
+
+/// A file's text as seen before a notification, whether the server was told it, and the
+/// text notified.
+#[derive(Debug)]
+pub struct Known {
+    file: PathBuf,
+    seen: Option<String>,
+    told: bool,
+    notified: Option<String>,
 }
 
 impl Texts {
@@ -207,12 +219,19 @@ impl Texts {
                 continue;
             }
             out.notify.push(f.clone());
+            let mut known = Known {
+                file: f.clone(),
+                seen: old.cloned(),
+                told: self.told.contains(f),
+                notified: None,
+            };
             match (old, &new) {
                 (Some(o), Some(n)) => names.push((f.clone(), Some(changed_names(o, n)))),
                 _ => names.push((f.clone(), None)),
             }
             match new {
                 Some(n) if self.seen.len() < MAX_FILES || self.seen.contains_key(f) => {
+                    known.notified = Some(n.clone());
                     self.seen.insert(f.clone(), n);
                     self.told.insert(f.clone());
                 }
@@ -221,6 +240,7 @@ impl Texts {
                     self.told.remove(f);
                 }
             }
+            out.before.push(known);
         }
         let mut found = BTreeSet::new();
         for (f, ns) in &names {
@@ -233,6 +253,25 @@ impl Texts {
         found.retain(|p| !out.notify.contains(p));
         out.users = found.into_iter().collect();
         out
+    }
+
+    /// Forget a notification whose check was cancelled before it answered: the next check
+    /// notifies those files again, diffed against what was known before (so it awaits
+    /// their users too) — it would otherwise find them told and wait for the whole analysis.
+    /// A file notified again since keeps the newer notification.
+    pub fn undo(&mut self, before: Vec<Known>) {
+        for k in before {
+            if self.seen.get(&k.file) != k.notified.as_ref() {
+                continue;
+            }
+            match k.seen {
+                Some(t) => self.seen.insert(k.file.clone(), t),
+                None => self.seen.remove(&k.file),
+            };
+            if !k.told {
+                self.told.remove(&k.file);
+            }
+        }
     }
 }
 
@@ -357,7 +396,29 @@ mod tests {
         assert_eq!(edit.notify, std::slice::from_ref(&utils));
         assert_eq!(edit.users, std::slice::from_ref(&core));
         // Told now: the same check again notifies nothing.
-        assert!(texts.changes(&ws, &[utils]).notify.is_empty());
+        assert!(texts
+            .changes(&ws, std::slice::from_ref(&utils))
+            .notify
+            .is_empty());
+        // A check cancelled before it answered: undone, the next check notifies the file
+        // again and awaits its users (told, it would notify nothing and await no one).
+        let broken = UTILS.replace("def make_str(value):", "def make_str(value, x, y):");
+        std::fs::write(&utils, &broken).unwrap();
+        let cancelled = texts.changes(&ws, std::slice::from_ref(&utils));
+        assert_eq!(cancelled.users, std::slice::from_ref(&core));
+        texts.undo(cancelled.before);
+        let again = texts.changes(&ws, std::slice::from_ref(&utils));
+        assert_eq!(again.notify, std::slice::from_ref(&utils));
+        assert_eq!(again.users, std::slice::from_ref(&core));
+        // Undoing an older notification leaves a newer one of the same file alone.
+        std::fs::write(&utils, UTILS).unwrap();
+        let newer = texts.changes(&ws, std::slice::from_ref(&utils));
+        assert_eq!(newer.notify, std::slice::from_ref(&utils));
+        texts.undo(again.before);
+        assert!(texts
+            .changes(&ws, std::slice::from_ref(&utils))
+            .notify
+            .is_empty());
         // A file never told: notified, every importer is a user.
         let fresh = ws.join("fresh.py");
         std::fs::write(&fresh, "x = 1\n").unwrap();

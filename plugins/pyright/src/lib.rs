@@ -44,20 +44,21 @@
 
 pub mod early;
 pub mod parse;
+mod report;
 pub mod rpc;
 pub mod server;
 mod timeline;
 pub mod ty;
+use report::{collect, lsp_found, under, Found};
 use timeline::trace;
 
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
 use openfiles_plugin_api::markers::{self, project_root};
 use openfiles_plugin_api::tools::{
-    is_executable, on_path, scope, Collect, Column, Findings, ToolOutput, ToolRuns,
+    is_executable, on_path, scope, Column, Findings, ToolOutput, ToolRuns,
 };
 use openfiles_plugin_api::{
-    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Item, Plugin,
-    PluginError, Severity,
+    export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Plugin, PluginError,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -264,8 +265,17 @@ impl Plugin for Pyright {
                 groups,
                 |run, wanted| {
                     // With report_all, a file of a project nested in this one that chose
-                    // another checker (or is another project) is left to that one's run.
-                    let ours = |p: &Path| self.choose(p, ws, &scope).as_ref() == Some(run);
+                    // another checker (or is another project) is left to that one's run;
+                    // the choice is a folder's (chosen once per folder: looks at the disk).
+                    let chosen = std::cell::RefCell::new(HashMap::new());
+                    let ours = |p: &Path| {
+                        let dir = p.parent().unwrap_or(p).to_owned();
+                        let mut chosen = chosen.borrow_mut();
+                        let c = chosen
+                            .entry(dir)
+                            .or_insert_with(|| self.choose(p, ws, &scope));
+                        c.as_ref() == Some(run)
+                    };
                     let asked: Asked = (wanted, request.report_all, &ours);
                     let served = served.get(&run.2).map(|found| under(found, &run.1));
                     self.run(request.id, run, asked, &scope, served)
@@ -563,135 +573,6 @@ fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Fou
             Err(e) => Err(failed(e.to_string())),
         },
     }
-}
-
-/// The language server's pushed diagnostics as the command line's: hints (unused names,
-/// unreachable code, which the command line does not print) left out.
-fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
-    let mut found = Vec::new();
-    for (path, diags) in pushes {
-        for d in diags {
-            let severity = match d.get("severity").and_then(|s| s.as_u64()) {
-                Some(2) => Severity::Warning,
-                Some(3) => Severity::Info,
-                Some(4) => continue,
-                _ => Severity::Error,
-            };
-            let at = |k: &str| {
-                d.pointer(&format!("/range/start/{k}"))
-                    .and_then(|v| v.as_u64())
-                    .and_then(|v| u32::try_from(v).ok())
-                    .unwrap_or(0)
-            };
-            found.push(Found {
-                file: Some(path.to_string_lossy().into_owned()),
-                line: at("line") + 1,
-                column: Column::Utf16(at("character") + 1),
-                severity,
-                rule: d.get("code").and_then(|c| c.as_str()).map(str::to_owned),
-                message: d
-                    .get("message")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("")
-                    .to_owned(),
-            });
-        }
-    }
-    found
-}
-
-/// Where a reported file's diagnostics go (see [`collect`]).
-enum Place {
-    /// To every file of the run (a problem of no Python file).
-    Shared,
-    /// Nowhere (not asked for).
-    Skip,
-    /// To this file.
-    File(PathBuf),
-}
-
-/// Where the diagnostics of `file` (relative to `root`, or absolute) go.
-fn place(root: &Path, file: &str, asked: &dyn Fn(&Path) -> bool) -> Place {
-    let p = root.join(file);
-    let p = std::fs::canonicalize(&p).unwrap_or(p);
-    let python = p
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| EXTENSIONS.contains(&e));
-    if !python {
-        // ty about its own configuration (`ty.toml`, `pyproject.toml`): the project's.
-        Place::Shared
-    } else if !asked(&p) {
-        Place::Skip // another file of the project not asked for, or another project's
-    } else {
-        Place::File(p)
-    }
-}
-
-/// `diags` (of `checker`, paths relative to `root`) as findings: those of the files `asked`
-/// for per file, those of no Python file shared. Each file is placed once, however many
-/// diagnostics it has (`asked` may choose its checker: a look at the disk).
-fn collect(
-    checker: Checker,
-    root: &Path,
-    workspace: &Path,
-    diags: Vec<Found>,
-    asked: &dyn Fn(&Path) -> bool,
-) -> Findings {
-    let mut found = Collect::new(workspace);
-    let mut places: HashMap<String, Place> = HashMap::new();
-    for d in diags {
-        let item = |line: u32, column: u32| Item {
-            introduced: None,
-            fixes: Vec::new(),
-            line,
-            column,
-            severity: d.severity,
-            source: checker.source().into(),
-            code: d.rule.clone(),
-            message: d.message.clone(),
-        };
-        let Some(file) = &d.file else {
-            found.shared(item(1, 1));
-            continue;
-        };
-        let place = places
-            .entry(file.clone())
-            .or_insert_with(|| place(root, file, asked));
-        match place {
-            Place::Shared => found.shared(item(1, 1)),
-            Place::Skip => {}
-            Place::File(p) => {
-                let column = found.column(p, d.line, d.column);
-                found.add(p.clone(), item(d.line, column));
-            }
-        }
-    }
-    found.finish()
-}
-
-/// The diagnostics of `found` (the language server's: absolute paths) in files under `root`.
-fn under(found: &[Found], root: &Path) -> Vec<Found> {
-    found
-        .iter()
-        .filter(|f| {
-            f.file
-                .as_ref()
-                .is_none_or(|p| Path::new(p).starts_with(root))
-        })
-        .cloned()
-        .collect()
-}
-
-/// One diagnostic of either report, lines 1-based.
-#[derive(Clone)]
-struct Found {
-    file: Option<String>,
-    line: u32,
-    column: Column,
-    severity: Severity,
-    rule: Option<String>,
-    message: String,
 }
 
 export_plugin!(Pyright);

@@ -31,7 +31,7 @@
 //! plugin (`PR_SET_PDEATHSIG` from a thread of the plugin's own, and the server watches the
 //! `processId` it was given).
 
-use crate::early::Texts;
+use crate::early::{Known, Texts};
 use crate::rpc::Conn;
 use crate::Checker;
 use openfiles_plugin_api::gate::{Program, Scope};
@@ -367,7 +367,7 @@ fn notify_and_wait(
     ask: &Ask,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Answer>, ServerError> {
-    let start = notify(server, ask)?;
+    let (start, known) = notify(server, ask)?;
     let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
     let mut timeline = Timeline::new(&start);
     loop {
@@ -377,6 +377,9 @@ fn notify_and_wait(
         }
         if cancelled() {
             timeline.line(&start, "cancelled");
+            // Not answered: the next check notifies these files again (see `Texts::undo`).
+            let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
+            texts.undo(known);
             return Ok(None);
         }
         timeline.publishes(&start, &p);
@@ -409,8 +412,9 @@ fn notify_and_wait(
     }
 }
 
-/// Tell `server` which of `ask.changed` changed and the roots it does not serve yet.
-fn notify(server: &Server, ask: &Ask) -> Result<Start, ServerError> {
+/// Tell `server` which of `ask.changed` changed and the roots it does not serve yet; what
+/// was known of the notified files before (to undo it if the check is cancelled).
+fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError> {
     let changes = server
         .texts
         .lock()
@@ -463,7 +467,7 @@ fn notify(server: &Server, ask: &Ask) -> Result<Start, ServerError> {
             json!({"changes": events_of}),
         )?;
     }
-    Ok(Start {
+    let start = Start {
         since: Instant::now(),
         events,
         ended,
@@ -473,7 +477,8 @@ fn notify(server: &Server, ask: &Ask) -> Result<Start, ServerError> {
         first,
         pushes_quiet,
         silent,
-    })
+    };
+    Ok((start, changes.before))
 }
 
 /// The per-check timeline on stderr (the service's log) when `OPENFILES_PYRIGHT_LOG` is set:

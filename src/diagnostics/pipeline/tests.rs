@@ -908,6 +908,57 @@ async fn an_early_answer_is_followed_up_and_what_the_rest_finds_is_owed() {
     assert_eq!(b.handle.status().await.owed, 0);
 }
 
+/// Issue 42.2: a newer edit does not wait behind the rest of an early answer (the follow-up
+/// over the same content): it cancels it and one run checks the files at once, its own
+/// early answer naming what it broke. A follow-up that also checks files dirtied while the
+/// early run was in flight is a run of its own, followed up as usual.
+#[tokio::test(start_paused = true)]
+async fn a_newer_edit_cancels_the_rest_of_an_early_answer_and_runs_at_once() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts", "b.ts"]);
+    let a = b.path("a.ts");
+    b.edit(&["a.ts"]).await;
+    let mut calls = b.calls.take_n(2).await;
+    let tsc = calls.pop().unwrap();
+    calls.pop().unwrap().clean();
+    tsc.answer_more(vec![(&a, vec![error(3, "tsc", "call broken")])]);
+    let rest = b.calls.one().await;
+    assert_eq!((rest.source, rest.names()), (1, vec!["a.ts".to_owned()]));
+
+    b.edit(&["a.ts"]).await;
+    let mut calls = b.calls.take_n(2).await;
+    calls.sort_by_key(|c| c.source);
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    assert!(rest.is_cancelled(), "the rest of the older content goes on");
+    assert_eq!((tsc.source, tsc.names()), (1, vec!["a.ts".to_owned()]));
+    lsp.clean();
+    rest.answer(vec![(&a, vec![error(3, "tsc", "stale")])]);
+    tsc.answer_more(vec![(&a, vec![error(4, "tsc", "fresh")])]);
+    assert_eq!(messages(&b.entry("a.ts").await), vec!["fresh"]);
+    let rest = b.calls.one().await;
+
+    // Edited while an early run is in flight: its follow-up checks b.ts too, and a newer
+    // edit waits for it as for any run.
+    b.edit(&["a.ts"]).await;
+    let mut calls = b.calls.take_n(2).await;
+    assert!(rest.is_cancelled());
+    calls.sort_by_key(|c| c.source);
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    b.edit(&["b.ts"]).await;
+    b.calls.one().await.clean();
+    tsc.answer_more(vec![(&a, vec![error(5, "tsc", "again")])]);
+    let follow = b.calls.one().await;
+    assert_eq!(follow.names(), vec!["a.ts", "b.ts"]);
+    b.edit(&["a.ts"]).await;
+    let lsp = b.calls.one().await;
+    assert_eq!(lsp.source, 0, "no tsc run beside the follow-up in flight");
+    assert!(!follow.is_cancelled());
+    lsp.clean();
+    follow.clean();
+    b.calls.one().await.clean();
+    assert_ne!(b.entry("a.ts").await.checked_at, 0);
+}
+
 /// A partial answer after which the slow source finds nothing new owes nothing; a revert
 /// before the next wait leaves nothing due either.
 #[tokio::test(start_paused = true)]
