@@ -373,7 +373,7 @@ async fn group(
 }
 
 async fn edited(ctx: &Context, e: Edited, origin: EditOrigin) -> EditedReply {
-    let ts = spec::now_ms();
+    let mut ts = spec::now_ms();
     let (groups, mut rejected) = group(ctx, e.paths, true).await;
     let mut workspaces = Vec::new();
     let mut paused = Vec::new();
@@ -383,6 +383,8 @@ async fn edited(ctx: &Context, e: Edited, origin: EditOrigin) -> EditedReply {
             paused.push((*handle.root).clone());
         }
         rejected.extend(out.rejected);
+        // An edit the watcher noticed first is waited for from then.
+        ts = out.since.map_or(ts, |s| s.min(ts));
         if !out.accepted.is_empty() {
             workspaces.push(WorkspacePaths {
                 root: (*handle.root).clone(),

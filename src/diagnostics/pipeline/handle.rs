@@ -39,6 +39,9 @@ pub enum EditOrigin {
 pub struct EditOutcome {
     pub accepted: Vec<PathBuf>,
     pub rejected: Vec<Rejected>,
+    /// Accepted paths whose edit the watcher had noticed first (the same content): the
+    /// earliest time it did, from which a `wait` for them counts.
+    pub since: Option<u64>,
     /// The workspace is paused: nothing was taken.
     pub paused: bool,
 }

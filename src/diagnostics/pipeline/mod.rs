@@ -76,6 +76,8 @@ pub struct Pipeline {
     warm: Option<openfiles_wire::control::WarmState>,
     sensitive: BTreeSet<PathBuf>,
     dirty: BTreeSet<PathBuf>,
+    /// Files whose last edit the watcher noticed, and when (see [`Pipeline::noticed`]).
+    watched: HashMap<PathBuf, u64>,
     waiters: Waiters,
     queue: QueueState,
     ack: Option<AckSender>,
@@ -169,6 +171,7 @@ impl Pipeline {
             warm: None,
             sensitive: BTreeSet::new(),
             dirty: unchecked.into_iter().collect(),
+            watched: HashMap::new(),
             waiters: Waiters::default(),
             queue,
             ack: None,
@@ -464,6 +467,18 @@ impl Pipeline {
                     if origin == EditOrigin::Watch && self.is_echo(&p) {
                         continue;
                     }
+                    if let Some(at) = self.noticed(&p, origin) {
+                        // The same content as the watcher's edit: that edit, not another.
+                        self.review.edited(&p, agent, now);
+                        out.since = Some(out.since.map_or(at, |s: u64| s.min(at)));
+                        out.accepted.push(p);
+                        continue;
+                    }
+                    if origin == EditOrigin::Watch {
+                        self.watched.insert(p.clone(), now);
+                    } else {
+                        self.watched.remove(&p);
+                    }
                     let gen = self.session.edited(&p, now);
                     tracing::debug!(path = %p.display(), gen, ?origin, "edit");
                     self.review.edited(&p, agent, now);
@@ -484,6 +499,7 @@ impl Pipeline {
                     }
                     self.late.retain(|o| o != p);
                     self.review.remove(&p);
+                    self.watched.remove(&p);
                     self.dirty.remove(&p);
                     out.rejected.push(Rejected {
                         path: p,
@@ -504,6 +520,19 @@ impl Pipeline {
             self.needs_write = true;
         }
         out
+    }
+
+    /// When the watcher noticed the edit a hook reports for `path` (`origin` `Control`): the
+    /// file's last edit came from the watcher and it was not written since. The hook's edit is
+    /// then that one — no new generation, no second dispatch of the same content (the
+    /// watcher's batch often comes before the agent's hook), and the hook waits from then.
+    fn noticed(&self, path: &Path, origin: EditOrigin) -> Option<u64> {
+        if origin != EditOrigin::Control {
+            return None;
+        }
+        let at = *self.watched.get(path)?;
+        let same = self.session.get(path).is_some_and(|s| s.edited_at == at);
+        (same && self.is_echo(path)).then_some(at)
     }
 
     /// A watcher event for a file whose write an agent already reported.

@@ -206,6 +206,7 @@ async fn a_late_answer_for_an_older_generation_is_dropped_and_the_file_checked_a
 async fn a_newer_edit_cancels_a_superseded_run_and_checks_both_files_at_once() {
     let tests = SourceInfo {
         superseded: true,
+        serves: Vec::new(),
         ..project_wide(1, "tests", &["pyproject.toml"])
     };
     let mut b = Bench::start(vec![(tests, "py")], &["pyproject.toml", "a.py", "b.py"]);
@@ -908,6 +909,52 @@ async fn an_early_answer_is_followed_up_and_what_the_rest_finds_is_owed() {
     assert_eq!(b.handle.status().await.owed, 0);
 }
 
+/// Issue 42.2: the agent's hook reporting an edit the watcher noticed first (the same
+/// content) is that edit — no second generation, no second check — and its wait counts from
+/// when the watcher noticed it; a later write is a new edit again.
+#[tokio::test(start_paused = true)]
+async fn a_hooks_edit_the_watcher_noticed_first_is_that_edit() {
+    let mut b = Bench::start(lsp_and_tsc(), &["a.ts"]);
+    let before = spec::now_ms();
+    b.handle.edited(b.paths(&["a.ts"]), EditOrigin::Watch).await;
+    let calls = b.calls.take_n(2).await;
+    let out = b
+        .handle
+        .edited(b.paths(&["a.ts"]), EditOrigin::Control)
+        .await;
+    assert_eq!(out.accepted, b.paths(&["a.ts"]));
+    let since = out.since.expect("the watcher's edit");
+    assert!(since >= before && since <= spec::now_ms());
+    settle().await;
+    assert!(b.calls.take().is_empty(), "the same content checked twice");
+    let w = b.wait(&["a.ts"], since, false);
+    for c in calls {
+        c.clean();
+    }
+    assert!(answered(w).await.complete);
+
+    // Written again after the watcher's edit: the hook's edit is a new one.
+    std::thread::sleep(Duration::from_millis(5));
+    std::fs::write(b.path("a.ts"), "z\n").unwrap();
+    b.handle.edited(b.paths(&["a.ts"]), EditOrigin::Watch).await;
+    let calls = b.calls.take_n(2).await;
+    std::thread::sleep(Duration::from_millis(5));
+    std::fs::write(b.path("a.ts"), "y\n").unwrap();
+    let out = b
+        .handle
+        .edited(b.paths(&["a.ts"]), EditOrigin::Control)
+        .await;
+    assert_eq!(out.since, None);
+    for c in calls {
+        c.clean();
+    }
+    let again = b.calls.take_n(2).await;
+    assert_eq!(again.len(), 2, "a new edit, checked again");
+    for c in again {
+        c.clean();
+    }
+}
+
 /// Issue 42.2: a newer edit does not wait behind the rest of an early answer (the follow-up
 /// over the same content): it cancels it and one run checks the files at once, its own
 /// early answer naming what it broke. A follow-up that also checks files dirtied while the
@@ -1020,6 +1067,7 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
                 SourceInfo {
                     warm: true,
                     superseded: false,
+                    serves: Vec::new(),
                     ..project_wide(2, "pyright", &["pyproject.toml"])
                 },
                 "py",
