@@ -204,14 +204,7 @@ impl Plugin for Pyright {
             superseded: false,
             // Where its warm server serves a project, the lsp plugin's server of the same
             // checker need not analyse it again (`CheckRequest::served`).
-            serves: if settings.language_server != Some(false) {
-                vec![
-                    Checker::Pyright.name().into(),
-                    Checker::Basedpyright.name().into(),
-                ]
-            } else {
-                Vec::new()
-            },
+            serves: serves(&settings),
         };
         Ok((
             Pyright {
@@ -312,6 +305,24 @@ impl Plugin for Pyright {
     fn cancel(&self, check_id: u64) {
         self.runs.cancel(check_id);
     }
+}
+
+/// The lsp plugin's servers this plugin's warm server stands in for (`Capabilities::serves`):
+/// pyright's and basedpyright's, unless the language server is off, or a checker's configured
+/// executable has no language server beside it (its command line would answer every check).
+fn serves(settings: &Settings) -> Vec<String> {
+    if settings.language_server == Some(false) {
+        return Vec::new();
+    }
+    [Checker::Pyright, Checker::Basedpyright]
+        .into_iter()
+        .filter(|&c| {
+            settings.exe(c).is_none_or(|exe| {
+                is_executable(&exe.with_file_name(format!("{}-langserver", c.name())))
+            })
+        })
+        .map(|c| c.name().to_owned())
+        .collect()
 }
 
 /// The executable `checker` brings into a project: `node_modules/.bin/NAME` or
@@ -635,6 +646,20 @@ mod tests {
         std::fs::remove_file(app.join("ty.toml")).unwrap();
         std::fs::remove_file(app.join("pyproject.toml")).unwrap();
         assert_eq!(chosen(&all), Some((Checker::Ty, ws.to_owned())));
+    }
+
+    #[test]
+    fn it_stands_in_only_for_servers_it_can_start() {
+        let serves = |config| serves(&plugin(config).settings);
+        assert_eq!(serves(serde_json::Value::Null), ["pyright", "basedpyright"]);
+        assert_eq!(
+            serves(serde_json::json!({"pyright": "/nowhere/pyright"})),
+            ["basedpyright"]
+        );
+        assert_eq!(
+            serves(serde_json::json!({"language_server": false})),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
