@@ -415,6 +415,7 @@ fn notify_and_wait(
 /// Tell `server` which of `ask.changed` changed and the roots it does not serve yet; what
 /// was known of the notified files before (to undo it if the check is cancelled).
 fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError> {
+    crate::timeline::trace(|| "asking the server".into());
     let changes = server
         .texts
         .lock()
