@@ -15,7 +15,10 @@
 //!
 //! Needs ruff and pyright (`scripts/install-test-deps.sh`). `MONOREPO_PACKAGES` (default
 //! 12), `MONOREPO_CASE` (`plain` or `configured`: that case only), `MONOREPO_LSP_TYPES=off` (the
-//! lsp plugin's Python type checkers disabled: only the pyright plugin's server analyses). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
+//! lsp plugin's Python type checkers disabled: only the pyright plugin's server analyses),
+//! `MONOREPO_BEFORE=DIR` (another build to compare with: DIR holds its `openfiles` and its
+//! `libopenfiles_plugin_lsp.so` and `libopenfiles_plugin_pyright.so`, e.g. copied from
+//! main's `target/debug`). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
 //! the machine's load moves them).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmarks may panic on a broken fixture
 
@@ -183,7 +186,12 @@ fn edit_and_wait(
 
 fn run(n: usize, configured: bool) {
     let mut env = Env::new();
-    env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("pyright")]));
+    let before = std::env::var_os("MONOREPO_BEFORE").map(PathBuf::from);
+    let lib = |name: &str| match &before {
+        Some(dir) => dir.join(format!("libopenfiles_plugin_{name}.so")),
+        None => plugin(name),
+    };
+    env.plugin_path = Some(path_list(&[lib("lsp"), lib("pyright")]));
     if std::env::var("MONOREPO_LSP_TYPES").as_deref() == Ok("off") {
         // The experiment of the design left (ARCHITECTURE.md, monorepos): only the pyright
         // plugin analyses the projects.
@@ -197,7 +205,11 @@ fn run(n: usize, configured: bool) {
         .output()
         .unwrap();
     assert!(trust.status.success(), "{trust:?}");
-    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let serve = ["serve", "-w", ws.to_str().unwrap()];
+    let svc = match &before {
+        Some(dir) => env.serve_command(env.command_of(&dir.join("openfiles"), &serve)),
+        None => env.serve_command(env.command(&serve)),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = sample(svc.pid() as u32, stop.clone());
     let cold = edit_and_wait(&env, &files, 1);
@@ -239,7 +251,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    println!("openfiles: {}", common::bin());
+    match std::env::var_os("MONOREPO_BEFORE") {
+        Some(dir) => println!("openfiles: {} (MONOREPO_BEFORE)", dir.to_string_lossy()),
+        None => println!("openfiles: {}", common::bin()),
+    }
     let case = std::env::var("MONOREPO_CASE").unwrap_or_default();
     if case != "configured" {
         run(n, false);

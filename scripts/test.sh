@@ -2,8 +2,10 @@
 # The one command that runs the whole test suite on a fresh machine:
 # installs every test dependency (idempotently), then runs the tests of every crate
 # (unit, integration and doc tests; benchmarks are run separately with `cargo bench`).
-# Every test binary runs whatever fails before it (`--no-fail-fast`), a failed test runs once
-# more alone (one that then passes is named as flaky), and the closing line counts them all.
+# Every test binary runs whatever fails before it (`--no-fail-fast`); the plugins'
+# integration-test binaries run beside the service crate's (`scripts/test-runner.sh`); a failed
+# test runs once more alone (one that then passes is named as flaky), and the closing line
+# counts them all.
 # Extra arguments go to `cargo test`.
 #
 # A first run on a fresh 2-core machine: about 2 min of installs (apt, pip, npm: the language
@@ -16,7 +18,8 @@ phase() { echo "test.sh: $(date -u +%H:%M:%S) +$((SECONDS))s $*"; }
 # The build starts beside the installs: they wait on the network, it on the CPU.
 build_log="$(mktemp)"
 log="$(mktemp)"
-trap 'rm -f "$log" "$build_log" "$log.again"' EXIT
+beside="$(mktemp -d)"
+trap 'rm -rf "$log" "$build_log" "$log.again" "$beside"' EXIT
 export OPENFILES_AUTOSTART=0   # no test starts a service by accident (`crate::autostart`); the tests of it turn it on
 # Four tests at a time on two cores: most of them wait on real servers, shells and sockets
 # (the service crate's integration binary: 137 s with 4, 187 s with 2, 123 s with 6).
@@ -34,8 +37,22 @@ if [ "$build_status" != 0 ]; then
   echo "test.sh: the build failed (above)" >&2
   exit "$build_status"
 fi
+# The plugins' integration-test binaries run beside the service crate's (scripts/test-runner.sh
+# says how; their output comes in cargo's order): the binaries from cargo's own list, the
+# service's `it` as the lead. A runner of the user's own, or no list, runs them as cargo does.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+runner_var="CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
+beside_env=()
+if [ -n "$host" ] && [ -z "${!runner_var:-}" ] &&
+  cargo test --workspace --no-run --message-format=json "$@" 2>/dev/null |
+  python3 scripts/test-beside.py "$beside" "$(pwd -P)/Cargo.toml"; then
+  beside_env=("$runner_var=$PWD/scripts/test-runner.sh" "OPENFILES_TEST_BESIDE=$beside")
+  echo "test.sh: beside the service's integration tests: $(cut -f3 "$beside/list" | tr '\n' ' ')"
+else
+  echo "test.sh: the test binaries run one after another (no service integration test to lead)"
+fi
 status=0
-cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+env "${beside_env[@]}" cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 phase "tests done"
 # A test that failed is run once more, alone (`--exact`, its binary only). One that then
 # passes is named as flaky on its own line and counted as passed: a test that fails twice, or
@@ -50,8 +67,12 @@ if [ "$status" != 0 ]; then
     found=1
     if [ -z "$names" ]; then status=1; continue; fi
     echo "test.sh: running again, alone: $names"
-    # shellcheck disable=SC2086 # cargo's own rerun arguments and the test names are words
     count=$(echo "$names" | wc -w)
+    # Without arguments of the caller's, the whole workspace stays selected (`-p X` alone
+    # selects other features: a rebuild of most dependencies to run one test); its other
+    # binaries of the same kind find no test of that name, or fail the rerun if theirs fails.
+    if [ "$#" = 0 ]; then args=$(echo "$args" | sed -E 's/(^| )-p [^ ]+/\1--workspace/'); fi
+    # shellcheck disable=SC2086 # cargo's own rerun arguments and the test names are words
     if cargo test $args "$@" -- --exact $names >>"$log.again" 2>&1 &&
       [ "$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$log.again")" -ge "$count" ]; then
       for n in $names; do echo "test.sh: flaky (failed, then passed alone): $n"; done

@@ -61,6 +61,9 @@ pub struct SourceInfo {
     pub warm: bool,
     /// A newer edit cancels its run in flight over the project (`Capabilities::superseded`).
     pub superseded: bool,
+    /// The per-file language servers whose diagnostics its warm server gives
+    /// (`Capabilities::serves`): see [`served`].
+    pub serves: Vec<String>,
 }
 
 /// Why a source gave no answer for a check. Every variant becomes an explanatory item on
@@ -115,8 +118,90 @@ pub trait Checker: Send + Sync + 'static {
     }
 }
 
+/// Per file of `files`, the per-file language servers a project-wide source's warm server
+/// stands in for (`CheckRequest::served`): in a trusted workspace only, the servers named by
+/// the [`SourceInfo::serves`] of a project-wide source with a warm server that handles the
+/// file (the pyright plugin's `pyright` and `basedpyright`). The per-file sources leave them
+/// out of their checks and the project-wide source gives their items: one analysis of the
+/// project, not two. The same answer for a file's checks and its committed text's (the
+/// per-file baseline), so both leave out the same servers. Files with none are not listed.
+pub fn served(
+    checker: &dyn Checker,
+    files: &[PathBuf],
+) -> std::collections::BTreeMap<PathBuf, Vec<String>> {
+    if !checker.trusted() {
+        return Default::default();
+    }
+    files
+        .iter()
+        .filter_map(|f| {
+            let names: Vec<String> = checker
+                .sources_for(f)
+                .into_iter()
+                .filter(|s| s.project_wide && s.warm)
+                .flat_map(|s| s.serves)
+                .collect();
+            (!names.is_empty()).then(|| (f.clone(), names))
+        })
+        .collect()
+}
+
 /// The project root of `file` for a project-wide source: the nearest ancestor (inside the
 /// workspace) holding one of `markers`, else the workspace root.
 pub fn project_root(file: &Path, workspace: &Path, markers: &[String]) -> PathBuf {
     openfiles_plugin_api::markers::project_root(file, workspace, markers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A checker with fixed sources and trust.
+    struct Fixed {
+        trusted: bool,
+        sources: Vec<SourceInfo>,
+    }
+
+    impl Checker for Fixed {
+        fn sources_for(&self, _: &Path) -> Vec<SourceInfo> {
+            self.sources.clone()
+        }
+        fn check(
+            &self,
+            _: SourceId,
+            _: CheckRequest,
+        ) -> BoxFuture<'static, Result<CheckResponse, CheckError>> {
+            Box::pin(async { Ok(CheckResponse::default()) })
+        }
+        fn trusted(&self) -> bool {
+            self.trusted
+        }
+    }
+
+    #[test]
+    fn a_warm_project_wide_source_stands_in_for_its_servers_only_where_trusted() {
+        let lsp = testing::per_file(0, "lsp");
+        let mut pyright = testing::project_wide(1, "pyright", &["pyrightconfig.json"]);
+        pyright.warm = true;
+        pyright.serves = vec!["pyright".into(), "basedpyright".into()];
+        let files = vec![PathBuf::from("/w/a.py")];
+        let served_by =
+            |trusted: bool, sources: Vec<SourceInfo>| served(&Fixed { trusted, sources }, &files);
+        assert_eq!(
+            served_by(true, vec![lsp.clone(), pyright.clone()]),
+            BTreeMap::from([(files[0].clone(), pyright.serves.clone())])
+        );
+        // Untrusted; no warm server (the command line only); no such source.
+        assert_eq!(
+            served_by(false, vec![lsp.clone(), pyright.clone()]),
+            BTreeMap::new()
+        );
+        let cold = SourceInfo {
+            warm: false,
+            ..pyright.clone()
+        };
+        assert_eq!(served_by(true, vec![lsp.clone(), cold]), BTreeMap::new());
+        assert_eq!(served_by(true, vec![lsp]), BTreeMap::new());
+    }
 }

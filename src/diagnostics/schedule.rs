@@ -343,10 +343,12 @@ impl Scheduler {
             None => Vec::new(),
         };
         let check = self.next_check;
+        let files: Vec<PathBuf> = with_gen.iter().map(|(p, _)| p.clone()).collect();
         let request = CheckRequest {
             id: check,
             workspace: self.root.clone(),
-            files: with_gen.iter().map(|(p, _)| p.clone()).collect(),
+            served: super::served(&*self.checker, &files),
+            files,
             also_report,
             timeout_ms,
             // Every file of the project with a problem: what the edits broke elsewhere.
@@ -426,7 +428,7 @@ impl Scheduler {
         }
         let check = self.next_check;
         self.next_check += 1;
-        let request = CheckRequest {
+        let mut request = CheckRequest {
             id: check,
             workspace: self.root.clone(),
             files: parts
@@ -438,6 +440,7 @@ impl Scheduler {
             report_all: true,
             ..Default::default()
         };
+        request.served = super::served(&*self.checker, &request.files);
         tracing::debug!(
             root = %self.root.display(),
             check,

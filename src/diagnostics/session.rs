@@ -188,6 +188,16 @@ impl FileState {
                 if let Some(v) = view.filter(|v| v.known.contains(&s.name)) {
                     baseline::classify(Some(&v.file), v.now_lines.as_deref(), &s.name, &mut items);
                 }
+                if s.project_wide {
+                    // A project-wide source's hints (the warm server's "is not accessed",
+                    // given where it stands in for a language server: `CheckRequest::served`)
+                    // have no baseline to be told new by: its run over the commit's snapshot
+                    // is the command line's, which prints none. Left unclassified.
+                    items
+                        .iter_mut()
+                        .filter(|i| i.severity == Severity::Hint)
+                        .for_each(|i| i.introduced = None);
+                }
                 // What hides a problem is named only when the session added it (a cast only
                 // where an earlier content had an error).
                 items.retain(|i| silencing::keep_cast(i, earlier));
@@ -646,6 +656,7 @@ mod tests {
             late_fixes: false,
             warm: false,
             superseded: false,
+            serves: Vec::new(),
         }
     }
 
@@ -764,6 +775,60 @@ mod tests {
                 ("already there", Some(false)),
                 ("new", Some(true)),
                 ("undefined name", Some(true))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_project_wide_sources_hints_are_left_unclassified() {
+        // The warm server standing in for a language server gives its hints; the commit's
+        // baseline of that source is the command line's, which has none.
+        let mut s = Session::default();
+        let p = Path::new("/w/app.py");
+        let g = s.edited(p, 1);
+        s.dispatched(p, &[src(1, false), src(2, true)], 1);
+        let view = BaseView {
+            file: BaseFile {
+                lines: None,
+                items: [("s2".to_owned(), vec![item("already there")])].into(),
+                covered: BTreeMap::new(),
+            },
+            known: ["s1".to_owned(), "s2".to_owned()].into(),
+            now_lines: None,
+        };
+        s.set_view(p, Some(view), Pending::default(), 2);
+        let hint = |msg: &str| Item {
+            severity: Severity::Hint,
+            ..item(msg)
+        };
+        s.answered(p, g, 1, vec![hint("a language server's hint")], 3);
+        s.answered(
+            p,
+            g,
+            2,
+            vec![
+                item("already there"),
+                item("new"),
+                hint("\"os\" is not accessed"),
+            ],
+            3,
+        );
+        let mut shown: Vec<(&str, Option<bool>)> = s
+            .get(p)
+            .unwrap()
+            .entry
+            .items
+            .iter()
+            .map(|i| (i.message.as_str(), i.introduced))
+            .collect();
+        shown.sort();
+        assert_eq!(
+            shown,
+            vec![
+                ("\"os\" is not accessed", None),
+                ("a language server's hint", Some(true)),
+                ("already there", Some(false)),
+                ("new", Some(true)),
             ]
         );
     }

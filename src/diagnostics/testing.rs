@@ -69,6 +69,7 @@ pub fn per_file(id: SourceId, name: &str) -> SourceInfo {
         late_fixes: false,
         warm: false,
         superseded: false,
+        serves: Vec::new(),
     }
 }
 
@@ -84,6 +85,7 @@ pub fn project_wide(id: SourceId, name: &str, markers: &[&str]) -> SourceInfo {
         late_fixes: false,
         warm: false,
         superseded: false,
+        serves: Vec::new(),
     }
 }
 

@@ -28,6 +28,7 @@ impl Checker for PluginManager {
                     late_fixes: caps.late_fixes,
                     warm: caps.warm,
                     superseded: caps.superseded,
+                    serves: caps.serves.clone(),
                 })
             })
             .collect()

@@ -287,7 +287,9 @@ impl Serving {
         match created {
             Ok((inst, capabilities)) => {
                 self.instance = Some(Arc::new(inst));
-                self.out.send(&FromHost::Ready { capabilities });
+                self.out.send(&FromHost::Ready {
+                    capabilities: Box::new(capabilities),
+                });
                 Ok(None)
             }
             Err(e) => {

@@ -44,8 +44,8 @@ pub enum FromHost {
     /// The library was refused; `kind` is `load-error`, `missing-symbol`, `abi-mismatch` or
     /// `bad-table`. The host exits after sending it.
     Refused { kind: String, message: String },
-    /// `create` succeeded.
-    Ready { capabilities: Capabilities },
+    /// `create` succeeded (boxed: the other messages are small).
+    Ready { capabilities: Box<Capabilities> },
     /// `create` failed (an error or a panic); the host exits after sending it.
     Failed { message: String },
     /// The answer to one check: exactly one of `response` / `error`.

@@ -153,7 +153,7 @@ impl Host {
             .await
             .map_err(|e| StartError::Host(format!("plugin host closed its input: {e}")))?;
         match self.next(INIT_TIMEOUT).await? {
-            FromHost::Ready { capabilities } => Ok(capabilities),
+            FromHost::Ready { capabilities } => Ok(*capabilities),
             FromHost::Failed { message } => {
                 self.reap().await;
                 Err(StartError::Failed(message))

@@ -131,6 +131,11 @@ impl Checker for Trusting {
         mut request: CheckRequest,
     ) -> BoxFuture<'static, Result<CheckResponse, CheckError>> {
         request.trusted = self.trusted.get();
+        if !request.trusted {
+            // A language server is left out of a check only where the user trusts the
+            // workspace (`diagnostics::served`): never for an untrusted one's request.
+            request.served.clear();
+        }
         self.inner.check(source, request)
     }
 

@@ -49,6 +49,7 @@ mod plugins_host;
 mod plugins_real;
 mod plugins_tsgo;
 mod python_ls;
+mod python_one_analysis;
 mod reliability_corpus;
 mod reliability_faults;
 mod reliability_flood;

@@ -25,6 +25,7 @@ pub mod query;
 pub mod test_runners;
 #[cfg(unix)]
 pub mod tools;
+pub mod tracked;
 pub mod types;
 
 pub use types::{

@@ -89,6 +89,14 @@ pub struct Capabilities {
     /// one for both edits' files at once, instead of queueing a follow-up behind it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub superseded: bool,
+    /// The per-file language servers (by the lsp plugin's names: `pyright`, `basedpyright`)
+    /// whose diagnostics this project-wide plugin's warm server gives, hints included, for
+    /// the files of the projects it serves (the pyright plugin's). In a trusted workspace
+    /// the service then tells the per-file sources to leave those servers out of a check of
+    /// such a file, and this plugin to give their items ([`CheckRequest::served`]): one
+    /// analysis of a project instead of two.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serves: Vec<String>,
 }
 
 /// One check: a batch of files of one workspace.
@@ -136,6 +144,14 @@ pub struct CheckRequest {
     /// position, code and message. Sent only to plugins with [`Capabilities::late_fixes`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fixes_only: bool,
+    /// Per file, the per-file language servers (by name) whose diagnostics a project-wide
+    /// source's warm server gives for it ([`Capabilities::serves`]; trusted workspaces only).
+    /// A per-file source (the lsp plugin) leaves those servers out of the check — starts
+    /// none of them for it — and still answers questions (`query`) with them; the
+    /// project-wide source gives every item those servers would, hints included. Absent:
+    /// nothing is left out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub served: BTreeMap<PathBuf, Vec<String>>,
 }
 
 /// The answer to one check.

@@ -91,6 +91,7 @@ impl Plugin for CargoCheck {
             late_fixes: false,
             warm: false,
             superseded: false,
+            serves: Vec::new(),
         };
         Ok((
             CargoCheck {

@@ -215,6 +215,7 @@ impl Plugin for Cc {
             late_fixes: false,
             warm: false,
             superseded: false,
+            serves: Vec::new(),
         };
         Ok((
             Cc {

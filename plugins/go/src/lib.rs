@@ -100,6 +100,7 @@ impl Plugin for Go {
             late_fixes: false,
             warm: false,
             superseded: false,
+            serves: Vec::new(),
         };
         Ok((
             Go {

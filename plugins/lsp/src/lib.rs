@@ -263,6 +263,7 @@ fn capabilities(servers: &[ServerSpec], resolver: &Resolver) -> Capabilities {
         late_fixes: true,
         warm: false,
         superseded: false,
+        serves: Vec::new(),
     }
 }
 
@@ -400,10 +401,14 @@ impl Inner {
         let deadline = self.deadline(req);
         let (workspace, files, trusted) = (req.workspace.clone(), req.files.clone(), req.trusted);
         let me = self.clone();
-        let (jobs, notes) =
+        let (mut jobs, notes) =
             tokio::task::spawn_blocking(move || me.jobs(&workspace, &files, trusted))
                 .await
                 .map_err(|e| PluginError::Tool(e.to_string()))?;
+        // A server another source stands in for (the pyright plugin's warm server for a
+        // Python type checker, over the files its project tracks) is left out of this check,
+        // and not started for it; questions (`query`) still go to it.
+        jobs.retain(|j| !served_elsewhere(req, j));
         let mut set = JoinSet::new();
         let mut per_file: HashMap<usize, Vec<Item>> = HashMap::new();
         if req.fixes_only {
@@ -642,6 +647,22 @@ impl Inner {
         }
         Vec::new()
     }
+}
+
+/// Whether `job`'s server is one the request says another source gives the diagnostics of,
+/// for its file ([`CheckRequest::served`]; only trusted workspaces' requests carry it), and
+/// that source's project reports on the file ([`tracked::tracks`]: a file its `include`
+/// leaves out keeps this server's analysis).
+fn served_elsewhere(req: &CheckRequest, job: &Job) -> bool {
+    let Some(file) = req.files.get(job.file) else {
+        return false;
+    };
+    req.trusted
+        && req
+            .served
+            .get(file)
+            .is_some_and(|names| names.contains(&job.spec.name))
+        && openfiles_plugin_api::tracked::tracks(&job.spec.name, &job.root, file)
 }
 
 /// The answer: each file's items merged ([`convert::merge`]), files in path order.

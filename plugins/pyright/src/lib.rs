@@ -47,6 +47,7 @@ mod layout;
 pub mod parse;
 mod report;
 pub mod rpc;
+mod served;
 pub mod server;
 mod timeline;
 pub mod ty;
@@ -62,6 +63,7 @@ use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Plugin, PluginError,
 };
 use serde::Deserialize;
+use served::hints_for;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -203,6 +205,16 @@ impl Plugin for Pyright {
             // (a ty project's warm-up runs `ty check`, which takes a fraction of a second).
             warm: settings.language_server != Some(false),
             superseded: false,
+            // Where its warm server serves a project, the lsp plugin's server of the same
+            // checker need not analyse it again (`CheckRequest::served`).
+            serves: if settings.language_server != Some(false) {
+                vec![
+                    Checker::Pyright.name().into(),
+                    Checker::Basedpyright.name().into(),
+                ]
+            } else {
+                Vec::new()
+            },
         };
         Ok((
             Pyright {
@@ -283,6 +295,7 @@ impl Plugin for Pyright {
                     };
                     let asked: Asked = (wanted, request.report_all, &ours);
                     let served = served.get(&run.2).map(|found| under(found, &run.1));
+                    let served = served.map(|found| hints_for(found, &request, checker));
                     self.run(request.id, run, asked, &scope, served)
                 },
             );

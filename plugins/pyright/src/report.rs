@@ -9,8 +9,10 @@ use openfiles_plugin_api::{Item, Severity};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The language server's pushed diagnostics as the command line's: hints (unused names,
-/// unreachable code, which the command line does not print) left out.
+/// The language server's pushed diagnostics in the command line's shape, hints (severity 4:
+/// unused names, unreachable code, which the command line does not print) included:
+/// [`crate::served::hints_for`] keeps them only where the server stands in for the lsp
+/// plugin's.
 pub fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
     let mut found = Vec::new();
     for (path, diags) in pushes {
@@ -18,7 +20,7 @@ pub fn lsp_found(pushes: server::Pushes) -> Vec<Found> {
             let severity = match d.get("severity").and_then(|s| s.as_u64()) {
                 Some(2) => Severity::Warning,
                 Some(3) => Severity::Info,
-                Some(4) => continue,
+                Some(4) => Severity::Hint,
                 _ => Severity::Error,
             };
             let at = |k: &str| {

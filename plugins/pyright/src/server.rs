@@ -332,7 +332,11 @@ fn start(
                 "window": {"workDoneProgress": true},
                 "workspace": {"configuration": true, "workspaceFolders": true,
                               "didChangeWatchedFiles": {"dynamicRegistration": true}},
-                "textDocument": {"publishDiagnostics": {}},
+                // The tags as the lsp plugin's client declares them: pyright sends its
+                // hints (unused, unreachable, deprecated code) only to a client that
+                // supports them, and this server stands in for that one's
+                // (`CheckRequest::served`).
+                "textDocument": {"publishDiagnostics": {"tagSupport": {"valueSet": [1, 2]}}},
             },
         }}),
     )?;

@@ -209,6 +209,7 @@ impl Plugin for Tests {
             warm: false,
             // A test run over content a newer edit replaced says nothing about it.
             superseded: true,
+            serves: Vec::new(),
         };
         Ok((
             Tests {

@@ -89,6 +89,7 @@ impl Plugin for Tsc {
             late_fixes: false,
             warm: false,
             superseded: false,
+            serves: Vec::new(),
         };
         Ok((
             Tsc {

@@ -524,9 +524,12 @@ async fn file_job(
         return Ok(None);
     };
     let lines = baseline::line_hashes(&text);
+    let files = vec![path.to_owned()];
     let request = CheckRequest {
         workspace: root.to_owned(),
-        files: vec![path.to_owned()],
+        // The servers the file's checks leave out, its committed text's check leaves out too.
+        served: crate::diagnostics::served(&*checker, &files),
+        files,
         texts: BTreeMap::from([(path.to_owned(), text)]),
         timeout_ms,
         ..Default::default()

@@ -206,6 +206,7 @@ async fn a_late_answer_for_an_older_generation_is_dropped_and_the_file_checked_a
 async fn a_newer_edit_cancels_a_superseded_run_and_checks_both_files_at_once() {
     let tests = SourceInfo {
         superseded: true,
+        serves: Vec::new(),
         ..project_wide(1, "tests", &["pyproject.toml"])
     };
     let mut b = Bench::start(vec![(tests, "py")], &["pyproject.toml", "a.py", "b.py"]);
@@ -1066,6 +1067,7 @@ async fn a_warm_up_checks_one_file_per_kind_a_source_handles() {
                 SourceInfo {
                     warm: true,
                     superseded: false,
+                    serves: Vec::new(),
                     ..project_wide(2, "pyright", &["pyproject.toml"])
                 },
                 "py",

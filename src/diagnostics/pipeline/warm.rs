@@ -231,9 +231,12 @@ async fn run(
 ) -> (Warmed, Vec<Answer>) {
     let checks = picks.into_iter().map(|(source, file)| {
         let report_all = whole && source.project_wide;
+        let files = vec![file.clone()];
         let request = CheckRequest {
             workspace: root.to_owned(),
-            files: vec![file.clone()],
+            // A language server the project-wide source stands in for is not started.
+            served: crate::diagnostics::served(&*checker, &files),
+            files,
             report_all,
             timeout_ms,
             ..Default::default()

@@ -300,6 +300,7 @@ impl Silencing {
             late_fixes: false,
             warm: false,
             superseded: false,
+            serves: Vec::new(),
         }
     }
 }
