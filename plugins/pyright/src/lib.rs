@@ -274,7 +274,6 @@ impl Plugin for Pyright {
                     self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
                 })
                 .unwrap_or_default();
-            trace(|| format!("check {}: served", request.id));
             let found = self.runs.run_groups(
                 request.id,
                 checker.source(),
