@@ -43,6 +43,7 @@
 //! each check's timeline to the service's log ([`timeline`]).
 
 pub mod early;
+mod layout;
 pub mod parse;
 mod report;
 pub mod rpc;
@@ -54,7 +55,7 @@ use report::{collect, lsp_found, under, Found};
 use timeline::trace;
 
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
-use openfiles_plugin_api::markers::{self, project_root};
+use openfiles_plugin_api::markers;
 use openfiles_plugin_api::tools::{
     is_executable, on_path, scope, Column, Findings, ToolOutput, ToolRuns,
 };
@@ -153,6 +154,8 @@ pub struct Pyright {
     fallbacks: std::sync::Mutex<Vec<String>>,
     /// The checks a language server answered early for (`CheckResponse::more`).
     answered_early: std::sync::Mutex<HashSet<u64>>,
+    /// Each folder's projects and the checkers it asks for (see [`layout`]).
+    layouts: layout::Layouts,
 }
 
 /// What a check lets the language server answer: the files that may have changed, and the
@@ -216,6 +219,7 @@ impl Plugin for Pyright {
                 runs: ToolRuns::new(),
                 fallbacks: std::sync::Mutex::default(),
                 answered_early: std::sync::Mutex::default(),
+                layouts: layout::Layouts::default(),
             },
             caps,
         ))
@@ -241,6 +245,7 @@ impl Plugin for Pyright {
                 None => missing.push(file.clone()),
             }
         }
+        trace(|| format!("check {}: checkers chosen", request.id));
         let live: Live = request
             .cache_of
             .is_none()
@@ -262,7 +267,6 @@ impl Plugin for Pyright {
                     self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
                 })
                 .unwrap_or_default();
-            trace(|| format!("check {}: served", request.id));
             let found = self.runs.run_groups(
                 request.id,
                 checker.source(),
@@ -344,11 +348,11 @@ impl Pyright {
     /// root and executable; `None` when no checker is installed.
     fn choose(&self, file: &Path, workspace: &Path, scope: &Scope) -> Option<Run> {
         let trusted = scope.trust() == openfiles_plugin_api::gate::Trust::Trusted;
+        let layout = self.layouts.of(file, workspace);
         let installed: Vec<Run> = Checker::ALL
             .iter()
-            .filter_map(|&c| {
-                let markers: Vec<String> = c.root_markers().iter().map(|m| m.to_string()).collect();
-                let root = project_root(file, workspace, &markers);
+            .zip(layout.roots)
+            .filter_map(|(&c, root)| {
                 let exe = self
                     .settings
                     .exe(c)
@@ -358,10 +362,13 @@ impl Pyright {
                 Some((c, root, exe))
             })
             .collect();
-        let pick = markers::pick_one(&installed, |(c, _, _)| {
-            let claims = markers::python_type_checker_claims(c.name());
-            !claims.is_empty() && markers::near(claims, file, workspace)
-        })?;
+        let claimed = |c: &Checker| {
+            Checker::ALL
+                .iter()
+                .zip(layout.claims)
+                .any(|(x, y)| x == c && y)
+        };
+        let pick = markers::pick_one(&installed, |(c, _, _)| claimed(c))?;
         installed.into_iter().nth(pick)
     }
 

@@ -8,7 +8,8 @@
 //! from disk and re-checks them and their dependents), waits until the analysis settles and
 //! takes every file's last pushed diagnostics under the check's roots.
 //!
-//! Settled: every changed file the server published before re-published (re-checked), no
+//! Settled: every changed file the server published before re-published twice (its first
+//! publish repeats the old text's diagnostics) and its users once (re-checked), no
 //! work-done progress running, and either one ended since the check's
 //! notification (pyright reports "N files to analyze" while it re-checks dependents) with
 //! [`QUIET_MS`] of silence after it, or — when it re-checked without progress — the pushes
@@ -419,6 +420,7 @@ fn notify_and_wait(
 /// Tell `server` which of `ask.changed` changed and the roots it does not serve yet; what
 /// was known of the notified files before (to undo it if the check is cancelled).
 fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError> {
+    crate::timeline::trace(|| "asking the server".into());
     let changes = server
         .texts
         .lock()
@@ -581,10 +583,15 @@ impl Start {
         let uris = &self.uris;
         let ms = Duration::from_millis;
         let (quiet, waited) = (p.last_event.elapsed(), self.since.elapsed());
-        let rechecked = self
-            .before
-            .iter()
-            .all(|(u, n)| p.published.get(u).is_some_and(|m| m > n))
+        // Re-checked: each changed file published twice (its first publish repeats the old
+        // text's diagnostics) and each user once since the notification. A progress that
+        // ends after the notification may be the analysis it interrupted (a check sent while
+        // the server was still analysing an earlier change): its end alone settles nothing.
+        let again = |(u, n): &(String, u64), times: u64| {
+            p.published.get(u).is_some_and(|m| *m >= n + times)
+        };
+        let rechecked = (self.before.iter().all(|b| again(b, 2))
+            && self.users.iter().all(|b| again(b, 1)))
             || waited >= ms(self.silent);
         // A root just added: its files are published once it has found them.
         let found = !self.first
@@ -681,6 +688,45 @@ fn tree_rss(pid: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 42.2: a check sent while the server still analyses an earlier change sees that
+    /// analysis end; it is settled only once its own files and their users were re-checked
+    /// (a revert answered from the old analysis left the broken caller standing).
+    #[test]
+    fn an_interrupted_analysis_ending_settles_nothing() {
+        let long_ago = Instant::now() - Duration::from_secs(2);
+        let start = Start {
+            since: Instant::now(),
+            events: 10,
+            ended: 1,
+            before: vec![("file:///w/utils.py".into(), 1)],
+            users: vec![("file:///w/core.py".into(), 1)],
+            uris: vec!["file:///w/utils.py".into()],
+            first: false,
+            pushes_quiet: NO_PROGRESS_QUIET_MS,
+            silent: SILENT_MS,
+        };
+        let pushed = |utils: u64, core: u64| crate::rpc::Pushed {
+            diagnostics: HashMap::new(),
+            published: HashMap::from([
+                ("file:///w/utils.py".to_owned(), utils),
+                ("file:///w/core.py".to_owned(), core),
+            ]),
+            active: HashSet::new(),
+            ended: 2,
+            events: 12,
+            last_event: long_ago,
+            initialized: true,
+            closed: false,
+        };
+        assert!(!start.settled(&pushed(2, 1)), "the old analysis's end");
+        assert!(!start.settled(&pushed(3, 1)), "the caller not re-checked");
+        assert!(
+            !start.settled(&pushed(2, 2)),
+            "the changed file's old publish only"
+        );
+        assert!(start.settled(&pushed(3, 2)));
+    }
 
     #[test]
     fn uris_round_trip() {
