@@ -10,7 +10,7 @@
 #
 # A first run on a fresh 2-core machine: about 2 min of installs (apt, pip, npm: the language
 # servers and the five agent CLIs, 1.4 GB) beside the build (about 4 min from an empty cargo
-# cache), then about 6 min of tests (see README.md, "Two commands").
+# cache), then about 4-5 min of tests (see README.md, "Two commands").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's end, wall clock and seconds since the script began (`.ci/run` says its own).
