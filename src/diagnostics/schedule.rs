@@ -22,7 +22,8 @@
 //! It also keeps how long each project-wide source's last runs over each project took: a
 //! source that was quick in one of its last [`RUNS_KEPT`] runs (at most
 //! `hooks.knock_on_wait_ms`; one run slowed by a busy machine does not stop the waits), or
-//! has not run yet, is marked awaited on the files it is launched for, so a hook's partial
+//! has not run yet (unless it keeps a warm server the session start's warm-up is still
+//! analysing with), is marked awaited on the files it is launched for, so a hook's partial
 //! answer waits for what the edit broke elsewhere (see [`super::waiters`]).
 //!
 //! A project-wide run takes a place under the service-wide bound on such runs
@@ -91,6 +92,9 @@ pub struct Scheduler {
     /// How long the last successful runs of a project-wide source over a project took
     /// (oldest first, at most [`RUNS_KEPT`]).
     last_runs: BTreeMap<(SourceId, PathBuf), VecDeque<Duration>>,
+    /// The session start's warm-up is running (`warm.rs`): a source that keeps a warm server
+    /// is analysing the whole workspace for it.
+    warming: bool,
     next_check: u64,
 }
 
@@ -103,6 +107,7 @@ impl Scheduler {
             in_flight: BTreeMap::new(),
             follow_up: BTreeMap::new(),
             last_runs: BTreeMap::new(),
+            warming: false,
             next_check: 1,
         }
     }
@@ -189,7 +194,7 @@ impl Scheduler {
             by_project.entry(proj).or_default().push(f);
         }
         for (proj, files) in by_project {
-            let awaited = self.quick(id, &proj, knock_on_wait_ms);
+            let awaited = self.quick(info, &proj, knock_on_wait_ms);
             for f in &files {
                 session.set_awaited(f, id, awaited);
             }
@@ -228,16 +233,26 @@ impl Scheduler {
         }
     }
 
+    /// The session start's warm-up began (`true`) or ended.
+    pub fn set_warming(&mut self, on: bool) {
+        self.warming = on;
+    }
+
     /// Whether a partial answer should wait for project-wide `source` over `project`: one of
     /// its last successful runs took at most `knock_on_wait_ms`, or it has not run yet (the
-    /// wait is bounded by that time anyway).
-    fn quick(&self, source: SourceId, project: &Path, knock_on_wait_ms: u64) -> bool {
+    /// wait is bounded by that time anyway) — unless it keeps a warm server that the session
+    /// start's warm-up has not seen through yet: its first answer then comes after that
+    /// whole analysis, and its baseline from a run over the commit's snapshot (an edit
+    /// during the warm-up makes its answer no baseline, `seed.rs`), so the hook would wait
+    /// out the knock-on time for nothing; the edited file's own problems go out at once and
+    /// what the source finds is owed to the session.
+    fn quick(&self, source: &SourceInfo, project: &Path, knock_on_wait_ms: u64) -> bool {
         let limit = Duration::from_millis(knock_on_wait_ms);
         knock_on_wait_ms > 0
-            && self
-                .last_runs
-                .get(&(source, project.to_owned()))
-                .is_none_or(|runs| runs.iter().any(|took| *took <= limit))
+            && match self.last_runs.get(&(source.id, project.to_owned())) {
+                Some(runs) => runs.iter().any(|took| *took <= limit),
+                None => !(self.warming && source.warm),
+            }
     }
 
     /// A project-wide run ended: start its follow-up with the files that still owe it.
@@ -294,7 +309,7 @@ impl Scheduler {
                 .find(|s| s.id == source)
         });
         if let Some(info) = info {
-            let awaited = self.quick(source, &project, knock_on_wait_ms);
+            let awaited = self.quick(&info, &project, knock_on_wait_ms);
             for f in &files {
                 session.set_awaited(f, source, awaited);
             }

@@ -1051,6 +1051,84 @@ async fn nothing_new_after_a_partial_answer_and_a_revert_owe_nothing() {
     assert!(answered(w).await.earlier.is_none());
 }
 
+/// A project-wide source that keeps a warm server and has not run yet is not waited for
+/// while the session start's warm-up still runs (its answer would come after that whole
+/// analysis): the partial answer goes out at the grace with the fast source's items. Once
+/// the warm-up is done, the same source, still without a run, is waited for again.
+#[tokio::test(start_paused = true)]
+async fn a_warm_source_still_warming_up_is_not_waited_for() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let warm = SourceInfo {
+        warm: true,
+        ..project_wide(1, "pyright", &["pyproject.toml"])
+    };
+    let mut b = Bench::start_with(
+        vec![(per_file(0, "lsp"), "py"), (warm, "py")],
+        &["pyproject.toml", "a.py"],
+        KNOCK_ON_MS,
+    );
+    let a = b.path("a.py");
+    assert!(b.handle.warm().await);
+    settle().await;
+    let mut warmup = b.calls.take();
+    assert_eq!(warmup.len(), 2, "the lsp and the pyright warm-up checks");
+    warmup.remove(0).clean(); // the lsp's warm-up ends; pyright's analysis goes on
+    let pyright_warmup = warmup.remove(0);
+
+    let since = b.edit(&["a.py"]).await;
+    let w = b.wait(&["a.py"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, pyright) = (calls.remove(0), calls.remove(0));
+    lsp.answer(vec![(&a, vec![error(2, "Ruff", "Undefined name `x`")])]);
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    let out = answered(w).await;
+    assert!(out.partial && !out.complete, "answered at the grace");
+    assert_eq!(
+        messages(&out.entries.files["a.py"]),
+        vec!["Undefined name `x`"]
+    );
+    assert_eq!(running(&out.entries.files["a.py"]), vec!["pyright"]);
+
+    // The warm-up is done: the source, which has still not run, is awaited again.
+    pyright_warmup.clean();
+    settle().await;
+    pyright.clean();
+    settle().await;
+    let _ = b.calls.take();
+    let mut b2 = Bench::start_with(
+        vec![
+            (per_file(0, "lsp"), "py"),
+            (
+                SourceInfo {
+                    warm: true,
+                    ..project_wide(1, "pyright", &["pyproject.toml"])
+                },
+                "py",
+            ),
+        ],
+        &["pyproject.toml", "a.py"],
+        KNOCK_ON_MS,
+    );
+    assert!(b2.handle.warm().await);
+    settle().await;
+    for c in b2.calls.take() {
+        c.clean();
+    }
+    settle().await;
+    let since = b2.edit(&["a.py"]).await;
+    let w = b2.wait(&["a.py"], since, true);
+    settle().await;
+    let mut calls = b2.calls.take();
+    let (lsp, _pyright) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    assert!(
+        !w.is_finished(),
+        "a warm source that never ran is awaited after the warm-up"
+    );
+}
+
 /// A source that handles several kinds of file (the lsp plugin: a JSON server for
 /// `package.json`, a TypeScript one for `.ts`) gets one warm-up file per kind: the shallowest
 /// file alone would leave the TypeScript server cold.

@@ -67,6 +67,7 @@ impl Pipeline {
             started_at: spec::now_ms(),
             ..Default::default()
         });
+        self.scheduler.set_warming(true);
         let checker = self.scheduler.checker();
         let (root, policy, tx) = (self.root.clone(), self.policy.clone(), self.tx.clone());
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
@@ -117,6 +118,7 @@ impl Pipeline {
 
     /// A warm-up ended.
     pub(super) fn warmed(&mut self, w: Warmed) {
+        self.scheduler.set_warming(false);
         let state = self.warm.get_or_insert_with(WarmState::default);
         state.done_at = spec::now_ms().max(1);
         state.sources = w.sources;
