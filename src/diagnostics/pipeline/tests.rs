@@ -1129,6 +1129,56 @@ async fn a_warm_source_still_warming_up_is_not_waited_for() {
     );
 }
 
+/// A warm source's run that began during the session start's warm-up (its server's start
+/// and whole first analysis) says nothing of what an edit costs: its time is not kept, so the
+/// next edit still waits for that source, however long that first run took.
+#[tokio::test(start_paused = true)]
+async fn a_warm_sources_cold_run_does_not_make_it_slow() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let warm = SourceInfo {
+        warm: true,
+        ..project_wide(1, "pyright", &["pyproject.toml"])
+    };
+    let mut b = Bench::start_with(
+        vec![(per_file(0, "lsp"), "py"), (warm, "py")],
+        &["pyproject.toml", "a.py"],
+        KNOCK_ON_MS,
+    );
+    assert!(b.handle.warm().await);
+    settle().await;
+    let mut warmup = b.calls.take();
+    warmup.remove(0).clean();
+    let pyright_warmup = warmup.remove(0);
+    let since = b.edit(&["a.py"]).await;
+    let w = b.wait(&["a.py"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, pyright) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    // The first analysis: far longer than the knock-on wait.
+    tokio::time::sleep(Duration::from_millis(3 * KNOCK_ON_MS)).await;
+    assert!(answered(w).await.partial);
+    pyright_warmup.clean();
+    settle().await;
+    pyright.clean();
+    settle().await;
+
+    let since = b.edit(&["a.py"]).await;
+    let w = b.wait(&["a.py"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, pyright) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    assert!(
+        !w.is_finished(),
+        "the second edit waits for the warm source: its cold run is not its speed"
+    );
+    pyright.clean();
+    let out = answered(w).await;
+    assert!(out.complete && !out.partial);
+}
+
 /// A source that handles several kinds of file (the lsp plugin: a JSON server for
 /// `package.json`, a TypeScript one for `.ts`) gets one warm-up file per kind: the shallowest
 /// file alone would leave the TypeScript server cold.
