@@ -132,7 +132,7 @@ pub struct Settings {
     /// A language server unused for this long stops (default 600 000).
     pub idle_timeout_ms: Option<u64>,
     /// A language server whose process tree holds more after a check stops (default 1024;
-    /// `0`: no bound).
+    /// `0`: no bound); its Node heap is bounded at three quarters of it (`server::heap_mib`).
     pub max_memory_mib: Option<u64>,
 }
 

@@ -4,7 +4,7 @@
 //! breaks callers in other modules, and after the revert; a server that dies between checks
 //! is started again; one that cannot start leaves the check to the command line, with the
 //! reason logged; an idle server stops, and so does one over `max_memory_mib` (after its
-//! answer).
+//! answer); the server's V8 heap is bounded by it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,6 +113,18 @@ fn the_language_server_gives_the_command_lines_items_before_an_edit_after_it_and
     assert!(before.len() >= 3, "the project's own problems: {before:#?}");
     assert_eq!(check(&served, &ws, &money, 2), before);
     assert_eq!(served.server_pids().len(), 1, "{:?}", served.fallbacks());
+    // Issue 42.3: its heap bounded at three quarters of `max_memory_mib` (1024 by default).
+    let environ = std::fs::read(format!("/proc/{}/environ", served.server_pids()[0])).unwrap();
+    let node_options = environ
+        .split(|b| *b == 0)
+        .find_map(|v| v.strip_prefix(b"NODE_OPTIONS="))
+        .map(|v| String::from_utf8_lossy(v).into_owned());
+    assert!(
+        node_options
+            .as_deref()
+            .is_some_and(|o| o.starts_with("--max-old-space-size=768")),
+        "{node_options:?}"
+    );
 
     std::fs::write(&money, text.replace(GOOD, BROKEN)).unwrap();
     let broken = check(&cli, &ws, &money, 3);
