@@ -19,7 +19,7 @@ use crate::transport::{Error, Transport};
 use lsp_types::request::Request;
 use lsp_types::{Diagnostic, InitializeResult};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,11 +59,13 @@ pub struct State {
     /// [`State::seq`] when indexing last ended: only a push after it is complete.
     pub indexed_at: u64,
     /// Active work-done progresses whose title speaks of indexing (clangd's background
-    /// index, rust-analyzer's): token → title and last message. While one runs, an answer
-    /// about other files may be incomplete (`crate::completeness`).
+    /// index, rust-analyzer's cache priming): token → title and last message. While one
+    /// runs, an answer about other files may be incomplete (`crate::completeness` says which).
     pub index_progress: HashMap<String, String>,
-    /// rust-analyzer's last `experimental/serverStatus`: `Some(false)` while it loads or
-    /// indexes the workspace, `Some(true)` once quiescent, `None` before the first.
+    /// Every active work-done progress, by token.
+    pub progress_active: HashSet<String>,
+    /// rust-analyzer's last `experimental/serverStatus`: `Some(false)` while it loads the
+    /// workspace or primes its caches, `Some(true)` once quiescent, `None` before the first.
     pub quiescent: Option<bool>,
 }
 

@@ -19,11 +19,16 @@
 //!   pulled, or its first push); if it did not, the answer is partial;
 //! - rust-analyzer answers references with nothing while it loads the workspace (measured on
 //!   walkdir: 0 uses of `WalkDir::min_depth` asked 2 s after it started, 7 after it loaded).
-//!   It says when it is done (`experimental/serverStatus`, `quiescent`, a client capability
-//!   the plugin announces): a cross-file question waits for that, bounded as pyright's, and
-//!   is partial without it.
+//!   A cross-file question waits, bounded as pyright's, until it has loaded the workspace,
+//!   and is partial without it. Loaded is: it says it is quiescent
+//!   (`experimental/serverStatus`, a client capability the plugin announces), or all it
+//!   still does is prime its caches. Since rust-analyzer 2024-08 (its PR 17886) `quiescent`
+//!   stays false until that priming (a progress titled "Indexing") has ended, which on a busy
+//!   2-core machine is past the wait's bound; the priming starts only once the workspace is
+//!   loaded and warms what a request computes on demand anyway, so an answer during it is
+//!   slower but whole, and it is not an index in progress either.
 
-use crate::client::Client;
+use crate::client::{Client, State};
 use crate::convert::path_to_uri;
 use crate::Job;
 use openfiles_plugin_api::compile_db;
@@ -89,12 +94,12 @@ pub(crate) async fn settle(client: &Client, req: &QueryRequest, deadline: Instan
 }
 
 /// Whether a server that finds the workspace's files in the background analysed `path`:
-/// its answer to a diagnostics pull, else its first push; rust-analyzer, once it says it is
-/// quiescent (its workspace loaded and indexed).
+/// its answer to a diagnostics pull, else its first push; rust-analyzer, once it has loaded
+/// the workspace ([`loaded`]).
 async fn analysed(client: &Client, path: &Path, deadline: Instant) -> bool {
     let until = deadline.min(Instant::now() + SETTLE);
     if reports_status(&client.spec.name) {
-        return quiescent(client, until).await;
+        return workspace_loaded(client, until).await;
     }
     if !analyses_in_background(&client.spec.name) {
         return true;
@@ -130,23 +135,33 @@ async fn analysed(client: &Client, path: &Path, deadline: Instant) -> bool {
     }
 }
 
-/// Whether `server` says when it has loaded and indexed the workspace
-/// (`experimental/serverStatus`'s `quiescent`): asked before, rust-analyzer answers
-/// references with nothing, as if there were none.
+/// Whether `server` says when it has loaded the workspace (`experimental/serverStatus`'s
+/// `quiescent`, and its progress): asked before, rust-analyzer answers references with
+/// nothing, as if there were none.
 fn reports_status(server: &str) -> bool {
     server == "rust-analyzer"
 }
 
-/// Until `until`, whether the server said it is quiescent.
-async fn quiescent(client: &Client, until: Instant) -> bool {
+/// The token of rust-analyzer's cache priming (its progress titled "Indexing").
+const CACHE_PRIMING: &str = "rustAnalyzer/cachePriming";
+
+/// Whether rust-analyzer has loaded the workspace: it said it is quiescent, or it is priming
+/// its caches (it starts that only once loaded) and loads nothing else (no other progress but
+/// its cargo check, which answers do not wait for) — `quiescent` stays false until the
+/// priming has ended.
+fn loaded(s: &State) -> bool {
+    s.quiescent == Some(true)
+        || (s.progress_active.contains(CACHE_PRIMING)
+            && s.progress_active
+                .iter()
+                .all(|t| t == CACHE_PRIMING || s.waited_active.contains_key(t)))
+}
+
+/// Until `until`, whether rust-analyzer has loaded the workspace ([`loaded`]).
+async fn workspace_loaded(client: &Client, until: Instant) -> bool {
     let mut changed = client.changed.clone();
     loop {
-        let q = client
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .quiescent;
-        if q == Some(true) {
+        if loaded(&client.state.lock().unwrap_or_else(|e| e.into_inner())) {
             return true;
         }
         if tokio::time::timeout_at(until, changed.changed())
@@ -172,7 +187,7 @@ pub(crate) fn partial(
     let name = &client.spec.name;
     if !settled.analysed && reports_status(name) {
         return Some(format!(
-            "{name} had not loaded and indexed the workspace yet when asked (not within {} s): \
+            "{name} had not loaded the workspace yet when asked (not within {} s): \
              uses in files it has not loaded are missing; ask again",
             SETTLE.as_secs()
         ));
@@ -199,19 +214,28 @@ pub(crate) fn partial(
 /// The server says it is indexing.
 fn indexing(client: &Client) -> Option<String> {
     let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
-    if s.index_progress.is_empty() && !s.indexing {
+    still_indexing(&s, &client.spec.name)
+}
+
+/// Why `server`, in state `s`, is still indexing (rust-analyzer's cache priming is no index:
+/// see the module's comment).
+fn still_indexing(s: &State, server: &str) -> Option<String> {
+    let index = s
+        .index_progress
+        .iter()
+        .filter(|(token, _)| token.as_str() != CACHE_PRIMING);
+    let mut what: Vec<&str> = index.map(|(_, title)| title.as_str()).collect();
+    if what.is_empty() && !s.indexing {
         return None;
     }
-    let mut what: Vec<&str> = s.index_progress.values().map(String::as_str).collect();
     what.sort_unstable();
     let what = match what.is_empty() {
         true => String::new(),
         false => format!(": {}", what.join(", ")),
     };
     Some(format!(
-        "{} is still indexing the workspace{what}; uses in files it has not indexed yet are \
-         missing: ask again when it is done",
-        client.spec.name
+        "{server} is still indexing the workspace{what}; uses in files it has not indexed yet \
+         are missing: ask again when it is done"
     ))
 }
 
@@ -326,5 +350,62 @@ fn rel(path: &Path, workspace: &Path) -> String {
         Ok(r) if r.as_os_str().is_empty() => ".".into(),
         Ok(r) => r.display().to_string(),
         Err(_) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// rust-analyzer's state with `quiescent` and these progresses active (the cargo check's
+    /// waited for, as its spec says).
+    fn state(quiescent: Option<bool>, active: &[&str]) -> State {
+        let mut s = State {
+            quiescent,
+            ..State::default()
+        };
+        for token in active {
+            s.progress_active.insert((*token).to_owned());
+            if token.contains("flycheck") {
+                s.waited_active.insert((*token).to_owned(), ());
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn rust_analyzer_is_loaded_once_quiescent_or_only_priming_its_caches() {
+        let flycheck = "rust-analyzer/flycheck/0";
+        // Starting, and loading (cargo metadata, the crate graph, the files).
+        assert!(!loaded(&state(None, &[])));
+        assert!(!loaded(&state(Some(false), &[])));
+        assert!(!loaded(&state(Some(false), &["rustAnalyzer/Fetching"])));
+        assert!(!loaded(&state(
+            Some(false),
+            &["rustAnalyzer/Roots Scanned"]
+        )));
+        // A reload beside a priming restarted after its cancellation: not loaded.
+        let reload = ["rustAnalyzer/Fetching", CACHE_PRIMING];
+        assert!(!loaded(&state(Some(false), &reload)));
+        // Loaded: priming its caches (with or without its cargo check), or quiescent.
+        assert!(loaded(&state(Some(false), &[CACHE_PRIMING])));
+        assert!(loaded(&state(Some(false), &[CACHE_PRIMING, flycheck])));
+        assert!(loaded(&state(Some(true), &[])));
+        assert!(loaded(&state(Some(true), &[flycheck])));
+        // The cargo check alone, not quiescent: still loading between two steps.
+        assert!(!loaded(&state(Some(false), &[flycheck])));
+    }
+
+    #[test]
+    fn rust_analyzers_cache_priming_is_no_index_in_progress() {
+        let mut s = state(Some(false), &[CACHE_PRIMING]);
+        s.index_progress
+            .insert(CACHE_PRIMING.into(), "Indexing (4/21 (core))".into());
+        assert_eq!(still_indexing(&s, "rust-analyzer"), None);
+        // clangd's background index is one.
+        s.index_progress
+            .insert("backgroundIndexProgress".into(), "indexing (1/77)".into());
+        let why = still_indexing(&s, "clangd").unwrap_or_default();
+        assert!(why.starts_with("clangd is still indexing the workspace: indexing (1/77);"));
     }
 }

@@ -32,6 +32,12 @@ use tokio::time::Instant;
 /// JSON-RPC's "method not found": the server does not answer this kind of question.
 const METHOD_NOT_FOUND: i64 = -32601;
 
+/// LSP's "content modified": the server's state changed under the request; ask again.
+const CONTENT_MODIFIED: i64 = -32801;
+
+/// LSP's "server cancelled": the server dropped the request; ask again.
+const SERVER_CANCELLED: i64 = -32802;
+
 /// How many lines from a declaration's start its name is looked for on.
 const NAME_LINES: usize = 20;
 
@@ -151,25 +157,35 @@ impl Inner {
 }
 
 /// One request to the server until `deadline`: `Err(None)` when it does not answer such
-/// requests (`MethodNotFound`).
+/// requests (`MethodNotFound`). Asked again when the server cancelled it because its state
+/// changed under it (`ContentModified`, `ServerCancelled`: rust-analyzer asked while it
+/// primes its caches cancels the request when the priming ends).
 async fn ask(
     client: &Client,
     method: &str,
     params: Value,
     deadline: Instant,
 ) -> Result<Value, Option<String>> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    client
-        .transport
-        .request(method, params, left)
-        .await
-        .map_err(|e| match e {
-            Error::Rpc {
+    let mut changed = client.changed.clone();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match client.transport.request(method, params.clone(), left).await {
+            Ok(v) => return Ok(v),
+            Err(Error::Rpc {
                 code: METHOD_NOT_FOUND,
                 ..
-            } => None,
-            e => Some(e.to_string()),
-        })
+            }) => return Err(None),
+            Err(Error::Rpc {
+                code: CONTENT_MODIFIED | SERVER_CANCELLED,
+                ..
+            }) if !left.is_zero() => {
+                // Once the server moved on (what it sends next), or shortly.
+                let wait = Duration::from_millis(50).min(left);
+                let _ = tokio::time::timeout(wait, changed.changed()).await;
+            }
+            Err(e) => return Err(Some(e.to_string())),
+        }
+    }
 }
 
 /// The LSP method and parameters of `req` about the document `uri`, at `position`.

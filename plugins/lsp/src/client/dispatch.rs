@@ -240,7 +240,8 @@ impl Dispatcher {
         );
     }
 
-    /// `$/progress`: the waited-for progresses that began and are still active.
+    /// `$/progress`: the progresses that began and are still active (all of them; those
+    /// waited for; those that speak of indexing).
     fn progress(&self, params: &Value) {
         let token = match params.get("token") {
             Some(Value::String(s)) => s.clone(),
@@ -270,11 +271,15 @@ impl Dispatcher {
             }
         }
         match kind {
-            "begin" if is_waited(&self.spec, &token, title) => {
-                s.waited_begun += 1;
-                s.waited_active.insert(token, ());
+            "begin" => {
+                s.progress_active.insert(token.clone());
+                if is_waited(&self.spec, &token, title) {
+                    s.waited_begun += 1;
+                    s.waited_active.insert(token, ());
+                }
             }
             "end" => {
+                s.progress_active.remove(&token);
                 s.index_progress.remove(&token);
                 s.waited_active.remove(&token);
             }

@@ -136,6 +136,15 @@ fn typescript() -> Vec<ServerSpec> {
     tsls.finds_projects = true;
     // It would run the project's `node_modules/typescript/lib/tsserver.js` first.
     tsls.outside_typescript = true;
+    // One tsserver, no typings installer: by default typescript-language-server starts a
+    // second, syntax-only tsserver beside the semantic one (both parse the project at the
+    // start, on the cores the first edit's check needs) and tsserver's automatic type
+    // acquisition runs npm to download `@types` packages named by the repository's
+    // `package.json` into a cache outside it. `tsc`, the reference, does neither.
+    tsls.initialization_options = Some(serde_json::json!({
+        "disableAutomaticTypingAcquisition": true,
+        "tsserver": {"useSyntaxServer": "never"},
+    }));
     // TypeScript 7's native server (npm @typescript/native-preview): pull diagnostics for
     // the text sent. Opt-in while it is a preview.
     let mut tsgo = spec("tsgo", "tsgo", &["--lsp", "--stdio"], &TS, &markers);

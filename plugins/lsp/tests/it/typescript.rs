@@ -87,3 +87,74 @@ fn typescript_language_server_gives_fresh_results_like_tsc() {
         "server restarted"
     );
 }
+
+/// The command lines of `pid`'s descendants (read from /proc).
+fn descendants(pid: u32) -> Vec<String> {
+    let mut procs: Vec<(u32, u32, String)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let (Ok(stat), Ok(cmd)) = (
+            std::fs::read_to_string(format!("/proc/{p}/stat")),
+            std::fs::read(format!("/proc/{p}/cmdline")),
+        ) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the comm may hold spaces, so after its last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0);
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        procs.push((p, ppid, cmd));
+    }
+    let mut out = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for (p, pp, cmd) in &procs {
+            if *pp == parent {
+                parents.push(*p);
+                out.push(cmd.clone());
+            }
+        }
+    }
+    out
+}
+
+/// In a trusted workspace whose `package.json` names dependencies that are not installed,
+/// typescript-language-server runs one tsserver, with no automatic type acquisition: no
+/// syntax-only second server and no typings installer (npm downloading `@types` packages
+/// into a cache outside the workspace), as `tsc` — the reference — does neither.
+#[test]
+fn typescript_language_server_runs_one_tsserver_and_no_typings_installer() {
+    let env = Env::new(json!({}));
+    env.write("tsconfig.json", TSCONFIG);
+    env.write(
+        "package.json",
+        r#"{"name":"x","dependencies":{"lodash":"^4.17.21","express":"^4.19.2"}}"#,
+    );
+    let file = env.write("src/m.ts", BAD);
+    let items = env.check(&file, 60_000);
+    assert_eq!(
+        errors(&items),
+        e(&[(1, "2322"), (4, "2322"), (7, "2304")]),
+        "{items:#?}"
+    );
+    let tree = descendants(env.pid("typescript-language-server"));
+    let tsservers: Vec<&String> = tree.iter().filter(|c| c.contains("tsserver.js")).collect();
+    assert_eq!(tsservers.len(), 1, "{tree:#?}");
+    assert!(
+        tsservers[0].contains("--disableAutomaticTypingAcquisition")
+            && !tsservers[0].contains("partialSemantic"),
+        "{tree:#?}"
+    );
+    assert!(
+        !tree.iter().any(|c| c.contains("typingsInstaller")),
+        "{tree:#?}"
+    );
+}
