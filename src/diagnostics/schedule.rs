@@ -419,20 +419,8 @@ impl Scheduler {
                 took,
             });
         });
-        if let Some(key) = key {
-            let abort = task.abort_handle();
-            let files = files_asked;
-            let cold = self.cold(info, &key.1);
-            self.in_flight.insert(
-                key,
-                Running {
-                    check,
-                    files,
-                    abort,
-                    rest: false,
-                    cold,
-                },
-            );
+        if let Some((_, proj)) = key {
+            self.track(info, proj, check, files_asked, task.abort_handle());
         }
     }
 
@@ -508,19 +496,28 @@ impl Scheduler {
         let abort = task.abort_handle();
         for (proj, files) in parts {
             let files = files.into_iter().map(|(p, _)| p).collect();
-            let abort = abort.clone();
-            let cold = self.cold(info, &proj);
-            self.in_flight.insert(
-                (source, proj),
-                Running {
-                    check,
-                    files,
-                    abort,
-                    rest: false,
-                    cold,
-                },
-            );
+            self.track(info, proj, check, files, abort.clone());
         }
+    }
+
+    /// Keep a project-wide run launched now as in flight.
+    fn track(
+        &mut self,
+        info: &SourceInfo,
+        project: PathBuf,
+        check: u64,
+        files: Vec<PathBuf>,
+        abort: tokio::task::AbortHandle,
+    ) {
+        let cold = self.cold(info, &project);
+        let running = Running {
+            check,
+            files,
+            abort,
+            rest: false,
+            cold,
+        };
+        self.in_flight.insert((info.id, project), running);
     }
 }
 

@@ -1051,13 +1051,10 @@ async fn nothing_new_after_a_partial_answer_and_a_revert_owe_nothing() {
     assert!(answered(w).await.earlier.is_none());
 }
 
-/// A project-wide source that keeps a warm server and has not run yet is not waited for
-/// while the session start's warm-up still runs (its answer would come after that whole
-/// analysis): the partial answer goes out at the grace with the fast source's items. Once
-/// the warm-up is done, the same source, still without a run, is waited for again.
-#[tokio::test(start_paused = true)]
-async fn a_warm_source_still_warming_up_is_not_waited_for() {
-    const KNOCK_ON_MS: u64 = 2_000;
+/// A per-file `lsp` and a warm project-wide `pyright` over `a.py`, the session start's
+/// warm-up asked for: the lsp's warm-up check answered, pyright's — its whole first
+/// analysis — still running (returned).
+async fn warming(knock_on_ms: u64) -> (Bench, crate::diagnostics::testing::Call) {
     let warm = SourceInfo {
         warm: true,
         ..project_wide(1, "pyright", &["pyproject.toml"])
@@ -1065,15 +1062,26 @@ async fn a_warm_source_still_warming_up_is_not_waited_for() {
     let mut b = Bench::start_with(
         vec![(per_file(0, "lsp"), "py"), (warm, "py")],
         &["pyproject.toml", "a.py"],
-        KNOCK_ON_MS,
+        knock_on_ms,
     );
-    let a = b.path("a.py");
     assert!(b.handle.warm().await);
     settle().await;
     let mut warmup = b.calls.take();
     assert_eq!(warmup.len(), 2, "the lsp and the pyright warm-up checks");
     warmup.remove(0).clean(); // the lsp's warm-up ends; pyright's analysis goes on
     let pyright_warmup = warmup.remove(0);
+    (b, pyright_warmup)
+}
+
+/// A project-wide source that keeps a warm server and has not run yet is not waited for
+/// while the session start's warm-up still runs (its answer would come after that whole
+/// analysis): the partial answer goes out at the grace with the fast source's items. Once
+/// the warm-up is done, the same source, still without a run, is waited for again.
+#[tokio::test(start_paused = true)]
+async fn a_warm_source_still_warming_up_is_not_waited_for() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let (mut b, pyright_warmup) = warming(KNOCK_ON_MS).await;
+    let a = b.path("a.py");
 
     let since = b.edit(&["a.py"]).await;
     let w = b.wait(&["a.py"], since, true);
@@ -1135,20 +1143,7 @@ async fn a_warm_source_still_warming_up_is_not_waited_for() {
 #[tokio::test(start_paused = true)]
 async fn a_warm_sources_cold_run_does_not_make_it_slow() {
     const KNOCK_ON_MS: u64 = 2_000;
-    let warm = SourceInfo {
-        warm: true,
-        ..project_wide(1, "pyright", &["pyproject.toml"])
-    };
-    let mut b = Bench::start_with(
-        vec![(per_file(0, "lsp"), "py"), (warm, "py")],
-        &["pyproject.toml", "a.py"],
-        KNOCK_ON_MS,
-    );
-    assert!(b.handle.warm().await);
-    settle().await;
-    let mut warmup = b.calls.take();
-    warmup.remove(0).clean();
-    let pyright_warmup = warmup.remove(0);
+    let (mut b, pyright_warmup) = warming(KNOCK_ON_MS).await;
     let since = b.edit(&["a.py"]).await;
     let w = b.wait(&["a.py"], since, true);
     settle().await;
