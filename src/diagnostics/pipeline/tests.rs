@@ -12,7 +12,9 @@ use tokio::task::JoinHandle;
 
 use super::{EditOrigin, Pipeline, PipelineHandle};
 use crate::config::Config;
-use crate::diagnostics::testing::{error, names, per_file, project_wide, settle, Calls, StandIn};
+use crate::diagnostics::testing::{
+    error, names, per_file, project_wide, settle, Call, Calls, StandIn,
+};
 use crate::diagnostics::waiters::WaitOutcome;
 use crate::diagnostics::SourceInfo;
 use crate::diagnostics::{schedule, session};
@@ -1054,7 +1056,7 @@ async fn nothing_new_after_a_partial_answer_and_a_revert_owe_nothing() {
 /// A per-file `lsp` and a warm project-wide `pyright` over `a.py`, the session start's
 /// warm-up asked for: the lsp's warm-up check answered, pyright's — its whole first
 /// analysis — still running (returned).
-async fn warming(knock_on_ms: u64) -> (Bench, crate::diagnostics::testing::Call) {
+async fn warming(knock_on_ms: u64) -> (Bench, Call) {
     let warm = SourceInfo {
         warm: true,
         ..project_wide(1, "pyright", &["pyproject.toml"])
@@ -1124,17 +1126,24 @@ async fn a_warm_source_still_warming_up_is_not_waited_for() {
         c.clean();
     }
     settle().await;
-    let since = b2.edit(&["a.py"]).await;
-    let w = b2.wait(&["a.py"], since, true);
-    settle().await;
-    let mut calls = b2.calls.take();
-    let (lsp, _pyright) = (calls.remove(0), calls.remove(0));
-    lsp.clean();
-    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    let (w, _pyright) = edit_past_the_grace(&mut b2).await;
     assert!(
         !w.is_finished(),
         "a warm source that never ran is awaited after the warm-up"
     );
+}
+
+/// Edit `a.py` (of [`warming`]'s bench); the lsp answers clean at once; twice the grace
+/// later: the hook's wait and pyright's check.
+async fn edit_past_the_grace(b: &mut Bench) -> (JoinHandle<WaitOutcome>, Call) {
+    let since = b.edit(&["a.py"]).await;
+    let w = b.wait(&["a.py"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    let (lsp, pyright) = (calls.remove(0), calls.remove(0));
+    lsp.clean();
+    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    (w, pyright)
 }
 
 /// A warm source's run that began during the session start's warm-up (its server's start
@@ -1158,13 +1167,7 @@ async fn a_warm_sources_cold_run_does_not_make_it_slow() {
     pyright.clean();
     settle().await;
 
-    let since = b.edit(&["a.py"]).await;
-    let w = b.wait(&["a.py"], since, true);
-    settle().await;
-    let mut calls = b.calls.take();
-    let (lsp, pyright) = (calls.remove(0), calls.remove(0));
-    lsp.clean();
-    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    let (w, pyright) = edit_past_the_grace(&mut b).await;
     assert!(
         !w.is_finished(),
         "the second edit waits for the warm source: its cold run is not its speed"
