@@ -25,9 +25,9 @@
 //! has not run yet (unless it keeps a warm server the session start's warm-up is still
 //! analysing with), is marked awaited on the files it is launched for, so a hook's partial
 //! answer waits for what the edit broke elsewhere (see [`super::waiters`]). A warm source's
-//! cold runs — begun during the warm-up, or its first over a project: its server's start and
-//! whole first analysis — are not kept (on click, 12 s against 1 s for an edit's run: the
-//! session's second edit would not wait for it).
+//! first run over a project — its server's start and whole first analysis — is not kept (on
+//! click, 10–12 s against 1 s for an edit's run: the session's second edit would not wait
+//! for it).
 //!
 //! A project-wide run takes a place under the service-wide bound on such runs
 //! ([`super::bound`]) before it starts.
@@ -83,9 +83,10 @@ struct Running {
     /// The rest of an early answer over the same content (no file dirtied since): a newer
     /// edit of the project cancels it, as for a superseded source (see [`Scheduler`]).
     rest: bool,
-    /// A warm source's run that began during the session start's warm-up or before the
-    /// source ever ran over the project: its time is the server's start and first analysis,
-    /// not what an edit costs, and is not kept in `last_runs`.
+    /// A warm source's first run over the project: its time is the server's start and first
+    /// analysis, not what an edit costs, and is not kept in `last_runs`. (Not every run
+    /// during the session start's warm-up: the warm-up's own analysis can outlast many
+    /// edits, whose runs are the ones that tell the source's speed.)
     cold: bool,
 }
 
@@ -267,7 +268,7 @@ impl Scheduler {
 
     /// Whether a run of `source` over `project` launched now is cold (see [`Running::cold`]).
     fn cold(&self, source: &SourceInfo, project: &Path) -> bool {
-        source.warm && (self.warming || !self.ran_once.contains(&(source.id, project.to_owned())))
+        source.warm && !self.ran_once.contains(&(source.id, project.to_owned()))
     }
 
     /// A project-wide run ended: start its follow-up with the files that still owe it.

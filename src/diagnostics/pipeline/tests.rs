@@ -1177,6 +1177,33 @@ async fn a_warm_sources_cold_run_does_not_make_it_slow() {
     assert!(out.complete && !out.partial);
 }
 
+/// During a long warm-up (its analysis can outlast many edits) the edits' own runs tell the
+/// warm source's speed: its first run is cold and not kept, but once a later one was quick
+/// the next edit waits for it, the warm-up still running.
+#[tokio::test(start_paused = true)]
+async fn edits_during_a_long_warm_up_learn_the_warm_sources_speed() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let (mut b, _pyright_warmup) = warming(KNOCK_ON_MS).await;
+    // Not waited for while the warm-up runs and no run is kept; the first run is long.
+    let (w, pyright) = edit_past_the_grace(&mut b).await;
+    assert!(answered(w).await.partial);
+    tokio::time::sleep(Duration::from_millis(3 * KNOCK_ON_MS)).await;
+    pyright.clean();
+    settle().await;
+    // Still none kept (the first was cold); this one is quick.
+    let (w, pyright) = edit_past_the_grace(&mut b).await;
+    assert!(answered(w).await.partial);
+    pyright.clean();
+    settle().await;
+    let (w, pyright) = edit_past_the_grace(&mut b).await;
+    assert!(
+        !w.is_finished(),
+        "a quick run during the warm-up makes the next edit wait for the source"
+    );
+    pyright.clean();
+    assert!(answered(w).await.complete);
+}
+
 /// A source that handles several kinds of file (the lsp plugin: a JSON server for
 /// `package.json`, a TypeScript one for `.ts`) gets one warm-up file per kind: the shallowest
 /// file alone would leave the TypeScript server cold.
