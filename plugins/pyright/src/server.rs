@@ -519,6 +519,11 @@ fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError
             json!({"changes": events_of}),
         )?;
     }
+    let tracked = if first {
+        tracked_of(ask, &changes.notify)
+    } else {
+        Vec::new()
+    };
     let start = Start {
         since: Instant::now(),
         events,
@@ -526,11 +531,26 @@ fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError
         before,
         users,
         uris,
+        tracked,
         first,
         pushes_quiet,
         silent,
     };
     Ok((start, changes.before))
+}
+
+/// The uris of `files` that a project of `ask` (one of its roots) reports on.
+fn tracked_of(ask: &Ask, files: &[PathBuf]) -> Vec<String> {
+    let name = ask.checker.name();
+    files
+        .iter()
+        .filter(|f| {
+            ask.roots
+                .iter()
+                .any(|r| f.starts_with(r) && openfiles_plugin_api::tracked::tracks(name, r, f))
+        })
+        .map(|f| uri(f))
+        .collect()
 }
 
 /// The per-check timeline on stderr (the service's log) when `OPENFILES_PYRIGHT_LOG` is set:
@@ -597,6 +617,9 @@ struct Start {
     users: Vec<(String, u64)>,
     /// The changed files notified.
     uris: Vec<String>,
+    /// Those of them a project of the check tracks (a first analysis publishes only those;
+    /// see `tracked::tracks`).
+    tracked: Vec<String>,
     /// The server or the root was just added.
     first: bool,
     pushes_quiet: u64,
@@ -639,9 +662,15 @@ impl Start {
         let rechecked = (self.before.iter().all(|b| again(b, 2))
             && self.users.iter().all(|b| again(b, 1)))
             || waited >= ms(self.silent);
-        // A root just added: its files are published once it has found them.
+        // A root just added: its files are published once it has found them — the changed
+        // ones its projects track (another, such as the session start's pick outside
+        // `include`, never is: then its first analysis has ended).
         let found = !self.first
-            || uris.iter().all(|u| p.published.contains_key(u))
+            || if self.tracked.is_empty() {
+                p.ended > self.ended
+            } else {
+                self.tracked.iter().all(|u| p.published.contains_key(u))
+            }
             || waited >= ms(FIRST_SILENT_MS);
         p.active.is_empty()
             && rechecked
@@ -776,6 +805,7 @@ mod tests {
             before: vec![("file:///w/utils.py".into(), 1)],
             users: vec![("file:///w/core.py".into(), 1)],
             uris: vec!["file:///w/utils.py".into()],
+            tracked: Vec::new(),
             first: false,
             pushes_quiet: NO_PROGRESS_QUIET_MS,
             silent: SILENT_MS,
@@ -800,6 +830,49 @@ mod tests {
             "the changed file's old publish only"
         );
         assert!(start.settled(&pushed(3, 2)));
+    }
+
+    /// A server's first analysis asked about a file its projects do not track (the session
+    /// start's pick outside `include`): never published, so the answer waits for that
+    /// analysis to end, not for [`FIRST_SILENT_MS`]; a tracked file, for its publish.
+    #[test]
+    fn a_first_analysis_waits_for_the_tracked_files_or_its_end() {
+        let long_ago = Instant::now() - Duration::from_secs(2);
+        let start = |tracked: Vec<String>| Start {
+            since: long_ago,
+            events: 0,
+            ended: 0,
+            before: Vec::new(),
+            users: Vec::new(),
+            uris: vec!["file:///w/docs/conf.py".into(), "file:///w/src/m.py".into()],
+            tracked,
+            first: true,
+            pushes_quiet: FIRST_QUIET_MS,
+            silent: FIRST_SILENT_MS,
+        };
+        let pushed = |ended: u64, m: bool| crate::rpc::Pushed {
+            diagnostics: HashMap::new(),
+            published: if m {
+                HashMap::from([("file:///w/src/m.py".to_owned(), 1)])
+            } else {
+                HashMap::new()
+            },
+            active: HashSet::new(),
+            ended,
+            events: 5,
+            last_event: long_ago,
+            initialized: true,
+            closed: false,
+        };
+        let untracked = start(Vec::new());
+        assert!(!untracked.settled(&pushed(0, false)), "not analysed yet");
+        assert!(untracked.settled(&pushed(1, false)), "its analysis ended");
+        let tracked = start(vec!["file:///w/src/m.py".into()]);
+        assert!(
+            !tracked.settled(&pushed(1, false)),
+            "its file not published"
+        );
+        assert!(tracked.settled(&pushed(1, true)));
     }
 
     #[test]
