@@ -35,6 +35,13 @@ use super::SkippedLine;
 
 /// Longest queue line accepted; longer ones are skipped as malformed.
 pub const MAX_LINE: usize = 1 << 20;
+/// The most read from a queue file per step (whole lines of it go to the pipeline as one
+/// batch): more than [`MAX_LINE`], so a runaway line is still seen as one, and small enough
+/// that the pipeline's actor, which answers `status` between batches, never holds a flood's
+/// hundreds of thousands of lines at once (300 000 lines were one batch: a `status` waited
+/// over 30 s behind it on a loaded machine). The next step comes with the batch's
+/// acknowledgement.
+const READ_CHUNK: u64 = 2 * MAX_LINE as u64;
 const DRAINING: &str = ".queue-draining.jsonl";
 const GRACE: Duration = Duration::from_secs(2);
 
@@ -301,7 +308,7 @@ pub type Lines = Vec<Result<Vec<u8>, SkippedLine>>;
 fn read_lines(file: &mut File, offset: u64) -> std::io::Result<(Lines, u64)> {
     file.seek(SeekFrom::Start(offset))?;
     let mut buf = Vec::new();
-    file.take(64 << 20).read_to_end(&mut buf)?;
+    file.take(READ_CHUNK).read_to_end(&mut buf)?;
     let Some(last_nl) = buf.iter().rposition(|&b| b == b'\n') else {
         if buf.len() > MAX_LINE {
             // A runaway line with no end in sight: skip what we have; the rest of it will be
@@ -591,6 +598,37 @@ mod tests {
         assert_eq!(drain(&mut r), vec!["partial"]);
         append(&q, "c\n");
         assert_eq!(drain(&mut r), vec!["c"]);
+    }
+
+    /// A flood is read in chunks of at most [`READ_CHUNK`], each step's lines whole, and
+    /// every line exactly once across the steps.
+    #[test]
+    fn a_flood_is_read_in_bounded_steps_and_loses_no_line() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join(".openfiles")).unwrap();
+        let q = t.path().join(".openfiles/queue.jsonl");
+        let mut r = Reader::new(t.path(), Cursor::default());
+        assert!(drain(&mut r).is_empty());
+        let lines: Vec<String> = (0..60_000).map(|i| format!("{{\"n\":{i:0>80}}}")).collect();
+        append(&q, &(lines.join("\n") + "\n"));
+        let (mut got, mut steps) = (Vec::new(), 0);
+        loop {
+            let s = r.step().unwrap();
+            r.acked = r.cursor;
+            if s.lines.is_empty() {
+                break;
+            }
+            let bytes: usize = s.lines.iter().map(|l| l.as_ref().unwrap().len() + 1).sum();
+            assert!(bytes as u64 <= READ_CHUNK, "{bytes}");
+            got.extend(
+                s.lines
+                    .into_iter()
+                    .map(|l| String::from_utf8(l.unwrap()).unwrap()),
+            );
+            steps += 1;
+        }
+        assert!(steps > 1, "{steps}");
+        assert_eq!(got, lines);
     }
 
     /// What a queue held before openfiles first served the folder is skipped; a line still
