@@ -51,6 +51,7 @@ mod served;
 pub mod server;
 mod timeline;
 pub mod ty;
+mod uri;
 use report::{collect, lsp_found, under, Found};
 use timeline::trace;
 

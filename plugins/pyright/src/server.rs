@@ -42,6 +42,7 @@
 
 use crate::early::{Known, Texts};
 use crate::rpc::Conn;
+pub use crate::uri::{path_of, uri};
 use crate::Checker;
 use openfiles_plugin_api::gate::{Program, Scope};
 use serde_json::{json, Value};
@@ -420,20 +421,29 @@ fn notify_and_wait(
 ) -> Result<Option<Answer>, ServerError> {
     let (start, known) = notify(server, ask)?;
     let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
-    let mut timeline = Timeline::new(&start);
+    let watched = start.before.iter().chain(&start.users).cloned();
+    let mut timeline = crate::timeline::Check::new(start.since, watched, || {
+        format!(
+            "notified {} files ({} published before), awaiting {} users, first {}",
+            start.uris.len(),
+            start.before.len(),
+            start.users.len(),
+            start.first
+        )
+    });
     loop {
         let p = server.conn.wait(25);
         if p.closed {
             return Err(ServerError::Crashed);
         }
         if cancelled() {
-            timeline.line(&start, "cancelled");
+            timeline.line("cancelled");
             // Not answered: the next check notifies these files again (see `Texts::undo`).
             let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
             texts.undo(known);
             return Ok(None);
         }
-        timeline.publishes(&start, &p);
+        timeline.publishes(&p);
         let settled = start.settled(&p);
         if settled || start.early(&p) {
             let mut pushes = under(&p.diagnostics, ask.roots);
@@ -454,7 +464,7 @@ fn notify_and_wait(
                 texts.learn(ask.workspace, ours);
             }
             let more = !settled;
-            timeline.line(&start, if more { "answered early" } else { "settled" });
+            timeline.line(if more { "answered early" } else { "settled" });
             return Ok(Some(Answer { pushes, more }));
         }
         if Instant::now() > until {
@@ -551,59 +561,6 @@ fn tracked_of(ask: &Ask, files: &[PathBuf]) -> Vec<String> {
         })
         .map(|f| uri(f))
         .collect()
-}
-
-/// The per-check timeline on stderr (the service's log) when `OPENFILES_PYRIGHT_LOG` is set:
-/// the notification, each publish of a changed file or a user, the answer, in ms since the
-/// notification — where a warm check's time goes.
-struct Timeline {
-    on: bool,
-    seen: HashMap<String, u64>,
-}
-
-impl Timeline {
-    fn new(start: &Start) -> Timeline {
-        let on = crate::timeline::on();
-        let seen = start.before.iter().chain(&start.users).cloned().collect();
-        let t = Timeline { on, seen };
-        t.line(
-            start,
-            &format!(
-                "notified {} files ({} published before), awaiting {} users, first {}",
-                start.uris.len(),
-                start.before.len(),
-                start.users.len(),
-                start.first
-            ),
-        );
-        t
-    }
-
-    fn line(&self, start: &Start, what: &str) {
-        if self.on {
-            let ms = start.since.elapsed().as_millis();
-            crate::timeline::trace(|| format!("timeline +{ms} ms: {what}"));
-        }
-    }
-
-    /// Note each new publish of a changed file or a user.
-    fn publishes(&mut self, start: &Start, p: &crate::rpc::Pushed) {
-        if !self.on {
-            return;
-        }
-        let mut news = Vec::new();
-        for (u, n) in self.seen.iter_mut() {
-            let now = p.published.get(u).copied().unwrap_or(0);
-            if now > *n {
-                *n = now;
-                let errors = p.diagnostics.get(u).map_or(0, Vec::len);
-                news.push(format!("published {u} ({errors} diagnostics)"));
-            }
-        }
-        for n in news {
-            self.line(start, &n);
-        }
-    }
 }
 
 /// What a check's wait compares the server's pushes with (see the module docs).
@@ -708,40 +665,6 @@ fn folder_name(root: &Path) -> String {
     root.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "/".into())
-}
-
-/// The `file://` URI of an absolute path (bytes other than unreserved ones and `/`
-/// percent-encoded).
-pub fn uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut s = String::from("file://");
-    for &b in path.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s
-}
-
-/// The path of a `file://` URI.
-pub fn path_of(uri: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt;
-    let rest = uri.strip_prefix("file://")?.as_bytes();
-    let mut out = Vec::with_capacity(rest.len());
-    let mut i = 0;
-    while i < rest.len() {
-        if rest[i] == b'%' && i + 2 < rest.len() {
-            let hex = std::str::from_utf8(&rest[i + 1..i + 3]).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(rest[i]);
-            i += 1;
-        }
-    }
-    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
 }
 
 /// Resident memory of `pid` and its children, in bytes.
@@ -873,16 +796,5 @@ mod tests {
             "its file not published"
         );
         assert!(tracked.settled(&pushed(1, true)));
-    }
-
-    #[test]
-    fn uris_round_trip() {
-        for p in ["/tmp/a b/ü.py", "/w/x%y.py", "/plain/m.py"] {
-            let u = uri(Path::new(p));
-            assert!(u.starts_with("file:///"), "{u}");
-            assert_eq!(path_of(&u), Some(PathBuf::from(p)));
-        }
-        assert_eq!(uri(Path::new("/a b")), "file:///a%20b");
-        assert_eq!(path_of("http://x"), None);
     }
 }
