@@ -137,13 +137,12 @@ impl Instance {
             dir: root.join(spec::DIR),
             source,
         })?;
-        let first_serve = first_serve(&shared.state_dir, root);
+        let history = served_history(&shared.state_dir, root);
         let checker = super::trust::Trusting::wrap(shared.checker.clone(), trusted.clone());
         let (pipeline, cursor) = Pipeline::start(root, cfg.clone(), checker, &shared.state_dir)?;
-        let cursor = if first_serve {
-            history_cursor(root, &pipeline).await
-        } else {
-            cursor
+        let cursor = match history {
+            Some(history) => persist_history(&pipeline, history).await,
+            None => cursor,
         };
         let token = shared.shutdown.child_token();
         let subscriber = shared.fswatch.subscriber();
@@ -305,32 +304,41 @@ pub enum StartError {
     },
 }
 
-/// Whether openfiles never served `root` before; if so, remember that it now does, so
-/// lines written while the service was down later are read.
-fn first_serve(state_dir: &Path, root: &Path) -> bool {
+/// The queue's history cursor, when the session state does not hold where reading stands:
+/// `root` never served before — what `queue.jsonl` holds already is history (written before
+/// openfiles served this folder, perhaps committed with it), not requests; the cursor past
+/// it is written at once into the marker that says the folder is served (so lines written
+/// while the service is down later are read) — or served before, stopped before its session
+/// state was first written: the marker's cursor (an older, empty marker: none).
+fn served_history(state_dir: &Path, root: &Path) -> Option<crate::diagnostics::writer::Cursor> {
     let state = crate::diagnostics::writer::state_file(state_dir, root);
-    let served = state.with_extension("served");
-    let first = !state.exists() && !served.exists();
-    if first {
-        let made = state
-            .parent()
-            .map_or(Ok(()), |d| fsutil::ensure_private_dir(d, 0o700))
-            .and_then(|()| fsutil::write_atomic(&served, b"", 0o600));
-        if let Err(e) = made {
-            tracing::warn!("{}: {e}", served.display());
-        }
+    if state.exists() {
+        return None;
     }
-    first
+    let served = state.with_extension("served");
+    if served.exists() {
+        let kept = std::fs::read(&served).ok()?;
+        return serde_json::from_slice(&kept).ok();
+    }
+    let history = queue_intake::history(root);
+    let made = state
+        .parent()
+        .map_or(Ok(()), |d| fsutil::ensure_private_dir(d, 0o700))
+        .and_then(|()| {
+            let json = serde_json::to_vec(&history).map_err(std::io::Error::other)?;
+            fsutil::write_atomic(&served, &json, 0o600)
+        });
+    if let Err(e) = made {
+        tracing::warn!("{}: {e}", served.display());
+    }
+    Some(history)
 }
 
-/// Never served before: what `queue.jsonl` holds already is history (written before
-/// openfiles served this folder, perhaps committed with it), not requests. The cursor past
-/// it, persisted with the session at once: after a restart, history is still history.
-async fn history_cursor(
-    root: &Path,
+/// The history cursor persisted with the session at once (see [`served_history`]).
+async fn persist_history(
     pipeline: &PipelineHandle,
+    history: crate::diagnostics::writer::Cursor,
 ) -> crate::diagnostics::writer::Cursor {
-    let history = queue_intake::history(root);
     if history.main.is_some() || history.draining.is_some() {
         pipeline.queue_lines(Vec::new(), history).await;
     }
@@ -470,4 +478,29 @@ pub fn ran_for(root: Option<&Path>) -> (Vec<openfiles_wire::control::Ran>, usize
         })
         .collect();
     (shown, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The history cursor of a folder served for the first time is kept in the served
+    /// marker at once: a service stopped before its session state was first written still
+    /// finds it (the planted line stays history), and a session state, once written, wins.
+    #[test]
+    fn the_queue_history_outlives_a_stop_before_the_first_state_write() {
+        let t = tempfile::tempdir().unwrap();
+        let (state_dir, root) = (t.path().join("state"), t.path().join("ws"));
+        std::fs::create_dir_all(root.join(spec::DIR)).unwrap();
+        let line = "{\"v\":1,\"paths\":[\"/etc/passwd\"],\"agent\":\"planted\"}\n";
+        std::fs::write(root.join(spec::DIR).join(spec::QUEUE_FILE), line).unwrap();
+        let first = served_history(&state_dir, &root).expect("first serve");
+        assert_eq!(first.main.map(|p| p.offset), Some(line.len() as u64));
+        // Stopped before the session state was written: the same history again.
+        assert_eq!(served_history(&state_dir, &root), Some(first));
+        // Once the session state exists, it holds where reading stands.
+        let state = crate::diagnostics::writer::state_file(&state_dir, &root);
+        std::fs::write(&state, "{}").unwrap();
+        assert_eq!(served_history(&state_dir, &root), None);
+    }
 }
