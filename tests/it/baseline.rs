@@ -141,7 +141,7 @@ fn a_caller_broken_by_the_first_edit_of_a_socket_activated_service_is_reported_a
 
 /// A committed TypeScript project: `a.ts` exports `add`, `b.ts` calls it, `c.ts` has an
 /// error of its own.
-fn ts_callers(ws: &Path) {
+pub fn ts_callers(ws: &Path) {
     std::fs::create_dir_all(ws.join("src")).unwrap();
     std::fs::write(
         ws.join("tsconfig.json"),

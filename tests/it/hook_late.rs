@@ -289,3 +289,85 @@ fn a_caller_broken_after_a_partial_answer_comes_once_with_the_next_hook_of_the_s
     assert!(!after.contains("Earlier edit"), "told twice: {after}");
     svc.terminate();
 }
+
+/// Issue 42 (4): an edit made while the session start's warm-up runs (the TypeScript server
+/// still loading the project) gets the edited file's own problems in its hook without
+/// waiting for `tsc`'s first run, however long the knock-on wait; the caller it broke, which
+/// that run finds after the hook answered, is owed: counted, then told once in the
+/// session's next hook. The edited file's own error is new although the warm-up had opened
+/// the file with its new text while the baseline's check sent the committed one (the
+/// lsp plugin's check of a given text takes only an answer for exactly that text).
+#[test]
+fn an_edit_during_the_warm_up_owes_the_caller_a_first_project_wide_run_finds() {
+    install_test_deps();
+    let mut env = Env::new();
+    env.plugin_path = Some(path_list(&[plugin("lsp"), plugin("tsc")]));
+    std::fs::write(
+        &env.config,
+        "[hooks]\ntimeout_ms = 240000\npartial_after_ms = 0\nknock_on_wait_ms = 240000\n",
+    )
+    .unwrap();
+    let ws = env.workspace("ts");
+    super::baseline::ts_callers(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let bound = std::time::Duration::from_secs(240);
+    let edit_as = |file: &Path| {
+        context(common::hook::wait_output(
+            spawn_edit_as(&env, &ws, file, SESSION),
+            bound,
+        ))
+    };
+
+    let start = json!({"session_id": SESSION, "cwd": ws, "hook_event_name": "SessionStart",
+                       "source": "startup"});
+    let mut cmd = env.command(&["hook", "--agent", "claude", "--event", "SessionStart"]);
+    let out = common::hook::run_hook(&mut cmd, &start.to_string());
+    assert!(out.status.success(), "{out:?}");
+
+    let a = ws.join("src/a.ts");
+    std::fs::write(
+        &a,
+        "export function add(a: number, b: number, c: number): number {\n  \
+         const own: string = a;\n  return a + b + c;\n}\n",
+    )
+    .unwrap();
+    let edited_at = openfiles_wire::spec::now_ms();
+    let first = edit_as(&a);
+    let warm = workspace_status(&env).warm.expect("a warm-up ran");
+    assert!(
+        warm.done_at == 0 || warm.done_at > edited_at,
+        "the edit came during the warm-up: {warm:?}"
+    );
+    assert!(first.contains("src/a.ts:2:9 error 2322"), "{first}");
+    assert!(
+        !first.contains("b.ts"),
+        "tsc's first run not waited for: {first}"
+    );
+
+    wait_until("b.ts is written as affected and a.ts settled", || {
+        common::diagnostics(&ws).is_some_and(|d| {
+            d.files
+                .get("src/b.ts")
+                .is_some_and(|e| !e.affected_by.is_empty())
+                && d.files.get("src/a.ts").is_some_and(|e| e.checked_at > 0)
+        })
+    });
+    assert_eq!(workspace_status(&env).owed, 1);
+
+    let e = ws.join("src/e.ts");
+    std::fs::write(&e, "export const E = 1;\n").unwrap();
+    // The next hook waits for tsc (it ran now): the caller is named once, with what this
+    // edit's run found, and no longer owed.
+    let next = edit_as(&e);
+    assert_eq!(
+        next.matches("src/b.ts:3:22 error 2554").count(),
+        1,
+        "told once: {next}"
+    );
+    assert!(
+        !next.contains("legacy"),
+        "an old error is never blamed: {next}"
+    );
+    assert_eq!(workspace_status(&env).owed, 0);
+    svc.terminate();
+}

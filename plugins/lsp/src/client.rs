@@ -145,6 +145,9 @@ pub struct Doc {
     pub progress_mark: u64,
     /// [`Client::world`] once this version was sent.
     pub world: u64,
+    /// `text` is a text the service gave (a committed one, for its baseline), not the
+    /// file's: a check of the file's own text does not take an answer for it.
+    pub given: bool,
 }
 
 /// A running, initialized server for one or more project roots.
@@ -172,9 +175,18 @@ pub struct Client {
     pub watched: Mutex<HashMap<PathBuf, Option<std::time::SystemTime>>>,
     /// What the last check of each file reported, for its fixes (`crate::fixes`).
     pub reported: Mutex<HashMap<PathBuf, Reported>>,
+    /// Per file, whose turn it is to send a text and take an answer: checks of the file's
+    /// own text share it, a check of a given text has it alone (`crate::diagnose`).
+    turns: Mutex<HashMap<PathBuf, Arc<tokio::sync::RwLock<()>>>>,
 }
 
 impl Client {
+    /// The lock of `path`'s turns (see [`Client::turns`]).
+    pub fn turn(&self, path: &Path) -> Arc<tokio::sync::RwLock<()>> {
+        let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+        turns.entry(path.to_path_buf()).or_default().clone()
+    }
+
     /// Spawn `exe` in `root`, run `initialize`/`initialized` with `folders` as the workspace
     /// folders (the first is also `rootUri`), push settings.
     pub async fn start(
@@ -214,6 +226,7 @@ impl Client {
             state,
             changed: rx,
             docs: Mutex::default(),
+            turns: Mutex::default(),
             world: Default::default(),
             watched: Mutex::default(),
             reported: Mutex::default(),

@@ -77,24 +77,67 @@ async fn run(
     report_watched(client, also);
     // Fixes only for the file's own text, not for a given one (the baseline's).
     let fixes = given.is_none();
-    let sent = sync(client, path, &uri, language_id, given)?;
-    let conv = Convert {
-        client,
-        path,
-        uri: &uri,
-        sent: &sent.text,
-        fixes,
+    let tsserver = client.spec.diagnostics == DiagnosticsMode::Tsserver
+        && client.caps.commands.iter().any(|c| c == tsserver::COMMAND);
+    // A server answers for the newest text it has: a check of a given text runs alone, no
+    // other check of the file in between its text and its answer.
+    let turn = client.turn(path);
+    let (_shared, _alone) = if given.is_some() {
+        let alone = tokio::time::timeout_at(deadline, turn.write_owned()).await;
+        let alone = alone.map_err(|_| CheckError::Timeout(client.name.clone()))?;
+        (None, Some(alone))
+    } else {
+        let shared = tokio::time::timeout_at(deadline, turn.read_owned()).await;
+        let shared = shared.map_err(|_| CheckError::Timeout(client.name.clone()))?;
+        (Some(shared), None)
     };
-    if client.spec.diagnostics == DiagnosticsMode::Tsserver
-        && client.caps.commands.iter().any(|c| c == tsserver::COMMAND)
-    {
-        return via_tsserver(&conv, deadline).await;
+    let mut round = 0;
+    loop {
+        round += 1;
+        let sent = sync(client, path, &uri, language_id, given.clone())?;
+        let conv = Convert {
+            client,
+            path,
+            uri: &uri,
+            sent: &sent.text,
+            fixes,
+        };
+        let found = if tsserver {
+            via_tsserver(&conv, deadline).await?
+        } else {
+            settle(&conv, &sent, deadline, quiet).await?
+        };
+        if !answered_for_ours(client, path, sent.version, given.is_some()) && round < MAX_ROUNDS {
+            continue;
+        }
+        if fixes {
+            crate::fixes::remember(client, path, conv.text(), found.raw);
+        }
+        return Ok(found.items);
     }
-    let found = settle(&conv, &sent, deadline, quiet).await?;
-    if fixes {
-        crate::fixes::remember(client, path, conv.text(), found.raw);
-    }
-    Ok(found.items)
+}
+
+/// Most times a check sends its text again because a concurrent check sent another one.
+const MAX_ROUNDS: u32 = 4;
+
+/// Whether the answer just taken can be for the text this check needs. A server answers
+/// for the newest text it has, and another check may have sent the file another one
+/// meanwhile (turns keep a given text's check apart from the file's other checks, but a
+/// check of another file sends the file's new text from disk, [`refresh_others`]): a newer
+/// text of the file is fine for a check of the file's own text (it is its newer content),
+/// a text the service gave (a committed one, for the baseline) is not, and a check of a
+/// given text needs exactly its own. (At a session's first edit the session start's
+/// warm-up opened the edited file with its new text while the baseline's check sent the
+/// committed one: the new error was taken for an old one.)
+fn answered_for_ours(client: &Client, path: &Path, version: i32, given: bool) -> bool {
+    let docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    docs.get(path).is_some_and(|d| {
+        if given {
+            d.version == version
+        } else {
+            !d.given
+        }
+    })
 }
 
 /// Turns one file's diagnostics into items.
@@ -141,17 +184,20 @@ impl Convert<'_> {
 
 /// typescript-language-server's results through `typescript.tsserverRequest`; tsserver
 /// answers for the newest text it has, which may be a concurrent check's.
-async fn via_tsserver(conv: &Convert<'_>, deadline: Instant) -> Result<Vec<Item>, CheckError> {
+async fn via_tsserver(conv: &Convert<'_>, deadline: Instant) -> Result<Found, CheckError> {
     let items = tsserver::diagnostics(conv.client, conv.uri, deadline).await?;
-    let text = conv.text();
-    if conv.fixes {
-        let raw = items
+    let raw = if conv.fixes {
+        items
             .iter()
             .filter_map(crate::fixes::from_tsserver)
-            .collect();
-        crate::fixes::remember(conv.client, conv.path, text.clone(), raw);
-    }
-    Ok(tsserver::to_items(&items, &text))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Found {
+        items: tsserver::to_items(&items, &conv.text()),
+        raw,
+    })
 }
 
 /// Items of a check, and the raw diagnostics behind them (for their fixes, `crate::fixes`).
@@ -265,6 +311,7 @@ pub(crate) fn refresh_others(client: &Client, except: &Path) {
                 doc.world = bump_world(client);
                 doc.version += 1;
                 doc.text = Arc::from(text);
+                doc.given = false;
                 client.transport.notify(
                     "textDocument/didChange",
                     json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": &*doc.text}]}),
@@ -354,6 +401,7 @@ pub(crate) fn sync(
     given: Option<Arc<str>>,
 ) -> Result<Sent, CheckError> {
     let mut docs = client.docs.lock().unwrap_or_else(|e| e.into_inner());
+    let given_text = given.is_some();
     let text = read_or_close(client, &mut docs, path, uri, given)?;
     let (seq_mark, progress_mark) = {
         let s = client.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -366,6 +414,10 @@ pub(crate) fn sync(
     // changed, the text is sent again as a new version asking for a rebuild (clangd's
     // `forceRebuild`/`wantDiagnostics`; other servers ignore the fields).
     let world = client.world.load(Ordering::SeqCst);
+    if let Some(d) = docs.get_mut(path).filter(|d| *d.text == *text) {
+        // The same text: the file's own as well, when this check's is.
+        d.given &= given_text;
+    }
     let unchanged = docs.get(path).filter(|d| *d.text == *text);
     if let Some(d) = unchanged.filter(|d| d.world == world) {
         return Ok(Sent {
@@ -389,6 +441,7 @@ pub(crate) fn sync(
             seq_mark,
             progress_mark,
             world,
+            given: given_text,
         },
     );
     Ok(Sent {

@@ -132,6 +132,9 @@ pub(super) enum Msg {
         reply: oneshot::Sender<bool>,
     },
     Warmed(Warmed),
+    /// The warm-up's per-file checks answered: the language servers are up (the analysis of
+    /// a source that keeps a warm server may go on).
+    ServersWarmed,
     /// A code-navigation question about one file (`nav.rs`).
     Query {
         request: openfiles_plugin_api::query::QueryRequest,

@@ -74,6 +74,9 @@ pub struct Pipeline {
     late: Late,
     /// The last warm-up an agent's session start asked for.
     warm: Option<openfiles_wire::control::WarmState>,
+    /// The warm-up's per-file checks are still out: language servers are loading their
+    /// projects (`warm.rs`).
+    servers_warming: bool,
     sensitive: BTreeSet<PathBuf>,
     dirty: BTreeSet<PathBuf>,
     /// Files whose last edit the watcher noticed, and when (see [`Pipeline::noticed`]).
@@ -169,6 +172,7 @@ impl Pipeline {
             review,
             late,
             warm: None,
+            servers_warming: false,
             sensitive: BTreeSet::new(),
             dirty: unchecked.into_iter().collect(),
             watched: HashMap::new(),
@@ -302,6 +306,7 @@ impl Pipeline {
                 let _ = reply.send(self.warm());
             }
             Msg::Warmed(w) => self.warmed(w),
+            Msg::ServersWarmed => self.servers_warmed(),
             Msg::Query { request, reply } => self.query(request, reply),
             Msg::Fixes {
                 source,

@@ -1204,6 +1204,48 @@ async fn edits_during_a_long_warm_up_learn_the_warm_sources_speed() {
     assert!(answered(w).await.complete);
 }
 
+/// An edit made while the session start's warm-up runs does not wait for a project-wide
+/// source with no run kept, warm server or not: its first run competes with the language
+/// servers still loading (and its baseline run besides), so the edited file's own problems
+/// go out at the grace and what the source finds is owed. An edit after the warm-up waits
+/// for it again.
+#[tokio::test(start_paused = true)]
+async fn an_edit_during_the_warm_up_does_not_wait_for_a_first_project_wide_run() {
+    const KNOCK_ON_MS: u64 = 2_000;
+    let mut b = Bench::start_with(lsp_and_tsc(), &["package.json", "a.ts"], KNOCK_ON_MS);
+    assert!(b.handle.warm().await);
+    settle().await;
+    let lsp_warmup = b.calls.one().await; // the TypeScript server still loading
+    assert_eq!(lsp_warmup.source, 0);
+
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    settle().await;
+    let mut calls = b.calls.take();
+    calls.sort_by_key(|c| c.source);
+    let (lsp, tsc) = (calls.remove(0), calls.remove(0));
+    lsp.answer(vec![(&b.path("a.ts"), vec![error(2, "ts", "own")])]);
+    tokio::time::sleep(Duration::from_millis(PARTIAL_AFTER_MS)).await;
+    let out = answered(w).await;
+    assert!(out.partial && !out.complete, "answered at the grace");
+    assert_eq!(messages(&out.entries.files["a.ts"]), vec!["own"]);
+    assert_eq!(running(&out.entries.files["a.ts"]), vec!["tsc"]);
+
+    // The warm-up ends; tsc's first run is still going: an edit now waits for it.
+    lsp_warmup.clean();
+    settle().await;
+    let since = b.edit(&["a.ts"]).await;
+    let w = b.wait(&["a.ts"], since, true);
+    settle().await;
+    b.calls.one().await.clean(); // the lsp (tsc's next run waits behind its first)
+    tokio::time::sleep(Duration::from_millis(2 * PARTIAL_AFTER_MS)).await;
+    assert!(!w.is_finished(), "after the warm-up a first run is awaited");
+    tsc.clean();
+    settle().await;
+    b.calls.one().await.clean(); // tsc's follow-up, over the new content
+    assert!(answered(w).await.complete);
+}
+
 /// A source that handles several kinds of file (the lsp plugin: a JSON server for
 /// `package.json`, a TypeScript one for `.ts`) gets one warm-up file per kind: the shallowest
 /// file alone would leave the TypeScript server cold.

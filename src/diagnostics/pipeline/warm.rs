@@ -60,13 +60,14 @@ const SKIP_DIRS: &[&str] = &[
 impl Pipeline {
     /// Start a warm-up unless one runs; returns whether one was started.
     pub(super) fn warm(&mut self) -> bool {
-        if self.warm.as_ref().is_some_and(|w| w.done_at == 0) {
+        if self.warming() {
             return false;
         }
         self.warm = Some(WarmState {
             started_at: spec::now_ms(),
             ..Default::default()
         });
+        self.servers_warming = true;
         self.scheduler.set_warming(true);
         let checker = self.scheduler.checker();
         let (root, policy, tx) = (self.root.clone(), self.policy.clone(), self.tx.clone());
@@ -99,6 +100,7 @@ impl Pipeline {
                 picks,
                 timeout_ms,
                 clean_at.is_some(),
+                &tx,
             )
             .await;
             if let Some(commit) = clean_at {
@@ -116,6 +118,17 @@ impl Pipeline {
         true
     }
 
+    /// Whether the session start's warm-up runs.
+    pub(super) fn warming(&self) -> bool {
+        self.warm.as_ref().is_some_and(|w| w.done_at == 0)
+    }
+
+    /// The warm-up's per-file checks answered.
+    pub(super) fn servers_warmed(&mut self) {
+        self.servers_warming = false;
+        self.base_warmed();
+    }
+
     /// A warm-up ended.
     pub(super) fn warmed(&mut self, w: Warmed) {
         self.scheduler.set_warming(false);
@@ -127,6 +140,7 @@ impl Pipeline {
         let since = state.started_at;
         tracing::info!(root = %self.root.display(), sources = ?state.sources, "warmed the checkers for an agent session");
         self.seed(w.seeds, since);
+        self.servers_warmed();
     }
 }
 
@@ -224,29 +238,26 @@ async fn prefetch_baselines(
 
 /// One check per pick, all at once; the answers are dropped, but with `whole` a
 /// project-wide source is asked about every file (`report_all`) and its answer returned.
+/// Once the per-file sources' checks answered, [`Msg::ServersWarmed`] goes to `tx`.
 async fn run(
     checker: Arc<dyn Checker>,
     root: &Path,
     picks: Vec<(SourceInfo, PathBuf)>,
     timeout_ms: u64,
     whole: bool,
+    tx: &tokio::sync::mpsc::UnboundedSender<Msg>,
 ) -> (Warmed, Vec<Answer>) {
-    let checks = picks.into_iter().map(|(source, file)| {
-        let report_all = whole && source.project_wide;
-        let files = vec![file.clone()];
-        let request = CheckRequest {
-            workspace: root.to_owned(),
-            // A language server the project-wide source stands in for is not started.
-            served: crate::diagnostics::served(&*checker, &files),
-            files,
-            report_all,
-            timeout_ms,
-            ..Default::default()
-        };
-        let fut = checker.check(source.id, request);
-        let project = report_all.then(|| project_root(&file, root, &source.project_markers));
-        async move { (source.name, project, file, fut.await) }
-    });
+    let (wide, per_file): (Vec<_>, Vec<_>) = picks.into_iter().partition(|(s, _)| s.project_wide);
+    let per_file = async {
+        let done =
+            futures_util::future::join_all(checks(&checker, root, per_file, timeout_ms, whole))
+                .await;
+        let _ = tx.send(Msg::ServersWarmed);
+        done
+    };
+    let wide = futures_util::future::join_all(checks(&checker, root, wide, timeout_ms, whole));
+    let (mut done, wide) = futures_util::future::join(per_file, wide).await;
+    done.extend(wide);
     let mut out = Warmed {
         sources: Vec::new(),
         files: Vec::new(),
@@ -254,7 +265,7 @@ async fn run(
         seeds: Vec::new(),
     };
     let mut answers = Vec::new();
-    for (name, project, file, result) in futures_util::future::join_all(checks).await {
+    for (name, project, file, result) in done {
         match result {
             Ok(resp) => {
                 if let Some(project) = project {
@@ -274,3 +285,41 @@ async fn run(
     }
     (out, answers)
 }
+
+/// One warm-up check per pick: its source's name, the project it reports on whole (with
+/// `whole`, for a project-wide source), its file, and its answer.
+fn checks(
+    checker: &Arc<dyn Checker>,
+    root: &Path,
+    picks: Vec<(SourceInfo, PathBuf)>,
+    timeout_ms: u64,
+    whole: bool,
+) -> Vec<impl std::future::Future<Output = WarmCheck>> {
+    picks
+        .into_iter()
+        .map(|(source, file)| {
+            let report_all = whole && source.project_wide;
+            let files = vec![file.clone()];
+            let request = CheckRequest {
+                workspace: root.to_owned(),
+                // A language server the project-wide source stands in for is not started.
+                served: crate::diagnostics::served(&**checker, &files),
+                files,
+                report_all,
+                timeout_ms,
+                ..Default::default()
+            };
+            let fut = checker.check(source.id, request);
+            let project = report_all.then(|| project_root(&file, root, &source.project_markers));
+            async move { (source.name, project, file, fut.await) }
+        })
+        .collect()
+}
+
+/// A warm-up check's source name, whole project, file and answer.
+type WarmCheck = (
+    String,
+    Option<PathBuf>,
+    PathBuf,
+    Result<openfiles_plugin_api::CheckResponse, crate::diagnostics::CheckError>,
+);

@@ -158,3 +158,29 @@ fn typescript_language_server_runs_one_tsserver_and_no_typings_installer() {
         "{tree:#?}"
     );
 }
+
+/// A check of a given text (the service's baseline check of a committed one) at the same
+/// time as checks of the file's own text, on a server still loading the project (the
+/// session start's warm-up and the first edit's baseline): each answer is for its own text.
+/// tsserver answers for the newest text it has, so without turns one of them took the
+/// other's (the new error taken for one already committed).
+#[test]
+fn a_given_texts_check_beside_the_files_own_checks_answers_for_its_text() {
+    let env = Env::new(json!({}));
+    env.write("tsconfig.json", TSCONFIG);
+    let file = env.write("src/m.ts", BAD);
+    let bad = e(&[(1, "2322"), (4, "2322"), (7, "2304")]);
+    let (own, given, own_again) = std::thread::scope(|s| {
+        let own = s.spawn(|| env.check(&file, 60_000));
+        let given = s.spawn(|| env.check_text(&file, GOOD, 60_000));
+        let own_again = s.spawn(|| env.check(&file, 60_000));
+        (
+            own.join().expect("own"),
+            given.join().expect("given"),
+            own_again.join().expect("own again"),
+        )
+    });
+    assert_eq!(errors(&own), bad, "{own:#?}");
+    assert_eq!(errors(&given), vec![], "{given:#?}");
+    assert_eq!(errors(&own_again), bad, "{own_again:#?}");
+}

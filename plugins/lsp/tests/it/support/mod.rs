@@ -100,6 +100,26 @@ impl Env {
             .collect()
     }
 
+    /// Check `text` as `file`'s content (`CheckRequest::texts`: the service's baseline
+    /// check of a committed text) and return its items.
+    pub fn check_text(&self, file: &Path, text: &str, timeout_ms: u64) -> Vec<Item> {
+        let req = CheckRequest {
+            trusted: true,
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            workspace: self.ws.clone(),
+            files: vec![file.to_path_buf()],
+            texts: [(file.to_path_buf(), text.to_owned())].into(),
+            timeout_ms,
+            ..Default::default()
+        };
+        let resp = self.plugin.check(req).expect("check");
+        resp.files
+            .into_iter()
+            .filter(|f| f.path == file)
+            .flat_map(|f| f.items)
+            .collect()
+    }
+
     /// The fixes for what the last check of `file` reported (`CheckRequest::fixes_only`):
     /// the items that got one.
     pub fn fixes(&self, file: &Path, timeout_ms: u64) -> Vec<Item> {
