@@ -13,7 +13,10 @@
 //! done, each runs the commit's baseline of its shallowest file's project, one at a time, into
 //! the shared store (`base::prefetch`) — the run the first edit would start anyway (every
 //! session in a git workspace takes one), so a first edit made after it needs only its own
-//! run, and one made during it waits for it instead of starting a second.
+//! run, and one made during it waits for it instead of starting a second. A first edit's
+//! own project-wide baseline runs start only once the per-file checks answered
+//! ([`Msg::ServersWarmed`]): on a 2-core machine they would slow the language servers the
+//! edit's own problems wait for.
 //! The representative file is the shallowest one the path policy lets a checker read (never
 //! a sensitive or ignored file), found by a bounded walk that skips hidden and vendored
 //! folders — one per kind of file (extension, or name for files without one) a source
