@@ -33,6 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 mod base;
+mod base_jobs;
 mod handle;
 mod nav;
 mod seed;

@@ -11,7 +11,7 @@
 //! file (`report_all`), and its answer is the commit's baseline for the session's first edit
 //! (`seed.rs`). The others (cargo, tsc, cc, go) keep no server to warm: once the warm-up is
 //! done, each runs the commit's baseline of its shallowest file's project, one at a time, into
-//! the shared store (`base::prefetch`) — the run the first edit would start anyway (every
+//! the shared store (`base_jobs::prefetch`) — the run the first edit would start anyway (every
 //! session in a git workspace takes one), so a first edit made after it needs only its own
 //! run, and one made during it waits for it instead of starting a second. A first edit's
 //! own project-wide baseline runs start only once the per-file checks answered
@@ -219,7 +219,7 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
 
 /// After the warm-up, one at a time (background work: the language servers' warm-up came
 /// first): the commit's baseline runs of the project-wide sources that keep no server, so
-/// that a first edit made after them needs only its own run (`base::prefetch`).
+/// that a first edit made after them needs only its own run (`base_jobs::prefetch`).
 async fn prefetch_baselines(
     checker: Arc<dyn Checker>,
     root: &Path,
@@ -230,7 +230,7 @@ async fn prefetch_baselines(
     for (source, file) in picks {
         let name = source.name.clone();
         let (c, r, s) = (checker.clone(), root.to_owned(), store.clone());
-        match super::base::prefetch(c, r, s, source, file, timeout_ms).await {
+        match super::base_jobs::prefetch(c, r, s, source, file, timeout_ms).await {
             Ok(commit) => tracing::info!(root = %root.display(), source = %name, %commit,
                 "the commit's baseline is ready before the session's first edit"),
             Err(e) => tracing::debug!(root = %root.display(), source = %name,
