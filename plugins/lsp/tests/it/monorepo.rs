@@ -77,8 +77,8 @@ fn ruff_expected(env: &Env) -> [Vec<(u32, String)>; 3] {
     [a, b, c]
 }
 
-/// The tests that run pyright, one at a time: one of them counts pyright processes, which
-/// cannot be told apart by folder (pyright changes its working directory to its install).
+/// This file's tests that run pyright, one at a time: each analyses several packages, and
+/// two at once would share the machine's two cores.
 static PYRIGHT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
@@ -125,12 +125,21 @@ fn one_ruff_and_one_pyright_serve_every_package_each_with_its_own_config() {
         1,
         "one ruff process"
     );
-    // pyright changes its working directory to its own install: count every pyright child
-    // (the other tests of this file disable pyright or hold PYRIGHT).
-    assert_eq!(
-        children_running("pyright", std::path::Path::new("/")).len(),
-        1,
-        "one pyright process"
+    // One pyright server, one process: pyright changes its working directory to its own
+    // install, and other tests of this binary run pyright beside this one, so this plugin's
+    // server is told apart by its process id.
+    let pyright: Vec<u32> = env
+        .plugin
+        .server_pids()
+        .into_iter()
+        .filter(|(name, _)| name == "pyright")
+        .map(|(_, pid)| pid)
+        .collect();
+    assert_eq!(pyright.len(), 1, "one pyright server: {pyright:?}");
+    assert!(
+        children_running("pyright", std::path::Path::new("/")).contains(&pyright[0]),
+        "the server's process {} runs",
+        pyright[0]
     );
     // ruff: every package is a project (a pyproject.toml). pyright: only b, whose pyproject
     // has a [tool.pyright] table; a and c are checked in the workspace's program, as
