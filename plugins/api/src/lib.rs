@@ -27,6 +27,8 @@ pub mod test_runners;
 pub mod tools;
 pub mod tracked;
 pub mod types;
+#[cfg(unix)]
+pub mod uri;
 
 pub use types::{
     content_hash, Capabilities, CheckRequest, CheckResponse, FileEdits, FileResult, Fix, Init,

@@ -11,7 +11,7 @@
 use lsp_types::{Diagnostic, DiagnosticSeverity, NumberOrString};
 use openfiles_plugin_api::{FileEdits, Fix, Item, Severity, TextEdit};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The negotiated unit of `Position.character`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,40 +32,8 @@ impl Encoding {
     }
 }
 
-/// `file://` URI of an absolute path.
-pub fn path_to_uri(p: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let mut s = String::from("file://");
-    for &b in p.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s
-}
-
-/// The path of a `file://` URI (`None` for other schemes or bad escapes).
-pub fn uri_to_path(uri: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt;
-    let rest = uri.strip_prefix("file://")?;
-    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-    let b = rest.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
-}
+/// `file://` URIs, the plugin API's one copy.
+pub use openfiles_plugin_api::uri::{path_to_uri, uri_to_path};
 
 /// 1-based (line, column) of an LSP position in `text`; column counts characters.
 pub fn to_line_col(text: &str, line: u32, character: u32, enc: Encoding) -> (u32, u32) {
@@ -257,19 +225,6 @@ mod tests {
         assert_eq!(to_line_col(text, 1, 3, Encoding::Utf32), (2, 4));
         assert_eq!(to_line_col(text, 0, 0, Encoding::Utf16), (1, 1));
         assert_eq!(to_line_col(text, 9, 2, Encoding::Utf16), (10, 3));
-    }
-
-    #[test]
-    fn uris_round_trip_with_odd_characters() {
-        let p = Path::new("/tmp/a b/ü#%.py");
-        let u = path_to_uri(p);
-        assert_eq!(u, "file:///tmp/a%20b/%C3%BC%23%25.py");
-        assert_eq!(uri_to_path(&u).unwrap(), p);
-        assert_eq!(
-            uri_to_path("file:///tmp/a%3Ab").unwrap(),
-            Path::new("/tmp/a:b")
-        );
-        assert!(uri_to_path("untitled:x").is_none());
     }
 
     #[test]

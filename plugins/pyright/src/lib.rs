@@ -51,7 +51,6 @@ mod served;
 pub mod server;
 mod timeline;
 pub mod ty;
-mod uri;
 use report::{collect, lsp_found, under, Found};
 use timeline::trace;
 

@@ -42,9 +42,9 @@
 
 use crate::early::{Known, Texts};
 use crate::rpc::Conn;
-pub use crate::uri::{path_of, uri};
 use crate::Checker;
 use openfiles_plugin_api::gate::{Program, Scope};
+pub use openfiles_plugin_api::uri::{path_to_uri, uri_to_path};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -370,7 +370,7 @@ fn start(
         busy: AtomicUsize::new(0),
         texts: Mutex::default(),
     };
-    let root = ask.roots.first().map(|r| uri(r));
+    let root = ask.roots.first().map(|r| path_to_uri(r));
     server.conn.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "processId": std::process::id(),
@@ -451,9 +451,9 @@ fn notify_and_wait(
                 // A changed file's first publish after the notification is its old
                 // diagnostics again (at the old text's lines): left to the follow-up.
                 let stale = start.stale(&p);
-                pushes.retain(|(f, _)| !stale.contains(&uri(f)));
+                pushes.retain(|(f, _)| !stale.contains(&path_to_uri(f)));
             }
-            let known: Vec<PathBuf> = p.published.keys().filter_map(|u| path_of(u)).collect();
+            let known: Vec<PathBuf> = p.published.keys().filter_map(|u| uri_to_path(u)).collect();
             drop(p);
             if settled {
                 // What it analysed: the texts later edits are a diff against.
@@ -484,7 +484,7 @@ fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError
         .changes(ask.workspace, ask.changed);
     // The changed files the server has published before (its project's): each is
     // re-published once re-checked, which is awaited first; their users for an early answer.
-    let uris: Vec<String> = changes.notify.iter().map(|f| uri(f)).collect();
+    let uris: Vec<String> = changes.notify.iter().map(|f| path_to_uri(f)).collect();
     let (events, ended, before, users) = {
         let p = server.conn.pushed();
         let count = |u: &String| Some((u.clone(), *p.published.get(u)?));
@@ -492,7 +492,7 @@ fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError
         let users: Vec<(String, u64)> = changes
             .users
             .iter()
-            .map(|f| uri(f))
+            .map(|f| path_to_uri(f))
             .filter_map(|u| count(&u))
             .collect();
         (p.events, p.ended, before, users)
@@ -559,7 +559,7 @@ fn tracked_of(ask: &Ask, files: &[PathBuf]) -> Vec<String> {
                 .iter()
                 .any(|r| f.starts_with(r) && openfiles_plugin_api::tracked::tracks(name, r, f))
         })
-        .map(|f| uri(f))
+        .map(|f| path_to_uri(f))
         .collect()
 }
 
@@ -648,7 +648,7 @@ impl Start {
 fn under(diagnostics: &HashMap<String, Vec<Value>>, roots: &[PathBuf]) -> Pushes {
     diagnostics
         .iter()
-        .filter_map(|(u, d)| Some((path_of(u)?, d)))
+        .filter_map(|(u, d)| Some((uri_to_path(u)?, d)))
         .filter(|(p, d)| roots.iter().any(|r| p.starts_with(r)) && !d.is_empty())
         .map(|(p, d)| (p, d.clone()))
         .collect()
@@ -657,7 +657,7 @@ fn under(diagnostics: &HashMap<String, Vec<Value>>, roots: &[PathBuf]) -> Pushes
 /// `roots` as LSP workspace folders.
 fn folders<'a>(roots: impl Iterator<Item = &'a PathBuf>) -> Vec<Value> {
     roots
-        .map(|r| json!({"uri": uri(r), "name": folder_name(r)}))
+        .map(|r| json!({"uri": path_to_uri(r), "name": folder_name(r)}))
         .collect()
 }
 
