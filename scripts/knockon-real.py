@@ -208,6 +208,9 @@ def main():
     p.add_argument("--setup", help="a shell command run in the clone first (ky: npm install "
                    "--no-save --ignore-scripts, for the packages its tsconfig extends)")
     p.add_argument("--edits", type=int, default=8, help="warm edits after the cold one")
+    p.add_argument("--think", type=float, default=0.0,
+                   help="seconds between a warm edit's settling and the next edit (an agent's "
+                        "turn; 0: at once)")
     p.add_argument("--start-gap", type=float, default=1.0,
                    help="seconds between SessionStart and the first edit")
     p.add_argument("--timeout-ms", type=int, default=4000,
@@ -269,6 +272,7 @@ def main():
         hooks, names, alls, clears, stale = [], [], [], [], 0
         for n in range(a.edits):
             breaking = n % 2 == 1
+            time.sleep(a.think)
             took, named, settled, ctx = edit(svc, target, broken if breaking else clean,
                                              expected, breaking)
             if breaking:
