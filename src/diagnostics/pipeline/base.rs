@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use openfiles_plugin_api::{confine, Item, Severity};
 
 use super::base_jobs::{file_job, ProjectJob};
-use super::handle::{BaseMsg, Msg};
+use super::handle::{BaseMsg, Committed, Msg};
 use super::Pipeline;
-use crate::diagnostics::baseline::{self, git, BaseView, Baseline, Coverage, Taken};
+use crate::diagnostics::baseline::{
+    self, git, BaseView, Baseline, CommittedFiles, Coverage, Taken,
+};
 use crate::diagnostics::session::Pending;
 use crate::diagnostics::{project_root, writer, SourceId, SourceInfo};
 use crate::policy::Verdict;
@@ -285,84 +287,105 @@ impl Pipeline {
         self.base.changed = true;
         self.needs_write = true;
         match m {
-            BaseMsg::Commit(r) => {
-                self.base.asking_commit = false;
-                self.base.baseline.taken = match r {
-                    Ok(commit) => Taken::Head { commit },
-                    Err(why) => {
-                        tracing::info!(root = %self.root.display(), "no baseline for this session: {why}");
-                        Taken::None { why }
-                    }
-                };
-                let waiting = std::mem::take(&mut self.base.awaiting_commit);
-                self.dirty.extend(waiting);
-            }
+            BaseMsg::Commit(r) => self.base_commit(r),
             BaseMsg::File {
                 path,
                 source,
                 result,
-            } => {
-                let coverage = match result {
-                    Ok(found) => {
-                        let (lines, items) = match found {
-                            Some((lines, items)) => (Some(lines), items),
-                            None => (None, Vec::new()),
-                        };
-                        self.base.baseline.record(&source, &path, lines, items);
-                        Coverage::Ready
-                    }
-                    Err(why) => {
-                        tracing::warn!(root = %self.root.display(), path = %path.display(), "baseline of {source} failed: {why}");
-                        Coverage::Failed { why }
-                    }
-                };
-                self.base
-                    .baseline
-                    .set_file_coverage(&source, &path, coverage);
-                if let Some(n) = self.base.held.get_mut(&path) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        self.base.held.remove(&path);
-                        self.dirty.insert(path.clone());
-                    }
-                }
-                self.refresh_view(&path);
-            }
+            } => self.base_file(path, source, result),
             BaseMsg::Project {
                 source,
                 project,
                 result,
-            } => {
-                let coverage = match result {
-                    Ok(files) => {
-                        for (path, lines, items) in files {
-                            self.base.baseline.record(&source, &path, lines, items);
-                        }
-                        Coverage::Ready
-                    }
-                    Err(why) => {
-                        tracing::warn!(root = %self.root.display(), project = %project.display(), "baseline of {source} failed: {why}");
-                        Coverage::Failed { why }
-                    }
-                };
-                self.base.baseline.set_project(&source, &project, coverage);
-                let paths: Vec<PathBuf> = self
-                    .session
-                    .iter()
-                    .filter(|(p, s)| p.starts_with(&project) && s.entry.affected_by.is_empty())
-                    .map(|(p, _)| p.clone())
-                    .collect();
-                for p in paths {
-                    self.refresh_view(&p);
-                }
-                let (now, later): (Vec<Knock>, Vec<Knock>) = std::mem::take(&mut self.base.knocks)
-                    .into_iter()
-                    .partition(|k| k.name == source && k.project == project);
-                self.base.knocks = later;
-                for k in now {
-                    self.knock_on(k);
-                }
+            } => self.base_project(source, project, result),
+        }
+    }
+
+    /// The session's commit was asked for: the files waiting for it go on.
+    fn base_commit(&mut self, r: Result<String, String>) {
+        self.base.asking_commit = false;
+        self.base.baseline.taken = match r {
+            Ok(commit) => Taken::Head { commit },
+            Err(why) => {
+                tracing::info!(root = %self.root.display(), "no baseline for this session: {why}");
+                Taken::None { why }
             }
+        };
+        let waiting = std::mem::take(&mut self.base.awaiting_commit);
+        self.dirty.extend(waiting);
+    }
+
+    /// A per-file source checked `path`'s committed text: recorded, and the file released
+    /// once every such check of it is in.
+    fn base_file(
+        &mut self,
+        path: PathBuf,
+        source: String,
+        result: Result<Option<Committed>, String>,
+    ) {
+        let coverage = match result {
+            Ok(found) => {
+                let (lines, items) = match found {
+                    Some((lines, items)) => (Some(lines), items),
+                    None => (None, Vec::new()),
+                };
+                self.base.baseline.record(&source, &path, lines, items);
+                Coverage::Ready
+            }
+            Err(why) => {
+                tracing::warn!(root = %self.root.display(), path = %path.display(), "baseline of {source} failed: {why}");
+                Coverage::Failed { why }
+            }
+        };
+        self.base
+            .baseline
+            .set_file_coverage(&source, &path, coverage);
+        if let Some(n) = self.base.held.get_mut(&path) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.base.held.remove(&path);
+                self.dirty.insert(path.clone());
+            }
+        }
+        self.refresh_view(&path);
+    }
+
+    /// A project-wide source's run over the commit's snapshot ended: recorded, the project's
+    /// files classified again, and the knock-on entries that waited for it made.
+    fn base_project(
+        &mut self,
+        source: String,
+        project: PathBuf,
+        result: Result<CommittedFiles, String>,
+    ) {
+        let coverage = match result {
+            Ok(files) => {
+                for (path, lines, items) in files {
+                    self.base.baseline.record(&source, &path, lines, items);
+                }
+                Coverage::Ready
+            }
+            Err(why) => {
+                tracing::warn!(root = %self.root.display(), project = %project.display(), "baseline of {source} failed: {why}");
+                Coverage::Failed { why }
+            }
+        };
+        self.base.baseline.set_project(&source, &project, coverage);
+        let paths: Vec<PathBuf> = self
+            .session
+            .iter()
+            .filter(|(p, s)| p.starts_with(&project) && s.entry.affected_by.is_empty())
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in paths {
+            self.refresh_view(&p);
+        }
+        let (now, later): (Vec<Knock>, Vec<Knock>) = std::mem::take(&mut self.base.knocks)
+            .into_iter()
+            .partition(|k| k.name == source && k.project == project);
+        self.base.knocks = later;
+        for k in now {
+            self.knock_on(k);
         }
     }
 
