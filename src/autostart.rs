@@ -428,7 +428,7 @@ fn systemctl_listen(runtime: &Path) -> Option<Option<Vec<PathBuf>>> {
     parse_show(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// Read `systemctl show -p LoadState -p Listen` output (see [`systemctl_listen`]).
+/// Read `systemctl show -p LoadState -p Listen` output (see `systemctl_listen`).
 pub fn parse_show(text: &str) -> Option<Option<Vec<PathBuf>>> {
     let mut loaded = None;
     let mut listen = Vec::new();

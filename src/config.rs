@@ -4,7 +4,7 @@
 //! Every struct denies unknown keys, and range checks happen during deserialization, so
 //! `toml`'s error carries the offending key and its line ("TOML parse error at line 3,
 //! column 1 … unknown field `heartbeat_second`"). A workspace file (the repository's, so
-//! data) may set only the keys of [`WORKSPACE_KEYS`], limits only lower than the user's;
+//! data) may set only the keys of `WORKSPACE_KEYS`, limits only lower than the user's;
 //! it is merged key by key over the user's file.
 
 use std::collections::BTreeMap;
@@ -248,7 +248,7 @@ impl Config {
     /// This config with a workspace's `.openfiles/config.toml` merged over it (if present).
     /// The repository controls that file: a symlink, FIFO, device or oversized file there
     /// is an error, never followed, waited on or read whole; and it may set only the keys of
-    /// [`WORKSPACE_KEYS`] (a key outside them, or a limit raised past the user's, is an
+    /// `WORKSPACE_KEYS` (a key outside them, or a limit raised past the user's, is an
     /// error naming the keys).
     pub fn for_workspace(&self, root: &Path) -> Result<Config, ConfigError> {
         let path = root.join(openfiles_wire::spec::DIR).join("config.toml");

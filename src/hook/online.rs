@@ -12,7 +12,7 @@
 //! The `wait` names the agent session (`Edit::session`): when it ends at the deadline with
 //! files still being checked, the hook says so in one line and the service owes their
 //! results to the session; a later hook of the session gets them in `earlier`, once, and
-//! prints them before its own feedback ([`late`](super::late)).
+//! prints them before its own feedback ([`super::late`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! One actor per loaded plugin: it owns the `openfiles plugin-host` child, the map of
 //! checks in flight on it, and its restarts.
 //!
-//! The manager talks to it through an `mpsc` of [`Cmd`]s; answers go back on a `oneshot`
+//! The manager talks to it through an `mpsc` of `Cmd`s; answers go back on a `oneshot`
 //! per check. When the child dies, every check in flight on it is answered with
 //! [`PluginError::HostDied`] at once, and the child is restarted after a backoff (250 ms
 //! doubling to 30 s, back to the start once a host has lived a minute). Checks that arrive

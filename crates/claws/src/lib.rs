@@ -14,7 +14,7 @@
 //! [`ClawsServer::start`]).
 //!
 //! The socket costs one listening descriptor; everything else is made when the first client
-//! connects ([`Lazy`]): the shell scripts, the id counter, the event log, the orchestration
+//! connects (`Lazy`): the shell scripts, the id counter, the event log, the orchestration
 //! state and the server's timers (bus heartbeat, wave and lifecycle checks). A workspace no
 //! Claws client ever uses therefore costs no task that wakes, no open log and no files but
 //! `.claws/.gitignore` and the socket.

@@ -10,7 +10,7 @@
 //! every fix taken still matches its content).
 //!
 //! The content is checked twice: when the fixes are placed, and on the exact bytes being
-//! replaced, re-read right before the rename ([`replace_if_unchanged`]): an edit the agent made
+//! replaced, re-read right before the rename (`replace_if_unchanged`): an edit the agent made
 //! in between is kept and the round stops, naming the file. A round that stops half way
 //! ([`FixError`]) names every file it had already replaced and the one it stopped at.
 

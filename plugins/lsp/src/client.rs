@@ -181,7 +181,7 @@ pub struct Client {
 }
 
 impl Client {
-    /// The lock of `path`'s turns (see [`Client::turns`]).
+    /// The lock of `path`'s turns (see `Client::turns`).
     pub fn turn(&self, path: &Path) -> Arc<tokio::sync::RwLock<()>> {
         let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
         turns.entry(path.to_path_buf()).or_default().clone()

@@ -5,7 +5,7 @@
 //! diagnostics per DESIGN §4) and this registry, which maps each file to the servers that
 //! handle its extension and keeps one [`server::Slot`] per (workspace, server, executable)
 //! serving the project roots as workspace folders (per (repository, server, executable) for
-//! trusted worktrees of one repository: [`repository_of`]) — or, for servers that take a single
+//! trusted worktrees of one repository: `repository_of`) — or, for servers that take a single
 //! folder (learned at their first start) and with `share_servers = false`, one per (project
 //! root, server, executable). It also keeps the running instances within `max_servers` and
 //! `max_memory_mib` ([`limits`]): before an instance starts, and after each check.

@@ -9,7 +9,7 @@
 //! ways (1-based character columns ↔ the negotiated encoding; target files' lines read
 //! confined, inside the workspace), the shapes of the answers (`Location`/`LocationLink`,
 //! `DocumentSymbol`/`SymbolInformation`/`WorkspaceSymbol`, hover's three content shapes) and
-//! the page of an answer asked for; whether it is partial is [`crate::completeness`]'s.
+//! the page of an answer asked for; whether it is partial is `completeness.rs`'s.
 
 use crate::client::Client;
 use crate::convert::to_line_col;

@@ -40,7 +40,7 @@
 //! Config (`[plugin.pyright]`): `pyright`, `basedpyright`, `ty` = "path/to/exe";
 //! `extra_args = [..]` (after `--outputjson`, for pyright and basedpyright),
 //! `ty_args = [..]` (after `ty check`'s own). `OPENFILES_PYRIGHT_LOG` (any value) prints
-//! each check's timeline to the service's log ([`timeline`]).
+//! each check's timeline to the service's log (`timeline.rs`).
 
 pub mod early;
 mod layout;

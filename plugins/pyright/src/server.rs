@@ -35,7 +35,7 @@
 //! Heap: the server is Node; left to itself, V8 sizes its heap against a limit of several
 //! GiB and lets garbage grow up to 4× the live heap between full collections (the monorepo
 //! bench's twelve programs: ~250 MiB live, a 508 MiB heap). The server is started with
-//! `--max-old-space-size` at [`heap_mib`] of `max_memory_mib` (in `NODE_OPTIONS`, before the
+//! `--max-old-space-size` at `heap_mib` of `max_memory_mib` (in `NODE_OPTIONS`, before the
 //! user's own options, so a `--max-old-space-size` of theirs still wins): V8 then collects
 //! sooner, and pyright's cache manager empties its type caches when the used heap nears that
 //! bound (~86 % of it) instead of the server growing until the plugin stops it.

@@ -279,7 +279,7 @@ fn ruff_graph(job: &Job) -> Option<Graph> {
 }
 
 /// The plugin's own import graph of the Python files under `root` (read the confined way,
-/// at most [`MAX_SCAN_FILES`] files; `None` past that): dependents per file.
+/// at most `MAX_SCAN_FILES` files; `None` past that): dependents per file.
 pub fn import_graph(workspace: &Path, root: &Path) -> Option<Graph> {
     let mut files = Vec::new();
     let mut dirs = vec![root.to_owned()];

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use super::git::{self, GitError};
 
 /// Snapshots kept per repository and trust level, most recently used first; older ones go
-/// once unused for [`UNUSED_FOR`].
+/// once unused for `UNUSED_FOR`.
 const KEPT: usize = 8;
 /// How long a snapshot beyond [`KEPT`] is kept after its last use (longer than a run).
 const UNUSED_FOR: Duration = Duration::from_secs(15 * 60);
@@ -91,7 +91,7 @@ impl Place {
     }
 
     /// Mark the commit's folder used now, and remove the repository's folders of other
-    /// commits past the [`KEPT`] most recently used that nobody used for [`UNUSED_FOR`].
+    /// commits past the `KEPT` most recently used that nobody used for `UNUSED_FOR`.
     /// Blocking.
     pub fn touch_and_prune(&self) {
         // Private like every state folder (RELIABILITY.md): 0700, ours, no symlink.

@@ -213,7 +213,7 @@ fn held_back_checks(lang: Language, lookup: &Lookup<'_>, root: &Path) -> Vec<Che
 
 /// One language's lines: per role (a job such as Python's type checking), the first of its
 /// tools found and usable, else "none: install X" with the command for this machine's
-/// package manager ([`super::checkers`]). `lookup` gives a tool's path and, when the service
+/// package manager (`setup/checkers.rs`). `lookup` gives a tool's path and, when the service
 /// would not use it, the probe's complaint; `whose` says where it was looked up.
 fn language_checks(
     lang: Language,

@@ -12,7 +12,7 @@
 //! Nothing a workspace supplies is run or trusted: agents' settings files are read through
 //! the gate's `confine` (bounded, regular, no symlink followed, never blocking) and their
 //! hook commands are compared with what `hooks install` writes, never executed
-//! ([`hooks`]); tools are looked up and probed with the workspace's trust ([`languages`]).
+//! (`hooks.rs`); tools are looked up and probed with the workspace's trust (`languages.rs`).
 //!
 //! Each finding is a [`Check`] with a [`Level`]; the exit status is 1 when any check
 //! fails (the service cannot work as installed), warnings are advice. Colour only when

@@ -204,7 +204,7 @@ impl EventLog {
     }
 
     /// Write event lines (each with its newline) at the end of the current segment. A
-    /// failed write leaves the rest of the segment unstored (see [`EventLog::file`]).
+    /// failed write leaves the rest of the segment unstored (see `EventLog::file`).
     pub fn write(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;

@@ -1,7 +1,7 @@
 //! Peer identity rules: the optional HMAC token on `hello` (`[claws.auth]`), who may publish
 //! where (event-protocol §10), and the universal event envelope the server stamps.
 //!
-//! Auth: token = hex HMAC-SHA256(secret, "<peerName>:<role>:<nonce>:<timestamp>"), the secret
+//! Auth: token = hex HMAC-SHA256(secret, `"<peerName>:<role>:<nonce>:<timestamp>"`), the secret
 //! being the trimmed contents of the user's secret (`crate::secret`: the user's state folder
 //! or `token_path` from the user's config, never a workspace's file; read on every `hello`,
 //! so rotating it needs no restart). A
