@@ -44,7 +44,7 @@ use crate::early::{Known, Texts};
 use crate::rpc::Conn;
 use crate::Checker;
 use openfiles_plugin_api::gate::{Program, Scope};
-pub use openfiles_plugin_api::uri::{path_to_uri, uri_to_path};
+use openfiles_plugin_api::uri::{path_to_uri, uri_to_path};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
