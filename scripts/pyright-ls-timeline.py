@@ -11,6 +11,11 @@ progress event until --quiet-ms of silence after the last progress end.
     scripts/pyright-ls-timeline.py --repo /work/projects/click --file src/click/utils.py \\
         --old 'def make_str(value: t.Any) -> str:' \\
         --new 'def make_str(value: t.Any, strict: bool) -> str:'
+
+`--cold N`: N fresh starts instead, each timed from the server's start (the `--open` files
+opened right after `initialized`): when --user and FILE first had diagnostics, and when the
+first analysis ended — what a session's first edit could get from a server started by the
+session start's warm-up (issue 42.2, cold).
 """
 
 import argparse
@@ -101,6 +106,52 @@ def show(events, t1, ws, a, quiet):
     return first
 
 
+def start(ws):
+    """pyright-langserver started and initialized in workspace mode at `ws`: (process, events)."""
+    proc = subprocess.Popen([shutil.which("pyright-langserver"), "--stdio"], cwd=ws,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    events = []
+    threading.Thread(target=reader, args=(proc, events), daemon=True).start()
+    frame(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": os.getpid(), "rootUri": uri(ws),
+        "workspaceFolders": [{"uri": uri(ws), "name": "ws"}],
+        "capabilities": {"window": {"workDoneProgress": True},
+                         "workspace": {"configuration": True, "workspaceFolders": True},
+                         "textDocument": {"publishDiagnostics": {}}}}})
+    frame(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return proc, events
+
+
+def cold(a):
+    """One fresh start (see --cold): print when --user and --file first had diagnostics."""
+    tmp = tempfile.mkdtemp(prefix="pyright-timeline-")
+    ws = os.path.join(tmp, "ws")
+    shutil.copytree(a.repo, ws, ignore=shutil.ignore_patterns(".git"))
+    t0 = time.monotonic()
+    proc, events = start(ws)
+    try:
+        for f in a.open:
+            path = os.path.join(ws, f)
+            frame(proc, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+                "textDocument": {"uri": uri(path), "languageId": "python", "version": 1,
+                                 "text": open(path).read()}}})
+        settle(events, 0, 1500, 120)
+        first, end = {}, None
+        for t, m in events:
+            if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["diagnostics"]:
+                path = urllib.parse.unquote(m["params"]["uri"])[len("file://") + len(ws) + 1:]
+                first.setdefault(path, 1000 * (t - t0))
+            elif m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "end":
+                end = 1000 * (t - t0)
+        fmt = lambda ms: "never" if ms is None else f"{ms:.0f} ms"
+        print(f"cold, open {a.open or 'none'}: {a.user} {fmt(first.get(a.user))}, {a.file} "
+              f"{fmt(first.get(a.file))}, first analysis ended {fmt(end)}")
+    finally:
+        proc.terminate()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,23 +169,19 @@ def main():
     p.add_argument("--repeat", type=int, default=1,
                    help="N breaking changes (each then reverted); the timeline of the first "
                         "is printed, then the p50 of --user's first publish")
+    p.add_argument("--cold", type=int, default=0, metavar="N",
+                   help="N fresh starts: when --user and FILE first had diagnostics, and the "
+                        "first analysis's end, in ms since the server started")
     a = p.parse_args()
+    if a.cold:
+        for _ in range(a.cold):
+            cold(a)
+        return
     tmp = tempfile.mkdtemp(prefix="pyright-timeline-")
     ws = os.path.join(tmp, "ws")
     shutil.copytree(a.repo, ws, ignore=shutil.ignore_patterns(".git"))
-    proc = subprocess.Popen([shutil.which("pyright-langserver"), "--stdio"], cwd=ws,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    events = []
-    threading.Thread(target=reader, args=(proc, events), daemon=True).start()
+    proc, events = start(ws)
     try:
-        frame(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": os.getpid(), "rootUri": uri(ws),
-            "workspaceFolders": [{"uri": uri(ws), "name": "ws"}],
-            "capabilities": {"window": {"workDoneProgress": True},
-                             "workspace": {"configuration": True, "workspaceFolders": True},
-                             "textDocument": {"publishDiagnostics": {}}}}})
-        frame(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
         t0 = time.monotonic()
         n = settle(events, 0, 1500, 120)
         print(f"first analysis settled after {1000 * (time.monotonic() - t0):.0f} ms")
