@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{confine, Item, Severity};
 
-use super::base_jobs::{file_job, ProjectJob};
+use super::base_jobs::{file_job, JobError, ProjectJob};
 use super::handle::{BaseMsg, Committed, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::{
@@ -174,7 +174,7 @@ impl Pipeline {
         self.base.asking_commit = true;
         let (root, tx) = (self.root.clone(), self.tx.clone());
         tokio::task::spawn_blocking(move || {
-            let r = git::head_commit(&root).map_err(|e| e.to_string());
+            let r = git::head_commit(&root);
             let _ = tx.send(Msg::Base(BaseMsg::Commit(r)));
         });
     }
@@ -302,13 +302,15 @@ impl Pipeline {
     }
 
     /// The session's commit was asked for: the files waiting for it go on.
-    fn base_commit(&mut self, r: Result<String, String>) {
+    fn base_commit(&mut self, r: Result<String, git::GitError>) {
         self.base.asking_commit = false;
         self.base.baseline.taken = match r {
             Ok(commit) => Taken::Head { commit },
             Err(why) => {
                 tracing::info!(root = %self.root.display(), "no baseline for this session: {why}");
-                Taken::None { why }
+                Taken::None {
+                    why: why.to_string(),
+                }
             }
         };
         let waiting = std::mem::take(&mut self.base.awaiting_commit);
@@ -321,7 +323,7 @@ impl Pipeline {
         &mut self,
         path: PathBuf,
         source: String,
-        result: Result<Option<Committed>, String>,
+        result: Result<Option<Committed>, JobError>,
     ) {
         let coverage = match result {
             Ok(found) => {
@@ -334,7 +336,9 @@ impl Pipeline {
             }
             Err(why) => {
                 tracing::warn!(root = %self.root.display(), path = %path.display(), "baseline of {source} failed: {why}");
-                Coverage::Failed { why }
+                Coverage::Failed {
+                    why: why.to_string(),
+                }
             }
         };
         self.base
@@ -356,7 +360,7 @@ impl Pipeline {
         &mut self,
         source: String,
         project: PathBuf,
-        result: Result<CommittedFiles, String>,
+        result: Result<CommittedFiles, JobError>,
     ) {
         let coverage = match result {
             Ok(files) => {
@@ -367,7 +371,9 @@ impl Pipeline {
             }
             Err(why) => {
                 tracing::warn!(root = %self.root.display(), project = %project.display(), "baseline of {source} failed: {why}");
-                Coverage::Failed { why }
+                Coverage::Failed {
+                    why: why.to_string(),
+                }
             }
         };
         self.base.baseline.set_project(&source, &project, coverage);

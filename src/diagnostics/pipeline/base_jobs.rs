@@ -10,9 +10,24 @@ use std::sync::Arc;
 use openfiles_plugin_api::CheckRequest;
 
 use super::handle::{BaseMsg, Committed, Msg};
-use crate::diagnostics::baseline::{self, git, shared, CommittedFiles};
+use crate::diagnostics::baseline::git::{self, GitError};
+use crate::diagnostics::baseline::{self, shared, CommittedFiles};
 use crate::diagnostics::bound::Class;
 use crate::diagnostics::{project_root, CheckError, Checker, SourceInfo};
+
+/// Why a baseline job has no answer (the session's baseline keeps its text: a file or
+/// project whose baseline failed is said so, its items are not classified against it).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum JobError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Check(#[from] CheckError),
+    #[error("the baseline job stopped: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("the workspace's trust changed during its baseline run")]
+    TrustChanged,
+}
 
 /// A per-file source's answer for `path`'s committed text.
 pub(super) async fn file_job(
@@ -22,12 +37,9 @@ pub(super) async fn file_job(
     source: &SourceInfo,
     path: &Path,
     timeout_ms: u64,
-) -> Result<Option<Committed>, String> {
+) -> Result<Option<Committed>, JobError> {
     let (r, c, p) = (root.to_owned(), commit.to_owned(), path.to_owned());
-    let text = tokio::task::spawn_blocking(move || git::committed_text(&r, &c, &p))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let text = tokio::task::spawn_blocking(move || git::committed_text(&r, &c, &p)).await??;
     let Some(text) = text else {
         return Ok(None);
     };
@@ -42,10 +54,7 @@ pub(super) async fn file_job(
         timeout_ms,
         ..Default::default()
     };
-    let resp = checker
-        .check(source.id, request)
-        .await
-        .map_err(|e| e.to_string())?;
+    let resp = checker.check(source.id, request).await?;
     let items = resp
         .files
         .into_iter()
@@ -67,12 +76,9 @@ pub(super) async fn prefetch(
     source: SourceInfo,
     file: PathBuf,
     timeout_ms: u64,
-) -> Result<String, String> {
+) -> Result<String, JobError> {
     let r = root.clone();
-    let commit = tokio::task::spawn_blocking(move || git::head_commit(&r))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let commit = tokio::task::spawn_blocking(move || git::head_commit(&r)).await??;
     let project = project_root(&file, &root, &source.project_markers);
     let job = ProjectJob {
         checker,
@@ -120,7 +126,7 @@ impl ProjectJob {
 
     /// The run, shared by every worktree of the repository at the commit and trust level
     /// ([`shared`]): the first job runs it, the others wait for it and read it.
-    async fn run(self) -> Result<CommittedFiles, String> {
+    async fn run(self) -> Result<CommittedFiles, JobError> {
         let trusted = self.checker.trusted();
         let (root, commit, store, legacy) = (
             self.root.clone(),
@@ -134,9 +140,7 @@ impl ProjectJob {
             }
             shared::Place::find(&store, &root, &commit, trusted)
         })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+        .await??;
         let rel_project = self
             .project
             .strip_prefix(&self.root)
@@ -149,15 +153,13 @@ impl ProjectJob {
             p.touch_and_prune();
             git::snapshot(&root, &commit, &p.commit_dir)
         })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+        .await??;
         let run = match shared::Run::load(&run_file).filter(|r| r.snap == snap) {
             Some(run) => run,
             None => {
-                let run = self.check(&snap).await.map_err(|e| e.to_string())?;
+                let run = self.check(&snap).await?;
                 if self.checker.trusted() != trusted {
-                    return Err("the workspace's trust changed during its baseline run".into());
+                    return Err(JobError::TrustChanged);
                 }
                 run.save(&run_file);
                 run

@@ -12,7 +12,9 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::base_jobs::JobError;
 use crate::config::Config;
+use crate::diagnostics::baseline::git::GitError;
 use crate::diagnostics::baseline::CommittedFiles;
 use crate::diagnostics::review::WorkspaceReview;
 use crate::diagnostics::schedule::Checked;
@@ -76,20 +78,20 @@ pub(super) type Committed = (Vec<u64>, Vec<Item>);
 /// A baseline job's result (see `base.rs`).
 pub(super) enum BaseMsg {
     /// The commit `HEAD` named when the session's first edit arrived, or why there is none.
-    Commit(Result<String, String>),
+    Commit(Result<String, GitError>),
     /// A per-file source's answer for a file's committed text (`None`: the commit does not
     /// have the file), as (line hashes, items).
     File {
         path: PathBuf,
         source: String,
-        result: Result<Option<Committed>, String>,
+        result: Result<Option<Committed>, JobError>,
     },
     /// A project-wide source's run over the committed tree: per file with problems, its
     /// line hashes and items.
     Project {
         source: String,
         project: PathBuf,
-        result: Result<CommittedFiles, String>,
+        result: Result<CommittedFiles, JobError>,
     },
 }
 

@@ -935,12 +935,15 @@ async fn a_hooks_edit_the_watcher_noticed_first_is_that_edit() {
     }
     assert!(answered(w).await.complete);
 
-    // Written again after the watcher's edit: the hook's edit is a new one.
-    std::thread::sleep(Duration::from_millis(5));
+    // Written again after the watcher's edit: the hook's edit is a new one. A file's mtime
+    // comes from the kernel's coarse clock, up to a tick (10 ms at HZ=100) behind the time
+    // the pipeline reads: the writes are further apart than that (at 5 ms, the second
+    // write's mtime was often not after the watcher's edit, and it was taken for that one).
+    std::thread::sleep(Duration::from_millis(30));
     std::fs::write(b.path("a.ts"), "z\n").unwrap();
     b.handle.edited(b.paths(&["a.ts"]), EditOrigin::Watch).await;
     let calls = b.calls.take_n(2).await;
-    std::thread::sleep(Duration::from_millis(5));
+    std::thread::sleep(Duration::from_millis(30));
     std::fs::write(b.path("a.ts"), "y\n").unwrap();
     let out = b
         .handle
