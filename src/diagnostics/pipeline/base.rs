@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{confine, Item, Severity};
 
-use super::base_jobs::{file_job, JobError, ProjectJob};
-use super::handle::{BaseMsg, Committed, Msg};
+use super::base_jobs::{file_job, ProjectJob};
+use super::handle::{BaseMsg, Committed, JobError, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::{
     self, git, BaseView, Baseline, CommittedFiles, Coverage, Taken,

@@ -9,25 +9,11 @@ use std::sync::Arc;
 
 use openfiles_plugin_api::CheckRequest;
 
-use super::handle::{BaseMsg, Committed, Msg};
-use crate::diagnostics::baseline::git::{self, GitError};
+use super::handle::{BaseMsg, Committed, JobError, Msg};
+use crate::diagnostics::baseline::git;
 use crate::diagnostics::baseline::{self, shared, CommittedFiles};
 use crate::diagnostics::bound::Class;
 use crate::diagnostics::{project_root, CheckError, Checker, SourceInfo};
-
-/// Why a baseline job has no answer (the session's baseline keeps its text: a file or
-/// project whose baseline failed is said so, its items are not classified against it).
-#[derive(Debug, thiserror::Error)]
-pub(super) enum JobError {
-    #[error(transparent)]
-    Git(#[from] GitError),
-    #[error(transparent)]
-    Check(#[from] CheckError),
-    #[error("the baseline job stopped: {0}")]
-    Task(#[from] tokio::task::JoinError),
-    #[error("the workspace's trust changed during its baseline run")]
-    TrustChanged,
-}
 
 /// A per-file source's answer for `path`'s committed text.
 pub(super) async fn file_job(

@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::base_jobs::JobError;
 use crate::config::Config;
 use crate::diagnostics::baseline::git::GitError;
 use crate::diagnostics::baseline::CommittedFiles;
@@ -20,6 +19,7 @@ use crate::diagnostics::review::WorkspaceReview;
 use crate::diagnostics::schedule::Checked;
 use crate::diagnostics::waiters::WaitOutcome;
 use crate::diagnostics::writer::Cursor;
+use crate::diagnostics::CheckError;
 use crate::diagnostics::{Rejected, WorkspaceEntries};
 use openfiles_wire::spec::{self, Item};
 
@@ -74,6 +74,20 @@ pub struct PipelineStatus {
 
 /// A file's committed text as line hashes, and what a source said about it.
 pub(super) type Committed = (Vec<u64>, Vec<Item>);
+
+/// Why a baseline job has no answer (the session's baseline keeps its text: a file or
+/// project whose baseline failed is said so, its items are not classified against it).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum JobError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Check(#[from] CheckError),
+    #[error("the baseline job stopped: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("the workspace's trust changed during its baseline run")]
+    TrustChanged,
+}
 
 /// A baseline job's result (see `base.rs`).
 pub(super) enum BaseMsg {
