@@ -41,14 +41,26 @@ pub fn tracks(checker: &str, root: &Path, file: &Path) -> bool {
     included && !excluded
 }
 
-/// The project's `include` and `exclude` (empty when not set); `None` when in doubt.
-fn settings(checker: &str, root: &Path) -> Option<(Vec<String>, Vec<String>)> {
+/// The configuration `checker` (`pyright`, `basedpyright`) reads at the project `root`, as a
+/// JSON object: its `pyrightconfig.json`, else its `pyproject.toml`'s table (an empty object
+/// when there is none); `None` when in doubt (unreadable, a symlink, not parsed, not an
+/// object).
+pub fn config(checker: &str, root: &Path) -> Option<serde_json::Map<String, serde_json::Value>> {
     let json = root.join("pyrightconfig.json");
     let table: serde_json::Value = match read_regular(&json, Last::NoFollow, MAX_MARKER_BYTES) {
         Ok(bytes) => serde_json::from_slice(&bytes).ok()?,
         Err(_) if json.symlink_metadata().is_ok() => return None,
         Err(_) => pyproject(checker, root)?,
     };
+    match table {
+        serde_json::Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// The project's `include` and `exclude` (empty when not set); `None` when in doubt.
+fn settings(checker: &str, root: &Path) -> Option<(Vec<String>, Vec<String>)> {
+    let table = config(checker, root)?;
     let list = |key: &str| -> Option<Vec<String>> {
         match table.get(key) {
             None => Some(Vec::new()),

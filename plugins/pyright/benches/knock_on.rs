@@ -13,8 +13,9 @@
 //!       git -C /tmp/click checkout 2c8cd3ac958a7eb316d67f2d316c27086c4c0369
 //!
 //! - the monorepo: 12 packages each configuring pyright (`[tool.pyright]` in their own
-//!   `pyproject.toml`), one edited file per package, one check per package root at once (as
-//!   the service sends them): the time until every package is fully checked, and the RSS of
+//!   `pyproject.toml`), one edited file per package, one check of them all (as the service
+//!   sends a warm source's projects due at once; `KNOCK_ON_CHECK_PER_PACKAGE`: one check per
+//!   package at once, each package its own program): the time until every package is fully checked, and the RSS of
 //!   the checker processes (the bench's descendants: the server's tree, or the command
 //!   lines) sampled every 100 ms, its peak;
 //!   then the plain case (one project of the same 12 modules).
@@ -214,11 +215,15 @@ fn monorepo_case(n: usize, configured: bool, ls: bool) {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        let roots: Vec<Vec<PathBuf>> = if configured {
-            files.iter().map(|f| vec![f.clone()]).collect()
-        } else {
-            vec![files.clone()]
-        };
+        // One check for all packages, as the service launches a warm source's projects due
+        // at once; `KNOCK_ON_CHECK_PER_PACKAGE` (any value): one check per package root at
+        // once, each its own program (the service before it batched them).
+        let roots: Vec<Vec<PathBuf>> =
+            if configured && std::env::var_os("KNOCK_ON_CHECK_PER_PACKAGE").is_some() {
+                files.iter().map(|f| vec![f.clone()]).collect()
+            } else {
+                vec![files.clone()]
+            };
         let handles: Vec<_> = roots
             .into_iter()
             .enumerate()

@@ -42,6 +42,7 @@
 //! `ty_args = [..]` (after `ty check`'s own). `OPENFILES_PYRIGHT_LOG` (any value) prints
 //! each check's timeline to the service's log (`timeline.rs`).
 
+mod combine;
 pub mod early;
 mod layout;
 pub mod parse;
@@ -156,6 +157,8 @@ pub struct Pyright {
     answered_early: std::sync::Mutex<HashSet<u64>>,
     /// Each folder's projects and the checkers it asks for (see [`layout`]).
     layouts: layout::Layouts,
+    /// The plugin's own folder (combined configurations, see [`combine`]).
+    state_dir: PathBuf,
 }
 
 /// What a check lets the language server answer: the files that may have changed, and the
@@ -214,7 +217,9 @@ impl Plugin for Pyright {
                 servers: server::Servers::new(
                     settings.idle_timeout_ms.unwrap_or(600_000),
                     settings.max_memory_mib.unwrap_or(1024),
+                    Some(init.state_dir.clone()),
                 ),
+                state_dir: init.state_dir,
                 settings,
                 runs: ToolRuns::new(),
                 fallbacks: std::sync::Mutex::default(),
@@ -267,6 +272,9 @@ impl Plugin for Pyright {
                     self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
                 })
                 .unwrap_or_default();
+            // The command line: several projects of one executable checked as one program
+            // where they can be ([`combine`]).
+            let combined = self.run_combined(request.id, &groups, &served, &scope);
             let found = self.runs.run_groups(
                 request.id,
                 checker.source(),
@@ -287,7 +295,9 @@ impl Plugin for Pyright {
                     };
                     let asked: Asked = (wanted, request.report_all, &ours);
                     let served = served.get(&run.2).map(|found| under(found, &run.1));
-                    let served = served.map(|found| hints_for(found, &request, checker));
+                    let served = served
+                        .map(|found| hints_for(found, &request, checker))
+                        .or_else(|| combined.get(&run.2).map(|found| under(found, &run.1)));
                     self.run(request.id, run, asked, &scope, served)
                 },
             );
@@ -490,6 +500,52 @@ impl Pyright {
                 None
             }
         }
+    }
+
+    /// The command line's diagnostics of the projects in `groups` that no server answered
+    /// for, per executable, where two or more of them can be checked as one program
+    /// ([`combine`]); a run that fails is logged and leaves its projects to their own runs.
+    fn run_combined(
+        &self,
+        id: u64,
+        groups: &[(Run, Vec<PathBuf>)],
+        served: &HashMap<PathBuf, Vec<Found>>,
+        scope: &Scope,
+    ) -> HashMap<PathBuf, Vec<Found>> {
+        let mut by_exe: BTreeMap<(Checker, &PathBuf), Vec<PathBuf>> = BTreeMap::new();
+        for ((checker, root, exe), _) in groups {
+            if !served.contains_key(exe) {
+                by_exe
+                    .entry((*checker, exe))
+                    .or_default()
+                    .push(root.clone());
+            }
+        }
+        by_exe
+            .into_iter()
+            .filter_map(|((checker, exe), roots)| {
+                let dir = combine::combine(checker, &roots, &self.state_dir)?;
+                let found = (|| {
+                    let mut cmd = self.command(checker, &dir, exe, scope)?;
+                    cmd.args(["--project", combine::CONFIG]);
+                    let out = self.runs.output(id, &mut cmd).map_err(|e| {
+                        PluginError::Tool(format!("cannot run {} ({e})", exe.display()))
+                    })?;
+                    diagnostics(checker, &dir, out)
+                })();
+                match found {
+                    Ok(found) => Some((exe.clone(), found)),
+                    Err(_) if self.runs.is_cancelled(id) => None,
+                    Err(e) => {
+                        eprintln!(
+                            "openfiles-plugin-pyright: {} projects as one program: {e}; each on its own",
+                            roots.len()
+                        );
+                        None
+                    }
+                }
+            })
+            .collect()
     }
 
     /// Whether a language server answered check `id` early (forgotten once asked).

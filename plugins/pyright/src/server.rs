@@ -153,6 +153,9 @@ pub struct Servers {
     max_rss: u64,
     /// Each server's V8 heap bound, MiB ([`heap_mib`]).
     heap_mib: Option<u64>,
+    /// Where the configurations of combined projects are written ([`crate::combine`]);
+    /// `None`: each project root its own folder.
+    state_dir: Option<PathBuf>,
     /// Servers are started on a thread of their own that lives as long as this: a child's
     /// `PR_SET_PDEATHSIG` fires when the *thread* that started it ends, and the plugin host's
     /// check threads come and go.
@@ -186,7 +189,7 @@ pub struct Answer {
 }
 
 impl Servers {
-    pub fn new(idle_timeout_ms: u64, max_memory_mib: u64) -> Servers {
+    pub fn new(idle_timeout_ms: u64, max_memory_mib: u64, state_dir: Option<PathBuf>) -> Servers {
         let map: Arc<Map> = Arc::default();
         let weak = Arc::downgrade(&map);
         let idle = Duration::from_millis(idle_timeout_ms.max(1));
@@ -205,6 +208,7 @@ impl Servers {
             map,
             max_rss: max_memory_mib << 20,
             heap_mib: heap_mib(max_memory_mib),
+            state_dir,
             spawner: Mutex::new(tx),
         }
     }
@@ -237,7 +241,7 @@ impl Servers {
         );
         let server = self.server(&key, ask)?;
         let busy = Busy(&server);
-        let result = notify_and_wait(&server, ask, cancelled);
+        let result = notify_and_wait(&server, ask, self.state_dir.as_deref(), cancelled);
         drop(busy);
         if result.is_err() {
             self.stop(&key, &server);
@@ -280,7 +284,12 @@ impl Servers {
             }
             map.remove(key);
         }
-        let server = Arc::new(start(ask, self.heap_mib, &|cmd| self.spawn(cmd))?);
+        let server = Arc::new(start(
+            ask,
+            self.heap_mib,
+            self.state_dir.as_deref(),
+            &|cmd| self.spawn(cmd),
+        )?);
         server.busy.fetch_add(1, Ordering::SeqCst);
         map.insert(key.clone(), server.clone());
         Ok(server)
@@ -344,12 +353,13 @@ fn command(program: &Program, ask: &Ask, heap_mib: Option<u64>) -> Command {
     cmd
 }
 
-/// Start the server at the first of `ask.roots` (all of them its workspace folders), through
-/// the gate (`spawn` starts the command), its heap bounded by `heap_mib` (see the module's
-/// doc), and initialize it.
+/// Start the server at the first of `ask.roots` (its workspace folders: [`folders_of`] them),
+/// through the gate (`spawn` starts the command), its heap bounded by `heap_mib` (see the
+/// module's doc), and initialize it.
 fn start(
     ask: &Ask,
     heap_mib: Option<u64>,
+    state_dir: Option<&Path>,
     spawn: &dyn Fn(Command) -> std::io::Result<Child>,
 ) -> Result<Server, ServerError> {
     let fail = |why: String| ServerError::Start {
@@ -370,12 +380,14 @@ fn start(
         busy: AtomicUsize::new(0),
         texts: Mutex::default(),
     };
-    let root = ask.roots.first().map(|r| path_to_uri(r));
+    let new: Vec<&PathBuf> = ask.roots.iter().collect();
+    let at = folders_of(ask.checker, &new, &HashSet::new(), state_dir);
+    let root = at.first().map(|r| path_to_uri(r));
     server.conn.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "processId": std::process::id(),
             "rootUri": root,
-            "workspaceFolders": folders(ask.roots.iter()),
+            "workspaceFolders": folders(at.iter()),
             "capabilities": {
                 "window": {"workDoneProgress": true},
                 "workspace": {"configuration": true, "workspaceFolders": true,
@@ -417,9 +429,10 @@ fn start(
 fn notify_and_wait(
     server: &Server,
     ask: &Ask,
+    state_dir: Option<&Path>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Answer>, ServerError> {
-    let (start, known) = notify(server, ask)?;
+    let (start, known) = notify(server, ask, state_dir)?;
     let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
     let watched = start.before.iter().chain(&start.users).cloned();
     let mut timeline = crate::timeline::Check::new(start.since, watched, || {
@@ -473,9 +486,14 @@ fn notify_and_wait(
     }
 }
 
-/// Tell `server` which of `ask.changed` changed and the roots it does not serve yet; what
-/// was known of the notified files before (to undo it if the check is cancelled).
-fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError> {
+/// Tell `server` which of `ask.changed` changed and the roots it does not serve yet (their
+/// folders: [`folders_of`]); what was known of the notified files before (to undo it if the
+/// check is cancelled).
+fn notify(
+    server: &Server,
+    ask: &Ask,
+    state_dir: Option<&Path>,
+) -> Result<(Start, Vec<Known>), ServerError> {
     crate::timeline::trace(|| "asking the server".into());
     let changes = server
         .texts
@@ -497,12 +515,12 @@ fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError
             .collect();
         (p.events, p.ended, before, users)
     };
-    let new_roots: Vec<&PathBuf> = {
+    let (new_roots, added): (Vec<&PathBuf>, Vec<PathBuf>) = {
         let mut roots = server.roots.lock().unwrap_or_else(|e| e.into_inner());
-        ask.roots
-            .iter()
-            .filter(|r| roots.insert(r.to_path_buf()))
-            .collect()
+        let new: Vec<&PathBuf> = ask.roots.iter().filter(|r| !roots.contains(*r)).collect();
+        let added = folders_of(ask.checker, &new, &roots, state_dir);
+        roots.extend(new.iter().map(|r| r.to_path_buf()));
+        (new, added)
     };
     let first = !new_roots.is_empty() || ended == 0;
     let (pushes_quiet, silent) = if first {
@@ -514,7 +532,7 @@ fn notify(server: &Server, ask: &Ask) -> Result<(Start, Vec<Known>), ServerError
         // All of them at once: the server analyses the new programs in one pass.
         server.conn.notify(
             "workspace/didChangeWorkspaceFolders",
-            json!({"event": {"added": folders(new_roots.into_iter()), "removed": []}}),
+            json!({"event": {"added": folders(added.iter()), "removed": []}}),
         )?;
     }
     let events_of: Vec<Value> = changes
@@ -652,6 +670,28 @@ fn under(diagnostics: &HashMap<String, Vec<Value>>, roots: &[PathBuf]) -> Pushes
         .filter(|(p, d)| roots.iter().any(|r| p.starts_with(r)) && !d.is_empty())
         .map(|(p, d)| (p, d.clone()))
         .collect()
+}
+
+/// The workspace folders that serve the roots `new` to a server that serves `served`: one
+/// folder of a combined configuration when they can be one program ([`crate::combine`]; not
+/// beside a root they nest in or hold), else each root.
+fn folders_of(
+    checker: Checker,
+    new: &[&PathBuf],
+    served: &HashSet<PathBuf>,
+    state_dir: Option<&Path>,
+) -> Vec<PathBuf> {
+    let new: Vec<PathBuf> = new.iter().map(|r| r.to_path_buf()).collect();
+    let apart = !served
+        .iter()
+        .any(|s| new.iter().any(|n| s.starts_with(n) || n.starts_with(s)));
+    let combined = state_dir
+        .filter(|_| apart)
+        .and_then(|dir| crate::combine::combine(checker, &new, dir));
+    match combined {
+        Some(dir) => vec![dir],
+        None => new,
+    }
 }
 
 /// `roots` as LSP workspace folders.

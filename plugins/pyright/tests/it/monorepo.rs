@@ -145,3 +145,146 @@ fn configured_packages_are_projects_served_together_and_equal_the_cli_per_packag
         "{got:#?}"
     );
 }
+
+/// (file, line, column, rule, message, severity).
+type Graded = (PathBuf, u32, u32, String, String, String);
+
+/// What `pyright --outputjson` run at `root` reports, with each item's severity.
+fn cli_graded(root: &Path) -> BTreeSet<Graded> {
+    let out = std::process::Command::new("pyright")
+        .arg("--outputjson")
+        .current_dir(root)
+        .output()
+        .expect("pyright (scripts/install-test-deps.sh)");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("pyright json");
+    report["generalDiagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| d["severity"] != "information")
+        .map(|d| {
+            let at = |k: &str| d["range"]["start"][k].as_u64().unwrap() as u32 + 1;
+            (
+                PathBuf::from(d["file"].as_str().unwrap()),
+                at("line"),
+                at("character"),
+                d["rule"].as_str().unwrap_or_default().to_owned(),
+                d["message"].as_str().unwrap_or_default().to_owned(),
+                d["severity"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 42.3: packages that each configure pyright with what one of its execution
+/// environments can say (different rules, a `pyrightconfig.json` with its own `include`,
+/// `exclude` and `pythonVersion`) are checked as one program — by the warm server and by the
+/// command line — and every package's items, severities included, equal those of pyright
+/// run at that package's root: its rules, its exclusions, its `src` imports.
+#[test]
+fn packages_an_environment_can_describe_are_one_program_with_each_packages_own_items() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    write(
+        &ws,
+        "p0/pyproject.toml",
+        "[project]\nname = \"p0\"\n[tool.pyright]\nreportUnusedImport = \"warning\"\n",
+    );
+    write(
+        &ws,
+        "p1/pyproject.toml",
+        "[project]\nname = \"p1\"\n[tool.pyright]\nreportUndefinedVariable = \"none\"\nreportCallIssue = \"warning\"\n",
+    );
+    write(
+        &ws,
+        "p2/pyrightconfig.json",
+        "{\"include\": [\"src\"], \"exclude\": [\"src/p2/gen\"], \"pythonVersion\": \"3.9\"}\n",
+    );
+    write(&ws, "p2/tools/loose.py", "x: int = \"not included\"\n");
+    write(&ws, "p2/src/p2/gen/made.py", "y: int = \"excluded\"\n");
+    write(
+        &ws,
+        "p2/src/p2/new.py",
+        "def f(x: int | None) -> None:\n    match x:\n        case _:\n            pass\n",
+    );
+    let edited: Vec<PathBuf> = ["p0", "p1", "p2"]
+        .iter()
+        .map(|p| {
+            write(
+                &ws,
+                &format!("{p}/src/{p}/use.py"),
+                &format!("import os\nfrom {p}.mod import add\n\nthree = add(1)\n"),
+            );
+            write(
+                &ws,
+                &format!("{p}/src/{p}/mod.py"),
+                "def add(a: int, b: int) -> int:\n    return a + b + undefined_q\n",
+            )
+        })
+        .collect();
+    let mut want = BTreeSet::new();
+    for pkg in ["p0", "p1", "p2"] {
+        want.extend(cli_graded(&ws.join(pkg)));
+    }
+    let grade = |s: openfiles_plugin_api::Severity| format!("{s:?}").to_lowercase();
+    for language_server in [true, false] {
+        let state = tempfile::tempdir().unwrap();
+        let p = Pyright::create(Init {
+            config: serde_json::json!({"language_server": language_server}),
+            state_dir: state.path().to_owned(),
+            host_version: "test".into(),
+        })
+        .unwrap()
+        .0;
+        let resp = p
+            .check(CheckRequest {
+                id: 1,
+                workspace: ws.clone(),
+                files: edited.clone(),
+                report_all: true,
+                trusted: true,
+                timeout_ms: 120_000,
+                ..Default::default()
+            })
+            .unwrap();
+        let got: BTreeSet<Graded> = resp
+            .files
+            .iter()
+            .flat_map(|f| {
+                f.items.iter().map(|i| {
+                    let code = i.code.clone().unwrap_or_default();
+                    let g = grade(i.severity);
+                    (f.path.clone(), i.line, i.column, code, i.message.clone(), g)
+                })
+            })
+            .filter(|g| g.5 != "info" && g.5 != "hint")
+            .collect();
+        assert_eq!(got, want, "language server: {language_server}");
+        assert_eq!(p.fallbacks(), Vec::<String>::new());
+        let combined: Vec<PathBuf> = std::fs::read_dir(state.path().join("combined"))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert_eq!(combined.len(), 1, "one program: {combined:?}");
+        assert!(combined[0].join("pyrightconfig.json").is_file());
+        if language_server {
+            assert_eq!(p.server_pids().len(), 1);
+        }
+    }
+    // Each package's own rules and files.
+    let has = |pkg: &str, rule: &str, sev: &str| {
+        want.iter()
+            .any(|g| g.0.starts_with(ws.join(pkg)) && g.3 == rule && g.5 == sev)
+    };
+    assert!(has("p0", "reportUnusedImport", "warning"), "{want:#?}");
+    assert!(has("p0", "reportCallIssue", "error"));
+    assert!(has("p1", "reportCallIssue", "warning"));
+    assert!(!has("p1", "reportUndefinedVariable", "error"));
+    assert!(has("p2", "reportUndefinedVariable", "error"));
+    assert!(
+        want.iter().any(|g| g.0.ends_with("p2/src/p2/new.py")),
+        "3.9: no match"
+    );
+    assert!(!want
+        .iter()
+        .any(|g| g.0.ends_with("loose.py") || g.0.ends_with("made.py")));
+}
