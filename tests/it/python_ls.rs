@@ -217,3 +217,114 @@ fn a_session_starts_warm_up_over_a_clean_tree_is_the_first_edits_baseline() {
     );
     svc.terminate();
 }
+
+/// Packages `a`, `b` and `c` under `packages/`, each configuring pyright (`[tool.pyright]`,
+/// a `src/` layout), each with `money.py` and a caller, `c`'s caller with an error of its own
+/// before the session; committed.
+fn packages(ws: &Path) {
+    let w = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    for name in ["a", "b", "c"] {
+        let pkg = format!("packages/{name}");
+        w(
+            &format!("{pkg}/pyproject.toml"),
+            &format!(
+                "[project]\nname = \"{name}\"\n[tool.pyright]\nreportUnusedImport = \"warning\"\n"
+            ),
+        );
+        w(&format!("{pkg}/src/{name}/__init__.py"), "");
+        w(
+            &format!("{pkg}/src/{name}/money.py"),
+            &format!(
+                "from dataclasses import dataclass\n\n\n@dataclass\nclass Money:\n    cents: int\n\n\n\
+                 {GOOD}\n    return Money(int(amount.cents * (1 + rate)))\n"
+            ),
+        );
+        let old = if name == "c" {
+            "    legacy: int = \"x\"\n"
+        } else {
+            ""
+        };
+        w(
+            &format!("{pkg}/src/{name}/service.py"),
+            &format!(
+                "from {name}.money import Money, price_with_tax\n\n\ndef quote(cents: int) -> int:\n\
+                 {old}    return price_with_tax(Money(cents), 0.2).cents\n"
+            ),
+        );
+    }
+    git(ws, &["init", "-q"]);
+    git(ws, &["add", "."]);
+    git(ws, &["commit", "-q", "-m", "base"]);
+}
+
+/// Issue 42.3 in an agent's session: the warm-up analyses every package of a monorepo (one
+/// program: the packages' configurations combined) and its answer is each package's baseline,
+/// so an edit in a package other than the first one found needs no snapshot run, names its
+/// caller and blames nothing old.
+#[test]
+fn a_session_starts_warm_up_is_every_packages_baseline_in_one_program() {
+    let env = env("");
+    let ws = env.workspace("mono");
+    packages(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let payload = json!({"session_id": "s", "cwd": ws, "hook_event_name": "SessionStart",
+        "source": "startup"})
+    .to_string();
+    let mut cmd = env.command(&["hook", "--agent", "claude", "--event", "SessionStart"]);
+    assert!(common::hook::run_hook(&mut cmd, &payload).status.success());
+    wait_until("the warm-up's answer is the commit's baseline", || {
+        svc.log_text()
+            .contains("the warm-up over a clean tree is the commit's baseline")
+    });
+    let money = ws.join("packages/c/src/c/money.py");
+    let committed = std::fs::read_to_string(&money).unwrap();
+    std::fs::write(&money, committed.replace(GOOD, BROKEN)).unwrap();
+    let text =
+        hook(&env, &ws, &money).unwrap_or_else(|| panic!("no feedback; log:\n{}", svc.log_text()));
+    assert!(
+        text.contains("packages/c/src/c/service.py:6:12 error reportCallIssue (Pyright)"),
+        "the knock-on is the agent's: {text}"
+    );
+    assert!(!text.contains("legacy"), "nothing old blamed: {text}");
+    assert_eq!(
+        snapshot_trees(&env.state),
+        Vec::<std::path::PathBuf>::new(),
+        "every package's baseline came from the warm-up; log:\n{}",
+        svc.log_text()
+    );
+    let combined: Vec<std::path::PathBuf> = walk(&env.state)
+        .into_iter()
+        .filter(|p| p.ends_with("pyrightconfig.json"))
+        .collect();
+    assert_eq!(
+        combined.len(),
+        1,
+        "the three packages, one program: {combined:?}"
+    );
+    let config = std::fs::read_to_string(&combined[0]).unwrap();
+    for name in ["a", "b", "c"] {
+        assert!(config.contains(&format!("packages/{name}\"")), "{config}");
+    }
+    svc.terminate();
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -21,8 +21,9 @@ use super::Pipeline;
 use crate::diagnostics::baseline::{self, git, CommittedFiles};
 
 /// Seeds kept per workspace (the most recent last): one per project-wide source and project
-/// is the usual count; older commits' are dropped past it.
-const MAX_SEEDS: usize = 16;
+/// is the usual count (a warm-up analyses up to 16 projects of a source, `warm.rs`); older
+/// commits' are dropped past it.
+const MAX_SEEDS: usize = 32;
 
 /// A project-wide source's answer over a tree clean at `commit`: its baseline there.
 #[derive(Debug, Clone)]

@@ -7,9 +7,10 @@
 //! Costs nothing in a workspace no agent starts a session in (only `warm` starts it), and
 //! nothing after: the servers stop under their plugin's usual idle rules. A project-wide
 //! source that keeps a server (`Capabilities::warm`: the pyright plugin's language server)
-//! analyses the project before the first edit; over a clean tree it is asked about every
-//! file (`report_all`), and its answer is the commit's baseline for the session's first edit
-//! (`seed.rs`). The others (cargo, tsc, cc, go) keep no server to warm: once the warm-up is
+//! analyses each of the workspace's projects before the first edit (a monorepo's packages, up
+//! to [`MAX_WARM_PROJECTS`], in one check: one program where the plugin can make them one);
+//! over a clean tree it is asked about every file (`report_all`), and its answer is, per
+//! project, the commit's baseline for the session's first edit (`seed.rs`). The others (cargo, tsc, cc, go) keep no server to warm: once the warm-up is
 //! done, each runs the commit's baseline of its shallowest file's project, one at a time, into
 //! the shared store (`base_jobs::prefetch`) — the run the first edit would start anyway (every
 //! session in a git workspace takes one), so a first edit made after it needs only its own
@@ -147,22 +148,43 @@ impl Pipeline {
     }
 }
 
-/// What a pick is one per: a kind of file for a per-file source or one that keeps a warm
-/// server; the source alone for another project-wide one (its shallowest file's project is
-/// the one whose baseline is prefetched).
-fn pick_key(s: &SourceInfo, kind: &str) -> String {
-    if s.project_wide && !s.warm {
-        String::new()
-    } else {
-        kind.to_owned()
+/// What a pick is one per: a kind of file for a per-file source; a kind of file and project
+/// for a project-wide one keeping a warm server (each of a monorepo's packages is analysed
+/// in the warm-up, together: one program where they can be); the source alone for another
+/// project-wide one (its shallowest file's project is the one whose baseline is prefetched).
+fn pick_key(s: &SourceInfo, kind: &str, project: &Path) -> String {
+    match (s.project_wide, s.warm) {
+        (true, false) => String::new(),
+        (true, true) => format!("{kind}\n{}", project.display()),
+        _ => kind.to_owned(),
     }
 }
 
-/// Per per-file source (and project-wide one keeping a warm server) and kind of file, the
-/// first file (breadth first) of that kind it handles that a checker may read; per other
-/// project-wide source, its first file.
+/// The most projects of one warm project-wide source a warm-up analyses (past it, a
+/// project's first edit starts its analysis).
+const MAX_WARM_PROJECTS: usize = 16;
+
+/// The project of files in `dir` for `s` (the folder with its nearest project marker),
+/// remembered per folder and source for one walk (a marker's TOML table is parsed to tell).
+fn project_of(
+    memo: &mut std::collections::HashMap<(usize, PathBuf), PathBuf>,
+    s: &SourceInfo,
+    file: &Path,
+    root: &Path,
+) -> PathBuf {
+    let dir = file.parent().unwrap_or(root).to_owned();
+    memo.entry((s.id, dir))
+        .or_insert_with(|| project_root(file, root, &s.project_markers))
+        .clone()
+}
+
+/// Per per-file source and kind of file, the first file (breadth first) of that kind it
+/// handles that a checker may read; per project-wide source keeping a warm server, the same
+/// per project (up to [`MAX_WARM_PROJECTS`]); per other project-wide source, its first file.
 fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo, PathBuf)> {
     let mut picks: BTreeMap<(usize, String), (SourceInfo, PathBuf)> = BTreeMap::new();
+    let mut projects = std::collections::HashMap::new();
+    let mut warm_projects: BTreeMap<usize, std::collections::BTreeSet<PathBuf>> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
     let mut seen = 0;
     while let Some((dir, depth)) = queue.pop_front() {
@@ -196,21 +218,39 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
             if NOT_WARMED.contains(&kind.as_str()) {
                 continue;
             }
-            let sources: Vec<SourceInfo> = checker
-                .sources_for(&e.path())
+            let file = e.path();
+            let sources: Vec<(SourceInfo, String)> = checker
+                .sources_for(&file)
                 .into_iter()
                 // The built-in silencing source has nothing to warm up.
                 .filter(|s| s.id != crate::diagnostics::silencing::ID)
-                .filter(|s| !picks.contains_key(&(s.id, pick_key(s, &kind))))
+                .filter_map(|s| {
+                    let project = if s.project_wide && s.warm {
+                        let project = project_of(&mut projects, &s, &file, root);
+                        let known = warm_projects.entry(s.id).or_default();
+                        if !known.contains(&project) && known.len() >= MAX_WARM_PROJECTS {
+                            return None;
+                        }
+                        project
+                    } else {
+                        PathBuf::new()
+                    };
+                    let key = pick_key(&s, &kind, &project);
+                    (!picks.contains_key(&(s.id, key.clone()))).then_some((s, key))
+                })
                 .collect();
             if sources.is_empty() {
                 continue;
             }
-            let Verdict::Check(path) = policy.judge(&e.path()) else {
+            let Verdict::Check(path) = policy.judge(&file) else {
                 continue;
             };
-            for s in sources {
-                picks.insert((s.id, pick_key(&s, &kind)), (s, path.clone()));
+            for (s, key) in sources {
+                if s.project_wide && s.warm {
+                    let project = project_of(&mut projects, &s, &file, root);
+                    warm_projects.entry(s.id).or_default().insert(project);
+                }
+                picks.insert((s.id, key), (s, path.clone()));
             }
         }
     }
@@ -268,29 +308,54 @@ async fn run(
         seeds: Vec::new(),
     };
     let mut answers = Vec::new();
-    for (name, project, file, result) in done {
+    for (name, projects, files, result) in done {
         match result {
             Ok(resp) => {
-                if let Some(project) = project {
-                    answers.push(Answer {
-                        source: name.clone(),
-                        project,
-                        files: resp.files.into_iter().map(|f| (f.path, f.items)).collect(),
-                    });
-                }
+                let files = resp.files.into_iter().map(|f| (f.path, f.items)).collect();
+                answers.extend(per_project(&name, &projects, files));
                 out.sources.push(name);
             }
             Err(e) => out.failed.push(format!("{name}: {e}")),
         }
-        if !out.files.contains(&file) {
-            out.files.push(file);
+        for file in files {
+            if !out.files.contains(&file) {
+                out.files.push(file);
+            }
         }
     }
     (out, answers)
 }
 
-/// One warm-up check per pick: its source's name, the project it reports on whole (with
-/// `whole`, for a project-wide source), its file, and its answer.
+/// A whole-project answer of `source` over `projects`, one [`Answer`] per project: each
+/// file goes to the deepest of them holding it (a project's run reports only its own files).
+fn per_project(
+    source: &str,
+    projects: &[PathBuf],
+    files: Vec<(PathBuf, Vec<openfiles_plugin_api::Item>)>,
+) -> Vec<Answer> {
+    let mut answers: Vec<Answer> = projects
+        .iter()
+        .map(|p| Answer {
+            source: source.to_owned(),
+            project: p.clone(),
+            files: Vec::new(),
+        })
+        .collect();
+    for (path, items) in files {
+        let deepest = answers
+            .iter_mut()
+            .filter(|a| path.starts_with(&a.project))
+            .max_by_key(|a| a.project.components().count());
+        if let Some(a) = deepest {
+            a.files.push((path, items));
+        }
+    }
+    answers
+}
+
+/// One warm-up check per pick — one for all the picks of a project-wide source keeping a
+/// warm server (its projects analysed together) —: its source's name, the projects it
+/// reports on whole (with `whole`, for a project-wide source), its files, and its answer.
 fn checks(
     checker: &Arc<dyn Checker>,
     root: &Path,
@@ -298,31 +363,49 @@ fn checks(
     timeout_ms: u64,
     whole: bool,
 ) -> Vec<impl std::future::Future<Output = WarmCheck>> {
-    picks
+    let mut groups: Vec<(SourceInfo, Vec<PathBuf>)> = Vec::new();
+    for (source, file) in picks {
+        let together = source.project_wide && source.warm;
+        match groups
+            .iter_mut()
+            .find(|(s, _)| together && s.id == source.id)
+        {
+            Some((_, files)) => files.push(file),
+            None => groups.push((source, vec![file])),
+        }
+    }
+    groups
         .into_iter()
-        .map(|(source, file)| {
+        .map(|(source, files)| {
             let report_all = whole && source.project_wide;
-            let files = vec![file.clone()];
+            let mut projects: Vec<PathBuf> = Vec::new();
+            if report_all {
+                for f in &files {
+                    let p = project_root(f, root, &source.project_markers);
+                    if !projects.contains(&p) {
+                        projects.push(p);
+                    }
+                }
+            }
             let request = CheckRequest {
                 workspace: root.to_owned(),
                 // A language server the project-wide source stands in for is not started.
                 served: crate::diagnostics::served(&**checker, &files),
-                files,
+                files: files.clone(),
                 report_all,
                 timeout_ms,
                 ..Default::default()
             };
             let fut = checker.check(source.id, request);
-            let project = report_all.then(|| project_root(&file, root, &source.project_markers));
-            async move { (source.name, project, file, fut.await) }
+            async move { (source.name, projects, files, fut.await) }
         })
         .collect()
 }
 
-/// A warm-up check's source name, whole project, file and answer.
+/// A warm-up check's source name, whole projects, files and answer.
 type WarmCheck = (
     String,
-    Option<PathBuf>,
-    PathBuf,
+    Vec<PathBuf>,
+    Vec<PathBuf>,
     Result<openfiles_plugin_api::CheckResponse, crate::diagnostics::CheckError>,
 );
