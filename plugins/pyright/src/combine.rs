@@ -6,8 +6,8 @@
 //!
 //! Where every project's configuration says only what one of pyright's *execution
 //! environments* can say — its rules (`report*` levels and the boolean rules), `pythonVersion`,
-//! `pythonPlatform`, `extraPaths` — besides its `include` and `exclude`, and all of them share
-//! one `typeCheckingMode`, the projects are checked as one program: a `pyrightconfig.json`
+//! `pythonPlatform`, `extraPaths` — besides its `include` and `exclude`, and all of them agree
+//! on what is the whole program's (`typeCheckingMode`, `useLibraryCodeForTypes`), the projects are checked as one program: a `pyrightconfig.json`
 //! written to a folder of the plugin's state dir (0700, 0600: a repository never writes it)
 //! includes each project's files, excludes what each one excludes (and pyright's default
 //! exclusions under each root) and gives each root an execution environment with that
@@ -16,7 +16,8 @@
 //! compares the two command lines on a monorepo whose packages set different rules).
 //!
 //! Anything else (`strict`, `venv`, `stubPath`, `executionEnvironments`, `extends`, a glob in
-//! `extraPaths`…), a `typings` folder (the default stub path is the project's root), a
+//! `extraPaths`, `reportImportCycles` — the one rule pyright takes from the program's
+//! configuration, not the file's environment —…), a `typings` folder (the default stub path is the project's root), a
 //! configuration in doubt, nested roots, fewer than two roots, or basedpyright (its baseline
 //! file is found at the project root): each project keeps its own program.
 
@@ -42,6 +43,15 @@ const BOOLEAN_RULES: &[&str] = &[
 
 /// What pyright excludes under a project root when its configuration names nothing more.
 const DEFAULT_EXCLUDE: &[&str] = &["**/node_modules", "**/__pycache__", "**/.*"];
+
+/// Settings of the whole program (not of an execution environment), with pyright's defaults
+/// for a configuration file: combined projects must agree on them.
+static SHARED: std::sync::LazyLock<[(&str, Value); 2]> = std::sync::LazyLock::new(|| {
+    [
+        ("typeCheckingMode", json!("standard")),
+        ("useLibraryCodeForTypes", json!(true)),
+    ]
+});
 
 /// The configuration file's name in the folder [`combine`] returns.
 pub const CONFIG: &str = "pyrightconfig.json";
@@ -129,20 +139,24 @@ fn config(checker: Checker, roots: &[PathBuf], state_dir: &Path) -> Option<Value
         return None;
     }
     let dir = folder(state_dir, roots);
-    let mut mode: Option<String> = None;
+    let mut shared: Option<Map<String, Value>> = None;
     let (mut include, mut exclude, mut envs) = (Vec::new(), Vec::new(), Vec::new());
     for root in roots {
         let table = tracked::config(checker.name(), root)?;
         let project = Project::read(&table)?;
-        let this_mode = project.mode.unwrap_or("standard");
-        match &mode {
-            Some(m) if m != this_mode => return None,
-            _ => mode = Some(this_mode.to_owned()),
+        match &shared {
+            Some(s) if *s != project.shared => return None,
+            _ => shared = Some(project.shared.clone()),
         }
         if root.join("typings").exists() {
             return None;
         }
         let rel = relative(&dir, root);
+        // `include` and `exclude` are globs: a root whose path has glob characters would not
+        // name itself there.
+        if rel.contains(['*', '?', '[', ']', '{', '}']) {
+            return None;
+        }
         let under = |entry: &str| -> String {
             if Path::new(entry).is_absolute() {
                 entry.to_owned()
@@ -169,17 +183,18 @@ fn config(checker: Checker, roots: &[PathBuf], state_dir: &Path) -> Option<Value
         env.extend(project.env);
         envs.push(Value::Object(env));
     }
-    Some(json!({
-        "typeCheckingMode": mode,
-        "include": include,
-        "exclude": exclude,
-        "executionEnvironments": envs,
-    }))
+    let mut config = shared.unwrap_or_default();
+    config.insert("include".into(), json!(include));
+    config.insert("exclude".into(), json!(exclude));
+    config.insert("executionEnvironments".into(), json!(envs));
+    Some(Value::Object(config))
 }
 
 /// One project's configuration, as far as it can join a combined one.
-struct Project<'a> {
-    mode: Option<&'a str>,
+struct Project {
+    /// The settings of the whole program ([`SHARED`]), defaults filled in: every project's
+    /// must be the same.
+    shared: Map<String, Value>,
     include: Option<Vec<String>>,
     exclude: Vec<String>,
     extra_paths: Option<Vec<String>>,
@@ -187,10 +202,10 @@ struct Project<'a> {
     env: Map<String, Value>,
 }
 
-impl<'a> Project<'a> {
+impl Project {
     /// `table` (a project's configuration), or `None` if it says anything an execution
     /// environment cannot.
-    fn read(table: &'a Map<String, Value>) -> Option<Project<'a>> {
+    fn read(table: &Map<String, Value>) -> Option<Project> {
         let strings = |v: &Value| -> Option<Vec<String>> {
             v.as_array()?
                 .iter()
@@ -198,7 +213,10 @@ impl<'a> Project<'a> {
                 .collect()
         };
         let mut p = Project {
-            mode: None,
+            shared: SHARED
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
             include: None,
             exclude: Vec::new(),
             extra_paths: None,
@@ -206,7 +224,9 @@ impl<'a> Project<'a> {
         };
         for (key, value) in table {
             match key.as_str() {
-                "typeCheckingMode" => p.mode = Some(value.as_str()?),
+                k if SHARED.iter().any(|(s, _)| *s == k) => {
+                    p.shared.insert(key.clone(), value.clone());
+                }
                 "include" => p.include = Some(strings(value)?),
                 "exclude" => p.exclude = strings(value)?,
                 "extraPaths" => {
@@ -221,6 +241,9 @@ impl<'a> Project<'a> {
                     p.env
                         .insert(key.clone(), Value::String(value.as_str()?.to_owned()));
                 }
+                // The one rule pyright reads from the program's configuration, not the
+                // file's environment.
+                "reportImportCycles" => return None,
                 k if BOOLEAN_RULES.contains(&k) && value.is_boolean() => {
                     p.env.insert(key.clone(), value.clone());
                 }
@@ -332,7 +355,13 @@ mod tests {
         assert!(with("extraPaths = [\"libs/*\"]\n").is_none());
         assert!(with("typeCheckingMode = \"strict\"\n").is_none());
         assert!(with("reportMissingImports = 3\n").is_none());
+        assert!(with("reportImportCycles = \"error\"\n").is_none());
         assert!(with("extraPaths = [\"libs\"]\n").is_some());
+        assert!(with("typeCheckingMode = \"standard\"\nuseLibraryCodeForTypes = true\n").is_some());
+        assert!(with("useLibraryCodeForTypes = false\n").is_none());
+        // A root whose path a glob would read otherwise.
+        let odd = package(&ws, "b[1]", "");
+        assert!(combine(Checker::Pyright, &[a.clone(), odd], &state).is_none());
         // pyright's default stub path is the root's `typings`.
         std::fs::create_dir_all(b.join("typings")).unwrap();
         assert!(with("").is_none());
