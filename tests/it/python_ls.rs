@@ -150,6 +150,19 @@ fn a_language_server_that_crashes_leaves_it_to_the_command_line_and_says_why() {
     );
 }
 
+/// An agent's session start in `ws`, and its warm-up's answer kept as the commit's baseline.
+fn session_start(env: &Env, ws: &Path, svc: &common::Service) {
+    let payload = json!({"session_id": "s", "cwd": ws, "hook_event_name": "SessionStart",
+        "source": "startup"})
+    .to_string();
+    let mut cmd = env.command(&["hook", "--agent", "claude", "--event", "SessionStart"]);
+    assert!(common::hook::run_hook(&mut cmd, &payload).status.success());
+    wait_until("the warm-up's answer is the commit's baseline", || {
+        svc.log_text()
+            .contains("the warm-up over a clean tree is the commit's baseline")
+    });
+}
+
 /// Snapshot trees of commits in the state dir's shared baselines.
 fn snapshot_trees(state: &Path) -> Vec<std::path::PathBuf> {
     let Ok(repos) = std::fs::read_dir(state.join("baselines")) else {
@@ -169,15 +182,7 @@ fn a_session_starts_warm_up_over_a_clean_tree_is_the_first_edits_baseline() {
     let ws = env.workspace("shop");
     shop(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let payload = json!({"session_id": "s", "cwd": ws, "hook_event_name": "SessionStart",
-        "source": "startup"})
-    .to_string();
-    let mut cmd = env.command(&["hook", "--agent", "claude", "--event", "SessionStart"]);
-    assert!(common::hook::run_hook(&mut cmd, &payload).status.success());
-    wait_until("the warm-up's answer is the commit's baseline", || {
-        svc.log_text()
-            .contains("the warm-up over a clean tree is the commit's baseline")
-    });
+    session_start(&env, &ws, &svc);
 
     let money = ws.join("shop/core/money.py");
     let committed = std::fs::read_to_string(&money).unwrap();
@@ -271,15 +276,7 @@ fn a_session_starts_warm_up_is_every_packages_baseline_in_one_program() {
     let ws = env.workspace("mono");
     packages(&ws);
     let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-    let payload = json!({"session_id": "s", "cwd": ws, "hook_event_name": "SessionStart",
-        "source": "startup"})
-    .to_string();
-    let mut cmd = env.command(&["hook", "--agent", "claude", "--event", "SessionStart"]);
-    assert!(common::hook::run_hook(&mut cmd, &payload).status.success());
-    wait_until("the warm-up's answer is the commit's baseline", || {
-        svc.log_text()
-            .contains("the warm-up over a clean tree is the commit's baseline")
-    });
+    session_start(&env, &ws, &svc);
     let money = ws.join("packages/c/src/c/money.py");
     let committed = std::fs::read_to_string(&money).unwrap();
     std::fs::write(&money, committed.replace(GOOD, BROKEN)).unwrap();

@@ -339,6 +339,21 @@ fn serves(settings: &Settings) -> Vec<String> {
         .collect()
 }
 
+/// The project roots of `runs` per checker and executable: what one server, or one combined
+/// command line, answers for.
+fn roots_by_exe<'a>(
+    runs: impl IntoIterator<Item = &'a Run>,
+) -> BTreeMap<(Checker, &'a PathBuf), Vec<PathBuf>> {
+    let mut by_exe: BTreeMap<(Checker, &PathBuf), Vec<PathBuf>> = BTreeMap::new();
+    for (checker, root, exe) in runs {
+        by_exe
+            .entry((*checker, exe))
+            .or_default()
+            .push(root.clone());
+    }
+    by_exe
+}
+
 /// The executable `checker` brings into a project: `node_modules/.bin/NAME` or
 /// `.venv/bin/NAME` at or above `root` inside `workspace`, when the workspace is trusted.
 pub fn project_exe(
@@ -425,14 +440,7 @@ impl Pyright {
         changed: &[PathBuf],
         timeout_ms: u64,
     ) -> HashMap<PathBuf, Vec<Found>> {
-        let mut by_exe: BTreeMap<(Checker, &PathBuf), Vec<PathBuf>> = BTreeMap::new();
-        for (checker, root, exe) in runs {
-            by_exe
-                .entry((*checker, exe))
-                .or_default()
-                .push(root.clone());
-        }
-        by_exe
+        roots_by_exe(runs.iter().copied())
             .into_iter()
             .filter_map(|((checker, exe), roots)| {
                 let found = self.serve(id, (checker, &roots, exe), scope, changed, timeout_ms)?;
@@ -512,16 +520,11 @@ impl Pyright {
         served: &HashMap<PathBuf, Vec<Found>>,
         scope: &Scope,
     ) -> HashMap<PathBuf, Vec<Found>> {
-        let mut by_exe: BTreeMap<(Checker, &PathBuf), Vec<PathBuf>> = BTreeMap::new();
-        for ((checker, root, exe), _) in groups {
-            if !served.contains_key(exe) {
-                by_exe
-                    .entry((*checker, exe))
-                    .or_default()
-                    .push(root.clone());
-            }
-        }
-        by_exe
+        let unserved = groups
+            .iter()
+            .map(|(run, _)| run)
+            .filter(|(_, _, exe)| !served.contains_key(exe));
+        roots_by_exe(unserved)
             .into_iter()
             .filter_map(|((checker, exe), roots)| {
                 let dir = combine::combine(checker, &roots, &self.state_dir)?;

@@ -60,30 +60,10 @@ fn monorepo(ws: &Path) -> Vec<PathBuf> {
 
 /// What `pyright --outputjson` run at `root` reports on the files under `under`.
 fn cli(root: &Path, under: &Path) -> BTreeSet<Shape> {
-    let out = std::process::Command::new("pyright")
-        .arg("--outputjson")
-        .current_dir(root)
-        .output()
-        .expect("pyright (scripts/install-test-deps.sh)");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("pyright json");
-    report["generalDiagnostics"]
-        .as_array()
-        .expect("diagnostics")
-        .iter()
-        .filter(|d| d["severity"] != "information")
-        .filter_map(|d| {
-            let file = PathBuf::from(d["file"].as_str()?);
-            let at = |k: &str| d["range"]["start"][k].as_u64().unwrap() as u32 + 1;
-            file.starts_with(under).then(|| {
-                (
-                    file.clone(),
-                    at("line"),
-                    at("character"),
-                    d["rule"].as_str().unwrap_or_default().to_owned(),
-                    d["message"].as_str().unwrap_or_default().to_owned(),
-                )
-            })
-        })
+    cli_graded(root)
+        .into_iter()
+        .filter(|g| g.0.starts_with(under))
+        .map(|(file, line, column, rule, message, _)| (file, line, column, rule, message))
         .collect()
 }
 
@@ -92,34 +72,10 @@ fn configured_packages_are_projects_served_together_and_equal_the_cli_per_packag
     let tmp = tempfile::tempdir().unwrap();
     let ws = tmp.path().canonicalize().unwrap();
     let edited = monorepo(&ws);
-    let state = tempfile::tempdir().unwrap();
-    let p = Pyright::create(Init {
-        config: serde_json::Value::Null,
-        state_dir: state.path().to_owned(),
-        host_version: "test".into(),
-    })
-    .unwrap()
-    .0;
-    let resp = p
-        .check(CheckRequest {
-            id: 1,
-            workspace: ws.clone(),
-            files: edited,
-            report_all: true,
-            trusted: true,
-            timeout_ms: 120_000,
-            ..Default::default()
-        })
-        .unwrap();
-    let got: BTreeSet<Shape> = resp
-        .files
-        .iter()
-        .flat_map(|f| {
-            f.items.iter().map(|i| {
-                let code = i.code.clone().unwrap_or_default();
-                (f.path.clone(), i.line, i.column, code, i.message.clone())
-            })
-        })
+    let (p, _state, graded) = check_all(serde_json::Value::Null, &ws, edited);
+    let got: BTreeSet<Shape> = graded
+        .into_iter()
+        .map(|(file, line, column, rule, message, _)| (file, line, column, rule, message))
         .collect();
     assert_eq!(p.fallbacks(), Vec::<String>::new(), "served, not the CLI");
     assert_eq!(p.server_pids().len(), 1, "one server for every package");
@@ -176,6 +132,48 @@ fn cli_graded(root: &Path) -> BTreeSet<Graded> {
         .collect()
 }
 
+/// A plugin made with `config` (its state folder, kept while it is), and the items (hints and
+/// information left out) of its check of `files` in `ws`, with `report_all`.
+fn check_all(
+    config: serde_json::Value,
+    ws: &Path,
+    files: Vec<PathBuf>,
+) -> (Pyright, tempfile::TempDir, BTreeSet<Graded>) {
+    let state = tempfile::tempdir().unwrap();
+    let p = Pyright::create(Init {
+        config,
+        state_dir: state.path().to_owned(),
+        host_version: "test".into(),
+    })
+    .unwrap()
+    .0;
+    let resp = p
+        .check(CheckRequest {
+            id: 1,
+            workspace: ws.to_owned(),
+            files,
+            report_all: true,
+            trusted: true,
+            timeout_ms: 120_000,
+            ..Default::default()
+        })
+        .unwrap();
+    let grade = |s: openfiles_plugin_api::Severity| format!("{s:?}").to_lowercase();
+    let graded = resp
+        .files
+        .iter()
+        .flat_map(|f| {
+            f.items.iter().map(|i| {
+                let code = i.code.clone().unwrap_or_default();
+                let g = grade(i.severity);
+                (f.path.clone(), i.line, i.column, code, i.message.clone(), g)
+            })
+        })
+        .filter(|g| g.5 != "info" && g.5 != "hint")
+        .collect();
+    (p, state, graded)
+}
+
 /// Issue 42.3: packages that each configure pyright with what one of its execution
 /// environments can say (different rules, a `pyrightconfig.json` with its own `include`,
 /// `exclude` and `pythonVersion`) are checked as one program — by the warm server and by the
@@ -226,39 +224,9 @@ fn packages_an_environment_can_describe_are_one_program_with_each_packages_own_i
     for pkg in ["p0", "p1", "p2"] {
         want.extend(cli_graded(&ws.join(pkg)));
     }
-    let grade = |s: openfiles_plugin_api::Severity| format!("{s:?}").to_lowercase();
     for language_server in [true, false] {
-        let state = tempfile::tempdir().unwrap();
-        let p = Pyright::create(Init {
-            config: serde_json::json!({"language_server": language_server}),
-            state_dir: state.path().to_owned(),
-            host_version: "test".into(),
-        })
-        .unwrap()
-        .0;
-        let resp = p
-            .check(CheckRequest {
-                id: 1,
-                workspace: ws.clone(),
-                files: edited.clone(),
-                report_all: true,
-                trusted: true,
-                timeout_ms: 120_000,
-                ..Default::default()
-            })
-            .unwrap();
-        let got: BTreeSet<Graded> = resp
-            .files
-            .iter()
-            .flat_map(|f| {
-                f.items.iter().map(|i| {
-                    let code = i.code.clone().unwrap_or_default();
-                    let g = grade(i.severity);
-                    (f.path.clone(), i.line, i.column, code, i.message.clone(), g)
-                })
-            })
-            .filter(|g| g.5 != "info" && g.5 != "hint")
-            .collect();
+        let config = serde_json::json!({"language_server": language_server});
+        let (p, state, got) = check_all(config, &ws, edited.clone());
         assert_eq!(got, want, "language server: {language_server}");
         assert_eq!(p.fallbacks(), Vec::<String>::new());
         let combined: Vec<PathBuf> = std::fs::read_dir(state.path().join("combined"))
