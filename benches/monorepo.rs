@@ -16,6 +16,9 @@
 //! Needs ruff and pyright (`scripts/install-test-deps.sh`). `MONOREPO_PACKAGES` (default
 //! 12), `MONOREPO_CASE` (`plain` or `configured`: that case only), `MONOREPO_LSP_TYPES=off` (the
 //! lsp plugin's Python type checkers disabled: only the pyright plugin's server analyses),
+//! `MONOREPO_GIT` (any value: the packages committed in a git repository first, so the first
+//! edit waits for each project's baseline, the commit's snapshot checked),
+//! `MONOREPO_LOG=FILE` (the service's log written there),
 //! `MONOREPO_BEFORE=DIR` (another build to compare with: DIR holds its `openfiles` and its
 //! `libopenfiles_plugin_lsp.so` and `libopenfiles_plugin_pyright.so`, e.g. copied from
 //! main's `target/debug`). Run: `cargo bench --bench monorepo --profile dev` (quote `uptime` beside the figures:
@@ -200,6 +203,12 @@ fn run(n: usize, configured: bool) {
     }
     let ws = env.workspace("mono");
     let files = build(&ws, n, configured);
+    let git = std::env::var_os("MONOREPO_GIT").is_some();
+    if git {
+        common::git(&ws, &["init", "-q"]);
+        common::git(&ws, &["add", "."]);
+        common::git(&ws, &["commit", "-q", "-m", "base"]);
+    }
     let trust = env
         .command(&["trust", ws.to_str().unwrap()])
         .output()
@@ -216,7 +225,12 @@ fn run(n: usize, configured: bool) {
     let warm = edit_and_wait(&env, &files, 2);
     stop.store(true, Ordering::Relaxed);
     let (peak_kib, at_peak) = sampler.join().unwrap();
-    let case = if configured { "configured" } else { "plain" };
+    let case = match (configured, git) {
+        (true, false) => "configured",
+        (true, true) => "configured, committed",
+        (false, false) => "plain",
+        (false, true) => "plain, committed",
+    };
     for (what, (took, complete, items, last)) in [("cold", cold), ("warm", warm)] {
         println!(
             "{case} ({n} packages) {what}: fully checked in {:.2} s (complete: {complete}); items by source: {items:?}; last answers: {}",
@@ -236,6 +250,9 @@ fn run(n: usize, configured: bool) {
         .filter(|l| l.contains("using its command line"))
     {
         println!("{case}: {line}");
+    }
+    if let Some(path) = std::env::var_os("MONOREPO_LOG") {
+        std::fs::write(path, svc.log_text()).unwrap();
     }
     svc.terminate();
 }

@@ -325,3 +325,66 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Issue 42.3 in a committed monorepo: packages edited at once are held for their committed
+/// texts' checks and then reach the pyright plugin together — one live check of all three,
+/// one baseline run over the commit's snapshot for all three (each package its own run file
+/// and result) — and the items are classified per package: the edit's broken callers are
+/// the agent's, an error already at `HEAD` is not.
+#[test]
+fn packages_edited_at_once_share_one_check_and_one_baseline_run() {
+    let env = env("");
+    let ws = env.workspace("mono");
+    packages(&ws);
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    let names = ["a", "b", "c"];
+    let moneys: Vec<std::path::PathBuf> = names
+        .iter()
+        .map(|n| ws.join(format!("packages/{n}/src/{n}/money.py")))
+        .collect();
+    for m in &moneys {
+        let text = std::fs::read_to_string(m).unwrap();
+        std::fs::write(m, text.replace(GOOD, BROKEN)).unwrap();
+    }
+    let paths: Vec<&Path> = moneys.iter().map(|p| p.as_path()).collect();
+    env.edited(&paths);
+    let service = |n: &str| format!("packages/{n}/src/{n}/service.py");
+    let broken = |d: &openfiles_wire::spec::DiagnosticsFile, n: &str| {
+        d.files.get(&service(n)).is_some_and(|e| {
+            e.items
+                .iter()
+                .any(|i| i.code.as_deref() == Some("reportCallIssue"))
+        })
+    };
+    wait_until("every package's broken caller is written", || {
+        diagnostics(&ws).is_some_and(|d| names.iter().all(|n| broken(&d, n)))
+    });
+    let d = diagnostics(&ws).unwrap();
+    for n in names {
+        let marks = |code: &str| -> Vec<Option<bool>> {
+            d.files[&service(n)]
+                .items
+                .iter()
+                .filter(|i| i.code.as_deref() == Some(code))
+                .map(|i| i.introduced)
+                .collect()
+        };
+        assert_eq!(marks("reportCallIssue"), [Some(true)], "{n}: {d:#?}");
+        let old = if n == "c" { vec![Some(false)] } else { vec![] };
+        assert_eq!(marks("reportAssignmentType"), old, "{n}: {d:#?}");
+    }
+    let log = svc.log_text();
+    let together = |what: &str| {
+        log.lines()
+            .filter(|l| l.contains(what) && l.contains("source=pyright"))
+            .map(|l| l.contains("projects=3"))
+            .collect::<Vec<bool>>()
+    };
+    assert_eq!(
+        together("baseline run of projects together"),
+        [true],
+        "{log}"
+    );
+    assert_eq!(together("check sent (projects together)"), [true], "{log}");
+    svc.terminate();
+}

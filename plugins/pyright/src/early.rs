@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// The largest file remembered (a generated module is not scanned).
 const MAX_BYTES: u64 = 1 << 20;
@@ -161,6 +162,11 @@ pub fn users<'a>(
         .collect()
 }
 
+/// How far a change time may trail the write that set it: the kernel stamps files
+/// from a clock that ticks every few milliseconds (10 ms at 100 Hz), on Linux's local
+/// filesystems; with room to spare.
+const CTIME_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The texts of a server's files: as seen last (what an edit is a diff against, and what
 /// [`users`] scans), and which of them the server was told (notified with that text).
 #[derive(Debug, Default)]
@@ -193,15 +199,35 @@ pub struct Known {
 
 impl Texts {
     /// Remember the text of each of `files` (under `workspace`) not seen yet: the server
-    /// analysed them (what it was told is not assumed: each is notified when it changes).
-    pub fn learn<'a>(&mut self, workspace: &Path, files: impl Iterator<Item = &'a PathBuf>) {
-        for f in files {
+    /// analysed them. What it read is not assumed (each is notified when it changes), except
+    /// for a file last changed (its inode's change time, which no one can set back, unlike its
+    /// modification time) before the server began reading its folder — the time given
+    /// with it (its start, or its root's addition) —: that text is the one it read, as if
+    /// told, so a check that names the file later (an edit held for its baseline while the
+    /// first analysis read it) notifies nothing and waits for no re-check that never comes.
+    pub fn learn<'a>(
+        &mut self,
+        workspace: &Path,
+        files: impl Iterator<Item = (&'a PathBuf, Option<SystemTime>)>,
+    ) {
+        for (f, reading_since) in files {
             if self.seen.len() >= MAX_FILES {
                 return;
             }
-            if !self.seen.contains_key(f) {
-                if let Some(t) = read(workspace, f) {
-                    self.seen.insert(f.clone(), t);
+            if self.seen.contains_key(f) {
+                continue;
+            }
+            let before = changed_at(f);
+            if let Some(t) = read(workspace, f) {
+                self.seen.insert(f.clone(), t);
+                let read_as_is = match (before, reading_since) {
+                    (Some(m), Some(since)) => m + CTIME_SLACK < since,
+                    _ => false,
+                };
+                // Modified again while it was read: not known.
+                let after = changed_at(f);
+                if read_as_is && after == before {
+                    self.told.insert(f.clone());
                 }
             }
         }
@@ -273,6 +299,15 @@ impl Texts {
             }
         }
     }
+}
+
+/// When `file`'s inode last changed (content or metadata; set by the kernel only).
+fn changed_at(file: &Path) -> Option<SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(file).ok()?;
+    let secs = u64::try_from(m.ctime()).ok()?;
+    let nanos = u32::try_from(m.ctime_nsec()).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
 fn read(workspace: &Path, file: &Path) -> Option<String> {
@@ -370,6 +405,55 @@ mod tests {
         assert_eq!(of_init, [PathBuf::from("/p/app.py")]);
     }
 
+    /// A file unchanged since before the server began reading its folder is known as read;
+    /// one modified since, or with no such time, is notified when a check names it.
+    #[test]
+    fn a_file_older_than_the_servers_reading_is_known_as_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let old = ws.join("old.py");
+        let new = ws.join("new.py");
+        let unknown = ws.join("unknown.py");
+        for f in [&old, &new, &unknown] {
+            std::fs::write(f, "x = 1\n").unwrap();
+        }
+        let ctime = |f: &Path| changed_at(f).unwrap();
+        let reading = ctime(&old) + std::time::Duration::from_millis(500);
+        // Written after the reading began (500 ms later, its modification time set back: the
+        // change time says it changed).
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        std::fs::write(&new, "x = 2\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&new)
+            .unwrap()
+            .set_modified(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap();
+        let mut texts = Texts::default();
+        texts.learn(
+            &ws,
+            [
+                (&old, Some(reading)),
+                (&new, Some(reading)),
+                (&unknown, None),
+            ]
+            .into_iter(),
+        );
+        let named = [old.clone(), new.clone(), unknown.clone()];
+        assert_eq!(texts.changes(&ws, &named).notify, [new, unknown]);
+        // Within the slack of the reading's start: not assumed read.
+        let close = ws.join("close.py");
+        std::fs::write(&close, "y = 2\n").unwrap();
+        texts.learn(
+            &ws,
+            [(&close, Some(ctime(&close) + CTIME_SLACK / 2))].into_iter(),
+        );
+        assert_eq!(
+            texts.changes(&ws, std::slice::from_ref(&close)).notify,
+            [close]
+        );
+    }
+
     #[test]
     fn texts_notify_what_differs_from_what_was_told_and_name_its_users() {
         let dir = tempfile::tempdir().unwrap();
@@ -381,7 +465,7 @@ mod tests {
         std::fs::write(&core, "from .utils import make_str\nmake_str(1)\n").unwrap();
         std::fs::write(&plain, "from .utils import Thing\n").unwrap();
         let mut texts = Texts::default();
-        texts.learn(&ws, [&utils, &core, &plain].into_iter());
+        texts.learn(&ws, [&utils, &core, &plain].into_iter().map(|f| (f, None)));
         // Seen, never told: notified (the server may have read another text; the same text
         // changed no name: no users); then it was told, and unchanged it is not notified.
         let first = texts.changes(&ws, std::slice::from_ref(&utils));

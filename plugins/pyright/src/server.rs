@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Silence after the last progress ended before a check's answer.
 pub const QUIET_MS: u64 = 100;
@@ -111,6 +111,9 @@ struct Server {
     child: Mutex<Child>,
     conn: Conn,
     roots: Mutex<HashSet<PathBuf>>,
+    /// When it began reading each root's files (its start, or the root's addition): a file
+    /// unchanged since before then was read as it is ([`Texts::learn`]).
+    reading_since: Mutex<HashMap<PathBuf, SystemTime>>,
     last_used: Mutex<Instant>,
     /// Checks waiting on it now (a busy server is never idle).
     busy: AtomicUsize,
@@ -367,6 +370,7 @@ fn start(
         why,
     };
     let program = Program::at(ask.exe, ask.scope, WHAT).map_err(|e| fail(e.to_string()))?;
+    let reading = SystemTime::now();
     let mut child = spawn(command(&program, ask, heap_mib)).map_err(|e| fail(e.to_string()))?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(fail("no pipes".into()));
@@ -376,6 +380,7 @@ fn start(
         child: Mutex::new(child),
         conn,
         roots: Mutex::new(ask.roots.iter().cloned().collect()),
+        reading_since: Mutex::new(ask.roots.iter().map(|r| (r.clone(), reading)).collect()),
         last_used: Mutex::new(Instant::now()),
         busy: AtomicUsize::new(0),
         texts: Mutex::default(),
@@ -471,9 +476,19 @@ fn notify_and_wait(
             if settled {
                 // What it analysed: the texts later edits are a diff against.
                 let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
-                let ours = known
-                    .iter()
-                    .filter(|f| ask.roots.iter().any(|r| f.starts_with(r)));
+                let since = server
+                    .reading_since
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let ours = known.iter().filter_map(|f| {
+                    let root = ask
+                        .roots
+                        .iter()
+                        .filter(|r| f.starts_with(r))
+                        .max_by_key(|r| r.components().count())?;
+                    Some((f, since.get(root).copied()))
+                });
                 texts.learn(ask.workspace, ours);
             }
             let more = !settled;
@@ -529,6 +544,13 @@ fn notify(
         (NO_PROGRESS_QUIET_MS, SILENT_MS)
     };
     if !new_roots.is_empty() {
+        let now = SystemTime::now();
+        let mut since = server
+            .reading_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        since.extend(new_roots.iter().map(|r| (r.to_path_buf(), now)));
+        drop(since);
         // All of them at once: the server analyses the new programs in one pass.
         server.conn.notify(
             "workspace/didChangeWorkspaceFolders",

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{confine, Item, Severity};
 
-use super::base_jobs::{file_job, ProjectJob};
+use super::base_jobs::{file_job, spawn_together, ProjectJob};
 use super::handle::{BaseMsg, Committed, JobError, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::{
@@ -39,8 +39,13 @@ pub(super) struct BaseState {
     asking_commit: bool,
     /// Files that wait for the commit to be known.
     awaiting_commit: BTreeSet<PathBuf>,
-    /// Files held until their per-file baseline checks answered (count outstanding).
-    held: BTreeMap<PathBuf, usize>,
+    /// Files held until their per-file baseline checks answered (count outstanding), and the
+    /// group they are released with ([`Release`]).
+    held: BTreeMap<PathBuf, (usize, Release)>,
+    /// Files whose baseline checks answered, waiting for the rest of their group.
+    released: BTreeMap<Release, Vec<PathBuf>>,
+    /// The number of the last batch of files prepared.
+    batch: u64,
     /// Reports on unedited files that wait for their project's baseline.
     knocks: Vec<Knock>,
     /// Project-wide baselines the session start's warm-up already holds (`seed.rs`); kept
@@ -52,7 +57,17 @@ pub(super) struct BaseState {
     /// snapshot made the TypeScript server's load 0.6 s longer, and the first edit's own
     /// problems that much later). A warm project-wide source's analysis is not waited for.
     deferred: Vec<ProjectJob>,
+    /// Project-wide baseline runs asked for by the files being prepared, started together
+    /// once they all were ([`Pipeline::start_project_jobs`]).
+    due: Vec<ProjectJob>,
 }
+
+/// Files prepared in one batch that the same sources check: held for their baselines, they
+/// are dispatched together once the last one's answered — so a monorepo's packages edited at
+/// once reach a project-wide source in one check (one program for the pyright plugin), not
+/// as their committed texts' checks happen to answer; files of other kinds do not wait for
+/// them.
+type Release = (u64, Vec<String>);
 
 /// A project-wide source's report on a file nobody edited, to judge against the baseline.
 struct Knock {
@@ -85,9 +100,12 @@ impl BaseState {
             asking_commit: false,
             awaiting_commit: BTreeSet::new(),
             held: BTreeMap::new(),
+            released: BTreeMap::new(),
+            batch: 0,
             knocks: Vec::new(),
             seeds: super::seed::Seeds::default(),
             deferred: Vec::new(),
+            due: Vec::new(),
         }
     }
 
@@ -109,6 +127,7 @@ impl BaseState {
         }
         self.awaiting_commit.clear();
         self.held.clear();
+        self.released.clear();
         self.knocks.clear();
         self.deferred.clear();
     }
@@ -145,6 +164,7 @@ impl Pipeline {
             Taken::Head { .. } => {}
         }
         let mut ready = BTreeSet::new();
+        self.base.batch += 1;
         for path in dirty {
             if self.base.held.contains_key(&path) {
                 continue; // dispatched when its baseline checks answer
@@ -154,16 +174,20 @@ impl Pipeline {
                 continue;
             }
             let mut waiting = 0;
-            for source in self.scheduler.sources_for(&path) {
-                waiting += usize::from(self.start_baseline_for(&path, &source));
+            let sources = self.scheduler.sources_for(&path);
+            for source in &sources {
+                waiting += usize::from(self.start_baseline_for(&path, source));
             }
             if waiting > 0 {
-                self.base.held.insert(path.clone(), waiting);
+                let names = sources.into_iter().map(|s| s.name).collect();
+                let group = (self.base.batch, names);
+                self.base.held.insert(path.clone(), (waiting, group));
             } else {
                 ready.insert(path.clone());
             }
             self.refresh_view(&path);
         }
+        self.start_project_jobs();
         ready
     }
 
@@ -214,11 +238,7 @@ impl Pipeline {
                 file: path.to_owned(),
                 timeout_ms,
             };
-            if self.servers_warming {
-                self.base.deferred.push(job);
-            } else {
-                job.spawn(tx);
-            }
+            self.base.due.push(job);
             return false;
         }
         if self
@@ -258,8 +278,36 @@ impl Pipeline {
     /// The session start's warm-up has its language servers up: the project-wide baseline
     /// runs asked for meanwhile start.
     pub(super) fn base_warmed(&mut self) {
-        for job in std::mem::take(&mut self.base.deferred) {
-            job.spawn(self.tx.clone());
+        let jobs = std::mem::take(&mut self.base.deferred);
+        self.spawn_project_jobs(jobs);
+    }
+
+    /// Start the project-wide baseline runs the prepared files asked for — or, while the
+    /// session start's warm-up has language servers loading, defer them.
+    fn start_project_jobs(&mut self) {
+        let due = std::mem::take(&mut self.base.due);
+        if self.servers_warming {
+            self.base.deferred.extend(due);
+        } else {
+            self.spawn_project_jobs(due);
+        }
+    }
+
+    /// Spawn `jobs`: those of one warm source (`Capabilities::warm`) at one commit as one run
+    /// of all their projects (as the scheduler launches a warm source's projects due at once:
+    /// the pyright plugin checks a monorepo's packages as one program), the others one each.
+    fn spawn_project_jobs(&mut self, jobs: Vec<ProjectJob>) {
+        let mut together: BTreeMap<(String, String), Vec<ProjectJob>> = BTreeMap::new();
+        for job in jobs {
+            if job.source.warm {
+                let key = (job.source.name.clone(), job.commit.clone());
+                together.entry(key).or_default().push(job);
+            } else {
+                job.spawn(self.tx.clone());
+            }
+        }
+        for jobs in together.into_values() {
+            spawn_together(jobs, self.tx.clone());
         }
     }
 
@@ -344,14 +392,28 @@ impl Pipeline {
         self.base
             .baseline
             .set_file_coverage(&source, &path, coverage);
-        if let Some(n) = self.base.held.get_mut(&path) {
+        if let Some((n, _)) = self.base.held.get_mut(&path) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                self.base.held.remove(&path);
-                self.dirty.insert(path.clone());
+                if let Some((_, group)) = self.base.held.remove(&path) {
+                    self.release(path.clone(), group);
+                }
             }
         }
         self.refresh_view(&path);
+    }
+
+    /// `path`'s baseline checks answered: dispatched with the rest of its group once none of
+    /// them is held any more.
+    fn release(&mut self, path: PathBuf, group: Release) {
+        let waiting = self.base.held.values().any(|(_, g)| *g == group);
+        let mut files = self.base.released.remove(&group).unwrap_or_default();
+        files.push(path);
+        if waiting {
+            self.base.released.insert(group, files);
+        } else {
+            self.dirty.extend(files);
+        }
     }
 
     /// A project-wide source's run over the commit's snapshot ended: recorded, the project's

@@ -99,97 +99,217 @@ pub(super) struct ProjectJob {
 impl ProjectJob {
     /// Run it in the background; its result comes back to the actor through `tx`.
     pub(super) fn spawn(self, tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
-        let (source, project) = (self.source.name.clone(), self.project.clone());
-        tokio::spawn(async move {
-            let result = self.run().await;
-            let _ = tx.send(Msg::Base(BaseMsg::Project {
-                source,
-                project,
-                result,
-            }));
-        });
+        spawn_together(vec![self], tx);
     }
 
     /// The run, shared by every worktree of the repository at the commit and trust level
     /// ([`shared`]): the first job runs it, the others wait for it and read it.
     async fn run(self) -> Result<CommittedFiles, JobError> {
-        let trusted = self.checker.trusted();
-        let (root, commit, store, legacy) = (
-            self.root.clone(),
-            self.commit.clone(),
-            self.store.clone(),
-            self.legacy.clone(),
-        );
-        let place = tokio::task::spawn_blocking(move || {
-            if let Some(old) = legacy {
-                let _ = std::fs::remove_dir_all(old);
-            }
-            shared::Place::find(&store, &root, &commit, trusted)
-        })
-        .await??;
-        let rel_project = self
-            .project
-            .strip_prefix(&self.root)
-            .unwrap_or(Path::new(""));
-        let run_file = place.run_file(&self.source.name, rel_project);
-        let flight = shared::flight(&run_file);
-        let _one_run = flight.lock().await;
-        let (root, commit, p) = (self.root.clone(), self.commit.clone(), place.clone());
-        let snap = tokio::task::spawn_blocking(move || {
-            p.touch_and_prune();
-            git::snapshot(&root, &commit, &p.commit_dir)
-        })
-        .await??;
-        let run = match shared::Run::load(&run_file).filter(|r| r.snap == snap) {
-            Some(run) => run,
-            None => {
-                let run = self.check(&snap).await?;
-                if self.checker.trusted() != trusted {
-                    return Err(JobError::TrustChanged);
-                }
-                run.save(&run_file);
-                run
-            }
-        };
-        Ok(run
-            .items_for(&self.root)
-            .into_iter()
-            .map(|(rel, items)| {
-                let lines = std::fs::read(snap.join(&rel))
-                    .ok()
-                    .map(|b| baseline::line_hashes(&String::from_utf8_lossy(&b)));
-                (self.root.join(rel), lines, items)
-            })
-            .collect())
+        // One job, one result.
+        run_together(vec![self])
+            .await
+            .pop()
+            .map_or(Err(JobError::TrustChanged), |(_, _, result)| result)
     }
+}
 
-    /// Run the source over the snapshot at `snap`.
-    async fn check(&self, snap: &Path) -> Result<shared::Run, CheckError> {
-        let rel_file = self.file.strip_prefix(&self.root).unwrap_or(&self.file);
-        let request = CheckRequest {
-            workspace: snap.to_owned(),
-            files: vec![snap.join(rel_file)],
-            report_all: true,
-            cache_of: Some(self.root.clone()),
-            timeout_ms: self.timeout_ms,
-            ..Default::default()
-        };
-        let bound = self.checker.run_bound();
-        let _place = match &bound {
-            Some(b) => Some(b.acquire(Class::Baseline).await),
-            None => None,
-        };
-        let resp = self.checker.check(self.source.id, request).await?;
-        let files = resp
-            .files
-            .into_iter()
-            .filter(|f| !f.items.is_empty())
-            .filter_map(|f| Some((f.path.strip_prefix(snap).ok()?.to_owned(), f.items)))
-            .collect();
-        Ok(shared::Run {
-            origin: self.root.clone(),
-            snap: snap.to_owned(),
-            files,
+/// Jobs of one source over projects of one commit, run in the background; each project's
+/// result comes back to the actor through `tx` (see [`run_together`]).
+pub(super) fn spawn_together(jobs: Vec<ProjectJob>, tx: tokio::sync::mpsc::UnboundedSender<Msg>) {
+    tokio::spawn(async move {
+        for (source, project, result) in run_together(jobs).await {
+            let _ = tx.send(Msg::Base(BaseMsg::Project {
+                source,
+                project,
+                result,
+            }));
+        }
+    });
+}
+
+/// Each job's source, project and result.
+type Together = Vec<(String, PathBuf, Result<CommittedFiles, JobError>)>;
+
+/// The runs of `jobs` — one source, one workspace, one commit; their projects differ — over
+/// the commit's snapshot: each project's run is shared by every worktree of the repository
+/// at the commit and trust level ([`shared`]: its run file, and one flight at a time over
+/// it), and those not run yet are checked in one request (the projects of a warm source due
+/// at once, as the scheduler launches them: the pyright plugin checks its packages as one
+/// program), its answer split per project.
+async fn run_together(jobs: Vec<ProjectJob>) -> Together {
+    let Some(first) = jobs.first() else {
+        return Vec::new();
+    };
+    let (checker, source) = (first.checker.clone(), first.source.clone());
+    let trusted = checker.trusted();
+    let (root, commit, store) = (
+        first.root.clone(),
+        first.commit.clone(),
+        first.store.clone(),
+    );
+    let legacy: Vec<PathBuf> = jobs.iter().filter_map(|j| j.legacy.clone()).collect();
+    let (r, c) = (root.clone(), commit.clone());
+    let place = tokio::task::spawn_blocking(move || {
+        for old in legacy {
+            let _ = std::fs::remove_dir_all(old);
+        }
+        shared::Place::find(&store, &r, &c, trusted)
+    })
+    .await
+    .map_err(JobError::from)
+    .and_then(|p| p.map_err(JobError::from));
+    let place = match place {
+        Ok(p) => p,
+        Err(e) => return fail_all(&jobs, e),
+    };
+    // Every project's flight, taken in one order (no two batches wait for each other).
+    let mut files: Vec<(PathBuf, &ProjectJob)> = jobs
+        .iter()
+        .map(|j| {
+            let rel = j.project.strip_prefix(&root).unwrap_or(Path::new(""));
+            (place.run_file(&source.name, rel), j)
         })
+        .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut flight_files: Vec<&PathBuf> = files.iter().map(|(f, _)| f).collect();
+    flight_files.dedup();
+    let flights: Vec<_> = flight_files
+        .into_iter()
+        .map(|f| shared::flight(f))
+        .collect();
+    let mut held = Vec::new();
+    for f in &flights {
+        held.push(f.lock().await);
     }
+    let (r, c, p) = (root.clone(), commit.clone(), place.clone());
+    let snap = tokio::task::spawn_blocking(move || {
+        p.touch_and_prune();
+        git::snapshot(&r, &c, &p.commit_dir)
+    })
+    .await
+    .map_err(JobError::from)
+    .and_then(|s| s.map_err(JobError::from));
+    let snap = match snap {
+        Ok(s) => s,
+        Err(e) => return fail_all(&jobs, e),
+    };
+    let mut runs: Vec<Option<shared::Run>> = files
+        .iter()
+        .map(|(f, _)| shared::Run::load(f).filter(|r| r.snap == snap))
+        .collect();
+    let due: Vec<&ProjectJob> = files
+        .iter()
+        .zip(&runs)
+        .filter(|(_, run)| run.is_none())
+        .map(|((_, j), _)| *j)
+        .collect();
+    if !due.is_empty() {
+        let found = match check_together(&due, &root, &snap).await {
+            Ok(found) => found,
+            Err(e) => return fail_all(&jobs, e.into()),
+        };
+        if checker.trusted() != trusted {
+            return fail_all(&jobs, JobError::TrustChanged);
+        }
+        for (i, (file, job)) in files.iter().enumerate() {
+            if runs[i].is_none() {
+                let run = shared::Run {
+                    origin: root.clone(),
+                    snap: snap.clone(),
+                    files: found.get(&job.project).cloned().unwrap_or_default(),
+                };
+                run.save(file);
+                runs[i] = Some(run);
+            }
+        }
+    }
+    drop(held);
+    files
+        .iter()
+        .zip(runs)
+        .map(|((_, job), run)| {
+            let files = run.map(|r| committed(&r, &root, &snap)).unwrap_or_default();
+            (source.name.clone(), job.project.clone(), Ok(files))
+        })
+        .collect()
+}
+
+/// Every job's result, `e` (shared by all of them).
+fn fail_all(jobs: &[ProjectJob], e: JobError) -> Together {
+    let e = Arc::new(e);
+    jobs.iter()
+        .map(|j| {
+            let err = JobError::Together(e.clone());
+            (j.source.name.clone(), j.project.clone(), Err(err))
+        })
+        .collect()
+}
+
+/// What a kept run found, per file of the workspace at `root`, with the committed lines.
+fn committed(run: &shared::Run, root: &Path, snap: &Path) -> CommittedFiles {
+    run.items_for(root)
+        .into_iter()
+        .map(|(rel, items)| {
+            let lines = std::fs::read(snap.join(&rel))
+                .ok()
+                .map(|b| baseline::line_hashes(&String::from_utf8_lossy(&b)));
+            (root.join(rel), lines, items)
+        })
+        .collect()
+}
+
+/// The source over the snapshot at `snap`, asked about a file of each of `jobs`' projects at
+/// once: per project, the files it found problems in (relative to `snap`), each file given to
+/// the deepest of the projects holding it.
+async fn check_together(
+    jobs: &[&ProjectJob],
+    root: &Path,
+    snap: &Path,
+) -> Result<BTreeMap<PathBuf, Vec<(PathBuf, Vec<openfiles_plugin_api::Item>)>>, CheckError> {
+    let Some(first) = jobs.first() else {
+        return Ok(BTreeMap::new());
+    };
+    if jobs.len() > 1 {
+        tracing::debug!(root = %root.display(), source = %first.source.name,
+            projects = jobs.len(), "baseline run of projects together");
+    }
+    let in_snap = |p: &Path| snap.join(p.strip_prefix(root).unwrap_or(p));
+    let request = CheckRequest {
+        workspace: snap.to_owned(),
+        files: jobs.iter().map(|j| in_snap(&j.file)).collect(),
+        report_all: true,
+        cache_of: Some(root.to_owned()),
+        timeout_ms: first.timeout_ms,
+        ..Default::default()
+    };
+    let bound = first.checker.run_bound();
+    let _place = match &bound {
+        Some(b) => Some(b.acquire(Class::Baseline).await),
+        None => None,
+    };
+    let resp = first.checker.check(first.source.id, request).await?;
+    let projects: Vec<(PathBuf, PathBuf)> = jobs
+        .iter()
+        .map(|j| (j.project.clone(), in_snap(&j.project)))
+        .collect();
+    let mut found: BTreeMap<PathBuf, Vec<(PathBuf, Vec<openfiles_plugin_api::Item>)>> =
+        BTreeMap::new();
+    for f in resp.files.into_iter().filter(|f| !f.items.is_empty()) {
+        let Ok(rel) = f.path.strip_prefix(snap).map(Path::to_owned) else {
+            continue;
+        };
+        let deepest = projects
+            .iter()
+            .filter(|(_, at)| f.path.starts_with(at))
+            .max_by_key(|(_, at)| at.components().count());
+        // One project: every file it reported is its run's (as a lone run keeps them).
+        let owner = deepest.or(projects.first().filter(|_| projects.len() == 1));
+        if let Some((project, _)) = owner {
+            found
+                .entry(project.clone())
+                .or_default()
+                .push((rel, f.items));
+        }
+    }
+    Ok(found)
 }

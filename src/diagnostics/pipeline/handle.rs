@@ -87,6 +87,9 @@ pub(super) enum JobError {
     Task(#[from] tokio::task::JoinError),
     #[error("the workspace's trust changed during its baseline run")]
     TrustChanged,
+    /// The run several projects shared failed (each project's result says why).
+    #[error(transparent)]
+    Together(std::sync::Arc<JobError>),
 }
 
 /// A baseline job's result (see `base.rs`).
