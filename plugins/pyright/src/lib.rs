@@ -50,6 +50,7 @@ mod report;
 pub mod rpc;
 mod served;
 pub mod server;
+pub mod settle;
 mod timeline;
 pub mod ty;
 use report::{collect, lsp_found, under, Found};
@@ -265,42 +266,7 @@ impl Plugin for Pyright {
             if groups.is_empty() {
                 continue;
             }
-            // The warm server answers for all of this checker's projects at once.
-            let served = live
-                .map(|(changed, timeout_ms)| {
-                    let runs: Vec<&Run> = groups.iter().map(|(run, _)| run).collect();
-                    self.serve_together(request.id, &runs, &scope, changed, timeout_ms)
-                })
-                .unwrap_or_default();
-            // The command line: several projects of one executable checked as one program
-            // where they can be ([`combine`]).
-            let combined = self.run_combined(request.id, &groups, &served, &scope);
-            let found = self.runs.run_groups(
-                request.id,
-                checker.source(),
-                request.report_all,
-                groups,
-                |run, wanted| {
-                    // With report_all, a file of a project nested in this one that chose
-                    // another checker (or is another project) is left to that one's run;
-                    // the choice is a folder's (chosen once per folder: looks at the disk).
-                    let chosen = std::cell::RefCell::new(HashMap::new());
-                    let ours = |p: &Path| {
-                        let dir = p.parent().unwrap_or(p).to_owned();
-                        let mut chosen = chosen.borrow_mut();
-                        let c = chosen
-                            .entry(dir)
-                            .or_insert_with(|| self.choose(p, ws, &scope));
-                        c.as_ref() == Some(run)
-                    };
-                    let asked: Asked = (wanted, request.report_all, &ours);
-                    let served = served.get(&run.2).map(|found| under(found, &run.1));
-                    let served = served
-                        .map(|found| hints_for(found, &request, checker))
-                        .or_else(|| combined.get(&run.2).map(|found| under(found, &run.1)));
-                    self.run(request.id, run, asked, &scope, served)
-                },
-            );
+            let found = self.check_projects(checker, groups, &request, &scope, live);
             if found.is_err() {
                 self.early(request.id);
             }
@@ -369,6 +335,56 @@ pub fn project_exe(
 }
 
 impl Pyright {
+    /// `checker`'s answer for its projects `groups` (run, files wanted): from its warm server
+    /// when the check is `live`, else — or where the server gave none — from its command
+    /// line, several projects of one executable as one program where they can be.
+    fn check_projects(
+        &self,
+        checker: Checker,
+        groups: Vec<(Run, Vec<PathBuf>)>,
+        request: &CheckRequest,
+        scope: &Scope,
+        live: Live,
+    ) -> Result<Vec<FileResult>, PluginError> {
+        let ws = &request.workspace;
+        // The warm server answers for all of this checker's projects at once.
+        let served = live
+            .map(|(changed, timeout_ms)| {
+                let runs: Vec<&Run> = groups.iter().map(|(run, _)| run).collect();
+                self.serve_together(request.id, &runs, scope, changed, timeout_ms)
+            })
+            .unwrap_or_default();
+        // The command line: several projects of one executable checked as one program
+        // where they can be ([`combine`]).
+        let combined = self.run_combined(request.id, &groups, &served, scope);
+        self.runs.run_groups(
+            request.id,
+            checker.source(),
+            request.report_all,
+            groups,
+            |run, wanted| {
+                // With report_all, a file of a project nested in this one that chose
+                // another checker (or is another project) is left to that one's run;
+                // the choice is a folder's (chosen once per folder: looks at the disk).
+                let chosen = std::cell::RefCell::new(HashMap::new());
+                let ours = |p: &Path| {
+                    let dir = p.parent().unwrap_or(p).to_owned();
+                    let mut chosen = chosen.borrow_mut();
+                    let c = chosen
+                        .entry(dir)
+                        .or_insert_with(|| self.choose(p, ws, scope));
+                    c.as_ref() == Some(run)
+                };
+                let asked: Asked = (wanted, request.report_all, &ours);
+                let served = served.get(&run.2).map(|found| under(found, &run.1));
+                let served = served
+                    .map(|found| hints_for(found, request, checker))
+                    .or_else(|| combined.get(&run.2).map(|found| under(found, &run.1)));
+                self.run(request.id, run, asked, scope, served)
+            },
+        )
+    }
+
     /// The checker for `file` (the lsp plugin's rule, see the module docs), its project
     /// root and executable; `None` when no checker is installed.
     fn choose(&self, file: &Path, workspace: &Path, scope: &Scope) -> Option<Run> {

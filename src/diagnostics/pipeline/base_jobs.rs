@@ -149,15 +149,13 @@ async fn run_together(jobs: Vec<ProjectJob>) -> Together {
     );
     let legacy: Vec<PathBuf> = jobs.iter().filter_map(|j| j.legacy.clone()).collect();
     let (r, c) = (root.clone(), commit.clone());
-    let place = tokio::task::spawn_blocking(move || {
+    let place = blocking(move || {
         for old in legacy {
             let _ = std::fs::remove_dir_all(old);
         }
         shared::Place::find(&store, &r, &c, trusted)
     })
-    .await
-    .map_err(JobError::from)
-    .and_then(|p| p.map_err(JobError::from));
+    .await;
     let place = match place {
         Ok(p) => p,
         Err(e) => return fail_all(&jobs, e),
@@ -182,17 +180,39 @@ async fn run_together(jobs: Vec<ProjectJob>) -> Together {
         held.push(f.lock().await);
     }
     let (r, c, p) = (root.clone(), commit.clone(), place.clone());
-    let snap = tokio::task::spawn_blocking(move || {
+    let snap = blocking(move || {
         p.touch_and_prune();
         git::snapshot(&r, &c, &p.commit_dir)
     })
-    .await
-    .map_err(JobError::from)
-    .and_then(|s| s.map_err(JobError::from));
+    .await;
     let snap = match snap {
         Ok(s) => s,
         Err(e) => return fail_all(&jobs, e),
     };
+    let runs = match kept_or_run(&files, &root, &snap, trusted).await {
+        Ok(runs) => runs,
+        Err(e) => return fail_all(&jobs, e),
+    };
+    drop(held);
+    files
+        .iter()
+        .zip(runs)
+        .map(|((_, job), run)| {
+            let files = run.map(|r| committed(&r, &root, &snap)).unwrap_or_default();
+            (source.name.clone(), job.project.clone(), Ok(files))
+        })
+        .collect()
+}
+
+/// Each project's run (by its run file, in `files`' order): the one kept for the snapshot
+/// `snap`, else from one check of all those without one, saved for the other worktrees —
+/// none if the trust level the check ran at (`trusted`) changed meanwhile.
+async fn kept_or_run(
+    files: &[(PathBuf, &ProjectJob)],
+    root: &Path,
+    snap: &Path,
+    trusted: bool,
+) -> Result<Vec<Option<shared::Run>>, JobError> {
     let mut runs: Vec<Option<shared::Run>> = files
         .iter()
         .map(|(f, _)| shared::Run::load(f).filter(|r| r.snap == snap))
@@ -203,35 +223,33 @@ async fn run_together(jobs: Vec<ProjectJob>) -> Together {
         .filter(|(_, run)| run.is_none())
         .map(|((_, j), _)| *j)
         .collect();
-    if !due.is_empty() {
-        let found = match check_together(&due, &root, &snap).await {
-            Ok(found) => found,
-            Err(e) => return fail_all(&jobs, e.into()),
-        };
-        if checker.trusted() != trusted {
-            return fail_all(&jobs, JobError::TrustChanged);
-        }
-        for (i, (file, job)) in files.iter().enumerate() {
-            if runs[i].is_none() {
-                let run = shared::Run {
-                    origin: root.clone(),
-                    snap: snap.clone(),
-                    files: found.get(&job.project).cloned().unwrap_or_default(),
-                };
-                run.save(file);
-                runs[i] = Some(run);
-            }
+    let Some(first) = due.first() else {
+        return Ok(runs);
+    };
+    let checker = first.checker.clone();
+    let found = check_together(&due, root, snap).await?;
+    if checker.trusted() != trusted {
+        return Err(JobError::TrustChanged);
+    }
+    for ((file, job), run) in files.iter().zip(runs.iter_mut()) {
+        if run.is_none() {
+            let new = shared::Run {
+                origin: root.to_owned(),
+                snap: snap.to_owned(),
+                files: found.get(&job.project).cloned().unwrap_or_default(),
+            };
+            new.save(file);
+            *run = Some(new);
         }
     }
-    drop(held);
-    files
-        .iter()
-        .zip(runs)
-        .map(|((_, job), run)| {
-            let files = run.map(|r| committed(&r, &root, &snap)).unwrap_or_default();
-            (source.name.clone(), job.project.clone(), Ok(files))
-        })
-        .collect()
+    Ok(runs)
+}
+
+/// `f` off the runtime's threads, its error or the task's as a job's.
+async fn blocking<T: Send + 'static, E: Into<JobError> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, JobError> {
+    tokio::task::spawn_blocking(f).await?.map_err(Into::into)
 }
 
 /// Every job's result, `e` (shared by all of them).
