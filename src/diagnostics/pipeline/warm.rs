@@ -164,18 +164,34 @@ fn pick_key(s: &SourceInfo, kind: &str, project: &Path) -> String {
 /// project's first edit starts its analysis).
 const MAX_WARM_PROJECTS: usize = 16;
 
-/// The project of files in `dir` for `s` (the folder with its nearest project marker),
-/// remembered per folder and source for one walk (a marker's TOML table is parsed to tell).
+/// The project of files in `dir` for `s` (the nearest folder up to `root` holding one of its
+/// markers, else `root`: `project_root`'s rule), each folder's answer remembered for one walk
+/// (a marker's TOML table is parsed to tell), so each folder is looked at once.
 fn project_of(
     memo: &mut std::collections::HashMap<(usize, PathBuf), PathBuf>,
     s: &SourceInfo,
-    file: &Path,
+    dir: &Path,
     root: &Path,
 ) -> PathBuf {
-    let dir = file.parent().unwrap_or(root).to_owned();
-    memo.entry((s.id, dir))
-        .or_insert_with(|| project_root(file, root, &s.project_markers))
-        .clone()
+    if let Some(p) = memo.get(&(s.id, dir.to_owned())) {
+        return p.clone();
+    }
+    let marked = |d: &Path| {
+        s.project_markers
+            .iter()
+            .any(|m| openfiles_plugin_api::markers::present(d, m))
+    };
+    let project = if !dir.starts_with(root) || dir == root || marked(dir) {
+        if dir.starts_with(root) {
+            dir.to_owned()
+        } else {
+            root.to_owned()
+        }
+    } else {
+        project_of(memo, s, dir.parent().unwrap_or(root), root)
+    };
+    memo.insert((s.id, dir.to_owned()), project.clone());
+    project
 }
 
 /// Per per-file source and kind of file, the first file (breadth first) of that kind it
@@ -226,7 +242,8 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 .filter(|s| s.id != crate::diagnostics::silencing::ID)
                 .filter_map(|s| {
                     let project = if s.project_wide && s.warm {
-                        let project = project_of(&mut projects, &s, &file, root);
+                        let project =
+                            project_of(&mut projects, &s, file.parent().unwrap_or(root), root);
                         let known = warm_projects.entry(s.id).or_default();
                         if !known.contains(&project) && known.len() >= MAX_WARM_PROJECTS {
                             return None;
@@ -247,7 +264,8 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
             };
             for (s, key) in sources {
                 if s.project_wide && s.warm {
-                    let project = project_of(&mut projects, &s, &file, root);
+                    let project =
+                        project_of(&mut projects, &s, file.parent().unwrap_or(root), root);
                     warm_projects.entry(s.id).or_default().insert(project);
                 }
                 picks.insert((s.id, key), (s, path.clone()));
@@ -409,3 +427,45 @@ type WarmCheck = (
     Vec<PathBuf>,
     Result<openfiles_plugin_api::CheckResponse, crate::diagnostics::CheckError>,
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each folder looked at once gives what `project_root` gives for a file in it.
+    #[test]
+    fn a_folders_project_is_project_roots_answer() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w("pkgs/a/pyproject.toml", "[tool.pyright]\n");
+        w("pkgs/a/src/a/m.py", "");
+        w("pkgs/b/pyproject.toml", "[project]\nname = \"b\"\n");
+        w("pkgs/b/src/b/m.py", "");
+        w("top.py", "");
+        let s = crate::diagnostics::testing::project_wide(
+            1,
+            "pyright",
+            &["pyproject.toml[tool.pyright]"],
+        );
+        let mut memo = std::collections::HashMap::new();
+        for rel in ["pkgs/a/src/a/m.py", "pkgs/b/src/b/m.py", "top.py"] {
+            let file = root.join(rel);
+            let want = project_root(&file, &root, &s.project_markers);
+            let got = project_of(&mut memo, &s, file.parent().unwrap(), &root);
+            assert_eq!(got, want, "{rel}");
+        }
+        assert_eq!(
+            project_of(&mut memo, &s, &root.join("pkgs/a/src/a"), &root),
+            root.join("pkgs/a")
+        );
+        assert_eq!(
+            project_of(&mut memo, &s, &root.join("pkgs/b/src"), &root),
+            root
+        );
+    }
+}
