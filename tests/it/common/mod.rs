@@ -227,7 +227,10 @@ impl Env {
 
     /// `wait` for these paths since `since`, at most `timeout_ms`.
     pub fn wait(&self, paths: &[&Path], since: u64, timeout_ms: u64) -> WaitReply {
-        self.client()
+        // The client waits as long as the `wait` may (past `PATIENCE` if asked to).
+        let patience = PATIENCE.max(Duration::from_millis(timeout_ms) + Duration::from_secs(5));
+        Client::connect(&self.socket, Some(patience))
+            .unwrap()
             .call(&Wait {
                 paths: paths.iter().map(|p| p.to_path_buf()).collect(),
                 since,
