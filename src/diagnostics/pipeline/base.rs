@@ -3,7 +3,9 @@
 //! off the actor; a project-wide source's is the session start's warm-up answer when it
 //! kept one for the commit, `seed.rs`), and what it changes in the session: each file's classification view, the
 //! files held back until a per-file source checked their committed text (a language server
-//! must get the committed text before the current one), and the entries of files an edit
+//! must get the committed text before the current one; the files of one batch that the same
+//! sources check are released together), the project-wide baseline runs (a warm source's
+//! projects of one batch as one run), and the entries of files an edit
 //! broke (`affectedBy`), added when a project-wide run finds new errors in them and removed
 //! when those are gone.
 
