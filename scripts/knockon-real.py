@@ -178,6 +178,8 @@ def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
             took, named, settled, ctx = edit(svc, target, broken, expected, True)
             open(target, "w").write(clean)
         log = open(os.path.join(own, "serve.log"), errors="replace").read()
+        if a.log:
+            shutil.copyfile(os.path.join(own, "serve.log"), f"{a.log}.{i + 1}")
         if "the warm-up over a clean tree is the commit's baseline" in log:
             origin = "from the warm-up"
         elif "the commit's baseline is ready before the session's first edit" in log:
@@ -219,7 +221,8 @@ def main():
                    help="measure N cold sessions (fresh service and state each) instead")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--show", action="store_true", help="print the cold edit's feedback")
-    p.add_argument("--log", help="copy the service's log here at the end (its level: RUST_LOG, "
+    p.add_argument("--log", help="copy the service's log here at the end (with --cold, each "
+                   "session's to LOG.1, LOG.2…; its level: RUST_LOG, "
                    "e.g. `debug` for the per-edit timeline)")
     a = p.parse_args()
     t = os.path.abspath(a.target)
