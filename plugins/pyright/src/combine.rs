@@ -103,28 +103,19 @@ fn prune(combined: &Path) {
     }
 }
 
-/// The folder of `roots`' configuration: one per set of roots.
+/// The folder of `roots`' configuration: one per set of roots (named by a hash that stays
+/// the same across builds: the folder outlives the process).
 fn folder(state_dir: &Path, roots: &[PathBuf]) -> PathBuf {
-    use std::hash::{Hash, Hasher};
+    use std::os::unix::ffi::OsStrExt;
     let mut sorted: Vec<&PathBuf> = roots.iter().collect();
     sorted.sort();
-    // FNV-1a, stable across builds (the folder outlives the process).
-    struct Fnv(u64);
-    impl Hasher for Fnv {
-        fn finish(&self) -> u64 {
-            self.0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            for b in bytes {
-                self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
+    let mut bytes = Vec::new();
+    for r in sorted {
+        bytes.extend_from_slice(r.as_os_str().as_bytes());
+        bytes.push(0);
     }
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    sorted.hash(&mut h);
-    state_dir
-        .join("combined")
-        .join(format!("{:016x}", h.finish()))
+    let hash = openfiles_plugin_api::content_hash(&bytes);
+    state_dir.join("combined").join(&hash[..16])
 }
 
 /// The combined configuration, for a folder of `state_dir`.

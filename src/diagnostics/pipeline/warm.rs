@@ -181,12 +181,10 @@ fn project_of(
             .iter()
             .any(|m| openfiles_plugin_api::markers::present(d, m))
     };
-    let project = if !dir.starts_with(root) || dir == root || marked(dir) {
-        if dir.starts_with(root) {
-            dir.to_owned()
-        } else {
-            root.to_owned()
-        }
+    let project = if !dir.starts_with(root) {
+        root.to_owned()
+    } else if dir == root || marked(dir) {
+        dir.to_owned()
     } else {
         project_of(memo, s, dir.parent().unwrap_or(root), root)
     };
@@ -235,25 +233,24 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 continue;
             }
             let file = e.path();
-            let sources: Vec<(SourceInfo, String)> = checker
+            // Each source, its pick's key and, for a warm project-wide one, the file's project.
+            let sources: Vec<(SourceInfo, String, Option<PathBuf>)> = checker
                 .sources_for(&file)
                 .into_iter()
                 // The built-in silencing source has nothing to warm up.
                 .filter(|s| s.id != crate::diagnostics::silencing::ID)
                 .filter_map(|s| {
-                    let project = if s.project_wide && s.warm {
-                        let project =
-                            project_of(&mut projects, &s, file.parent().unwrap_or(root), root);
+                    let project = (s.project_wide && s.warm).then(|| {
+                        project_of(&mut projects, &s, file.parent().unwrap_or(root), root)
+                    });
+                    if let Some(p) = &project {
                         let known = warm_projects.entry(s.id).or_default();
-                        if !known.contains(&project) && known.len() >= MAX_WARM_PROJECTS {
+                        if !known.contains(p) && known.len() >= MAX_WARM_PROJECTS {
                             return None;
                         }
-                        project
-                    } else {
-                        PathBuf::new()
-                    };
-                    let key = pick_key(&s, &kind, &project);
-                    (!picks.contains_key(&(s.id, key.clone()))).then_some((s, key))
+                    }
+                    let key = pick_key(&s, &kind, project.as_deref().unwrap_or(root));
+                    (!picks.contains_key(&(s.id, key.clone()))).then_some((s, key, project))
                 })
                 .collect();
             if sources.is_empty() {
@@ -262,11 +259,9 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
             let Verdict::Check(path) = policy.judge(&file) else {
                 continue;
             };
-            for (s, key) in sources {
-                if s.project_wide && s.warm {
-                    let project =
-                        project_of(&mut projects, &s, file.parent().unwrap_or(root), root);
-                    warm_projects.entry(s.id).or_default().insert(project);
+            for (s, key, project) in sources {
+                if let Some(p) = project {
+                    warm_projects.entry(s.id).or_default().insert(p);
                 }
                 picks.insert((s.id, key), (s, path.clone()));
             }
