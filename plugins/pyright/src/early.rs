@@ -281,6 +281,15 @@ impl Texts {
         out
     }
 
+    /// The text the server was told of `file`, if the file under `workspace` still holds it.
+    pub fn told_as_on_disk(&self, workspace: &Path, file: &Path) -> Option<String> {
+        if !self.told.contains(file) {
+            return None;
+        }
+        let now = read(workspace, file)?;
+        (self.seen.get(file) == Some(&now)).then_some(now)
+    }
+
     /// Forget a notification whose check was cancelled before it answered: the next check
     /// notifies those files again, diffed against what was known before (so it awaits
     /// their users too) — it would otherwise find them told and wait for the whole analysis.

@@ -38,6 +38,7 @@
 //! bound (~86 % of it) instead of the server growing until the plugin stops it.
 
 use crate::early::{Known, Texts};
+use crate::opened::Opened;
 use crate::rpc::Conn;
 use crate::settle::{Start, FIRST_QUIET_MS, FIRST_SILENT_MS, NO_PROGRESS_QUIET_MS, SILENT_MS};
 use crate::Checker;
@@ -53,6 +54,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// What the gate is told the server is.
 const WHAT: &str = "Python language server (pyright plugin)";
+/// The longest a check waits for the publish that opening its users causes.
+const OPEN_WAIT_MS: u64 = 1_000;
 /// Time allowed for `initialize`.
 const STARTUP_MS: u64 = 30_000;
 /// The smallest V8 heap bound a server is given (a smaller `max_memory_mib` stops the server
@@ -105,6 +108,8 @@ struct Server {
     busy: AtomicUsize,
     /// The texts it was told and its files' texts as seen (see [`crate::early`]).
     texts: Mutex<Texts>,
+    /// The files it holds open (see [`crate::opened`]).
+    opened: Mutex<Opened>,
 }
 
 /// A check's hold on a server marked busy (under the map's lock, so the idle reaper never
@@ -370,6 +375,7 @@ fn start(
         last_used: Mutex::new(Instant::now()),
         busy: AtomicUsize::new(0),
         texts: Mutex::default(),
+        opened: Mutex::default(),
     };
     let new: Vec<&PathBuf> = ask.roots.iter().collect();
     let at = folders_of(ask.checker, &new, &HashSet::new(), state_dir);
@@ -441,6 +447,7 @@ fn notify_and_wait(
             return Err(ServerError::Crashed);
         }
         if cancelled() {
+            drop(p);
             timeline.line("cancelled");
             // Not answered: the next check notifies these files again (see `Texts::undo`).
             let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
@@ -501,16 +508,33 @@ fn notify(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .changes(ask.workspace, ask.changed);
+    // The users the server has published (analysed) are held open, so they are re-checked
+    // first ([`crate::opened`]).
+    let mut opened = server.opened.lock().unwrap_or_else(|e| e.into_inner());
+    let analysed: Vec<PathBuf> = {
+        let p = server.conn.pushed();
+        let users = changes.users.iter();
+        users
+            .filter(|f| p.published.contains_key(&path_to_uri(f)))
+            .cloned()
+            .collect()
+    };
+    let new = {
+        let texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
+        opened.to_open(&texts, ask.workspace, &analysed)
+    };
+    let unsettled = opened.open(&server.conn, &analysed, new, OPEN_WAIT_MS)?;
     // The changed files the server has published before (its project's): each is
-    // re-published once re-checked, which is awaited first; their users for an early answer.
+    // re-published once re-checked, which is awaited first; their users for an early answer
+    // (not one whose opening's publish is still to come).
     let uris: Vec<String> = changes.notify.iter().map(|f| path_to_uri(f)).collect();
     let (events, ended, before, users) = {
         let p = server.conn.pushed();
         let count = |u: &String| Some((u.clone(), *p.published.get(u)?));
         let before: Vec<(String, u64)> = uris.iter().filter_map(count).collect();
-        let users: Vec<(String, u64)> = changes
-            .users
+        let users: Vec<(String, u64)> = analysed
             .iter()
+            .filter(|f| !unsettled.contains(f))
             .map(|f| path_to_uri(f))
             .filter_map(|u| count(&u))
             .collect();
@@ -529,6 +553,9 @@ fn notify(
         .zip(&uris)
         .map(|(f, u)| json!({"uri": u, "type": if f.exists() { 2 } else { 3 }}))
         .collect();
+    // A changed file held open is closed first: pyright reads it from disk again.
+    opened.close_changed(&server.conn, &changes.notify)?;
+    drop(opened);
     if !events_of.is_empty() {
         server.conn.notify(
             "workspace/didChangeWatchedFiles",

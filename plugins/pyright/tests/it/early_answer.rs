@@ -118,3 +118,67 @@ fn the_early_answer_names_the_caller_and_the_follow_up_equals_the_command_line()
         "the follow-up is the command line's answer"
     );
 }
+
+/// Check until the answer is not early (the follow-ups of an early answer).
+fn settled(p: &Pyright, ws: &Path, edited: &Path, id: &mut u64) -> BTreeMap<PathBuf, Vec<Item>> {
+    loop {
+        *id += 1;
+        let (items, more) = check(p, ws, edited, *id);
+        if !more {
+            return items;
+        }
+    }
+}
+
+/// The server holds an edit's users open so it re-checks them first; a user the agent then
+/// edits is read from disk again (its own new problem, its call fixed), and one opened again
+/// for a later edit is opened with the text on disk: every answer equals the command line's.
+#[test]
+fn a_user_held_open_is_read_again_when_it_changes() {
+    let (_tmp, ws) = project();
+    // Older than the server's start by more than the kernel's clock tick: known as read as
+    // they are (`Texts::learn`), so a user is opened with its text.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let utils = ws.join("pkg/utils.py");
+    let core = ws.join("pkg/core.py");
+    let served = plugin(serde_json::Value::Null);
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    let mut id = 0;
+    settled(&served, &ws, &utils, &mut id);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
+    let broken = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(broken, check(&cli, &ws, &utils, 100).0, "the caller broken");
+
+    // The agent fixes the call in the user held open, and adds a problem of its own.
+    std::fs::write(
+        &core,
+        "from .utils import make_str\n\n\ndef name(v: int) -> str:\n    return make_str(v, True)\n\n\nbad: int = \"x\"\n",
+    )
+    .unwrap();
+    let fixed = settled(&served, &ws, &core, &mut id);
+    let reference = check(&cli, &ws, &core, 101).0;
+    let codes = |items: &BTreeMap<PathBuf, Vec<Item>>| -> Vec<String> {
+        let of_core = items.get(&core).map(Vec::as_slice).unwrap_or_default();
+        of_core.iter().filter_map(|i| i.code.clone()).collect()
+    };
+    assert_eq!(
+        codes(&reference),
+        ["reportAssignmentType"],
+        "{reference:#?}"
+    );
+    assert_eq!(
+        fixed, reference,
+        "the user's text on disk, not the one opened"
+    );
+
+    // The module reverted: the user, opened again, now passes one argument too many.
+    std::fs::write(&utils, &good).unwrap();
+    let (early, _) = check(&served, &ws, &utils, 200);
+    assert!(
+        codes(&early).contains(&"reportCallIssue".to_owned()),
+        "the early answer names the call now broken: {early:#?}"
+    );
+    let reverted = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(reverted, check(&cli, &ws, &utils, 102).0);
+}
