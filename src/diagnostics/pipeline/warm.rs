@@ -23,8 +23,11 @@
 //! folders — one per kind of file (extension, or name for files without one) a source
 //! handles: the lsp source runs a different server for `package.json`, a `Dockerfile` and
 //! `src/app.ts`, and the shallowest file alone would warm the JSON server and leave the
-//! TypeScript one cold. TOML files are not warmed ([`NOT_WARMED`]). One warm-up per workspace
-//! at a time.
+//! TypeScript one cold. TOML files are not warmed ([`NOT_WARMED`]). A per-file source's pick
+//! is not a file outside the project of a warm project-wide source that stands in for one of
+//! its servers while the walk finds one inside ([`starts_a_stand_in`]: click's `docs/conf.py`
+//! would start a second pyright, whose analysis slowed the warm one's first analysis from
+//! 7.3–7.9 s to 16.7–17.1 s). One warm-up per workspace at a time.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,6 +200,9 @@ fn project_of(
 /// per project (up to [`MAX_WARM_PROJECTS`]); per other project-wide source, its first file.
 fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo, PathBuf)> {
     let mut picks: BTreeMap<(usize, String), (SourceInfo, PathBuf)> = BTreeMap::new();
+    // Per-file picks that start a server a warm source stands in for elsewhere: replaced by
+    // the walk's next file of that kind that does not ([`starts_a_stand_in`]).
+    let mut provisional: std::collections::HashSet<(usize, String)> = Default::default();
     let mut projects = std::collections::HashMap::new();
     let mut warm_projects: BTreeMap<usize, std::collections::BTreeSet<PathBuf>> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
@@ -250,7 +256,9 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                         }
                     }
                     let key = pick_key(&s, &kind, project.as_deref().unwrap_or(root));
-                    (!picks.contains_key(&(s.id, key.clone()))).then_some((s, key, project))
+                    let open = !picks.contains_key(&(s.id, key.clone()))
+                        || provisional.contains(&(s.id, key.clone()));
+                    open.then_some((s, key, project))
                 })
                 .collect();
             if sources.is_empty() {
@@ -259,15 +267,47 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
             let Verdict::Check(path) = policy.judge(&file) else {
                 continue;
             };
+            let mut stand_in = None;
             for (s, key, project) in sources {
                 if let Some(p) = project {
                     warm_projects.entry(s.id).or_default().insert(p);
                 }
-                picks.insert((s.id, key), (s, path.clone()));
+                let (id, per_file) = ((s.id, key), !s.project_wide);
+                let starts = per_file
+                    && *stand_in.get_or_insert_with(|| starts_a_stand_in(checker, root, &path));
+                if picks.contains_key(&id) && starts {
+                    continue;
+                }
+                if starts {
+                    provisional.insert(id.clone());
+                } else {
+                    provisional.remove(&id);
+                }
+                picks.insert(id, (s, path.clone()));
             }
         }
     }
     picks.into_values().collect()
+}
+
+/// Whether a per-file source's check of `file` would start a language server that a warm
+/// project-wide source stands in for on the files its project tracks, because that project
+/// leaves `file` out (click's `docs/conf.py`, outside its pyright `include`: the lsp plugin
+/// would start pyright's server beside the pyright plugin's, and its analysis would compete
+/// with the first edit's checks for the session start's CPU; the edits land in `src/`, where
+/// it is never started). Only in a trusted workspace, as [`crate::diagnostics::served`].
+fn starts_a_stand_in(checker: &dyn Checker, root: &Path, file: &Path) -> bool {
+    checker.trusted()
+        && checker
+            .sources_for(file)
+            .into_iter()
+            .filter(|s| s.project_wide && s.warm)
+            .any(|s| {
+                let project = project_root(file, root, &s.project_markers);
+                let tracks =
+                    |name: &String| openfiles_plugin_api::tracked::tracks(name, &project, file);
+                !s.serves.iter().all(tracks)
+            })
 }
 
 /// After the warm-up, one at a time (background work: the language servers' warm-up came
@@ -462,5 +502,70 @@ mod tests {
             project_of(&mut memo, &s, &root.join("pkgs/b/src"), &root),
             root
         );
+    }
+
+    /// A trusted checker with a per-file `lsp` and a warm `pyright` standing in for the
+    /// `pyright` server, for `.py` files.
+    struct Python;
+
+    impl Checker for Python {
+        fn sources_for(&self, path: &Path) -> Vec<SourceInfo> {
+            if path.extension().is_none_or(|e| e != "py") {
+                return Vec::new();
+            }
+            let lsp = crate::diagnostics::testing::per_file(0, "lsp");
+            let mut pyright = crate::diagnostics::testing::project_wide(
+                1,
+                "pyright",
+                &["pyproject.toml[tool.pyright]"],
+            );
+            pyright.warm = true;
+            pyright.serves = vec!["pyright".into()];
+            vec![lsp, pyright]
+        }
+        fn check(
+            &self,
+            _: crate::diagnostics::SourceId,
+            _: CheckRequest,
+        ) -> futures_util::future::BoxFuture<
+            'static,
+            Result<openfiles_plugin_api::CheckResponse, crate::diagnostics::CheckError>,
+        > {
+            Box::pin(async { Ok(Default::default()) })
+        }
+        fn trusted(&self) -> bool {
+            true
+        }
+    }
+
+    /// click's layout: `docs/conf.py` is the shallowest Python file, outside the pyright
+    /// `include`; the lsp's warm-up takes the first file its project tracks (where the lsp
+    /// plugin leaves pyright's server to the pyright plugin), pyright's still the shallowest.
+    #[test]
+    fn the_lsps_pick_is_a_file_the_warm_source_stands_in_for() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w("pyproject.toml", "[tool.pyright]\ninclude = [\"src\"]\n");
+        w("docs/conf.py", "");
+        w("examples/a/a.py", "");
+        w("src/pkg/m.py", "");
+        let policy = Policy::new(&root, &Default::default()).unwrap();
+        let picks: BTreeMap<String, PathBuf> = pick(&root, &policy, &Python)
+            .into_iter()
+            .map(|(s, f)| (s.name, f))
+            .collect();
+        assert_eq!(picks["lsp"], root.join("src/pkg/m.py"), "{picks:?}");
+        assert_eq!(picks["pyright"], root.join("docs/conf.py"), "{picks:?}");
+
+        // No file the project tracks: the shallowest, as before.
+        std::fs::remove_dir_all(root.join("src")).unwrap();
+        let picks = pick(&root, &policy, &Python);
+        let lsp = picks.iter().find(|(s, _)| s.name == "lsp").unwrap();
+        assert_eq!(lsp.1, root.join("docs/conf.py"));
     }
 }
