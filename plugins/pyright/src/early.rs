@@ -173,6 +173,8 @@ const CTIME_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
 pub struct Texts {
     seen: HashMap<PathBuf, String>,
     told: HashSet<PathBuf>,
+    /// How many times [`Texts::changes`] was asked: an undo applies only to the last one.
+    asked: u64,
 }
 
 /// What a check's changed files are to the server.
@@ -191,6 +193,8 @@ pub struct Changes {
 /// text notified.
 #[derive(Debug)]
 pub struct Known {
+    /// The [`Texts::changes`] call that notified it.
+    asked: u64,
     file: PathBuf,
     seen: Option<String>,
     told: bool,
@@ -237,6 +241,7 @@ impl Texts {
     /// which to notify and who uses what changed.
     pub fn changes(&mut self, workspace: &Path, changed: &[PathBuf]) -> Changes {
         let mut out = Changes::default();
+        self.asked += 1;
         let mut names: Vec<(PathBuf, Option<BTreeSet<String>>)> = Vec::new();
         for f in changed {
             let new = read(workspace, f);
@@ -246,6 +251,7 @@ impl Texts {
             }
             out.notify.push(f.clone());
             let mut known = Known {
+                asked: self.asked,
                 file: f.clone(),
                 seen: old.cloned(),
                 told: self.told.contains(f),
@@ -293,10 +299,13 @@ impl Texts {
     /// Forget a notification whose check was cancelled before it answered: the next check
     /// notifies those files again, diffed against what was known before (so it awaits
     /// their users too) — it would otherwise find them told and wait for the whole analysis.
-    /// A file notified again since keeps the newer notification.
+    /// Only while no later check compared its files since: one that did found these files
+    /// told with the text notified (the server has it), and an undo after that would leave
+    /// the server's text unknown — an edit back to the older text then notified nothing, and
+    /// what it broke was never reported (issue 42.1).
     pub fn undo(&mut self, before: Vec<Known>) {
         for k in before {
-            if self.seen.get(&k.file) != k.notified.as_ref() {
+            if k.asked != self.asked || self.seen.get(&k.file) != k.notified.as_ref() {
                 continue;
             }
             match k.seen {
@@ -512,6 +521,26 @@ mod tests {
             .changes(&ws, std::slice::from_ref(&utils))
             .notify
             .is_empty());
+        // A later check that compared the file before the undo (it found it told, and
+        // notified nothing): the undo leaves the text the server has, so an edit back to the
+        // older text is notified (issue 42.1: else what it broke was never reported).
+        std::fs::write(&utils, &broken).unwrap();
+        let cancelled = texts.changes(&ws, std::slice::from_ref(&utils));
+        assert_eq!(cancelled.notify, std::slice::from_ref(&utils));
+        std::fs::write(&utils, UTILS).unwrap();
+        let restored = texts.changes(&ws, std::slice::from_ref(&utils));
+        assert_eq!(restored.notify, std::slice::from_ref(&utils));
+        assert!(texts
+            .changes(&ws, std::slice::from_ref(&utils))
+            .notify
+            .is_empty());
+        texts.undo(restored.before);
+        std::fs::write(&utils, &broken).unwrap();
+        assert_eq!(
+            texts.changes(&ws, std::slice::from_ref(&utils)).notify,
+            std::slice::from_ref(&utils),
+            "the edit back to the older text is notified"
+        );
         // A file never told: notified, every importer is a user.
         let fresh = ws.join("fresh.py");
         std::fs::write(&fresh, "x = 1\n").unwrap();
