@@ -45,6 +45,7 @@
 mod combine;
 pub mod early;
 mod layout;
+mod memory;
 mod opened;
 pub mod parse;
 mod report;

@@ -7,9 +7,10 @@
 //!
 //! A file is opened with the text the server was told (so opening re-checks nothing) and only
 //! when the file on disk still holds it, before the change is notified; the check's wait
-//! counts its publishes only from after the one its opening causes. A file held open that changes is closed before the
-//! change is notified: pyright then reads it from disk again and re-checks its importers, as
-//! for any watched change (a `didChange` would hold its analysis back 250 ms as typing).
+//! counts its publishes only from after the one its opening causes. A file held open that
+//! changes is closed before the change is notified: pyright then reads it from disk again
+//! and re-checks its importers, as for any watched change (a `didChange` would hold its
+//! analysis back 250 ms as typing).
 //! At most [`MAX_OPEN`], the least recently used closed first (an unchanged file's close
 //! re-checks nothing).
 
@@ -88,6 +89,9 @@ impl Opened {
             if let Some(old) = self.files.pop_front() {
                 close(conn, &old)?;
             }
+        }
+        if fresh.is_empty() {
+            return Ok(Vec::new());
         }
         let until = Instant::now() + Duration::from_millis(wait_ms);
         loop {

@@ -38,6 +38,7 @@
 //! bound (~86 % of it) instead of the server growing until the plugin stops it.
 
 use crate::early::{Known, Texts};
+use crate::memory::{heap_mib, node_options, tree_rss};
 use crate::opened::Opened;
 use crate::rpc::Conn;
 use crate::settle::{Start, FIRST_QUIET_MS, FIRST_SILENT_MS, NO_PROGRESS_QUIET_MS, SILENT_MS};
@@ -58,30 +59,6 @@ const WHAT: &str = "Python language server (pyright plugin)";
 const OPEN_WAIT_MS: u64 = 1_000;
 /// Time allowed for `initialize`.
 const STARTUP_MS: u64 = 30_000;
-/// The smallest V8 heap bound a server is given (a smaller `max_memory_mib` stops the server
-/// after its checks; the heap bound must still let it answer them).
-const MIN_HEAP_MIB: u64 = 256;
-
-/// The V8 old-generation bound (MiB) of a server whose process tree may hold
-/// `max_memory_mib` after a check: three quarters of it (the rest is Node's code, its young
-/// generation and the garbage V8 holds above the used heap), at least [`MIN_HEAP_MIB`];
-/// none (V8's own limit) without a memory bound.
-fn heap_mib(max_memory_mib: u64) -> Option<u64> {
-    (max_memory_mib > 0).then(|| (max_memory_mib / 4 * 3).max(MIN_HEAP_MIB))
-}
-
-/// The `NODE_OPTIONS` of a server with the heap bound `heap_mib`: the bound first, then the
-/// user's own `NODE_OPTIONS` (`user`), kept whole — V8 takes the last of a repeated option,
-/// so theirs wins.
-fn node_options(heap_mib: u64, user: Option<&std::ffi::OsStr>) -> std::ffi::OsString {
-    let mut out = std::ffi::OsString::from(format!("--max-old-space-size={heap_mib}"));
-    if let Some(user) = user.filter(|u| !u.is_empty()) {
-        out.push(" ");
-        out.push(user);
-    }
-    out
-}
-
 /// Why the server gave no answer (the check then runs the command line).
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -145,7 +122,7 @@ type SpawnReply = std::sync::mpsc::Sender<std::io::Result<Child>>;
 pub struct Servers {
     map: Arc<Map>,
     max_rss: u64,
-    /// Each server's V8 heap bound, MiB ([`heap_mib`]).
+    /// Each server's V8 heap bound, MiB ([`crate::memory::heap_mib`]).
     heap_mib: Option<u64>,
     /// Where the configurations of combined projects are written ([`crate::combine`]);
     /// `None`: each project root its own folder.
@@ -508,22 +485,8 @@ fn notify(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .changes(ask.workspace, ask.changed);
-    // The users the server has published (analysed) are held open, so they are re-checked
-    // first ([`crate::opened`]).
     let mut opened = server.opened.lock().unwrap_or_else(|e| e.into_inner());
-    let analysed: Vec<PathBuf> = {
-        let p = server.conn.pushed();
-        let users = changes.users.iter();
-        users
-            .filter(|f| p.published.contains_key(&path_to_uri(f)))
-            .cloned()
-            .collect()
-    };
-    let new = {
-        let texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
-        opened.to_open(&texts, ask.workspace, &analysed)
-    };
-    let unsettled = opened.open(&server.conn, &analysed, new, OPEN_WAIT_MS)?;
+    let (analysed, unsettled) = open_users(server, &mut opened, ask.workspace, &changes.users)?;
     // The changed files the server has published before (its project's): each is
     // re-published once re-checked, which is awaited first; their users for an early answer
     // (not one whose opening's publish is still to come).
@@ -580,6 +543,28 @@ fn notify(
         silent,
     };
     Ok((start, changes.before))
+}
+
+/// Hold open the `users` the server has published (analysed), so they are re-checked first
+/// ([`crate::opened`]): those users, and the ones just opened whose opening's publish did not
+/// come.
+fn open_users(
+    server: &Server,
+    opened: &mut Opened,
+    workspace: &Path,
+    users: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ServerError> {
+    let analysed: Vec<PathBuf> = {
+        let p = server.conn.pushed();
+        let published = |f: &&PathBuf| p.published.contains_key(&path_to_uri(f));
+        users.iter().filter(published).cloned().collect()
+    };
+    let new = {
+        let texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
+        opened.to_open(&texts, workspace, &analysed)
+    };
+    let unsettled = opened.open(&server.conn, &analysed, new, OPEN_WAIT_MS)?;
+    Ok((analysed, unsettled))
 }
 
 /// Add the roots of `ask` new to `server` as its workspace folders (all of them at once: it
@@ -666,53 +651,4 @@ fn folder_name(root: &Path) -> String {
     root.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "/".into())
-}
-
-/// Resident memory of `pid` and its children, in bytes.
-fn tree_rss(pid: u32) -> u64 {
-    let rss = |p: &str| {
-        std::fs::read_to_string(format!("/proc/{p}/status"))
-            .ok()
-            .and_then(|s| {
-                let v = s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
-                v.split_whitespace().next()?.parse::<u64>().ok()
-            })
-            .map_or(0, |kib| kib * 1024)
-    };
-    let kids =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    rss(&pid.to_string()) + kids.split_whitespace().map(rss).sum::<u64>()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 42.3: the heap bound follows `max_memory_mib`, with a floor, and none without a
-    /// memory bound.
-    #[test]
-    fn the_heap_bound_is_three_quarters_of_the_memory_bound() {
-        assert_eq!(heap_mib(1024), Some(768));
-        assert_eq!(heap_mib(4096), Some(3072));
-        assert_eq!(heap_mib(1), Some(MIN_HEAP_MIB));
-        assert_eq!(heap_mib(0), None);
-    }
-
-    /// The user's `NODE_OPTIONS` are kept, after the bound (so their own bound wins).
-    #[test]
-    fn the_users_node_options_come_after_the_heap_bound() {
-        use std::ffi::OsStr;
-        assert_eq!(node_options(768, None), "--max-old-space-size=768");
-        assert_eq!(
-            node_options(768, Some(OsStr::new(""))),
-            "--max-old-space-size=768"
-        );
-        assert_eq!(
-            node_options(
-                768,
-                Some(OsStr::new("--max-old-space-size=4096 --trace-warnings"))
-            ),
-            "--max-old-space-size=768 --max-old-space-size=4096 --trace-warnings"
-        );
-    }
 }

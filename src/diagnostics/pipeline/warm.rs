@@ -199,12 +199,7 @@ fn project_of(
 /// handles that a checker may read; per project-wide source keeping a warm server, the same
 /// per project (up to [`MAX_WARM_PROJECTS`]); per other project-wide source, its first file.
 fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo, PathBuf)> {
-    let mut picks: BTreeMap<(usize, String), (SourceInfo, PathBuf)> = BTreeMap::new();
-    // Per-file picks that start a server a warm source stands in for elsewhere: replaced by
-    // the walk's next file of that kind that does not ([`starts_a_stand_in`]).
-    let mut provisional: std::collections::HashSet<(usize, String)> = Default::default();
-    let mut projects = std::collections::HashMap::new();
-    let mut warm_projects: BTreeMap<usize, std::collections::BTreeSet<PathBuf>> = BTreeMap::new();
+    let mut picks = Picks::default();
     let mut queue = std::collections::VecDeque::from([(root.to_owned(), 0usize)]);
     let mut seen = 0;
     while let Some((dir, depth)) = queue.pop_front() {
@@ -217,7 +212,7 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
         for e in entries {
             seen += 1;
             if seen > MAX_ENTRIES {
-                return picks.into_values().collect();
+                return picks.picks.into_values().collect();
             }
             let name = e.file_name();
             let name = name.to_string_lossy();
@@ -239,55 +234,89 @@ fn pick(root: &Path, policy: &Policy, checker: &dyn Checker) -> Vec<(SourceInfo,
                 continue;
             }
             let file = e.path();
-            // Each source, its pick's key and, for a warm project-wide one, the file's project.
-            let sources: Vec<(SourceInfo, String, Option<PathBuf>)> = checker
-                .sources_for(&file)
-                .into_iter()
-                // The built-in silencing source has nothing to warm up.
-                .filter(|s| s.id != crate::diagnostics::silencing::ID)
-                .filter_map(|s| {
-                    let project = (s.project_wide && s.warm).then(|| {
-                        project_of(&mut projects, &s, file.parent().unwrap_or(root), root)
-                    });
-                    if let Some(p) = &project {
-                        let known = warm_projects.entry(s.id).or_default();
-                        if !known.contains(p) && known.len() >= MAX_WARM_PROJECTS {
-                            return None;
-                        }
-                    }
-                    let key = pick_key(&s, &kind, project.as_deref().unwrap_or(root));
-                    let open = !picks.contains_key(&(s.id, key.clone()))
-                        || provisional.contains(&(s.id, key.clone()));
-                    open.then_some((s, key, project))
-                })
-                .collect();
+            let sources = picks.wanted(checker, root, &file, &kind);
             if sources.is_empty() {
                 continue;
             }
             let Verdict::Check(path) = policy.judge(&file) else {
                 continue;
             };
-            let mut stand_in = None;
-            for (s, key, project) in sources {
-                if let Some(p) = project {
-                    warm_projects.entry(s.id).or_default().insert(p);
-                }
-                let (id, per_file) = ((s.id, key), !s.project_wide);
-                let starts = per_file
-                    && *stand_in.get_or_insert_with(|| starts_a_stand_in(checker, root, &path));
-                if picks.contains_key(&id) && starts {
-                    continue;
-                }
-                if starts {
-                    provisional.insert(id.clone());
-                } else {
-                    provisional.remove(&id);
-                }
-                picks.insert(id, (s, path.clone()));
-            }
+            picks.take(checker, root, sources, &path);
         }
     }
-    picks.into_values().collect()
+    picks.picks.into_values().collect()
+}
+
+/// What [`pick`]'s walk has picked so far.
+#[derive(Default)]
+struct Picks {
+    picks: BTreeMap<(usize, String), (SourceInfo, PathBuf)>,
+    /// Per-file picks that start a server a warm source stands in for elsewhere: replaced by
+    /// the walk's next file of that kind that does not ([`starts_a_stand_in`]).
+    provisional: std::collections::HashSet<(usize, String)>,
+    /// Each folder's project (see [`project_of`]).
+    projects: std::collections::HashMap<(usize, PathBuf), PathBuf>,
+    /// Per warm project-wide source, the projects picked.
+    warm_projects: BTreeMap<usize, std::collections::BTreeSet<PathBuf>>,
+}
+
+/// A source wanting a file: its pick's key and, for a warm project-wide one, the project.
+type Wanted = (SourceInfo, String, Option<PathBuf>);
+
+impl Picks {
+    /// The sources of `file` (of `kind`) with no pick for it yet, or a provisional one.
+    fn wanted(
+        &mut self,
+        checker: &dyn Checker,
+        root: &Path,
+        file: &Path,
+        kind: &str,
+    ) -> Vec<Wanted> {
+        checker
+            .sources_for(file)
+            .into_iter()
+            // The built-in silencing source has nothing to warm up.
+            .filter(|s| s.id != crate::diagnostics::silencing::ID)
+            .filter_map(|s| {
+                let project = (s.project_wide && s.warm).then(|| {
+                    project_of(&mut self.projects, &s, file.parent().unwrap_or(root), root)
+                });
+                if let Some(p) = &project {
+                    let known = self.warm_projects.entry(s.id).or_default();
+                    if !known.contains(p) && known.len() >= MAX_WARM_PROJECTS {
+                        return None;
+                    }
+                }
+                let key = pick_key(&s, kind, project.as_deref().unwrap_or(root));
+                let id = (s.id, key);
+                let open = !self.picks.contains_key(&id) || self.provisional.contains(&id);
+                open.then_some((s, id.1, project))
+            })
+            .collect()
+    }
+
+    /// Pick `path` for `sources` (from [`Picks::wanted`]), but not in place of a provisional
+    /// pick when it would start a stand-in server too.
+    fn take(&mut self, checker: &dyn Checker, root: &Path, sources: Vec<Wanted>, path: &Path) {
+        let mut stand_in = None;
+        for (s, key, project) in sources {
+            if let Some(p) = project {
+                self.warm_projects.entry(s.id).or_default().insert(p);
+            }
+            let (id, per_file) = ((s.id, key), !s.project_wide);
+            let starts =
+                per_file && *stand_in.get_or_insert_with(|| starts_a_stand_in(checker, root, path));
+            if self.picks.contains_key(&id) && starts {
+                continue;
+            }
+            if starts {
+                self.provisional.insert(id.clone());
+            } else {
+                self.provisional.remove(&id);
+            }
+            self.picks.insert(id, (s, path.to_owned()));
+        }
+    }
 }
 
 /// Whether a per-file source's check of `file` would start a language server that a warm
