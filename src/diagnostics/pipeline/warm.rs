@@ -496,16 +496,24 @@ type WarmCheck = (
 mod tests {
     use super::*;
 
+    /// An empty workspace (kept while the first value lives) and its canonical root.
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        (d, root)
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
     /// Each folder looked at once gives what `project_root` gives for a file in it.
     #[test]
     fn a_folders_project_is_project_roots_answer() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().canonicalize().unwrap();
-        let w = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let (_d, root) = workspace();
+        let w = |rel: &str, text: &str| write(&root, rel, text);
         w("pkgs/a/pyproject.toml", "[tool.pyright]\n");
         w("pkgs/a/src/a/m.py", "");
         w("pkgs/b/pyproject.toml", "[project]\nname = \"b\"\n");
@@ -572,13 +580,8 @@ mod tests {
     /// plugin leaves pyright's server to the pyright plugin), pyright's still the shallowest.
     #[test]
     fn the_lsps_pick_is_a_file_the_warm_source_stands_in_for() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().canonicalize().unwrap();
-        let w = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let (_d, root) = workspace();
+        let w = |rel: &str, text: &str| write(&root, rel, text);
         w("pyproject.toml", "[tool.pyright]\ninclude = [\"src\"]\n");
         w("docs/conf.py", "");
         w("examples/a/a.py", "");
