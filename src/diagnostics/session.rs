@@ -42,6 +42,10 @@ pub struct SourceState {
     /// A project-wide source a partial answer waits for (within `hooks.knock_on_wait_ms`):
     /// its last run over the file's project was quick (set when it is launched).
     pub awaited: bool,
+    /// Its check rides the session start's warm-up (`CheckRequest::committed`: the warm
+    /// server's first analysis checks the edit's users first): a partial answer waits for
+    /// it until the deadline, not only the knock-on time.
+    pub rides: bool,
     /// Its answer for `answered` was early (`CheckResponse::more`): it still owes the rest,
     /// which its follow-up check brings; the file is not settled before.
     pub more: bool,
@@ -150,7 +154,7 @@ impl FileState {
                 && !pending.own
                 && self.sources.values().any(|s| s.answered == self.gen)
                 && self.sources.values().all(|s| {
-                    (s.project_wide && !(knock_on && s.awaited))
+                    (s.project_wide && !(knock_on && s.awaited) && !s.rides)
                         || (s.answered == self.gen && pending.ready(&s.name))
                 }))
     }
@@ -345,6 +349,7 @@ impl Session {
                 at: now,
                 items,
                 awaited: false,
+                rides: false,
                 more: false,
             },
         );
@@ -365,6 +370,19 @@ impl Session {
             .and_then(|st| st.sources.get_mut(&source))
         {
             s.awaited = awaited;
+            s.rides = false;
+        }
+    }
+
+    /// Mark project-wide `source`'s check of this file as riding the warm-up (see
+    /// [`SourceState::rides`]).
+    pub fn set_rides(&mut self, path: &Path, source: SourceId) {
+        if let Some(s) = self
+            .files
+            .get_mut(path)
+            .and_then(|st| st.sources.get_mut(&source))
+        {
+            s.rides = true;
         }
     }
 
@@ -416,6 +434,7 @@ impl Session {
                 at: 0,
                 items: Vec::new(),
                 awaited: false,
+                rides: false,
                 more: false,
             });
             state.name.clone_from(&s.name);
@@ -534,6 +553,7 @@ impl Session {
             at: 0,
             items: Vec::new(),
             awaited: false,
+            rides: false,
             more: false,
         });
         state.answered = st.gen;
@@ -557,6 +577,7 @@ impl Session {
                     at: now,
                     items,
                     awaited: false,
+                    rides: false,
                     more: false,
                 },
             );

@@ -150,7 +150,11 @@ impl Call {
                 items,
             })
             .collect();
-        let _ = self.reply.send(Ok(CheckResponse { files, more }));
+        let _ = self.reply.send(Ok(CheckResponse {
+            files,
+            more,
+            ..Default::default()
+        }));
     }
 
     /// Answer: nothing found in any file.

@@ -152,6 +152,14 @@ pub struct CheckRequest {
     /// nothing is left out.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub served: BTreeMap<PathBuf, Vec<String>>,
+    /// The committed text of each of `files`, sent to a project-wide source that keeps a warm
+    /// server ([`Capabilities::warm`]) with the session's first edits when they come during
+    /// the session start's warm-up, the tree otherwise clean at `HEAD`: that source's baseline
+    /// for the project is still to come, and one that can check the files its edit reaches
+    /// against these texts answers their baseline with the check
+    /// ([`CheckResponse::baseline`]). Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub committed: BTreeMap<PathBuf, String>,
 }
 
 /// The answer to one check.
@@ -166,6 +174,11 @@ pub struct CheckResponse {
     /// project, which the service runs at once).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub more: bool,
+    /// Per file, this source's items with [`CheckRequest::committed`]'s texts in place of the
+    /// changed files (every file it checked so, with or without items): the files' baseline,
+    /// ahead of the source's run over the commit. Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub baseline: Vec<FileResult>,
 }
 
 /// Results for one file.

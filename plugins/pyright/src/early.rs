@@ -328,7 +328,7 @@ fn changed_at(file: &Path) -> Option<SystemTime> {
     SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
-fn read(workspace: &Path, file: &Path) -> Option<String> {
+pub(crate) fn read(workspace: &Path, file: &Path) -> Option<String> {
     let bytes =
         openfiles_plugin_api::confine::read_workspace_file(workspace, file, MAX_BYTES).ok()?;
     String::from_utf8(bytes).ok()

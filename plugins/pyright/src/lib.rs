@@ -49,6 +49,7 @@ mod memory;
 mod opened;
 pub mod parse;
 mod report;
+mod ride;
 pub mod rpc;
 mod served;
 pub mod server;
@@ -158,6 +159,9 @@ pub struct Pyright {
     fallbacks: std::sync::Mutex<Vec<String>>,
     /// The checks a language server answered early for (`CheckResponse::more`).
     answered_early: std::sync::Mutex<HashSet<u64>>,
+    /// Per check and language server executable, the baseline a ride answered
+    /// ([`ride`]): its findings and the files it checked.
+    ride_baselines: std::sync::Mutex<HashMap<u64, RideBaselines>>,
     /// Each folder's projects and the checkers it asks for (see [`layout`]).
     layouts: layout::Layouts,
     /// The plugin's own folder (combined configurations, see [`combine`]).
@@ -175,6 +179,12 @@ type Asked<'a> = (&'a [PathBuf], bool, &'a dyn Fn(&Path) -> bool);
 
 /// One run: a checker over one project.
 type Run = (Checker, PathBuf, PathBuf);
+/// What a check asks a warm server: the files that may have changed, their committed texts
+/// (`CheckRequest::committed`), its time.
+type Changed<'a> = (&'a [PathBuf], &'a BTreeMap<PathBuf, String>, u64);
+/// Per language server executable, the baseline a ride answered: its findings and the files
+/// it checked ([`ride`]).
+type RideBaselines = HashMap<PathBuf, (Vec<Found>, Vec<PathBuf>)>;
 
 impl Plugin for Pyright {
     const NAME: &'static str = "pyright";
@@ -227,6 +237,7 @@ impl Plugin for Pyright {
                 runs: ToolRuns::new(),
                 fallbacks: std::sync::Mutex::default(),
                 answered_early: std::sync::Mutex::default(),
+                ride_baselines: std::sync::Mutex::default(),
                 layouts: layout::Layouts::default(),
             },
             caps,
@@ -258,7 +269,7 @@ impl Plugin for Pyright {
             .cache_of
             .is_none()
             .then_some((request.files.as_slice(), request.timeout_ms.max(30_000)));
-        let mut files = Vec::new();
+        let (mut files, mut baseline) = (Vec::new(), Vec::new());
         for checker in Checker::ALL {
             let groups: Vec<(Run, Vec<PathBuf>)> = runs
                 .iter()
@@ -268,11 +279,13 @@ impl Plugin for Pyright {
             if groups.is_empty() {
                 continue;
             }
-            let found = self.check_projects(checker, groups, &request, &scope, live);
+            let found = self.check_projects(checker, groups.clone(), &request, &scope, live);
             if found.is_err() {
                 self.early(request.id);
+                self.ride_baselines_of(request.id);
             }
             files.extend(found?);
+            baseline.extend(self.ride_baseline(checker, &groups, &request, &scope));
         }
         // No checker installed: nothing to say (the language server, if any, checks the file).
         files.extend(missing.into_iter().map(|path| FileResult {
@@ -281,7 +294,11 @@ impl Plugin for Pyright {
         }));
         let more = self.early(request.id);
         trace(|| format!("check {}: {} files answered", request.id, files.len()));
-        Ok(CheckResponse { files, more })
+        Ok(CheckResponse {
+            files,
+            more,
+            baseline,
+        })
     }
 
     fn cancel(&self, check_id: u64) {
@@ -353,7 +370,8 @@ impl Pyright {
         let served = live
             .map(|(changed, timeout_ms)| {
                 let runs: Vec<&Run> = groups.iter().map(|(run, _)| run).collect();
-                self.serve_together(request.id, &runs, scope, changed, timeout_ms)
+                let asked = (changed, &request.committed, timeout_ms);
+                self.serve_together(request.id, &runs, scope, asked)
             })
             .unwrap_or_default();
         // The command line: several projects of one executable checked as one program
@@ -385,6 +403,67 @@ impl Pyright {
                 self.run(request.id, run, asked, scope, served)
             },
         )
+    }
+
+    /// The baseline the rides of check `id` answered (taken: asked once).
+    fn ride_baselines_of(&self, id: u64) -> RideBaselines {
+        let mut stash = self
+            .ride_baselines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        stash.remove(&id).unwrap_or_default()
+    }
+
+    /// `checker`'s baseline for its projects `groups` from the rides of this check: every
+    /// file a ride checked with the committed texts, as the check's own items are made
+    /// (hints only where the server stands in for the lsp plugin's).
+    fn ride_baseline(
+        &self,
+        checker: Checker,
+        groups: &[(Run, Vec<PathBuf>)],
+        request: &CheckRequest,
+        scope: &Scope,
+    ) -> Vec<FileResult> {
+        let stash: RideBaselines = {
+            let mut all = self
+                .ride_baselines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let Some(of_check) = all.get_mut(&request.id) else {
+                return Vec::new();
+            };
+            let exes: HashSet<&PathBuf> = groups.iter().map(|((_, _, exe), _)| exe).collect();
+            let ours = of_check.keys().filter(|e| exes.contains(e)).cloned();
+            let ours: Vec<PathBuf> = ours.collect();
+            let taken = ours
+                .into_iter()
+                .filter_map(|e| of_check.remove_entry(&e))
+                .collect();
+            if of_check.is_empty() {
+                all.remove(&request.id);
+            }
+            taken
+        };
+        let workspace = scope.workspace_root().unwrap_or(&request.workspace);
+        let mut out = Vec::new();
+        for ((c, root, exe), _) in groups {
+            let Some((found, files)) = stash.get(exe).filter(|_| *c == checker) else {
+                continue;
+            };
+            let files: HashSet<&PathBuf> = files.iter().filter(|f| f.starts_with(root)).collect();
+            let diags = hints_for(under(found, root), request, checker);
+            let asked = |p: &Path| files.contains(&p.to_path_buf());
+            let mut findings = collect(checker, root, workspace, diags, &asked);
+            out.extend(files.into_iter().map(|path| {
+                let mut items = findings.shared.clone();
+                items.extend(findings.per_file.remove(path).unwrap_or_default());
+                FileResult {
+                    path: path.clone(),
+                    items,
+                }
+            }));
+        }
+        out
     }
 
     /// The checker for `file` (the lsp plugin's rule, see the module docs), its project
@@ -455,13 +534,12 @@ impl Pyright {
         id: u64,
         runs: &[&Run],
         scope: &Scope,
-        changed: &[PathBuf],
-        timeout_ms: u64,
+        asked: Changed,
     ) -> HashMap<PathBuf, Vec<Found>> {
         roots_by_exe(runs.iter().copied())
             .into_iter()
             .filter_map(|((checker, exe), roots)| {
-                let found = self.serve(id, (checker, &roots, exe), scope, changed, timeout_ms)?;
+                let found = self.serve(id, (checker, &roots, exe), scope, asked)?;
                 Some((exe.clone(), found))
             })
             .collect()
@@ -476,8 +554,7 @@ impl Pyright {
         id: u64,
         (checker, roots, exe): (Checker, &[PathBuf], &Path),
         scope: &Scope,
-        changed: &[PathBuf],
-        timeout_ms: u64,
+        (changed, committed, timeout_ms): Changed,
     ) -> Option<Vec<Found>> {
         if checker == Checker::Ty || self.settings.language_server == Some(false) {
             return None;
@@ -498,6 +575,7 @@ impl Pyright {
             workspace,
             scope,
             changed,
+            committed,
             timeout_ms,
         };
         match self.servers.check(&ask, &|| self.runs.is_cancelled(id)) {
@@ -507,6 +585,15 @@ impl Pyright {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(id);
+                }
+                if let Some(pushes) = answer.baseline {
+                    let files = pushes.iter().map(|(f, _)| f.clone()).collect();
+                    let mut stash = self
+                        .ride_baselines
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    let of_check = stash.entry(id).or_default();
+                    of_check.insert(exe.to_owned(), (lsp_found(pushes), files));
                 }
                 Some(lsp_found(answer.pushes))
             }

@@ -103,6 +103,22 @@ impl Opened {
         }
     }
 
+    /// Hold `files`, opened by the caller, as the most recently used (closing the least
+    /// recently used beyond [`MAX_OPEN`]).
+    pub fn hold(
+        &mut self,
+        conn: &Conn,
+        files: impl IntoIterator<Item = PathBuf>,
+    ) -> std::io::Result<()> {
+        self.files.extend(files);
+        while self.files.len() > MAX_OPEN {
+            if let Some(old) = self.files.pop_front() {
+                close(conn, &old)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `file` is held open.
     pub fn holds(&self, file: &Path) -> bool {
         self.files.iter().any(|f| f == file)

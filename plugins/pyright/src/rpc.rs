@@ -2,7 +2,8 @@
 //! `Content-Length` framing, one reader thread that keeps what the server pushed (its
 //! diagnostics per document, its work-done progress, when it last said anything) in a
 //! [`Pushed`] behind a condition variable, and answers to the few requests a server makes
-//! of its client (`workspace/configuration` from the given settings, anything else `null`).
+//! of its client (`workspace/configuration` from the given settings, anything else `null`),
+//! and the answers to the client's own requests ([`Conn::request`]: the ride's pulls).
 //!
 //! Why not the lsp plugin's transport: that one is async (tokio) and made for many servers
 //! with requests and timeouts; the pyright plugin only notifies and listens, and plugins
@@ -12,6 +13,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -37,12 +39,27 @@ pub struct Pushed {
     pub initialized: bool,
     /// The server's output closed (it exited or broke framing).
     pub closed: bool,
+    /// The answers to [`Conn::request`]s awaited (`None`: not yet), by id: the answer's
+    /// `result`, or its `error`.
+    pub answers: HashMap<u64, Option<Result<Value, Value>>>,
 }
+
+impl Pushed {
+    /// Take the answer to request `id`, once it came.
+    pub fn take_answer(&mut self, id: u64) -> Option<Result<Value, Value>> {
+        let done = self.answers.get(&id).is_some_and(Option::is_some);
+        done.then(|| self.answers.remove(&id)).flatten().flatten()
+    }
+}
+
+/// The first id of the client's own requests (below: `initialize`'s and `shutdown`'s).
+const FIRST_REQUEST: u64 = 1_000;
 
 /// The connection: what was pushed, and the server's stdin.
 pub struct Conn {
     state: Arc<(Mutex<Pushed>, Condvar)>,
     stdin: Arc<Mutex<ChildStdin>>,
+    next_id: AtomicU64,
 }
 
 impl Conn {
@@ -62,6 +79,7 @@ impl Conn {
                 last_event: Instant::now(),
                 initialized: false,
                 closed: false,
+                answers: HashMap::new(),
             }),
             Condvar::new(),
         ));
@@ -81,7 +99,11 @@ impl Conn {
                 m.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
                 cv.notify_all();
             })?;
-        Ok(Conn { state, stdin })
+        Ok(Conn {
+            state,
+            stdin,
+            next_id: AtomicU64::new(FIRST_REQUEST),
+        })
     }
 
     /// Send a message (a request or a notification).
@@ -92,6 +114,26 @@ impl Conn {
 
     pub fn notify(&self, method: &str, params: Value) -> std::io::Result<()> {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// Send request `method`; its answer comes to [`Pushed::take_answer`] under the id
+    /// returned (forget it with [`Conn::forget`] when it is no longer awaited).
+    pub fn request(&self, method: &str, params: Value) -> std::io::Result<u64> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.pushed().answers.insert(id, None);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if let Err(e) = self.send(&msg) {
+            self.pushed().answers.remove(&id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Stop awaiting request `id` (the server is asked to cancel it; its answer is dropped).
+    pub fn forget(&self, id: u64) {
+        if self.pushed().answers.remove(&id).is_some() {
+            let _ = self.notify("$/cancelRequest", json!({ "id": id }));
+        }
     }
 
     /// What was pushed so far.
@@ -123,6 +165,12 @@ fn handle(
         ("", Some(id)) => {
             if *id == json!(1) {
                 s.initialized = true;
+            }
+            if let Some(slot) = id.as_u64().and_then(|id| s.answers.get_mut(&id)) {
+                *slot = Some(match msg.get("error") {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                });
             }
             None
         }

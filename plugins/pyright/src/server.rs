@@ -73,10 +73,10 @@ pub enum ServerError {
 }
 
 /// One running server.
-struct Server {
+pub struct Server {
     child: Mutex<Child>,
-    conn: Conn,
-    roots: Mutex<HashSet<PathBuf>>,
+    pub(crate) conn: Conn,
+    pub(crate) roots: Mutex<HashSet<PathBuf>>,
     /// When it began reading each root's files (its start, or the root's addition): a file
     /// unchanged since before then was read as it is ([`Texts::learn`]).
     reading_since: Mutex<HashMap<PathBuf, SystemTime>>,
@@ -84,9 +84,9 @@ struct Server {
     /// Checks waiting on it now (a busy server is never idle).
     busy: AtomicUsize,
     /// The texts it was told and its files' texts as seen (see [`crate::early`]).
-    texts: Mutex<Texts>,
+    pub(crate) texts: Mutex<Texts>,
     /// The files it holds open (see [`crate::opened`]).
-    opened: Mutex<Opened>,
+    pub(crate) opened: Mutex<Opened>,
 }
 
 /// A check's hold on a server marked busy (under the map's lock, so the idle reaper never
@@ -145,6 +145,9 @@ pub struct Ask<'a> {
     pub scope: &'a Scope,
     /// Files that may have changed on disk since the last check.
     pub changed: &'a [PathBuf],
+    /// Their committed texts, while the project's baseline is still coming
+    /// (`CheckRequest::committed`: [`crate::ride`]).
+    pub committed: &'a std::collections::BTreeMap<PathBuf, String>,
     pub timeout_ms: u64,
 }
 
@@ -157,6 +160,9 @@ pub struct Answer {
     pub pushes: Pushes,
     /// Early: the analysis goes on (a follow-up check waits for the rest).
     pub more: bool,
+    /// The diagnostics of the files [`crate::ride`] checked with the changed files'
+    /// committed texts: their baseline (every file it checked, with or without any).
+    pub baseline: Option<Pushes>,
 }
 
 impl Servers {
@@ -406,6 +412,9 @@ fn notify_and_wait(
     state_dir: Option<&Path>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Answer>, ServerError> {
+    if let Some(answer) = crate::ride::ride(server, ask, cancelled)? {
+        return Ok(answer);
+    }
     let (start, known) = notify(server, ask, state_dir)?;
     let until = start.since + Duration::from_millis(ask.timeout_ms.max(1_000));
     let watched = start.before.iter().chain(&start.users).cloned();
@@ -463,7 +472,11 @@ fn notify_and_wait(
             }
             let more = !settled;
             timeline.line(if more { "answered early" } else { "settled" });
-            return Ok(Some(Answer { pushes, more }));
+            return Ok(Some(Answer {
+                pushes,
+                more,
+                baseline: None,
+            }));
         }
         if Instant::now() > until {
             return Err(ServerError::Timeout(ask.timeout_ms));

@@ -146,6 +146,7 @@ mod tests {
             last_event: long_ago,
             initialized: true,
             closed: false,
+            answers: HashMap::new(),
         };
         assert!(!start.settled(&pushed(2, 1)), "the old analysis's end");
         assert!(!start.settled(&pushed(3, 1)), "the caller not re-checked");
@@ -187,6 +188,7 @@ mod tests {
             last_event: long_ago,
             initialized: true,
             closed: false,
+            answers: HashMap::new(),
         };
         let untracked = start(Vec::new());
         assert!(!untracked.settled(&pushed(0, false)), "not analysed yet");

@@ -86,6 +86,43 @@ pub fn is_clean(root: &Path) -> Result<bool, GitError> {
     Ok(out.stdout.is_empty())
 }
 
+/// The committed text of each of `files` at `HEAD`, when the tree of the repository holding
+/// `root` differs from `HEAD` in those files only (`git status` as [`is_clean`] asks it);
+/// `None` otherwise, or when `HEAD` lacks one of them.
+pub fn committed_if_only(
+    root: &Path,
+    files: &[PathBuf],
+) -> Result<Option<BTreeMap<PathBuf, String>>, GitError> {
+    let commit = head_commit(root)?;
+    let top = toplevel(root)?;
+    let mut cmd = gitcmd::command(
+        root,
+        ["status", "--porcelain", "-z", "--untracked-files=normal"],
+    )?;
+    let out = cmd.env("GIT_OPTIONAL_LOCKS", "0").output()?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    for entry in text.split('\0').filter(|f| !f.is_empty()) {
+        let (status, rel) = entry.split_at(entry.len().min(3));
+        if status.starts_with('R') || status.starts_with('C') {
+            return Ok(None); // a rename or copy: its source changed too
+        }
+        if !files.contains(&top.join(rel)) {
+            return Ok(None);
+        }
+    }
+    let mut texts = BTreeMap::new();
+    for f in files {
+        let Some(text) = committed_text(root, &commit, f)? else {
+            return Ok(None);
+        };
+        texts.insert(f.clone(), text);
+    }
+    Ok(Some(texts))
+}
+
 /// The top of the repository's working tree.
 pub fn toplevel(root: &Path) -> Result<PathBuf, GitError> {
     let out = run(root, &["rev-parse", "--show-toplevel"])?;

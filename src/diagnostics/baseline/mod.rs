@@ -164,10 +164,14 @@ impl Baseline {
                 _ => Some(false),
             };
         }
-        let c = if project_wide {
+        // A project-wide source's baseline of one file, ahead of its run over the project:
+        // what its warm server answered with the changed files' committed texts
+        // (`CheckResponse::baseline`).
+        let ahead = self.file_coverage(source, file);
+        let c = if project_wide && ahead != Some(&Coverage::Ready) {
             self.project(source, project)
         } else {
-            self.file_coverage(source, file)
+            ahead
         };
         match c {
             Some(Coverage::Ready) => Some(true),

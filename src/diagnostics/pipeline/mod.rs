@@ -591,6 +591,8 @@ impl Pipeline {
         let dirty = self.base_prepare(dirty);
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
         let max_file_bytes = self.config.diagnostics.max_file_bytes;
+        let baseline = self.base.takes_baselines() && self.base.baseline.usable();
+        self.scheduler.set_baseline(baseline);
         self.scheduler.dispatch(
             &mut self.session,
             dirty,
@@ -623,9 +625,14 @@ impl Pipeline {
         tracing::debug!(check, source, files = files.len(), stale, "check merged");
         let mut more = false;
         match result {
-            Ok(resp) => {
+            Ok(mut resp) => {
                 // An early answer of a project-wide run: the rest is owed (its follow-up).
                 more = resp.more && project.is_some();
+                if let Some(proj) = project.as_ref().filter(|_| !resp.baseline.is_empty()) {
+                    let ahead = std::mem::take(&mut resp.baseline);
+                    let name = self.source_name(source, ahead.iter().map(|f| &f.path));
+                    self.base_ahead(&name, proj, ahead);
+                }
                 let mut by_file: HashMap<PathBuf, Vec<Item>> = HashMap::new();
                 for fr in resp.files {
                     by_file.entry(fr.path).or_default().extend(fr.items);

@@ -56,8 +56,27 @@ impl Plugin for Echo {
             panic!("boom requested");
         }
         let more = request.files.len() > 1;
+        // The committed texts it was given, echoed as the files' baseline.
+        let baseline = request
+            .committed
+            .iter()
+            .map(|(path, text)| FileResult {
+                path: path.clone(),
+                items: vec![Item {
+                    introduced: None,
+                    fixes: Vec::new(),
+                    line: 1,
+                    column: 1,
+                    severity: Severity::Error,
+                    source: "echo".into(),
+                    code: None,
+                    message: text.clone(),
+                }],
+            })
+            .collect();
         Ok(CheckResponse {
             more,
+            baseline,
             files: request
                 .files
                 .into_iter()
@@ -151,6 +170,7 @@ fn create_check_cancel_destroy_round_trip() {
         files: vec!["/w/a.txt".into(), "/w/é.txt".into()],
         also_report: vec![],
         timeout_ms: 1000,
+        committed: [("/w/a.txt".into(), "old ü".to_owned())].into(),
         ..Default::default()
     })
     .unwrap();
@@ -161,6 +181,13 @@ fn create_check_cancel_destroy_round_trip() {
     assert!(resp.more, "an early answer says so across the boundary");
     assert_eq!(resp.files[1].items[0].message, "saw /w/é.txt");
     assert_eq!(resp.files[1].items[0].code.as_deref(), Some("E1"));
+    assert_eq!(
+        resp.baseline.len(),
+        1,
+        "the committed texts and baseline cross it"
+    );
+    assert_eq!(resp.baseline[0].path, PathBuf::from("/w/a.txt"));
+    assert_eq!(resp.baseline[0].items[0].message, "old ü");
 
     let before = CANCELLED.load(Ordering::SeqCst);
     // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.

@@ -9,3 +9,4 @@ mod language_server;
 mod monorepo;
 mod real_other_checkers;
 mod real_pyright;
+mod ride;

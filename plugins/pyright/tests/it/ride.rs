@@ -1,0 +1,184 @@
+//! An edit riding the warm server's first analysis (issue 42.2, cold): the session start's
+//! warm-up started the server a moment before the agent's edit, and the edit's check comes
+//! with the changed file's committed text (`CheckRequest::committed`). The answer is early:
+//! the broken caller named, and the baseline of the files it checked equal to the command
+//! line's at the commit; the follow-ups settle on the command line's answer. An edit with
+//! no users answers at once with nothing and no baseline.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use openfiles_plugin_api::{CheckRequest, CheckResponse, FileResult, Init, Item, Plugin};
+use openfiles_plugin_pyright::Pyright;
+
+fn plugin(config: serde_json::Value) -> Pyright {
+    let state = tempfile::tempdir().unwrap();
+    Pyright::create(Init {
+        config,
+        state_dir: state.path().to_owned(),
+        host_version: "test".into(),
+    })
+    .unwrap()
+    .0
+}
+
+fn ask(p: &Pyright, ws: &Path, edited: &Path, id: u64, committed: Option<&str>) -> CheckResponse {
+    p.check(CheckRequest {
+        id,
+        workspace: ws.to_owned(),
+        files: vec![edited.to_owned()],
+        report_all: true,
+        trusted: true,
+        timeout_ms: 120_000,
+        committed: committed
+            .map(|t| [(edited.to_owned(), t.to_owned())].into())
+            .unwrap_or_default(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// The items per file, files with none left out.
+fn by_file(files: Vec<FileResult>) -> BTreeMap<PathBuf, Vec<Item>> {
+    let mut out: BTreeMap<PathBuf, Vec<Item>> = BTreeMap::new();
+    for f in files {
+        let items = out.entry(f.path).or_default();
+        items.extend(f.items);
+        items.sort_by_key(|i| (i.line, i.column, i.message.clone()));
+    }
+    out.retain(|_, items| !items.is_empty());
+    out
+}
+
+fn codes(items: &BTreeMap<PathBuf, Vec<Item>>, file: &Path) -> Vec<String> {
+    let of = items.get(file).map(Vec::as_slice).unwrap_or_default();
+    of.iter().filter_map(|i| i.code.clone()).collect()
+}
+
+const GOOD: &str = "def make_str(value: object) -> str:";
+const BROKEN: &str = "def make_str(value: object, strict: bool) -> str:";
+
+/// `pkg/utils.py` with `make_str`, `lonely` (used nowhere) and `other`; `pkg/core.py` calls
+/// `make_str` and has a problem of its own; thirty modules import `other` only.
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap();
+    let w = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w(
+        "pyrightconfig.json",
+        "{\"typeCheckingMode\": \"standard\"}\n",
+    );
+    w("pkg/__init__.py", "");
+    w(
+        "pkg/utils.py",
+        &format!(
+            "{GOOD}\n    return str(value)\n\n\ndef lonely(x: int) -> int:\n    return x\n\n\n\
+             def other(x: int) -> int:\n    return x\n"
+        ),
+    );
+    w(
+        "pkg/core.py",
+        "from .utils import make_str\n\n\ndef name(v: int) -> str:\n    return make_str(v)\n\n\n\
+         bad: int = \"x\"\n",
+    );
+    for n in 0..30 {
+        w(
+            &format!("pkg/m{n}.py"),
+            &format!("from pkg.utils import other\n\nY{n} = other({n})\n"),
+        );
+    }
+    (tmp, ws)
+}
+
+/// Check until the answer is not early.
+fn settled(p: &Pyright, ws: &Path, edited: &Path, id: &mut u64) -> BTreeMap<PathBuf, Vec<Item>> {
+    loop {
+        *id += 1;
+        let resp = ask(p, ws, edited, *id, None);
+        if !resp.more {
+            return by_file(resp.files);
+        }
+    }
+}
+
+/// The warm-up's check of another module starts the server; a second later the edit comes.
+fn edit_during_the_first_analysis(
+    served: &Pyright,
+    ws: &Path,
+    edit: impl FnOnce() -> CheckResponse + Send,
+) -> CheckResponse {
+    std::thread::scope(|s| {
+        let warm_up = s.spawn(|| ask(served, ws, &ws.join("pkg/m0.py"), 1, None));
+        std::thread::sleep(Duration::from_millis(1_000));
+        let resp = edit();
+        warm_up.join().unwrap();
+        resp
+    })
+}
+
+#[test]
+fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
+    let (_tmp, ws) = project();
+    let utils = ws.join("pkg/utils.py");
+    let core = ws.join("pkg/core.py");
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    let mut at_commit = by_file(ask(&cli, &ws, &utils, 1, None).files);
+    at_commit.retain(|f, _| *f == core || *f == utils);
+    assert_eq!(codes(&at_commit, &core), ["reportAssignmentType"]);
+
+    let served = plugin(serde_json::Value::Null);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    let resp = edit_during_the_first_analysis(&served, &ws, || {
+        std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
+        ask(&served, &ws, &utils, 2, Some(&good))
+    });
+    assert!(resp.more, "an early answer: the rest follows");
+    let early = by_file(resp.files);
+    assert_eq!(
+        codes(&early, &core),
+        ["reportCallIssue", "reportAssignmentType"],
+        "the caller named beside its own problem: {early:#?}"
+    );
+    let checked: Vec<&PathBuf> = resp.baseline.iter().map(|f| &f.path).collect();
+    assert!(
+        checked.contains(&&core) && checked.contains(&&utils),
+        "the baseline covers the user and the edited file: {checked:?}"
+    );
+    assert_eq!(
+        by_file(resp.baseline),
+        at_commit,
+        "the baseline is the command line's at the commit"
+    );
+
+    let mut id = 2;
+    let rest = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 2, None).files));
+}
+
+#[test]
+fn an_edit_without_users_answers_at_once_with_nothing() {
+    let (_tmp, ws) = project();
+    let utils = ws.join("pkg/utils.py");
+    let served = plugin(serde_json::Value::Null);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    let lonely = "def lonely(x: int) -> int:\n    return x";
+    let resp = edit_during_the_first_analysis(&served, &ws, || {
+        let broken = good.replace(lonely, "def lonely(x: int) -> int:\n    return \"x\"");
+        std::fs::write(&utils, broken).unwrap();
+        ask(&served, &ws, &utils, 2, Some(&good))
+    });
+    assert!(resp.more, "the follow-up waits for the analysis");
+    assert!(by_file(resp.files).is_empty(), "nothing yet");
+    assert!(resp.baseline.is_empty(), "no file checked at the commit");
+
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    let mut id = 2;
+    let rest = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(codes(&rest, &utils), ["reportReturnType"], "{rest:#?}");
+    assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 1, None).files));
+}
