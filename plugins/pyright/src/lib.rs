@@ -49,7 +49,6 @@ mod memory;
 mod opened;
 pub mod parse;
 mod report;
-mod ride;
 pub mod rpc;
 mod served;
 pub mod server;
@@ -160,7 +159,7 @@ pub struct Pyright {
     /// The checks a language server answered early for (`CheckResponse::more`).
     answered_early: std::sync::Mutex<HashSet<u64>>,
     /// Per check and language server executable, the baseline a ride answered
-    /// ([`ride`]): its findings and the files it checked.
+    /// (`server/ride.rs`): its findings and the files it checked.
     ride_baselines: std::sync::Mutex<HashMap<u64, RideBaselines>>,
     /// Each folder's projects and the checkers it asks for (see [`layout`]).
     layouts: layout::Layouts,
@@ -183,7 +182,7 @@ type Run = (Checker, PathBuf, PathBuf);
 /// (`CheckRequest::committed`), its time.
 type Changed<'a> = (&'a [PathBuf], &'a BTreeMap<PathBuf, String>, u64);
 /// Per language server executable, the baseline a ride answered: its findings and the files
-/// it checked ([`ride`]).
+/// it checked (`server/ride.rs`).
 type RideBaselines = HashMap<PathBuf, (Vec<Found>, Vec<PathBuf>)>;
 
 impl Plugin for Pyright {

@@ -37,6 +37,8 @@
 //! sooner, and pyright's cache manager empties its type caches when the used heap nears that
 //! bound (~86 % of it) instead of the server growing until the plugin stops it.
 
+mod ride;
+
 use crate::early::{Known, Texts};
 use crate::memory::{heap_mib, node_options, tree_rss};
 use crate::opened::Opened;
@@ -146,7 +148,7 @@ pub struct Ask<'a> {
     /// Files that may have changed on disk since the last check.
     pub changed: &'a [PathBuf],
     /// Their committed texts, while the project's baseline is still coming
-    /// (`CheckRequest::committed`: [`crate::ride`]).
+    /// (`CheckRequest::committed`: `ride.rs`).
     pub committed: &'a std::collections::BTreeMap<PathBuf, String>,
     pub timeout_ms: u64,
 }
@@ -160,7 +162,7 @@ pub struct Answer {
     pub pushes: Pushes,
     /// Early: the analysis goes on (a follow-up check waits for the rest).
     pub more: bool,
-    /// The diagnostics of the files [`crate::ride`] checked with the changed files'
+    /// The diagnostics of the files `ride.rs` checked with the changed files'
     /// committed texts: their baseline (every file it checked, with or without any).
     pub baseline: Option<Pushes>,
 }
@@ -412,7 +414,7 @@ fn notify_and_wait(
     state_dir: Option<&Path>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Answer>, ServerError> {
-    if let Some(answer) = crate::ride::ride(server, ask, cancelled)? {
+    if let Some(answer) = ride::ride(server, ask, cancelled)? {
         return Ok(answer);
     }
     let (start, known) = notify(server, ask, state_dir)?;

@@ -20,8 +20,8 @@
 //! have no users answers at once with nothing (the follow-up waits for the analysis): its
 //! hook is not held.
 
+use super::{Answer, Ask, Pushes, Server, ServerError};
 use crate::early::{changed_names, read, users};
-use crate::server::{Answer, Ask, Pushes, Server, ServerError};
 use openfiles_plugin_api::uri::path_to_uri;
 use serde_json::{json, Value};
 use std::collections::HashMap;
