@@ -28,6 +28,11 @@ hook's time, whether its text named every caller, when `diagnostics.json` had th
 whether the baseline came from the warm-up (`seed.rs`), a snapshot run the warm-up started
 ahead of the edit (`base::prefetch`; the edit waits for it if it still runs) or one the edit started.
 
+With `--kept` too, each cold session's state dir shares the commit's baselines another
+session kept (`<state>/baselines`, as another worktree's at the same commit would leave them:
+`diagnostics::baseline::shared`), made once beforehand by a session whose first edit waited
+for its snapshot run; the session's own baseline starts empty.
+
 For each breaking edit: the hook's wall time, how many of the callers its own text named, and
 the time from the edit until `diagnostics.json` had an `affectedBy` entry with an error on every
 caller's line. For each restoring edit: whether its hook still named a caller, and the time
@@ -161,13 +166,38 @@ def fmt(s):
     return "never" if s is None else f"{s:.2f} s"
 
 
+def kept_baselines(binary, plugins, ws, tmp, target, texts, timeout_ms):
+    """`--kept`: a session (no session start) edits, waits for the commit's run over the
+    snapshot to be kept, and restores FILE: its `<state>/baselines`."""
+    clean, broken = texts
+    own = os.path.join(tmp, "kept")
+    store = os.path.join(own, "state", "baselines")
+    os.makedirs(os.path.join(own, "state"), exist_ok=True)
+    with Service(binary, plugins, ws, own, timeout_ms=timeout_ms) as svc:
+        open(target, "w").write(broken)
+        svc.hook(target)
+        until = time.time() + 300
+        while not glob.glob(os.path.join(store, "*", "*", "*.json")):
+            if time.time() > until:
+                raise SystemExit("no run kept after 300 s")
+            time.sleep(0.2)
+        open(target, "w").write(clean)
+    return store
+
+
 def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
     """`--cold N`: N fresh services, each a session start, the gap and the first edit."""
     clean, broken = texts
     hooks, named_all, arrivals = [], 0, []
+    store = (kept_baselines(binary, plugins, ws, tmp, target, texts, a.timeout_ms)
+             if a.kept else None)
     for i in range(a.cold):
         own = os.path.join(tmp, f"cold-{i}")
         os.makedirs(os.path.join(own, "state"), exist_ok=True)
+        if store:
+            # The one store, as every worktree of a service shares it (a copy would name
+            # another snapshot folder than the kept runs say they ran in).
+            os.symlink(store, os.path.join(own, "state", "baselines"))
         if a.lang == "rust":
             subprocess.run([binary, "trust", ws], check=True, capture_output=True,
                            env=dict(os.environ, OPENFILES_STATE_DIR=os.path.join(own, "state"),
@@ -219,6 +249,8 @@ def main():
                    help="hooks.timeout_ms, the hook's deadline (default: the service's, 4000)")
     p.add_argument("--cold", type=int, default=0, metavar="N",
                    help="measure N cold sessions (fresh service and state each) instead")
+    p.add_argument("--kept", action="store_true",
+                   help="with --cold: each session starts with the commit's run kept by another")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--show", action="store_true", help="print the cold edit's feedback")
     p.add_argument("--log", help="copy the service's log here at the end (with --cold, each "

@@ -34,6 +34,8 @@
 //!
 //! The scheduler owns no session state: it reads and marks the session the pipeline lends it.
 
+mod ride;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,9 +43,11 @@ use std::time::Duration;
 
 use openfiles_plugin_api::{markers, CheckRequest, CheckResponse};
 
+use super::baseline::shared::AtCommit;
 use super::bound::Class;
 use super::session::{self, Session};
 use super::{project_root, CheckError, Checker, SourceId, SourceInfo};
+use ride::with_committed;
 
 /// How many of a project-wide source's last run times per project decide whether it is quick.
 pub const RUNS_KEPT: usize = 3;
@@ -104,9 +108,9 @@ pub struct Scheduler {
     /// is `u64::MAX` while it runs): a source that keeps a warm server is analysing the whole
     /// workspace for it, and language servers are loading their projects.
     warm_up: Option<(u64, u64)>,
-    /// Whether the session's baseline is taken at a commit (an edit riding the warm-up
-    /// answers part of it: see [`Scheduler::rides`]).
-    baseline: bool,
+    /// Where the runs kept at the session's baseline's commit are, when it is taken at one (an
+    /// edit riding the warm-up answers part of it: see [`Scheduler::rides`]).
+    baseline: Option<AtCommit>,
     /// The (source, project) pairs with a run that ended (see [`Running::cold`]).
     ran_once: BTreeSet<(SourceId, PathBuf)>,
     next_check: u64,
@@ -122,7 +126,7 @@ impl Scheduler {
             follow_up: BTreeMap::new(),
             last_runs: BTreeMap::new(),
             warm_up: None,
-            baseline: false,
+            baseline: None,
             ran_once: BTreeSet::new(),
             next_check: 1,
         }
@@ -271,10 +275,10 @@ impl Scheduler {
         };
     }
 
-    /// Whether the session's baseline is taken at a commit (`Baseline::usable`): set before
-    /// each dispatch.
-    pub fn set_baseline(&mut self, usable: bool) {
-        self.baseline = usable;
+    /// Where the runs kept at the session's baseline's commit are, when it is taken at one
+    /// (`Baseline::usable`): set before each dispatch.
+    pub fn set_baseline(&mut self, at: Option<AtCommit>) {
+        self.baseline = at;
     }
 
     /// Whether one of `files` was last edited while the session start's warm-up ran (its
@@ -315,22 +319,6 @@ impl Scheduler {
                 Some(runs) => runs.iter().any(|took| *took <= limit),
                 None => !warming,
             }
-    }
-
-    /// Whether a check of `files` by `source` rides the session start's warm-up: a source
-    /// keeping a warm server, the warm-up still running, `files` the session's only edits.
-    /// Its request then carries their committed texts when the tree is otherwise clean at
-    /// `HEAD` (`CheckRequest::committed`: the warm server, still in its first analysis,
-    /// checks the edit's users first, with those texts and without, and answers their
-    /// baseline with them), and a partial answer waits for it until the deadline
-    /// (`SourceState::rides`): on click, the caller an edit made a second after the session
-    /// started broke came 3.8 s after it instead of after the whole first analysis and the
-    /// baseline's run over the commit beside it (12–14 s).
-    fn rides(&self, session: &Session, source: &SourceInfo, files: &[PathBuf]) -> bool {
-        source.warm
-            && self.baseline
-            && self.warm_up.is_some_and(|(_, to)| to == u64::MAX)
-            && session.iter().all(|(p, _)| files.contains(p))
     }
 
     /// Whether a run of `source` over `project` launched now is cold (see [`Running::cold`]).
@@ -471,7 +459,9 @@ impl Scheduler {
             "check sent"
         );
         let fut = if rides {
-            with_committed(self.checker.clone(), info.id, request)
+            let kept = self.baseline.clone().zip(project.clone());
+            let kept = kept.map(|(at, proj)| (at, info.name.clone(), proj));
+            with_committed(self.checker.clone(), info.id, request, kept)
         } else {
             self.checker.check(info.id, request)
         };
@@ -629,35 +619,6 @@ async fn answer(
         "check answered"
     );
     (result, took)
-}
-
-/// `checker`'s check of `request` by `source`, riding the warm-up: with the committed texts
-/// of its files (`CheckRequest::committed`) when the tree is otherwise clean at `HEAD` (read
-/// off the actor). Without them the source is not asked now: an early answer with nothing
-/// (its follow-up check waits for the warm server's first analysis), so the partial answer
-/// waiting for a ride (`SourceState::rides`) is not held to the deadline.
-fn with_committed(
-    checker: Arc<dyn Checker>,
-    source: SourceId,
-    mut request: CheckRequest,
-) -> futures_util::future::BoxFuture<'static, Result<CheckResponse, CheckError>> {
-    Box::pin(async move {
-        let (root, files) = (request.workspace.clone(), request.files.clone());
-        let texts = tokio::task::spawn_blocking(move || {
-            super::baseline::git::committed_if_only(&root, &files)
-        })
-        .await;
-        match texts {
-            Ok(Ok(Some(texts))) => {
-                request.committed = texts;
-                checker.check(source, request).await
-            }
-            _ => Ok(CheckResponse {
-                more: true,
-                ..Default::default()
-            }),
-        }
-    })
 }
 
 /// A joint check's answer as each of `projects`' own: a file's result goes to the deepest

@@ -77,6 +77,15 @@ fn repo_with_worktrees(env: &Env, extra: usize) -> Vec<PathBuf> {
     roots
 }
 
+/// The agent's session start in `ws` (the warm-up).
+fn session_start(env: &Env, ws: &Path) {
+    let warm = openfiles_wire::control::Warm(openfiles_wire::control::PathArg {
+        path: ws.to_owned(),
+        force: false,
+    });
+    env.client().call(&warm).unwrap();
+}
+
 /// Whether `ws`'s `notes.txt` shows its own new problem as introduced and the old one as
 /// not (the old one's message names `ws`, as the baseline's run said it of the snapshot).
 fn own_items_classified(ws: &Path, mine: &str) -> bool {
@@ -188,14 +197,7 @@ fn a_session_start_runs_the_commits_baseline_before_the_first_edit() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(runs(&log).is_empty(), "{:?}", runs(&log));
 
-    env.client()
-        .call(&openfiles_wire::control::Warm(
-            openfiles_wire::control::PathArg {
-                path: ws.clone(),
-                force: false,
-            },
-        ))
-        .unwrap();
+    session_start(&env, ws);
     wait_until("the baseline run ended before any edit", || {
         runs(&log)
             .iter()
@@ -223,6 +225,72 @@ fn a_session_start_runs_the_commits_baseline_before_the_first_edit() {
     assert!(
         runs.iter().any(|(w, k, _)| w == "start" && k == "edit"),
         "{runs:?}"
+    );
+    svc.terminate();
+}
+
+/// A run kept at a commit (by another worktree's session, under an earlier service here)
+/// serves a worktree's session from its start: its first edit, made while the session
+/// start's warm-up still runs (the warm source's first analysis, 120 s here), rides the warm
+/// source told that its baseline is known (`CheckRequest::baseline_known`: the pyright
+/// plugin then pulls only the edit's diagnostics), and the kept run is read at once instead
+/// of after the warm-up, so the edit's items are classified long before it ends. Without a
+/// kept run the ride is told nothing of the kind.
+#[test]
+fn a_run_kept_at_the_commit_serves_an_edit_riding_a_session_start() {
+    let (env, log) = fleet_env(2, 0);
+    let roots = repo_with_worktrees(&env, 1);
+    let warm_config = |first_delay_ms: u64| {
+        let config = format!(
+            "[plugin.instant]\nproject_wide = true\nwarm = true\n\
+             first_delay_ms = {first_delay_ms}\nlog = {:?}\n",
+            log.to_str().unwrap()
+        );
+        std::fs::write(&env.config, config).unwrap();
+    };
+    let ride_during_the_warm_up = |ws: &PathBuf, mine: &str| {
+        let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+        session_start(&env, ws);
+        wait_until("the warm-up's check started", || {
+            runs(&log).iter().any(|(w, _, _)| w == "start")
+        });
+        let file = ws.join("notes.txt");
+        std::fs::write(&file, format!("error: old in @ws\nerror: {mine}\n")).unwrap();
+        env.edited(&[&file]);
+        wait_until("the riding edit's problems, classified", || {
+            own_items_classified(ws, mine)
+        });
+        let runs = runs(&log);
+        std::fs::remove_file(&log).unwrap();
+        (svc, runs)
+    };
+
+    // The first worktree's session, its warm-up 1 s long: no run kept yet, so the ride is
+    // told nothing; the commit's run follows the warm-up.
+    warm_config(1_000);
+    let (svc, first) = ride_during_the_warm_up(&roots[0], "first");
+    assert!(
+        first.iter().any(|(w, k, _)| w == "start" && k == "ride"),
+        "{first:?}"
+    );
+    assert!(
+        first.iter().any(|(w, k, _)| w == "end" && k == "baseline"),
+        "the commit's run: {first:?}"
+    );
+    svc.terminate();
+
+    // The second worktree's, under a new service, its warm-up 120 s long.
+    warm_config(120_000);
+    let (svc, later) = ride_during_the_warm_up(&roots[1], "later");
+    assert!(
+        later
+            .iter()
+            .any(|(w, k, _)| w == "start" && k == "ride-known"),
+        "the ride is told the baseline is known: {later:?}"
+    );
+    assert!(
+        !later.iter().any(|(_, k, _)| k == "baseline"),
+        "the kept run is read, not run again: {later:?}"
     );
     svc.terminate();
 }

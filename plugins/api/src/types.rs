@@ -160,6 +160,11 @@ pub struct CheckRequest {
     /// ([`CheckResponse::baseline`]). Absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub committed: BTreeMap<PathBuf, String>,
+    /// Sent with `committed`: the service already has this source's baseline at the commit
+    /// for the projects of `files` (a run kept by an earlier session, or another worktree, at
+    /// that commit), so the answer need not carry one — only what the edit did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline_known: bool,
 }
 
 /// The answer to one check.

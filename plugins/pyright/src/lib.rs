@@ -49,20 +49,19 @@ mod memory;
 mod opened;
 pub mod parse;
 mod report;
+mod ride_stash;
 pub mod rpc;
 mod served;
 pub mod server;
 pub mod settle;
 mod timeline;
 pub mod ty;
-use report::{collect, lsp_found, under, Found};
+use report::{cli_found, collect, lsp_found, under, Found};
 use timeline::trace;
 
 use openfiles_plugin_api::gate::{spawn::search, Program, Scope};
 use openfiles_plugin_api::markers;
-use openfiles_plugin_api::tools::{
-    is_executable, on_path, scope, Column, Findings, ToolOutput, ToolRuns,
-};
+use openfiles_plugin_api::tools::{is_executable, on_path, scope, Findings, ToolRuns};
 use openfiles_plugin_api::{
     export_plugin, Capabilities, CheckRequest, CheckResponse, FileResult, Init, Plugin, PluginError,
 };
@@ -158,9 +157,8 @@ pub struct Pyright {
     fallbacks: std::sync::Mutex<Vec<String>>,
     /// The checks a language server answered early for (`CheckResponse::more`).
     answered_early: std::sync::Mutex<HashSet<u64>>,
-    /// Per check and language server executable, the baseline a ride answered
-    /// (`server/ride.rs`): its findings and the files it checked.
-    ride_baselines: std::sync::Mutex<HashMap<u64, RideBaselines>>,
+    /// The baselines the rides of each check answered (`server/ride.rs`).
+    ride_baselines: ride_stash::RideBaselines,
     /// Each folder's projects and the checkers it asks for (see [`layout`]).
     layouts: layout::Layouts,
     /// The plugin's own folder (combined configurations, see [`combine`]).
@@ -178,12 +176,9 @@ type Asked<'a> = (&'a [PathBuf], bool, &'a dyn Fn(&Path) -> bool);
 
 /// One run: a checker over one project.
 type Run = (Checker, PathBuf, PathBuf);
-/// What a check asks a warm server: the files that may have changed, their committed texts
-/// (`CheckRequest::committed`), its time.
-type Changed<'a> = (&'a [PathBuf], &'a BTreeMap<PathBuf, String>, u64);
-/// Per language server executable, the baseline a ride answered: its findings and the files
-/// it checked (`server/ride.rs`).
-type RideBaselines = HashMap<PathBuf, (Vec<Found>, Vec<PathBuf>)>;
+/// What a check asks a warm server: the files that may have changed, what it rides with
+/// (`CheckRequest::committed`, `CheckRequest::baseline_known`), its time.
+type Changed<'a> = (&'a [PathBuf], server::Riding<'a>, u64);
 
 impl Plugin for Pyright {
     const NAME: &'static str = "pyright";
@@ -236,7 +231,7 @@ impl Plugin for Pyright {
                 runs: ToolRuns::new(),
                 fallbacks: std::sync::Mutex::default(),
                 answered_early: std::sync::Mutex::default(),
-                ride_baselines: std::sync::Mutex::default(),
+                ride_baselines: ride_stash::RideBaselines::default(),
                 layouts: layout::Layouts::default(),
             },
             caps,
@@ -281,10 +276,10 @@ impl Plugin for Pyright {
             let found = self.check_projects(checker, groups.clone(), &request, &scope, live);
             if found.is_err() {
                 self.early(request.id);
-                self.ride_baselines_of(request.id);
+                self.ride_baselines.forget(request.id);
             }
             files.extend(found?);
-            baseline.extend(self.ride_baseline(checker, &groups, &request, &scope));
+            baseline.extend(self.ride_baselines.take(checker, &groups, &request, &scope));
         }
         // No checker installed: nothing to say (the language server, if any, checks the file).
         files.extend(missing.into_iter().map(|path| FileResult {
@@ -369,7 +364,11 @@ impl Pyright {
         let served = live
             .map(|(changed, timeout_ms)| {
                 let runs: Vec<&Run> = groups.iter().map(|(run, _)| run).collect();
-                let asked = (changed, &request.committed, timeout_ms);
+                let riding = server::Riding {
+                    committed: &request.committed,
+                    baseline_known: request.baseline_known,
+                };
+                let asked = (changed, riding, timeout_ms);
                 self.serve_together(request.id, &runs, scope, asked)
             })
             .unwrap_or_default();
@@ -402,67 +401,6 @@ impl Pyright {
                 self.run(request.id, run, asked, scope, served)
             },
         )
-    }
-
-    /// The baseline the rides of check `id` answered (taken: asked once).
-    fn ride_baselines_of(&self, id: u64) -> RideBaselines {
-        let mut stash = self
-            .ride_baselines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        stash.remove(&id).unwrap_or_default()
-    }
-
-    /// `checker`'s baseline for its projects `groups` from the rides of this check: every
-    /// file a ride checked with the committed texts, as the check's own items are made
-    /// (hints only where the server stands in for the lsp plugin's).
-    fn ride_baseline(
-        &self,
-        checker: Checker,
-        groups: &[(Run, Vec<PathBuf>)],
-        request: &CheckRequest,
-        scope: &Scope,
-    ) -> Vec<FileResult> {
-        let stash: RideBaselines = {
-            let mut all = self
-                .ride_baselines
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let Some(of_check) = all.get_mut(&request.id) else {
-                return Vec::new();
-            };
-            let exes: HashSet<&PathBuf> = groups.iter().map(|((_, _, exe), _)| exe).collect();
-            let ours = of_check.keys().filter(|e| exes.contains(e)).cloned();
-            let ours: Vec<PathBuf> = ours.collect();
-            let taken = ours
-                .into_iter()
-                .filter_map(|e| of_check.remove_entry(&e))
-                .collect();
-            if of_check.is_empty() {
-                all.remove(&request.id);
-            }
-            taken
-        };
-        let workspace = scope.workspace_root().unwrap_or(&request.workspace);
-        let mut out = Vec::new();
-        for ((c, root, exe), _) in groups {
-            let Some((found, files)) = stash.get(exe).filter(|_| *c == checker) else {
-                continue;
-            };
-            let files: HashSet<&PathBuf> = files.iter().filter(|f| f.starts_with(root)).collect();
-            let diags = hints_for(under(found, root), request, checker);
-            let asked = |p: &Path| files.contains(&p.to_path_buf());
-            let mut findings = collect(checker, root, workspace, diags, &asked);
-            out.extend(files.into_iter().map(|path| {
-                let mut items = findings.shared.clone();
-                items.extend(findings.per_file.remove(path).unwrap_or_default());
-                FileResult {
-                    path: path.clone(),
-                    items,
-                }
-            }));
-        }
-        out
     }
 
     /// The checker for `file` (the lsp plugin's rule, see the module docs), its project
@@ -513,7 +451,7 @@ impl Pyright {
                 let out = self.runs.output(id, &mut cmd).map_err(|e| {
                     PluginError::Tool(format!("cannot run {} ({e})", exe.display()))
                 })?;
-                diagnostics(checker, root, out)?
+                cli_found(checker, root, out)?
             }
         };
         let workspace = scope.workspace_root().unwrap_or(root);
@@ -553,7 +491,7 @@ impl Pyright {
         id: u64,
         (checker, roots, exe): (Checker, &[PathBuf], &Path),
         scope: &Scope,
-        (changed, committed, timeout_ms): Changed,
+        (changed, ride, timeout_ms): Changed,
     ) -> Option<Vec<Found>> {
         if checker == Checker::Ty || self.settings.language_server == Some(false) {
             return None;
@@ -574,7 +512,7 @@ impl Pyright {
             workspace,
             scope,
             changed,
-            committed,
+            ride,
             timeout_ms,
         };
         match self.servers.check(&ask, &|| self.runs.is_cancelled(id)) {
@@ -587,12 +525,7 @@ impl Pyright {
                 }
                 if let Some(pushes) = answer.baseline {
                     let files = pushes.iter().map(|(f, _)| f.clone()).collect();
-                    let mut stash = self
-                        .ride_baselines
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner());
-                    let of_check = stash.entry(id).or_default();
-                    of_check.insert(exe.to_owned(), (lsp_found(pushes), files));
+                    self.ride_baselines.keep(id, exe, lsp_found(pushes), files);
                 }
                 Some(lsp_found(answer.pushes))
             }
@@ -638,7 +571,7 @@ impl Pyright {
                     let out = self.runs.output(id, &mut cmd).map_err(|e| {
                         PluginError::Tool(format!("cannot run {} ({e})", exe.display()))
                     })?;
-                    diagnostics(checker, &dir, out)
+                    cli_found(checker, &dir, out)
                 })();
                 match found {
                     Ok(found) => Some((exe.clone(), found)),
@@ -703,69 +636,6 @@ impl Pyright {
         };
         cmd.current_dir(root);
         Ok(cmd)
-    }
-}
-
-/// The diagnostics `checker` printed at `root`, or why its run failed as a whole.
-fn diagnostics(checker: Checker, root: &Path, out: ToolOutput) -> Result<Vec<Found>, PluginError> {
-    let ToolOutput {
-        stdout,
-        stderr,
-        status,
-    } = out;
-    let failed = |why: String| {
-        let text = if stderr.trim().is_empty() {
-            &stdout
-        } else {
-            &stderr
-        };
-        let tail: Vec<&str> = text.lines().take(12).collect();
-        PluginError::Tool(format!(
-            "{} failed ({status}{}) in {}:\n{}",
-            checker.name(),
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!(", {why}")
-            },
-            root.display(),
-            tail.join("\n")
-        ))
-    };
-    // Exit 0: no error, 1: errors found; anything else is the checker failing.
-    let exited_well = matches!(status.code(), Some(0 | 1));
-    match checker {
-        Checker::Ty => {
-            let d = ty::parse(&stdout);
-            if !exited_well && d.is_empty() {
-                return Err(failed(String::new()));
-            }
-            Ok(d.into_iter()
-                .map(|d| Found {
-                    file: d.file,
-                    line: d.line,
-                    column: Column::Chars(d.column),
-                    severity: d.severity,
-                    rule: Some(d.rule),
-                    message: d.message,
-                })
-                .collect())
-        }
-        _ => match parse::parse(&stdout) {
-            Ok(d) if exited_well || !d.is_empty() => Ok(d
-                .into_iter()
-                .map(|d| Found {
-                    file: d.file,
-                    line: d.line + 1,
-                    column: Column::Utf16(d.character + 1), // 0-based there
-                    severity: d.severity,
-                    rule: d.rule,
-                    message: d.message,
-                })
-                .collect()),
-            Ok(_) => Err(failed(String::new())),
-            Err(e) => Err(failed(e.to_string())),
-        },
     }
 }
 

@@ -1,13 +1,81 @@
-//! What a checker reported, as the plugin's findings: the language server's pushes in the
-//! command line's shape ([`lsp_found`]), the diagnostics of the files a run was asked about
-//! placed per file — each file placed once, however many diagnostics it has — or shared
-//! ([`collect`]), and those under one project root ([`under`]).
+//! What a checker reported, as the plugin's findings: its command line's output
+//! ([`cli_found`]), the language server's pushes in the command line's shape
+//! ([`lsp_found`]), the diagnostics of the files a run was asked about placed per file —
+//! each file placed once, however many diagnostics it has — or shared ([`collect`]), and
+//! those under one project root ([`under`]).
 
-use crate::{server, Checker, EXTENSIONS};
-use openfiles_plugin_api::tools::{Collect, Column, Findings};
-use openfiles_plugin_api::{Item, Severity};
+use crate::{parse, server, ty, Checker, EXTENSIONS};
+use openfiles_plugin_api::tools::{Collect, Column, Findings, ToolOutput};
+use openfiles_plugin_api::{Item, PluginError, Severity};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+/// The diagnostics `checker` printed at `root`, or why its run failed as a whole.
+pub fn cli_found(
+    checker: Checker,
+    root: &Path,
+    out: ToolOutput,
+) -> Result<Vec<Found>, PluginError> {
+    let ToolOutput {
+        stdout,
+        stderr,
+        status,
+    } = out;
+    let failed = |why: String| {
+        let text = if stderr.trim().is_empty() {
+            &stdout
+        } else {
+            &stderr
+        };
+        let tail: Vec<&str> = text.lines().take(12).collect();
+        PluginError::Tool(format!(
+            "{} failed ({status}{}) in {}:\n{}",
+            checker.name(),
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(", {why}")
+            },
+            root.display(),
+            tail.join("\n")
+        ))
+    };
+    // Exit 0: no error, 1: errors found; anything else is the checker failing.
+    let exited_well = matches!(status.code(), Some(0 | 1));
+    match checker {
+        Checker::Ty => {
+            let d = ty::parse(&stdout);
+            if !exited_well && d.is_empty() {
+                return Err(failed(String::new()));
+            }
+            Ok(d.into_iter()
+                .map(|d| Found {
+                    file: d.file,
+                    line: d.line,
+                    column: Column::Chars(d.column),
+                    severity: d.severity,
+                    rule: Some(d.rule),
+                    message: d.message,
+                })
+                .collect())
+        }
+        _ => match parse::parse(&stdout) {
+            Ok(d) if exited_well || !d.is_empty() => Ok(d
+                .into_iter()
+                .map(|d| Found {
+                    file: d.file,
+                    line: d.line + 1,
+                    column: Column::Utf16(d.character + 1), // 0-based there
+                    severity: d.severity,
+                    rule: d.rule,
+                    message: d.message,
+                })
+                .collect()),
+            Ok(_) => Err(failed(String::new())),
+            Err(e) => Err(failed(e.to_string())),
+        },
+    }
+}
 
 /// The language server's pushed diagnostics in the command line's shape, hints (severity 4:
 /// unused names, unreachable code, which the command line does not print) included:

@@ -38,6 +38,7 @@
 //! bound (~86 % of it) instead of the server growing until the plugin stops it.
 
 mod ride;
+pub use ride::Riding;
 
 use crate::early::{Known, Texts};
 use crate::memory::{heap_mib, node_options, tree_rss};
@@ -147,9 +148,9 @@ pub struct Ask<'a> {
     pub scope: &'a Scope,
     /// Files that may have changed on disk since the last check.
     pub changed: &'a [PathBuf],
-    /// Their committed texts, while the project's baseline is still coming
-    /// (`CheckRequest::committed`: `ride.rs`).
-    pub committed: &'a std::collections::BTreeMap<PathBuf, String>,
+    /// Their committed texts, while the project's baseline is still coming, and whether the
+    /// service has that baseline already (`ride.rs`).
+    pub ride: ride::Riding<'a>,
     pub timeout_ms: u64,
 }
 

@@ -5,8 +5,13 @@
 //!
 //! Config (`[plugin.instant]`): `extensions` (default `["txt"]`); `project_wide` (default
 //! false: a project-wide source, one run per workspace, as the type checkers' command lines);
-//! `delay_ms` (each check takes this long); `log` (a file each check appends
-//! `start|end baseline|edit <workspace>` to, so a test counts runs and how many overlapped).
+//! `warm` (default false: a project-wide source that keeps a warm server, as the pyright
+//! plugin's, so the session start's warm-up asks it about the project and an edit during
+//! that warm-up rides it with its committed texts); `delay_ms` (each check takes this long);
+//! `first_delay_ms` (the first check takes this long instead: a warm server's first analysis);
+//! `log` (a file each check appends `start|end baseline|edit|ride|ride-known <workspace>`
+//! to — `ride` a check with committed texts, `ride-known` one whose baseline the service
+//! has (`CheckRequest::baseline_known`) —, so a test counts runs and how many overlapped).
 //! In a checked line, `@ws` stands for the check's workspace folder (a message naming a path).
 //! Test hook: a file named `*.slow` makes the check block until cancelled (or 120 s). Before
 //! blocking it writes one line to the FIFO `<file>.started` if that exists, so a test can
@@ -34,6 +39,8 @@ pub struct Instant {
     cancelled: Mutex<HashSet<u64>>,
     wake: Condvar,
     delay: Duration,
+    /// The first check's delay, taken by it (`first_delay_ms`).
+    first_delay: Mutex<Option<Duration>>,
     log: Option<std::path::PathBuf>,
 }
 
@@ -56,11 +63,18 @@ impl Plugin for Instant {
                 cancelled: Mutex::new(HashSet::new()),
                 wake: Condvar::new(),
                 delay: Duration::from_millis(delay.unwrap_or(0)),
+                first_delay: Mutex::new(
+                    init.config
+                        .get("first_delay_ms")
+                        .and_then(|v| v.as_u64())
+                        .map(Duration::from_millis),
+                ),
                 log: log.map(std::path::PathBuf::from),
             },
             Capabilities {
                 extensions,
                 project_wide: flag("project_wide"),
+                warm: flag("warm"),
                 ..Capabilities::default()
             },
         ))
@@ -68,7 +82,8 @@ impl Plugin for Instant {
 
     fn check(&self, request: CheckRequest) -> Result<CheckResponse, PluginError> {
         self.note("start", &request);
-        std::thread::sleep(self.delay);
+        let first = self.first_delay.lock().ok().and_then(|mut d| d.take());
+        std::thread::sleep(first.unwrap_or(self.delay));
         let answer = self.answer(&request);
         self.note("end", &request);
         answer
@@ -109,9 +124,11 @@ impl Instant {
         let Some(log) = &self.log else {
             return;
         };
-        let kind = match request.cache_of {
-            Some(_) => "baseline",
-            None => "edit",
+        let kind = match (&request.cache_of, request.committed.is_empty()) {
+            (Some(_), _) => "baseline",
+            (None, true) => "edit",
+            (None, false) if request.baseline_known => "ride-known",
+            (None, false) => "ride",
         };
         let line = format!("{what} {kind} {}\n", request.workspace.display());
         if let Ok(mut f) = std::fs::OpenOptions::new()

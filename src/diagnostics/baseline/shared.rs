@@ -90,6 +90,18 @@ impl Place {
         self.commit_dir.join(format!("{source}-{hash}.json"))
     }
 
+    /// The run of `source` over `rel_project` kept here for the snapshot a run would take
+    /// now (the one [`git::snapshot`] extracted into this place, complete), if any: what a
+    /// job would only read. Blocking.
+    pub fn kept_run(&self, source: &str, rel_project: &Path) -> Option<Run> {
+        if !self.commit_dir.join("complete").is_file() {
+            return None;
+        }
+        let snap = self.commit_dir.join("tree").join(&self.rel_root);
+        let snap = snap.canonicalize().unwrap_or(snap);
+        Run::load(&self.run_file(source, rel_project)).filter(|r| r.snap == snap)
+    }
+
     /// Mark the commit's folder used now, and remove the repository's folders of other
     /// commits past the `KEPT` most recently used that nobody used for `UNUSED_FOR`.
     /// Blocking.
@@ -119,6 +131,36 @@ impl Place {
                 let _ = std::fs::remove_dir_all(dir);
             }
         }
+    }
+}
+
+/// Where a workspace's session finds the runs kept at its baseline's commit, and the
+/// project-wide baselines it holds already.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtCommit {
+    /// The store of shared baselines.
+    pub store: PathBuf,
+    pub commit: String,
+    /// The trust level its checks run at (a run is read only at its own).
+    pub trusted: bool,
+    /// The (source, project) pairs whose baseline the session holds (a run, a seed).
+    pub held: Vec<(String, PathBuf)>,
+}
+
+impl AtCommit {
+    /// Whether `source`'s baseline over `project` is held by the session or kept at the
+    /// commit ([`AtCommit::kept`]). Blocking (git) when not held.
+    pub fn known(&self, root: &Path, source: &str, project: &Path) -> bool {
+        let held = |(s, p): &(String, PathBuf)| s == source && p == project;
+        self.held.iter().any(held) || self.kept(root, source, project)
+    }
+
+    /// Whether a run of `source` over `project` of the workspace at `root` is kept at the
+    /// commit ([`Place::kept_run`]): its baseline is then only read. Blocking (git).
+    pub fn kept(&self, root: &Path, source: &str, project: &Path) -> bool {
+        let rel = project.strip_prefix(root).unwrap_or(Path::new(""));
+        Place::find(&self.store, root, &self.commit, self.trusted)
+            .is_ok_and(|p| p.kept_run(source, rel).is_some())
     }
 }
 
@@ -242,7 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn worktrees_share_a_place_and_trust_levels_do_not() {
+    fn worktrees_share_a_place_and_its_kept_runs_and_trust_levels_do_not() {
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().join("repo");
         std::fs::create_dir(&repo).unwrap();
@@ -277,5 +319,39 @@ mod tests {
             b.run_file("pyright", Path::new(""))
         );
         assert_ne!(a.commit_dir, u.commit_dir);
+
+        // A run kept for the commit's snapshot is the other worktree's too, at its trust
+        // level only, for its source and project only, and not before the snapshot is whole.
+        let commit = git::head_commit(&repo).unwrap();
+        let at = |trusted| AtCommit {
+            store: store.clone(),
+            commit: commit.clone(),
+            trusted,
+            held: Vec::new(),
+        };
+        assert!(!at(true).kept(&wt, "pyright", &wt), "nothing kept yet");
+        let place = Place::find(&store, &repo, &commit, true).unwrap();
+        let snap = git::snapshot(&repo, &commit, &place.commit_dir).unwrap();
+        let run = Run {
+            origin: repo.clone(),
+            snap,
+            files: Vec::new(),
+        };
+        run.save(&place.run_file("pyright", Path::new("")));
+        assert!(at(true).kept(&wt, "pyright", &wt));
+        assert!(at(true).kept(&repo, "pyright", &repo));
+        assert!(!at(false).kept(&wt, "pyright", &wt), "another trust level");
+        assert!(!at(true).kept(&wt, "ty", &wt), "another source");
+        assert!(
+            !at(true).kept(&wt, "pyright", &wt.join("sub")),
+            "another project"
+        );
+        let held = AtCommit {
+            held: vec![("ty".into(), wt.clone())],
+            ..at(true)
+        };
+        assert!(held.known(&wt, "ty", &wt), "held by the session");
+        std::fs::remove_file(place.commit_dir.join("complete")).unwrap();
+        assert!(!at(true).kept(&wt, "pyright", &wt), "a snapshot not whole");
     }
 }

@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 
 use openfiles_plugin_api::{confine, FileResult, Item, Severity};
 
-use super::base_jobs::{file_job, spawn_together, ProjectJob};
+use super::base_jobs::{file_job, ProjectJob};
 use super::handle::{BaseMsg, Committed, JobError, Msg};
 use super::Pipeline;
+use crate::diagnostics::baseline::shared::AtCommit;
 use crate::diagnostics::baseline::{
     self, git, BaseView, Baseline, CommittedFiles, Coverage, Taken,
 };
@@ -58,10 +59,10 @@ pub(super) struct BaseState {
     /// ([`Pipeline::base_warmed`]), not beside them (on ky, 2 cores, a `tsc` run over the
     /// snapshot made the TypeScript server's load 0.6 s longer, and the first edit's own
     /// problems that much later). A warm project-wide source's analysis is not waited for.
-    deferred: Vec<ProjectJob>,
+    pub(super) deferred: Vec<ProjectJob>,
     /// Project-wide baseline runs asked for by the files being prepared, started together
     /// once they all were ([`Pipeline::start_project_jobs`]).
-    due: Vec<ProjectJob>,
+    pub(super) due: Vec<ProjectJob>,
 }
 
 /// Files prepared in one batch that the same sources check: held for their baselines, they
@@ -119,6 +120,27 @@ impl BaseState {
     /// The store of shared baselines (`None`: no baseline is taken).
     pub(super) fn store(&self) -> Option<PathBuf> {
         self.store.clone()
+    }
+
+    /// Where the runs kept at the session's baseline's commit are, for checks at trust level
+    /// `trusted`: `None` unless it is taken at a commit.
+    pub(super) fn at_commit(&self, trusted: bool) -> Option<AtCommit> {
+        let store = self.store.clone()?;
+        let commit = self.baseline.commit()?.to_owned();
+        let held = self
+            .baseline
+            .projects
+            .iter()
+            .flat_map(|(source, projects)| {
+                let ready = projects.iter().filter(|(_, c)| **c == Coverage::Ready);
+                ready.map(move |(project, _)| (source.clone(), project.clone()))
+            });
+        Some(AtCommit {
+            store,
+            commit,
+            trusted,
+            held: held.collect(),
+        })
     }
 
     /// A new session: a new baseline at its first edit.
@@ -277,49 +299,6 @@ impl Pipeline {
         true
     }
 
-    /// The session start's warm-up has its language servers up, or ended: once it ended (its
-    /// warm servers' first analysis too), the project-wide baseline runs asked for meanwhile
-    /// start.
-    pub(super) fn base_warmed(&mut self) {
-        if self.warming() {
-            return; // its warm servers still analyse: at its end
-        }
-        let jobs = std::mem::take(&mut self.base.deferred);
-        self.spawn_project_jobs(jobs);
-    }
-
-    /// Start the project-wide baseline runs the prepared files asked for — or, while the
-    /// session start's warm-up runs (language servers loading, a warm server's first
-    /// analysis), defer them: beside that analysis, on click, a run over the commit took
-    /// 10.9 s and the analysis 12.4 s instead of ~7 (2 cores), and an edit riding it
-    /// (`schedule.rs`, `rides`) has its users' baseline from it.
-    fn start_project_jobs(&mut self) {
-        let due = std::mem::take(&mut self.base.due);
-        if self.servers_warming || self.warming() {
-            self.base.deferred.extend(due);
-        } else {
-            self.spawn_project_jobs(due);
-        }
-    }
-
-    /// Spawn `jobs`: those of one warm source (`Capabilities::warm`) at one commit as one run
-    /// of all their projects (as the scheduler launches a warm source's projects due at once:
-    /// the pyright plugin checks a monorepo's packages as one program), the others one each.
-    fn spawn_project_jobs(&mut self, jobs: Vec<ProjectJob>) {
-        let mut together: BTreeMap<(String, String), Vec<ProjectJob>> = BTreeMap::new();
-        for job in jobs {
-            if job.source.warm {
-                let key = (job.source.name.clone(), job.commit.clone());
-                together.entry(key).or_default().push(job);
-            } else {
-                job.spawn(self.tx.clone());
-            }
-        }
-        for jobs in together.into_values() {
-            spawn_together(jobs, self.tx.clone());
-        }
-    }
-
     /// Take `source`'s baseline over `project` from the session start's warm-up when it
     /// kept one for `commit` (`seed.rs`): no snapshot run. Whether it did.
     fn seeded(&mut self, commit: &str, trusted: bool, source: &str, project: &Path) -> bool {
@@ -355,6 +334,7 @@ impl Pipeline {
                 project,
                 result,
             } => self.base_project(source, project, result),
+            BaseMsg::Kept { source, project } => self.base_kept(&source, &project),
         }
     }
 

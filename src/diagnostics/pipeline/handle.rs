@@ -110,6 +110,9 @@ pub(super) enum BaseMsg {
         project: PathBuf,
         result: Result<CommittedFiles, JobError>,
     },
+    /// A project-wide source's run over a project is kept at the session's commit: the job
+    /// deferred for the session start's warm-up only reads it, so it starts now.
+    Kept { source: String, project: PathBuf },
 }
 
 pub(super) enum Msg {

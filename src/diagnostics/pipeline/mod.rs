@@ -591,8 +591,8 @@ impl Pipeline {
         let dirty = self.base_prepare(dirty);
         let timeout_ms = self.config.diagnostics.check_timeout_ms;
         let max_file_bytes = self.config.diagnostics.max_file_bytes;
-        let baseline = self.base.takes_baselines() && self.base.baseline.usable();
-        self.scheduler.set_baseline(baseline);
+        let at = self.base.at_commit(self.scheduler.checker().trusted());
+        self.scheduler.set_baseline(at);
         self.scheduler.dispatch(
             &mut self.session,
             dirty,

@@ -56,10 +56,12 @@ impl Plugin for Echo {
             panic!("boom requested");
         }
         let more = request.files.len() > 1;
-        // The committed texts it was given, echoed as the files' baseline.
+        // The committed texts it was given, echoed as the files' baseline (unless the
+        // service says it has it).
         let baseline = request
             .committed
             .iter()
+            .filter(|_| !request.baseline_known)
             .map(|(path, text)| FileResult {
                 path: path.clone(),
                 items: vec![Item {
@@ -188,6 +190,18 @@ fn create_check_cancel_destroy_round_trip() {
     );
     assert_eq!(resp.baseline[0].path, PathBuf::from("/w/a.txt"));
     assert_eq!(resp.baseline[0].items[0].message, "old ü");
+    let known = serde_json::to_vec(&CheckRequest {
+        baseline_known: true,
+        ..serde_json::from_slice(&req).unwrap()
+    })
+    .unwrap();
+    let (status, text) = check(instance, &known);
+    assert_eq!(status, STATUS_OK, "{text}");
+    let resp: CheckResponse = serde_json::from_str(&text).unwrap();
+    assert!(
+        resp.baseline.is_empty(),
+        "baseline_known crosses it: {text}"
+    );
 
     let before = CANCELLED.load(Ordering::SeqCst);
     // SAFETY: an instance from `create` (or null, which the entry points refuse), destroyed once.

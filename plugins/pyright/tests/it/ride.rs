@@ -2,8 +2,9 @@
 //! warm-up started the server a moment before the agent's edit, and the edit's check comes
 //! with the changed file's committed text (`CheckRequest::committed`). The answer is early:
 //! the broken caller named, and the baseline of the files it checked equal to the command
-//! line's at the commit; the follow-ups settle on the command line's answer. An edit with
-//! no users answers at once with nothing and no baseline.
+//! line's at the commit; the follow-ups settle on the command line's answer. With the
+//! baseline known to the service (`CheckRequest::baseline_known`) the caller is named with
+//! no baseline pulled. An edit with no users answers at once with nothing and no baseline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,8 +24,8 @@ fn plugin(config: serde_json::Value) -> Pyright {
     .0
 }
 
-fn ask(p: &Pyright, ws: &Path, edited: &Path, id: u64, committed: Option<&str>) -> CheckResponse {
-    p.check(CheckRequest {
+fn request(ws: &Path, edited: &Path, id: u64, committed: Option<&str>) -> CheckRequest {
+    CheckRequest {
         id,
         workspace: ws.to_owned(),
         files: vec![edited.to_owned()],
@@ -35,8 +36,11 @@ fn ask(p: &Pyright, ws: &Path, edited: &Path, id: u64, committed: Option<&str>) 
             .map(|t| [(edited.to_owned(), t.to_owned())].into())
             .unwrap_or_default(),
         ..Default::default()
-    })
-    .unwrap()
+    }
+}
+
+fn ask(p: &Pyright, ws: &Path, edited: &Path, id: u64, committed: Option<&str>) -> CheckResponse {
+    p.check(request(ws, edited, id, committed)).unwrap()
 }
 
 /// The items per file, files with none left out.
@@ -95,6 +99,17 @@ fn project() -> (tempfile::TempDir, PathBuf) {
     (tmp, ws)
 }
 
+/// An early answer naming the caller in `core` beside its own old problem.
+fn assert_names_the_caller(resp: &CheckResponse, core: &Path) {
+    assert!(resp.more, "an early answer: the rest follows");
+    let early = by_file(resp.files.clone());
+    assert_eq!(
+        codes(&early, core),
+        ["reportCallIssue", "reportAssignmentType"],
+        "the caller named beside its own problem: {early:#?}"
+    );
+}
+
 /// Check until the answer is not early.
 fn settled(p: &Pyright, ws: &Path, edited: &Path, id: &mut u64) -> BTreeMap<PathBuf, Vec<Item>> {
     loop {
@@ -137,13 +152,7 @@ fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
         std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
         ask(&served, &ws, &utils, 2, Some(&good))
     });
-    assert!(resp.more, "an early answer: the rest follows");
-    let early = by_file(resp.files);
-    assert_eq!(
-        codes(&early, &core),
-        ["reportCallIssue", "reportAssignmentType"],
-        "the caller named beside its own problem: {early:#?}"
-    );
+    assert_names_the_caller(&resp, &core);
     let checked: Vec<&PathBuf> = resp.baseline.iter().map(|f| &f.path).collect();
     assert!(
         checked.contains(&&core) && checked.contains(&&utils),
@@ -158,6 +167,37 @@ fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
     let mut id = 2;
     let rest = settled(&served, &ws, &utils, &mut id);
     assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 2, None).files));
+}
+
+#[test]
+fn an_edit_whose_baseline_the_service_has_is_answered_without_one() {
+    let (_tmp, ws) = project();
+    let utils = ws.join("pkg/utils.py");
+    let core = ws.join("pkg/core.py");
+    let served = plugin(serde_json::Value::Null);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    let resp = edit_during_the_first_analysis(&served, &ws, || {
+        std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
+        let known = CheckRequest {
+            baseline_known: true,
+            ..request(&ws, &utils, 2, Some(&good))
+        };
+        served.check(known).unwrap()
+    });
+    assert_names_the_caller(&resp, &core);
+    assert!(
+        resp.baseline.is_empty(),
+        "no baseline pulled: {:?}",
+        resp.baseline
+    );
+
+    // The server was told of the edit as a check tells it: the revert is seen.
+    std::fs::write(&utils, &good).unwrap();
+    let mut id = 2;
+    let rest = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(codes(&rest, &core), ["reportAssignmentType"], "{rest:#?}");
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 1, None).files));
 }
 
 #[test]
