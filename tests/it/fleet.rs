@@ -229,6 +229,42 @@ fn a_session_start_runs_the_commits_baseline_before_the_first_edit() {
     svc.terminate();
 }
 
+/// The `instant` fixture as a warm project-wide source (as the pyright plugin's server), its
+/// first check — the session start's warm-up, its first analysis — `first_delay_ms` long.
+fn warm_config(env: &Env, log: &Path, first_delay_ms: u64) {
+    let config = format!(
+        "[plugin.instant]\nproject_wide = true\nwarm = true\n\
+         first_delay_ms = {first_delay_ms}\nlog = {:?}\n",
+        log.to_str().unwrap()
+    );
+    std::fs::write(&env.config, config).unwrap();
+}
+
+/// A service for `ws`, its session start, and an edit adding `mine` to `notes.txt` while the
+/// warm-up runs, waited for until classified: the service and the runs logged (the log
+/// emptied).
+fn ride_during_the_warm_up(
+    env: &Env,
+    log: &Path,
+    ws: &Path,
+    mine: &str,
+) -> (common::Service, Vec<(String, String, String)>) {
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    session_start(env, ws);
+    wait_until("the warm-up's check started", || {
+        runs(log).iter().any(|(w, _, _)| w == "start")
+    });
+    let file = ws.join("notes.txt");
+    std::fs::write(&file, format!("error: old in @ws\nerror: {mine}\n")).unwrap();
+    env.edited(&[&file]);
+    wait_until("the riding edit's problems, classified", || {
+        own_items_classified(ws, mine)
+    });
+    let runs = runs(log);
+    std::fs::remove_file(log).unwrap();
+    (svc, runs)
+}
+
 /// A run kept at a commit (by another worktree's session, under an earlier service here)
 /// serves a worktree's session from its start: its first edit, made while the session
 /// start's warm-up still runs (the warm source's first analysis, 120 s here), rides the warm
@@ -240,35 +276,10 @@ fn a_session_start_runs_the_commits_baseline_before_the_first_edit() {
 fn a_run_kept_at_the_commit_serves_an_edit_riding_a_session_start() {
     let (env, log) = fleet_env(2, 0);
     let roots = repo_with_worktrees(&env, 1);
-    let warm_config = |first_delay_ms: u64| {
-        let config = format!(
-            "[plugin.instant]\nproject_wide = true\nwarm = true\n\
-             first_delay_ms = {first_delay_ms}\nlog = {:?}\n",
-            log.to_str().unwrap()
-        );
-        std::fs::write(&env.config, config).unwrap();
-    };
-    let ride_during_the_warm_up = |ws: &PathBuf, mine: &str| {
-        let svc = env.serve(&["-w", ws.to_str().unwrap()]);
-        session_start(&env, ws);
-        wait_until("the warm-up's check started", || {
-            runs(&log).iter().any(|(w, _, _)| w == "start")
-        });
-        let file = ws.join("notes.txt");
-        std::fs::write(&file, format!("error: old in @ws\nerror: {mine}\n")).unwrap();
-        env.edited(&[&file]);
-        wait_until("the riding edit's problems, classified", || {
-            own_items_classified(ws, mine)
-        });
-        let runs = runs(&log);
-        std::fs::remove_file(&log).unwrap();
-        (svc, runs)
-    };
-
     // The first worktree's session, its warm-up 1 s long: no run kept yet, so the ride is
     // told nothing; the commit's run follows the warm-up.
-    warm_config(1_000);
-    let (svc, first) = ride_during_the_warm_up(&roots[0], "first");
+    warm_config(&env, &log, 1_000);
+    let (svc, first) = ride_during_the_warm_up(&env, &log, &roots[0], "first");
     assert!(
         first.iter().any(|(w, k, _)| w == "start" && k == "ride"),
         "{first:?}"
@@ -280,8 +291,8 @@ fn a_run_kept_at_the_commit_serves_an_edit_riding_a_session_start() {
     svc.terminate();
 
     // The second worktree's, under a new service, its warm-up 120 s long.
-    warm_config(120_000);
-    let (svc, later) = ride_during_the_warm_up(&roots[1], "later");
+    warm_config(&env, &log, 120_000);
+    let (svc, later) = ride_during_the_warm_up(&env, &log, &roots[1], "later");
     assert!(
         later
             .iter()
@@ -292,5 +303,49 @@ fn a_run_kept_at_the_commit_serves_an_edit_riding_a_session_start() {
         !later.iter().any(|(_, k, _)| k == "baseline"),
         "the kept run is read, not run again: {later:?}"
     );
+    svc.terminate();
+}
+
+/// A session start's warm-up over a tree clean at the commit is the warm source's baseline
+/// there (`seed.rs`), kept in the shared store as its run: another worktree's session, under
+/// a new service, reads it — its first edit, riding its own warm-up, is told the baseline is
+/// known and classified long before that warm-up ends — and no run over the commit's
+/// snapshot happens anywhere.
+#[test]
+fn a_warm_ups_answer_over_a_clean_tree_serves_another_worktree() {
+    let (env, log) = fleet_env(2, 0);
+    let roots = repo_with_worktrees(&env, 1);
+    warm_config(&env, &log, 0);
+    let svc = env.serve(&["-w", roots[0].to_str().unwrap()]);
+    session_start(&env, &roots[0]);
+    // `<state>/baselines/<repository>-<trust>/<commit>/instant-<hash>.json`
+    let entries = |dir: PathBuf| std::fs::read_dir(dir).into_iter().flatten().flatten();
+    wait_until("the warm-up's answer kept as the commit's run", || {
+        entries(env.state.join("baselines"))
+            .flat_map(|repo| entries(repo.path()))
+            .flat_map(|commit| entries(commit.path()))
+            .any(|f| f.file_name().to_string_lossy().starts_with("instant-"))
+    });
+    let first = runs(&log);
+    svc.terminate();
+    std::fs::remove_file(&log).unwrap();
+
+    warm_config(&env, &log, 120_000);
+    let (svc, later) = ride_during_the_warm_up(&env, &log, &roots[1], "later");
+    assert!(
+        later
+            .iter()
+            .any(|(w, k, _)| w == "start" && k == "ride-known"),
+        "the ride is told the baseline is known: {later:?}"
+    );
+    assert!(
+        !first.iter().chain(&later).any(|(_, k, _)| k == "baseline"),
+        "no run over the snapshot: {first:?} {later:?}"
+    );
+    let trees: Vec<_> = entries(env.state.join("baselines"))
+        .flat_map(|repo| entries(repo.path()))
+        .filter(|commit| commit.path().join("tree").exists())
+        .collect();
+    assert!(trees.is_empty(), "no snapshot extracted: {trees:?}");
     svc.terminate();
 }

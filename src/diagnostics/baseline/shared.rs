@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::git::{self, GitError};
+use super::CommittedFiles;
 
 /// Snapshots kept per repository and trust level, most recently used first; older ones go
 /// once unused for `UNUSED_FOR`.
@@ -94,12 +95,49 @@ impl Place {
     /// now (the one [`git::snapshot`] extracted into this place, complete), if any: what a
     /// job would only read. Blocking.
     pub fn kept_run(&self, source: &str, rel_project: &Path) -> Option<Run> {
-        if !self.commit_dir.join("complete").is_file() {
-            return None;
+        let run =
+            Run::load(&self.run_file(source, rel_project)).filter(|r| r.snap == self.snap())?;
+        (run.lines.is_some() || self.commit_dir.join("complete").is_file()).then_some(run)
+    }
+
+    /// The workspace's root in the commit's snapshot here, as [`git::snapshot`] names it
+    /// (whether or not it was extracted yet).
+    pub fn snap(&self) -> PathBuf {
+        let dir = self.commit_dir.canonicalize();
+        let dir = dir.as_deref().unwrap_or(&self.commit_dir);
+        let snap = dir.join("tree").join(&self.rel_root);
+        snap.canonicalize().unwrap_or(snap)
+    }
+
+    /// Keep a warm-up's answer over a tree clean at the commit (`seed.rs`) as `source`'s run
+    /// over `project` (of the workspace at `root`), for other worktrees' sessions and later
+    /// ones — unless a run is kept already (a snapshot's is never replaced). Best effort.
+    /// Blocking.
+    pub fn keep_seed(&self, root: &Path, source: &str, project: &Path, files: &CommittedFiles) {
+        let rel_project = project.strip_prefix(root).unwrap_or(Path::new(""));
+        let file = self.run_file(source, rel_project);
+        self.touch_and_prune();
+        if file.exists() {
+            return;
         }
-        let snap = self.commit_dir.join("tree").join(&self.rel_root);
-        let snap = snap.canonicalize().unwrap_or(snap);
-        Run::load(&self.run_file(source, rel_project)).filter(|r| r.snap == snap)
+        let mut lines = BTreeMap::new();
+        let mut items = Vec::new();
+        for (path, committed, found) in files {
+            let Ok(rel) = path.strip_prefix(root) else {
+                continue;
+            };
+            if let Some(l) = committed {
+                lines.insert(rel.to_owned(), l.clone());
+            }
+            items.push((rel.to_owned(), found.clone()));
+        }
+        let run = Run {
+            origin: root.to_owned(),
+            snap: self.snap(),
+            files: items,
+            lines: Some(lines),
+        };
+        run.save(&file);
     }
 
     /// Mark the commit's folder used now, and remove the repository's folders of other
@@ -188,6 +226,10 @@ pub struct Run {
     pub snap: PathBuf,
     /// Per file (relative to `snap`), its items.
     pub files: Vec<(PathBuf, Vec<Item>)>,
+    /// Per file, its committed text's line hashes, when the run is a warm-up's answer over a
+    /// tree clean at the commit ([`Place::keep_seed`]): read without the snapshot's tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<BTreeMap<PathBuf, Vec<u64>>>,
 }
 
 impl Run {
@@ -260,6 +302,7 @@ mod tests {
             origin: PathBuf::from("/wt/a"),
             snap: PathBuf::from("/state/b/tree"),
             files: vec![(PathBuf::from("src/x.py"), vec![item])],
+            lines: None,
         };
         let b = run.items_for(Path::new("/wt/b"));
         assert_eq!(b[0].0, PathBuf::from("src/x.py"));
@@ -336,6 +379,7 @@ mod tests {
             origin: repo.clone(),
             snap,
             files: Vec::new(),
+            lines: None,
         };
         run.save(&place.run_file("pyright", Path::new("")));
         assert!(at(true).kept(&wt, "pyright", &wt));
@@ -353,5 +397,17 @@ mod tests {
         assert!(held.known(&wt, "ty", &wt), "held by the session");
         std::fs::remove_file(place.commit_dir.join("complete")).unwrap();
         assert!(!at(true).kept(&wt, "pyright", &wt), "a snapshot not whole");
+
+        // A warm-up's answer kept whole needs no tree; a kept run is never replaced.
+        let item = Item::note(Severity::Error, "ty", "old");
+        let seed = vec![(repo.join("a.txt"), Some(vec![7]), vec![item])];
+        place.keep_seed(&repo, "ty", &repo, &seed);
+        assert!(at(true).kept(&wt, "ty", &wt), "read without the tree");
+        let run = Run::load(&place.run_file("ty", Path::new(""))).unwrap();
+        assert_eq!(run.files[0].0, PathBuf::from("a.txt"));
+        assert_eq!(run.lines.unwrap()[Path::new("a.txt")], vec![7]);
+        place.keep_seed(&repo, "pyright", &repo, &seed);
+        let kept = Run::load(&place.run_file("pyright", Path::new(""))).unwrap();
+        assert!(kept.lines.is_none(), "the snapshot's run stays");
     }
 }

@@ -263,6 +263,9 @@ async fn run_together(jobs: Vec<ProjectJob>) -> Together {
     for f in &flights {
         held.push(f.lock().await);
     }
+    if let Some(runs) = kept_whole(&files, &place).await {
+        return answers(&files, runs, &root, &source, Path::new(""));
+    }
     let (r, c, p) = (root.clone(), commit.clone(), place.clone());
     let snap = blocking(move || {
         p.touch_and_prune();
@@ -278,14 +281,46 @@ async fn run_together(jobs: Vec<ProjectJob>) -> Together {
         Err(e) => return fail_all(&jobs, e),
     };
     drop(held);
+    answers(&files, runs, &root, &source, &snap)
+}
+
+/// Each job's answer from its project's run (in `files`' order), read over the snapshot at
+/// `snap` (for a run kept whole, not read).
+fn answers(
+    files: &[(PathBuf, &ProjectJob)],
+    runs: Vec<Option<shared::Run>>,
+    root: &Path,
+    source: &SourceInfo,
+    snap: &Path,
+) -> Together {
     files
         .iter()
         .zip(runs)
         .map(|((_, job), run)| {
-            let files = run.map(|r| committed(&r, &root, &snap)).unwrap_or_default();
+            let files = run.map(|r| committed(&r, root, snap)).unwrap_or_default();
             (source.name.clone(), job.project.clone(), Ok(files))
         })
         .collect()
+}
+
+/// Every project's run, when each is kept whole (a warm-up's answer with its committed
+/// lines, [`shared::Place::keep_seed`]): no snapshot of the commit is needed to read them.
+async fn kept_whole(
+    files: &[(PathBuf, &ProjectJob)],
+    place: &shared::Place,
+) -> Option<Vec<Option<shared::Run>>> {
+    let (run_files, place): (Vec<PathBuf>, _) = (
+        files.iter().map(|(f, _)| f.clone()).collect(),
+        place.clone(),
+    );
+    let runs = blocking(move || {
+        let snap = place.snap();
+        let whole =
+            |f: &PathBuf| shared::Run::load(f).filter(|r| r.snap == snap && r.lines.is_some());
+        Ok::<_, JobError>(run_files.iter().map(whole).collect::<Option<Vec<_>>>())
+    })
+    .await;
+    Some(runs.ok()??.into_iter().map(Some).collect())
 }
 
 /// Each project's run (by its run file, in `files`' order): the one kept for the snapshot
@@ -321,6 +356,7 @@ async fn kept_or_run(
                 origin: root.to_owned(),
                 snap: snap.to_owned(),
                 files: found.get(&job.project).cloned().unwrap_or_default(),
+                lines: None,
             };
             new.save(file);
             *run = Some(new);
@@ -347,14 +383,18 @@ fn fail_all(jobs: &[ProjectJob], e: JobError) -> Together {
         .collect()
 }
 
-/// What a kept run found, per file of the workspace at `root`, with the committed lines.
+/// What a kept run found, per file of the workspace at `root`, with the committed lines (the
+/// run's own, else read in the snapshot at `snap`).
 fn committed(run: &shared::Run, root: &Path, snap: &Path) -> CommittedFiles {
     run.items_for(root)
         .into_iter()
         .map(|(rel, items)| {
-            let lines = std::fs::read(snap.join(&rel))
-                .ok()
-                .map(|b| baseline::line_hashes(&String::from_utf8_lossy(&b)));
+            let lines = match &run.lines {
+                Some(kept) => kept.get(&rel).cloned(),
+                None => std::fs::read(snap.join(&rel))
+                    .ok()
+                    .map(|b| baseline::line_hashes(&String::from_utf8_lossy(&b))),
+            };
             (root.join(rel), lines, items)
         })
         .collect()

@@ -7,6 +7,10 @@
 //! ([`Pipeline::seed`] keeps it per commit, trust level, source and project; `base.rs`
 //! reads a kept seed before starting a snapshot run).
 //!
+//! The seed is kept in the shared store too (`baseline::shared`, `Place::keep_seed`), as the
+//! source's run at the commit, so other worktrees' sessions at it and later ones read it
+//! instead of running it (unless a snapshot's run is kept there already).
+//!
 //! Anything less than certain falls back to the snapshot run: a dirty tree, `HEAD` moved,
 //! an edit arrived before the answer, the trust level changed, git failed. An item already
 //! at `HEAD` must never be blamed on the agent, so a seed is only ever what the commit's
@@ -18,7 +22,7 @@ use std::path::{Path, PathBuf};
 use openfiles_plugin_api::Item;
 
 use super::Pipeline;
-use crate::diagnostics::baseline::{self, git, CommittedFiles};
+use crate::diagnostics::baseline::{self, git, shared, CommittedFiles};
 
 /// Seeds kept per workspace (the most recent last): one per project-wide source and project
 /// is the usual count (a warm-up analyses up to 16 projects of a source, `warm.rs`); older
@@ -137,9 +141,21 @@ impl Pipeline {
             return;
         }
         let trusted = self.scheduler.checker().trusted();
-        for s in seeds.into_iter().filter(|s| s.trusted == trusted) {
+        let seeds: Vec<Seed> = seeds.into_iter().filter(|s| s.trusted == trusted).collect();
+        for s in &seeds {
             tracing::info!(root = %self.root.display(), source = %s.source, commit = %s.commit, files = s.files.len(), "the warm-up over a clean tree is the commit's baseline");
-            self.base.seeds.keep(s);
+            self.base.seeds.keep(s.clone());
+        }
+        // Kept for the other worktrees at the commit, and later sessions.
+        if let Some(store) = self.base.store() {
+            let root = self.root.clone();
+            tokio::task::spawn_blocking(move || {
+                for s in seeds {
+                    if let Ok(place) = shared::Place::find(&store, &root, &s.commit, s.trusted) {
+                        place.keep_seed(&root, &s.source, &s.project, &s.files);
+                    }
+                }
+            });
         }
     }
 }
