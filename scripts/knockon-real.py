@@ -28,10 +28,11 @@ hook's time, whether its text named every caller, when `diagnostics.json` had th
 whether the baseline came from the warm-up (`seed.rs`), a snapshot run the warm-up started
 ahead of the edit (`base::prefetch`; the edit waits for it if it still runs) or one the edit started.
 
-With `--kept` too, each cold session's state dir shares the commit's baselines another
-session kept (`<state>/baselines`, as another worktree's at the same commit would leave them:
-`diagnostics::baseline::shared`), made once beforehand by a session whose first edit waited
-for its snapshot run; the session's own baseline starts empty.
+With `--kept run|seed` too, each cold session's state dir shares the commit's baselines
+another session kept (`<state>/baselines`, as another worktree's at the same commit would
+leave them: `diagnostics::baseline::shared`), made once beforehand by a session whose first
+edit waited for its snapshot run (`run`), or whose session start's warm-up answered over the
+clean tree (`seed`); the session's own baseline starts empty.
 
 For each breaking edit: the hook's wall time, how many of the callers its own text named, and
 the time from the edit until `diagnostics.json` had an `affectedBy` entry with an error on every
@@ -166,16 +167,20 @@ def fmt(s):
     return "never" if s is None else f"{s:.2f} s"
 
 
-def kept_baselines(binary, plugins, ws, tmp, target, texts, timeout_ms):
-    """`--kept`: a session (no session start) edits, waits for the commit's run over the
-    snapshot to be kept, and restores FILE: its `<state>/baselines`."""
+def kept_baselines(binary, plugins, ws, tmp, target, texts, a):
+    """`--kept run`: a session (no session start) edits, waits for the commit's run over the
+    snapshot to be kept, and restores FILE; `--kept seed`: a session start, its warm-up's
+    answer over the clean tree kept as the commit's run (`seed.rs`). Its `<state>/baselines`."""
     clean, broken = texts
     own = os.path.join(tmp, "kept")
     store = os.path.join(own, "state", "baselines")
     os.makedirs(os.path.join(own, "state"), exist_ok=True)
-    with Service(binary, plugins, ws, own, timeout_ms=timeout_ms) as svc:
-        open(target, "w").write(broken)
-        svc.hook(target)
+    with Service(binary, plugins, ws, own, timeout_ms=a.timeout_ms) as svc:
+        if a.kept == "seed":
+            session_start(svc)
+        else:
+            open(target, "w").write(broken)
+            svc.hook(target)
         until = time.time() + 300
         while not glob.glob(os.path.join(store, "*", "*", "*.json")):
             if time.time() > until:
@@ -189,8 +194,7 @@ def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
     """`--cold N`: N fresh services, each a session start, the gap and the first edit."""
     clean, broken = texts
     hooks, named_all, arrivals = [], 0, []
-    store = (kept_baselines(binary, plugins, ws, tmp, target, texts, a.timeout_ms)
-             if a.kept else None)
+    store = kept_baselines(binary, plugins, ws, tmp, target, texts, a) if a.kept else None
     for i in range(a.cold):
         own = os.path.join(tmp, f"cold-{i}")
         os.makedirs(os.path.join(own, "state"), exist_ok=True)
@@ -212,6 +216,8 @@ def cold_sessions(a, binary, plugins, ws, tmp, target, texts, expected):
             shutil.copyfile(os.path.join(own, "serve.log"), f"{a.log}.{i + 1}")
         if "the warm-up over a clean tree is the commit's baseline" in log:
             origin = "from the warm-up"
+        elif "the commit's baseline is kept: read during the warm-up" in log:
+            origin = "kept at the commit by another session"
         elif "the commit's baseline is ready before the session's first edit" in log:
             origin = "run ahead by the warm-up"
         else:
@@ -249,8 +255,9 @@ def main():
                    help="hooks.timeout_ms, the hook's deadline (default: the service's, 4000)")
     p.add_argument("--cold", type=int, default=0, metavar="N",
                    help="measure N cold sessions (fresh service and state each) instead")
-    p.add_argument("--kept", action="store_true",
-                   help="with --cold: each session starts with the commit's run kept by another")
+    p.add_argument("--kept", choices=["run", "seed"],
+                   help="with --cold: each session shares the commit's run kept by another "
+                        "session: its snapshot run, or its session start's answer")
     p.add_argument("--target", default="target/debug")
     p.add_argument("--show", action="store_true", help="print the cold edit's feedback")
     p.add_argument("--log", help="copy the service's log here at the end (with --cold, each "

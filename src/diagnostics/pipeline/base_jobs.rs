@@ -142,6 +142,9 @@ impl Pipeline {
                 .into_iter()
                 .partition(|j| j.source.name == source && j.project == project);
         self.base.deferred = later;
+        if !now.is_empty() {
+            tracing::info!(root = %self.root.display(), source, project = %project.display(), "the commit's baseline is kept: read during the warm-up");
+        }
         self.spawn_project_jobs(now);
     }
 
