@@ -100,10 +100,9 @@ impl Pipeline {
     /// session start's warm-up runs (language servers loading, a warm server's first
     /// analysis), defer them: beside that analysis, on click, a run over the commit took
     /// 10.9 s and the analysis 12.4 s instead of ~7 (2 cores), and an edit riding it
-    /// (`schedule.rs`, `rides`) has its users' baseline from it.
-    /// A run kept at the commit (an earlier session's, another worktree's) is only read: its
-    /// job is looked for off the actor and, when it is kept, started at once
-    /// ([`BaseMsg::Kept`]).
+    /// (`schedule/ride.rs`) has its users' baseline from it. A run kept at the commit (an
+    /// earlier session's, another worktree's) is only read: its job is looked for off the
+    /// actor and, when it is kept, started at once ([`BaseMsg::Kept`]).
     pub(super) fn start_project_jobs(&mut self) {
         let due = std::mem::take(&mut self.base.due);
         if !(self.servers_warming || self.warming()) {
@@ -320,7 +319,11 @@ async fn kept_whole(
         let snap = place.snap();
         let whole =
             |f: &PathBuf| shared::Run::load(f).filter(|r| r.snap == snap && r.lines.is_some());
-        Ok::<_, JobError>(run_files.iter().map(whole).collect::<Option<Vec<_>>>())
+        let runs = run_files.iter().map(whole).collect::<Option<Vec<_>>>();
+        if runs.is_some() {
+            place.touch_and_prune(); // used now
+        }
+        Ok::<_, JobError>(runs)
     })
     .await;
     Some(runs.ok()??.into_iter().map(Some).collect())

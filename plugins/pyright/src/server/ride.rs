@@ -14,14 +14,14 @@
 //!
 //! The answer is early (`more`): the users' items now, and their and the changed files'
 //! baseline ([`Answer::baseline`]); the rest comes with the follow-up check, once the first
-//! analysis settled. When the service already has the baseline at the commit
-//! ([`Riding::baseline_known`]: a run an earlier session or another worktree kept), only the
-//! second pull is made: on click the caller came 2.2–2.4 s after the edit instead of
-//! 3.6–3.8 s (a bare server, an edit 1 s after its start). On click, an edit made a second after the server started had the
+//! analysis settled. On click, an edit made a second after the server started had the
 //! caller it broke pulled 3.5–4.2 s after it, against ~7 s for the first analysis to end
-//! and 12–14 s with the baseline's command-line run beside it. An edit whose changed files
-//! have no users answers at once with nothing (the follow-up waits for the analysis): its
-//! hook is not held.
+//! and 12–14 s with the baseline's command-line run beside it. When the service already has
+//! the baseline at the commit ([`Riding::baseline_known`]: the session holds it, or an
+//! earlier session or another worktree kept it), only the second pull is made ([`once`]):
+//! 2.2–2.4 s against 3.6–3.8 s (a bare server, the edit 1 s after its start). An edit whose
+//! changed files have no users answers at once with nothing (the follow-up waits for the
+//! analysis): its hook is not held.
 
 use super::{Answer, Ask, Pushes, Server, ServerError};
 use crate::early::{changed_names, read, users};
@@ -124,8 +124,6 @@ fn once(
 ) -> Result<Option<Option<Answer>>, ServerError> {
     let changed: Vec<&PathBuf> = plan.committed.iter().map(|(f, _)| f).collect();
     let users: Vec<&PathBuf> = plan.users.iter().map(|(f, _)| f).collect();
-    // One pull, the edit's: the changed files read from disk (told as a check tells
-    // them), the users opened.
     let told = {
         let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
         texts.changes(ask.workspace, ask.changed).before
