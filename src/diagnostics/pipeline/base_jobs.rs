@@ -14,7 +14,6 @@ use openfiles_plugin_api::CheckRequest;
 use super::handle::{BaseMsg, Committed, JobError, Msg};
 use super::Pipeline;
 use crate::diagnostics::baseline::git;
-use crate::diagnostics::baseline::shared::AtCommit;
 use crate::diagnostics::baseline::{self, shared, CommittedFiles};
 use crate::diagnostics::bound::Class;
 use crate::diagnostics::{project_root, CheckError, Checker, SourceInfo};
@@ -109,23 +108,29 @@ impl Pipeline {
             self.spawn_project_jobs(due);
             return;
         }
-        let asked: Vec<(AtCommit, PathBuf, String, PathBuf)> = due
+        // One workspace, one commit: one place to look in.
+        let Some(first) = due.first() else {
+            return;
+        };
+        let (store, commit, trusted) = (
+            first.store.clone(),
+            first.commit.clone(),
+            first.checker.trusted(),
+        );
+        let root = first.root.clone();
+        let asked: Vec<(String, PathBuf)> = due
             .iter()
-            .map(|j| {
-                let at = AtCommit {
-                    store: j.store.clone(),
-                    commit: j.commit.clone(),
-                    trusted: j.checker.trusted(),
-                    held: Vec::new(),
-                };
-                (at, j.root.clone(), j.source.name.clone(), j.project.clone())
-            })
+            .map(|j| (j.source.name.clone(), j.project.clone()))
             .collect();
         self.base.deferred.extend(due);
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
-            for (at, root, source, project) in asked {
-                if at.kept(&root, &source, &project) {
+            let Ok(place) = shared::Place::find(&store, &root, &commit, trusted) else {
+                return;
+            };
+            for (source, project) in asked {
+                let rel = project.strip_prefix(&root).unwrap_or(Path::new(""));
+                if place.kept_run(&source, rel).is_some() {
                     let kept = BaseMsg::Kept { source, project };
                     let _ = tx.send(Msg::Base(kept));
                 }
