@@ -265,6 +265,23 @@ fn ride_during_the_warm_up(
     (svc, runs)
 }
 
+/// [`ride_during_the_warm_up`] in `ws` with a warm-up 120 s long, its ride told the
+/// baseline is known.
+fn rides_told_known(
+    env: &Env,
+    log: &Path,
+    ws: &Path,
+) -> (common::Service, Vec<(String, String, String)>) {
+    warm_config(env, log, 120_000);
+    let (svc, runs) = ride_during_the_warm_up(env, log, ws, "later");
+    assert!(
+        runs.iter()
+            .any(|(w, k, _)| w == "start" && k == "ride-known"),
+        "the ride is told the baseline is known: {runs:?}"
+    );
+    (svc, runs)
+}
+
 /// A run kept at a commit (by another worktree's session, under an earlier service here)
 /// serves a worktree's session from its start: its first edit, made while the session
 /// start's warm-up still runs (the warm source's first analysis, 120 s here), rides the warm
@@ -290,15 +307,8 @@ fn a_run_kept_at_the_commit_serves_an_edit_riding_a_session_start() {
     );
     svc.terminate();
 
-    // The second worktree's, under a new service, its warm-up 120 s long.
-    warm_config(&env, &log, 120_000);
-    let (svc, later) = ride_during_the_warm_up(&env, &log, &roots[1], "later");
-    assert!(
-        later
-            .iter()
-            .any(|(w, k, _)| w == "start" && k == "ride-known"),
-        "the ride is told the baseline is known: {later:?}"
-    );
+    // The second worktree's, under a new service.
+    let (svc, later) = rides_told_known(&env, &log, &roots[1]);
     assert!(
         !later.iter().any(|(_, k, _)| k == "baseline"),
         "the kept run is read, not run again: {later:?}"
@@ -330,14 +340,7 @@ fn a_warm_ups_answer_over_a_clean_tree_serves_another_worktree() {
     svc.terminate();
     std::fs::remove_file(&log).unwrap();
 
-    warm_config(&env, &log, 120_000);
-    let (svc, later) = ride_during_the_warm_up(&env, &log, &roots[1], "later");
-    assert!(
-        later
-            .iter()
-            .any(|(w, k, _)| w == "start" && k == "ride-known"),
-        "the ride is told the baseline is known: {later:?}"
-    );
+    let (svc, later) = rides_told_known(&env, &log, &roots[1]);
     assert!(
         !first.iter().chain(&later).any(|(_, k, _)| k == "baseline"),
         "no run over the snapshot: {first:?} {later:?}"
@@ -347,5 +350,25 @@ fn a_warm_ups_answer_over_a_clean_tree_serves_another_worktree() {
         .filter(|commit| commit.path().join("tree").exists())
         .collect();
     assert!(trees.is_empty(), "no snapshot extracted: {trees:?}");
+    svc.terminate();
+}
+
+/// A tree an earlier session left changed (an uncommitted edit of another file) still lets
+/// the session's first edit ride the warm-up: its check carries the committed texts of the
+/// edited file and of the tree's other changes (`git::committed_of_changed`).
+#[test]
+fn an_edit_in_a_tree_an_earlier_session_changed_rides_the_warm_up() {
+    let (env, log) = fleet_env(2, 0);
+    let ws = &repo_with_worktrees(&env, 0)[0];
+    std::fs::write(ws.join("other.txt"), "committed\n").unwrap();
+    git(ws, &["add", "."]);
+    git(ws, &["commit", "-q", "-m", "other"]);
+    std::fs::write(ws.join("other.txt"), "changed by an earlier session\n").unwrap();
+    warm_config(&env, &log, 2_000);
+    let (svc, runs) = ride_during_the_warm_up(&env, &log, ws, "mine");
+    assert!(
+        runs.iter().any(|(w, k, _)| w == "start" && k == "ride"),
+        "the edit rides: {runs:?}"
+    );
     svc.terminate();
 }

@@ -152,12 +152,14 @@ pub struct CheckRequest {
     /// nothing is left out.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub served: BTreeMap<PathBuf, Vec<String>>,
-    /// The committed text of each of `files`, sent to a project-wide source that keeps a warm
-    /// server ([`Capabilities::warm`]) with the session's first edits when they come during
-    /// the session start's warm-up, the tree otherwise clean at `HEAD`: that source's baseline
-    /// for the project is still to come, and one that can check the files its edit reaches
-    /// against these texts answers their baseline with the check
-    /// ([`CheckResponse::baseline`]). Absent otherwise.
+    /// The committed text of each of `files` — and of the other tracked files the tree changed
+    /// since `HEAD` (at most 16, content changes only: no deletion or rename) —, sent to a
+    /// project-wide source that keeps a warm server ([`Capabilities::warm`]) with the
+    /// session's first edits when they come during the session start's warm-up: that
+    /// source's baseline for the project is still to come, and one that can check the files
+    /// its edit reaches against these texts answers their baseline with the check
+    /// ([`CheckResponse::baseline`]) — only for files the tree did not change besides
+    /// `files`. Absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub committed: BTreeMap<PathBuf, String>,
     /// Sent with `committed`: the service already has this source's baseline at the commit

@@ -86,10 +86,17 @@ pub fn is_clean(root: &Path) -> Result<bool, GitError> {
     Ok(out.stdout.is_empty())
 }
 
-/// The committed text of each of `files` at `HEAD`, when the tree of the repository holding
-/// `root` differs from `HEAD` in those files only (`git status` as [`is_clean`] asks it);
-/// `None` otherwise, or when `HEAD` lacks one of them.
-pub fn committed_if_only(
+/// Most files other than the edited ones a tree may differ from `HEAD` in for
+/// [`committed_of_changed`].
+pub const MAX_OTHERS: usize = 16;
+
+/// The committed text at `HEAD` of each of `files` and of the other tracked files the
+/// working tree of the repository holding `root` changed (`git status` as [`is_clean`] asks
+/// it; at most [`MAX_OTHERS`] of them): what a check of the tree at `HEAD` needs beside
+/// what is on disk. Files `HEAD` lacks (untracked, added) other than `files` are left out.
+/// `None` when one of `files` is not in `HEAD`, or the tree deleted, renamed, copied or
+/// re-typed a file, has a conflict, or changed too many.
+pub fn committed_of_changed(
     root: &Path,
     files: &[PathBuf],
 ) -> Result<Option<BTreeMap<PathBuf, String>>, GitError> {
@@ -104,21 +111,29 @@ pub fn committed_if_only(
         return Ok(None);
     }
     let text = String::from_utf8_lossy(&out.stdout);
+    let mut wanted: Vec<PathBuf> = files.to_vec();
     for entry in text.split('\0').filter(|f| !f.is_empty()) {
         let (status, rel) = entry.split_at(entry.len().min(3));
-        if status.starts_with('R') || status.starts_with('C') {
-            return Ok(None); // a rename or copy: its source changed too
+        let path = top.join(rel);
+        if files.contains(&path) || status.starts_with("??") || status.starts_with('A') {
+            continue; // the edited files, or not in `HEAD`
         }
-        if !files.contains(&top.join(rel)) {
+        // Only a tracked file's content changed (staged or not): no deletion, rename, copy,
+        // type change or conflict.
+        if !status.chars().take(2).all(|c| c == ' ' || c == 'M') {
             return Ok(None);
         }
+        if wanted.len() >= files.len() + MAX_OTHERS {
+            return Ok(None);
+        }
+        wanted.push(path);
     }
     let mut texts = BTreeMap::new();
-    for f in files {
-        let Some(text) = committed_text(root, &commit, f)? else {
+    for f in wanted {
+        let Some(text) = committed_text(root, &commit, &f)? else {
             return Ok(None);
         };
-        texts.insert(f.clone(), text);
+        texts.insert(f, text);
     }
     Ok(Some(texts))
 }
@@ -475,6 +490,60 @@ mod tests {
         std::fs::remove_file(root.join("b.txt")).unwrap();
         std::fs::write(root.join("a.txt"), "edited\n").unwrap();
         assert!(!is_clean(&root).unwrap(), "an edited file");
+    }
+
+    #[test]
+    fn the_committed_texts_of_a_changed_tree_are_the_edited_files_and_its_other_changes() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        sh(&root, &["init", "-q"]);
+        for n in 0..20 {
+            std::fs::write(root.join(format!("m{n}.py")), format!("x = {n}\n")).unwrap();
+        }
+        sh(&root, &["add", "."]);
+        sh(&root, &["commit", "-q", "-m", "one"]);
+        let edited = vec![root.join("m0.py")];
+        std::fs::write(&edited[0], "x = 'edited'\n").unwrap();
+        let texts = committed_of_changed(&root, &edited).unwrap().unwrap();
+        assert_eq!(texts.keys().collect::<Vec<_>>(), [&edited[0]]);
+        assert_eq!(texts[&edited[0]], "x = 0\n");
+
+        // An earlier change, staged or not, and a new file: the other's committed text too.
+        std::fs::write(root.join("m1.py"), "x = 'earlier'\n").unwrap();
+        std::fs::write(root.join("m2.py"), "x = 'staged'\n").unwrap();
+        sh(&root, &["add", "m2.py"]);
+        std::fs::write(root.join("new.py"), "y = 1\n").unwrap();
+        let texts = committed_of_changed(&root, &edited).unwrap().unwrap();
+        let names: Vec<_> = texts.keys().map(|p| p.file_name().unwrap()).collect();
+        assert_eq!(names, ["m0.py", "m1.py", "m2.py"]);
+        assert_eq!(texts[&root.join("m1.py")], "x = 1\n");
+        let untracked = vec![root.join("new.py")];
+        assert!(
+            committed_of_changed(&root, &untracked).unwrap().is_none(),
+            "not in HEAD"
+        );
+
+        // Too many other changes, a deletion, a rename: none.
+        for n in 3..20 {
+            std::fs::write(root.join(format!("m{n}.py")), "x = 'many'\n").unwrap();
+        }
+        assert!(
+            committed_of_changed(&root, &edited).unwrap().is_none(),
+            "past MAX_OTHERS"
+        );
+        sh(&root, &["checkout", "-q", "--", "."]);
+        std::fs::write(&edited[0], "x = 'edited'\n").unwrap();
+        std::fs::remove_file(root.join("m5.py")).unwrap();
+        assert!(
+            committed_of_changed(&root, &edited).unwrap().is_none(),
+            "a deletion"
+        );
+        sh(&root, &["checkout", "-q", "--", "m5.py"]);
+        sh(&root, &["mv", "m6.py", "m6b.py"]);
+        assert!(
+            committed_of_changed(&root, &edited).unwrap().is_none(),
+            "a rename"
+        );
     }
 
     #[test]

@@ -449,8 +449,9 @@ impl Pipeline {
     /// A project-wide source's baseline of some files ahead of its run over `project` (its
     /// warm server's answer with the changed files' committed texts, `CheckResponse::baseline`):
     /// recorded per file, unless that run is in. An edited file's lines are its committed
-    /// text's (recorded by its per-file baseline); another's, its text now, which the service
-    /// asked for only over a tree otherwise clean at the commit (`schedule.rs`).
+    /// text's (recorded by its per-file baseline); another's, its text now: a ride answers
+    /// only for files the tree did not change since the commit (`schedule/ride.rs`; the
+    /// pyright plugin rides for no user the tree changed).
     pub(super) fn base_ahead(&mut self, source: &str, project: &Path, files: Vec<FileResult>) {
         if source.is_empty()
             || !self.base.baseline.usable()

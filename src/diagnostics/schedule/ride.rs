@@ -14,8 +14,9 @@ use crate::diagnostics::{CheckError, Checker, SourceId, SourceInfo};
 impl Scheduler {
     /// Whether a check of `files` by `source` rides the session start's warm-up: a source
     /// keeping a warm server, the warm-up still running, `files` the session's only edits.
-    /// Its request then carries their committed texts when the tree is otherwise clean at
-    /// `HEAD` (`CheckRequest::committed`: the warm server, still in its first analysis,
+    /// Its request then carries their committed texts — and those of the tree's other changed
+    /// files — when the tree changed only files' contents since `HEAD`
+    /// (`CheckRequest::committed`: the warm server, still in its first analysis,
     /// checks the edit's users first, with those texts and without, and answers their
     /// baseline with them), and a partial answer waits for it until the deadline
     /// (`SourceState::rides`): on click, the caller an edit made a second after the session
@@ -31,8 +32,8 @@ impl Scheduler {
 }
 
 /// `checker`'s check of `request` by `source`, riding the warm-up: with the committed texts
-/// of its files (`CheckRequest::committed`) when the tree is otherwise clean at `HEAD` (read
-/// off the actor), and whether the source's baseline over the project is known — held by
+/// of its files and the tree's other changed ones (`CheckRequest::committed`,
+/// `git::committed_of_changed`, read off the actor), and whether the source's baseline over the project is known — held by
 /// the session or kept at the commit (`kept`: the commit's place, the source's name, the
 /// project; then `CheckRequest::baseline_known`, and `base_jobs.rs` only reads a kept run).
 /// Without texts the source is not asked now: an early answer with nothing (its follow-up
@@ -48,7 +49,8 @@ pub(super) fn with_committed(
         let (root, files) = (request.workspace.clone(), request.files.clone());
         let texts = tokio::task::spawn_blocking(move || {
             let known = kept.is_some_and(|(at, name, proj)| at.known(&root, &name, &proj));
-            crate::diagnostics::baseline::git::committed_if_only(&root, &files).map(|t| (t, known))
+            crate::diagnostics::baseline::git::committed_of_changed(&root, &files)
+                .map(|t| (t, known))
         })
         .await;
         match texts {

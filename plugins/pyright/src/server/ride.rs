@@ -6,9 +6,11 @@
 //! publish is a checked one; a publish of a file just opened can be its bound-only, empty
 //! list), twice:
 //!
-//! 1. with each changed file opened with its committed text (`CheckRequest::committed`):
+//! 1. with each changed file opened with its committed text (`CheckRequest::committed`,
+//!    which also holds the other files the tree changed since the commit, opened at it too):
 //!    what the users and the changed files say there is their baseline at the commit (the
-//!    service sends the texts only while the tree is otherwise clean at `HEAD`);
+//!    service sends the texts only when the tree changed nothing but files' contents since
+//!    `HEAD`; a user the tree changed, or a configuration, and there is no ride);
 //! 2. the changed files closed (pyright reads them from disk again): what the users say now
 //!    is what the edit did to them.
 //!
@@ -35,6 +37,9 @@ use std::time::{Duration, Instant};
 const MAX_SCANNED: usize = 5_000;
 /// The longest each of the two pulls takes.
 const WAIT_MS: u64 = 15_000;
+/// The configuration files pyright reads: one the tree changed since the commit leaves no
+/// baseline to ride for.
+const CONFIGS: &[&str] = &["pyrightconfig.json", "pyproject.toml"];
 /// Folders never scanned for users.
 const SKIPPED: &[&str] = &["node_modules", "__pycache__", "site-packages", "venv"];
 
@@ -68,18 +73,23 @@ pub fn ride(
         return Ok(Some(nothing(false)));
     }
     let started = Instant::now();
-    let changed: Vec<&PathBuf> = plan.committed.iter().map(|(f, _)| f).collect();
+    let at_commit: Vec<&PathBuf> = plan.committed.iter().map(|(f, _)| f).collect();
     let users: Vec<&PathBuf> = plan.users.iter().map(|(f, _)| f).collect();
     let known = ask.ride.baseline_known;
     crate::timeline::trace(|| {
-        let (c, u) = (changed.len(), users.len());
-        format!("ride: {c} changed files, opening {u} users (the baseline known: {known})")
+        let (c, u) = (ask.changed.len(), users.len());
+        let o = at_commit.len().saturating_sub(c);
+        format!(
+            "ride: {c} changed files ({o} others), opening {u} users (the baseline known: {known})"
+        )
     });
     if known {
         return once(server, ask, &plan, started, cancelled);
     }
     open(server, plan.committed.iter().chain(&plan.users))?;
-    let checked: Vec<&PathBuf> = users.iter().chain(&changed).copied().collect();
+    // The baseline of the users and the changed files (not of the tree's other changed
+    // files: the session did not edit them).
+    let checked: Vec<&PathBuf> = users.iter().copied().chain(ask.changed).collect();
     let baseline = pull(server, &checked, cancelled)?;
     crate::timeline::trace(|| {
         let ms = started.elapsed().as_millis();
@@ -90,7 +100,7 @@ pub fn ride(
         let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
         texts.changes(ask.workspace, ask.changed).before
     };
-    for f in &changed {
+    for f in &at_commit {
         server.conn.notify(
             "textDocument/didClose",
             json!({"textDocument": {"uri": path_to_uri(f)}}),
@@ -122,13 +132,13 @@ fn once(
     started: Instant,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Option<Answer>>, ServerError> {
-    let changed: Vec<&PathBuf> = plan.committed.iter().map(|(f, _)| f).collect();
     let users: Vec<&PathBuf> = plan.users.iter().map(|(f, _)| f).collect();
     let told = {
         let mut texts = server.texts.lock().unwrap_or_else(|e| e.into_inner());
         texts.changes(ask.workspace, ask.changed).before
     };
-    let events: Vec<Value> = changed
+    let events: Vec<Value> = ask
+        .changed
         .iter()
         .map(|f| json!({"uri": path_to_uri(f), "type": 2}))
         .collect();
@@ -256,7 +266,7 @@ fn nothing(cancelled: bool) -> Option<Answer> {
 
 /// What a ride pins and opens.
 struct Plan {
-    /// The changed files with their committed text.
+    /// The changed files and the tree's other changed files, with their committed text.
     committed: Vec<(PathBuf, String)>,
     /// Their users with their text on disk (at most [`crate::opened::MAX_OPEN`]).
     users: Vec<(PathBuf, String)>,
@@ -281,10 +291,28 @@ fn plan(server: &Server, ask: &Ask) -> Option<Plan> {
         names.push((f, changed_names(old, &new)));
         committed.push((f.clone(), old.clone()));
     }
+    for (f, old) in ask.ride.committed {
+        if ask.changed.contains(f) {
+            continue;
+        }
+        // The tree's other changes: modules opened at their commit too; a configuration
+        // pyright reads changed since the commit makes the baseline something else.
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+        match f.extension().and_then(|e| e.to_str()) {
+            Some("py" | "pyi") => committed.push((f.clone(), old.clone())),
+            _ if name.is_some_and(|n| CONFIGS.contains(&n.as_str())) => return None,
+            _ => {}
+        }
+    }
     let texts = scan(ask.workspace, ask.roots)?;
     let mut found: Vec<PathBuf> = Vec::new();
     for (f, touched) in &names {
         for u in users(f, Some(touched), texts.iter().map(|(p, t)| (p, t.as_str()))) {
+            // A user the tree changed since the commit: its baseline is another text than
+            // the one the service would map its lines with.
+            if ask.ride.committed.contains_key(&u) && !ask.changed.contains(&u) {
+                return None;
+            }
             if !ask.changed.contains(&u) && !found.contains(&u) {
                 found.push(u);
             }

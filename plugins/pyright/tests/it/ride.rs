@@ -169,6 +169,88 @@ fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
     assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 2, None).files));
 }
 
+/// The committed texts a ride over a tree changed before the session carries: the edited
+/// file's and `others`' (`CheckRequest::committed`).
+fn riding(ws: &Path, edited: &Path, good: &str, others: &[(&Path, &str)]) -> CheckRequest {
+    let mut req = request(ws, edited, 2, Some(good));
+    for (f, text) in others {
+        req.committed.insert(f.to_path_buf(), text.to_string());
+    }
+    req
+}
+
+#[test]
+fn an_edit_in_a_tree_changed_before_rides_with_its_other_changes_at_the_commit() {
+    let (_tmp, ws) = project();
+    let (utils, core, extra) = (
+        ws.join("pkg/utils.py"),
+        ws.join("pkg/core.py"),
+        ws.join("pkg/extra.py"),
+    );
+    // At the commit the user also reads a constant of another module.
+    let mut core_text = std::fs::read_to_string(&core).unwrap();
+    core_text.push_str("\nfrom .extra import LIMIT\n\nlimit: int = LIMIT\n");
+    std::fs::write(&core, core_text).unwrap();
+    let extra_committed = "LIMIT: int = 1\n";
+    std::fs::write(&extra, extra_committed).unwrap();
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    let mut at_commit = by_file(ask(&cli, &ws, &utils, 1, None).files);
+    at_commit.retain(|f, _| *f == core || *f == utils);
+    // An earlier session's uncommitted change to that module breaks the user.
+    std::fs::write(&extra, "LIMIT: str = \"one\"\n").unwrap();
+
+    let served = plugin(serde_json::Value::Null);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    let resp = edit_during_the_first_analysis(&served, &ws, || {
+        std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
+        served
+            .check(riding(&ws, &utils, &good, &[(&extra, extra_committed)]))
+            .unwrap()
+    });
+    assert!(resp.more, "an early answer: the rest follows");
+    assert_eq!(
+        by_file(resp.baseline),
+        at_commit,
+        "the baseline is the command line's at the commit (the other change at it too), of \
+         the user and the edited file only"
+    );
+    let early = by_file(resp.files);
+    assert_eq!(
+        codes(&early, &core),
+        [
+            "reportCallIssue",
+            "reportAssignmentType",
+            "reportAssignmentType"
+        ],
+        "the caller, its own old problem and the earlier change's: {early:#?}"
+    );
+    let mut id = 2;
+    let rest = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 2, None).files));
+}
+
+#[test]
+fn an_edit_whose_user_the_tree_changed_before_does_not_ride() {
+    let (_tmp, ws) = project();
+    let (utils, core) = (ws.join("pkg/utils.py"), ws.join("pkg/core.py"));
+    let core_committed = std::fs::read_to_string(&core).unwrap();
+    std::fs::write(&core, format!("{core_committed}\nW: int = \"w\"\n")).unwrap();
+    let served = plugin(serde_json::Value::Null);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    let resp = edit_during_the_first_analysis(&served, &ws, || {
+        std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
+        served
+            .check(riding(&ws, &utils, &good, &[(&core, &core_committed)]))
+            .unwrap()
+    });
+    assert!(resp.more, "the follow-up waits for the analysis");
+    assert!(by_file(resp.files).is_empty(), "nothing yet");
+    assert!(
+        resp.baseline.is_empty(),
+        "no baseline of a user the tree changed"
+    );
+}
+
 #[test]
 fn an_edit_whose_baseline_the_service_has_is_answered_without_one() {
     let (_tmp, ws) = project();
