@@ -56,7 +56,8 @@ pub struct Riding<'a> {
 /// Answer `ask` by riding the first analysis (see the module's doc): `Some` of the check's
 /// answer (`None` when it was cancelled), or `None` when it cannot: not a first analysis, a
 /// root new to the server, a changed file without its committed text or gone from disk, a
-/// user already open, too many files.
+/// file to open already open, a user or pyright's configuration the tree changed since the
+/// commit, too many files.
 pub fn ride(
     server: &Server,
     ask: &Ask,
@@ -319,8 +320,9 @@ fn plan(server: &Server, ask: &Ask) -> Option<Plan> {
         }
     }
     let opened = server.opened.lock().unwrap_or_else(|e| e.into_inner());
-    if found.iter().any(|f| opened.holds(f)) {
-        return None;
+    let at_commit = committed.iter().map(|(f, _)| f);
+    if found.iter().chain(at_commit).any(|f| opened.holds(f)) {
+        return None; // opened already: not again
     }
     found.truncate(crate::opened::MAX_OPEN);
     let users = found
