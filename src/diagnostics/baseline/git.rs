@@ -89,13 +89,16 @@ pub fn is_clean(root: &Path) -> Result<bool, GitError> {
 /// Most files other than the edited ones a tree may differ from `HEAD` in for
 /// [`committed_of_changed`].
 pub const MAX_OTHERS: usize = 16;
+/// Most bytes of committed text [`committed_of_changed`] reads.
+const MAX_COMMITTED_BYTES: u64 = 8 << 20;
 
 /// The committed text at `HEAD` of each of `files` and of the other tracked files the
 /// working tree of the repository holding `root` changed (`git status` as [`is_clean`] asks
 /// it; at most [`MAX_OTHERS`] of them): what a check of the tree at `HEAD` needs beside
 /// what is on disk. Files `HEAD` lacks (untracked, added) other than `files` are left out.
 /// `None` when one of `files` is not in `HEAD`, or the tree deleted, renamed, copied or
-/// re-typed a file, has a conflict, or changed too many.
+/// re-typed a file, has a conflict, or changed too many, or their committed texts hold more
+/// than 8 MiB.
 pub fn committed_of_changed(
     root: &Path,
     files: &[PathBuf],
@@ -127,6 +130,22 @@ pub fn committed_of_changed(
             return Ok(None);
         }
         wanted.push(path);
+    }
+    // Read only what is small enough to send: the blobs' sizes first (one `ls-tree`).
+    let rels: Vec<String> = wanted
+        .iter()
+        .filter_map(|f| f.strip_prefix(&top).ok())
+        .map(|r| r.to_string_lossy().into_owned())
+        .collect();
+    let mut args = vec!["ls-tree", "-l", "-z", "--full-tree", commit.as_str(), "--"];
+    args.extend(rels.iter().map(String::as_str));
+    let out = run(root, &args)?;
+    let size: u64 = String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter_map(|line| line.split_whitespace().nth(3)?.parse::<u64>().ok())
+        .sum();
+    if !out.status.success() || size > MAX_COMMITTED_BYTES {
+        return Ok(None);
     }
     let mut texts = BTreeMap::new();
     for f in wanted {
@@ -522,6 +541,17 @@ mod tests {
             committed_of_changed(&root, &untracked).unwrap().is_none(),
             "not in HEAD"
         );
+        // Committed texts past 8 MiB are not read.
+        std::fs::write(root.join("big.py"), "#".repeat(9 << 20)).unwrap();
+        sh(&root, &["add", "big.py"]);
+        sh(&root, &["commit", "-q", "-m", "big"]);
+        std::fs::write(root.join("big.py"), "x = 1\n").unwrap();
+        assert!(
+            committed_of_changed(&root, &edited).unwrap().is_none(),
+            "past 8 MiB"
+        );
+        sh(&root, &["checkout", "-q", "--", "big.py"]);
+        assert!(committed_of_changed(&root, &edited).unwrap().is_some());
 
         // Too many other changes, a deletion, a rename: none.
         for n in 3..20 {
