@@ -92,9 +92,9 @@ pub const MAX_OTHERS: usize = 16;
 /// Most bytes of committed text [`committed_of_changed`] reads.
 const MAX_COMMITTED_BYTES: u64 = 8 << 20;
 
-/// The committed text at `HEAD` of each of `files` and of the other tracked files the
-/// working tree of the repository holding `root` changed (`git status` as [`is_clean`] asks
-/// it; at most [`MAX_OTHERS`] of them): what a check of the tree at `HEAD` needs beside
+/// The committed text at `HEAD` of each of `files` and of the other tracked files under
+/// `root` the working tree of its repository changed (`git status` as [`is_clean`] asks it;
+/// at most [`MAX_OTHERS`] of them): what a check of the tree at `HEAD` needs beside
 /// what is on disk. Files `HEAD` lacks (untracked, added) other than `files` are left out.
 /// `None` when one of `files` is not in `HEAD`, or the tree deleted, renamed, copied or
 /// re-typed a file, has a conflict, or changed too many, or their committed texts hold more
@@ -120,6 +120,9 @@ pub fn committed_of_changed(
         let path = top.join(rel);
         if files.contains(&path) || status.starts_with("??") || status.starts_with('A') {
             continue; // the edited files, or not in `HEAD`
+        }
+        if !path.starts_with(root) {
+            continue; // outside the workspace: not read, not sent
         }
         // Only a tracked file's content changed (staged or not): no deletion, rename, copy,
         // type change or conflict.
@@ -573,6 +576,30 @@ mod tests {
         assert!(
             committed_of_changed(&root, &edited).unwrap().is_none(),
             "a rename"
+        );
+    }
+
+    #[test]
+    fn a_workspace_below_the_top_gets_only_its_own_changes_committed_texts() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap();
+        sh(&top, &["init", "-q"]);
+        std::fs::create_dir(top.join("ws")).unwrap();
+        for f in ["a.py", "ws/b.py", "ws/c.py"] {
+            std::fs::write(top.join(f), "x = 1\n").unwrap();
+        }
+        sh(&top, &["add", "."]);
+        sh(&top, &["commit", "-q", "-m", "one"]);
+        for f in ["a.py", "ws/b.py", "ws/c.py"] {
+            std::fs::write(top.join(f), "x = 2\n").unwrap();
+        }
+        let ws = top.join("ws");
+        let texts = committed_of_changed(&ws, &[ws.join("b.py")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            texts.keys().cloned().collect::<Vec<_>>(),
+            [ws.join("b.py"), ws.join("c.py")]
         );
     }
 
