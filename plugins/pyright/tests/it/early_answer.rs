@@ -7,41 +7,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use openfiles_plugin_api::{CheckRequest, CheckResponse, Init, Item, Plugin};
+use openfiles_plugin_api::{Item, Plugin};
 use openfiles_plugin_pyright::Pyright;
 
-fn plugin(config: serde_json::Value) -> Pyright {
-    let state = tempfile::tempdir().unwrap();
-    Pyright::create(Init {
-        config,
-        state_dir: state.path().to_owned(),
-        host_version: "test".into(),
-    })
-    .unwrap()
-    .0
-}
+use crate::support::{by_file, edit_request, plugin, workspace, write};
 
 /// The items per file (files with none left out), and the answer's `more`.
 fn check(p: &Pyright, ws: &Path, edited: &Path, id: u64) -> (BTreeMap<PathBuf, Vec<Item>>, bool) {
-    let resp: CheckResponse = p
-        .check(CheckRequest {
-            id,
-            workspace: ws.to_owned(),
-            files: vec![edited.to_owned()],
-            report_all: true,
-            trusted: true,
-            timeout_ms: 120_000,
-            ..Default::default()
-        })
-        .unwrap();
-    let mut by_file: BTreeMap<PathBuf, Vec<Item>> = BTreeMap::new();
-    for f in resp.files {
-        let items = by_file.entry(f.path).or_default();
-        items.extend(f.items);
-        items.sort_by_key(|i| (i.line, i.column, i.message.clone()));
-    }
-    by_file.retain(|_, items| !items.is_empty());
-    (by_file, resp.more)
+    let resp = p.check(edit_request(ws, edited, id)).unwrap();
+    (by_file(resp.files), resp.more)
 }
 
 const GOOD: &str = "def make_str(value: object) -> str:";
@@ -51,13 +25,8 @@ const BROKEN: &str = "def make_str(value: object, strict: bool) -> str:";
 /// modules import `other` only (importers the early answer does not wait for), one of them
 /// with a problem of its own.
 fn project() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().canonicalize().unwrap();
-    let w = |rel: &str, text: &str| {
-        let p = ws.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let (tmp, ws) = workspace();
+    let w = |rel: &str, text: &str| write(&ws, rel, text);
     w(
         "pyrightconfig.json",
         "{\"typeCheckingMode\": \"standard\"}\n",

@@ -10,3 +10,4 @@ mod monorepo;
 mod real_other_checkers;
 mod real_pyright;
 mod ride;
+mod support;

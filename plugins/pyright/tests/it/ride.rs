@@ -10,49 +10,22 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use openfiles_plugin_api::{CheckRequest, CheckResponse, FileResult, Init, Item, Plugin};
+use openfiles_plugin_api::{CheckRequest, CheckResponse, Item, Plugin};
 use openfiles_plugin_pyright::Pyright;
 
-fn plugin(config: serde_json::Value) -> Pyright {
-    let state = tempfile::tempdir().unwrap();
-    Pyright::create(Init {
-        config,
-        state_dir: state.path().to_owned(),
-        host_version: "test".into(),
-    })
-    .unwrap()
-    .0
-}
+use crate::support::{by_file, edit_request, plugin, workspace, write};
 
 fn request(ws: &Path, edited: &Path, id: u64, committed: Option<&str>) -> CheckRequest {
     CheckRequest {
-        id,
-        workspace: ws.to_owned(),
-        files: vec![edited.to_owned()],
-        report_all: true,
-        trusted: true,
-        timeout_ms: 120_000,
         committed: committed
             .map(|t| [(edited.to_owned(), t.to_owned())].into())
             .unwrap_or_default(),
-        ..Default::default()
+        ..edit_request(ws, edited, id)
     }
 }
 
 fn ask(p: &Pyright, ws: &Path, edited: &Path, id: u64, committed: Option<&str>) -> CheckResponse {
     p.check(request(ws, edited, id, committed)).unwrap()
-}
-
-/// The items per file, files with none left out.
-fn by_file(files: Vec<FileResult>) -> BTreeMap<PathBuf, Vec<Item>> {
-    let mut out: BTreeMap<PathBuf, Vec<Item>> = BTreeMap::new();
-    for f in files {
-        let items = out.entry(f.path).or_default();
-        items.extend(f.items);
-        items.sort_by_key(|i| (i.line, i.column, i.message.clone()));
-    }
-    out.retain(|_, items| !items.is_empty());
-    out
 }
 
 fn codes(items: &BTreeMap<PathBuf, Vec<Item>>, file: &Path) -> Vec<String> {
@@ -66,13 +39,8 @@ const BROKEN: &str = "def make_str(value: object, strict: bool) -> str:";
 /// `pkg/utils.py` with `make_str`, `lonely` (used nowhere) and `other`; `pkg/core.py` calls
 /// `make_str` and has a problem of its own; thirty modules import `other` only.
 fn project() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().canonicalize().unwrap();
-    let w = |rel: &str, text: &str| {
-        let p = ws.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let (tmp, ws) = workspace();
+    let w = |rel: &str, text: &str| write(&ws, rel, text);
     w(
         "pyrightconfig.json",
         "{\"typeCheckingMode\": \"standard\"}\n",
