@@ -92,6 +92,9 @@ struct Running {
     /// during the session start's warm-up: the warm-up's own analysis can outlast many
     /// edits, whose runs are the ones that tell the source's speed.)
     cold: bool,
+    /// A check riding the warm server (`Scheduler::rides`): the project's baseline runs wait
+    /// for its answer ([`Scheduler::riding`]).
+    rides: bool,
 }
 
 /// Checks in flight and follow-ups of one workspace.
@@ -223,7 +226,7 @@ impl Scheduler {
             for f in &files {
                 session.set_awaited(f, id, awaited);
             }
-            let rides = self.rides(session, info, &files);
+            let rides = self.rides(session, info, &proj, &files);
             if rides && knock_on_wait_ms > 0 {
                 for f in &files {
                     session.set_rides(f, id);
@@ -461,7 +464,8 @@ impl Scheduler {
         let fut = if rides {
             let kept = self.baseline.clone().zip(project.clone());
             let kept = kept.map(|(at, proj)| (at, info.name.clone(), proj));
-            with_committed(self.checker.clone(), info.id, request, kept)
+            let after = self.warm_up.is_some_and(|(_, to)| to != u64::MAX);
+            with_committed(self.checker.clone(), info.id, request, kept, after)
         } else {
             self.checker.check(info.id, request)
         };
@@ -484,7 +488,7 @@ impl Scheduler {
             });
         });
         if let Some((_, proj)) = key {
-            self.track(info, proj, check, files_asked, task.abort_handle());
+            self.track(info, proj, check, files_asked, task.abort_handle(), rides);
         }
     }
 
@@ -560,7 +564,7 @@ impl Scheduler {
         let abort = task.abort_handle();
         for (proj, files) in parts {
             let files = files.into_iter().map(|(p, _)| p).collect();
-            self.track(info, proj, check, files, abort.clone());
+            self.track(info, proj, check, files, abort.clone(), false);
         }
     }
 
@@ -572,6 +576,7 @@ impl Scheduler {
         check: u64,
         files: Vec<PathBuf>,
         abort: tokio::task::AbortHandle,
+        rides: bool,
     ) {
         let cold = self.cold(info, &project);
         let running = Running {
@@ -580,6 +585,7 @@ impl Scheduler {
             abort,
             rest: false,
             cold,
+            rides,
         };
         self.in_flight.insert((info.id, project), running);
     }

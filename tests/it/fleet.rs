@@ -372,3 +372,50 @@ fn an_edit_in_a_tree_an_earlier_session_changed_rides_the_warm_up() {
     );
     svc.terminate();
 }
+
+/// After the session start's warm-up, a tree an earlier session left changed gives no seed
+/// (its answer is not the commit's), so the project's baseline comes from a run over the
+/// snapshot: the session's first edit rides the warm source instead (its check carries the
+/// committed texts), and that run waits for the ride's answer instead of running beside it
+/// (on click, beside the ride's pulls, it made them 1.7 s longer).
+#[test]
+fn after_the_warm_up_a_changed_trees_first_edit_rides_and_the_baseline_run_waits_for_it() {
+    let (env, log) = fleet_env(2, 0);
+    let ws = &repo_with_worktrees(&env, 0)[0];
+    std::fs::write(ws.join("other.txt"), "committed\n").unwrap();
+    git(ws, &["add", "."]);
+    git(ws, &["commit", "-q", "-m", "other"]);
+    std::fs::write(ws.join("other.txt"), "changed by an earlier session\n").unwrap();
+    let config = format!(
+        "[plugin.instant]\nproject_wide = true\nwarm = true\ndelay_ms = 1500\n\
+         first_delay_ms = 100\nlog = {:?}\n",
+        log.to_str().unwrap()
+    );
+    std::fs::write(&env.config, config).unwrap();
+    let svc = env.serve(&["-w", ws.to_str().unwrap()]);
+    session_start(&env, ws);
+    wait_until("the warm-up is over", || {
+        let warm = env.status().workspaces.into_iter().find(|w| w.root == *ws);
+        warm.and_then(|w| w.warm).is_some_and(|w| w.done_at != 0)
+    });
+    std::fs::remove_file(&log).unwrap();
+    let file = ws.join("notes.txt");
+    std::fs::write(&file, "error: old in @ws\nerror: mine\n").unwrap();
+    env.edited(&[&file]);
+    wait_until("the edit's problems, classified", || {
+        own_items_classified(ws, "mine")
+    });
+    let runs = runs(&log);
+    let at = |what: &str, kind: &str| runs.iter().position(|(w, k, _)| w == what && k == kind);
+    let ride_end = at("end", "ride");
+    assert!(ride_end.is_some(), "the edit rides: {runs:?}");
+    assert!(
+        at("start", "edit").is_none_or(|e| e > ride_end.unwrap_or(0)),
+        "no plain check first: {runs:?}"
+    );
+    assert!(
+        at("start", "baseline") > ride_end,
+        "the snapshot's run starts after the ride's answer: {runs:?}"
+    );
+    svc.terminate();
+}

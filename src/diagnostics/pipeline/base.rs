@@ -117,6 +117,11 @@ impl BaseState {
         self.store.is_some()
     }
 
+    /// Whether files wait for their per-file baseline checks before being dispatched.
+    pub(super) fn holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// The store of shared baselines (`None`: no baseline is taken).
     pub(super) fn store(&self) -> Option<PathBuf> {
         self.store.clone()
@@ -211,7 +216,6 @@ impl Pipeline {
             }
             self.refresh_view(&path);
         }
-        self.start_project_jobs();
         ready
     }
 

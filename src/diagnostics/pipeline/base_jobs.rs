@@ -84,12 +84,12 @@ pub(super) async fn prefetch(
 }
 
 impl Pipeline {
-    /// The session start's warm-up has its language servers up, or ended: once it ended (its
-    /// warm servers' first analysis too), the project-wide baseline runs asked for meanwhile
-    /// start.
+    /// The session start's warm-up has its language servers up, or ended, or a check riding a
+    /// warm server answered: once the warm-up ended (its warm servers' first analysis too)
+    /// and no check rides, the project-wide baseline runs asked for meanwhile start.
     pub(super) fn base_warmed(&mut self) {
-        if self.warming() {
-            return; // its warm servers still analyse: at its end
+        if self.runs_wait() {
+            return; // its warm servers still analyse, or an edit rides one: at its end
         }
         let jobs = std::mem::take(&mut self.base.deferred);
         self.spawn_project_jobs(jobs);
@@ -99,13 +99,16 @@ impl Pipeline {
     /// session start's warm-up runs (language servers loading, a warm server's first
     /// analysis), defer them: beside that analysis, on click, a run over the commit took
     /// 10.9 s and the analysis 12.4 s instead of ~7 (2 cores), and an edit riding it
-    /// (`schedule/ride.rs`) has its users' baseline from it. A run kept at the commit (an
-    /// earlier session's, another worktree's) is only read: its job is looked for off the
-    /// actor and, when it is kept, started at once ([`BaseMsg::Kept`]).
+    /// (`schedule/ride.rs`) has its users' baseline from it. So do they while an edit rides a
+    /// warm server after the warm-up (`Scheduler::riding`), until its answer. A run kept at
+    /// the commit (an earlier session's, another worktree's) is only read: its job is looked
+    /// for off the actor and, when it is kept, started at once ([`BaseMsg::Kept`]).
     pub(super) fn start_project_jobs(&mut self) {
         let due = std::mem::take(&mut self.base.due);
-        if !(self.servers_warming || self.warming()) {
-            self.spawn_project_jobs(due);
+        if !self.runs_wait() {
+            let mut jobs = std::mem::take(&mut self.base.deferred);
+            jobs.extend(due);
+            self.spawn_project_jobs(jobs);
             return;
         }
         // One workspace, one commit: one place to look in.
@@ -136,6 +139,14 @@ impl Pipeline {
                 }
             }
         });
+    }
+
+    /// Whether project-wide baseline runs wait ([`Pipeline::start_project_jobs`]): the
+    /// session start's warm-up runs, a check rides a warm server after it
+    /// (`Scheduler::riding`), or files wait for their per-file baselines (the check that may
+    /// ride is dispatched once they answered).
+    fn runs_wait(&self) -> bool {
+        self.servers_warming || self.warming() || self.scheduler.riding() || self.base.holding()
     }
 
     /// `source`'s run over `project` is kept at the commit: its deferred job (if it still

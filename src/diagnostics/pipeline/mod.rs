@@ -601,6 +601,8 @@ impl Pipeline {
             max_file_bytes,
             self.config.hooks.knock_on_wait_ms,
         );
+        // After the scheduler's: a check riding the warm server defers them.
+        self.start_project_jobs();
         self.needs_write = true;
     }
 
@@ -707,6 +709,9 @@ impl Pipeline {
             };
             self.scheduler
                 .finished(&mut self.session, ended, timeout_ms, quick);
+            if !self.base.deferred.is_empty() {
+                self.base_warmed(); // a ride's answer: the baseline runs it deferred
+            }
         }
     }
 

@@ -1,6 +1,9 @@
 //! An edit that comes while the warm server is still in its first analysis (the session
 //! start's warm-up started it a moment before): its check rides on the server instead of
-//! waiting for that analysis to end. The edit's users ([`crate::early::users`]) are opened
+//! waiting for that analysis to end. So does one after it that the service has no baseline
+//! for yet (a tree the commit does not match: the service sends the committed texts only
+//! then, `schedule/ride.rs`), instead of waiting for the baseline's run over the commit.
+//! The edit's users ([`crate::early::users`]) are opened
 //! and their diagnostics pulled (`textDocument/diagnostic`: pyright checks the file on its
 //! request thread, beside the analysis, and answers with what it found — no guess at which
 //! publish is a checked one; a publish of a file just opened can be its bound-only, empty
@@ -54,7 +57,7 @@ pub struct Riding<'a> {
 }
 
 /// Answer `ask` by riding the first analysis (see the module's doc): `Some` of the check's
-/// answer (`None` when it was cancelled), or `None` when it cannot: not a first analysis, a
+/// answer (`None` when it was cancelled), or `None` when it cannot: no committed texts, a
 /// root new to the server, a changed file without its committed text or gone from disk, a
 /// file to open already open, a user or pyright's configuration the tree changed since the
 /// commit, too many files.
@@ -275,7 +278,7 @@ struct Plan {
 
 /// The ride for `ask`, when one is possible (see [`ride`]).
 fn plan(server: &Server, ask: &Ask) -> Option<Plan> {
-    if ask.ride.committed.is_empty() || server.conn.pushed().ended > 0 {
+    if ask.ride.committed.is_empty() {
         return None;
     }
     {

@@ -4,7 +4,7 @@
 //! the broken caller named, and the baseline of the files it checked equal to the command
 //! line's at the commit; the follow-ups settle on the command line's answer. With the
 //! baseline known to the service (`CheckRequest::baseline_known`) the caller is named with
-//! no baseline pulled. An edit with no users answers at once with nothing and no baseline.
+//! no baseline pulled. After the first analysis, a check with committed texts rides too. An edit with no users answers at once with nothing and no baseline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -133,6 +133,36 @@ fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
     );
 
     let mut id = 2;
+    let rest = settled(&served, &ws, &utils, &mut id);
+    assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 2, None).files));
+}
+
+/// After the first analysis (the warm-up's check settled), an edit whose check still carries
+/// committed texts (the service has no baseline for it: a tree the commit does not match)
+/// rides too: the caller named early, with the baseline of the files it checked equal to the
+/// command line's at the commit (without the ride: a plain check, no baseline).
+#[test]
+fn an_edit_after_the_first_analysis_rides_when_its_check_carries_the_committed_texts() {
+    let (_tmp, ws) = project();
+    let utils = ws.join("pkg/utils.py");
+    let core = ws.join("pkg/core.py");
+    let cli = plugin(serde_json::json!({"language_server": false}));
+    let mut at_commit = by_file(ask(&cli, &ws, &utils, 1, None).files);
+    at_commit.retain(|f, _| *f == core || *f == utils);
+
+    let served = plugin(serde_json::Value::Null);
+    let mut id = 0;
+    settled(&served, &ws, &ws.join("pkg/m0.py"), &mut id);
+    let good = std::fs::read_to_string(&utils).unwrap();
+    std::fs::write(&utils, good.replace(GOOD, BROKEN)).unwrap();
+    id += 1;
+    let resp = ask(&served, &ws, &utils, id, Some(&good));
+    assert_names_the_caller(&resp, &core);
+    assert_eq!(
+        by_file(resp.baseline),
+        at_commit,
+        "the baseline is the command line's at the commit"
+    );
     let rest = settled(&served, &ws, &utils, &mut id);
     assert_eq!(rest, by_file(ask(&cli, &ws, &utils, 2, None).files));
 }
