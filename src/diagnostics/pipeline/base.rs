@@ -117,9 +117,9 @@ impl BaseState {
         self.store.is_some()
     }
 
-    /// Whether files wait for their per-file baseline checks before being dispatched.
-    pub(super) fn holding(&self) -> bool {
-        !self.held.is_empty()
+    /// The files waiting for their per-file baseline checks before being dispatched.
+    pub(super) fn held(&self) -> impl Iterator<Item = &PathBuf> {
+        self.held.keys()
     }
 
     /// The store of shared baselines (`None`: no baseline is taken).

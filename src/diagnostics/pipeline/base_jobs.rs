@@ -143,10 +143,17 @@ impl Pipeline {
 
     /// Whether project-wide baseline runs wait ([`Pipeline::start_project_jobs`]): the
     /// session start's warm-up runs, a check rides a warm server after it
-    /// (`Scheduler::riding`), or files wait for their per-file baselines (the check that may
-    /// ride is dispatched once they answered).
+    /// (`Scheduler::riding`), or files a warm source checks wait for their per-file
+    /// baselines (its check, which may ride, is dispatched once those answered).
     fn runs_wait(&self) -> bool {
-        self.servers_warming || self.warming() || self.scheduler.riding() || self.base.holding()
+        let warm = |p: &PathBuf| {
+            let sources = self.scheduler.sources_for(p);
+            sources.iter().any(|s| s.warm && s.project_wide)
+        };
+        self.servers_warming
+            || self.warming()
+            || self.scheduler.riding()
+            || self.base.held().any(warm)
     }
 
     /// `source`'s run over `project` is kept at the commit: its deferred job (if it still
