@@ -353,17 +353,24 @@ fn a_warm_ups_answer_over_a_clean_tree_serves_another_worktree() {
     svc.terminate();
 }
 
+/// A repository whose tree an earlier session left changed: `other.txt` committed, then
+/// edited without a commit. Its root.
+fn changed_repo(env: &Env) -> PathBuf {
+    let ws = repo_with_worktrees(env, 0).remove(0);
+    std::fs::write(ws.join("other.txt"), "committed\n").unwrap();
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-q", "-m", "other"]);
+    std::fs::write(ws.join("other.txt"), "changed by an earlier session\n").unwrap();
+    ws
+}
+
 /// A tree an earlier session left changed (an uncommitted edit of another file) still lets
 /// the session's first edit ride the warm-up: its check carries the committed texts of the
 /// edited file and of the tree's other changes (`git::committed_of_changed`).
 #[test]
 fn an_edit_in_a_tree_an_earlier_session_changed_rides_the_warm_up() {
     let (env, log) = fleet_env(2, 0);
-    let ws = &repo_with_worktrees(&env, 0)[0];
-    std::fs::write(ws.join("other.txt"), "committed\n").unwrap();
-    git(ws, &["add", "."]);
-    git(ws, &["commit", "-q", "-m", "other"]);
-    std::fs::write(ws.join("other.txt"), "changed by an earlier session\n").unwrap();
+    let ws = &changed_repo(&env);
     warm_config(&env, &log, 2_000);
     let (svc, runs) = ride_during_the_warm_up(&env, &log, ws, "mine");
     assert!(
@@ -381,11 +388,7 @@ fn an_edit_in_a_tree_an_earlier_session_changed_rides_the_warm_up() {
 #[test]
 fn after_the_warm_up_a_changed_trees_first_edit_rides_and_the_baseline_run_waits_for_it() {
     let (env, log) = fleet_env(2, 0);
-    let ws = &repo_with_worktrees(&env, 0)[0];
-    std::fs::write(ws.join("other.txt"), "committed\n").unwrap();
-    git(ws, &["add", "."]);
-    git(ws, &["commit", "-q", "-m", "other"]);
-    std::fs::write(ws.join("other.txt"), "changed by an earlier session\n").unwrap();
+    let ws = &changed_repo(&env);
     let config = format!(
         "[plugin.instant]\nproject_wide = true\nwarm = true\ndelay_ms = 1500\n\
          first_delay_ms = 100\nlog = {:?}\n",

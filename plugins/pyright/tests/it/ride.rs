@@ -104,14 +104,29 @@ fn edit_during_the_first_analysis(
     })
 }
 
-#[test]
-fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
-    let (_tmp, ws) = project();
+/// [`project`], its `utils.py` and `core.py`, the command-line plugin, and what it says of
+/// those two at the commit.
+#[allow(clippy::type_complexity)]
+fn project_at_commit() -> (
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+    PathBuf,
+    Pyright,
+    BTreeMap<PathBuf, Vec<Item>>,
+) {
+    let (tmp, ws) = project();
     let utils = ws.join("pkg/utils.py");
     let core = ws.join("pkg/core.py");
     let cli = plugin(serde_json::json!({"language_server": false}));
     let mut at_commit = by_file(ask(&cli, &ws, &utils, 1, None).files);
     at_commit.retain(|f, _| *f == core || *f == utils);
+    (tmp, ws, utils, core, cli, at_commit)
+}
+
+#[test]
+fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
+    let (_tmp, ws, utils, core, cli, at_commit) = project_at_commit();
     assert_eq!(codes(&at_commit, &core), ["reportAssignmentType"]);
 
     let served = plugin(serde_json::Value::Null);
@@ -143,12 +158,7 @@ fn an_edit_during_the_first_analysis_names_the_caller_with_its_baseline() {
 /// command line's at the commit (without the ride: a plain check, no baseline).
 #[test]
 fn an_edit_after_the_first_analysis_rides_when_its_check_carries_the_committed_texts() {
-    let (_tmp, ws) = project();
-    let utils = ws.join("pkg/utils.py");
-    let core = ws.join("pkg/core.py");
-    let cli = plugin(serde_json::json!({"language_server": false}));
-    let mut at_commit = by_file(ask(&cli, &ws, &utils, 1, None).files);
-    at_commit.retain(|f, _| *f == core || *f == utils);
+    let (_tmp, ws, utils, core, cli, at_commit) = project_at_commit();
 
     let served = plugin(serde_json::Value::Null);
     let mut id = 0;
